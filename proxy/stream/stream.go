@@ -1,0 +1,156 @@
+// Package stream is the contract between pollproxy's front ends (the HTTP/2 and
+// HTTP/1.1 server connections) and the handlers that serve requests.
+//
+// Everything here runs on the event loop that owns the client connection: a
+// front end calls the handler, the handler calls back into the front end, and
+// neither ever blocks. Bodies stream in both directions with backpressure:
+// a handler that stops calling Consumed stops the client's uploads (h2
+// windows, or h1 reads), and a ResponseWriter that accepts fewer bytes than
+// offered stops the handler until OnWritable.
+package stream
+
+import (
+	"net/netip"
+	"time"
+)
+
+// Field is one header or trailer field. Names are lowercase on both sides of
+// the contract; front ends validate them before a handler sees them.
+type Field struct {
+	Name  string
+	Value string
+}
+
+// Request is a validated request head.
+type Request struct {
+	Method string
+	// Scheme is "https" for requests that arrived over TLS, "http" otherwise.
+	Scheme string
+	// Authority is :authority (h2) or Host (h1), never empty for HTTP/1.1.
+	Authority string
+	// Path is the request target: origin-form ("/a?b"), "*" for OPTIONS.
+	Path string
+	// Header holds the regular fields in arrival order: no pseudo-headers,
+	// no connection-specific fields, no Host (see Authority).
+	Header []Field
+	// ContentLength is the declared body length, or -1 when unknown
+	// (h2 without content-length, h1 chunked).
+	ContentLength int64
+	// HasBody is false when the request ended with its head.
+	HasBody bool
+	// Proto is "HTTP/2.0" or "HTTP/1.1".
+	Proto string
+	// RemoteAddr is the client's address.
+	RemoteAddr netip.AddrPort
+}
+
+// Get returns the first value of the named field (name in lowercase).
+func (r *Request) Get(name string) (string, bool) {
+	for _, f := range r.Header {
+		if f.Name == name {
+			return f.Value, true
+		}
+	}
+	return "", false
+}
+
+// ResponseWriter is one request's stream as the handler sees it.
+type ResponseWriter interface {
+	// WriteHeader sends an informational head (100–199 except 101) or the
+	// final head (200–599). Fields use lowercase names and carry no
+	// connection-specific fields. With endStream the response has no body.
+	WriteHeader(status int, fields []Field, endStream bool) error
+	// Write queues response body bytes and returns how many it took: as many
+	// as flow control and the connection's output budget allow. When it
+	// returns n < len(p) the handler keeps the rest and waits for OnWritable.
+	Write(p []byte) (int, error)
+	// Close ends the response, sending trailers when there are any.
+	Close(trailers []Field) error
+	// Reset aborts the stream: RST_STREAM with code on h2, a closed
+	// connection on HTTP/1.1. No more events arrive for the stream.
+	Reset(code uint32)
+	// Consumed reports that the handler is done with n bytes of request body,
+	// so the client may send that many more.
+	Consumed(n int)
+}
+
+// Events are a request's notifications to its handler after Serve.
+type Events interface {
+	// OnBody delivers request body bytes; p is valid only during the call.
+	// Each byte counts against the client's window until Consumed.
+	OnBody(p []byte)
+	// OnBodyEnd reports the end of the request body, with trailers if any.
+	OnBodyEnd(trailers []Field)
+	// OnWritable reports that Write may accept more bytes.
+	OnWritable()
+	// OnAbort reports that the client reset the stream or the connection
+	// is gone. The ResponseWriter must not be used afterwards.
+	OnAbort(err error)
+}
+
+// Handler serves requests on the loop.
+type Handler interface {
+	// Serve starts serving req. It returns the request's event sink, which
+	// may be nil only when the request has no body and the handler has
+	// already completed the response in Serve.
+	Serve(req *Request, w ResponseWriter) Events
+}
+
+// Timer is a pending callback that can be cancelled.
+type Timer interface {
+	// Stop cancels the timer; it reports whether the timer was still pending.
+	Stop() bool
+}
+
+// Clock schedules callbacks on the loop that owns the connection.
+type Clock interface {
+	AfterFunc(d time.Duration, f func()) Timer
+}
+
+// Transport is what a front end needs from the connection beneath it: a
+// TLS session over a socket, owned by the loop.
+type Transport interface {
+	// Write queues plaintext for the client; it never blocks or fails. The
+	// bytes are encrypted and written to the socket once per loop iteration.
+	Write(p []byte)
+	// Buffered reports how many bytes are queued and not yet on the socket;
+	// front ends stop producing body data above their high-water mark and
+	// resume on the front end's OnDrained.
+	Buffered() int
+	// PauseRead stops (true) or resumes (false) feeding client bytes; an
+	// HTTP/1.1 front end uses it for backpressure on request bodies and
+	// pipelining.
+	PauseRead(pause bool)
+	// Close flushes what is queued and closes the connection.
+	Close()
+	// Clock schedules timeouts on the owning loop.
+	Clock() Clock
+	// RemoteAddr is the client's address.
+	RemoteAddr() netip.AddrPort
+}
+
+// ServerConn is a front end protocol (HTTP/2 or HTTP/1.1) on one client
+// connection, driven by the connection beneath it.
+type ServerConn interface {
+	// Feed hands over plaintext from the client; p is valid only during the
+	// call. A returned error means the front end has queued what it had to
+	// say (a GOAWAY, a 400) and the connection should be closed.
+	Feed(p []byte) error
+	// OnDrained reports that Buffered fell below the low-water mark.
+	OnDrained()
+	// Shutdown starts a graceful close: no new requests, in-flight ones run
+	// to completion, then the front end closes the transport.
+	Shutdown()
+	// Abort reports that the connection is gone (peer reset, read error,
+	// forced close). Every open stream gets OnAbort.
+	Abort(err error)
+}
+
+// HTTP/2 error codes used across front ends and handlers (RFC 9113 §7).
+const (
+	CodeNo            uint32 = 0x0
+	CodeProtocol      uint32 = 0x1
+	CodeInternal      uint32 = 0x2
+	CodeCancel        uint32 = 0x8
+	CodeRefusedStream uint32 = 0x7
+)
