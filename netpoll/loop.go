@@ -1,0 +1,418 @@
+package netpoll
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Handler receives readiness events for one registered descriptor, on the
+// loop's goroutine.
+type Handler interface {
+	HandleEvent(ev Event)
+}
+
+// Flusher is something with output to write once per loop iteration (a
+// connection gathering frames from several handlers into one write).
+type Flusher interface {
+	Flush()
+}
+
+// Desc is a descriptor registered with a Loop.
+type Desc struct {
+	loop   *Loop
+	fd     int
+	tok    Token
+	h      Handler
+	want   Interest // what the handler asked for
+	kernel Interest // what the poller has registered
+	closed bool
+}
+
+// FD returns the descriptor number.
+func (d *Desc) FD() int { return d.fd }
+
+// Loop returns the loop the descriptor belongs to.
+func (d *Desc) Loop() *Loop { return d.loop }
+
+// Interest returns what the handler currently wants to hear about.
+func (d *Desc) Interest() Interest { return d.want }
+
+// SetInterest changes what the handler wants to hear about. On
+// edge-triggered backends this only filters events (no system call); on poll
+// it edits the pollfd entry. Readiness that arrived while a direction was
+// not wanted is not replayed: a handler resuming reads calls Kick.
+func (d *Desc) SetInterest(want Interest) error {
+	if d.closed || want == d.want {
+		return nil
+	}
+	d.want = want
+	l := d.loop
+	if l.edge || want == d.kernel {
+		return nil
+	}
+	if err := l.poller.Modify(d.fd, want, d.tok); err != nil {
+		return fmt.Errorf("%s modify fd %d: %w", l.poller.Name(), d.fd, err)
+	}
+	d.kernel = want
+	l.mods.Add(1)
+	return nil
+}
+
+// Kick delivers ev to the handler later in this loop iteration, as if the
+// kernel had reported it: how a handler resumes I/O it stopped on purpose
+// (backpressure, a read budget) without waiting for a new edge.
+func (d *Desc) Kick(ev Event) {
+	if d.closed {
+		return
+	}
+	d.loop.kicks = append(d.loop.kicks, Ready{Token: d.tok, Events: ev})
+}
+
+// Close unregisters the descriptor and closes it. Events already collected
+// for it in this iteration are dropped.
+func (d *Desc) Close() error {
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	l := d.loop
+	err := l.poller.Remove(d.fd)
+	l.dels.Add(1)
+	if cerr := unix.Close(d.fd); err == nil {
+		err = cerr
+	}
+	l.release(d)
+	return err
+}
+
+// Detach unregisters the descriptor without closing it.
+func (d *Desc) Detach() error {
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	l := d.loop
+	err := l.poller.Remove(d.fd)
+	l.dels.Add(1)
+	l.release(d)
+	return err
+}
+
+// Stats are a loop's counters, readable from any goroutine.
+type Stats struct {
+	Loop        int
+	Backend     string
+	Waits       uint64 // poller waits
+	Events      uint64 // readiness events delivered
+	Wakeups     uint64 // waits ended by Wake
+	Adds        uint64 // registrations
+	Mods        uint64 // interest changes that reached the poller
+	Dels        uint64 // removals
+	Descriptors int64  // registered now
+	Timers      int64  // pending now
+}
+
+// Loop is one event loop: a poller, a timer heap, a task queue other
+// goroutines post to, and the descriptors registered with it. Everything
+// except Post, Stop and Stats runs on the loop's own goroutine.
+type Loop struct {
+	id     int
+	poller Poller
+	edge   bool
+
+	slots []*Desc
+	gens  []uint32 // generation per slot, bumped on release
+	free  []uint32
+	ready []Ready
+	kicks []Ready
+
+	timers   timerHeap
+	timerSeq uint64
+	clock    time.Time
+
+	taskMu  sync.Mutex
+	tasks   []func()
+	spare   []func()
+	flushes []Flusher
+
+	stopping atomic.Bool
+	running  atomic.Bool
+	done     chan struct{}
+
+	waits, events, adds, mods, dels atomic.Uint64
+	descs, ntimers                  atomic.Int64
+}
+
+// NewLoop opens a loop over the named poller backend ("auto" for the best).
+func NewLoop(id int, backend string) (*Loop, error) {
+	p, err := Open(backend)
+	if err != nil {
+		return nil, err
+	}
+	return &Loop{
+		id:     id,
+		poller: p,
+		edge:   p.EdgeTriggered(),
+		ready:  make([]Ready, 512),
+		clock:  time.Now(),
+		done:   make(chan struct{}),
+	}, nil
+}
+
+// ID is the loop's index in its group.
+func (l *Loop) ID() int { return l.id }
+
+// Backend is the name of the loop's poller backend.
+func (l *Loop) Backend() string { return l.poller.Name() }
+
+// EdgeTriggered reports whether the loop's poller is edge-triggered.
+func (l *Loop) EdgeTriggered() bool { return l.edge }
+
+// Register adds fd to the loop. On edge-triggered backends the kernel
+// registration covers both directions for the descriptor's life and want
+// only filters what the handler sees.
+func (l *Loop) Register(fd int, h Handler, want Interest) (*Desc, error) {
+	var slot uint32
+	if n := len(l.free); n > 0 {
+		slot = l.free[n-1]
+		l.free = l.free[:n-1]
+	} else {
+		slot = uint32(len(l.slots))
+		l.slots = append(l.slots, nil)
+		l.gens = append(l.gens, 1)
+	}
+	d := &Desc{loop: l, fd: fd, h: h, want: want, tok: Token(l.gens[slot])<<32 | Token(slot)}
+	d.kernel = want
+	if l.edge {
+		d.kernel = Read | Write
+	}
+	if err := l.poller.Add(fd, d.kernel, d.tok); err != nil {
+		l.free = append(l.free, slot)
+		return nil, fmt.Errorf("%s add fd %d: %w", l.poller.Name(), fd, err)
+	}
+	l.slots[slot] = d
+	l.adds.Add(1)
+	l.descs.Add(1)
+	return d, nil
+}
+
+func (l *Loop) release(d *Desc) {
+	slot := uint32(d.tok)
+	l.slots[slot] = nil
+	// Generation 0 is never used, so no live token is ever zero.
+	if l.gens[slot]++; l.gens[slot] == 0 {
+		l.gens[slot] = 1
+	}
+	l.free = append(l.free, slot)
+	l.descs.Add(-1)
+}
+
+// lookup returns the live descriptor a token names, or nil for a stale one.
+func (l *Loop) lookup(tok Token) *Desc {
+	slot := uint32(tok)
+	if int(slot) >= len(l.slots) {
+		return nil
+	}
+	d := l.slots[slot]
+	if d == nil || d.tok != tok {
+		return nil
+	}
+	return d
+}
+
+// AfterFunc schedules f to run on the loop after d. Call it from the loop.
+func (l *Loop) AfterFunc(d time.Duration, f func()) *Timer {
+	t := &Timer{index: -1, f: f, loop: l}
+	t.Reset(d)
+	return t
+}
+
+// now is the time the current iteration started: timers do not need more
+// precision than one iteration, and this saves a clock read per timer.
+func (l *Loop) now() time.Time { return l.clock }
+
+// Now returns the loop's idea of the current time (the start of the current
+// iteration).
+func (l *Loop) Now() time.Time { return l.clock }
+
+// Post queues f to run on the loop and wakes it. Safe from any goroutine;
+// this is how other loops and the handshake workers talk to a loop.
+func (l *Loop) Post(f func()) {
+	l.taskMu.Lock()
+	l.tasks = append(l.tasks, f)
+	l.taskMu.Unlock()
+	l.poller.Wake()
+}
+
+// FlushLater asks for f.Flush at the end of this iteration. The caller keeps
+// its own "already queued" flag so that it is queued once per iteration.
+func (l *Loop) FlushLater(f Flusher) { l.flushes = append(l.flushes, f) }
+
+// ErrStopped is returned by Run after Stop.
+var ErrStopped = errors.New("loop stopped")
+
+// Run runs the loop on the calling goroutine, locked to its OS thread, until
+// Stop. It returns ErrStopped, or the poller's error if waiting failed.
+func (l *Loop) Run() error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	l.running.Store(true)
+	defer close(l.done)
+	for !l.stopping.Load() {
+		if err := l.RunOnce(l.nextTimeout()); err != nil {
+			return err
+		}
+	}
+	return ErrStopped
+}
+
+func (l *Loop) nextTimeout() time.Duration {
+	if len(l.kicks) > 0 || len(l.flushes) > 0 {
+		return 0
+	}
+	l.taskMu.Lock()
+	pending := len(l.tasks)
+	l.taskMu.Unlock()
+	if pending > 0 {
+		return 0
+	}
+	if len(l.timers) == 0 {
+		return -1
+	}
+	d := l.timers[0].when.Sub(time.Now())
+	if d < 0 {
+		d = 0
+	}
+	return d
+}
+
+// RunOnce runs one iteration: wait up to timeout, dispatch readiness
+// events, then kicked events, expired timers, posted tasks, and finally the
+// flushes those asked for.
+func (l *Loop) RunOnce(timeout time.Duration) error {
+	n, err := l.poller.Wait(l.ready, timeout)
+	l.waits.Add(1)
+	if err != nil {
+		return fmt.Errorf("%s wait: %w", l.poller.Name(), err)
+	}
+	l.clock = time.Now()
+	delivered := 0
+	for i := 0; i < n; i++ {
+		delivered += l.dispatch(l.ready[i])
+	}
+	if n == len(l.ready) && len(l.ready) < 1<<14 {
+		l.ready = make([]Ready, 2*len(l.ready)) // a full batch: take more next time
+	}
+	// Kicks queued while handling kicks run next iteration, so a handler
+	// that keeps kicking itself cannot starve the poller.
+	if k := len(l.kicks); k > 0 {
+		batch := l.kicks[:k:k]
+		l.kicks = l.kicks[k:]
+		for _, r := range batch {
+			delivered += l.dispatch(r)
+		}
+		if len(l.kicks) == 0 {
+			l.kicks = batch[:0]
+		}
+	}
+	l.events.Add(uint64(delivered))
+	l.runTimers()
+	l.runTasks()
+	for len(l.flushes) > 0 {
+		fl := l.flushes
+		l.flushes = nil
+		for i, f := range fl {
+			f.Flush()
+			fl[i] = nil
+		}
+		if l.flushes == nil {
+			l.flushes = fl[:0]
+		}
+	}
+	return nil
+}
+
+func (l *Loop) dispatch(r Ready) int {
+	d := l.lookup(r.Token)
+	if d == nil {
+		return 0 // closed earlier in this batch, maybe already reused
+	}
+	mask := EventHup | EventErr
+	if d.want&Read != 0 {
+		mask |= EventRead
+	}
+	if d.want&Write != 0 {
+		mask |= EventWrite
+	}
+	ev := r.Events & mask
+	if ev == 0 {
+		return 0
+	}
+	d.h.HandleEvent(ev)
+	return 1
+}
+
+func (l *Loop) runTimers() {
+	if len(l.timers) == 0 {
+		l.ntimers.Store(0)
+		return
+	}
+	now := time.Now()
+	l.clock = now
+	for len(l.timers) > 0 && !l.timers[0].when.After(now) {
+		t := heap.Pop(&l.timers).(*Timer)
+		t.f()
+	}
+	l.ntimers.Store(int64(len(l.timers)))
+}
+
+func (l *Loop) runTasks() {
+	l.taskMu.Lock()
+	tasks := l.tasks
+	l.tasks = l.spare[:0]
+	l.taskMu.Unlock()
+	for i, f := range tasks {
+		f()
+		tasks[i] = nil
+	}
+	l.spare = tasks[:0]
+}
+
+// Stop asks the loop to return from Run. Safe from any goroutine.
+func (l *Loop) Stop() {
+	l.stopping.Store(true)
+	l.poller.Wake()
+}
+
+// Done is closed when Run has returned.
+func (l *Loop) Done() <-chan struct{} { return l.done }
+
+// Close releases the poller. Call it after Run has returned (or instead of
+// Run); descriptors still registered are left to their owners.
+func (l *Loop) Close() error { return l.poller.Close() }
+
+// Stats returns a snapshot of the loop's counters. Safe from any goroutine.
+func (l *Loop) Stats() Stats {
+	s := Stats{
+		Loop:        l.id,
+		Backend:     l.poller.Name(),
+		Waits:       l.waits.Load(),
+		Events:      l.events.Load(),
+		Adds:        l.adds.Load(),
+		Mods:        l.mods.Load(),
+		Dels:        l.dels.Load(),
+		Descriptors: l.descs.Load(),
+		Timers:      l.ntimers.Load(),
+	}
+	if w, ok := l.poller.(interface{ wakeups() uint64 }); ok {
+		s.Wakeups = w.wakeups()
+	}
+	return s
+}

@@ -1,0 +1,205 @@
+// Package netpoll is pollproxy's event loop: a small Poller interface with one
+// implementation per kernel readiness API (epoll, kqueue, poll), the Loop that
+// drives a poller with timers and a cross-goroutine task queue, and the socket
+// helpers the loop needs (listen with SO_REUSEPORT, accept4, non-blocking
+// connect).
+//
+// A descriptor is registered once for its whole life. On edge-triggered
+// backends (epoll with EPOLLET, kqueue with EV_CLEAR) it is registered for
+// both directions and never touched again until it is closed: readiness
+// changes cost no system call. The poll backend is level-triggered, so the
+// loop there keeps the kernel's interest equal to what the handler wants
+// (write interest only while output is pending); changing it edits a pollfd
+// entry in user space and still costs no system call.
+package netpoll
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Interest is what the loop wants to hear about for one descriptor.
+type Interest uint8
+
+// Interests.
+const (
+	Read  Interest = 1 << iota // readable, or the peer closed
+	Write                      // writable
+)
+
+// Event is what the kernel reported for one descriptor.
+type Event uint8
+
+// Events. Hang-up and error are reported together with Read (and Write for
+// errors) so that a handler that only reads still sees them.
+const (
+	EventRead  Event = 1 << iota // bytes (or EOF) can be read
+	EventWrite                   // the send buffer has room
+	EventHup                     // the peer closed or half-closed
+	EventErr                     // the descriptor has a pending error
+)
+
+func (e Event) String() string {
+	var parts []string
+	for _, p := range []struct {
+		bit  Event
+		name string
+	}{{EventRead, "read"}, {EventWrite, "write"}, {EventHup, "hup"}, {EventErr, "err"}} {
+		if e&p.bit != 0 {
+			parts = append(parts, p.name)
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "|")
+}
+
+// Token is the opaque cookie stored with a registration and returned with
+// every event for it. The Loop packs a slot index and a generation into it,
+// so an event for a descriptor that was closed (and whose number was reused)
+// earlier in the same batch is recognised and dropped.
+type Token uint64
+
+// Ready is one readiness report from Wait.
+type Ready struct {
+	Token  Token
+	Events Event
+}
+
+// Poller is one kernel readiness queue, owned by exactly one goroutine (its
+// Loop). Only Wake may be called from other goroutines.
+type Poller interface {
+	// Name is the backend's name: "epoll", "kqueue" or "poll".
+	Name() string
+	// EdgeTriggered reports whether registrations are edge-triggered. Then
+	// a handler must read or write until EAGAIN, and interest changes are
+	// the loop's business only; otherwise (poll) the registered interest
+	// must match what the handler wants, or the loop spins.
+	EdgeTriggered() bool
+	// Add registers fd with its interest and token.
+	Add(fd int, want Interest, tok Token) error
+	// Modify changes the interest of a registered fd.
+	Modify(fd int, want Interest, tok Token) error
+	// Remove forgets fd. It must be called before fd is closed.
+	Remove(fd int) error
+	// Wait blocks up to timeout (negative: forever; zero: no blocking) and
+	// fills evs with ready descriptors, returning how many. A wake-up is
+	// consumed inside Wait and is not reported as an entry; an interrupted
+	// wait returns (0, nil) so the caller can recompute its timers.
+	Wait(evs []Ready, timeout time.Duration) (int, error)
+	// Wake makes a concurrent or the next Wait return promptly. Safe from
+	// any goroutine; calls are coalesced until the poller wakes.
+	Wake() error
+	// Close releases the kernel queue and the wake-up descriptors.
+	Close() error
+}
+
+// Counters are a poller's system-call and event counts.
+type Counters struct {
+	Waits, Events, Wakeups uint64
+	Adds, Mods, Dels       uint64
+}
+
+type backend struct {
+	name string
+	pref int
+	open func() (Poller, error)
+}
+
+var backends []backend
+
+// register adds a backend; each backend file calls it from init behind its
+// build tags. A higher pref wins for "auto".
+func register(name string, pref int, open func() (Poller, error)) {
+	backends = append(backends, backend{name, pref, open})
+	sort.SliceStable(backends, func(i, j int) bool { return backends[i].pref > backends[j].pref })
+}
+
+// ErrUnknownBackend is returned by Open for a name that is not built into
+// this binary for this OS.
+var ErrUnknownBackend = errors.New("unknown poller backend")
+
+// Auto is the backend name that selects the best backend available.
+const Auto = "auto"
+
+// Available lists the backends built for this OS, best first, leaving out
+// those disabled through POLLPROXY_NO_<NAME> in the environment.
+func Available() []string {
+	var names []string
+	for _, b := range backends {
+		if !disabled(b.name) {
+			names = append(names, b.name)
+		}
+	}
+	return names
+}
+
+func disabled(name string) bool {
+	return os.Getenv("POLLPROXY_NO_"+strings.ToUpper(name)) != ""
+}
+
+// Open returns the named backend, or the best available one for "" or
+// "auto". A named backend never silently falls back to another one: an A/B
+// run must measure what it says it measures.
+func Open(name string) (Poller, error) {
+	if name == "" || name == Auto {
+		var errs []error
+		for _, b := range backends {
+			if disabled(b.name) {
+				continue
+			}
+			p, err := b.open()
+			if err == nil {
+				return p, nil
+			}
+			errs = append(errs, fmt.Errorf("%s: %w", b.name, err))
+		}
+		return nil, fmt.Errorf("no poller backend could be opened: %w", errors.Join(errs...))
+	}
+	for _, b := range backends {
+		if b.name == name {
+			if disabled(b.name) {
+				return nil, fmt.Errorf("poller %q is disabled by POLLPROXY_NO_%s", name, strings.ToUpper(name))
+			}
+			p, err := b.open()
+			if err != nil {
+				return nil, fmt.Errorf("open poller %q: %w", name, err)
+			}
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("%w %q: available on this system: %s", ErrUnknownBackend, name, strings.Join(Available(), ", "))
+}
+
+// ValidName reports whether name is "auto" or a backend available here, with
+// an error that lists the choices otherwise.
+func ValidName(name string) error {
+	if name == "" || name == Auto {
+		return nil
+	}
+	for _, n := range Available() {
+		if n == name {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w %q: available on this system: %s", ErrUnknownBackend, name, strings.Join(Available(), ", "))
+}
+
+// timeoutMillis converts a wait timeout to the milliseconds epoll_wait and
+// poll take, rounding up so a timer due in 300µs does not become a busy
+// zero-timeout spin.
+func timeoutMillis(d time.Duration) int {
+	if d < 0 {
+		return -1
+	}
+	ms := (d + time.Millisecond - 1) / time.Millisecond
+	if ms > 1<<30 {
+		ms = 1 << 30
+	}
+	return int(ms)
+}
