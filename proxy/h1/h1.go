@@ -1,0 +1,280 @@
+// Package h1 is pollproxy's HTTP/1.1 wire format, written for an event loop.
+//
+// Every parser here is incremental: it is fed byte slices as they arrive from
+// a socket, split anywhere (down to one byte at a time), keeps only the state
+// it needs to resume, never blocks and never starts a goroutine. Every
+// buffer it keeps has a hard limit, so a connection's memory is bounded no
+// matter what the peer sends.
+//
+// The package holds four pieces:
+//
+//   - RequestParser reads requests from HTTP/1.x clients (the front end).
+//   - ServerConn is the HTTP/1.1 front end itself: a stream.ServerConn that
+//     drives a stream.Handler over a stream.Transport.
+//   - ResponseParser reads responses from HTTP/1.1 origins (the backend side
+//     of the reverse proxy).
+//   - AppendRequestHead, AppendChunk and friends serialise requests for
+//     origins into reusable byte slices.
+//
+// The parsers are strict on purpose. pollproxy sits between clients and
+// origins, and any message the two could frame differently is a request
+// smuggling vector, so everything RFC 9112 allows a recipient to reject is
+// rejected: obsolete line folding, bare CR or LF, whitespace before a colon,
+// Content-Length together with Transfer-Encoding, conflicting lengths,
+// transfer codings other than a lone "chunked", malformed chunk sizes. Lines
+// must end in CRLF; the RFC 9112 §2.2 tolerance for a bare LF is not
+// extended, because origins disagree about it.
+package h1
+
+import "strconv"
+
+// Limits bounds what a parser buffers for one message. The zero value of
+// each field selects its default, so a zero Limits is ready to use.
+type Limits struct {
+	// MaxHeadSize bounds the start line plus all header fields, CRLFs
+	// included (default 64 KiB). Larger heads get 431.
+	MaxHeadSize int
+	// MaxFields bounds the number of header fields (default 100), and
+	// separately the number of trailer fields.
+	MaxFields int
+	// MaxLineSize bounds one start line or field line (default 16 KiB). A
+	// longer request line gets 414, a longer field line 431.
+	MaxLineSize int
+	// MaxTrailerSize bounds the trailer section of a chunked body
+	// (default 16 KiB).
+	MaxTrailerSize int
+	// MaxChunkLine bounds a chunk-size line including extensions, which
+	// pollproxy tolerates but discards (default 4 KiB).
+	MaxChunkLine int
+}
+
+// Default limits, chosen to admit every real browser and API client while
+// keeping a stalled connection's buffers small.
+const (
+	DefaultMaxHeadSize    = 64 << 10
+	DefaultMaxFields      = 100
+	DefaultMaxLineSize    = 16 << 10
+	DefaultMaxTrailerSize = 16 << 10
+	DefaultMaxChunkLine   = 4 << 10
+)
+
+// withDefaults fills zero fields so the hot paths never test for zero.
+func (l Limits) withDefaults() Limits {
+	if l.MaxHeadSize <= 0 {
+		l.MaxHeadSize = DefaultMaxHeadSize
+	}
+	if l.MaxFields <= 0 {
+		l.MaxFields = DefaultMaxFields
+	}
+	if l.MaxLineSize <= 0 {
+		l.MaxLineSize = DefaultMaxLineSize
+	}
+	if l.MaxLineSize > l.MaxHeadSize {
+		l.MaxLineSize = l.MaxHeadSize
+	}
+	if l.MaxTrailerSize <= 0 {
+		l.MaxTrailerSize = DefaultMaxTrailerSize
+	}
+	if l.MaxChunkLine <= 0 {
+		l.MaxChunkLine = DefaultMaxChunkLine
+	}
+	return l
+}
+
+// Event is what one Feed call produced. Each call reports at most one event
+// so that a caller can act on it (and stop feeding, for backpressure) before
+// the parser goes further.
+type Event uint8
+
+const (
+	// EventNone means the parser consumed what it could and needs more
+	// input (or, after EventDone, a Reset) before anything else happens.
+	EventNone Event = iota
+	// EventHead means a complete request or final response head was parsed.
+	EventHead
+	// EventInfo means a complete 1xx informational response head was parsed
+	// (response parser only); parsing continues with the next head.
+	EventInfo
+	// EventBody means body bytes are available from Body: a sub-slice of
+	// the input, valid until the input buffer is reused.
+	EventBody
+	// EventDone means the message ended; trailers, if any, are available.
+	EventDone
+)
+
+// String names the event for test failures and logs.
+func (e Event) String() string {
+	switch e {
+	case EventNone:
+		return "none"
+	case EventHead:
+		return "head"
+	case EventInfo:
+		return "info"
+	case EventBody:
+		return "body"
+	case EventDone:
+		return "done"
+	}
+	return "event(" + strconv.Itoa(int(e)) + ")"
+}
+
+// Error is a protocol violation by the peer. Status is the HTTP status a
+// server answers with (400, 413, 414, 431, 501, 505); the backend side
+// treats every Error as a bad gateway.
+type Error struct {
+	Status int
+	Reason string
+}
+
+// Error implements error.
+func (e *Error) Error() string { return "h1: " + e.Reason }
+
+// The errors are preallocated so that rejecting garbage costs nothing.
+var (
+	errBareLF          = &Error{400, "line ends in a bare LF"}
+	errBareCR          = &Error{400, "bare CR"}
+	errObsFold         = &Error{400, "obsolete line folding"}
+	errSpaceBeforeCol  = &Error{400, "whitespace between field name and colon"}
+	errFieldName       = &Error{400, "invalid field name"}
+	errFieldValue      = &Error{400, "invalid character in field value"}
+	errNoColon         = &Error{400, "field line without colon"}
+	errHeadTooLarge    = &Error{431, "header section too large"}
+	errTooManyFields   = &Error{431, "too many header fields"}
+	errFieldTooLong    = &Error{431, "field line too long"}
+	errURITooLong      = &Error{414, "request line too long"}
+	errRequestLine     = &Error{400, "malformed request line"}
+	errMethod          = &Error{400, "invalid method"}
+	errTarget          = &Error{400, "invalid request target"}
+	errVersion         = &Error{400, "malformed HTTP version"}
+	errVersionUnsupp   = &Error{505, "HTTP version not supported"}
+	errConnect         = &Error{501, "CONNECT is not supported"}
+	errNoHost          = &Error{400, "missing Host"}
+	errMultiHost       = &Error{400, "multiple Host fields"}
+	errBadHost         = &Error{400, "invalid Host"}
+	errCLTE            = &Error{400, "Content-Length with Transfer-Encoding"}
+	errBadCL           = &Error{400, "invalid Content-Length"}
+	errMultiCL         = &Error{400, "conflicting Content-Length values"}
+	errBadTE           = &Error{400, "invalid Transfer-Encoding"}
+	errUnknownTE       = &Error{501, "unsupported transfer coding"}
+	errTE10            = &Error{400, "Transfer-Encoding in an HTTP/1.0 message"}
+	errUnderscoreFrame = &Error{400, "framing field spelled with an underscore"}
+	errExpect          = &Error{417, "unsupported expectation"}
+	errChunkSize       = &Error{400, "invalid chunk size"}
+	errChunkLine       = &Error{400, "chunk size line too long"}
+	errChunkExt        = &Error{400, "invalid chunk extension"}
+	errChunkCRLF       = &Error{400, "chunk data not followed by CRLF"}
+	errTrailerTooLarge = &Error{431, "trailer section too large"}
+	errStatusLine      = &Error{502, "malformed status line"}
+	errSwitching       = &Error{502, "unexpected 101 Switching Protocols"}
+)
+
+// ErrTruncated reports that the connection ended inside a message.
+var ErrTruncated = &Error{400, "connection closed inside a message"}
+
+// ErrNoResponse reports that an origin closed the connection before sending
+// any byte of a response: the one case where a pooled connection's request
+// may be retried safely.
+var ErrNoResponse = &Error{502, "connection closed before any response byte"}
+
+// Byte classes, as tables so the scanners cost one load per byte.
+var (
+	isToken [256]bool // tchar, RFC 9110 §5.6.2
+	isValue [256]bool // field-vchar, SP, HTAB and obs-text: no CTLs
+	isHost  [256]bool // characters of a uri-host[:port], RFC 3986
+	isPath  [256]bool // visible ASCII except '#': what a target may hold
+)
+
+func init() {
+	for c := 'a'; c <= 'z'; c++ {
+		isToken[c] = true
+		isToken[c-'a'+'A'] = true
+	}
+	for c := '0'; c <= '9'; c++ {
+		isToken[c] = true
+	}
+	for _, c := range "!#$%&'*+-.^_`|~" {
+		isToken[c] = true
+	}
+	for c := 0; c < 256; c++ {
+		isValue[c] = c == '\t' || (c >= 0x20 && c != 0x7f)
+		isPath[c] = c > 0x20 && c < 0x7f && c != '#'
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		isHost[c] = true
+		isHost[c-'a'+'A'] = true
+	}
+	for c := '0'; c <= '9'; c++ {
+		isHost[c] = true
+	}
+	for _, c := range "-._~!$&'()*+,;=:[]%" {
+		isHost[c] = true
+	}
+}
+
+// lower returns b's ASCII lowercase form in place.
+func lowerInPlace(b []byte) {
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + ('a' - 'A')
+		}
+	}
+}
+
+// equalFoldASCII compares a token with a lowercase constant.
+func equalFoldASCII(s, lower string) bool {
+	if len(s) != len(lower) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// trimOWS strips optional whitespace (SP, HTAB) from both ends.
+func trimOWS(s string) string {
+	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
+		s = s[1:]
+	}
+	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// parseContentLength accepts 1*DIGIT only: no sign, no spaces, no hex, and
+// nothing that overflows int64.
+func parseContentLength(s string) (int64, bool) {
+	if len(s) == 0 || len(s) > 18 {
+		// 18 digits stay below 2^63; nobody sends an exabyte.
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
+// nextListItem splits a comma-separated field value (RFC 9110 §5.6.1),
+// returning the next trimmed element, the rest, and whether a comma
+// followed (so "chunked," is seen to end in an empty element).
+func nextListItem(s string) (item, rest string, more bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == ',' {
+			return trimOWS(s[:i]), s[i+1:], true
+		}
+	}
+	return trimOWS(s), "", false
+}

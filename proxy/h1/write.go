@@ -1,0 +1,238 @@
+package h1
+
+import (
+	"strconv"
+
+	"github.com/pollproxy/pollproxy/proxy/stream"
+)
+
+// Body framing for AppendRequestHeadFramed, besides a length >= 0.
+const (
+	// LengthChunked frames the body with the chunked transfer coding.
+	LengthChunked int64 = -1
+	// LengthNone sends no framing field: the request has no body.
+	LengthNone int64 = -2
+)
+
+// AppendRequestHead appends an HTTP/1.1 request head to dst: the request
+// line, each field as given, and the empty line. It writes exactly what it
+// is given — Host, framing and all — so the caller owns the field set;
+// fields must already be valid (the front ends validate everything a client
+// sends, and ValidField checks anything else). Append-style so a backend
+// connection can reuse one buffer for every request without allocating.
+func AppendRequestHead(dst []byte, method, target string, fields []stream.Field) []byte {
+	dst = append(dst, method...)
+	dst = append(dst, ' ')
+	dst = append(dst, target...)
+	dst = append(dst, " HTTP/1.1\r\n"...)
+	dst = appendFields(dst, fields)
+	return append(dst, '\r', '\n')
+}
+
+// AppendRequestHeadFramed is AppendRequestHead with the body framing chosen
+// here rather than by the fields: any content-length or transfer-encoding
+// in fields is skipped, and length adds "content-length: N" (length >= 0),
+// "transfer-encoding: chunked" (LengthChunked) or nothing (LengthNone).
+// Passing a front end's Request.Header with its ContentLength therefore
+// re-frames the request for the origin in one call.
+func AppendRequestHeadFramed(dst []byte, method, target string, fields []stream.Field, length int64) []byte {
+	dst = append(dst, method...)
+	dst = append(dst, ' ')
+	dst = append(dst, target...)
+	dst = append(dst, " HTTP/1.1\r\n"...)
+	for _, f := range fields {
+		if f.Name == "content-length" || f.Name == "transfer-encoding" {
+			continue
+		}
+		dst = appendField(dst, f)
+	}
+	switch {
+	case length >= 0:
+		dst = append(dst, "content-length: "...)
+		dst = strconv.AppendInt(dst, length, 10)
+		dst = append(dst, '\r', '\n')
+	case length == LengthChunked:
+		dst = append(dst, "transfer-encoding: chunked\r\n"...)
+	}
+	return append(dst, '\r', '\n')
+}
+
+// AppendChunk appends p as one chunk of a chunked body. An empty p appends
+// nothing, since an empty chunk would end the body.
+func AppendChunk(dst, p []byte) []byte {
+	if len(p) == 0 {
+		return dst
+	}
+	dst = AppendChunkHeader(dst, len(p))
+	dst = append(dst, p...)
+	return append(dst, '\r', '\n')
+}
+
+// AppendChunkHeader appends the size line of an n-byte chunk (n > 0), for
+// a caller that writes the n data bytes and the closing CRLF itself rather
+// than copying them into dst.
+func AppendChunkHeader(dst []byte, n int) []byte {
+	dst = strconv.AppendUint(dst, uint64(n), 16)
+	return append(dst, '\r', '\n')
+}
+
+// AppendLastChunk appends the last-chunk, the trailer fields (which must be
+// valid and allowed in trailers) and the empty line that ends the body.
+func AppendLastChunk(dst []byte, trailers []stream.Field) []byte {
+	dst = append(dst, '0', '\r', '\n')
+	dst = appendFields(dst, trailers)
+	return append(dst, '\r', '\n')
+}
+
+// ValidField reports whether a field may be written to the wire: a
+// non-empty token name and a value without CR, LF, NUL or other controls.
+// Writing anything else would let one field become two, or a head end
+// early: response splitting and request smuggling.
+func ValidField(f stream.Field) bool {
+	if f.Name == "" {
+		return false
+	}
+	for i := 0; i < len(f.Name); i++ {
+		if !isToken[f.Name[i]] {
+			return false
+		}
+	}
+	v := f.Value
+	for i := 0; i < len(v); i++ {
+		if !isValue[v[i]] {
+			return false
+		}
+	}
+	// Surrounding whitespace would be stripped by the recipient; refusing it
+	// keeps what pollproxy saw and what the origin sees identical.
+	return v == "" || v[0] != ' ' && v[0] != '\t' && v[len(v)-1] != ' ' && v[len(v)-1] != '\t'
+}
+
+func appendFields(dst []byte, fields []stream.Field) []byte {
+	for _, f := range fields {
+		dst = appendField(dst, f)
+	}
+	return dst
+}
+
+func appendField(dst []byte, f stream.Field) []byte {
+	dst = append(dst, f.Name...)
+	dst = append(dst, ':', ' ')
+	dst = append(dst, f.Value...)
+	return append(dst, '\r', '\n')
+}
+
+// appendStatusLine writes "HTTP/1.1 <code> <reason>\r\n". pollproxy
+// answers HTTP/1.0 clients with HTTP/1.1 too, as RFC 9110 §2.5 asks.
+func appendStatusLine(dst []byte, status int) []byte {
+	dst = append(dst, "HTTP/1.1 "...)
+	dst = append(dst, byte('0'+status/100), byte('0'+status/10%10), byte('0'+status%10), ' ')
+	dst = append(dst, statusText(status)...)
+	return append(dst, '\r', '\n')
+}
+
+// statusText gives reason phrases for the codes proxies see; clients ignore
+// the phrase, so the rest get a generic one.
+func statusText(code int) string {
+	switch code {
+	case 100:
+		return "Continue"
+	case 102:
+		return "Processing"
+	case 103:
+		return "Early Hints"
+	case 200:
+		return "OK"
+	case 201:
+		return "Created"
+	case 202:
+		return "Accepted"
+	case 203:
+		return "Non-Authoritative Information"
+	case 204:
+		return "No Content"
+	case 205:
+		return "Reset Content"
+	case 206:
+		return "Partial Content"
+	case 301:
+		return "Moved Permanently"
+	case 302:
+		return "Found"
+	case 303:
+		return "See Other"
+	case 304:
+		return "Not Modified"
+	case 307:
+		return "Temporary Redirect"
+	case 308:
+		return "Permanent Redirect"
+	case 400:
+		return "Bad Request"
+	case 401:
+		return "Unauthorized"
+	case 403:
+		return "Forbidden"
+	case 404:
+		return "Not Found"
+	case 405:
+		return "Method Not Allowed"
+	case 408:
+		return "Request Timeout"
+	case 409:
+		return "Conflict"
+	case 410:
+		return "Gone"
+	case 411:
+		return "Length Required"
+	case 412:
+		return "Precondition Failed"
+	case 413:
+		return "Content Too Large"
+	case 414:
+		return "URI Too Long"
+	case 415:
+		return "Unsupported Media Type"
+	case 416:
+		return "Range Not Satisfiable"
+	case 417:
+		return "Expectation Failed"
+	case 421:
+		return "Misdirected Request"
+	case 422:
+		return "Unprocessable Content"
+	case 425:
+		return "Too Early"
+	case 426:
+		return "Upgrade Required"
+	case 428:
+		return "Precondition Required"
+	case 429:
+		return "Too Many Requests"
+	case 431:
+		return "Request Header Fields Too Large"
+	case 500:
+		return "Internal Server Error"
+	case 501:
+		return "Not Implemented"
+	case 502:
+		return "Bad Gateway"
+	case 503:
+		return "Service Unavailable"
+	case 504:
+		return "Gateway Timeout"
+	case 505:
+		return "HTTP Version Not Supported"
+	}
+	switch code / 100 {
+	case 1:
+		return "Informational"
+	case 2:
+		return "Success"
+	case 3:
+		return "Redirection"
+	case 4:
+		return "Client Error"
+	}
+	return "Server Error"
+}
