@@ -1,0 +1,97 @@
+package tls
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// lockedBuffer collects a child process's output for polling.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// waitFor polls until out holds want n times.
+func waitFor(t *testing.T, out *lockedBuffer, want string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for strings.Count(out.String(), want) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("openssl output never showed %q %d times:\n%s", want, n, out.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestKeyUpdateOpenSSL has openssl s_client send TLS 1.3 KeyUpdate messages
+// (requesting an update in return) to the loop: the session must answer
+// with its own KeyUpdate and keep both directions working.
+func TestKeyUpdateOpenSSL(t *testing.T) {
+	openssl, err := exec.LookPath("openssl")
+	if err != nil {
+		t.Skip("openssl not found in PATH; skipping the KeyUpdate test against openssl s_client")
+	}
+	pool := newPool(t, 2, 4, 5*time.Second)
+	for _, oneByte := range []bool{false, true} {
+		t.Run(fmt.Sprintf("oneByte=%v", oneByte), func(t *testing.T) {
+			ln := listen(t)
+			res := accept(t, ln, pool, serverConfig(t), loopOpts{feedOneByte: oneByte})
+			cmd := exec.Command(openssl, "s_client",
+				"-connect", ln.Addr().String(), "-servername", "localhost",
+				"-tls1_3", "-alpn", "h2", "-msg", "-no_ign_eof")
+			stdin, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := &lockedBuffer{}
+			cmd.Stdout, cmd.Stderr = out, out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+
+			io.WriteString(stdin, "line-0\n")
+			waitFor(t, out, "line-0", 1)
+			for i := 1; i <= 3; i++ {
+				// "K": send a KeyUpdate with update_requested.
+				io.WriteString(stdin, "K\n")
+				waitFor(t, out, "KeyUpdate", 2*i) // ours sent and the server's received
+				line := fmt.Sprintf("line-%d", i)
+				io.WriteString(stdin, line+"\n")
+				waitFor(t, out, line, 1)
+			}
+			// "k": a KeyUpdate that requests nothing back.
+			io.WriteString(stdin, "k\n")
+			waitFor(t, out, ">>> TLS 1.3, Handshake [length 0005], KeyUpdate", 4)
+			io.WriteString(stdin, "line-4\n")
+			waitFor(t, out, "line-4", 1)
+			stdin.Close() // s_client sends close_notify
+			r := wait(t, res)
+			cmd.Wait()
+			if r.hsErr != nil || r.err != nil || !r.eof {
+				t.Fatalf("server: %+v\nopenssl:\n%s", r, out.String())
+			}
+			if got := strings.Count(out.String(), "<<< TLS 1.3, Handshake [length 0005], KeyUpdate"); got != 3 {
+				t.Fatalf("client received %d KeyUpdates, want 3:\n%s", got, out.String())
+			}
+		})
+	}
+}

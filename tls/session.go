@@ -1,0 +1,531 @@
+// Package tls is pollproxy's non-blocking TLS: a Session runs crypto/tls over
+// an in-memory transport so that an event loop can own a TLS connection
+// without ever blocking on it.
+//
+// A Session lives in two phases.
+//
+// Handshake phase. crypto/tls cannot resume a handshake after a would-block,
+// so the handshake runs on a HandshakePool worker goroutine. The loop reads
+// ciphertext from the socket and hands it over with Feed; the worker's reads
+// of the in-memory transport wait until bytes arrive, the session is closed,
+// or the handshake deadline passes. Whatever the worker writes lands in the
+// output buffer, and the notify callback given to HandshakePool.Start is
+// called; the loop then flushes Output to the socket and checks
+// HandshakeDone. In this phase the session's fields are guarded by a mutex,
+// because two goroutines touch them.
+//
+// Loop phase. When the handshake is over (successfully or not) the worker
+// hands the session to the loop and calls notify a last time. From then on
+// only the loop goroutine touches the session and crypto/tls's record layer
+// runs on it: the transport's Read returns ErrWouldBlock, a temporary
+// net.Error, when no ciphertext is buffered, which crypto/tls treats as
+// retryable (it keeps partial records and does not poison the connection).
+// No mutex of this package is taken in this phase.
+//
+// The hand-off is a single atomic flag, stored by the worker after its last
+// access to the session's fields and loaded by every loop-side method. The
+// store/load pair is the happens-before edge: a loop method that sees the
+// flag set sees everything the worker wrote. (The notify → task queue hand-off
+// of the loop provides the same edge again, but the code does not rely on it,
+// so a loop method that runs for another reason — a readable socket before
+// the notify task — is correct too: it either sees the flag and runs
+// unlocked, or does not and takes the mutex.)
+//
+// Everything in this package except HandshakePool and the worker's side of a
+// Session is meant to be called from the goroutine that owns the connection.
+package tls
+
+import (
+	"context"
+	stdtls "crypto/tls"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Limits on the bytes a Session buffers.
+const (
+	// MaxBufferedInput bounds the ciphertext fed but not yet consumed by
+	// crypto/tls. It leaves room for a client certificate chain during the
+	// handshake (crypto/tls accepts certificate messages up to 256 KiB).
+	MaxBufferedInput = 288 << 10
+
+	// idleBufferCap is the largest buffer capacity a Session keeps once a
+	// buffer has been emptied; bigger buffers are released so that an idle
+	// connection does not pin the memory of its last large transfer. It
+	// fits two full-size TLS records.
+	idleBufferCap = 2 * (16<<10 + 512)
+)
+
+// wouldBlock is the error of a non-blocking read with nothing to read.
+type wouldBlock struct{}
+
+func (wouldBlock) Error() string   { return "tls: operation would block" }
+func (wouldBlock) Timeout() bool   { return true }
+func (wouldBlock) Temporary() bool { return true }
+
+// handshakeTimeout is the error of a handshake that ran past its deadline.
+type handshakeTimeout struct{}
+
+func (handshakeTimeout) Error() string   { return "tls: handshake timed out" }
+func (handshakeTimeout) Timeout() bool   { return true }
+func (handshakeTimeout) Temporary() bool { return false }
+
+var (
+	// ErrWouldBlock is returned by Session.Read when no complete record
+	// is buffered, and by Session.Read and Session.Write while the
+	// handshake is still running. It implements net.Error with Timeout and
+	// Temporary both true; it is also what the in-memory transport returns
+	// to crypto/tls, which keeps partial records across it.
+	ErrWouldBlock error = wouldBlock{}
+
+	// ErrHandshakeTimeout is the handshake error of a session whose
+	// handshake did not finish within the pool's timeout, counted from
+	// HandshakePool.Start. It implements net.Error with Timeout true.
+	ErrHandshakeTimeout error = handshakeTimeout{}
+
+	// ErrInputLimit is returned by Session.Feed when accepting the bytes
+	// would buffer more than MaxBufferedInput bytes of ciphertext.
+	ErrInputLimit = errors.New("tls: too much buffered input")
+)
+
+// Session is one TLS connection driven by an event loop. Create it with
+// NewServerSession, start its handshake with HandshakePool.Start, and drive
+// it from the loop with Feed, Output/Consume, HandshakeDone, Read and Write.
+//
+// After every call that may produce ciphertext — Read (even one that returns
+// ErrWouldBlock: a KeyUpdate is answered, an alert may be sent), Write,
+// CloseNotify, and each notify during the handshake — the loop should
+// flush Output to the socket.
+type Session struct {
+	conn *stdtls.Conn
+
+	// loop is set once, by the handshake worker, when it hands the
+	// session to the loop. See the package documentation.
+	loop atomic.Bool
+
+	// mu and cond guard the fields below during the handshake phase
+	// only. In the loop phase the loop goroutine owns them.
+	mu   sync.Mutex
+	cond sync.Cond
+
+	in  buffer // ciphertext from the socket, not yet read by crypto/tls
+	out buffer // ciphertext for the socket
+
+	closed      bool  // Close was called
+	interrupted bool  // crypto/tls closed the transport (context done)
+	started     bool  // handed to a pool
+	hsErr       error // handshake result, valid in the loop phase
+
+	notify   func()
+	deadline time.Time
+	ctx      context.Context // handshake context while the worker runs
+	cancel   context.CancelFunc
+
+	state stdtls.ConnectionState // cached at the end of the handshake
+
+	local, remote net.Addr
+}
+
+// NewServerSession returns a server-side session using cfg, which must not
+// be modified afterwards. local and remote are the socket's addresses, as
+// crypto/tls reports them to certificate callbacks
+// (ClientHelloInfo.Conn.RemoteAddr); either may be nil.
+func NewServerSession(cfg *stdtls.Config, local, remote net.Addr) *Session {
+	s := newSession(local, remote)
+	s.conn = stdtls.Server((*wire)(s), cfg)
+	return s
+}
+
+func newSession(local, remote net.Addr) *Session {
+	s := &Session{local: local, remote: remote}
+	s.cond.L = &s.mu
+	return s
+}
+
+// Feed hands over ciphertext read from the socket. The bytes are copied, so p
+// may be reused as soon as Feed returns. It fails with ErrInputLimit when too
+// much input is buffered, with net.ErrClosed after Close, and with the
+// handshake error once a handshake has failed; the loop should then close
+// the connection.
+func (s *Session) Feed(p []byte) error {
+	if s.loop.Load() {
+		if s.closed {
+			return net.ErrClosed
+		}
+		if s.hsErr != nil {
+			return s.hsErr
+		}
+		if s.in.len()+len(p) > MaxBufferedInput {
+			return ErrInputLimit
+		}
+		s.in.write(p)
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return net.ErrClosed
+	}
+	if s.in.len()+len(p) > MaxBufferedInput {
+		return ErrInputLimit
+	}
+	s.in.write(p)
+	s.cond.Signal()
+	return nil
+}
+
+// Output returns the ciphertext waiting for the socket. The slice stays
+// valid, and must not be modified, until the next call of Consume, Read,
+// Write, CloseNotify or Close. During the handshake the worker may add more
+// bytes behind it at any time; call Output again to see them.
+func (s *Session) Output() []byte {
+	if s.loop.Load() {
+		return s.out.bytes()
+	}
+	s.mu.Lock()
+	b := s.out.bytes()
+	s.mu.Unlock()
+	return b
+}
+
+// Buffered reports how many bytes of ciphertext are waiting for the socket.
+func (s *Session) Buffered() int {
+	if s.loop.Load() {
+		return s.out.len()
+	}
+	s.mu.Lock()
+	n := s.out.len()
+	s.mu.Unlock()
+	return n
+}
+
+// Consume reports that the first n bytes of Output were written to the
+// socket. It panics if n is negative or more than Buffered.
+func (s *Session) Consume(n int) {
+	if s.loop.Load() {
+		s.out.consume(n)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.out.consume(n)
+}
+
+// HandshakeDone reports whether the handshake is over, and its error if it
+// failed. Once it reports done, the session belongs to the loop goroutine.
+// A failed handshake may leave an alert in Output worth flushing before the
+// connection is closed.
+func (s *Session) HandshakeDone() (done bool, err error) {
+	if !s.loop.Load() {
+		return false, nil
+	}
+	return true, s.hsErr
+}
+
+// ConnectionState returns crypto/tls's view of the connection, as of the end
+// of the handshake. It is the zero value before then or if the handshake
+// failed.
+func (s *Session) ConnectionState() stdtls.ConnectionState {
+	if !s.loop.Load() {
+		return stdtls.ConnectionState{}
+	}
+	return s.state
+}
+
+// ALPN returns the negotiated application protocol ("h2", "http/1.1"), or ""
+// when none was negotiated or the handshake is not over.
+func (s *Session) ALPN() string { return s.ConnectionState().NegotiatedProtocol }
+
+// ServerName returns the SNI name the client asked for, or "".
+func (s *Session) ServerName() string { return s.ConnectionState().ServerName }
+
+// Version returns the negotiated TLS version (stdtls.VersionTLS12,
+// stdtls.VersionTLS13), or 0 before the handshake is over.
+func (s *Session) Version() uint16 { return s.ConnectionState().Version }
+
+// Read decrypts buffered ciphertext into p. It returns (n, nil) with n > 0
+// when plaintext was available, (0, ErrWouldBlock) when no complete record
+// is buffered or the handshake is still running, (0, io.EOF) once the peer's
+// close_notify has been read, and another error when the connection failed
+// (a handshake error, a bad record; crypto/tls may then have queued an
+// alert in Output).
+//
+// Read never returns n > 0 with an error: an error found behind the data is
+// reported by the next call. crypto/tls may hold several decrypted or
+// still-encrypted records of its own after a Read, so a loop must call Read
+// until it returns ErrWouldBlock, also right after the handshake completes
+// (application data may have arrived along with the client's Finished).
+func (s *Session) Read(p []byte) (int, error) {
+	if !s.loop.Load() {
+		return 0, ErrWouldBlock
+	}
+	if s.closed {
+		return 0, net.ErrClosed
+	}
+	if s.hsErr != nil {
+		return 0, s.hsErr
+	}
+	n, err := s.conn.Read(p)
+	if n > 0 {
+		// The only error crypto/tls returns with data comes from a
+		// look-ahead for a close_notify behind the data: it is either
+		// ErrWouldBlock (partial record) or sticky in crypto/tls, so the
+		// next Read reports it again.
+		return n, nil
+	}
+	return 0, err
+}
+
+// Write encrypts p into Output. It never blocks: the loop flushes Output and
+// applies its own backpressure on Buffered. Before the handshake is over it
+// returns (0, ErrWouldBlock).
+func (s *Session) Write(p []byte) (int, error) {
+	if !s.loop.Load() {
+		return 0, ErrWouldBlock
+	}
+	if s.closed {
+		return 0, net.ErrClosed
+	}
+	if s.hsErr != nil {
+		return 0, s.hsErr
+	}
+	return s.conn.Write(p)
+}
+
+// CloseNotify queues a close_notify alert in Output; afterwards Write fails
+// while Read still works, so the peer's remaining data and its own
+// close_notify can be read. It returns ErrWouldBlock before the handshake is
+// over.
+func (s *Session) CloseNotify() error {
+	if !s.loop.Load() {
+		return ErrWouldBlock
+	}
+	if s.closed {
+		return net.ErrClosed
+	}
+	if s.hsErr != nil {
+		return s.hsErr
+	}
+	return s.conn.CloseWrite()
+}
+
+// Close abandons the session and releases its buffers; it sends nothing (use
+// CloseNotify and flush first for a clean close). A handshake in progress is
+// interrupted: the worker's pending read returns at once and notify is still
+// called, with HandshakeDone reporting net.ErrClosed. A session still waiting
+// in the pool's queue is skipped. Close may be called more than once.
+func (s *Session) Close() {
+	if s.loop.Load() {
+		s.closed = true
+		s.in.release()
+		s.out.release()
+		return
+	}
+	s.mu.Lock()
+	s.closed = true
+	s.in.release()
+	s.out.release()
+	cancel := s.cancel
+	s.cond.Broadcast()
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// runHandshake runs the handshake on the calling (worker) goroutine, hands
+// the session to the loop and calls notify. base is the pool's context.
+func (s *Session) runHandshake(base context.Context) {
+	ctx, cancel := context.WithDeadline(base, s.deadline)
+	s.mu.Lock()
+	closed := s.closed
+	if !closed {
+		s.ctx, s.cancel = ctx, cancel
+	}
+	s.mu.Unlock()
+
+	var err error
+	switch {
+	case closed:
+		err = net.ErrClosed
+	case ctx.Err() != nil:
+		err = ctx.Err()
+	default:
+		// crypto/tls closes the transport itself when ctx is done; waking
+		// the worker here too does not depend on that detail.
+		stop := context.AfterFunc(ctx, func() { (*wire)(s).Close() })
+		err = s.conn.HandshakeContext(ctx)
+		stop()
+	}
+	cancel()
+
+	var st stdtls.ConnectionState
+	if err == nil {
+		st = s.conn.ConnectionState()
+	}
+
+	s.mu.Lock()
+	switch {
+	case err == nil:
+	case s.closed:
+		err = net.ErrClosed
+	case errors.Is(err, context.DeadlineExceeded):
+		err = ErrHandshakeTimeout
+	case errors.Is(err, context.Canceled):
+		err = ErrPoolClosed
+	}
+	s.hsErr = err
+	s.state = st
+	s.ctx, s.cancel = nil, nil
+	notify := s.notify
+	s.notify = nil
+	// The hand-off: after this store the worker touches nothing of s.
+	s.loop.Store(true)
+	s.mu.Unlock()
+	notify()
+}
+
+// wire is the in-memory transport crypto/tls runs over: a Session seen as a
+// net.Conn carrying ciphertext.
+type wire Session
+
+// Read gives crypto/tls buffered ciphertext. During the handshake (worker
+// goroutine) it waits for Feed, Close or the handshake deadline; in the loop
+// phase it returns ErrWouldBlock when nothing is buffered.
+func (w *wire) Read(p []byte) (int, error) {
+	s := (*Session)(w)
+	if s.loop.Load() {
+		if s.in.len() == 0 {
+			return 0, ErrWouldBlock
+		}
+		n := copy(p, s.in.bytes())
+		s.in.consume(n)
+		return n, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.in.len() == 0 {
+		if s.closed {
+			return 0, net.ErrClosed
+		}
+		if s.interrupted || (s.ctx != nil && s.ctx.Err() != nil) {
+			if s.ctx != nil && errors.Is(s.ctx.Err(), context.DeadlineExceeded) {
+				return 0, ErrHandshakeTimeout
+			}
+			return 0, net.ErrClosed
+		}
+		s.cond.Wait()
+	}
+	n := copy(p, s.in.bytes())
+	s.in.consume(n)
+	return n, nil
+}
+
+// Write appends ciphertext to the output buffer. During the handshake it
+// also calls notify so the loop flushes it.
+func (w *wire) Write(p []byte) (int, error) {
+	s := (*Session)(w)
+	if s.loop.Load() {
+		if s.closed {
+			return 0, net.ErrClosed
+		}
+		s.out.write(p)
+		return len(p), nil
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return 0, net.ErrClosed
+	}
+	s.out.write(p)
+	notify := s.notify
+	s.mu.Unlock()
+	if notify != nil {
+		notify()
+	}
+	return len(p), nil
+}
+
+// Close is called by crypto/tls when the handshake context is done: it wakes
+// a waiting Read. It does nothing once the loop owns the session.
+func (w *wire) Close() error {
+	s := (*Session)(w)
+	s.mu.Lock()
+	if !s.loop.Load() {
+		s.interrupted = true
+		s.cond.Broadcast()
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+func (w *wire) LocalAddr() net.Addr {
+	if w.local == nil {
+		return memAddr{}
+	}
+	return w.local
+}
+
+func (w *wire) RemoteAddr() net.Addr {
+	if w.remote == nil {
+		return memAddr{}
+	}
+	return w.remote
+}
+
+// Deadlines are the session's business (the handshake deadline) and the
+// loop's; crypto/tls only sets them around close_notify.
+func (w *wire) SetDeadline(time.Time) error      { return nil }
+func (w *wire) SetReadDeadline(time.Time) error  { return nil }
+func (w *wire) SetWriteDeadline(time.Time) error { return nil }
+
+// memAddr stands in for an unknown socket address.
+type memAddr struct{}
+
+func (memAddr) Network() string { return "memory" }
+func (memAddr) String() string  { return "memory" }
+
+// buffer is a byte queue that reuses its memory: bytes are appended at the
+// end and consumed from the front. Appending never moves bytes already
+// queued, so a slice returned by bytes stays intact until the next consume.
+type buffer struct {
+	b   []byte
+	off int
+}
+
+func (q *buffer) len() int { return len(q.b) - q.off }
+
+func (q *buffer) bytes() []byte { return q.b[q.off:len(q.b):len(q.b)] }
+
+func (q *buffer) write(p []byte) { q.b = append(q.b, p...) }
+
+func (q *buffer) consume(n int) {
+	if n < 0 || n > q.len() {
+		panic("tls: Consume beyond the buffered output")
+	}
+	q.off += n
+	rest := len(q.b) - q.off
+	switch {
+	case rest == 0:
+		if cap(q.b) > idleBufferCap {
+			q.b = nil
+		} else {
+			q.b = q.b[:0]
+		}
+		q.off = 0
+	case q.off >= rest:
+		// Compact: moving rest bytes costs no more than the off bytes
+		// already consumed, so copying stays linear overall.
+		copy(q.b, q.b[q.off:])
+		q.b = q.b[:rest]
+		q.off = 0
+	}
+}
+
+func (q *buffer) release() {
+	q.b = nil
+	q.off = 0
+}

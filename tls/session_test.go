@@ -1,0 +1,563 @@
+package tls
+
+import (
+	"bytes"
+	stdtls "crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+var versions = []struct {
+	name string
+	v    uint16
+}{{"TLS1.2", stdtls.VersionTLS12}, {"TLS1.3", stdtls.VersionTLS13}}
+
+// dial connects a real crypto/tls client to ln.
+func dial(t *testing.T, ln net.Listener, cfg *stdtls.Config) *stdtls.Conn {
+	t.Helper()
+	raw, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { raw.Close() })
+	raw.SetDeadline(time.Now().Add(10 * time.Second))
+	c := stdtls.Client(raw, cfg)
+	if err := c.Handshake(); err != nil {
+		t.Fatalf("client handshake: %v", err)
+	}
+	return c
+}
+
+func TestHandshakeVersionsALPN(t *testing.T) {
+	pool := newPool(t, 2, 4, 5*time.Second)
+	for _, ver := range versions {
+		for _, proto := range []string{"h2", "http/1.1"} {
+			for _, oneByte := range []bool{false, true} {
+				name := fmt.Sprintf("%s/%s/oneByte=%v", ver.name, proto, oneByte)
+				t.Run(name, func(t *testing.T) {
+					ln := listen(t)
+					res := accept(t, ln, pool, serverConfig(t), loopOpts{feedOneByte: oneByte, writeOneByte: oneByte})
+					c := dial(t, ln, clientConfig(t, ver.v, proto))
+					cs := c.ConnectionState()
+					if cs.NegotiatedProtocol != proto || cs.Version != ver.v {
+						t.Fatalf("client sees ALPN %q version %x", cs.NegotiatedProtocol, cs.Version)
+					}
+					msg := []byte("hello, pollproxy")
+					if _, err := c.Write(msg); err != nil {
+						t.Fatal(err)
+					}
+					got := make([]byte, len(msg))
+					if _, err := io.ReadFull(c, got); err != nil {
+						t.Fatal(err)
+					}
+					if !bytes.Equal(got, msg) {
+						t.Fatalf("echo %q, want %q", got, msg)
+					}
+					// Our close_notify: the server reads io.EOF and
+					// answers with its own, which we read as io.EOF.
+					if err := c.CloseWrite(); err != nil {
+						t.Fatal(err)
+					}
+					if n, err := c.Read(got); err != io.EOF {
+						t.Fatalf("client Read after close_notify = %d, %v; want io.EOF", n, err)
+					}
+					r := wait(t, res)
+					if r.hsErr != nil || r.err != nil || !r.eof {
+						t.Fatalf("server: %+v", r)
+					}
+					if r.state.NegotiatedProtocol != proto || r.state.Version != ver.v || r.state.ServerName != "localhost" {
+						t.Fatalf("server sees ALPN %q version %x SNI %q", r.state.NegotiatedProtocol, r.state.Version, r.state.ServerName)
+					}
+					if r.read != int64(len(msg)) {
+						t.Fatalf("server read %d bytes, want %d", r.read, len(msg))
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestDataWithFinished checks that application data the client sends right
+// behind its Finished, before the server loop hears of the handshake's end,
+// is read: crypto/tls may already hold it in its own buffer.
+func TestDataWithFinished(t *testing.T) {
+	pool := newPool(t, 1, 1, 5*time.Second)
+	for _, ver := range versions {
+		t.Run(ver.name, func(t *testing.T) {
+			ln := listen(t)
+			res := accept(t, ln, pool, serverConfig(t), loopOpts{})
+			raw, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer raw.Close()
+			raw.SetDeadline(time.Now().Add(10 * time.Second))
+			c := stdtls.Client(raw, clientConfig(t, ver.v, "h2"))
+			// Write runs the handshake and sends data at once.
+			if _, err := c.Write([]byte("early")); err != nil {
+				t.Fatal(err)
+			}
+			c.CloseWrite()
+			got, err := io.ReadAll(c)
+			if err != nil || string(got) != "early" {
+				t.Fatalf("echo %q, %v", got, err)
+			}
+			if r := wait(t, res); !r.eof || r.err != nil {
+				t.Fatalf("server: %+v", r)
+			}
+		})
+	}
+}
+
+func TestLargeTransfer(t *testing.T) {
+	pool := newPool(t, 2, 4, 5*time.Second)
+	for _, ver := range versions {
+		for _, tc := range []struct {
+			size    int
+			oneByte bool
+		}{{1 << 20, false}, {64 << 10, true}} {
+			t.Run(fmt.Sprintf("%s/%d/oneByte=%v", ver.name, tc.size, tc.oneByte), func(t *testing.T) {
+				ln := listen(t)
+				res := accept(t, ln, pool, serverConfig(t), loopOpts{feedOneByte: tc.oneByte})
+				c := dial(t, ln, clientConfig(t, ver.v, "h2"))
+				payload := make([]byte, tc.size)
+				for i := range payload {
+					payload[i] = byte(i*7 + i>>8)
+				}
+				werr := make(chan error, 1)
+				go func() {
+					// One big Write: crypto/tls splits it into
+					// records of every size up to the maximum.
+					_, err := c.Write(payload)
+					if err == nil {
+						err = c.CloseWrite()
+					}
+					werr <- err
+				}()
+				got, err := io.ReadAll(c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := <-werr; err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, payload) {
+					t.Fatalf("echo differs: got %d bytes, want %d", len(got), len(payload))
+				}
+				if r := wait(t, res); !r.eof || r.err != nil || r.read != int64(tc.size) {
+					t.Fatalf("server: %+v", r)
+				}
+			})
+		}
+	}
+}
+
+func TestServerCloseNotify(t *testing.T) {
+	pool := newPool(t, 1, 1, 5*time.Second)
+	for _, ver := range versions {
+		t.Run(ver.name, func(t *testing.T) {
+			ln := listen(t)
+			writeErr := make(chan error, 1)
+			res := accept(t, ln, pool, serverConfig(t), loopOpts{onData: func(s *Session, p []byte) {
+				s.Write([]byte("bye"))
+				if err := s.CloseNotify(); err != nil {
+					t.Errorf("CloseNotify: %v", err)
+				}
+				_, err := s.Write([]byte("more"))
+				writeErr <- err
+			}})
+			c := dial(t, ln, clientConfig(t, ver.v, "http/1.1"))
+			c.Write([]byte("x"))
+			got, err := io.ReadAll(c) // ends at the server's close_notify
+			if err != nil || string(got) != "bye" {
+				t.Fatalf("client read %q, %v; want \"bye\", nil (EOF)", got, err)
+			}
+			if err := <-writeErr; err == nil {
+				t.Fatal("Write after CloseNotify succeeded")
+			}
+			// Reads still work after our close_notify: the client's
+			// close_notify ends the loop with io.EOF.
+			c.CloseWrite()
+			if r := wait(t, res); !r.eof || r.err != nil {
+				t.Fatalf("server: %+v", r)
+			}
+		})
+	}
+}
+
+func TestHandshakeTimeout(t *testing.T) {
+	pool := newPool(t, 1, 1, 150*time.Millisecond)
+	ln := listen(t)
+	start := time.Now()
+	res := accept(t, ln, pool, serverConfig(t), loopOpts{})
+	raw, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	r := wait(t, res)
+	if !errors.Is(r.hsErr, ErrHandshakeTimeout) {
+		t.Fatalf("handshake error %v, want ErrHandshakeTimeout", r.hsErr)
+	}
+	var ne net.Error
+	if !errors.As(r.hsErr, &ne) || !ne.Timeout() {
+		t.Fatalf("%v is not a net.Error timeout", r.hsErr)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("timeout took %v", d)
+	}
+
+	// A client that stalls half way through its ClientHello times out too.
+	res = accept(t, ln, pool, serverConfig(t), loopOpts{})
+	raw2, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw2.Close()
+	raw2.Write([]byte{0x16, 0x03, 0x01, 0x00, 0x80, 0x01})
+	if r := wait(t, res); !errors.Is(r.hsErr, ErrHandshakeTimeout) {
+		t.Fatalf("handshake error %v, want ErrHandshakeTimeout", r.hsErr)
+	}
+}
+
+func TestGarbageHandshake(t *testing.T) {
+	pool := newPool(t, 1, 1, 5*time.Second)
+	cases := map[string][]byte{
+		"http":       []byte("GET / HTTP/1.1\r\nHost: pollproxy.test\r\n\r\n"),
+		"bad-hello":  append([]byte{0x16, 0x03, 0x01, 0x00, 0x08}, "garbage!"...),
+		"sslv2":      {0x80, 0x2e, 0x01, 0x00, 0x02, 0x00, 0x15, 0x00, 0x00},
+		"random-big": randomBytes(4096),
+	}
+	for name, input := range cases {
+		t.Run(name, func(t *testing.T) {
+			ln := listen(t)
+			res := accept(t, ln, pool, serverConfig(t), loopOpts{})
+			raw, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer raw.Close()
+			raw.Write(input)
+			r := wait(t, res)
+			if r.hsErr == nil {
+				t.Fatalf("garbage handshake succeeded: %+v", r)
+			}
+			if errors.Is(r.hsErr, ErrHandshakeTimeout) {
+				t.Fatalf("garbage handshake hung until the timeout")
+			}
+			t.Logf("handshake error: %v", r.hsErr)
+		})
+	}
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	b[0] = 0x16 // look like a handshake record first
+	return b
+}
+
+// TestPairOneByte drives a client and a server Session in memory, moving
+// ciphertext one byte per Feed both ways, during and after the handshake,
+// with a Read after every byte.
+func TestPairOneByte(t *testing.T) {
+	pool := newPool(t, 2, 4, 5*time.Second)
+	for _, ver := range versions {
+		t.Run(ver.name, func(t *testing.T) {
+			p := newPair(t, pool, clientConfig(t, ver.v, "h2"), serverConfig(t), true)
+			if err := p.handshake(); err != nil {
+				t.Fatal(err)
+			}
+			if p.s.ALPN() != "h2" || p.s.Version() != ver.v || p.s.ServerName() != "localhost" {
+				t.Fatalf("server ALPN %q version %x SNI %q", p.s.ALPN(), p.s.Version(), p.s.ServerName())
+			}
+			var want bytes.Buffer
+			for i := range 50 {
+				msg := bytes.Repeat([]byte{byte('a' + i%26)}, 1+i*37)
+				want.Write(msg)
+				if _, err := p.c.Write(msg); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := p.s.Write(msg); err != nil {
+					t.Fatal(err)
+				}
+				if err := p.pump(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !bytes.Equal(p.gotS.Bytes(), want.Bytes()) || !bytes.Equal(p.gotC.Bytes(), want.Bytes()) {
+				t.Fatalf("data differs: server got %d, client got %d, want %d", p.gotS.Len(), p.gotC.Len(), want.Len())
+			}
+			// close_notify both ways.
+			if err := p.c.CloseNotify(); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.pump(); err != io.EOF {
+				t.Fatalf("server read after client close_notify: %v, want io.EOF", err)
+			}
+			if _, err := p.s.Read(p.buf); err != io.EOF {
+				t.Fatalf("second Read: %v, want io.EOF again", err)
+			}
+		})
+	}
+}
+
+// TestSessionResumption checks that session tickets work: TLS 1.3 tickets
+// arrive after the handshake and are read by the client on its loop.
+func TestSessionResumption(t *testing.T) {
+	pool := newPool(t, 2, 4, 5*time.Second)
+	scfg := serverConfig(t)
+	for _, ver := range versions {
+		t.Run(ver.name, func(t *testing.T) {
+			ccfg := clientConfig(t, ver.v, "h2")
+			ccfg.ClientSessionCache = stdtls.NewLRUClientSessionCache(4)
+			for i := range 2 {
+				p := newPair(t, pool, ccfg, scfg, i == 0)
+				if err := p.handshake(); err != nil {
+					t.Fatal(err)
+				}
+				// The client's Read handles the NewSessionTicket.
+				p.s.Write([]byte("ping"))
+				if err := p.pump(); err != nil {
+					t.Fatal(err)
+				}
+				if got := p.gotC.String(); got != "ping" {
+					t.Fatalf("client got %q", got)
+				}
+				if resumed := p.s.ConnectionState().DidResume; resumed != (i == 1) {
+					t.Fatalf("connection %d: DidResume = %v", i, resumed)
+				}
+			}
+		})
+	}
+}
+
+// TestGarbageAfterHandshake feeds a corrupted record to an established
+// session: Read fails (it does not hang or return ErrWouldBlock) and an
+// alert is queued.
+func TestGarbageAfterHandshake(t *testing.T) {
+	pool := newPool(t, 2, 4, 5*time.Second)
+	for _, ver := range versions {
+		t.Run(ver.name, func(t *testing.T) {
+			p := newPair(t, pool, clientConfig(t, ver.v, "h2"), serverConfig(t), false)
+			if err := p.handshake(); err != nil {
+				t.Fatal(err)
+			}
+			p.c.Write([]byte("a perfectly good record"))
+			rec := append([]byte(nil), p.c.Output()...)
+			p.c.Consume(len(rec))
+			rec[len(rec)-3] ^= 0x55
+			p.s.Feed(rec)
+			n, err := p.s.Read(p.buf)
+			if n != 0 || err == nil || errors.Is(err, ErrWouldBlock) {
+				t.Fatalf("Read of a corrupted record = %d, %v", n, err)
+			}
+			if p.s.Buffered() == 0 {
+				t.Fatal("no alert queued")
+			}
+			t.Logf("Read error: %v", err)
+			if _, err2 := p.s.Read(p.buf); err2 == nil || errors.Is(err2, ErrWouldBlock) {
+				t.Fatalf("second Read: %v", err2)
+			}
+		})
+	}
+}
+
+func TestPoolFull(t *testing.T) {
+	pool := newPool(t, 1, 1, 5*time.Second)
+	cfg := serverConfig(t)
+	notified := make(chan *Session, 3)
+	start := func() (*Session, error) {
+		s := NewServerSession(cfg, nil, nil)
+		return s, pool.Start(s, func() {
+			if done, _ := s.HandshakeDone(); done {
+				notified <- s
+			}
+		})
+	}
+	s1, err := start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait for the worker to take s1, leaving the queue empty.
+	for deadline := time.Now().Add(5 * time.Second); len(pool.jobs) != 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("worker did not take the first session")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	s2, err := start()
+	if err != nil {
+		t.Fatalf("queued Start: %v", err)
+	}
+	s3, err := start()
+	if !errors.Is(err, ErrPoolFull) {
+		t.Fatalf("third Start = %v, want ErrPoolFull", err)
+	}
+	s3.Close()
+
+	// Closing the queued session first, then the running one: both
+	// finish with net.ErrClosed, the queued one without a handshake.
+	s2.Close()
+	s1.Close()
+	for range 2 {
+		select {
+		case s := <-notified:
+			if done, err := s.HandshakeDone(); !done || !errors.Is(err, net.ErrClosed) {
+				t.Fatalf("closed session: done %v err %v", done, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("closed sessions were not notified")
+		}
+	}
+	if err := pool.Start(s1, nil); err == nil {
+		t.Fatal("restarting a finished session succeeded")
+	}
+}
+
+// TestCloseUnblocksWorker checks that Close frees a worker stuck in a
+// handshake with a silent client, and that nothing leaks.
+func TestCloseUnblocksWorker(t *testing.T) {
+	before := runtime.NumGoroutine()
+	pool := NewHandshakePool(1, 1, time.Minute)
+	cfg := serverConfig(t)
+
+	stuck := NewServerSession(cfg, nil, nil)
+	done := make(chan struct{})
+	if err := pool.Start(stuck, func() {
+		if d, _ := stuck.HandshakeDone(); d {
+			close(done)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	stuck.Feed([]byte{0x16, 0x03, 0x01}) // a third of a record header
+	time.Sleep(20 * time.Millisecond)   // let the worker block in Read
+	stuck.Close()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not unblock the worker")
+	}
+	if _, err := stuck.HandshakeDone(); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("handshake error %v, want net.ErrClosed", err)
+	}
+
+	// The single worker is free again (the client runs on a pool of its own).
+	cpool := NewHandshakePool(1, 1, time.Minute)
+	p := newPairPools(t, pool, cpool, clientConfig(t, stdtls.VersionTLS13, "h2"), cfg, false)
+	if err := p.handshake(); err != nil {
+		t.Fatal(err)
+	}
+	cpool.Close()
+
+	// Pool.Close interrupts a running handshake and refuses new ones.
+	silent := NewServerSession(cfg, nil, nil)
+	silentDone := make(chan struct{})
+	if err := pool.Start(silent, func() {
+		if d, _ := silent.HandshakeDone(); d {
+			close(silentDone)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	pool.Close()
+	<-silentDone
+	if _, err := silent.HandshakeDone(); !errors.Is(err, ErrPoolClosed) {
+		t.Fatalf("handshake error %v, want ErrPoolClosed", err)
+	}
+	if err := pool.Start(NewServerSession(cfg, nil, nil), nil); !errors.Is(err, ErrPoolClosed) {
+		t.Fatalf("Start after Close = %v", err)
+	}
+
+	var now int
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		if now = runtime.NumGoroutine(); now <= before || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if now > before {
+		buf := make([]byte, 1<<16)
+		t.Fatalf("%d goroutines before, %d after:\n%s", before, now, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+func TestFeedLimitAndClose(t *testing.T) {
+	s := NewServerSession(serverConfig(t), nil, nil)
+	if err := s.Feed(make([]byte, MaxBufferedInput)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Feed([]byte{1}); !errors.Is(err, ErrInputLimit) {
+		t.Fatalf("Feed over the limit = %v", err)
+	}
+	if n, err := s.Read(make([]byte, 10)); n != 0 || !errors.Is(err, ErrWouldBlock) {
+		t.Fatalf("Read before the handshake = %d, %v", n, err)
+	}
+	if n, err := s.Write([]byte("x")); n != 0 || !errors.Is(err, ErrWouldBlock) {
+		t.Fatalf("Write before the handshake = %d, %v", n, err)
+	}
+	s.Close()
+	s.Close()
+	if err := s.Feed([]byte{1}); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Feed after Close = %v", err)
+	}
+	if err := NewHandshakePool(1, 0, 0).Start(s, nil); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Start of a closed session = %v", err)
+	}
+}
+
+func TestBufferReuse(t *testing.T) {
+	var q buffer
+	q.write(make([]byte, 1000))
+	c := cap(q.b)
+	q.consume(600)
+	q.consume(400)
+	if q.len() != 0 || cap(q.b) != c || len(q.b) != 0 {
+		t.Fatalf("emptied buffer: len %d cap %d (was %d)", len(q.b), cap(q.b), c)
+	}
+	// Compaction: the unconsumed tail moves to the front.
+	q.write([]byte("0123456789"))
+	q.consume(6)
+	if string(q.bytes()) != "6789" || q.off != 0 {
+		t.Fatalf("after compaction: %q off %d", q.bytes(), q.off)
+	}
+	q.consume(4)
+	// A big buffer is released once empty.
+	q.write(make([]byte, 1<<20))
+	q.consume(1 << 20)
+	if cap(q.b) != 0 {
+		t.Fatalf("big buffer kept: cap %d", cap(q.b))
+	}
+	// bytes() is capped, so appending to it cannot scribble on the queue.
+	q.write([]byte("abc"))
+	if b := q.bytes(); cap(b) != len(b) {
+		t.Fatalf("bytes() cap %d len %d", cap(b), len(b))
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("over-consume did not panic")
+		}
+	}()
+	q.consume(4)
+}
+
+func TestErrWouldBlockIsTemporary(t *testing.T) {
+	var ne net.Error
+	if !errors.As(ErrWouldBlock, &ne) || !ne.Timeout() || !ne.Temporary() { //nolint:staticcheck // crypto/tls relies on Temporary
+		t.Fatal("ErrWouldBlock must be a temporary net.Error")
+	}
+	if !strings.Contains(ErrHandshakeTimeout.Error(), "timed out") {
+		t.Fatal(ErrHandshakeTimeout)
+	}
+}
