@@ -3,6 +3,8 @@ module github.com/pollproxy/pollproxy
 go 1.26.8
 
 require (
-	golang.org/x/net v0.63.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
+	golang.org/x/net v0.63.0
+	golang.org/x/sys v0.50.0
 )
+
+require golang.org/x/text v0.44.0 // indirect
