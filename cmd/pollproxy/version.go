@@ -1,0 +1,23 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+)
+
+func init() {
+	addCommand("version", "print the version and the poller backends of this build", func([]string) error {
+		fmt.Printf("pollproxy %s %s/%s %s\n", version, runtime.GOOS, runtime.GOARCH, runtime.Version())
+		fmt.Printf("pollers: %s (auto picks %s)\n", strings.Join(netpoll.Available(), ", "), netpoll.Available()[0])
+		return nil
+	})
+	addCommand("pollers", "list the poller backends available here, best first", func([]string) error {
+		for _, n := range netpoll.Available() {
+			fmt.Println(n)
+		}
+		return nil
+	})
+}
