@@ -113,6 +113,13 @@ type Session struct {
 
 	in  buffer // ciphertext from the socket, not yet read by crypto/tls
 	out buffer // ciphertext for the socket
+	rec framer // record framing of the bytes given to crypto/tls
+
+	// starved (loop phase) is set when crypto/tls is known to hold
+	// nothing it could return without more ciphertext from in: Read
+	// then answers ErrWouldBlock without entering crypto/tls while in is
+	// empty. See Read.
+	starved bool
 
 	closed      bool  // Close was called
 	interrupted bool  // crypto/tls closed the transport (context done)
@@ -268,14 +275,29 @@ func (s *Session) Read(p []byte) (int, error) {
 	if s.hsErr != nil {
 		return 0, s.hsErr
 	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if s.starved && s.in.len() == 0 {
+		// Skips a crypto/tls call that could only fail with
+		// ErrWouldBlock, and its allocation (see starved).
+		return 0, ErrWouldBlock
+	}
 	n, err := s.conn.Read(p)
 	if n > 0 {
-		// The only error crypto/tls returns with data comes from a
-		// look-ahead for a close_notify behind the data: it is either
-		// ErrWouldBlock (partial record) or sticky in crypto/tls, so the
-		// next Read reports it again.
+		// crypto/tls returns plaintext from one record per call, so a
+		// short read means that record is drained; the transport never
+		// hands crypto/tls bytes past a record's end, so it then holds
+		// no ciphertext either, and post-handshake messages are
+		// handled before data is returned. Without new input it can
+		// only report ErrWouldBlock.
+		s.starved = n < len(p)
+		// The only error crypto/tls returns along with data comes
+		// from its look-ahead for a close_notify behind the data; it
+		// is sticky in crypto/tls, so the next Read reports it.
 		return n, nil
 	}
+	s.starved = errors.Is(err, ErrWouldBlock)
 	return 0, err
 }
 
@@ -401,9 +423,7 @@ func (w *wire) Read(p []byte) (int, error) {
 		if s.in.len() == 0 {
 			return 0, ErrWouldBlock
 		}
-		n := copy(p, s.in.bytes())
-		s.in.consume(n)
-		return n, nil
+		return w.deliver(p), nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -419,9 +439,22 @@ func (w *wire) Read(p []byte) (int, error) {
 		}
 		s.cond.Wait()
 	}
-	n := copy(p, s.in.bytes())
+	return w.deliver(p), nil
+}
+
+// deliver copies buffered ciphertext into p, never past the end of the
+// current TLS record, so crypto/tls never holds bytes of a record it has not
+// started to read. (It would read ahead as far as p allows.)
+func (w *wire) deliver(p []byte) int {
+	s := (*Session)(w)
+	in := s.in.bytes()
+	if len(in) > len(p) {
+		in = in[:len(p)]
+	}
+	n := s.rec.advance(in)
+	copy(p, in[:n])
 	s.in.consume(n)
-	return n, nil
+	return n
 }
 
 // Write appends ciphertext to the output buffer. During the handshake it
@@ -487,6 +520,41 @@ type memAddr struct{}
 
 func (memAddr) Network() string { return "memory" }
 func (memAddr) String() string  { return "memory" }
+
+// recordHeaderLen is the length of a TLS record header.
+const recordHeaderLen = 5
+
+// framer follows TLS record boundaries in a stream of ciphertext.
+type framer struct {
+	hdr  [recordHeaderLen]byte
+	hdrN int // header bytes seen of the current record
+	left int // body bytes still to come once the header is complete
+}
+
+// advance consumes a prefix of p that ends no later than the current
+// record's end and returns its length (0 only if p is empty).
+func (f *framer) advance(p []byte) int {
+	n := 0
+	for n < len(p) {
+		if f.hdrN < recordHeaderLen {
+			k := copy(f.hdr[f.hdrN:], p[n:])
+			f.hdrN += k
+			n += k
+			if f.hdrN < recordHeaderLen {
+				return n
+			}
+			f.left = int(f.hdr[3])<<8 | int(f.hdr[4])
+		}
+		k := min(f.left, len(p)-n)
+		f.left -= k
+		n += k
+		if f.left == 0 {
+			f.hdrN = 0 // record complete: stop at its end
+			return n
+		}
+	}
+	return n
+}
 
 // buffer is a byte queue that reuses its memory: bytes are appended at the
 // end and consumed from the front. Appending never moves bytes already

@@ -442,7 +442,7 @@ func TestCloseUnblocksWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	stuck.Feed([]byte{0x16, 0x03, 0x01}) // a third of a record header
-	time.Sleep(20 * time.Millisecond)   // let the worker block in Read
+	time.Sleep(20 * time.Millisecond)    // let the worker block in Read
 	stuck.Close()
 	select {
 	case <-done:
@@ -559,5 +559,76 @@ func TestErrWouldBlockIsTemporary(t *testing.T) {
 	}
 	if !strings.Contains(ErrHandshakeTimeout.Error(), "timed out") {
 		t.Fatal(ErrHandshakeTimeout)
+	}
+}
+
+// TestPairRandomChunks moves ciphertext in random chunk sizes and reads
+// plaintext into random buffer sizes (often smaller than a record), so
+// records split anywhere and Read returns partial records' data; every byte
+// must arrive, none may stay stuck inside crypto/tls once all ciphertext has
+// been fed.
+func TestPairRandomChunks(t *testing.T) {
+	pool := newPool(t, 2, 4, 5*time.Second)
+	for _, ver := range versions {
+		for seed := range uint64(4) {
+			t.Run(fmt.Sprintf("%s/seed=%d", ver.name, seed), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(seed, 99))
+				p := newPair(t, pool, clientConfig(t, ver.v, "h2"), serverConfig(t), false)
+				if err := p.handshake(); err != nil {
+					t.Fatal(err)
+				}
+				var sent [2]bytes.Buffer
+				var got [2]bytes.Buffer
+				ends := [2]*Session{p.c, p.s}
+				buf := make([]byte, 1<<15)
+				drain := func(i int) {
+					for {
+						n, err := ends[i].Read(buf[:1+rng.IntN(20000)])
+						got[i].Write(buf[:n])
+						if n == 0 {
+							if !errors.Is(err, ErrWouldBlock) {
+								t.Fatalf("Read: %v", err)
+							}
+							return
+						}
+					}
+				}
+				for range 60 {
+					i := rng.IntN(2) // sender
+					msg := make([]byte, 1+rng.IntN(40000))
+					for k := range msg {
+						msg[k] = byte(rng.Uint32())
+					}
+					if _, err := ends[i].Write(msg); err != nil {
+						t.Fatal(err)
+					}
+					sent[i].Write(msg)
+					// Move a random part of the ciphertext now,
+					// the rest later.
+					out := ends[i].Output()
+					k := rng.IntN(len(out) + 1)
+					for k > 0 {
+						c := min(k, 1+rng.IntN(5000))
+						ends[1-i].Feed(out[:c])
+						ends[i].Consume(c)
+						out, k = ends[i].Output(), k-c
+						drain(1 - i)
+					}
+				}
+				for i := range 2 {
+					for out := ends[i].Output(); len(out) > 0; out = ends[i].Output() {
+						c := min(len(out), 1+rng.IntN(5000))
+						ends[1-i].Feed(out[:c])
+						ends[i].Consume(c)
+						drain(1 - i)
+					}
+					drain(1 - i)
+				}
+				if !bytes.Equal(got[1].Bytes(), sent[0].Bytes()) || !bytes.Equal(got[0].Bytes(), sent[1].Bytes()) {
+					t.Fatalf("server got %d of %d bytes, client got %d of %d",
+						got[1].Len(), sent[0].Len(), got[0].Len(), sent[1].Len())
+				}
+			})
+		}
 	}
 }
