@@ -1,0 +1,253 @@
+package proxy
+
+import (
+	"errors"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/proxy/h1"
+)
+
+type bcState uint8
+
+const (
+	bcConnecting bcState = iota
+	bcBusy
+	bcIdle
+	bcClosed
+)
+
+// backendBufSize is a backend connection's read buffer. A response body
+// that the client is not taking stays in it (the backend is then not
+// read), so it is also the most a stalled stream holds.
+const backendBufSize = 32 << 10
+
+// errConnectTimeout and friends are the failures an exchange maps to 502
+// and 504.
+var (
+	errConnectTimeout = errors.New("connect to upstream timed out")
+	errHeaderTimeout  = errors.New("upstream response header timed out")
+	errReadTimeout    = errors.New("upstream read timed out")
+	errClosedIdle     = errors.New("upstream closed an idle connection")
+)
+
+// backendConn is one HTTP/1.1 connection to an upstream, registered with
+// the loop once for its whole life, busy with at most one exchange.
+type backendConn struct {
+	pool     *pool
+	desc     *netpoll.Desc
+	state    bcState
+	ex       *exchange
+	timer    *netpoll.Timer // connect timeout, then idle timeout
+	requests int
+	parser   h1.ResponseParser
+
+	out       []byte // request bytes not yet written
+	outBody   int    // body bytes in out, reported Consumed once written
+	in        []byte // backendBufSize, allocated on first read
+	inStart   int
+	inEnd     int
+	writeWait bool // the socket refused bytes: waiting for writable
+	eof       bool
+	idleSince time.Time
+}
+
+// HandleEvent runs the connection's state machine on the loop.
+func (bc *backendConn) HandleEvent(ev netpoll.Event) {
+	switch bc.state {
+	case bcConnecting:
+		err := netpoll.SocketError(bc.desc.FD())
+		if err == nil && ev&(netpoll.EventErr|netpoll.EventHup) != 0 {
+			err = unix.ECONNRESET
+		}
+		bc.timer.Stop()
+		if err != nil {
+			ex := bc.ex
+			bc.close()
+			ex.connectFailed(err)
+			return
+		}
+		bc.state = bcBusy
+		bc.desc.SetInterest(netpoll.Read | netpoll.Write)
+		bc.flush()
+	case bcIdle:
+		// An idle connection has nothing to say: EOF or garbage, it is done.
+		bc.close()
+	case bcBusy:
+		if ev&netpoll.EventWrite != 0 {
+			bc.flush()
+		}
+		if bc.state == bcBusy && ev&(netpoll.EventRead|netpoll.EventHup|netpoll.EventErr) != 0 {
+			bc.readResponse()
+		}
+	}
+}
+
+// peekAfter is how long a connection must have been idle before reuse
+// checks it with a peek. Under load connections are idle for microseconds
+// and their readiness events have been seen; the system call is spent only
+// where the origin had time to close.
+const peekAfter = 500 * time.Millisecond
+
+// dead reports, without blocking, whether an idle connection was closed by
+// the origin since it went idle (the event may not have been handled yet).
+func (bc *backendConn) dead(now time.Time) bool {
+	if now.Sub(bc.idleSince) < peekAfter {
+		return false
+	}
+	var b [1]byte
+	n, _, err := unix.Recvfrom(bc.desc.FD(), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	return n > 0 || err != unix.EAGAIN
+}
+
+// send queues request bytes; body bytes count towards the client's window
+// until they are written.
+func (bc *backendConn) send(p []byte, body int) {
+	bc.out = append(bc.out, p...)
+	bc.outBody += body
+	if bc.state == bcBusy && !bc.writeWait {
+		bc.flush()
+	}
+}
+
+func (bc *backendConn) flush() {
+	for len(bc.out) > 0 {
+		n, err := unix.Write(bc.desc.FD(), bc.out)
+		if n > 0 {
+			bc.out = bc.out[n:]
+		}
+		if err == nil || err == unix.EINTR {
+			continue
+		}
+		if err == unix.EAGAIN {
+			bc.writeWait = true
+			bc.setInterest()
+			return
+		}
+		bc.broken(err)
+		return
+	}
+	bc.out = bc.out[:0]
+	if bc.writeWait {
+		bc.writeWait = false
+		bc.setInterest()
+	}
+	if bc.outBody > 0 && bc.ex != nil {
+		n := bc.outBody
+		bc.outBody = 0
+		bc.ex.bodyWritten(n)
+	}
+}
+
+func (bc *backendConn) setInterest() {
+	want := netpoll.Read
+	if bc.writeWait {
+		want |= netpoll.Write
+	}
+	if bc.ex != nil && bc.ex.stalled() {
+		want &^= netpoll.Read
+	}
+	bc.desc.SetInterest(want)
+}
+
+// readResponse reads what the origin sent and hands it to the exchange,
+// which stops the reading while its client cannot take more.
+func (bc *backendConn) readResponse() {
+	if bc.in == nil {
+		bc.in = bc.pool.h.getBuf()
+	}
+	for bc.state == bcBusy && bc.ex != nil {
+		if bc.inStart < bc.inEnd {
+			if !bc.ex.parse() {
+				return // stalled or finished
+			}
+			continue
+		}
+		if bc.eof {
+			bc.ex.originEOF()
+			return
+		}
+		bc.inStart, bc.inEnd = 0, 0
+		n, err := unix.Read(bc.desc.FD(), bc.in)
+		switch {
+		case n > 0:
+			bc.inEnd = n
+			bc.ex.gotBytes()
+		case n == 0 && err == nil:
+			bc.eof = true
+		case err == unix.EAGAIN:
+			return
+		case err == unix.EINTR:
+		default:
+			bc.broken(err)
+			return
+		}
+	}
+}
+
+// resume continues a stalled response once the client took more.
+func (bc *backendConn) resume() {
+	bc.setInterest()
+	bc.desc.Kick(netpoll.EventRead)
+}
+
+// broken ends the exchange on a socket error.
+func (bc *backendConn) broken(err error) {
+	ex := bc.ex
+	bc.close()
+	if ex != nil {
+		ex.backendFailed(err)
+	}
+}
+
+// done finishes the exchange's use of the connection: back to the pool when
+// the response said the connection may be reused, closed otherwise.
+func (bc *backendConn) done(reusable bool) {
+	bc.requests++
+	if !reusable || bc.inStart < bc.inEnd || len(bc.out) > 0 || bc.eof {
+		bc.close()
+		return
+	}
+	bc.inStart, bc.inEnd = 0, 0
+	bc.pool.release(bc)
+}
+
+func (bc *backendConn) goIdle(timeout time.Duration) {
+	bc.state = bcIdle
+	bc.idleSince = bc.pool.loop.Now()
+	bc.pool.h.putBuf(bc.in) // an idle connection holds no buffer
+	bc.in = nil
+	bc.desc.SetInterest(netpoll.Read)
+	bc.timer = bc.pool.loop.AfterFunc(timeout, bc.close)
+}
+
+func (bc *backendConn) connectTimedOut() {
+	ex := bc.ex
+	bc.close()
+	if ex != nil {
+		ex.connectFailed(errConnectTimeout)
+	}
+}
+
+// close closes the socket and leaves the pool's books right. The exchange,
+// if any, is detached first; callers that must tell it keep a reference.
+func (bc *backendConn) close() {
+	if bc.state == bcClosed {
+		return
+	}
+	wasActive := bc.ex != nil
+	if bc.ex != nil {
+		bc.ex.bc = nil
+		bc.ex = nil
+	}
+	bc.state = bcClosed
+	bc.timer.Stop()
+	bc.desc.Close()
+	bc.pool.h.putBuf(bc.in)
+	bc.out, bc.in = nil, nil
+	bc.pool.forget(bc, wasActive)
+}
+
+func closeFD(fd int) { unix.Close(fd) }

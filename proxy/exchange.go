@@ -1,0 +1,376 @@
+package proxy
+
+import (
+	"errors"
+	"log/slog"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/proxy/h1"
+	"github.com/pollproxy/pollproxy/proxy/stream"
+)
+
+// exchange is one proxied request: the client's stream on one side, a
+// backend connection on the other, and the flow of bytes between them with
+// backpressure both ways. It lives on the loop that owns both.
+type exchange struct {
+	h      *Handler
+	g      *group
+	w      stream.ResponseWriter
+	method string
+	head   []byte // the translated request head, kept for a retry
+	hasBody, chunked bool
+
+	early     []byte // body bytes framed before a connection was bound
+	earlyBody int
+	bodyEnded bool
+
+	pool   *pool
+	bc     *backendConn
+	queued *pool // waiting for a connection of this pool
+
+	reused, retried, failedOver bool
+	gotByte                     bool // a response byte arrived on this attempt
+	headSent                    bool // the client has a final response head
+	finished                    bool
+	pending                     []byte // response body the client has not taken yet
+	timer                       *netpoll.Timer
+	status                      int
+}
+
+var _ stream.Events = (*exchange)(nil)
+
+// begin picks an upstream and asks its pool for a connection.
+func (ex *exchange) begin(skip *Upstream) {
+	p := ex.g.pick(ex.h.loop.Now(), skip)
+	if !p.acquire(ex, false) {
+		ex.fail(503, "upstream queue full")
+	}
+}
+
+// attach starts the exchange on a connection: the request head, then any
+// body that already arrived.
+func (ex *exchange) attach(p *pool, bc *backendConn, reused bool) {
+	ex.pool, ex.bc, ex.reused, ex.queued = p, bc, reused, nil
+	ex.gotByte = false
+	bc.parser.Reset(ex.method)
+	bc.send(ex.head, 0)
+	if len(ex.early) > 0 {
+		bc.send(ex.early, ex.earlyBody)
+		ex.early, ex.earlyBody = nil, 0
+	}
+	ex.timer.Stop()
+	ex.timer = ex.h.loop.AfterFunc(ex.h.cfg.ResponseHeaderTimeout, ex.headerTimedOut)
+}
+
+// OnBody forwards request body bytes, framed for the origin.
+func (ex *exchange) OnBody(p []byte) {
+	if ex.finished {
+		ex.w.Consumed(len(p)) // answered already: drain and drop
+		return
+	}
+	ex.sendBody(p, len(p))
+}
+
+func (ex *exchange) sendBody(p []byte, body int) {
+	var framed []byte
+	if ex.chunked && body > 0 {
+		framed = h1.AppendChunk(ex.h.scratch[:0], p)
+		ex.h.scratch = framed[:0]
+	} else {
+		framed = p
+	}
+	if ex.bc != nil {
+		ex.bc.send(framed, body)
+		return
+	}
+	ex.early = append(ex.early, framed...)
+	ex.earlyBody += body
+}
+
+// OnBodyEnd ends a chunked request body, with the client's trailers.
+func (ex *exchange) OnBodyEnd(trailers []stream.Field) {
+	ex.bodyEnded = true
+	if ex.finished || !ex.chunked {
+		return
+	}
+	valid := trailers[:0:0]
+	for _, f := range trailers {
+		if h1.ValidField(f) {
+			valid = append(valid, f)
+		}
+	}
+	ex.sendBody(h1.AppendLastChunk(nil, valid), 0)
+}
+
+// bodyWritten reports body bytes that reached the origin's socket: only now
+// may the client send that many more.
+func (ex *exchange) bodyWritten(n int) { ex.w.Consumed(n) }
+
+// OnWritable resumes a response the client had stopped taking.
+func (ex *exchange) OnWritable() {
+	if ex.finished || len(ex.pending) == 0 {
+		return
+	}
+	n, err := ex.w.Write(ex.pending)
+	if err != nil {
+		ex.abortBackend()
+		return
+	}
+	ex.pending = ex.pending[n:]
+	if len(ex.pending) == 0 && ex.bc != nil {
+		ex.bc.resume()
+	}
+}
+
+func (ex *exchange) stalled() bool { return len(ex.pending) > 0 }
+
+// OnAbort: the client went away. A connection mid-exchange cannot be reused.
+func (ex *exchange) OnAbort(error) {
+	if ex.finished {
+		return
+	}
+	ex.finished = true
+	ex.abortBackend()
+}
+
+func (ex *exchange) abortBackend() {
+	ex.finished = true
+	ex.timer.Stop()
+	if ex.queued != nil {
+		ex.queued.dequeue(ex)
+		ex.queued = nil
+	}
+	if ex.bc != nil {
+		ex.bc.close()
+	}
+}
+
+func (ex *exchange) gotBytes() {
+	ex.gotByte = true
+	if ex.headSent && ex.h.cfg.ReadTimeout > 0 {
+		ex.timer.Reset(ex.h.cfg.ReadTimeout)
+	}
+}
+
+// parse runs the response parser over the connection's buffered bytes. It
+// returns true when it needs more input, false when the exchange stalled
+// (the client's window is full), finished or failed.
+func (ex *exchange) parse() bool {
+	bc := ex.bc
+	p := &bc.parser
+	for {
+		n, ev, err := p.Feed(bc.in[bc.inStart:bc.inEnd])
+		bc.inStart += n
+		if err != nil {
+			ex.badResponse(err)
+			return false
+		}
+		switch ev {
+		case h1.EventNone:
+			return true
+		case h1.EventInfo:
+			// 100 Continue is pollproxy's business with the origin; Early
+			// Hints are the client's.
+			if p.Status() == 103 {
+				ex.w.WriteHeader(103, p.Header(), false)
+			}
+		case h1.EventHead:
+			ex.responseHead(p)
+			if ex.finished {
+				return false
+			}
+		case h1.EventBody:
+			body := p.Body()
+			k, err := ex.w.Write(body)
+			if err != nil {
+				ex.abortBackend()
+				return false
+			}
+			if k < len(body) {
+				ex.pending = body[k:]
+				bc.setInterest()
+				return false
+			}
+		case h1.EventDone:
+			ex.complete(p.KeepAlive(), p.Trailers())
+			return false
+		}
+	}
+}
+
+func (ex *exchange) responseHead(p *h1.ResponseParser) {
+	ex.status = p.Status()
+	ex.pool.up.succeeded()
+	ex.timer.Stop()
+	if ex.h.cfg.ReadTimeout > 0 {
+		ex.timer = ex.h.loop.AfterFunc(ex.h.cfg.ReadTimeout, ex.readTimedOut)
+	}
+	fields := ex.h.responseFields(p.Header())
+	ex.headSent = true
+	if err := ex.w.WriteHeader(ex.status, fields, !p.HasBody()); err != nil {
+		ex.abortBackend()
+	}
+}
+
+// complete ends the response and gives the connection back when both the
+// response and our request were complete, so the next request on it starts
+// on a clean boundary.
+func (ex *exchange) complete(keepAlive bool, trailers []stream.Field) {
+	ex.finished = true
+	ex.timer.Stop()
+	bc := ex.bc
+	ex.bc = nil
+	// Release before Close: the front end may start the next pipelined
+	// request from inside Close.
+	bc.done(keepAlive && (ex.bodyEnded || !ex.hasBody))
+	ex.w.Close(trailers)
+}
+
+// originEOF: the origin closed the connection.
+func (ex *exchange) originEOF() {
+	ev, err := ex.bc.parser.EOF()
+	if ev == h1.EventDone {
+		ex.complete(false, nil)
+		return
+	}
+	ex.backendFailed(err)
+}
+
+// backendFailed handles a connection that broke before the response was
+// complete: retried once on a fresh connection when that is safe, 502 when
+// the client has no head yet, a stream reset otherwise.
+func (ex *exchange) backendFailed(err error) {
+	if ex.finished {
+		return
+	}
+	if bc := ex.bc; bc != nil {
+		bc.close()
+	}
+	if ex.canRetry() {
+		ex.retried = true
+		ex.pool.up.Retries.Add(1)
+		if !ex.pool.acquire(ex, true) {
+			ex.fail(503, "upstream queue full")
+		}
+		return
+	}
+	ex.pool.up.failed(ex.h.cfg.Health, ex.h.loop.Now())
+	if ex.headSent {
+		slog.Warn("upstream broke mid-response", "upstream", ex.pool.up.Name, "err", err)
+		ex.finished = true
+		ex.timer.Stop()
+		ex.w.Reset(stream.CodeInternal)
+		return
+	}
+	ex.fail(502, "bad gateway: "+errText(err))
+}
+
+// canRetry: a reused connection that failed before a single response byte
+// most likely raced the origin's keep-alive close; replaying is safe for a
+// request without a body whose method is idempotent (RFC 9110 §9.2.2).
+func (ex *exchange) canRetry() bool {
+	if !ex.reused || ex.retried || ex.gotByte || ex.hasBody {
+		return false
+	}
+	switch ex.method {
+	case "GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE":
+		return true
+	}
+	return false
+}
+
+func (ex *exchange) badResponse(err error) {
+	if bc := ex.bc; bc != nil {
+		bc.close()
+	}
+	ex.pool.up.failed(ex.h.cfg.Health, ex.h.loop.Now())
+	if ex.headSent {
+		ex.finished = true
+		ex.timer.Stop()
+		ex.w.Reset(stream.CodeInternal)
+		return
+	}
+	ex.fail(502, "bad gateway: malformed response from upstream")
+}
+
+// connectFailed: the connection never came up. With more than one
+// upstream the request moves to another one once (nothing was sent yet).
+func (ex *exchange) connectFailed(err error) {
+	if ex.finished {
+		return
+	}
+	up := ex.pool.up
+	up.failed(ex.h.cfg.Health, ex.h.loop.Now())
+	if !ex.failedOver && len(ex.g.pools) > 1 {
+		ex.failedOver = true
+		ex.begin(up)
+		return
+	}
+	if errors.Is(err, errConnectTimeout) {
+		ex.fail(504, "gateway timeout: connect to upstream timed out")
+		return
+	}
+	ex.fail(502, "bad gateway: "+errText(err))
+}
+
+func (ex *exchange) headerTimedOut() {
+	if bc := ex.bc; bc != nil {
+		bc.close()
+	}
+	ex.pool.up.failed(ex.h.cfg.Health, ex.h.loop.Now())
+	ex.fail(504, "gateway timeout: upstream sent no response head in time")
+}
+
+func (ex *exchange) queueTimedOut() {
+	ex.fail(503, "service unavailable: no upstream connection became free in time")
+}
+
+func (ex *exchange) readTimedOut() {
+	if bc := ex.bc; bc != nil {
+		bc.close()
+	}
+	ex.finished = true
+	ex.w.Reset(stream.CodeInternal)
+}
+
+// fail answers the client with a short error response (or resets the
+// stream when a head already went out).
+func (ex *exchange) fail(status int, msg string) {
+	if ex.finished {
+		return
+	}
+	ex.finished = true
+	ex.timer.Stop()
+	if ex.queued != nil {
+		ex.queued.dequeue(ex)
+		ex.queued = nil
+	}
+	if ex.headSent {
+		ex.w.Reset(stream.CodeInternal)
+		return
+	}
+	ex.status = status
+	ex.headSent = true
+	body := msg + "\n"
+	ex.w.WriteHeader(status, []stream.Field{
+		{Name: "content-type", Value: "text/plain; charset=utf-8"},
+		{Name: "content-length", Value: strconv.Itoa(len(body))},
+	}, false)
+	ex.w.Write([]byte(body))
+	ex.w.Close(nil)
+}
+
+func errText(err error) string {
+	switch {
+	case err == nil:
+		return "upstream closed the connection"
+	case errors.Is(err, unix.ECONNREFUSED):
+		return "connection refused by upstream"
+	case errors.Is(err, unix.ECONNRESET):
+		return "connection reset by upstream"
+	}
+	return err.Error()
+}

@@ -1,0 +1,872 @@
+package h1
+
+import (
+	"errors"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/pollproxy/pollproxy/proxy/stream"
+)
+
+// ServerConfig tunes a ServerConn. The zero value of each field selects its
+// default.
+type ServerConfig struct {
+	// Limits bounds request heads and chunk framing.
+	Limits Limits
+	// Scheme is reported as Request.Scheme (default "https": the transport
+	// beneath a front end is normally a TLS session).
+	Scheme string
+	// HeaderTimeout bounds the time from a connection's start, or the first
+	// byte of a request, to the end of its head (default 10 s). A client
+	// that is slower gets 408 and a closed connection (slowloris defence).
+	HeaderTimeout time.Duration
+	// IdleTimeout bounds the wait for the next request on a kept-alive
+	// connection (default 60 s); an idle connection is closed silently.
+	IdleTimeout time.Duration
+	// BodyWindow is how many request body bytes may be handed to the
+	// handler before it reports them Consumed (default 64 KiB): the h1
+	// analogue of an h2 stream window. Reading stops beyond it.
+	BodyWindow int
+	// MaxBufferedInput bounds client bytes held while they cannot be
+	// processed — pipelined requests behind a response in progress, body
+	// bytes beyond the window (default 64 KiB). Reading pauses at this
+	// level; well beyond it the connection is closed.
+	MaxBufferedInput int
+	// WriteHighWater is the transport backlog above which Write accepts
+	// nothing more until OnWritable (default 256 KiB).
+	WriteHighWater int
+	// MaxRequestBody bounds request bodies (0: unlimited); larger ones get
+	// 413.
+	MaxRequestBody int64
+	// MaxDiscard bounds how much of a request body that the handler no
+	// longer wants (it completed the response first) is read and thrown
+	// away to keep the connection alive (default 256 KiB); beyond it the
+	// connection is closed instead.
+	MaxDiscard int64
+}
+
+func (c ServerConfig) withDefaults() ServerConfig {
+	c.Limits = c.Limits.withDefaults()
+	if c.Scheme == "" {
+		c.Scheme = "https"
+	}
+	if c.HeaderTimeout <= 0 {
+		c.HeaderTimeout = 10 * time.Second
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = 60 * time.Second
+	}
+	if c.BodyWindow <= 0 {
+		c.BodyWindow = 64 << 10
+	}
+	if c.MaxBufferedInput <= 0 {
+		c.MaxBufferedInput = 64 << 10
+	}
+	if c.WriteHighWater <= 0 {
+		c.WriteHighWater = 256 << 10
+	}
+	if c.MaxDiscard <= 0 {
+		c.MaxDiscard = 256 << 10
+	}
+	return c
+}
+
+// Errors a handler may see from the ResponseWriter.
+var (
+	// ErrStreamClosed: the exchange is over (completed, reset or aborted).
+	ErrStreamClosed = errors.New("h1: response already complete or connection closed")
+	// ErrHeadWritten: WriteHeader was called twice with a final status.
+	ErrHeadWritten = errors.New("h1: final response head already written")
+	// ErrNoHead: Write or Close came before a final head.
+	ErrNoHead = errors.New("h1: no final response head written")
+	// ErrBadStatus: a status outside 100–599, or 101 (upgrades are not
+	// supported).
+	ErrBadStatus = errors.New("h1: invalid response status")
+	// ErrBadField: a field that would corrupt the wire (CR, LF, NUL...).
+	ErrBadField = errors.New("h1: invalid response field")
+	// ErrBodyLength: more body than the declared content-length, or a
+	// non-zero content-length on a response that ends with its head.
+	ErrBodyLength = errors.New("h1: response body does not match content-length")
+	// ErrConnClosed: Feed after the connection was closed.
+	ErrConnClosed = errors.New("h1: connection closed")
+	// ErrInputOverflow: the transport kept feeding after PauseRead.
+	ErrInputOverflow = errors.New("h1: client input beyond buffer limit")
+)
+
+// connection states
+const (
+	scIdle   uint8 = iota // waiting for (or reading) a request head
+	scActive              // an exchange is in progress
+	scClosed
+)
+
+// response progress
+const (
+	rsNone uint8 = iota // no final head yet
+	rsBody              // final head written, body may follow
+	rsDone              // response complete
+)
+
+// response body framing
+const (
+	fwNone    uint8 = iota // no body bytes go on the wire
+	fwLength               // content-length
+	fwChunked              // chunked, trailers allowed
+	fwClose                // close-delimited (HTTP/1.0 clients)
+)
+
+// timer kinds
+const (
+	tkNone uint8 = iota
+	tkHeader
+	tkIdle
+)
+
+// ServerConn is pollproxy's HTTP/1.1 front end on one client connection: a
+// stream.ServerConn that parses requests from what the transport feeds,
+// calls the handler, and serialises its responses.
+//
+// Behaviour worth knowing:
+//
+//   - One request at a time. A pipelined request waits in a bounded buffer
+//     until the previous response is complete and its body read; the
+//     transport is paused when that buffer is full.
+//   - The request body streams through Events.OnBody without copying, at
+//     most ServerConfig.BodyWindow bytes ahead of Consumed; beyond that
+//     the transport is paused.
+//   - Expect: 100-continue is answered by pollproxy itself, as soon as
+//     Serve returns without having written a final head — a handler that
+//     rejects at once (401, 413) spares the client its upload; one that
+//     accepts gets the body without a round trip to the origin. "expect"
+//     is removed from Request.Header, so origins are not asked again.
+//   - Upgrade (WebSocket, h2c) is not supported: the Upgrade field is
+//     removed and the request served as an ordinary one, which origins
+//     answer as they would any client that cannot upgrade.
+//   - Request.Header keeps content-length (canonical, single) so a proxy
+//     can forward it; hop-by-hop fields, Host and Expect are removed.
+//   - Responses carry the handler's content-length when it gave one, are
+//     chunked otherwise (close-delimited for HTTP/1.0), and have no body
+//     for HEAD, 204 and 304. 1xx heads are written through, except to
+//     HTTP/1.0 clients.
+//   - The Request, its Header and the ResponseWriter are reused for the
+//     connection's next request once the exchange is over (response
+//     complete and body read): a handler must not keep them past Close,
+//     Reset or OnAbort.
+//   - The next request is never started from inside a handler's call into
+//     the ResponseWriter; when such a call ends an exchange with input
+//     waiting, the connection resumes from a zero-delay timer on its loop.
+type ServerConn struct {
+	t      stream.Transport
+	h      stream.Handler
+	cfg    ServerConfig
+	p      RequestParser
+	rw     responseWriter
+	remote netip.AddrPort
+
+	in       []byte // client bytes not yet processed
+	late     []byte // bytes fed re-entrantly while processing
+	wbuf     []byte // scratch for heads and small chunks
+	state    uint8
+	busy     int  // depth of calls into the connection
+	pending  bool // state changed: process input again
+	paused   bool
+	shutdown bool
+	served   int
+
+	timer     stream.Timer
+	timerKind uint8
+	onTimer   func()
+	onResume  func()
+	resuming  bool
+
+	// the exchange in progress
+	ev         stream.Events
+	inServe    bool
+	reqDone    bool // request body fully read, or none
+	deliver    bool // body events still go to the handler
+	discarding bool
+	discardMax int64
+	unconsumed int
+	bodyRead   int64
+	expect     bool
+	sent100    bool
+	keepAlive  bool
+	http10     bool
+	isHead     bool
+	resp       uint8
+	framing    uint8
+	remaining  int64
+	wantWrite  bool
+}
+
+// responseWriter is the handler's view of the exchange; a separate type so
+// that ServerConn's own method set stays that of stream.ServerConn.
+type responseWriter struct{ c *ServerConn }
+
+var _ stream.ServerConn = (*ServerConn)(nil)
+var _ stream.ResponseWriter = (*responseWriter)(nil)
+
+// NewServerConn starts the HTTP/1.1 front end on t. It arms the header
+// timeout at once, so a client that connects and sends nothing is closed.
+func NewServerConn(t stream.Transport, h stream.Handler, cfg ServerConfig) *ServerConn {
+	c := &ServerConn{t: t, h: h, cfg: cfg.withDefaults(), remote: t.RemoteAddr()}
+	c.p.Limits = c.cfg.Limits
+	c.p.Reset()
+	c.rw.c = c
+	c.onTimer = c.timerFired
+	c.onResume = c.resume
+	c.armTimer()
+	return c
+}
+
+// Feed implements stream.ServerConn.
+func (c *ServerConn) Feed(p []byte) error {
+	if c.state == scClosed {
+		return ErrConnClosed
+	}
+	if c.busy > 0 {
+		// Fed from inside our own call chain (a transport resuming reads
+		// synchronously): queue, the outer call processes it.
+		c.late = append(c.late, p...)
+		c.pending = true
+		return nil
+	}
+	c.busy++
+	err := c.run(p)
+	c.busy--
+	return err
+}
+
+// OnDrained implements stream.ServerConn: the transport's backlog fell, so
+// a handler that was refused bytes may write again.
+func (c *ServerConn) OnDrained() {
+	if c.state != scActive || c.resp != rsBody || !c.wantWrite || c.ev == nil {
+		return
+	}
+	c.wantWrite = false
+	c.busy++
+	c.ev.OnWritable()
+	c.leave()
+}
+
+// Shutdown implements stream.ServerConn: an idle connection closes now, a
+// busy one after its response, which carries "connection: close" when its
+// head is still to be written.
+func (c *ServerConn) Shutdown() {
+	if c.state == scClosed {
+		return
+	}
+	c.shutdown = true
+	c.keepAlive = false
+	if c.state == scIdle {
+		c.closeNow()
+	}
+}
+
+// Abort implements stream.ServerConn.
+func (c *ServerConn) Abort(err error) {
+	if c.state == scClosed {
+		return
+	}
+	live := c.state == scActive && c.ev != nil && (c.resp != rsDone || c.deliver)
+	c.state = scClosed
+	c.stopTimer()
+	if live {
+		c.ev.OnAbort(err)
+	}
+}
+
+// run processes p (and anything buffered) until no progress is possible,
+// then keeps the remainder.
+func (c *ServerConn) run(p []byte) error {
+	data := p
+	if len(c.in) > 0 {
+		c.in = append(c.in, p...)
+		data = c.in
+	}
+	for {
+		c.pending = false
+		rest, err := c.step(data)
+		if err != nil || c.state == scClosed {
+			c.in, c.late = nil, nil
+			return err
+		}
+		c.in = append(c.in[:0], rest...) // memmove when rest aliases c.in
+		if len(c.late) > 0 {
+			c.in = append(c.in, c.late...)
+			c.late = c.late[:0]
+			c.pending = true
+		}
+		if !c.pending {
+			break
+		}
+		data = c.in
+	}
+	if len(c.in) == 0 && cap(c.in) > 2*c.cfg.MaxBufferedInput {
+		c.in = nil
+	}
+	if len(c.in) > 4*c.cfg.MaxBufferedInput+c.cfg.Limits.MaxHeadSize {
+		c.abortAll(ErrInputOverflow)
+		return ErrInputOverflow
+	}
+	c.updatePause()
+	c.armTimer()
+	return nil
+}
+
+// step advances the connection over data and returns what it could not
+// consume yet.
+func (c *ServerConn) step(data []byte) ([]byte, error) {
+	for {
+		switch c.state {
+		case scClosed:
+			return nil, nil
+		case scIdle:
+			if c.shutdown {
+				c.closeNow()
+				return nil, nil
+			}
+			if len(data) == 0 {
+				return data, nil
+			}
+			n, ev, err := c.p.Feed(data)
+			data = data[n:]
+			if err != nil {
+				return nil, c.failRequest(err)
+			}
+			if ev != EventHead {
+				return data, nil
+			}
+			if err := c.begin(); err != nil {
+				return nil, err
+			}
+		case scActive:
+			if c.reqDone || len(data) == 0 && !c.bodyCanEnd() {
+				return data, nil
+			}
+			k := len(data)
+			if c.deliver {
+				room := c.cfg.BodyWindow - c.unconsumed
+				if room <= 0 {
+					return data, nil
+				}
+				k = min(k, room)
+			}
+			n, ev, err := c.p.Feed(data[:k])
+			data = data[n:]
+			if err != nil {
+				return nil, c.failBody(err)
+			}
+			switch ev {
+			case EventBody:
+				b := c.p.Body()
+				c.bodyRead += int64(len(b))
+				if c.cfg.MaxRequestBody > 0 && c.bodyRead > c.cfg.MaxRequestBody {
+					return nil, c.failBody(&Error{413, "request body too large"})
+				}
+				if c.deliver {
+					c.unconsumed += len(b)
+					c.ev.OnBody(b)
+				} else if c.discardMax -= int64(len(b)); c.discardMax < 0 {
+					c.closeNow()
+					return nil, nil
+				}
+			case EventDone:
+				c.reqDone = true
+				if c.deliver {
+					c.deliver = false
+					c.ev.OnBodyEnd(c.p.Trailers())
+				}
+				c.settle()
+			default:
+				if n == k && k < len(data)+n {
+					continue // stopped by the window; loop re-checks it
+				}
+				return data, nil
+			}
+		}
+	}
+}
+
+// bodyCanEnd reports a body whose end needs no more bytes (a complete
+// Content-Length), so that EventDone is collected without new input.
+func (c *ServerConn) bodyCanEnd() bool {
+	return c.p.br.mode == bodyLength && c.p.br.remaining == 0
+}
+
+// begin starts the exchange for the head just parsed.
+func (c *ServerConn) begin() error {
+	req := c.p.Request()
+	req.Scheme = c.cfg.Scheme
+	req.RemoteAddr = c.remote
+	if c.cfg.MaxRequestBody > 0 && req.ContentLength > c.cfg.MaxRequestBody {
+		return c.failRequest(&Error{413, "request body too large"})
+	}
+	c.served++
+	c.state = scActive
+	// The head is in: neither the header timeout nor an idle timeout left
+	// from before this request applies to the exchange.
+	c.stopTimer()
+	c.ev = nil
+	c.reqDone = !req.HasBody
+	c.deliver, c.discarding = false, false
+	c.unconsumed, c.bodyRead = 0, 0
+	c.expect, c.sent100 = c.p.ExpectContinue(), false
+	c.keepAlive = c.p.KeepAlive() && !c.shutdown
+	c.http10 = req.Proto == "HTTP/1.0"
+	c.isHead = req.Method == "HEAD"
+	c.resp, c.framing, c.remaining, c.wantWrite = rsNone, fwNone, 0, false
+
+	c.inServe = true
+	ev := c.h.Serve(req, &c.rw)
+	c.inServe = false
+	if c.state != scActive {
+		return nil // the handler reset the connection
+	}
+	c.ev = ev
+	c.deliver = ev != nil && !c.reqDone
+	if c.expect && !c.sent100 && c.resp == rsNone {
+		c.sent100 = true
+		c.t.Write(continueHead)
+	}
+	c.settle()
+	return nil
+}
+
+var continueHead = []byte("HTTP/1.1 100 Continue\r\n\r\n")
+
+// settle moves the exchange on once the response is complete: discarding
+// an unwanted rest of the body, closing, or making room for the next
+// request. It never calls the handler.
+func (c *ServerConn) settle() {
+	if c.state != scActive || c.inServe || c.resp != rsDone {
+		return
+	}
+	if !c.reqDone {
+		if c.discarding {
+			return
+		}
+		// The handler is done; the rest of the body is read and dropped if
+		// it is small enough, which keeps the connection reusable.
+		c.deliver = false
+		c.discarding = true
+		c.discardMax = c.cfg.MaxDiscard
+		left := c.p.br.remaining
+		if !c.keepAlive || c.expect && !c.sent100 ||
+			c.p.br.mode == bodyLength && left > c.discardMax {
+			c.closeNow()
+			return
+		}
+		c.pending = true
+		return
+	}
+	if !c.keepAlive {
+		c.closeNow()
+		return
+	}
+	c.state = scIdle
+	c.ev = nil
+	c.p.Reset()
+	c.pending = true
+}
+
+// leave ends a call that came from outside the connection's own entry
+// points (a handler answering from a backend event): input that became
+// processable is taken up from the loop, never from inside the handler.
+func (c *ServerConn) leave() {
+	c.busy--
+	if c.busy > 0 || c.state == scClosed {
+		return
+	}
+	if c.pending {
+		c.pending = false
+		if (len(c.in) > 0 || len(c.late) > 0 || c.state == scActive && c.bodyCanEnd()) && !c.resuming {
+			c.resuming = true
+			c.t.Clock().AfterFunc(0, c.onResume)
+		}
+	}
+	c.updatePause()
+	c.armTimer()
+}
+
+func (c *ServerConn) resume() {
+	c.resuming = false
+	if c.state == scClosed {
+		return
+	}
+	if c.busy > 0 {
+		c.pending = true
+		return
+	}
+	c.busy++
+	var data []byte
+	if len(c.late) > 0 {
+		data = c.late
+		c.late = nil
+	}
+	_ = c.run(data) // a failure has already closed the transport
+	c.busy--
+}
+
+// updatePause applies backpressure: reading stops while the handler holds
+// a full window of body, or while unprocessed input fills its buffer.
+func (c *ServerConn) updatePause() {
+	want := c.state == scActive && c.deliver && c.unconsumed >= c.cfg.BodyWindow ||
+		len(c.in) >= c.cfg.MaxBufferedInput
+	if c.state == scClosed {
+		want = false
+	}
+	if want != c.paused {
+		c.paused = want
+		c.t.PauseRead(want)
+	}
+}
+
+// armTimer keeps the one timer the connection needs: the header timeout
+// while a head is awaited (first request, or a head already begun), the
+// idle timeout between requests, none during an exchange. A running timer
+// of the right kind is left alone, so trickling bytes do not extend it.
+func (c *ServerConn) armTimer() {
+	want := tkNone
+	if c.state == scIdle {
+		if c.served == 0 || c.p.Started() || len(c.in) > 0 {
+			want = tkHeader
+		} else {
+			want = tkIdle
+		}
+	}
+	if want == c.timerKind {
+		return
+	}
+	c.stopTimer()
+	switch want {
+	case tkHeader:
+		c.timer = c.t.Clock().AfterFunc(c.cfg.HeaderTimeout, c.onTimer)
+	case tkIdle:
+		c.timer = c.t.Clock().AfterFunc(c.cfg.IdleTimeout, c.onTimer)
+	}
+	c.timerKind = want
+}
+
+func (c *ServerConn) stopTimer() {
+	if c.timer != nil {
+		c.timer.Stop()
+		c.timer = nil
+	}
+	c.timerKind = tkNone
+}
+
+func (c *ServerConn) timerFired() {
+	kind := c.timerKind
+	c.timer, c.timerKind = nil, tkNone
+	if c.state != scIdle {
+		return
+	}
+	if kind == tkHeader && c.p.Started() {
+		c.writeError(408)
+	}
+	c.closeNow()
+}
+
+// closeNow ends the connection after what is queued.
+func (c *ServerConn) closeNow() {
+	if c.state == scClosed {
+		return
+	}
+	c.state = scClosed
+	c.stopTimer()
+	c.t.Close()
+}
+
+// abortAll closes the connection and tells a live handler.
+func (c *ServerConn) abortAll(err error) {
+	live := c.state == scActive && c.ev != nil && (c.resp != rsDone || c.deliver)
+	c.closeNow()
+	if live {
+		c.ev.OnAbort(err)
+	}
+}
+
+// failRequest answers a request that never reached the handler.
+func (c *ServerConn) failRequest(err error) error {
+	status := 400
+	var e *Error
+	if errors.As(err, &e) {
+		status = e.Status
+	}
+	c.writeError(status)
+	c.closeNow()
+	return err
+}
+
+// failBody handles a framing error in a body the handler is receiving: the
+// handler is aborted, and the client gets an error status if no response
+// head has gone out yet.
+func (c *ServerConn) failBody(err error) error {
+	if c.resp == rsNone {
+		status := 400
+		var e *Error
+		if errors.As(err, &e) {
+			status = e.Status
+		}
+		c.writeError(status)
+	}
+	c.abortAll(err)
+	return err
+}
+
+// writeError queues a small complete response that closes the connection.
+func (c *ServerConn) writeError(status int) {
+	text := statusText(status)
+	b := appendStatusLine(c.wbuf[:0], status)
+	b = append(b, "content-type: text/plain; charset=utf-8\r\ncontent-length: "...)
+	b = strconv.AppendInt(b, int64(len(text)+5), 10)
+	b = append(b, "\r\nconnection: close\r\n\r\n"...)
+	b = strconv.AppendInt(b, int64(status), 10)
+	b = append(b, ' ')
+	b = append(b, text...)
+	b = append(b, '\n')
+	c.wbuf = b
+	c.t.Write(b)
+}
+
+// WriteHeader implements stream.ResponseWriter.
+func (w *responseWriter) WriteHeader(status int, fields []stream.Field, endStream bool) error {
+	c := w.c
+	if c.state != scActive || c.resp == rsDone {
+		return ErrStreamClosed
+	}
+	if c.resp != rsNone {
+		return ErrHeadWritten
+	}
+	if status < 100 || status > 599 || status == 101 {
+		return ErrBadStatus
+	}
+	for _, f := range fields {
+		if !ValidField(f) {
+			return ErrBadField
+		}
+	}
+	if status < 200 {
+		if c.http10 || status == 100 && (c.sent100 || !c.expect) {
+			return nil // 1.0 has no interim responses; one 100 is enough
+		}
+		if status == 100 {
+			c.sent100 = true
+		}
+		b := appendStatusLine(c.wbuf[:0], status)
+		b = appendResponseFields(b, fields)
+		b = append(b, '\r', '\n')
+		c.wbuf = b
+		c.t.Write(b)
+		return nil
+	}
+
+	cl := int64(-1)
+	for _, f := range fields {
+		if f.Name == "content-length" {
+			n, ok := parseContentLength(f.Value)
+			if !ok || cl >= 0 && n != cl {
+				return ErrBodyLength
+			}
+			cl = n
+		}
+	}
+	if c.expect && !c.sent100 && !c.reqDone {
+		// The client is still waiting to be told to send its body; it will
+		// not be, so the connection cannot be reused after this response.
+		c.expect = false
+		c.keepAlive = false
+	}
+	b := appendStatusLine(c.wbuf[:0], status)
+	b = appendResponseFields(b, fields)
+	switch {
+	case c.isHead || status == 304:
+		// The representation's length may be announced; no body follows.
+		c.framing = fwNone
+		if cl >= 0 {
+			b = appendContentLength(b, cl)
+		}
+	case status == 204:
+		c.framing = fwNone
+	case endStream:
+		if cl > 0 {
+			return ErrBodyLength
+		}
+		c.framing = fwNone
+		b = appendContentLength(b, 0)
+	case cl >= 0:
+		c.framing = fwLength
+		c.remaining = cl
+		b = appendContentLength(b, cl)
+	case !c.http10:
+		c.framing = fwChunked
+		b = append(b, "transfer-encoding: chunked\r\n"...)
+	default:
+		c.framing = fwClose
+		c.keepAlive = false
+	}
+	if c.shutdown {
+		c.keepAlive = false
+	}
+	switch {
+	case !c.keepAlive:
+		b = append(b, "connection: close\r\n"...)
+	case c.http10:
+		b = append(b, "connection: keep-alive\r\n"...)
+	}
+	b = append(b, '\r', '\n')
+	c.wbuf = b
+	c.t.Write(b)
+	c.resp = rsBody
+	if endStream {
+		c.busy++
+		c.resp = rsDone
+		c.settle()
+		c.leave()
+	}
+	return nil
+}
+
+// appendResponseFields writes the handler's fields minus what the front end
+// owns: framing and connection management.
+func appendResponseFields(b []byte, fields []stream.Field) []byte {
+	for _, f := range fields {
+		switch f.Name {
+		case "content-length", "transfer-encoding", "connection", "keep-alive",
+			"proxy-connection", "te", "upgrade", "trailer":
+			continue
+		}
+		b = appendField(b, f)
+	}
+	return b
+}
+
+func appendContentLength(b []byte, n int64) []byte {
+	b = append(b, "content-length: "...)
+	b = strconv.AppendInt(b, n, 10)
+	return append(b, '\r', '\n')
+}
+
+// smallChunk is the largest chunk copied into scratch to go out in one
+// transport write; larger ones are written in three pieces rather than
+// growing a per-connection buffer.
+const smallChunk = 8 << 10
+
+// Write implements stream.ResponseWriter. It takes no more than the
+// transport's room below WriteHighWater; when it takes less than offered,
+// OnWritable follows once the transport drains.
+func (w *responseWriter) Write(p []byte) (int, error) {
+	c := w.c
+	if c.state != scActive || c.resp == rsDone {
+		return 0, ErrStreamClosed
+	}
+	if c.resp == rsNone {
+		return 0, ErrNoHead
+	}
+	if c.framing == fwNone {
+		return len(p), nil // HEAD, 204, 304: there is no body to write
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	room := c.cfg.WriteHighWater - c.t.Buffered()
+	if room <= 0 {
+		c.wantWrite = true
+		return 0, nil
+	}
+	n := min(len(p), room)
+	var err error
+	if c.framing == fwLength && int64(n) > c.remaining {
+		n = int(c.remaining)
+		err = ErrBodyLength
+	}
+	if n == 0 {
+		return 0, err
+	}
+	switch c.framing {
+	case fwChunked:
+		if n <= smallChunk {
+			b := AppendChunk(c.wbuf[:0], p[:n])
+			c.wbuf = b
+			c.t.Write(b)
+		} else {
+			b := AppendChunkHeader(c.wbuf[:0], n)
+			c.wbuf = b
+			c.t.Write(b)
+			c.t.Write(p[:n])
+			c.t.Write(crlf)
+		}
+	case fwLength:
+		c.remaining -= int64(n)
+		c.t.Write(p[:n])
+	default:
+		c.t.Write(p[:n])
+	}
+	if n < len(p) && err == nil {
+		c.wantWrite = true
+	}
+	return n, err
+}
+
+var crlf = []byte("\r\n")
+
+// Close implements stream.ResponseWriter. Trailers go out only on a chunked
+// response. A response shorter than its content-length ends the
+// connection, the only way left to tell the client it was cut short.
+func (w *responseWriter) Close(trailers []stream.Field) error {
+	c := w.c
+	if c.state != scActive || c.resp == rsDone {
+		return ErrStreamClosed
+	}
+	c.busy++
+	defer c.leave()
+	if c.resp == rsNone {
+		c.abortAll(ErrNoHead)
+		return ErrNoHead
+	}
+	switch c.framing {
+	case fwChunked:
+		b := append(c.wbuf[:0], '0', '\r', '\n')
+		for _, f := range trailers {
+			if ValidField(f) && !forbiddenTrailer(f.Name) {
+				b = appendField(b, f)
+			}
+		}
+		b = append(b, '\r', '\n')
+		c.wbuf = b
+		c.t.Write(b)
+	case fwLength:
+		if c.remaining > 0 {
+			c.keepAlive = false
+		}
+	case fwClose:
+		c.keepAlive = false
+	}
+	c.resp = rsDone
+	c.settle()
+	return nil
+}
+
+// Reset implements stream.ResponseWriter: on HTTP/1.1 the only way to abort
+// a response is to close the connection.
+func (w *responseWriter) Reset(code uint32) {
+	c := w.c
+	if c.state == scClosed {
+		return
+	}
+	c.closeNow()
+}
+
+// Consumed implements stream.ResponseWriter, reopening the body window.
+func (w *responseWriter) Consumed(n int) {
+	c := w.c
+	if c.state != scActive || !c.deliver || n <= 0 {
+		return
+	}
+	c.unconsumed = max(0, c.unconsumed-n)
+	c.busy++
+	c.pending = true
+	c.leave()
+}

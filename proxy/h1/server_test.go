@@ -1,0 +1,776 @@
+package h1
+
+import (
+	"bytes"
+	"errors"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pollproxy/pollproxy/proxy/stream"
+)
+
+// testLoop is an in-memory stream.Transport. A mutex stands in for the event
+// loop: the test and every timer callback hold it while they touch the
+// connection, so the connection sees one thread, as on a real loop, and
+// timers run on real time.
+type testLoop struct {
+	mu       sync.Mutex
+	out      bytes.Buffer
+	flushed  int // bytes of out "on the socket"; the rest is Buffered
+	closed   bool
+	paused   bool
+	pauses   int // PauseRead(true) calls
+	conn     *ServerConn
+	writeCnt int
+	noTimers bool // a clock whose timers never fire, for allocation counts
+}
+
+func (l *testLoop) Write(p []byte)             { l.out.Write(p); l.writeCnt++ }
+func (l *testLoop) Buffered() int              { return l.out.Len() - l.flushed }
+func (l *testLoop) PauseRead(p bool)           { l.paused = p; l.pauses += b2i(p) }
+func (l *testLoop) Close()                     { l.closed = true }
+func (l *testLoop) Clock() stream.Clock {
+	if l.noTimers {
+		return nopClock{}
+	}
+	return loopClock{l}
+}
+
+type nopClock struct{}
+
+var theNopTimer = &loopTimer{stopped: true}
+
+func (nopClock) AfterFunc(time.Duration, func()) stream.Timer { return theNopTimer }
+func (l *testLoop) RemoteAddr() netip.AddrPort { return netip.MustParseAddrPort("192.0.2.1:4242") }
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+type loopClock struct{ l *testLoop }
+
+type loopTimer struct {
+	t       *time.Timer
+	stopped bool
+}
+
+func (c loopClock) AfterFunc(d time.Duration, f func()) stream.Timer {
+	lt := &loopTimer{}
+	lt.t = time.AfterFunc(d, func() {
+		c.l.mu.Lock()
+		defer c.l.mu.Unlock()
+		if !lt.stopped {
+			lt.stopped = true
+			f()
+		}
+	})
+	return lt
+}
+
+// Stop runs on the loop (under the mutex), so a callback already waiting
+// for the mutex sees stopped and does nothing: the semantics of a loop
+// timer.
+func (t *loopTimer) Stop() bool {
+	was := !t.stopped
+	t.stopped = true
+	if t.t != nil {
+		t.t.Stop()
+	}
+	return was
+}
+
+// do runs f on the loop.
+func (l *testLoop) do(f func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f()
+}
+
+func (l *testLoop) feed(t *testing.T, s string) error {
+	t.Helper()
+	var err error
+	l.do(func() { err = l.conn.Feed([]byte(s)) })
+	return err
+}
+
+func (l *testLoop) output() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.out.String()
+}
+
+// waitFor polls cond on the loop: some transitions happen on a zero-delay
+// timer, as they would on the real loop.
+func (l *testLoop) waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var ok bool
+		l.do(func() { ok = cond() })
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s; output so far:\n%s", what, l.output())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// testHandler records what it is given and answers through serve.
+type testHandler struct {
+	reqs   []stream.Request
+	ws     []stream.ResponseWriter
+	serve  func(h *testHandler, req *stream.Request, w stream.ResponseWriter) stream.Events
+	events *testEvents
+}
+
+func (h *testHandler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
+	r := *req
+	r.Header = append([]stream.Field(nil), req.Header...)
+	h.reqs = append(h.reqs, r)
+	h.ws = append(h.ws, w)
+	return h.serve(h, req, w)
+}
+
+type testEvents struct {
+	body     bytes.Buffer
+	ended    bool
+	trailers []stream.Field
+	writable int
+	aborted  error
+	onEnd    func()
+	consume  bool
+	w        stream.ResponseWriter
+}
+
+func (e *testEvents) OnBody(p []byte) {
+	e.body.Write(p)
+	if e.consume {
+		e.w.Consumed(len(p))
+	}
+}
+func (e *testEvents) OnBodyEnd(tr []stream.Field) {
+	e.ended, e.trailers = true, tr
+	if e.onEnd != nil {
+		e.onEnd()
+	}
+}
+func (e *testEvents) OnWritable()       { e.writable++ }
+func (e *testEvents) OnAbort(err error) { e.aborted = err }
+
+// respond answers in Serve with a fixed body.
+func respond(body string) func(*testHandler, *stream.Request, stream.ResponseWriter) stream.Events {
+	return func(h *testHandler, req *stream.Request, w stream.ResponseWriter) stream.Events {
+		w.WriteHeader(200, []stream.Field{{Name: "content-length", Value: itoa(len(body))}}, false)
+		w.Write([]byte(body))
+		w.Close(nil)
+		return nil
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func newTestConn(h *testHandler, cfg ServerConfig) *testLoop {
+	l := &testLoop{}
+	l.do(func() { l.conn = NewServerConn(l, h, cfg) })
+	return l
+}
+
+type gotResp struct {
+	status   int
+	infos    []int
+	header   []stream.Field
+	body     string
+	trailers []stream.Field
+	keep     bool
+}
+
+func (r gotResp) get(name string) string {
+	for _, f := range r.header {
+		if f.Name == name {
+			return f.Value
+		}
+	}
+	return ""
+}
+
+// readResponses parses the front end's output with pollproxy's own
+// response parser, one response per method given.
+func readResponses(t *testing.T, out string, closed bool, methods ...string) []gotResp {
+	t.Helper()
+	b := []byte(out)
+	var rs []gotResp
+	var p ResponseParser
+	for _, m := range methods {
+		p.Reset(m)
+		var r gotResp
+		for done := false; !done; {
+			n, ev, err := p.Feed(b)
+			b = b[n:]
+			if err != nil {
+				t.Fatalf("response %d: %v in %q", len(rs), err, out)
+			}
+			switch ev {
+			case EventInfo:
+				r.infos = append(r.infos, p.Status())
+			case EventHead:
+				r.status = p.Status()
+				r.header = append([]stream.Field(nil), p.Header()...)
+			case EventBody:
+				r.body += string(p.Body())
+			case EventDone:
+				r.trailers = p.Trailers()
+				r.keep = p.KeepAlive()
+				done = true
+			case EventNone:
+				if !closed {
+					t.Fatalf("response %d incomplete in %q", len(rs), out)
+				}
+				ev, err := p.EOF()
+				if err != nil || ev != EventDone {
+					t.Fatalf("response %d incomplete at EOF: %v in %q", len(rs), err, out)
+				}
+				r.keep = false
+				done = true
+			}
+		}
+		rs = append(rs, r)
+	}
+	if len(b) != 0 {
+		t.Fatalf("unexpected trailing output %q", b)
+	}
+	return rs
+}
+
+func TestServerKeepAlive(t *testing.T) {
+	h := &testHandler{serve: respond("hello")}
+	l := newTestConn(h, ServerConfig{})
+	for i := 0; i < 3; i++ {
+		if err := l.feed(t, "GET /"+itoa(i)+" HTTP/1.1\r\nHost: example.com\r\nAccept: */*\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rs := readResponses(t, l.output(), false, "GET", "GET", "GET")
+	for i, r := range rs {
+		if r.status != 200 || r.body != "hello" || !r.keep {
+			t.Fatalf("response %d: %+v", i, r)
+		}
+	}
+	if l.closed || len(h.reqs) != 3 || h.reqs[2].Path != "/2" || h.reqs[0].Authority != "example.com" ||
+		h.reqs[0].Scheme != "https" || h.reqs[0].RemoteAddr.Port() != 4242 {
+		t.Fatalf("closed %v, reqs %+v", l.closed, h.reqs)
+	}
+}
+
+// TestServerPipelining answers asynchronously: the second request must not
+// reach the handler before the first response is complete.
+func TestServerPipelining(t *testing.T) {
+	h := &testHandler{serve: func(h *testHandler, req *stream.Request, w stream.ResponseWriter) stream.Events {
+		return &testEvents{}
+	}}
+	l := newTestConn(h, ServerConfig{})
+	in := "GET /1 HTTP/1.1\r\nHost: h\r\n\r\nHEAD /2 HTTP/1.1\r\nHost: h\r\n\r\nGET /3 HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"
+	if err := l.feed(t, in); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 3; i++ {
+		l.do(func() {
+			if len(h.reqs) != i {
+				t.Fatalf("before response %d: %d requests served", i, len(h.reqs))
+			}
+			w := h.ws[i-1]
+			w.WriteHeader(200, []stream.Field{{Name: "content-length", Value: "2"}}, false)
+			w.Write([]byte("ok"))
+			w.Close(nil)
+		})
+		if i < 3 {
+			l.waitFor(t, "next request", func() bool { return len(h.reqs) == i+1 })
+		}
+	}
+	l.waitFor(t, "close", func() bool { return l.closed })
+	rs := readResponses(t, l.output(), true, "GET", "HEAD", "GET")
+	if rs[1].body != "" || rs[1].get("content-length") != "2" || rs[2].keep || rs[2].get("connection") != "" {
+		t.Fatalf("responses %+v", rs)
+	}
+	if !strings.Contains(l.output(), "connection: close") {
+		t.Fatal("last response lacks connection: close")
+	}
+}
+
+func TestServerPipelineBufferPauses(t *testing.T) {
+	h := &testHandler{serve: func(h *testHandler, req *stream.Request, w stream.ResponseWriter) stream.Events {
+		return &testEvents{}
+	}}
+	l := newTestConn(h, ServerConfig{MaxBufferedInput: 100})
+	one := "GET / HTTP/1.1\r\nHost: h\r\n\r\n"
+	if err := l.feed(t, strings.Repeat(one, 10)); err != nil {
+		t.Fatal(err)
+	}
+	l.do(func() {
+		if !l.paused || len(h.reqs) != 1 {
+			t.Fatalf("paused %v, %d served", l.paused, len(h.reqs))
+		}
+	})
+	for i := 1; i <= 10; i++ {
+		l.do(func() {
+			h.ws[i-1].WriteHeader(204, nil, true)
+		})
+		if i < 10 {
+			l.waitFor(t, "next", func() bool { return len(h.reqs) == i+1 })
+		}
+	}
+	l.waitFor(t, "unpaused", func() bool { return !l.paused })
+	if rs := readResponses(t, l.output(), false, strings.Split(strings.Repeat("GET ", 10), " ")[:10]...); rs[9].status != 204 {
+		t.Fatal(rs)
+	}
+}
+
+// TestServerChunkedUploadBackpressure streams a chunked body to a handler
+// that consumes slowly: reading pauses at the window and resumes on
+// Consumed.
+func TestServerChunkedUploadBackpressure(t *testing.T) {
+	ev := &testEvents{}
+	h := &testHandler{serve: func(h *testHandler, req *stream.Request, w stream.ResponseWriter) stream.Events {
+		ev.w = w
+		ev.onEnd = func() {
+			w.WriteHeader(200, nil, false)
+			w.Write([]byte("got " + itoa(ev.body.Len())))
+			w.Close([]stream.Field{{Name: "x-checksum", Value: "abc"}})
+		}
+		return ev
+	}}
+	l := newTestConn(h, ServerConfig{BodyWindow: 16})
+	var body strings.Builder
+	in := "POST /up HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+	for i := 0; i < 10; i++ {
+		chunk := strings.Repeat(string(rune('a'+i)), 10)
+		body.WriteString(chunk)
+		in += "a\r\n" + chunk + "\r\n"
+	}
+	in += "0\r\nx-client: 1\r\n\r\n"
+	if err := l.feed(t, in); err != nil {
+		t.Fatal(err)
+	}
+	l.do(func() {
+		if !l.paused || ev.body.Len() != 16 {
+			t.Fatalf("paused %v after %d bytes", l.paused, ev.body.Len())
+		}
+		if r := h.reqs[0]; r.ContentLength != -1 || !r.HasBody {
+			t.Fatalf("request %+v", r)
+		}
+	})
+	for step := 0; step < 20; step++ {
+		var done bool
+		l.do(func() {
+			done = ev.ended
+			if !done {
+				ev.w.Consumed(ev.body.Len()) // everything so far; window reopens
+			}
+		})
+		if done {
+			break
+		}
+		time.Sleep(2 * time.Millisecond)
+		l.waitFor(t, "progress", func() bool { return ev.ended || ev.body.Len()%16 == 0 || ev.body.Len() == 100 })
+	}
+	l.waitFor(t, "end", func() bool { return ev.ended })
+	if ev.body.String() != body.String() || len(ev.trailers) != 1 || ev.trailers[0].Name != "x-client" {
+		t.Fatalf("body %q trailers %v", ev.body.String(), ev.trailers)
+	}
+	l.do(func() {
+		if l.pauses == 0 || l.paused {
+			t.Fatalf("pauses %d, paused %v", l.pauses, l.paused)
+		}
+	})
+	rs := readResponses(t, l.output(), false, "POST")
+	if rs[0].body != "got 100" || len(rs[0].trailers) != 1 || rs[0].trailers[0].Value != "abc" ||
+		rs[0].get("transfer-encoding") != "" {
+		t.Fatalf("response %+v", rs[0])
+	}
+	if !strings.Contains(l.output(), "transfer-encoding: chunked\r\n") {
+		t.Fatal("response not chunked")
+	}
+}
+
+func TestServerExpectContinue(t *testing.T) {
+	ev := &testEvents{consume: true}
+	h := &testHandler{serve: func(h *testHandler, req *stream.Request, w stream.ResponseWriter) stream.Events {
+		if _, ok := req.Get("expect"); ok {
+			t.Error("expect forwarded to the handler")
+		}
+		ev.w = w
+		ev.onEnd = func() { w.WriteHeader(201, nil, true) }
+		return ev
+	}}
+	l := newTestConn(h, ServerConfig{})
+	if err := l.feed(t, "PUT /f HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if out := l.output(); out != "HTTP/1.1 100 Continue\r\n\r\n" {
+		t.Fatalf("before body: %q", out)
+	}
+	if err := l.feed(t, "data"); err != nil {
+		t.Fatal(err)
+	}
+	rs := readResponses(t, l.output(), false, "PUT")
+	if len(rs[0].infos) != 1 || rs[0].status != 201 || !rs[0].keep || ev.body.String() != "data" {
+		t.Fatalf("%+v", rs[0])
+	}
+
+	// A handler that refuses in Serve spares the upload: no 100, and the
+	// connection closes because the body may or may not follow.
+	h2 := &testHandler{serve: func(h *testHandler, req *stream.Request, w stream.ResponseWriter) stream.Events {
+		w.WriteHeader(413, nil, true)
+		return nil
+	}}
+	l2 := newTestConn(h2, ServerConfig{})
+	l2.feed(t, "PUT /f HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 4000000\r\n\r\n")
+	rs = readResponses(t, l2.output(), true, "PUT")
+	if len(rs[0].infos) != 0 || rs[0].status != 413 || rs[0].keep || !l2.closed {
+		t.Fatalf("%+v closed %v", rs[0], l2.closed)
+	}
+}
+
+func TestServerHeadAnd204(t *testing.T) {
+	h := &testHandler{serve: func(h *testHandler, req *stream.Request, w stream.ResponseWriter) stream.Events {
+		switch req.Path {
+		case "/head":
+			w.WriteHeader(200, []stream.Field{{Name: "content-length", Value: "1234"}}, false)
+			if n, err := w.Write([]byte("ignored")); n != 7 || err != nil {
+				t.Errorf("write on HEAD: %d %v", n, err)
+			}
+			w.Close(nil)
+		case "/204":
+			w.WriteHeader(204, []stream.Field{{Name: "content-length", Value: "5"}, {Name: "x", Value: "y"}}, true)
+		case "/304":
+			w.WriteHeader(304, []stream.Field{{Name: "etag", Value: `"e"`}}, true)
+		case "/empty":
+			w.WriteHeader(200, nil, true)
+		}
+		return nil
+	}}
+	l := newTestConn(h, ServerConfig{})
+	l.feed(t, "HEAD /head HTTP/1.1\r\nHost: h\r\n\r\nGET /204 HTTP/1.1\r\nHost: h\r\n\r\n"+
+		"GET /304 HTTP/1.1\r\nHost: h\r\n\r\nGET /empty HTTP/1.1\r\nHost: h\r\n\r\n")
+	out := l.output()
+	rs := readResponses(t, out, false, "HEAD", "GET", "GET", "GET")
+	if rs[0].get("content-length") != "1234" || rs[0].body != "" {
+		t.Fatalf("HEAD %+v", rs[0])
+	}
+	if rs[1].status != 204 || rs[1].get("content-length") != "" || rs[1].get("x") != "y" {
+		t.Fatalf("204 %+v", rs[1])
+	}
+	if rs[2].status != 304 || rs[3].get("content-length") != "0" {
+		t.Fatalf("%+v %+v", rs[2], rs[3])
+	}
+	if strings.Contains(out, "ignored") || strings.Contains(out, "transfer-encoding") {
+		t.Fatalf("body on a bodiless response: %q", out)
+	}
+}
+
+func TestServerConnectionClose(t *testing.T) {
+	h := &testHandler{serve: respond("bye")}
+	l := newTestConn(h, ServerConfig{})
+	if err := l.feed(t, "GET / HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\nGET /never HTTP/1.1\r\nHost: h\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	rs := readResponses(t, l.output(), true, "GET")
+	if rs[0].keep || !l.closed || len(h.reqs) != 1 {
+		t.Fatalf("%+v closed %v reqs %d", rs[0], l.closed, len(h.reqs))
+	}
+}
+
+func TestServerHTTP10(t *testing.T) {
+	h := &testHandler{serve: func(h *testHandler, req *stream.Request, w stream.ResponseWriter) stream.Events {
+		w.WriteHeader(103, []stream.Field{{Name: "link", Value: "</a>"}}, false)
+		w.WriteHeader(200, nil, false)
+		w.Write([]byte("close-delimited"))
+		w.Close([]stream.Field{{Name: "x", Value: "dropped"}})
+		return nil
+	}}
+	l := newTestConn(h, ServerConfig{})
+	l.feed(t, "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+	out := l.output()
+	if strings.Contains(out, "103") || strings.Contains(out, "chunked") || !strings.Contains(out, "connection: close") {
+		t.Fatalf("%q", out)
+	}
+	rs := readResponses(t, out, true, "GET")
+	if rs[0].body != "close-delimited" || !l.closed || h.reqs[0].Proto != "HTTP/1.0" {
+		t.Fatalf("%+v", rs[0])
+	}
+
+	// With a length, an HTTP/1.0 keep-alive client keeps its connection.
+	h = &testHandler{serve: respond("x")}
+	l = newTestConn(h, ServerConfig{})
+	l.feed(t, "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+	if out := l.output(); !strings.Contains(out, "connection: keep-alive") || l.closed {
+		t.Fatalf("%q", out)
+	}
+}
+
+func TestServerEarlyHints(t *testing.T) {
+	h := &testHandler{serve: func(h *testHandler, req *stream.Request, w stream.ResponseWriter) stream.Events {
+		w.WriteHeader(103, []stream.Field{{Name: "link", Value: "</s.css>; rel=preload"}}, false)
+		w.WriteHeader(200, []stream.Field{{Name: "content-length", Value: "0"}}, true)
+		return nil
+	}}
+	l := newTestConn(h, ServerConfig{})
+	l.feed(t, "GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+	rs := readResponses(t, l.output(), false, "GET")
+	if len(rs[0].infos) != 1 || rs[0].infos[0] != 103 || rs[0].status != 200 {
+		t.Fatalf("%+v", rs[0])
+	}
+}
+
+func TestServerHeaderTimeout(t *testing.T) {
+	h := &testHandler{serve: respond("x")}
+	l := newTestConn(h, ServerConfig{HeaderTimeout: 30 * time.Millisecond, IdleTimeout: 30 * time.Millisecond})
+	// Slowloris: bytes keep coming, the head never ends, the timer is not
+	// extended.
+	for i := 0; i < 5; i++ {
+		l.feed(t, "X")
+		time.Sleep(10 * time.Millisecond)
+	}
+	l.waitFor(t, "timeout", func() bool { return l.closed })
+	if out := l.output(); !strings.HasPrefix(out, "HTTP/1.1 408 Request Timeout\r\n") || !strings.Contains(out, "connection: close") {
+		t.Fatalf("%q", out)
+	}
+	if len(h.reqs) != 0 {
+		t.Fatal("served")
+	}
+
+	// An idle kept-alive connection closes without a word.
+	l = newTestConn(h, ServerConfig{HeaderTimeout: time.Hour, IdleTimeout: 20 * time.Millisecond})
+	l.feed(t, "GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+	before := l.output()
+	l.waitFor(t, "idle close", func() bool { return l.closed })
+	if l.output() != before {
+		t.Fatalf("idle close wrote %q", l.output()[len(before):])
+	}
+}
+
+func TestServerBadRequests(t *testing.T) {
+	tests := []struct {
+		in     string
+		status string
+	}{
+		{"GET / HTTP/1.1\r\n\r\n", "400"},
+		{"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", "400"},
+		{"GET /" + strings.Repeat("a", 20000) + " HTTP/1.1\r\n", "414"},
+		{"GET / HTTP/1.1\r\nHost: h\r\n" + strings.Repeat("X: y\r\n", 101) + "\r\n", "431"},
+		{"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", "501"},
+		{"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 2000\r\n\r\n", "413"},
+		{"GET / HTTP/3.0\r\nHost: h\r\n\r\n", "505"},
+	}
+	for _, tc := range tests {
+		h := &testHandler{serve: respond("x")}
+		l := newTestConn(h, ServerConfig{MaxRequestBody: 1000})
+		err := l.feed(t, tc.in)
+		out := l.output()
+		if err == nil || !l.closed || !strings.HasPrefix(out, "HTTP/1.1 "+tc.status+" ") ||
+			!strings.Contains(out, "connection: close") || len(h.reqs) != 0 {
+			t.Errorf("%.40q: err %v closed %v out %q", tc.in, err, l.closed, out)
+		}
+		readResponses(t, out, true, "GET")
+	}
+}
+
+// TestServerBadChunkMidBody aborts the handler and answers 400 when no
+// response has started.
+func TestServerBadChunkMidBody(t *testing.T) {
+	ev := &testEvents{consume: true}
+	h := &testHandler{serve: func(h *testHandler, req *stream.Request, w stream.ResponseWriter) stream.Events {
+		ev.w = w
+		return ev
+	}}
+	l := newTestConn(h, ServerConfig{})
+	err := l.feed(t, "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\nzz\r\n")
+	if err == nil || ev.aborted == nil || !l.closed || !strings.HasPrefix(l.output(), "HTTP/1.1 400 ") {
+		t.Fatalf("err %v aborted %v out %q", err, ev.aborted, l.output())
+	}
+}
+
+func TestServerWriteBackpressure(t *testing.T) {
+	ev := &testEvents{}
+	var w stream.ResponseWriter
+	h := &testHandler{serve: func(h *testHandler, req *stream.Request, rw stream.ResponseWriter) stream.Events {
+		w = rw
+		w.WriteHeader(200, nil, false)
+		return ev
+	}}
+	l := newTestConn(h, ServerConfig{WriteHighWater: 1000})
+	l.feed(t, "GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+	payload := bytes.Repeat([]byte("z"), 3000)
+	var sent int
+	l.do(func() {
+		n, err := w.Write(payload)
+		if err != nil || n >= len(payload) || n == 0 {
+			t.Fatalf("first write %d %v", n, err)
+		}
+		sent += n
+		if n2, _ := w.Write(payload[sent:]); n2 != 0 {
+			t.Fatalf("write above the high-water mark took %d", n2)
+		}
+	})
+	for sent < len(payload) {
+		l.do(func() {
+			l.flushed = l.out.Len()
+			l.conn.OnDrained()
+			n, _ := w.Write(payload[sent:])
+			sent += n
+		})
+	}
+	l.do(func() {
+		w.Close(nil)
+		if ev.writable == 0 {
+			t.Fatal("no OnWritable")
+		}
+	})
+	rs := readResponses(t, l.output(), false, "GET")
+	if rs[0].body != string(payload) {
+		t.Fatalf("body length %d", len(rs[0].body))
+	}
+}
+
+func TestServerEarlyResponseDiscardsBody(t *testing.T) {
+	h := &testHandler{serve: func(h *testHandler, req *stream.Request, w stream.ResponseWriter) stream.Events {
+		w.WriteHeader(403, nil, true)
+		return &testEvents{}
+	}}
+	l := newTestConn(h, ServerConfig{})
+	l.feed(t, "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nab")
+	l.feed(t, "cde")
+	l.feed(t, "GET /next HTTP/1.1\r\nHost: h\r\n\r\n")
+	l.waitFor(t, "next", func() bool { return len(h.reqs) == 2 })
+	if l.closed || h.reqs[1].Path != "/next" {
+		t.Fatal("connection not reused after a discarded body")
+	}
+
+	// Too large to discard: the connection closes after the response.
+	l = newTestConn(h, ServerConfig{MaxDiscard: 10})
+	l.feed(t, "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 500\r\n\r\nab")
+	if !l.closed {
+		t.Fatal("large unread body kept the connection")
+	}
+}
+
+func TestServerAbortAndReset(t *testing.T) {
+	ev := &testEvents{}
+	h := &testHandler{serve: func(h *testHandler, req *stream.Request, w stream.ResponseWriter) stream.Events {
+		return ev
+	}}
+	l := newTestConn(h, ServerConfig{})
+	l.feed(t, "GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+	gone := errors.New("peer reset")
+	l.do(func() { l.conn.Abort(gone) })
+	if ev.aborted != gone {
+		t.Fatalf("aborted %v", ev.aborted)
+	}
+	l.do(func() {
+		if err := h.ws[0].WriteHeader(200, nil, true); err != ErrStreamClosed {
+			t.Fatalf("write after abort: %v", err)
+		}
+	})
+
+	ev = &testEvents{}
+	l = newTestConn(h, ServerConfig{})
+	l.feed(t, "GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+	l.do(func() { h.ws[1].Reset(stream.CodeCancel) })
+	if !l.closed || ev.aborted != nil {
+		t.Fatalf("reset: closed %v aborted %v", l.closed, ev.aborted)
+	}
+}
+
+func TestServerShutdown(t *testing.T) {
+	h := &testHandler{serve: func(h *testHandler, req *stream.Request, w stream.ResponseWriter) stream.Events {
+		return &testEvents{}
+	}}
+	l := newTestConn(h, ServerConfig{})
+	l.feed(t, "GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+	l.do(func() { l.conn.Shutdown() })
+	if l.closed {
+		t.Fatal("closed with a request in flight")
+	}
+	l.do(func() { h.ws[0].WriteHeader(200, nil, true) })
+	if !l.closed || !strings.Contains(l.output(), "connection: close") {
+		t.Fatalf("closed %v out %q", l.closed, l.output())
+	}
+	l = newTestConn(h, ServerConfig{})
+	l.do(func() { l.conn.Shutdown() })
+	if !l.closed {
+		t.Fatal("idle connection not closed by Shutdown")
+	}
+}
+
+func TestServerRejectsBadResponseFields(t *testing.T) {
+	var err error
+	h := &testHandler{serve: func(h *testHandler, req *stream.Request, w stream.ResponseWriter) stream.Events {
+		err = w.WriteHeader(200, []stream.Field{{Name: "x", Value: "a\r\nset-cookie: evil"}}, true)
+		w.WriteHeader(500, nil, true)
+		return nil
+	}}
+	l := newTestConn(h, ServerConfig{})
+	l.feed(t, "GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+	if err != ErrBadField || strings.Contains(l.output(), "evil") {
+		t.Fatalf("err %v out %q", err, l.output())
+	}
+}
+
+// TestServerAllocs checks the per-request cost of a kept-alive connection
+// with a handler that answers in Serve.
+func TestServerAllocs(t *testing.T) {
+	body := []byte("hello")
+	fields := []stream.Field{{Name: "content-length", Value: "5"}, {Name: "content-type", Value: "text/plain"}}
+	h := &testHandler{}
+	h.serve = func(h *testHandler, req *stream.Request, w stream.ResponseWriter) stream.Events {
+		w.WriteHeader(200, fields, false)
+		w.Write(body)
+		w.Close(nil)
+		return nil
+	}
+	l := &testLoop{noTimers: true}
+	c := NewServerConn(l, allocHandler{h}, ServerConfig{})
+	in := []byte("GET /x HTTP/1.1\r\nHost: h\r\nUser-Agent: bench\r\nAccept: */*\r\n\r\n")
+	a := testing.AllocsPerRun(200, func() {
+		l.mu.Lock()
+		l.out.Reset()
+		c.Feed(in)
+		l.mu.Unlock()
+	})
+	// One string for the head; timers are the loop's business.
+	if a > 1 {
+		t.Fatalf("%v allocs per request", a)
+	}
+}
+
+// allocHandler skips testHandler's recording, which allocates.
+type allocHandler struct{ h *testHandler }
+
+func (a allocHandler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
+	return a.h.serve(a.h, req, w)
+}
+
+// TestServerIdleTimerRestarts checks that the idle timeout counts from the
+// end of the last exchange, not from the first idle period.
+func TestServerIdleTimerRestarts(t *testing.T) {
+	h := &testHandler{serve: respond("x")}
+	l := newTestConn(h, ServerConfig{IdleTimeout: 60 * time.Millisecond})
+	for i := 0; i < 4; i++ {
+		l.feed(t, "GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+		time.Sleep(30 * time.Millisecond)
+		l.do(func() {
+			if l.closed {
+				t.Fatalf("closed %d ms into a busy connection", 30*(i+1))
+			}
+		})
+	}
+	l.waitFor(t, "idle close", func() bool { return l.closed })
+}

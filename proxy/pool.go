@@ -1,0 +1,200 @@
+package proxy
+
+import (
+	"time"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+)
+
+// PoolConfig bounds one loop's connections to one upstream.
+type PoolConfig struct {
+	// MaxConns caps open connections (connecting, busy and idle); requests
+	// beyond it wait in a queue of at most MaxQueue, then get 503.
+	MaxConns int
+	MaxQueue int
+	// MaxIdle caps kept-alive idle connections; IdleTimeout closes one that
+	// stayed idle that long. Keep it below the origin's own keep-alive
+	// timeout, or a reused connection races the origin's close.
+	MaxIdle     int
+	IdleTimeout time.Duration
+	// MaxRequests retires a connection after that many requests (0: no cap).
+	MaxRequests int
+}
+
+func (c PoolConfig) withDefaults() PoolConfig {
+	if c.MaxConns <= 0 {
+		c.MaxConns = 256
+	}
+	if c.MaxQueue <= 0 {
+		c.MaxQueue = 1024
+	}
+	if c.MaxIdle <= 0 {
+		c.MaxIdle = 32
+	}
+	if c.MaxIdle > c.MaxConns {
+		c.MaxIdle = c.MaxConns
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = 4 * time.Second
+	}
+	return c
+}
+
+// group is one loop's view of an upstream set: a pool per upstream and the
+// balancer's cursor.
+type group struct {
+	pools  []*pool
+	policy Policy
+	next   int
+}
+
+// pool is one loop's connections to one upstream. Only that loop touches
+// it: no locks. Idle connections stay registered with the loop (an idle
+// connection that turns readable has been closed by the origin, or is
+// speaking out of turn, and is dropped).
+type pool struct {
+	loop    *netpoll.Loop
+	up      *Upstream
+	cfg     PoolConfig
+	h       *Handler
+	idle    []*backendConn // most recently used last: reuse the warmest
+	open    int            // connecting + busy + idle
+	active  int            // exchanges bound to a connection of this pool
+	waiters []*exchange    // FIFO, at most cfg.MaxQueue
+}
+
+// load is the least-connections measure: requests in flight or waiting.
+func (p *pool) load() int { return p.active + len(p.waiters) }
+
+// acquire binds ex to a connection: an idle one unless fresh is asked for,
+// a new one while under MaxConns, else a place in the queue. It reports
+// false when the queue is full too.
+func (p *pool) acquire(ex *exchange, fresh bool) bool {
+	ex.pool = p
+	if !fresh {
+		for len(p.idle) > 0 {
+			bc := p.idle[len(p.idle)-1]
+			p.idle = p.idle[:len(p.idle)-1]
+			bc.timer.Stop()
+			if bc.dead(p.loop.Now()) {
+				bc.close()
+				continue
+			}
+			p.up.Reuses.Add(1)
+			p.bind(ex, bc, true)
+			return true
+		}
+	}
+	if p.open < p.cfg.MaxConns {
+		bc, err := p.dial()
+		if err != nil {
+			ex.connectFailed(err)
+			return true
+		}
+		p.bind(ex, bc, false)
+		return true
+	}
+	if len(p.waiters) >= p.cfg.MaxQueue {
+		return false
+	}
+	p.waiters = append(p.waiters, ex)
+	ex.queued = p
+	ex.timer.Stop()
+	ex.timer = p.loop.AfterFunc(p.h.cfg.ConnectTimeout, ex.queueTimedOut)
+	return true
+}
+
+func (p *pool) bind(ex *exchange, bc *backendConn, reused bool) {
+	p.active++
+	p.up.Requests.Add(1)
+	bc.ex = ex
+	ex.attach(p, bc, reused)
+}
+
+// dequeue removes ex from the queue (its client went away).
+func (p *pool) dequeue(ex *exchange) {
+	for i, w := range p.waiters {
+		if w == ex {
+			copy(p.waiters[i:], p.waiters[i+1:])
+			p.waiters[len(p.waiters)-1] = nil
+			p.waiters = p.waiters[:len(p.waiters)-1]
+			return
+		}
+	}
+}
+
+// release takes back a connection whose exchange finished cleanly and
+// which may be reused: a waiting request gets it at once, otherwise it
+// goes idle (or is closed when the idle list is full).
+func (p *pool) release(bc *backendConn) {
+	p.active--
+	bc.ex = nil
+	if p.cfg.MaxRequests > 0 && bc.requests >= p.cfg.MaxRequests {
+		bc.close()
+		return
+	}
+	if len(p.waiters) > 0 {
+		ex := p.waiters[0]
+		p.dequeueFirst()
+		p.up.Reuses.Add(1)
+		p.bind(ex, bc, true)
+		return
+	}
+	if len(p.idle) >= p.cfg.MaxIdle {
+		bc.close()
+		return
+	}
+	bc.goIdle(p.cfg.IdleTimeout)
+	p.idle = append(p.idle, bc)
+}
+
+func (p *pool) dequeueFirst() {
+	ex := p.waiters[0]
+	copy(p.waiters, p.waiters[1:])
+	p.waiters[len(p.waiters)-1] = nil
+	p.waiters = p.waiters[:len(p.waiters)-1]
+	ex.queued = nil
+}
+
+// forget drops a closed connection from the pool's books and lets a
+// waiting request open a replacement.
+func (p *pool) forget(bc *backendConn, wasActive bool) {
+	p.open--
+	p.up.OpenConns.Add(-1)
+	if wasActive {
+		p.active--
+	}
+	for i, c := range p.idle {
+		if c == bc {
+			copy(p.idle[i:], p.idle[i+1:])
+			p.idle[len(p.idle)-1] = nil
+			p.idle = p.idle[:len(p.idle)-1]
+			break
+		}
+	}
+	if len(p.waiters) > 0 && p.open < p.cfg.MaxConns {
+		ex := p.waiters[0]
+		p.dequeueFirst()
+		p.acquire(ex, true)
+	}
+}
+
+// dial opens a new connection; the connect completes on the loop.
+func (p *pool) dial() (*backendConn, error) {
+	fd, err := netpoll.Connect(p.up.Addr)
+	if err != nil {
+		return nil, err
+	}
+	bc := &backendConn{pool: p, state: bcConnecting}
+	d, err := p.loop.Register(fd, bc, netpoll.Write)
+	if err != nil {
+		closeFD(fd)
+		return nil, err
+	}
+	bc.desc = d
+	p.open++
+	p.up.OpenConns.Add(1)
+	p.up.Connects.Add(1)
+	bc.timer = p.loop.AfterFunc(p.h.cfg.ConnectTimeout, bc.connectTimedOut)
+	return bc, nil
+}

@@ -1,0 +1,123 @@
+// Package proxy is pollproxy's reverse proxy: it serves requests from the
+// HTTP/2 and HTTP/1.1 front ends by forwarding them, translated to strict
+// HTTP/1.1, over per-loop pools of kept-alive connections to the origins.
+package proxy
+
+import (
+	"net/netip"
+	"sync/atomic"
+	"time"
+)
+
+// Upstream is one origin address. It is shared by every loop; its health
+// and counters are atomics, never locks. Connections to it are pooled per
+// loop.
+type Upstream struct {
+	// Name is how the upstream was configured ("host:port").
+	Name string
+	// Addr is the resolved address pollproxy connects to.
+	Addr netip.AddrPort
+
+	fails     atomic.Int32 // consecutive failures
+	downUntil atomic.Int64 // unix nanoseconds; skipped by the balancer until then
+
+	// Counters for metrics and pool statistics.
+	Requests  atomic.Uint64 // requests sent to this upstream
+	Connects  atomic.Uint64 // new connections opened
+	Reuses    atomic.Uint64 // requests sent over a kept-alive connection
+	Failures  atomic.Uint64 // connect errors, timeouts, broken responses
+	Retries   atomic.Uint64 // requests retried after a reused connection failed
+	OpenConns atomic.Int64  // connections open now, on every loop
+}
+
+// Health configures passive health checking: an upstream that fails
+// MaxFails times in a row is skipped for FailTimeout.
+type Health struct {
+	MaxFails    int
+	FailTimeout time.Duration
+}
+
+func (u *Upstream) healthy(now time.Time) bool {
+	return now.UnixNano() >= u.downUntil.Load()
+}
+
+func (u *Upstream) failed(h Health, now time.Time) {
+	u.Failures.Add(1)
+	if h.MaxFails <= 0 {
+		return
+	}
+	if int(u.fails.Add(1)) >= h.MaxFails {
+		u.downUntil.Store(now.Add(h.FailTimeout).UnixNano())
+		u.fails.Store(0)
+	}
+}
+
+func (u *Upstream) succeeded() {
+	if u.fails.Load() != 0 {
+		u.fails.Store(0)
+	}
+}
+
+// ReuseRatio is the share of requests that went over a kept-alive
+// connection rather than a new one.
+func (u *Upstream) ReuseRatio() float64 {
+	r := u.Requests.Load()
+	if r == 0 {
+		return 0
+	}
+	return float64(u.Reuses.Load()) / float64(r)
+}
+
+// Policy names a load-balancing policy.
+type Policy string
+
+// Load-balancing policies.
+const (
+	RoundRobin       Policy = "round_robin"
+	LeastConnections Policy = "least_conn"
+	First            Policy = "first"
+)
+
+// ValidPolicy reports whether p names a known policy.
+func ValidPolicy(p Policy) bool {
+	switch p {
+	case RoundRobin, LeastConnections, First, "":
+		return true
+	}
+	return false
+}
+
+// pick chooses a pool among the healthy upstreams (all of them when none
+// is healthy, so a full outage still gets tried rather than refused), never
+// one listed in skip. It runs on the loop; the round-robin cursor and the
+// connection counts are this loop's own.
+func (g *group) pick(now time.Time, skip *Upstream) *pool {
+	var best *pool
+	n := len(g.pools)
+	for pass := 0; pass < 2 && best == nil; pass++ {
+		for i := 0; i < n; i++ {
+			p := g.pools[(g.next+i)%n]
+			if p.up == skip && n > 1 {
+				continue
+			}
+			if pass == 0 && !p.up.healthy(now) {
+				continue
+			}
+			switch g.policy {
+			case LeastConnections:
+				if best == nil || p.load() < best.load() {
+					best = p
+				}
+			default:
+				best = p
+			}
+			if g.policy != LeastConnections {
+				break
+			}
+		}
+	}
+	if g.policy != First {
+		g.next = (g.next + 1) % n // also spreads least_conn ties
+	}
+	return best
+}
