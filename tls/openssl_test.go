@@ -95,3 +95,38 @@ func TestKeyUpdateOpenSSL(t *testing.T) {
 		})
 	}
 }
+
+// TestRenegotiationRefusedOpenSSL has openssl s_client ask for a TLS 1.2
+// renegotiation ("R"): the loop's Read fails and an alert reaches the client.
+func TestRenegotiationRefusedOpenSSL(t *testing.T) {
+	openssl, err := exec.LookPath("openssl")
+	if err != nil {
+		t.Skip("openssl not found in PATH; skipping the renegotiation test against openssl s_client")
+	}
+	pool := newPool(t, 1, 1, 5*time.Second)
+	ln := listen(t)
+	res := accept(t, ln, pool, serverConfig(t), loopOpts{})
+	cmd := exec.Command(openssl, "s_client", "-connect", ln.Addr().String(), "-tls1_2", "-no_ign_eof")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	io.WriteString(stdin, "before\n")
+	waitFor(t, out, "before", 1)
+	io.WriteString(stdin, "R\n")
+	r := wait(t, res)
+	if r.err == nil || r.eof {
+		t.Fatalf("server: %+v", r)
+	}
+	t.Logf("Read error: %v", r.err)
+	cmd.Wait()
+	if !strings.Contains(out.String(), "alert") {
+		t.Fatalf("client saw no alert:\n%s", out.String())
+	}
+}

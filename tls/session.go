@@ -1,38 +1,3 @@
-// Package tls is pollproxy's non-blocking TLS: a Session runs crypto/tls over
-// an in-memory transport so that an event loop can own a TLS connection
-// without ever blocking on it.
-//
-// A Session lives in two phases.
-//
-// Handshake phase. crypto/tls cannot resume a handshake after a would-block,
-// so the handshake runs on a HandshakePool worker goroutine. The loop reads
-// ciphertext from the socket and hands it over with Feed; the worker's reads
-// of the in-memory transport wait until bytes arrive, the session is closed,
-// or the handshake deadline passes. Whatever the worker writes lands in the
-// output buffer, and the notify callback given to HandshakePool.Start is
-// called; the loop then flushes Output to the socket and checks
-// HandshakeDone. In this phase the session's fields are guarded by a mutex,
-// because two goroutines touch them.
-//
-// Loop phase. When the handshake is over (successfully or not) the worker
-// hands the session to the loop and calls notify a last time. From then on
-// only the loop goroutine touches the session and crypto/tls's record layer
-// runs on it: the transport's Read returns ErrWouldBlock, a temporary
-// net.Error, when no ciphertext is buffered, which crypto/tls treats as
-// retryable (it keeps partial records and does not poison the connection).
-// No mutex of this package is taken in this phase.
-//
-// The hand-off is a single atomic flag, stored by the worker after its last
-// access to the session's fields and loaded by every loop-side method. The
-// store/load pair is the happens-before edge: a loop method that sees the
-// flag set sees everything the worker wrote. (The notify → task queue hand-off
-// of the loop provides the same edge again, but the code does not rely on it,
-// so a loop method that runs for another reason — a readable socket before
-// the notify task — is correct too: it either sees the flag and runs
-// unlocked, or does not and takes the mutex.)
-//
-// Everything in this package except HandshakePool and the worker's side of a
-// Session is meant to be called from the goroutine that owns the connection.
 package tls
 
 import (
