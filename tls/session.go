@@ -257,9 +257,11 @@ func (s *Session) Read(p []byte) (int, error) {
 		// handled before data is returned. Without new input it can
 		// only report ErrWouldBlock.
 		s.starved = n < len(p)
-		// The only error crypto/tls returns along with data comes
-		// from its look-ahead for a close_notify behind the data; it
-		// is sticky in crypto/tls, so the next Read reports it.
+		// crypto/tls returns an error along with data only from its
+		// look-ahead for a close_notify queued behind the data, which
+		// needs ciphertext past the record and so does not happen
+		// here; were it to, the error is sticky in crypto/tls and the
+		// next Read reports it.
 		return n, nil
 	}
 	s.starved = errors.Is(err, ErrWouldBlock)
