@@ -1,0 +1,160 @@
+package h2
+
+import "time"
+
+// Config holds the limits of one HTTP/2 server connection. The zero value of
+// every field means "use the default" listed next to it.
+type Config struct {
+	// Scheme is reported as stream.Request.Scheme: "https" when the
+	// connection arrived over TLS, "http" for cleartext (h2c). Default "https".
+	Scheme string
+
+	// MaxConcurrentStreams is advertised as SETTINGS_MAX_CONCURRENT_STREAMS.
+	// A HEADERS frame that would open one more stream is answered with
+	// RST_STREAM(REFUSED_STREAM). Default 100.
+	MaxConcurrentStreams uint32
+
+	// StreamWindow is the receive window of each stream, advertised as
+	// SETTINGS_INITIAL_WINDOW_SIZE. It bounds the request body bytes a
+	// handler may hold without calling Consumed. Default 1 MiB.
+	StreamWindow uint32
+
+	// ConnWindow is the receive window of the whole connection, raised from
+	// the protocol's 65535 with a WINDOW_UPDATE right after our SETTINGS.
+	// Default 2 MiB.
+	ConnWindow uint32
+
+	// MaxHeaderListSize bounds a decoded request header (or trailer) list,
+	// counted as in RFC 9113 §6.5.2 (name + value + 32 per field). It is
+	// advertised as SETTINGS_MAX_HEADER_LIST_SIZE. A larger request is
+	// answered with 431. Default 64 KiB.
+	MaxHeaderListSize uint32
+
+	// MaxHeaderBlockBytes bounds the encoded bytes of one header block,
+	// HEADERS plus all its CONTINUATION frames. Past it the connection is
+	// closed with ENHANCE_YOUR_CALM: the CONTINUATION-flood defence.
+	// Default 2 × MaxHeaderListSize.
+	MaxHeaderBlockBytes int
+
+	// StreamSendBuffer bounds the response body bytes queued per stream
+	// (ResponseWriter.Write accepts no more). Default 64 KiB.
+	StreamSendBuffer int
+
+	// HighWater: DATA frames are produced only while the transport's
+	// buffered output is below it. Default 256 KiB.
+	HighWater int
+
+	// MaxBufferedOutput: when the transport's buffered output grows past it
+	// (a client that sends frames needing answers but never reads them), the
+	// connection is closed. Default 4 × HighWater.
+	MaxBufferedOutput int
+
+	// SettingsTimeout is how long the client has to acknowledge our
+	// SETTINGS before GOAWAY(SETTINGS_TIMEOUT). Default 10 s.
+	SettingsTimeout time.Duration
+
+	// IdleTimeout closes (gracefully) a connection that had no open stream
+	// for that long. Default 5 min. Negative disables it.
+	IdleTimeout time.Duration
+
+	// ShutdownPingTimeout is how long the first (advisory) GOAWAY of a
+	// graceful shutdown waits for the client's PING acknowledgement before
+	// the final GOAWAY names the last stream. Default 1 s.
+	ShutdownPingTimeout time.Duration
+
+	// MaxEarlyResets is the number of streams the client may reset before
+	// their response completed within ResetWindow before the connection is
+	// closed with ENHANCE_YOUR_CALM (Rapid Reset, CVE-2023-44487).
+	// Default 200 per 10 s.
+	MaxEarlyResets int
+	ResetWindow    time.Duration
+
+	// MaxGlitches is the number of suspicious but legal frames (PING,
+	// SETTINGS beyond the first, empty DATA/CONTINUATION, PRIORITY, unknown
+	// frames, tiny or useless WINDOW_UPDATEs, frames causing stream errors)
+	// tolerated within GlitchWindow before ENHANCE_YOUR_CALM.
+	// Default 1000 per 10 s.
+	MaxGlitches  int
+	GlitchWindow time.Duration
+}
+
+const (
+	defaultMaxConcurrentStreams = 100
+	defaultStreamWindow         = 1 << 20
+	defaultConnWindow           = 2 << 20
+	defaultMaxHeaderListSize    = 64 << 10
+	defaultStreamSendBuffer     = 64 << 10
+	defaultHighWater            = 256 << 10
+	defaultSettingsTimeout      = 10 * time.Second
+	defaultIdleTimeout          = 5 * time.Minute
+	defaultShutdownPingTimeout  = time.Second
+	defaultMaxEarlyResets       = 200
+	defaultResetWindow          = 10 * time.Second
+	defaultMaxGlitches          = 1000
+	defaultGlitchWindow         = 10 * time.Second
+
+	maxWindow = 1<<31 - 1
+)
+
+// withDefaults returns c with every zero field set to its default and the
+// others clamped to what the protocol allows.
+func (c Config) withDefaults() Config {
+	if c.Scheme == "" {
+		c.Scheme = "https"
+	}
+	if c.MaxConcurrentStreams == 0 {
+		c.MaxConcurrentStreams = defaultMaxConcurrentStreams
+	}
+	if c.StreamWindow == 0 {
+		c.StreamWindow = defaultStreamWindow
+	}
+	if c.StreamWindow > maxWindow {
+		c.StreamWindow = maxWindow
+	}
+	if c.ConnWindow == 0 {
+		c.ConnWindow = defaultConnWindow
+	}
+	if c.ConnWindow < initialWindow {
+		c.ConnWindow = initialWindow
+	}
+	if c.ConnWindow > maxWindow {
+		c.ConnWindow = maxWindow
+	}
+	if c.MaxHeaderListSize == 0 {
+		c.MaxHeaderListSize = defaultMaxHeaderListSize
+	}
+	if c.MaxHeaderBlockBytes <= 0 {
+		c.MaxHeaderBlockBytes = 2 * int(c.MaxHeaderListSize)
+	}
+	if c.StreamSendBuffer <= 0 {
+		c.StreamSendBuffer = defaultStreamSendBuffer
+	}
+	if c.HighWater <= 0 {
+		c.HighWater = defaultHighWater
+	}
+	if c.MaxBufferedOutput <= 0 {
+		c.MaxBufferedOutput = 4 * c.HighWater
+	}
+	if c.SettingsTimeout <= 0 {
+		c.SettingsTimeout = defaultSettingsTimeout
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = defaultIdleTimeout
+	}
+	if c.ShutdownPingTimeout <= 0 {
+		c.ShutdownPingTimeout = defaultShutdownPingTimeout
+	}
+	if c.MaxEarlyResets <= 0 {
+		c.MaxEarlyResets = defaultMaxEarlyResets
+	}
+	if c.ResetWindow <= 0 {
+		c.ResetWindow = defaultResetWindow
+	}
+	if c.MaxGlitches <= 0 {
+		c.MaxGlitches = defaultMaxGlitches
+	}
+	if c.GlitchWindow <= 0 {
+		c.GlitchWindow = defaultGlitchWindow
+	}
+	return c
+}

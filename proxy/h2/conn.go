@@ -1,0 +1,611 @@
+// Package h2 is pollproxy's HTTP/2 server connection (RFC 9113), run on the
+// event loop that owns the client connection.
+//
+// A ServerConn is a state machine: the connection beneath it hands over
+// plaintext with Feed, and it answers through stream.Transport.Write. It
+// starts no goroutine and takes no lock; every method, every handler call and
+// every timer callback runs on the owning loop. Frames are parsed only once
+// they are completely buffered, by an http2.Framer reading from a reader over
+// exactly those bytes, so the Framer never sees a short read. Header blocks
+// (HEADERS plus CONTINUATION) are decoded fragment by fragment with one
+// hpack.Decoder per connection, bounded by Config.MaxHeaderListSize (decoded)
+// and Config.MaxHeaderBlockBytes (encoded). Output frames accumulate in one
+// reusable buffer and reach the transport with one Write per batch: per Feed,
+// per timer, per handler call made outside of Feed.
+//
+// Every protocol error is mapped to an RFC 9113 code in one place
+// (handleError): a connection error sends GOAWAY and closes after the flush,
+// a stream error sends RST_STREAM.
+//
+// pollproxy does not tunnel: a well-formed CONNECT request is answered with
+// 405 and no handler sees it. Extended CONNECT (RFC 8441) is not advertised,
+// so a :protocol pseudo-header makes the request malformed.
+package h2
+
+import (
+	"bytes"
+	"net/netip"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+
+	"github.com/pollproxy/pollproxy/proxy/stream"
+)
+
+const (
+	clientPreface  = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+	frameHeaderLen = 9
+	// ourMaxFrameSize is the SETTINGS_MAX_FRAME_SIZE we advertise (and the
+	// protocol default): frames we read are never larger.
+	ourMaxFrameSize = 16384
+	// maxDataFrame caps the DATA frames we write even when the client
+	// accepts larger ones: a TLS record holds 16 KiB anyway.
+	maxDataFrame = 16384
+	// headerTableSize is the HPACK dynamic table size both ways (the
+	// protocol default; we do not advertise another).
+	headerTableSize = 4096
+)
+
+var shutdownPingData = [8]byte{'p', 'p', 'x', 'g', 'o', 'a', 'w', 'y'}
+
+// How a recently closed stream was closed, to answer late frames as RFC 9113
+// §5.1 wants: ignore them after our RST_STREAM, STREAM_CLOSED otherwise.
+const (
+	closedDone        uint8 = iota + 1 // both sides ended
+	closedByUs                         // we sent RST_STREAM (or refused it)
+	closedRemoteReset                  // the client sent RST_STREAM
+)
+
+const closedRingSize = 64
+
+type closedRec struct {
+	id  uint32
+	how uint8
+}
+
+type idRange struct{ lo, hi uint32 }
+
+// ServerConn is one HTTP/2 client connection. Create it with NewServerConn.
+type ServerConn struct {
+	t   stream.Transport
+	h   stream.Handler
+	cfg Config
+
+	fr  *http2.Framer
+	rd  frameReader
+	out outBuf
+	in  []byte // an incomplete frame
+
+	prefaceLeft  int
+	gotSettings  bool // the first frame was SETTINGS
+	settingsSeen bool // a SETTINGS was processed (later ones are glitches)
+	remoteAddr   netip.AddrPort
+
+	dec  *hpack.Decoder
+	henc *hpack.Encoder
+	hbuf bytes.Buffer
+	hdr  headerBlock
+
+	streams     map[uint32]*h2Stream
+	maxClientID uint32
+	closed      [closedRingSize]closedRec
+	closedNext  int
+	skipped     [8]idRange
+	skippedNext int
+
+	// Outbound.
+	outWin            int64 // connection send window
+	peerInitialWindow int64
+	peerMaxFrame      uint32
+	wq                []*h2Stream // streams with DATA or an END_STREAM to send
+	wqHead            int
+	writable          []*h2Stream // streams to tell OnWritable
+	writableSpare     []*h2Stream
+	bufFree           [][]byte
+
+	// Inbound.
+	inflow inflow
+
+	depth           int
+	dead            bool
+	err             error
+	closeAfterFlush bool
+	transportClosed bool
+
+	settingsAckPending bool
+	settingsTimer      stream.Timer
+	idleTimer          stream.Timer
+	idleSince          time.Time
+
+	shutdown      bool   // graceful shutdown started (ours or the client's GOAWAY)
+	finalGoAway   bool   // the GOAWAY naming the last stream is written
+	goAwayLastID  uint32 // streams above it are refused
+	shutdownTimer stream.Timer
+
+	resets   rateCounter
+	glitches rateCounter
+}
+
+// NewServerConn starts an HTTP/2 server connection over t, serving requests
+// with h. It queues the server preface (SETTINGS and the connection
+// WINDOW_UPDATE) right away and expects the client preface from Feed.
+func NewServerConn(t stream.Transport, h stream.Handler, cfg Config) *ServerConn {
+	c := &ServerConn{
+		t:                 t,
+		h:                 h,
+		cfg:               cfg.withDefaults(),
+		prefaceLeft:       len(clientPreface),
+		streams:           make(map[uint32]*h2Stream),
+		outWin:            initialWindow,
+		peerInitialWindow: initialWindow,
+		peerMaxFrame:      ourMaxFrameSize,
+		goAwayLastID:      maxWindow,
+		remoteAddr:        t.RemoteAddr(),
+	}
+	c.fr = http2.NewFramer(&c.out, &c.rd)
+	c.fr.SetMaxReadFrameSize(ourMaxFrameSize)
+	c.fr.SetReuseFrames()
+	c.dec = hpack.NewDecoder(headerTableSize, c.onField)
+	c.dec.SetMaxStringLength(int(c.cfg.MaxHeaderListSize))
+	c.henc = hpack.NewEncoder(&c.hbuf)
+	c.inflow.init(initialWindow)
+
+	c.depth++
+	c.fr.WriteSettings(
+		http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: c.cfg.MaxConcurrentStreams},
+		http2.Setting{ID: http2.SettingInitialWindowSize, Val: c.cfg.StreamWindow},
+		http2.Setting{ID: http2.SettingMaxFrameSize, Val: ourMaxFrameSize},
+		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: c.cfg.MaxHeaderListSize},
+		http2.Setting{ID: http2.SettingEnablePush, Val: 0},
+	)
+	if inc := c.cfg.ConnWindow - initialWindow; inc > 0 {
+		c.fr.WriteWindowUpdate(0, inc)
+		c.inflow.init(int32(c.cfg.ConnWindow))
+	}
+	c.settingsAckPending = true
+	clock := t.Clock()
+	c.settingsTimer = clock.AfterFunc(c.cfg.SettingsTimeout, c.onSettingsTimeout)
+	if c.cfg.IdleTimeout > 0 {
+		c.idleSince = time.Now()
+		c.idleTimer = clock.AfterFunc(c.cfg.IdleTimeout, c.onIdleTimer)
+	}
+	c.exit()
+	return c
+}
+
+var _ stream.ServerConn = (*ServerConn)(nil)
+
+// Feed hands over plaintext from the client (any split). It returns an
+// error once the connection is finished: after a connection error (a
+// *ConnError; the GOAWAY is queued) or when a graceful shutdown completed
+// (ErrConnClosed). In both cases ServerConn has already called
+// Transport.Close.
+func (c *ServerConn) Feed(p []byte) error {
+	if c.dead {
+		return c.err
+	}
+	c.depth++
+	c.feed(p)
+	if !c.dead && c.t.Buffered()+len(c.out.b) > c.cfg.MaxBufferedOutput {
+		c.handleError(connErr{http2.ErrCodeEnhanceYourCalm, "client does not read its answers"})
+	}
+	c.exit()
+	if c.dead {
+		return c.err
+	}
+	return nil
+}
+
+func (c *ServerConn) feed(p []byte) {
+	if c.prefaceLeft > 0 {
+		n := min(len(p), c.prefaceLeft)
+		off := len(clientPreface) - c.prefaceLeft
+		if string(p[:n]) != clientPreface[off:off+n] {
+			c.handleError(connErr{http2.ErrCodeProtocol, "invalid connection preface"})
+			return
+		}
+		c.prefaceLeft -= n
+		p = p[n:]
+	}
+	for len(p) > 0 && !c.dead {
+		if len(c.in) == 0 && len(p) >= frameHeaderLen {
+			// Fast path: frames straight from p.
+			if !c.checkFrameLen(p) {
+				return
+			}
+			need := frameHeaderLen + frameLen(p)
+			if len(p) >= need {
+				c.processFrame(p[:need])
+				p = p[need:]
+				continue
+			}
+		}
+		// Slow path: collect one frame in c.in, never more.
+		if len(c.in) < frameHeaderLen {
+			k := min(frameHeaderLen-len(c.in), len(p))
+			c.in = append(c.in, p[:k]...)
+			p = p[k:]
+			if len(c.in) < frameHeaderLen {
+				return
+			}
+			if !c.checkFrameLen(c.in) {
+				return
+			}
+		}
+		need := frameHeaderLen + frameLen(c.in)
+		if cap(c.in) < need {
+			in := make([]byte, len(c.in), need)
+			copy(in, c.in)
+			c.in = in
+		}
+		k := min(need-len(c.in), len(p))
+		c.in = append(c.in, p[:k]...)
+		p = p[k:]
+		if len(c.in) < need {
+			return
+		}
+		c.processFrame(c.in)
+		c.in = c.in[:0]
+	}
+}
+
+func frameLen(b []byte) int { return int(b[0])<<16 | int(b[1])<<8 | int(b[2]) }
+
+// checkFrameLen rejects a frame larger than we advertised before buffering it.
+func (c *ServerConn) checkFrameLen(hdr []byte) bool {
+	if frameLen(hdr) > ourMaxFrameSize {
+		c.handleError(connErr{http2.ErrCodeFrameSize, "frame larger than SETTINGS_MAX_FRAME_SIZE"})
+		return false
+	}
+	return true
+}
+
+// processFrame handles one complete frame (header and payload).
+func (c *ServerConn) processFrame(b []byte) {
+	typ := http2.FrameType(b[3])
+	flags := http2.Flags(b[4])
+	id := uint32(b[5]&0x7f)<<24 | uint32(b[6])<<16 | uint32(b[7])<<8 | uint32(b[8])
+	if c.hdr.active && (typ != http2.FrameContinuation || id != c.hdr.id) {
+		c.handleError(connErr{http2.ErrCodeProtocol, "expected CONTINUATION"})
+		return
+	}
+	if !c.gotSettings {
+		if typ != http2.FrameSettings || flags.Has(http2.FlagSettingsAck) {
+			c.handleError(connErr{http2.ErrCodeProtocol, "first frame is not SETTINGS"})
+			return
+		}
+		c.gotSettings = true
+	}
+	if typ == http2.FramePriority && len(b) != frameHeaderLen+5 {
+		// A stream error per RFC 9113 §6.3 (the Framer makes it a
+		// connection error).
+		if id == 0 {
+			c.handleError(connErr{http2.ErrCodeProtocol, "PRIORITY on stream 0"})
+		} else {
+			c.handleError(streamErr{id, http2.ErrCodeFrameSize, "PRIORITY length is not 5"})
+		}
+		return
+	}
+	c.rd.b = b
+	f, err := c.fr.ReadFrame()
+	if err != nil {
+		c.handleError(mapFramerError(err, c.fr.ErrorDetail(), typ))
+		return
+	}
+	switch f := f.(type) {
+	case *http2.DataFrame:
+		err = c.processData(f)
+	case *http2.HeadersFrame:
+		err = c.processHeaders(f)
+	case *http2.ContinuationFrame:
+		err = c.processContinuation(f)
+	case *http2.SettingsFrame:
+		err = c.processSettings(f)
+	case *http2.PingFrame:
+		err = c.processPing(f)
+	case *http2.WindowUpdateFrame:
+		err = c.processWindowUpdate(f)
+	case *http2.RSTStreamFrame:
+		err = c.processRSTStream(f)
+	case *http2.PriorityFrame:
+		err = c.processPriority(f)
+	case *http2.GoAwayFrame:
+		err = c.processGoAway(f)
+	case *http2.PushPromiseFrame:
+		err = connErr{http2.ErrCodeProtocol, "PUSH_PROMISE from a client"}
+	default:
+		// PRIORITY_UPDATE and unknown frame types are ignored (RFC 9113
+		// §4.1, §5.5), but they cost something.
+		err = c.glitch()
+	}
+	if err != nil {
+		c.handleError(err)
+	}
+}
+
+// handleError is the one place where errors become frames.
+func (c *ServerConn) handleError(err error) {
+	if c.dead {
+		return
+	}
+	switch e := err.(type) {
+	case streamErr:
+		if e.id > c.maxClientID || e.id == 0 {
+			// RST_STREAM must not be sent for an idle stream.
+			c.handleError(connErr{e.code, e.reason})
+			return
+		}
+		c.resetStream(e.id, e.code, e.reason)
+		if gerr := c.glitch(); gerr != nil {
+			c.handleError(gerr)
+		}
+	case connErr:
+		c.goAwayAndClose(e.code, e.reason)
+	default:
+		c.goAwayAndClose(http2.ErrCodeInternal, err.Error())
+	}
+}
+
+// resetStream sends RST_STREAM and closes the stream, telling its handler.
+func (c *ServerConn) resetStream(id uint32, code http2.ErrCode, reason string) {
+	c.fr.WriteRSTStream(id, code)
+	if s := c.streams[id]; s != nil {
+		c.closeStream(s, closedByUs, &ResetError{Code: code, Reason: reason})
+	} else {
+		c.recordClosed(id, closedByUs)
+	}
+}
+
+// goAwayAndClose ends the connection after a connection error.
+func (c *ServerConn) goAwayAndClose(code http2.ErrCode, reason string) {
+	var debug []byte
+	if code != http2.ErrCodeNo {
+		debug = []byte(reason)
+	}
+	c.fr.WriteGoAway(c.maxClientID, code, debug)
+	cerr := &ConnError{Code: code, Reason: reason}
+	c.die(cerr, cerr)
+	c.closeAfterFlush = true
+}
+
+// die marks the connection finished and aborts every open stream.
+func (c *ServerConn) die(err, abortErr error) {
+	c.dead = true
+	c.err = err
+	stopTimer(c.settingsTimer)
+	stopTimer(c.idleTimer)
+	stopTimer(c.shutdownTimer)
+	for _, s := range c.streams {
+		c.closeStream(s, closedByUs, abortErr)
+	}
+	c.in = nil
+}
+
+func stopTimer(t stream.Timer) {
+	if t != nil {
+		t.Stop()
+	}
+}
+
+// glitch counts one suspicious event and reports ENHANCE_YOUR_CALM when the
+// connection had too many within the window.
+func (c *ServerConn) glitch() error {
+	if c.glitches.add(time.Now(), c.cfg.GlitchWindow, 1) > c.cfg.MaxGlitches {
+		return connErr{http2.ErrCodeEnhanceYourCalm, "too many glitches"}
+	}
+	return nil
+}
+
+// exit ends a batch started with c.depth++: the outermost one flushes.
+func (c *ServerConn) exit() {
+	c.depth--
+	if c.depth == 0 {
+		c.flush()
+	}
+}
+
+// flush produces DATA within the windows and the output budget, tells
+// refused writers they may write again, and hands the batch to the
+// transport in one Write.
+func (c *ServerConn) flush() {
+	c.depth++
+	for i := 0; i < 8 && !c.dead; i++ {
+		c.writeQueued()
+		if len(c.writable) == 0 {
+			break
+		}
+		ws := c.writable
+		c.writable = c.writableSpare[:0]
+		for j, s := range ws {
+			ws[j] = nil
+			if !s.closed && s.events != nil && !c.dead {
+				s.events.OnWritable()
+			}
+		}
+		c.writableSpare = ws[:0]
+	}
+	c.depth--
+	if len(c.out.b) > 0 && !c.transportClosed {
+		c.t.Write(c.out.b)
+	}
+	c.out.b = c.out.b[:0]
+	if cap(c.out.b) > 2*c.cfg.HighWater {
+		c.out.b = nil // do not pin a burst's worth of memory
+	}
+	if c.closeAfterFlush && !c.transportClosed {
+		c.transportClosed = true
+		c.t.Close()
+	}
+}
+
+// OnDrained reports that the transport's output fell below its low-water
+// mark: DATA production resumes.
+func (c *ServerConn) OnDrained() {
+	if c.dead {
+		return
+	}
+	c.depth++
+	c.exit()
+}
+
+// Shutdown starts a graceful close: GOAWAY(NO_ERROR) with the largest stream
+// ID and a PING; on the PING's acknowledgement (or after
+// Config.ShutdownPingTimeout) a second GOAWAY names the last stream
+// accepted; once the open streams are done the transport is closed.
+func (c *ServerConn) Shutdown() {
+	if c.dead || c.shutdown {
+		return
+	}
+	c.depth++
+	c.startShutdown(true)
+	c.exit()
+}
+
+func (c *ServerConn) startShutdown(twoStep bool) {
+	if c.shutdown {
+		return
+	}
+	c.shutdown = true
+	if !twoStep || len(c.streams) == 0 {
+		c.sendFinalGoAway()
+		return
+	}
+	c.fr.WriteGoAway(maxWindow, http2.ErrCodeNo, nil)
+	c.fr.WritePing(false, shutdownPingData)
+	c.shutdownTimer = c.t.Clock().AfterFunc(c.cfg.ShutdownPingTimeout, c.onShutdownTimer)
+}
+
+func (c *ServerConn) onShutdownTimer() {
+	if c.dead {
+		return
+	}
+	c.depth++
+	c.sendFinalGoAway()
+	c.exit()
+}
+
+func (c *ServerConn) sendFinalGoAway() {
+	if c.finalGoAway {
+		return
+	}
+	stopTimer(c.shutdownTimer)
+	c.finalGoAway = true
+	c.goAwayLastID = c.maxClientID
+	c.fr.WriteGoAway(c.maxClientID, http2.ErrCodeNo, nil)
+	c.maybeFinishShutdown()
+}
+
+func (c *ServerConn) maybeFinishShutdown() {
+	if c.finalGoAway && len(c.streams) == 0 && !c.dead {
+		c.die(ErrConnClosed, ErrConnClosed)
+		c.closeAfterFlush = true
+	}
+}
+
+// Abort reports that the connection is gone: every open stream gets
+// OnAbort(err) and nothing more is written.
+func (c *ServerConn) Abort(err error) {
+	if c.dead {
+		return
+	}
+	if err == nil {
+		err = ErrConnClosed
+	}
+	c.transportClosed = true
+	c.depth++
+	c.die(err, err)
+	c.depth--
+	c.out.b = nil
+}
+
+func (c *ServerConn) onSettingsTimeout() {
+	if c.dead || !c.settingsAckPending {
+		return
+	}
+	c.depth++
+	c.handleError(connErr{http2.ErrCodeSettingsTimeout, "SETTINGS not acknowledged"})
+	c.exit()
+}
+
+func (c *ServerConn) onIdleTimer() {
+	if c.dead {
+		return
+	}
+	wait := c.cfg.IdleTimeout
+	if len(c.streams) == 0 && !c.shutdown {
+		idle := time.Since(c.idleSince)
+		if idle >= c.cfg.IdleTimeout {
+			c.depth++
+			c.startShutdown(false)
+			c.exit()
+			return
+		}
+		wait = c.cfg.IdleTimeout - idle
+	}
+	c.idleTimer = c.t.Clock().AfterFunc(wait, c.onIdleTimer)
+}
+
+// recordClosed remembers how a stream closed, for late frames.
+func (c *ServerConn) recordClosed(id uint32, how uint8) {
+	c.closed[c.closedNext] = closedRec{id, how}
+	c.closedNext = (c.closedNext + 1) % closedRingSize
+}
+
+func (c *ServerConn) closedHow(id uint32) uint8 {
+	for _, r := range c.closed {
+		if r.id == id {
+			return r.how
+		}
+	}
+	return 0
+}
+
+// openedID advances the highest client stream ID, remembering IDs the
+// client skipped (they can never be opened: a HEADERS on one is a
+// PROTOCOL_ERROR, not STREAM_CLOSED).
+func (c *ServerConn) openedID(id uint32) {
+	if id > c.maxClientID+2 {
+		c.skipped[c.skippedNext] = idRange{c.maxClientID + 2, id - 2}
+		c.skippedNext = (c.skippedNext + 1) % len(c.skipped)
+	}
+	c.maxClientID = id
+}
+
+func (c *ServerConn) isSkipped(id uint32) bool {
+	for _, r := range c.skipped {
+		if r.hi != 0 && id >= r.lo && id <= r.hi {
+			return true
+		}
+	}
+	return false
+}
+
+// creditConn returns n received bytes to the connection window.
+func (c *ServerConn) creditConn(n int) {
+	if inc := c.inflow.add(n); inc > 0 && !c.dead {
+		c.fr.WriteWindowUpdate(0, uint32(inc))
+	}
+}
+
+// frameReader hands the Framer exactly one buffered frame.
+type frameReader struct{ b []byte }
+
+func (r *frameReader) Read(p []byte) (int, error) {
+	if len(r.b) == 0 {
+		return 0, errShortFrame
+	}
+	n := copy(p, r.b)
+	r.b = r.b[n:]
+	return n, nil
+}
+
+var errShortFrame = &ConnError{Code: http2.ErrCodeInternal, Reason: "framer read past the frame"}
+
+// outBuf collects the frames of one batch.
+type outBuf struct{ b []byte }
+
+func (o *outBuf) Write(p []byte) (int, error) {
+	o.b = append(o.b, p...)
+	return len(p), nil
+}

@@ -1,0 +1,66 @@
+package h2
+
+import "time"
+
+// initialWindow is the window every stream and the connection start with
+// before SETTINGS change it (RFC 9113 §6.9.2).
+const initialWindow = 65535
+
+// inflowMinRefresh is the smallest WINDOW_UPDATE we send, unless it would at
+// least double what the peer may still send.
+const inflowMinRefresh = 4 << 10
+
+// inflow is a receive window: how many bytes the peer may still send (avail)
+// and how many it has been allowed back but not yet told about (unsent).
+type inflow struct {
+	avail  int32
+	unsent int32
+}
+
+func (f *inflow) init(n int32) { f.avail, f.unsent = n, 0 }
+
+// take charges n received bytes; it reports false when they exceed the
+// window (a FLOW_CONTROL_ERROR).
+func (f *inflow) take(n uint32) bool {
+	if n > uint32(f.avail) {
+		return false
+	}
+	f.avail -= int32(n)
+	return true
+}
+
+// add returns n consumed bytes to the window and reports the WINDOW_UPDATE
+// increment to send now, or 0 to keep batching small updates.
+func (f *inflow) add(n int) int32 {
+	if n <= 0 {
+		return 0
+	}
+	if n > maxWindow-int(f.avail)-int(f.unsent) {
+		// Cannot happen for a well-behaved caller; never overflow.
+		n = maxWindow - int(f.avail) - int(f.unsent)
+	}
+	f.unsent += int32(n)
+	if f.unsent < inflowMinRefresh && f.unsent < f.avail {
+		return 0
+	}
+	inc := f.unsent
+	f.avail += inc
+	f.unsent = 0
+	return inc
+}
+
+// rateCounter counts events within a fixed window.
+type rateCounter struct {
+	n     int
+	start time.Time
+}
+
+// add counts k events at now and returns the count within the current window.
+func (r *rateCounter) add(now time.Time, window time.Duration, k int) int {
+	if r.start.IsZero() || now.Sub(r.start) >= window {
+		r.start = now
+		r.n = 0
+	}
+	r.n += k
+	return r.n
+}

@@ -1,0 +1,283 @@
+package h2
+
+import (
+	"time"
+
+	"golang.org/x/net/http2"
+)
+
+// This file holds one method per frame type. Each returns nil, a streamErr
+// or a connErr; handleError turns the errors into frames.
+
+func (c *ServerConn) processData(f *http2.DataFrame) error {
+	id := f.StreamID
+	n := f.Length // padding included: it counts against the windows
+	if id > c.maxClientID {
+		return connErr{http2.ErrCodeProtocol, "DATA on an idle stream"}
+	}
+	if !c.inflow.take(n) {
+		return connErr{http2.ErrCodeFlowControl, "DATA beyond the connection window"}
+	}
+	s := c.streams[id]
+	if s == nil || s.remoteEnded {
+		c.creditConn(int(n))
+		if s != nil {
+			return streamErr{id, http2.ErrCodeStreamClosed, "DATA after END_STREAM"}
+		}
+		switch c.closedHow(id) {
+		case closedByUs:
+			return nil // in flight when we reset it
+		case closedDone:
+			return connErr{http2.ErrCodeStreamClosed, "DATA on a closed stream"}
+		}
+		return streamErr{id, http2.ErrCodeStreamClosed, "DATA on a closed stream"}
+	}
+	if !s.inflow.take(n) {
+		c.creditConn(int(n))
+		return streamErr{id, http2.ErrCodeFlowControl, "DATA beyond the stream window"}
+	}
+	data := f.Data()
+	if pad := int(n) - len(data); pad > 0 {
+		s.credit(pad)
+	}
+	if len(data) == 0 && !f.StreamEnded() {
+		if err := c.glitch(); err != nil {
+			return err
+		}
+	}
+	s.recv += int64(len(data))
+	if s.declared >= 0 && (s.recv > s.declared || f.StreamEnded() && s.recv != s.declared) {
+		c.creditConn(len(data))
+		return streamErr{id, http2.ErrCodeProtocol, "body length differs from content-length"}
+	}
+	if len(data) > 0 {
+		if s.events == nil || s.localEnded {
+			// Nobody reads it: give the window back at once.
+			s.credit(len(data))
+		} else {
+			s.unconsumed += len(data)
+			s.events.OnBody(data)
+			if s.closed {
+				return nil
+			}
+		}
+	}
+	if f.StreamEnded() {
+		c.remoteEnd(s, nil)
+	}
+	return nil
+}
+
+// remoteEnd handles the client's END_STREAM.
+func (c *ServerConn) remoteEnd(s *h2Stream, trailers []streamField) {
+	s.remoteEnded = true
+	if s.events != nil && !s.localEnded {
+		s.events.OnBodyEnd(trailers)
+	}
+	if !s.closed && s.localEnded {
+		c.closeStream(s, closedDone, nil)
+	}
+}
+
+func (c *ServerConn) processHeaders(f *http2.HeadersFrame) error {
+	id := f.StreamID
+	if id%2 == 0 {
+		return connErr{http2.ErrCodeProtocol, "HEADERS on an even stream ID"}
+	}
+	hb := &c.hdr
+	hb.reset(id, f.StreamEnded())
+	c.dec.SetEmitEnabled(true)
+	selfDep := f.HasPriority() && f.Priority.StreamDep == id
+	if s := c.streams[id]; s != nil {
+		switch {
+		case s.remoteEnded:
+			hb.fail(http2.ErrCodeStreamClosed, "HEADERS after END_STREAM")
+		case !f.StreamEnded():
+			hb.fail(http2.ErrCodeProtocol, "trailers without END_STREAM")
+		default:
+			hb.kind = blockTrailers
+			hb.s = s
+		}
+	} else if id <= c.maxClientID {
+		switch {
+		case c.closedHow(id) == closedByUs:
+			hb.kind = blockDiscard // trailers in flight when we reset it
+		case c.isSkipped(id):
+			return connErr{http2.ErrCodeProtocol, "stream ID lower than a previous one"}
+		default:
+			return connErr{http2.ErrCodeStreamClosed, "HEADERS on a closed stream"}
+		}
+	} else {
+		c.openedID(id)
+		switch {
+		case id > c.goAwayLastID:
+			hb.kind = blockRefuse
+		case uint32(len(c.streams)) >= c.cfg.MaxConcurrentStreams:
+			hb.kind = blockRefuse
+		default:
+			hb.kind = blockRequest
+			hb.s = c.newStream(id)
+		}
+	}
+	if selfDep {
+		hb.fail(http2.ErrCodeProtocol, "stream depends on itself")
+	}
+	return c.headerFragment(f.HeaderBlockFragment(), f.HeadersEnded())
+}
+
+func (c *ServerConn) processContinuation(f *http2.ContinuationFrame) error {
+	if !c.hdr.active {
+		return connErr{http2.ErrCodeProtocol, "CONTINUATION without HEADERS"}
+	}
+	return c.headerFragment(f.HeaderBlockFragment(), f.HeadersEnded())
+}
+
+// headerFragment decodes one fragment of the current header block.
+func (c *ServerConn) headerFragment(frag []byte, end bool) error {
+	hb := &c.hdr
+	hb.bytes += len(frag)
+	if hb.bytes > c.cfg.MaxHeaderBlockBytes {
+		return connErr{http2.ErrCodeEnhanceYourCalm, "header block too large"}
+	}
+	if len(frag) == 0 && !end {
+		if err := c.glitch(); err != nil {
+			return err
+		}
+	}
+	if _, err := c.dec.Write(frag); err != nil {
+		return hpackError(err)
+	}
+	if !end {
+		return nil
+	}
+	hb.active = false
+	if err := c.dec.Close(); err != nil {
+		return hpackError(err)
+	}
+	return c.endHeaderBlock()
+}
+
+func hpackError(err error) error {
+	if err == errHPACKStringLength {
+		return connErr{http2.ErrCodeEnhanceYourCalm, "header field too large"}
+	}
+	return connErr{http2.ErrCodeCompression, "HPACK: " + err.Error()}
+}
+
+func (c *ServerConn) processSettings(f *http2.SettingsFrame) error {
+	if f.IsAck() {
+		if c.settingsAckPending {
+			c.settingsAckPending = false
+			stopTimer(c.settingsTimer)
+			c.settingsTimer = nil
+		}
+		return nil
+	}
+	if c.settingsSeen {
+		if err := c.glitch(); err != nil {
+			return err
+		}
+	}
+	c.settingsSeen = true
+	for i := 0; i < f.NumSettings(); i++ {
+		st := f.Setting(i)
+		if err := st.Valid(); err != nil {
+			return connErr{http2.ErrCode(err.(http2.ConnectionError)), "invalid setting " + st.ID.String()}
+		}
+		switch st.ID {
+		case http2.SettingHeaderTableSize:
+			c.henc.SetMaxDynamicTableSize(min(st.Val, headerTableSize))
+		case http2.SettingInitialWindowSize:
+			delta := int64(st.Val) - c.peerInitialWindow
+			c.peerInitialWindow = int64(st.Val)
+			for _, s := range c.streams {
+				s.outWin += delta
+				if s.outWin > maxWindow {
+					return connErr{http2.ErrCodeFlowControl, "INITIAL_WINDOW_SIZE overflows a stream window"}
+				}
+				if delta > 0 {
+					c.enqueue(s)
+				}
+			}
+		case http2.SettingMaxFrameSize:
+			c.peerMaxFrame = st.Val
+		}
+	}
+	c.fr.WriteSettingsAck()
+	return nil
+}
+
+func (c *ServerConn) processPing(f *http2.PingFrame) error {
+	if f.IsAck() {
+		if f.Data == shutdownPingData && c.shutdown {
+			c.sendFinalGoAway()
+		}
+		return nil
+	}
+	if err := c.glitch(); err != nil {
+		return err
+	}
+	c.fr.WritePing(true, f.Data)
+	return nil
+}
+
+func (c *ServerConn) processWindowUpdate(f *http2.WindowUpdateFrame) error {
+	id, inc := f.StreamID, int64(f.Increment)
+	if inc < 1024 {
+		// Legal but useless: each costs us a frame to parse.
+		if err := c.glitch(); err != nil {
+			return err
+		}
+	}
+	if id == 0 {
+		if c.outWin+inc > maxWindow {
+			return connErr{http2.ErrCodeFlowControl, "connection window overflow"}
+		}
+		c.outWin += inc
+		return nil
+	}
+	if id > c.maxClientID {
+		return connErr{http2.ErrCodeProtocol, "WINDOW_UPDATE on an idle stream"}
+	}
+	s := c.streams[id]
+	if s == nil {
+		return c.glitch() // legal shortly after a stream ends
+	}
+	if s.outWin+inc > maxWindow {
+		return streamErr{id, http2.ErrCodeFlowControl, "stream window overflow"}
+	}
+	s.outWin += inc
+	c.enqueue(s)
+	return nil
+}
+
+func (c *ServerConn) processRSTStream(f *http2.RSTStreamFrame) error {
+	id := f.StreamID
+	if id > c.maxClientID {
+		return connErr{http2.ErrCodeProtocol, "RST_STREAM on an idle stream"}
+	}
+	s := c.streams[id]
+	if s == nil {
+		return nil
+	}
+	early := !s.localEnded
+	c.closeStream(s, closedRemoteReset, &ResetError{Code: f.ErrCode, Remote: true})
+	if early && c.resets.add(time.Now(), c.cfg.ResetWindow, 1) > c.cfg.MaxEarlyResets {
+		return connErr{http2.ErrCodeEnhanceYourCalm, "too many streams reset (rapid reset)"}
+	}
+	return nil
+}
+
+func (c *ServerConn) processPriority(f *http2.PriorityFrame) error {
+	// Priorities are accepted and ignored (RFC 9113 §5.3.2 deprecates them).
+	if f.StreamDep == f.StreamID {
+		return streamErr{f.StreamID, http2.ErrCodeProtocol, "stream depends on itself"}
+	}
+	return c.glitch()
+}
+
+func (c *ServerConn) processGoAway(f *http2.GoAwayFrame) error {
+	// The client will open no more streams; finish the open ones, then close.
+	c.startShutdown(false)
+	return nil
+}

@@ -1,0 +1,294 @@
+package h2
+
+import (
+	"math/rand"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pollproxy/pollproxy/proxy/stream"
+)
+
+// The harness stands in for the event loop: one mutex plays the loop, so
+// Feed, transport callbacks, timers and handler calls never run at once.
+
+type testTransport struct {
+	mu       *sync.Mutex
+	cond     *sync.Cond
+	conn     net.Conn
+	sc       *ServerConn
+	buf      []byte // queued output, guarded by mu
+	inflight int
+	closed   bool
+	maxSeen  int // largest Buffered() seen
+	feedErr  error
+	done     chan struct{}
+}
+
+func (t *testTransport) Write(p []byte) {
+	t.buf = append(t.buf, p...)
+	if b := t.Buffered(); b > t.maxSeen {
+		t.maxSeen = b
+	}
+	t.cond.Signal()
+}
+
+func (t *testTransport) Buffered() int { return len(t.buf) + t.inflight }
+
+func (t *testTransport) PauseRead(bool) {}
+
+func (t *testTransport) Close() {
+	t.closed = true
+	t.cond.Signal()
+}
+
+func (t *testTransport) Clock() stream.Clock { return testClock{t.mu} }
+
+func (t *testTransport) RemoteAddr() netip.AddrPort {
+	return netip.MustParseAddrPort("192.0.2.1:4321")
+}
+
+// writer moves queued output to the socket outside of the lock.
+func (t *testTransport) writer() {
+	defer close(t.done)
+	t.mu.Lock()
+	for {
+		for len(t.buf) == 0 && !t.closed {
+			t.cond.Wait()
+		}
+		if len(t.buf) == 0 && t.closed {
+			t.mu.Unlock()
+			t.conn.Close()
+			return
+		}
+		b := t.buf
+		t.buf = nil
+		t.inflight = len(b)
+		t.mu.Unlock()
+		_, err := t.conn.Write(b)
+		t.mu.Lock()
+		t.inflight = 0
+		if err != nil {
+			t.closed = true
+			t.sc.Abort(err)
+			t.mu.Unlock()
+			t.conn.Close()
+			return
+		}
+		if !t.closed && len(t.buf) < 64<<10 {
+			t.sc.OnDrained()
+		}
+	}
+}
+
+// reader feeds the server in random pieces, to exercise every split.
+func (t *testTransport) reader(splitMax int) {
+	buf := make([]byte, 32<<10)
+	rnd := rand.New(rand.NewSource(1))
+	for {
+		n, err := t.conn.Read(buf)
+		t.mu.Lock()
+		p := buf[:n]
+		for len(p) > 0 && !t.closed {
+			k := len(p)
+			if splitMax > 0 {
+				k = min(k, 1+rnd.Intn(splitMax))
+			}
+			if ferr := t.sc.Feed(p[:k]); ferr != nil {
+				t.feedErr = ferr
+				t.mu.Unlock()
+				return
+			}
+			p = p[k:]
+		}
+		if err != nil {
+			t.sc.Abort(err)
+			t.closed = true
+			t.cond.Signal()
+			t.mu.Unlock()
+			return
+		}
+		t.mu.Unlock()
+	}
+}
+
+type testClock struct{ mu *sync.Mutex }
+
+type testTimer struct {
+	t       *time.Timer
+	stopped bool // guarded by the loop mutex
+}
+
+func (c testClock) AfterFunc(d time.Duration, f func()) stream.Timer {
+	tt := &testTimer{}
+	tt.t = time.AfterFunc(d, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if !tt.stopped {
+			tt.stopped = true
+			f()
+		}
+	})
+	return tt
+}
+
+// Stop is called on the loop (under the mutex).
+func (t *testTimer) Stop() bool {
+	was := !t.stopped
+	t.stopped = true
+	t.t.Stop()
+	return was
+}
+
+type testServer struct {
+	mu sync.Mutex
+	tr *testTransport
+	sc *ServerConn
+}
+
+// lock runs f on the "loop".
+func (s *testServer) lock(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f()
+}
+
+// memory reports the bytes the connection holds: input, output, stream
+// buffers and what the transport has queued.
+func (s *testServer) memory() (n int) {
+	s.lock(func() {
+		c := s.sc
+		n = cap(c.in) + cap(c.out.b) + s.tr.Buffered()
+		for _, st := range c.streams {
+			n += cap(st.buf)
+		}
+	})
+	return n
+}
+
+// startServer serves h on one end of conn pair and returns the other end.
+func startServer(t testing.TB, h stream.Handler, cfg Config, tcp bool, splitMax int) (net.Conn, *testServer) {
+	t.Helper()
+	var client, server net.Conn
+	if tcp {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		ch := make(chan net.Conn, 1)
+		go func() {
+			c, err := ln.Accept()
+			if err != nil {
+				ch <- nil
+				return
+			}
+			ch <- c
+		}()
+		client, err = net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		server = <-ch
+		if server == nil {
+			t.Fatal("accept failed")
+		}
+	} else {
+		client, server = net.Pipe()
+	}
+	ts := &testServer{}
+	tr := &testTransport{mu: &ts.mu, conn: server, done: make(chan struct{})}
+	tr.cond = sync.NewCond(&ts.mu)
+	ts.tr = tr
+	ts.mu.Lock()
+	ts.sc = NewServerConn(tr, h, cfg)
+	tr.sc = ts.sc
+	ts.mu.Unlock()
+	go tr.writer()
+	go tr.reader(splitMax)
+	t.Cleanup(func() {
+		client.Close()
+		ts.lock(func() {
+			tr.closed = true
+			tr.cond.Signal()
+		})
+		<-tr.done
+	})
+	return client, ts
+}
+
+// handlerFunc adapts a function to stream.Handler.
+type handlerFunc func(req *stream.Request, w stream.ResponseWriter) stream.Events
+
+func (f handlerFunc) Serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
+	return f(req, w)
+}
+
+// events adapts functions to stream.Events.
+type events struct {
+	body     func(p []byte)
+	bodyEnd  func(trailers []stream.Field)
+	writable func()
+	abort    func(err error)
+}
+
+func (e *events) OnBody(p []byte) {
+	if e.body != nil {
+		e.body(p)
+	}
+}
+
+func (e *events) OnBodyEnd(tr []stream.Field) {
+	if e.bodyEnd != nil {
+		e.bodyEnd(tr)
+	}
+}
+
+func (e *events) OnWritable() {
+	if e.writable != nil {
+		e.writable()
+	}
+}
+
+func (e *events) OnAbort(err error) {
+	if e.abort != nil {
+		e.abort(err)
+	}
+}
+
+// bodySender writes body with backpressure, then closes with trailers.
+type bodySender struct {
+	w        stream.ResponseWriter
+	body     []byte
+	trailers []stream.Field
+	done     bool
+}
+
+func (b *bodySender) pump() {
+	for len(b.body) > 0 {
+		n, err := b.w.Write(b.body)
+		if err != nil {
+			return
+		}
+		b.body = b.body[n:]
+		if n == 0 {
+			return
+		}
+	}
+	if !b.done {
+		b.done = true
+		b.w.Close(b.trailers)
+	}
+}
+
+// staticHandler answers every request with body.
+func staticHandler(body []byte) stream.Handler {
+	return handlerFunc(func(req *stream.Request, w stream.ResponseWriter) stream.Events {
+		w.WriteHeader(200, []stream.Field{{Name: "content-type", Value: "text/plain"}}, false)
+		bs := &bodySender{w: w, body: body}
+		bs.pump()
+		return &events{writable: bs.pump}
+	})
+}

@@ -1,0 +1,532 @@
+package h2
+
+import (
+	"strconv"
+	"strings"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+
+	"github.com/pollproxy/pollproxy/proxy/stream"
+)
+
+type streamField = stream.Field
+
+var errHPACKStringLength = hpack.ErrStringLength
+
+type blockKind uint8
+
+const (
+	blockDiscard  blockKind = iota // decoded only to keep the HPACK state
+	blockRequest                   // opens a stream
+	blockTrailers                  // ends an open stream
+	blockRefuse                    // REFUSED_STREAM once decoded
+	blockError                     // a stream error once decoded
+)
+
+const (
+	hasMethod uint8 = 1 << iota
+	hasScheme
+	hasAuthority
+	hasPath
+)
+
+// headerBlock is the header block being decoded (HEADERS and its
+// CONTINUATION frames). Fields are validated as the decoder emits them; the
+// verdict is given at END_HEADERS, since the block must be decoded in full
+// to keep the connection's HPACK state.
+type headerBlock struct {
+	active    bool
+	id        uint32
+	endStream bool
+	kind      blockKind
+	s         *h2Stream
+
+	bytes  int    // encoded bytes so far
+	size   uint32 // decoded size (RFC 9113 §6.5.2)
+	tooBig bool
+
+	errCode   http2.ErrCode
+	errReason string
+	bad       string // why the request is malformed
+
+	has                             uint8
+	method, scheme, authority, path string
+	sawRegular                      bool
+	host                            string
+	hasHost                         bool
+	cookies                         int
+	trailers                        []stream.Field
+}
+
+func (hb *headerBlock) reset(id uint32, endStream bool) {
+	*hb = headerBlock{active: true, id: id, endStream: endStream}
+}
+
+func (hb *headerBlock) fail(code http2.ErrCode, reason string) {
+	if hb.kind == blockError {
+		return
+	}
+	hb.kind = blockError
+	hb.s = nil
+	hb.errCode = code
+	hb.errReason = reason
+}
+
+func (hb *headerBlock) malformed(reason string) {
+	if hb.bad == "" {
+		hb.bad = reason
+	}
+}
+
+// onField is the hpack.Decoder's emit function.
+func (c *ServerConn) onField(hf hpack.HeaderField) {
+	hb := &c.hdr
+	hb.size += hf.Size()
+	if hb.size > c.cfg.MaxHeaderListSize {
+		// Keep decoding (the dynamic table must stay in sync), stop
+		// collecting: the HPACK bomb costs us CPU bounded by
+		// MaxHeaderBlockBytes, never memory.
+		hb.tooBig = true
+		c.dec.SetEmitEnabled(false)
+		return
+	}
+	switch hb.kind {
+	case blockRequest:
+		c.requestField(hf)
+	case blockTrailers:
+		c.trailerField(hf)
+	}
+}
+
+func (c *ServerConn) requestField(hf hpack.HeaderField) {
+	hb := &c.hdr
+	if hb.bad != "" {
+		return
+	}
+	name, value := hf.Name, hf.Value
+	if len(name) > 0 && name[0] == ':' {
+		if hb.sawRegular {
+			hb.malformed("pseudo-header after a regular field")
+			return
+		}
+		var bit uint8
+		switch name {
+		case ":method":
+			bit, hb.method = hasMethod, value
+		case ":scheme":
+			bit, hb.scheme = hasScheme, value
+		case ":authority":
+			bit, hb.authority = hasAuthority, value
+		case ":path":
+			bit, hb.path = hasPath, value
+		default:
+			hb.malformed("unknown or response pseudo-header " + name)
+			return
+		}
+		if hb.has&bit != 0 {
+			hb.malformed("duplicate " + name)
+			return
+		}
+		hb.has |= bit
+		return
+	}
+	hb.sawRegular = true
+	if !validFieldName(name) {
+		hb.malformed("invalid field name")
+		return
+	}
+	if !validFieldValue(value) {
+		hb.malformed("invalid value for " + name)
+		return
+	}
+	s := hb.s
+	switch name {
+	case "connection", "proxy-connection", "keep-alive", "transfer-encoding", "upgrade":
+		hb.malformed("connection-specific field " + name)
+		return
+	case "te":
+		if !strings.EqualFold(value, "trailers") {
+			hb.malformed("te other than trailers")
+		}
+		return // a hop-by-hop field: handlers do not see it
+	case "host":
+		if hb.hasHost && hb.host != value {
+			hb.malformed("conflicting host fields")
+			return
+		}
+		hb.host, hb.hasHost = value, true
+		return
+	case "cookie":
+		hb.cookies++
+	case "content-length":
+		n, ok := parseContentLength(value)
+		if !ok || s.declared >= 0 && s.declared != n {
+			hb.malformed("invalid content-length")
+			return
+		}
+		if s.declared >= 0 {
+			return // an identical repeat
+		}
+		s.declared = n
+	}
+	s.req.Header = append(s.req.Header, stream.Field{Name: name, Value: value})
+}
+
+func (c *ServerConn) trailerField(hf hpack.HeaderField) {
+	hb := &c.hdr
+	if hb.bad != "" {
+		return
+	}
+	name, value := hf.Name, hf.Value
+	switch {
+	case len(name) > 0 && name[0] == ':':
+		hb.malformed("pseudo-header in trailers")
+	case !validFieldName(name):
+		hb.malformed("invalid trailer name")
+	case !validFieldValue(value):
+		hb.malformed("invalid trailer value")
+	case name == "connection" || name == "proxy-connection" || name == "keep-alive" ||
+		name == "transfer-encoding" || name == "upgrade" || name == "te":
+		hb.malformed("connection-specific field in trailers")
+	default:
+		hb.trailers = append(hb.trailers, stream.Field{Name: name, Value: value})
+	}
+}
+
+// endHeaderBlock gives the verdict on a fully decoded header block.
+func (c *ServerConn) endHeaderBlock() error {
+	hb := &c.hdr
+	switch hb.kind {
+	case blockRefuse:
+		c.fr.WriteRSTStream(hb.id, http2.ErrCodeRefusedStream)
+		c.recordClosed(hb.id, closedByUs)
+	case blockError:
+		return streamErr{hb.id, hb.errCode, hb.errReason}
+	case blockTrailers:
+		s := hb.s
+		hb.s = nil
+		if s.closed {
+			return nil
+		}
+		switch {
+		case hb.tooBig:
+			return streamErr{hb.id, http2.ErrCodeProtocol, "trailers too large"}
+		case hb.bad != "":
+			return streamErr{hb.id, http2.ErrCodeProtocol, hb.bad}
+		case s.declared >= 0 && s.recv != s.declared:
+			return streamErr{hb.id, http2.ErrCodeProtocol, "body length differs from content-length"}
+		}
+		tr := hb.trailers
+		hb.trailers = nil
+		c.remoteEnd(s, tr)
+	case blockRequest:
+		return c.startRequest()
+	}
+	return nil
+}
+
+// startRequest validates a request head (RFC 9113 §8.3) and serves it.
+func (c *ServerConn) startRequest() error {
+	hb := &c.hdr
+	s := hb.s
+	hb.s = nil
+	if hb.tooBig {
+		c.rejectRequest(hb.id, 431, hb.endStream)
+		return nil
+	}
+	authority, bad := hb.checkRequest(s)
+	if bad != "" {
+		return streamErr{hb.id, http2.ErrCodeProtocol, bad}
+	}
+	if hb.method == "CONNECT" {
+		// pollproxy does not tunnel.
+		c.rejectRequest(hb.id, 405, hb.endStream)
+		return nil
+	}
+	req := &s.req
+	req.Method = hb.method
+	req.Scheme = c.cfg.Scheme
+	req.Authority = authority
+	req.Path = hb.path
+	if hb.cookies > 1 {
+		joinCookies(req)
+	}
+	req.ContentLength = s.declared
+	req.HasBody = !hb.endStream
+	req.Proto = "HTTP/2.0"
+	req.RemoteAddr = c.remoteAddr
+	s.remoteEnded = hb.endStream
+	s.inflow.init(int32(c.cfg.StreamWindow))
+	s.outWin = c.peerInitialWindow
+	c.streams[s.id] = s
+	ev := c.h.Serve(req, s)
+	if !s.closed {
+		s.events = ev
+	}
+	return nil
+}
+
+// checkRequest checks the pseudo-headers together and returns the
+// authority, or why the request is malformed.
+func (hb *headerBlock) checkRequest(s *h2Stream) (authority, bad string) {
+	if hb.bad != "" {
+		return "", hb.bad
+	}
+	if hb.has&hasMethod == 0 || !validMethod(hb.method) {
+		return "", "missing or invalid :method"
+	}
+	authority = hb.authority
+	if hb.has&hasAuthority != 0 {
+		if hb.hasHost && hb.host != authority {
+			return "", "host differs from :authority"
+		}
+	} else {
+		authority = hb.host
+	}
+	if !validAuthority(authority) {
+		return "", "invalid authority"
+	}
+	if hb.method == "CONNECT" {
+		if hb.has&(hasScheme|hasPath) != 0 || authority == "" || hb.has&hasAuthority == 0 {
+			return "", "malformed CONNECT"
+		}
+		return authority, ""
+	}
+	if hb.has&hasScheme == 0 || !validScheme(hb.scheme) {
+		return "", "missing or invalid :scheme"
+	}
+	if hb.has&hasPath == 0 || hb.path == "" {
+		return "", "missing or empty :path"
+	}
+	if hb.path[0] != '/' && !(hb.path == "*" && hb.method == "OPTIONS") {
+		return "", "invalid :path"
+	}
+	if !validPath(hb.path) {
+		return "", "invalid :path"
+	}
+	if hb.endStream && s.declared > 0 {
+		return "", "content-length without a body"
+	}
+	return authority, ""
+}
+
+// joinCookies concatenates cookie crumbs with "; " (RFC 9113 §8.2.3) into
+// the first cookie field.
+func joinCookies(req *stream.Request) {
+	var b strings.Builder
+	first := -1
+	out := req.Header[:0]
+	for i, f := range req.Header {
+		if f.Name != "cookie" {
+			out = append(out, f)
+			continue
+		}
+		if first < 0 {
+			first = len(out)
+			out = append(out, f)
+		} else {
+			b.WriteString("; ")
+		}
+		_ = i
+		b.WriteString(f.Value)
+	}
+	if first >= 0 {
+		out[first].Value = b.String()
+	}
+	req.Header = out
+}
+
+// rejectRequest answers a request no handler sees with an empty response,
+// then resets the stream if the client is still sending.
+func (c *ServerConn) rejectRequest(id uint32, status int, remoteEnded bool) {
+	c.hbuf.Reset()
+	c.henc.WriteField(hpack.HeaderField{Name: ":status", Value: statusText(status)})
+	c.henc.WriteField(hpack.HeaderField{Name: "content-length", Value: "0"})
+	c.writeBlock(id, c.hbuf.Bytes(), true)
+	if remoteEnded {
+		c.recordClosed(id, closedDone)
+		return
+	}
+	c.fr.WriteRSTStream(id, http2.ErrCodeNo)
+	c.recordClosed(id, closedByUs)
+}
+
+// encodeHead HPACK-encodes a response head or trailers into c.hbuf.
+func (c *ServerConn) encodeHead(status int, fields []stream.Field) []byte {
+	c.hbuf.Reset()
+	if status != 0 {
+		c.henc.WriteField(hpack.HeaderField{Name: ":status", Value: statusText(status)})
+	}
+	for _, f := range fields {
+		if connectionSpecific(f.Name) {
+			continue
+		}
+		c.henc.WriteField(hpack.HeaderField{Name: f.Name, Value: f.Value})
+	}
+	return c.hbuf.Bytes()
+}
+
+// writeBlock writes a header block as HEADERS and as many CONTINUATION
+// frames as the client's SETTINGS_MAX_FRAME_SIZE needs.
+func (c *ServerConn) writeBlock(id uint32, block []byte, endStream bool) {
+	max := int(c.peerMaxFrame)
+	first := min(len(block), max)
+	c.fr.WriteHeaders(http2.HeadersFrameParam{
+		StreamID:      id,
+		BlockFragment: block[:first],
+		EndStream:     endStream,
+		EndHeaders:    first == len(block),
+	})
+	for rest := block[first:]; len(rest) > 0; {
+		k := min(len(rest), max)
+		c.fr.WriteContinuation(id, k == len(rest), rest[:k])
+		rest = rest[k:]
+	}
+}
+
+func connectionSpecific(name string) bool {
+	switch name {
+	case "connection", "proxy-connection", "keep-alive", "transfer-encoding", "upgrade":
+		return true
+	}
+	return false
+}
+
+var statusTexts [600]string
+
+func init() {
+	for i := 100; i < len(statusTexts); i++ {
+		statusTexts[i] = strconv.Itoa(i)
+	}
+}
+
+func statusText(code int) string { return statusTexts[code] }
+
+func parseContentLength(v string) (int64, bool) {
+	if v == "" || len(v) > 18 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(v); i++ {
+		b := v[i]
+		if b < '0' || b > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(b-'0')
+	}
+	return n, true
+}
+
+// Character classes, RFC 9110 §5.6.2 (tchar) and RFC 3986.
+var (
+	nameChars      [256]bool // tchar without uppercase
+	methodChars    [256]bool // tchar
+	authorityChars [256]bool
+	pathChars      [256]bool
+)
+
+func init() {
+	for b := 'a'; b <= 'z'; b++ {
+		nameChars[b] = true
+	}
+	for b := '0'; b <= '9'; b++ {
+		nameChars[b] = true
+	}
+	for _, b := range "!#$%&'*+-.^_`|~" {
+		nameChars[b] = true
+	}
+	methodChars = nameChars
+	for b := 'A'; b <= 'Z'; b++ {
+		methodChars[b] = true
+	}
+	for b := 'a'; b <= 'z'; b++ {
+		authorityChars[b] = true
+		authorityChars[b-'a'+'A'] = true
+	}
+	for b := '0'; b <= '9'; b++ {
+		authorityChars[b] = true
+	}
+	for _, b := range "-._~!$&'()*+,;=:[]%" {
+		authorityChars[b] = true
+	}
+	for b := 0x21; b < 0x7f; b++ {
+		pathChars[b] = b != '#'
+	}
+}
+
+func validFieldName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !nameChars[s[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+// validFieldValue refuses what an HTTP/1.1 origin could read differently:
+// NUL, CR, LF and every other control but HTAB, and leading or trailing
+// whitespace (RFC 9113 §8.2.1).
+func validFieldValue(s string) bool {
+	if s == "" {
+		return true
+	}
+	if s[0] == ' ' || s[0] == '\t' || s[len(s)-1] == ' ' || s[len(s)-1] == '\t' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; b < 0x20 && b != '\t' || b == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func validMethod(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !methodChars[s[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+func validScheme(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		alpha := b|0x20 >= 'a' && b|0x20 <= 'z'
+		if !alpha && (i == 0 || !(b >= '0' && b <= '9' || b == '+' || b == '-' || b == '.')) {
+			return false
+		}
+	}
+	return true
+}
+
+// validAuthority allows host[:port] characters only; no userinfo ("@").
+func validAuthority(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !authorityChars[s[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+// validPath allows visible ASCII without "#".
+func validPath(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !pathChars[s[i]] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,378 @@
+package h2
+
+import (
+	"time"
+
+	"golang.org/x/net/http2"
+
+	"github.com/pollproxy/pollproxy/proxy/stream"
+)
+
+// h2Stream is one request; it is the handler's stream.ResponseWriter.
+//
+// States (RFC 9113 §5.1): open while neither side ended; half-closed
+// (remote) once remoteEnded; half-closed (local) once localEnded; closed
+// (removed from ServerConn.streams) when both ended or either side reset.
+type h2Stream struct {
+	c      *ServerConn
+	id     uint32
+	events stream.Events
+	req    stream.Request
+	hdrArr [12]stream.Field // backs req.Header for most requests
+
+	inflow     inflow // receive window
+	unconsumed int    // delivered by OnBody, not yet Consumed
+	declared   int64  // content-length, or -1
+	recv       int64  // body bytes received
+
+	outWin int64  // send window (may go negative after SETTINGS)
+	buf    []byte // queued body bytes are buf[off:]
+	off    int
+
+	remoteEnded  bool
+	localEnded   bool // END_STREAM written
+	closed       bool
+	headersDone  bool // final head written
+	endQueued    bool // Close called: END_STREAM once buf drains
+	trailers     []stream.Field
+	queued       bool // in ServerConn.wq
+	wantWritable bool // a Write was refused: OnWritable is owed
+}
+
+var _ stream.ResponseWriter = (*h2Stream)(nil)
+
+func (c *ServerConn) newStream(id uint32) *h2Stream {
+	s := &h2Stream{c: c, id: id, declared: -1}
+	s.req.Header = s.hdrArr[:0]
+	return s
+}
+
+func (s *h2Stream) pending() int { return len(s.buf) - s.off }
+
+// credit returns n received bytes to both windows at once (padding, or body
+// bytes nobody will consume).
+func (s *h2Stream) credit(n int) {
+	c := s.c
+	if !s.remoteEnded {
+		if inc := s.inflow.add(n); inc > 0 {
+			c.fr.WriteWindowUpdate(s.id, uint32(inc))
+		}
+	}
+	c.creditConn(n)
+}
+
+// WriteHeader implements stream.ResponseWriter.
+func (s *h2Stream) WriteHeader(status int, fields []stream.Field, endStream bool) error {
+	c := s.c
+	if c.dead {
+		return ErrConnClosed
+	}
+	if s.closed {
+		return ErrStreamClosed
+	}
+	if s.headersDone || s.endQueued {
+		return ErrHeadersSent
+	}
+	informational := status < 200
+	if status < 100 || status > 599 || status == 101 || informational && endStream {
+		return ErrBadStatus
+	}
+	c.depth++
+	c.writeBlock(s.id, c.encodeHead(status, fields), endStream)
+	if !informational {
+		s.headersDone = true
+	}
+	if endStream {
+		s.endQueued = true
+		c.localEnd(s)
+	}
+	c.exit()
+	return nil
+}
+
+// Write implements stream.ResponseWriter: it sends what the windows and the
+// output budget allow, queues up to Config.StreamSendBuffer more, and
+// reports how much it took.
+func (s *h2Stream) Write(p []byte) (int, error) {
+	c := s.c
+	if c.dead {
+		return 0, ErrConnClosed
+	}
+	if s.closed {
+		return 0, ErrStreamClosed
+	}
+	if !s.headersDone || s.endQueued {
+		return 0, ErrNoHeaders
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	c.depth++
+	n := 0
+	if s.pending() == 0 && c.wqHead == len(c.wq) {
+		n = c.sendDirect(s, p)
+	}
+	if rest := p[n:]; len(rest) > 0 {
+		k := min(c.cfg.StreamSendBuffer-s.pending(), len(rest))
+		if k > 0 {
+			s.queue(rest[:k])
+			n += k
+			c.enqueue(s)
+		}
+		if n < len(p) {
+			s.wantWritable = true
+		}
+	}
+	c.exit()
+	return n, nil
+}
+
+// queue appends body bytes to the stream's send buffer.
+func (s *h2Stream) queue(p []byte) {
+	if s.buf == nil {
+		s.buf = s.c.getBuf()
+	}
+	if s.off > 0 && len(s.buf)+len(p) > cap(s.buf) {
+		n := copy(s.buf, s.buf[s.off:])
+		s.buf = s.buf[:n]
+		s.off = 0
+	}
+	s.buf = append(s.buf, p...)
+}
+
+// Close implements stream.ResponseWriter.
+func (s *h2Stream) Close(trailers []stream.Field) error {
+	c := s.c
+	if c.dead {
+		return ErrConnClosed
+	}
+	if s.closed {
+		return ErrStreamClosed
+	}
+	if !s.headersDone {
+		return ErrNoHeaders
+	}
+	if s.endQueued {
+		return ErrStreamClosed
+	}
+	s.endQueued = true
+	if len(trailers) > 0 {
+		s.trailers = append([]stream.Field(nil), trailers...)
+	}
+	c.depth++
+	if s.pending() == 0 {
+		c.finishStream(s)
+	} else {
+		c.enqueue(s)
+	}
+	c.exit()
+	return nil
+}
+
+// Reset implements stream.ResponseWriter.
+func (s *h2Stream) Reset(code uint32) {
+	c := s.c
+	if c.dead || s.closed {
+		return
+	}
+	c.depth++
+	c.fr.WriteRSTStream(s.id, http2.ErrCode(code))
+	c.closeStream(s, closedByUs, nil)
+	c.exit()
+}
+
+// Consumed implements stream.ResponseWriter: the windows reopen as the
+// handler consumes, with small updates batched (see inflow.add).
+func (s *h2Stream) Consumed(n int) {
+	c := s.c
+	if c.dead || s.closed || n <= 0 {
+		return
+	}
+	n = min(n, s.unconsumed)
+	s.unconsumed -= n
+	c.depth++
+	s.credit(n)
+	c.exit()
+}
+
+// finishStream writes the end of a response whose body is all sent.
+func (c *ServerConn) finishStream(s *h2Stream) {
+	if len(s.trailers) > 0 {
+		c.writeBlock(s.id, c.encodeHead(0, s.trailers), true)
+		s.trailers = nil
+	} else {
+		c.writeData(s.id, true, nil)
+	}
+	c.localEnd(s)
+}
+
+// localEnd handles our END_STREAM: the stream closes if the client is done
+// too; otherwise RFC 9113 §8.1 lets us stop its upload with
+// RST_STREAM(NO_ERROR).
+func (c *ServerConn) localEnd(s *h2Stream) {
+	s.localEnded = true
+	if s.remoteEnded {
+		c.closeStream(s, closedDone, nil)
+		return
+	}
+	c.fr.WriteRSTStream(s.id, http2.ErrCodeNo)
+	c.closeStream(s, closedByUs, nil)
+}
+
+// closeStream forgets a stream; a non-nil err goes to the handler's OnAbort.
+func (c *ServerConn) closeStream(s *h2Stream, how uint8, err error) {
+	if s.closed {
+		return
+	}
+	s.closed = true
+	delete(c.streams, s.id)
+	c.recordClosed(s.id, how)
+	if s.unconsumed > 0 {
+		c.creditConn(s.unconsumed)
+		s.unconsumed = 0
+	}
+	if s.buf != nil {
+		c.putBuf(s.buf)
+		s.buf, s.off = nil, 0
+	}
+	if len(c.streams) == 0 && c.idleTimer != nil {
+		c.idleSince = time.Now()
+	}
+	if err != nil && s.events != nil && !s.localEnded {
+		s.events.OnAbort(err)
+	}
+	if c.shutdown {
+		c.maybeFinishShutdown()
+	}
+}
+
+// enqueue puts a stream with something to send on the round-robin queue.
+func (c *ServerConn) enqueue(s *h2Stream) {
+	if s.queued || s.closed || s.localEnded {
+		return
+	}
+	if s.pending() == 0 && !s.endQueued {
+		return
+	}
+	if s.pending() > 0 && s.outWin <= 0 {
+		return // the stream's WINDOW_UPDATE will queue it
+	}
+	s.queued = true
+	c.wq = append(c.wq, s)
+}
+
+// writeQueued is the write scheduler: one DATA frame per turn for each
+// queued stream, round-robin, within the stream window, the connection
+// window, the client's frame size and the transport's high-water mark.
+func (c *ServerConn) writeQueued() {
+	for c.wqHead < len(c.wq) {
+		s := c.wq[c.wqHead]
+		if s.closed || s.localEnded {
+			c.popQueue()
+			continue
+		}
+		pend := s.pending()
+		if pend == 0 {
+			c.popQueue()
+			if s.endQueued {
+				c.finishStream(s)
+			}
+			continue
+		}
+		if s.outWin <= 0 {
+			c.popQueue()
+			continue
+		}
+		if c.outWin <= 0 {
+			break
+		}
+		budget := c.cfg.HighWater - c.t.Buffered() - len(c.out.b)
+		if budget <= 0 {
+			break
+		}
+		k := int64(min(pend, c.maxData()))
+		k = min(k, s.outWin, c.outWin)
+		last := int(k) == pend && s.endQueued && len(s.trailers) == 0
+		c.writeData(s.id, last, s.buf[s.off:s.off+int(k)])
+		s.off += int(k)
+		s.outWin -= k
+		c.outWin -= k
+		if s.off == len(s.buf) {
+			s.buf, s.off = s.buf[:0], 0
+		}
+		c.popQueue()
+		if last {
+			c.localEnd(s)
+			continue
+		}
+		if s.wantWritable && s.pending() <= c.cfg.StreamSendBuffer/2 {
+			s.wantWritable = false
+			c.writable = append(c.writable, s)
+		}
+		c.enqueue(s) // to the tail: round-robin
+	}
+	if c.wqHead == len(c.wq) {
+		clear(c.wq)
+		c.wq, c.wqHead = c.wq[:0], 0
+	} else if c.wqHead > 64 && c.wqHead > len(c.wq)/2 {
+		n := copy(c.wq, c.wq[c.wqHead:])
+		clear(c.wq[n:])
+		c.wq, c.wqHead = c.wq[:n], 0
+	}
+}
+
+func (c *ServerConn) popQueue() {
+	c.wq[c.wqHead].queued = false
+	c.wq[c.wqHead] = nil
+	c.wqHead++
+}
+
+func (c *ServerConn) maxData() int { return min(int(c.peerMaxFrame), maxDataFrame) }
+
+// sendDirect frames body bytes straight into the output when nothing is
+// queued ahead of them, saving the copy through the stream buffer.
+func (c *ServerConn) sendDirect(s *h2Stream, p []byte) int {
+	sent := 0
+	for len(p) > 0 {
+		budget := c.cfg.HighWater - c.t.Buffered() - len(c.out.b)
+		k := min(int64(len(p)), int64(c.maxData()), s.outWin, c.outWin)
+		if k <= 0 || budget <= 0 {
+			break
+		}
+		c.writeData(s.id, false, p[:k])
+		s.outWin -= k
+		c.outWin -= k
+		p = p[k:]
+		sent += int(k)
+	}
+	return sent
+}
+
+// writeData appends a DATA frame. It bypasses the Framer to save a copy of
+// the payload through the Framer's own buffer.
+func (c *ServerConn) writeData(id uint32, end bool, p []byte) {
+	var flags byte
+	if end {
+		flags = byte(http2.FlagDataEndStream)
+	}
+	n := len(p)
+	c.out.b = append(c.out.b, byte(n>>16), byte(n>>8), byte(n), byte(http2.FrameData), flags,
+		byte(id>>24), byte(id>>16), byte(id>>8), byte(id))
+	c.out.b = append(c.out.b, p...)
+}
+
+func (c *ServerConn) getBuf() []byte {
+	if n := len(c.bufFree); n > 0 {
+		b := c.bufFree[n-1]
+		c.bufFree[n-1] = nil
+		c.bufFree = c.bufFree[:n-1]
+		return b
+	}
+	return make([]byte, 0, min(c.cfg.StreamSendBuffer, 16<<10))
+}
+
+func (c *ServerConn) putBuf(b []byte) {
+	if len(c.bufFree) < 4 && cap(b) <= 2*c.cfg.StreamSendBuffer {
+		c.bufFree = append(c.bufFree, b[:0])
+	}
+}
