@@ -66,9 +66,12 @@ func (r *bodyReader) start(mode bodyMode, length int64, lim *Limits) {
 	}
 }
 
-// feed consumes framing and at most one run of body bytes from b. body is
-// a sub-slice of b; done reports the end of the body (trailers parsed).
-func (r *bodyReader) feed(b []byte) (n int, body []byte, done bool, err *Error) {
+// feed consumes framing and at most one run of up to maxBody body bytes
+// from b. body is a sub-slice of b; done reports the end of the body
+// (trailers parsed). With maxBody 0 it still consumes framing, so the end
+// of a body is seen even while the consumer's window is full — the h1
+// analogue of an END_STREAM flag, which costs no window either.
+func (r *bodyReader) feed(b []byte, maxBody int) (n int, body []byte, done bool, err *Error) {
 	switch r.mode {
 	case bodyNone:
 		return 0, nil, true, nil
@@ -76,14 +79,15 @@ func (r *bodyReader) feed(b []byte) (n int, body []byte, done bool, err *Error) 
 		if r.remaining == 0 {
 			return 0, nil, true, nil
 		}
-		k := len(b)
+		k := min(len(b), maxBody)
 		if int64(k) > r.remaining {
 			k = int(r.remaining)
 		}
 		r.remaining -= int64(k)
 		return k, b[:k:k], false, nil
 	case bodyClose:
-		return len(b), b, false, nil
+		k := min(len(b), maxBody)
+		return k, b[:k:k], false, nil
 	}
 	i := 0
 	for i < len(b) {
@@ -140,9 +144,12 @@ func (r *bodyReader) feed(b []byte) (n int, body []byte, done bool, err *Error) 
 			r.cs = csData
 			continue
 		case csData:
-			k := len(b) - i
+			k := min(len(b)-i, maxBody)
 			if int64(k) > r.remaining {
 				k = int(r.remaining)
+			}
+			if k == 0 {
+				return i, nil, false, nil
 			}
 			r.remaining -= int64(k)
 			if r.remaining == 0 {

@@ -74,6 +74,12 @@ func (p *RequestParser) Reset() {
 // Status is what the server should answer; the parser is then unusable
 // until Reset.
 func (p *RequestParser) Feed(b []byte) (n int, ev Event, err error) {
+	return p.feed(b, len(b))
+}
+
+// feed is Feed with at most maxBody body bytes reported, for a server
+// honouring its handler's window.
+func (p *RequestParser) feed(b []byte, maxBody int) (n int, ev Event, err error) {
 	if !p.inited {
 		p.init()
 	}
@@ -93,7 +99,7 @@ func (p *RequestParser) Feed(b []byte) (n int, ev Event, err error) {
 		p.state = stBody
 		return n, EventHead, nil
 	case stBody:
-		n, body, done, berr := p.br.feed(b)
+		n, body, done, berr := p.br.feed(b, maxBody)
 		if berr != nil {
 			p.state = stFailed
 			return n, EventNone, berr

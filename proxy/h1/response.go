@@ -103,7 +103,7 @@ func (p *ResponseParser) Feed(b []byte) (n int, ev Event, err error) {
 		p.state = stBody
 		return n, EventHead, nil
 	case stBody:
-		n, body, done, berr := p.br.feed(b)
+		n, body, done, berr := p.br.feed(b, len(b))
 		if berr != nil {
 			p.state = stFailed
 			return n, EventNone, berr

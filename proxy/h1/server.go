@@ -345,15 +345,11 @@ func (c *ServerConn) step(data []byte) ([]byte, error) {
 			if c.reqDone || len(data) == 0 && !c.bodyCanEnd() {
 				return data, nil
 			}
-			k := len(data)
+			room := len(data)
 			if c.deliver {
-				room := c.cfg.BodyWindow - c.unconsumed
-				if room <= 0 {
-					return data, nil
-				}
-				k = min(k, room)
+				room = max(0, c.cfg.BodyWindow-c.unconsumed)
 			}
-			n, ev, err := c.p.Feed(data[:k])
+			n, ev, err := c.p.feed(data, room)
 			data = data[n:]
 			if err != nil {
 				return nil, c.failBody(err)
@@ -380,10 +376,7 @@ func (c *ServerConn) step(data []byte) ([]byte, error) {
 				}
 				c.settle()
 			default:
-				if n == k && k < len(data)+n {
-					continue // stopped by the window; loop re-checks it
-				}
-				return data, nil
+				return data, nil // all consumed, or held back by the window
 			}
 		}
 	}

@@ -29,10 +29,10 @@ type testLoop struct {
 	noTimers bool // a clock whose timers never fire, for allocation counts
 }
 
-func (l *testLoop) Write(p []byte)             { l.out.Write(p); l.writeCnt++ }
-func (l *testLoop) Buffered() int              { return l.out.Len() - l.flushed }
-func (l *testLoop) PauseRead(p bool)           { l.paused = p; l.pauses += b2i(p) }
-func (l *testLoop) Close()                     { l.closed = true }
+func (l *testLoop) Write(p []byte)   { l.out.Write(p); l.writeCnt++ }
+func (l *testLoop) Buffered() int    { return l.out.Len() - l.flushed }
+func (l *testLoop) PauseRead(p bool) { l.paused = p; l.pauses += b2i(p) }
+func (l *testLoop) Close()           { l.closed = true }
 func (l *testLoop) Clock() stream.Clock {
 	if l.noTimers {
 		return nopClock{}
@@ -45,7 +45,7 @@ type nopClock struct{}
 var theNopTimer = &loopTimer{stopped: true}
 
 func (nopClock) AfterFunc(time.Duration, func()) stream.Timer { return theNopTimer }
-func (l *testLoop) RemoteAddr() netip.AddrPort { return netip.MustParseAddrPort("192.0.2.1:4242") }
+func (l *testLoop) RemoteAddr() netip.AddrPort                { return netip.MustParseAddrPort("192.0.2.1:4242") }
 
 func b2i(b bool) int {
 	if b {
@@ -227,7 +227,7 @@ func readResponses(t *testing.T, out string, closed bool, methods ...string) []g
 			case EventBody:
 				r.body += string(p.Body())
 			case EventDone:
-				r.trailers = p.Trailers()
+				r.trailers = append([]stream.Field(nil), p.Trailers()...)
 				r.keep = p.KeepAlive()
 				done = true
 			case EventNone:
@@ -773,4 +773,70 @@ func TestServerIdleTimerRestarts(t *testing.T) {
 		})
 	}
 	l.waitFor(t, "idle close", func() bool { return l.closed })
+}
+
+// TestServerBodyEndWithFullWindow: the end of a body costs no window, so a
+// handler that waits for OnBodyEnd before consuming is not deadlocked by a
+// body that exactly fills its window.
+func TestServerBodyEndWithFullWindow(t *testing.T) {
+	for _, in := range []string{
+		"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+		"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello",
+	} {
+		ev := &testEvents{}
+		h := &testHandler{serve: func(h *testHandler, req *stream.Request, w stream.ResponseWriter) stream.Events {
+			return ev
+		}}
+		l := newTestConn(h, ServerConfig{BodyWindow: 5})
+		for i := 0; i < len(in); i++ {
+			l.feed(t, in[i:i+1])
+		}
+		l.do(func() {
+			if !ev.ended || ev.body.String() != "hello" || l.paused {
+				t.Fatalf("%q: ended %v body %q paused %v", in, ev.ended, ev.body.String(), l.paused)
+			}
+		})
+	}
+}
+
+// TestServerSplitInvariance feeds a pipelined mix of requests split at
+// every position: the bytes written back must not depend on the split.
+func TestServerSplitInvariance(t *testing.T) {
+	in := "GET /a HTTP/1.1\r\nHost: h\r\n\r\n" +
+		"POST /b HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello" +
+		"\r\nPUT /c HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x\r\nde\r\n0\r\nT: 1\r\n\r\n" +
+		"HEAD /d HTTP/1.1\r\nHost: h\r\n\r\n" +
+		"GET /e HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"
+	run := func(pieces []string) (string, bool) {
+		h := &testHandler{serve: func(h *testHandler, req *stream.Request, w stream.ResponseWriter) stream.Events {
+			ev := &testEvents{consume: true, w: w}
+			path := req.Path
+			ev.onEnd = func() {
+				w.WriteHeader(200, nil, false)
+				w.Write([]byte(path + ":" + ev.body.String()))
+				w.Close([]stream.Field{{Name: "x-n", Value: strconv.Itoa(len(ev.trailers))}})
+			}
+			if !req.HasBody {
+				ev.onEnd()
+				return nil
+			}
+			return ev
+		}}
+		l := newTestConn(h, ServerConfig{BodyWindow: 2})
+		for _, p := range pieces {
+			l.feed(t, p)
+		}
+		l.waitFor(t, "close", func() bool { return l.closed })
+		return l.output(), l.closed
+	}
+	want, _ := run([]string{in})
+	rs := readResponses(t, want, true, "GET", "POST", "PUT", "HEAD", "GET")
+	if rs[1].body != "/b:hello" || rs[2].body != "/c:abcde" || rs[2].trailers[0].Value != "1" || rs[3].body != "" || rs[4].keep {
+		t.Fatalf("%+v", rs)
+	}
+	for _, pieces := range splitsOf(in) {
+		if got, _ := run(pieces); got != want {
+			t.Fatalf("split %q:\n got %q\nwant %q", pieces, got, want)
+		}
+	}
 }
