@@ -212,7 +212,8 @@ func init() {
 	}
 }
 
-// lower returns b's ASCII lowercase form in place.
+// lowerInPlace lowercases ASCII letters in b; field names are lowercased
+// in the head buffer itself so that no second copy is needed.
 func lowerInPlace(b []byte) {
 	for i, c := range b {
 		if 'A' <= c && c <= 'Z' {
