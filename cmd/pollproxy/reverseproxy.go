@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/stream"
+)
+
+func init() {
+	addCommand("reverse-proxy", "proxy HTTPS (h2, HTTP/1.1) on --from to HTTP/1.1 upstreams on --to", func(args []string) error {
+		return runReverseProxy("reverse-proxy", args, nil)
+	})
+}
+
+// runReverseProxy parses the reverse-proxy flags and serves until a signal.
+// announce, when set, is called once serving with the URL and certificate.
+func runReverseProxy(name string, args []string, announce func(url, certPath string)) error {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	from := fs.String("from", "localhost:8443", "address to accept HTTPS on, host:port")
+	to := fs.String("to", "", "upstream HTTP/1.1 address(es), host:port[,host:port...] (required)")
+	certFile := fs.String("cert", "", "certificate file (PEM); default: a self-signed certificate for the --from host")
+	keyFile := fs.String("key", "", "private key file (PEM)")
+	policy := fs.String("lb", string(proxy.RoundRobin), "load balancing across upstreams: round_robin, least_conn, first")
+	maxIdle := fs.Int("max-idle", 0, "kept-alive idle connections per upstream per loop (0: as many as -max-conns)")
+	maxConns := fs.Int("max-conns", 256, "connections per upstream per loop; requests beyond wait in a bounded queue")
+	var lf loopFlags
+	lf.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *to == "" {
+		fs.Usage()
+		return fmt.Errorf("--to is required, e.g. --to 127.0.0.1:8080")
+	}
+	if !proxy.ValidPolicy(proxy.Policy(*policy)) {
+		return fmt.Errorf("--lb %q: want round_robin, least_conn or first", *policy)
+	}
+	ups, err := resolveUpstreams(*to)
+	if err != nil {
+		return err
+	}
+	cfg := proxy.Config{Upstreams: ups, Policy: proxy.Policy(*policy), Pool: proxy.PoolConfig{MaxIdle: *maxIdle, MaxConns: *maxConns}}.WithDefaults()
+	tlsCfg, certPath, err := certificate(*certFile, *keyFile, hostsOf(*from))
+	if err != nil {
+		return err
+	}
+	r, err := start(lf, *from, tlsCfg, func(l *netpoll.Loop) stream.Handler { return proxy.NewHandler(l, cfg) })
+	if err != nil {
+		return err
+	}
+	url := "https://" + displayHost(*from, r.srv.Addr().Port()) + "/"
+	fmt.Printf("pollproxy: %s -> %s on %s\n", url, *to, r.describeLoops())
+	if *certFile == "" {
+		fmt.Printf("self-signed certificate: %s\n", certPath)
+	}
+	if announce != nil {
+		announce(url, certPath)
+	}
+	return r.waitForSignal(10 * time.Second)
+}
+
+func resolveUpstreams(list string) ([]*proxy.Upstream, error) {
+	var ups []*proxy.Upstream
+	for _, hp := range strings.Split(list, ",") {
+		hp = strings.TrimSpace(hp)
+		if hp == "" {
+			continue
+		}
+		if !strings.Contains(hp, ":") {
+			return nil, fmt.Errorf("upstream %q: want host:port", hp)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		addrs, err := netpoll.ResolveTCP(ctx, hp)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("upstream %q: %w", hp, err)
+		}
+		ups = append(ups, &proxy.Upstream{Name: hp, Addr: addrs[0]})
+	}
+	if len(ups) == 0 {
+		return nil, fmt.Errorf("no upstream in %q", list)
+	}
+	return ups, nil
+}
+
+// displayHost is the host part of the listen address with the real port.
+func displayHost(listen string, port uint16) string {
+	host := hostsOf(listen)[0]
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	return fmt.Sprintf("%s:%d", host, port)
+}

@@ -1,0 +1,366 @@
+package server
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/proxy/h1"
+	"github.com/pollproxy/pollproxy/proxy/h2"
+	"github.com/pollproxy/pollproxy/proxy/stream"
+	pptls "github.com/pollproxy/pollproxy/tls"
+)
+
+// Output watermarks: a front end is told the connection drained once the
+// bytes queued for the socket fall below lowWater after having been at or
+// above it.
+const (
+	lowWater = 64 << 10
+	// readBudget bounds socket reads per event, so a client streaming an
+	// upload cannot starve the loop's other connections.
+	readBudget = 8
+	// lingerTimeout bounds how long a closing connection keeps reading
+	// (and discarding) so that the peer sees our last bytes instead of a
+	// reset caused by unread input.
+	lingerTimeout = 2 * time.Second
+	// plainKeep is the capacity of the plaintext staging buffer that an
+	// idle connection keeps.
+	plainKeep = 32 << 10
+)
+
+type connState uint8
+
+const (
+	stateHandshake connState = iota
+	stateOpen
+	stateClosing // flushing the last bytes, then linger
+	stateLinger  // write side shut, discarding input until EOF or timeout
+	stateClosed
+)
+
+// conn is one client connection: a socket registered once with the loop, a
+// TLS session over it, and the front end (HTTP/2 or HTTP/1.1) chosen by
+// ALPN. It implements stream.Transport for that front end.
+type conn struct {
+	ls     *loopState
+	desc   *netpoll.Desc
+	sess   *pptls.Session
+	proto  stream.ServerConn
+	remote netip.AddrPort
+	state  connState
+
+	plain       []byte // plaintext from the front end, encrypted at Flush
+	flushQueued bool
+	writeBlock  bool // the socket refused bytes: waiting for writable
+	readPaused  bool
+	hsPosted    atomic.Bool // a handshake notification is queued on the loop
+	timer       *netpoll.Timer
+	closeErr    error
+}
+
+func (c *conn) interest() netpoll.Interest {
+	var want netpoll.Interest
+	if !c.readPaused || c.state != stateOpen {
+		want |= netpoll.Read
+	}
+	if c.writeBlock {
+		want |= netpoll.Write
+	}
+	return want
+}
+
+// HandleEvent is called by the loop when the socket is ready.
+func (c *conn) HandleEvent(ev netpoll.Event) {
+	if ev&netpoll.EventWrite != 0 {
+		c.writeSocket()
+	}
+	if ev&(netpoll.EventRead|netpoll.EventHup|netpoll.EventErr) != 0 && c.state != stateClosed {
+		c.readSocket()
+	}
+}
+
+func (c *conn) readSocket() {
+	buf := c.ls.readBuf
+	for i := 0; i < readBudget; i++ {
+		if c.state == stateOpen && c.readPaused {
+			return
+		}
+		n, err := unix.Read(c.desc.FD(), buf)
+		if n > 0 {
+			if c.state == stateLinger {
+				continue
+			}
+			if ferr := c.sess.Feed(buf[:n]); ferr != nil {
+				c.destroy(ferr)
+				return
+			}
+			if c.state == stateOpen && !c.decrypt() {
+				return
+			}
+			if n < len(buf) {
+				// The receive queue was emptied by this read: data that
+				// arrives later raises a new edge.
+				return
+			}
+			continue
+		}
+		switch {
+		case n == 0 && err == nil:
+			c.peerClosed()
+			return
+		case err == unix.EAGAIN:
+			return
+		case err == unix.EINTR:
+			continue
+		default:
+			c.destroy(err)
+			return
+		}
+	}
+	c.desc.Kick(netpoll.EventRead)
+}
+
+// decrypt feeds every complete record to the front end. It reports false
+// when the connection went away meanwhile.
+func (c *conn) decrypt() bool {
+	plain := c.ls.plainBuf
+	for c.state == stateOpen && !c.readPaused {
+		n, err := c.sess.Read(plain)
+		if n > 0 {
+			if perr := c.proto.Feed(plain[:n]); perr != nil {
+				c.Close()
+				return false
+			}
+			continue
+		}
+		switch {
+		case errors.Is(err, pptls.ErrWouldBlock):
+			if c.sess.Buffered() > 0 {
+				c.queueFlush() // crypto/tls answered something (KeyUpdate)
+			}
+			return c.state != stateClosed
+		case err == io.EOF:
+			c.peerClosed()
+		default:
+			c.destroy(err)
+		}
+		return false
+	}
+	return c.state != stateClosed
+}
+
+// peerClosed handles the client's end of stream: whatever is queued is
+// still written, then the connection goes.
+func (c *conn) peerClosed() {
+	if c.state == stateLinger || c.state == stateClosing {
+		c.destroy(nil)
+		return
+	}
+	c.abortProto(io.EOF)
+	c.writeSocket()
+	c.destroy(nil)
+}
+
+func (c *conn) abortProto(err error) {
+	if p := c.proto; p != nil {
+		c.proto = nil
+		p.Abort(err)
+	}
+}
+
+// notifyHandshake is called by a handshake worker when the session has
+// output or has finished; the loop picks it up as a task.
+func (c *conn) notifyHandshake() {
+	if c.hsPosted.CompareAndSwap(false, true) {
+		c.ls.loop.Post(c.handshakeProgress)
+	}
+}
+
+func (c *conn) handshakeProgress() {
+	c.hsPosted.Store(false)
+	if c.state != stateHandshake {
+		return
+	}
+	c.writeSocket()
+	done, err := c.sess.HandshakeDone()
+	if !done || c.state != stateHandshake {
+		return
+	}
+	if err != nil {
+		c.ls.srv.handshakeErrors.Add(1)
+		c.writeSocket() // a final alert
+		c.destroy(err)
+		return
+	}
+	c.state = stateOpen
+	t := c.ls.srv
+	if c.sess.ALPN() == "h2" {
+		c.proto = h2.NewServerConn(c, c.ls.handler, t.cfg.H2)
+	} else {
+		c.proto = h1.NewServerConn(c, c.ls.handler, t.cfg.H1)
+	}
+	if c.ls.draining {
+		c.proto.Shutdown()
+	}
+	// Application data may have arrived along with the client's Finished.
+	if c.decrypt() {
+		c.queueFlush()
+	}
+}
+
+// Write queues plaintext for the client (stream.Transport).
+func (c *conn) Write(p []byte) {
+	if c.state != stateOpen {
+		return
+	}
+	c.plain = append(c.plain, p...)
+	c.queueFlush()
+}
+
+// Buffered reports the bytes queued and not yet on the socket.
+func (c *conn) Buffered() int { return len(c.plain) + c.sess.Buffered() }
+
+// PauseRead stops or resumes feeding client bytes to the front end.
+func (c *conn) PauseRead(pause bool) {
+	if c.readPaused == pause || c.state != stateOpen {
+		return
+	}
+	c.readPaused = pause
+	c.desc.SetInterest(c.interest())
+	if !pause {
+		// Records already buffered in the session come first; then the
+		// socket, whose edge may have passed while paused.
+		if c.decrypt() {
+			c.desc.Kick(netpoll.EventRead)
+		}
+	}
+}
+
+// Close flushes what is queued, sends close_notify and closes.
+func (c *conn) Close() {
+	if c.state != stateOpen {
+		return
+	}
+	c.state = stateClosing
+	c.proto = nil
+	c.Flush()
+}
+
+// Clock schedules on the owning loop.
+func (c *conn) Clock() stream.Clock { return loopClock{c.ls.loop} }
+
+// RemoteAddr is the client's address.
+func (c *conn) RemoteAddr() netip.AddrPort { return c.remote }
+
+func (c *conn) queueFlush() {
+	if !c.flushQueued {
+		c.flushQueued = true
+		c.ls.loop.FlushLater(c)
+	}
+}
+
+// Flush encrypts what the front end wrote this iteration in one go and
+// writes it to the socket: one write per connection per loop iteration.
+func (c *conn) Flush() {
+	c.flushQueued = false
+	if c.state == stateClosed {
+		return
+	}
+	if len(c.plain) > 0 {
+		if _, err := c.sess.Write(c.plain); err != nil {
+			c.destroy(err)
+			return
+		}
+		c.plain = c.plain[:0]
+		if cap(c.plain) > 4*plainKeep {
+			c.plain = make([]byte, 0, plainKeep)
+		}
+	}
+	if c.state == stateClosing && c.closeErr == nil {
+		c.closeErr = errClosing
+		c.sess.CloseNotify()
+	}
+	c.writeSocket()
+}
+
+var errClosing = errors.New("closing")
+
+func (c *conn) writeSocket() {
+	before := c.sess.Buffered()
+	for {
+		out := c.sess.Output()
+		if len(out) == 0 {
+			break
+		}
+		n, err := unix.Write(c.desc.FD(), out)
+		if n > 0 {
+			c.sess.Consume(n)
+		}
+		if err == nil || err == unix.EINTR {
+			continue
+		}
+		if err == unix.EAGAIN {
+			if !c.writeBlock {
+				c.writeBlock = true
+				c.desc.SetInterest(c.interest())
+			}
+			return
+		}
+		c.destroy(err)
+		return
+	}
+	if c.writeBlock {
+		c.writeBlock = false
+		c.desc.SetInterest(c.interest())
+	}
+	switch c.state {
+	case stateClosing:
+		c.linger()
+	case stateOpen:
+		if before >= lowWater && c.proto != nil {
+			c.proto.OnDrained()
+		}
+	}
+}
+
+// linger shuts the write side and discards input for a while, so the
+// client reads our last response before the socket is closed.
+func (c *conn) linger() {
+	c.state = stateLinger
+	unix.Shutdown(c.desc.FD(), unix.SHUT_WR)
+	c.desc.SetInterest(netpoll.Read)
+	c.timer = c.ls.loop.AfterFunc(lingerTimeout, func() { c.destroy(nil) })
+	c.desc.Kick(netpoll.EventRead)
+}
+
+// destroy releases everything at once: socket, session, front end.
+func (c *conn) destroy(err error) {
+	if c.state == stateClosed {
+		return
+	}
+	c.abortProto(connGone(err))
+	c.state = stateClosed
+	c.timer.Stop()
+	c.desc.Close()
+	c.sess.Close()
+	c.plain = nil
+	delete(c.ls.conns, c)
+	c.ls.srv.active.Add(-1)
+}
+
+func connGone(err error) error {
+	if err == nil {
+		return net.ErrClosed
+	}
+	return err
+}
+
+type loopClock struct{ l *netpoll.Loop }
+
+func (c loopClock) AfterFunc(d time.Duration, f func()) stream.Timer { return c.l.AfterFunc(d, f) }

@@ -1,0 +1,263 @@
+// Package server accepts TLS connections on every loop of a netpoll.Group
+// and serves them with pollproxy's HTTP/2 or HTTP/1.1 front end, chosen by
+// ALPN. It joins the pieces: sockets registered once, handshakes on the
+// worker pool, the TLS record layer on the loop, and a stream.Handler per
+// loop.
+package server
+
+import (
+	"context"
+	stdtls "crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/proxy/h1"
+	"github.com/pollproxy/pollproxy/proxy/h2"
+	"github.com/pollproxy/pollproxy/proxy/stream"
+	pptls "github.com/pollproxy/pollproxy/tls"
+)
+
+// Config describes one listening address and how to serve it.
+type Config struct {
+	// Addr is the TCP address to listen on, "host:port".
+	Addr string
+	// TLS is the server configuration; its NextProtos decide which front
+	// ends clients can reach.
+	TLS *stdtls.Config
+	// NewHandler returns the handler for one loop; it is called once per
+	// loop, on that loop, so a handler may keep per-loop state (pools)
+	// without locks.
+	NewHandler func(l *netpoll.Loop) stream.Handler
+	// H2 and H1 configure the front ends.
+	H2 h2.Config
+	H1 h1.ServerConfig
+	// HandshakeWorkers, HandshakeQueue and HandshakeTimeout size the TLS
+	// handshake pool (defaults: GOMAXPROCS workers, 1024 queued, 10s).
+	HandshakeWorkers int
+	HandshakeQueue   int
+	HandshakeTimeout time.Duration
+}
+
+// Server serves one address on every loop of a group.
+type Server struct {
+	cfg   Config
+	group *netpoll.Group
+	pool  *pptls.HandshakePool
+	addr  netip.AddrPort
+	fds   []int
+	loops []*loopState
+
+	active          atomic.Int64
+	accepted        atomic.Uint64
+	handshakeErrors atomic.Uint64
+	rejected        atomic.Uint64
+}
+
+// loopState is what the server keeps per loop: only that loop touches it.
+type loopState struct {
+	srv       *Server
+	loop      *netpoll.Loop
+	handler   stream.Handler
+	conns     map[*conn]struct{}
+	listener  *netpoll.Listener
+	readBuf   []byte // shared by the loop's connections: a read is fed on at once
+	plainBuf  []byte
+	draining  bool
+	localAddr net.Addr
+}
+
+// New opens the listeners and registers them with the group's loops, which
+// must be running. On Linux every loop gets its own SO_REUSEPORT listener so
+// the kernel balances connections; elsewhere the loops share one.
+func New(g *netpoll.Group, cfg Config) (*Server, error) {
+	if cfg.TLS == nil || cfg.NewHandler == nil {
+		return nil, errors.New("server: TLS config and handler are required")
+	}
+	addrs, err := netpoll.ResolveTCP(context.Background(), cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
+	}
+	s := &Server{cfg: cfg, group: g}
+	perLoop := runtime.GOOS == "linux"
+	addr := addrs[0]
+	for i := range g.Loops() {
+		if i > 0 && !perLoop {
+			break
+		}
+		fd, err := netpoll.Listen(addr, perLoop, 0)
+		if err != nil {
+			s.closeFDs()
+			return nil, err
+		}
+		if i == 0 {
+			// With port 0 the first listener picks the port; the rest of
+			// the group binds the same one.
+			addr, _ = netpoll.LocalAddr(fd)
+		}
+		s.fds = append(s.fds, fd)
+	}
+	s.addr = addr
+	s.pool = pptls.NewHandshakePool(cfg.HandshakeWorkers, orDefault(cfg.HandshakeQueue, 1024), cfg.HandshakeTimeout)
+
+	errs := make(chan error, len(g.Loops()))
+	for i, l := range g.Loops() {
+		ls := &loopState{
+			srv: s, loop: l,
+			conns:     make(map[*conn]struct{}),
+			readBuf:   make([]byte, 64<<10),
+			plainBuf:  make([]byte, 32<<10),
+			localAddr: net.TCPAddrFromAddrPort(addr),
+		}
+		s.loops = append(s.loops, ls)
+		fd := s.fds[0]
+		if perLoop {
+			fd = s.fds[i]
+		}
+		l.Post(func() {
+			ls.handler = cfg.NewHandler(l)
+			ln, err := l.Listen(fd, ls.accept)
+			ls.listener = ln
+			errs <- err
+		})
+	}
+	for range g.Loops() {
+		if err := <-errs; err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func orDefault(v, d int) int {
+	if v <= 0 {
+		return d
+	}
+	return v
+}
+
+// Addr is the address the server listens on (with the real port when the
+// configured one was 0).
+func (s *Server) Addr() netip.AddrPort { return s.addr }
+
+func (ls *loopState) accept(fd int, remote netip.AddrPort) {
+	s := ls.srv
+	s.accepted.Add(1)
+	if ls.draining {
+		unix.Close(fd)
+		return
+	}
+	netpoll.SetNoDelay(fd)
+	c := &conn{ls: ls, remote: remote}
+	c.sess = pptls.NewServerSession(s.cfg.TLS, ls.localAddr, net.TCPAddrFromAddrPort(remote))
+	d, err := ls.loop.Register(fd, c, netpoll.Read)
+	if err != nil {
+		unix.Close(fd)
+		s.rejected.Add(1)
+		return
+	}
+	c.desc = d
+	ls.conns[c] = struct{}{}
+	s.active.Add(1)
+	if err := s.pool.Start(c.sess, c.notifyHandshake); err != nil {
+		s.rejected.Add(1)
+		c.destroy(err)
+	}
+}
+
+// Stats are a server's connection counters.
+type Stats struct {
+	Active          int64
+	Accepted        uint64
+	HandshakeErrors uint64
+	Rejected        uint64
+}
+
+// Stats returns the server's counters; safe from any goroutine.
+func (s *Server) Stats() Stats {
+	return Stats{
+		Active:          s.active.Load(),
+		Accepted:        s.accepted.Load(),
+		HandshakeErrors: s.handshakeErrors.Load(),
+		Rejected:        s.rejected.Load(),
+	}
+}
+
+// Shutdown stops accepting, asks every connection to finish gracefully
+// (GOAWAY on h2, Connection: close after the current response on h1) and
+// waits until they are gone or ctx ends; then it closes what is left.
+func (s *Server) Shutdown(ctx context.Context) error {
+	for _, ls := range s.loops {
+		ls.loop.Post(func() {
+			ls.draining = true
+			if ls.listener != nil {
+				ls.listener.Close()
+			}
+			for c := range ls.conns {
+				switch {
+				case c.proto != nil:
+					c.proto.Shutdown()
+				case c.state == stateHandshake:
+					c.destroy(errShutdown)
+				}
+			}
+		})
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for s.active.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			s.Close()
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+	s.Close()
+	return nil
+}
+
+var errShutdown = errors.New("server shutting down")
+
+// Close closes every connection and listener at once.
+func (s *Server) Close() {
+	done := make(chan struct{}, len(s.loops))
+	for _, ls := range s.loops {
+		ls.loop.Post(func() {
+			ls.draining = true
+			if ls.listener != nil {
+				ls.listener.Close()
+				ls.listener = nil
+			}
+			for c := range ls.conns {
+				c.destroy(errShutdown)
+			}
+			done <- struct{}{}
+		})
+	}
+	for range s.loops {
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second): // a loop that is gone
+		}
+	}
+	s.closeFDs()
+	if s.pool != nil {
+		s.pool.Close()
+	}
+}
+
+func (s *Server) closeFDs() {
+	for _, fd := range s.fds {
+		unix.Close(fd)
+	}
+	s.fds = nil
+}
