@@ -38,6 +38,25 @@ type exchange struct {
 	pending                     []byte // response body the client has not taken yet
 	timer                       *netpoll.Timer
 	status                      int
+	bytesOut                    int64
+	errText                     string
+	log                         *RequestLog // request facts kept for the observer; nil without one
+}
+
+// observe reports the finished exchange, once.
+func (ex *exchange) observe() {
+	o := ex.h.cfg.Observer
+	if o == nil || ex.log == nil {
+		return
+	}
+	l := ex.log
+	ex.log = nil
+	l.Status, l.BytesOut, l.Reused, l.Error = ex.status, ex.bytesOut, ex.reused, ex.errText
+	if ex.pool != nil {
+		l.Upstream = ex.pool.up.Name
+	}
+	l.Duration = ex.h.loop.Now().Sub(l.Start)
+	o.Observe(l)
 }
 
 var _ stream.Events = (*exchange)(nil)
@@ -119,6 +138,7 @@ func (ex *exchange) OnWritable() {
 		ex.abortBackend()
 		return
 	}
+	ex.bytesOut += int64(n)
 	ex.pending = ex.pending[n:]
 	if len(ex.pending) == 0 && ex.bc != nil {
 		ex.bc.resume()
@@ -132,8 +152,9 @@ func (ex *exchange) OnAbort(error) {
 	if ex.finished {
 		return
 	}
-	ex.finished = true
+	ex.errText = "client went away"
 	ex.abortBackend()
+	ex.observe()
 }
 
 func (ex *exchange) abortBackend() {
@@ -189,6 +210,7 @@ func (ex *exchange) parse() bool {
 				ex.abortBackend()
 				return false
 			}
+			ex.bytesOut += int64(k)
 			if k < len(body) {
 				ex.pending = body[k:]
 				bc.setInterest()
@@ -227,6 +249,7 @@ func (ex *exchange) complete(keepAlive bool, trailers []stream.Field) {
 	// request from inside Close.
 	bc.done(keepAlive && (ex.bodyEnded || !ex.hasBody))
 	ex.w.Close(trailers)
+	ex.observe()
 }
 
 // originEOF: the origin closed the connection.
@@ -260,9 +283,7 @@ func (ex *exchange) backendFailed(err error) {
 	ex.pool.up.failed(ex.h.cfg.Health, ex.h.loop.Now())
 	if ex.headSent {
 		slog.Warn("upstream broke mid-response", "upstream", ex.pool.up.Name, "err", err)
-		ex.finished = true
-		ex.timer.Stop()
-		ex.w.Reset(stream.CodeInternal)
+		ex.reset("upstream broke mid-response: " + errText(err))
 		return
 	}
 	ex.fail(502, "bad gateway: "+errText(err))
@@ -288,9 +309,7 @@ func (ex *exchange) badResponse(err error) {
 	}
 	ex.pool.up.failed(ex.h.cfg.Health, ex.h.loop.Now())
 	if ex.headSent {
-		ex.finished = true
-		ex.timer.Stop()
-		ex.w.Reset(stream.CodeInternal)
+		ex.reset("malformed response body from upstream")
 		return
 	}
 	ex.fail(502, "bad gateway: malformed response from upstream")
@@ -332,8 +351,16 @@ func (ex *exchange) readTimedOut() {
 	if bc := ex.bc; bc != nil {
 		bc.close()
 	}
+	ex.reset("upstream read timed out")
+}
+
+// reset aborts the client's stream after its head went out.
+func (ex *exchange) reset(why string) {
 	ex.finished = true
+	ex.timer.Stop()
+	ex.status, ex.errText = 0, why
 	ex.w.Reset(stream.CodeInternal)
+	ex.observe()
 }
 
 // fail answers the client with a short error response (or resets the
@@ -349,10 +376,10 @@ func (ex *exchange) fail(status int, msg string) {
 		ex.queued = nil
 	}
 	if ex.headSent {
-		ex.w.Reset(stream.CodeInternal)
+		ex.reset(msg)
 		return
 	}
-	ex.status = status
+	ex.status, ex.errText = status, msg
 	ex.headSent = true
 	body := msg + "\n"
 	ex.w.WriteHeader(status, []stream.Field{
@@ -361,6 +388,7 @@ func (ex *exchange) fail(status int, msg string) {
 	}, false)
 	ex.w.Write([]byte(body))
 	ex.w.Close(nil)
+	ex.observe()
 }
 
 func errText(err error) string {

@@ -26,6 +26,8 @@ type Config struct {
 	ReadTimeout           time.Duration
 	// HeaderUp and HeaderDown edit request and response fields.
 	HeaderUp, HeaderDown []HeaderOp
+	// Observer, when set, gets every finished request (metrics, access log).
+	Observer Observer
 }
 
 // WithDefaults returns c with zero values replaced by pollproxy's defaults.
@@ -85,6 +87,12 @@ func NewHandler(l *netpoll.Loop, cfg Config) *Handler {
 // Serve proxies one request.
 func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
 	ex := &exchange{h: h, g: &h.group, w: w, method: req.Method, hasBody: req.HasBody}
+	if h.cfg.Observer != nil {
+		ex.log = &RequestLog{
+			Loop: h.loop.ID(), Poller: h.loop.Backend(), Proto: req.Proto, Method: req.Method,
+			Authority: req.Authority, Path: req.Path, Remote: req.RemoteAddr, Start: h.loop.Now(),
+		}
+	}
 	length := h1.LengthNone
 	switch {
 	case req.ContentLength >= 0:

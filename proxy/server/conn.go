@@ -201,9 +201,9 @@ func (c *conn) handshakeProgress() {
 	c.state = stateOpen
 	t := c.ls.srv
 	if c.sess.ALPN() == "h2" {
-		c.proto = h2.NewServerConn(c, c.ls.handler, t.cfg.H2)
+		c.proto = h2.NewServerConn(c, c.ls, t.cfg.H2)
 	} else {
-		c.proto = h1.NewServerConn(c, c.ls.handler, t.cfg.H1)
+		c.proto = h1.NewServerConn(c, c.ls, t.cfg.H1)
 	}
 	if c.ls.draining {
 		c.proto.Shutdown()

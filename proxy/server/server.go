@@ -137,6 +137,29 @@ func New(g *netpoll.Group, cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// Serve hands a request to the loop's current handler. Front ends are
+// given the loopState rather than the handler itself so that SetHandler
+// reaches requests on connections that are already open.
+func (ls *loopState) Serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
+	return ls.handler.Serve(req, w)
+}
+
+// SetHandler replaces every loop's handler (a configuration reload). New
+// requests, also on open connections, go to the new handler; requests in
+// flight finish with the old one. It returns once every loop switched.
+func (s *Server) SetHandler(newHandler func(l *netpoll.Loop) stream.Handler) {
+	done := make(chan struct{}, len(s.loops))
+	for _, ls := range s.loops {
+		ls.loop.Post(func() {
+			ls.handler = newHandler(ls.loop)
+			done <- struct{}{}
+		})
+	}
+	for range s.loops {
+		<-done
+	}
+}
+
 func orDefault(v, d int) int {
 	if v <= 0 {
 		return d
