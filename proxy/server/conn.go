@@ -34,6 +34,9 @@ const (
 	plainKeep = 32 << 10
 )
 
+// acmeALPN is the protocol of ACME TLS-ALPN-01 validations (RFC 8737).
+const acmeALPN = "acme-tls/1"
+
 type connState uint8
 
 const (
@@ -196,6 +199,11 @@ func (c *conn) handshakeProgress() {
 		c.ls.srv.handshakeErrors.Add(1)
 		c.writeSocket() // a final alert
 		c.destroy(err)
+		return
+	}
+	if c.sess.ALPN() == acmeALPN {
+		// A TLS-ALPN-01 validation: the certificate was the answer.
+		c.destroy(nil)
 		return
 	}
 	c.state = stateOpen
