@@ -27,7 +27,8 @@ type Config struct {
 	// MaxHeaderListSize bounds a decoded request header (or trailer) list,
 	// counted as in RFC 9113 §6.5.2 (name + value + 32 per field). It is
 	// advertised as SETTINGS_MAX_HEADER_LIST_SIZE. A larger request is
-	// answered with 431. Default 64 KiB.
+	// answered with 431; a single field over twice the limit closes the
+	// connection (ENHANCE_YOUR_CALM). Default 64 KiB.
 	MaxHeaderListSize uint32
 
 	// MaxHeaderBlockBytes bounds the encoded bytes of one header block,

@@ -147,7 +147,9 @@ func NewServerConn(t stream.Transport, h stream.Handler, cfg Config) *ServerConn
 	c.fr.SetMaxReadFrameSize(ourMaxFrameSize)
 	c.fr.SetReuseFrames()
 	c.dec = hpack.NewDecoder(headerTableSize, c.onField)
-	c.dec.SetMaxStringLength(int(c.cfg.MaxHeaderListSize))
+	// One field larger than twice the list limit is a connection error
+	// (the decoder cannot skip it); smaller excess is answered with 431.
+	c.dec.SetMaxStringLength(2 * int(c.cfg.MaxHeaderListSize))
 	c.henc = hpack.NewEncoder(&c.hbuf)
 	c.inflow.init(initialWindow)
 

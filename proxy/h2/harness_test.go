@@ -158,14 +158,22 @@ func (s *testServer) lock(f func()) {
 // memory reports the bytes the connection holds: input, output, stream
 // buffers and what the transport has queued.
 func (s *testServer) memory() (n int) {
-	s.lock(func() {
-		c := s.sc
-		n = cap(c.in) + cap(c.out.b) + s.tr.Buffered()
-		for _, st := range c.streams {
-			n += cap(st.buf)
-		}
-	})
+	s.lock(func() { n = s.memLocked() })
 	return n
+}
+
+func (s *testServer) memLocked() int {
+	c := s.sc
+	n := cap(c.in) + cap(c.out.b) + s.tr.Buffered()
+	for _, st := range c.streams {
+		n += cap(st.buf)
+	}
+	return n
+}
+
+// sampleMem records the largest memLocked seen in *m.
+func (s *testServer) sampleMem(m *int) {
+	s.lock(func() { *m = max(*m, s.memLocked()) })
 }
 
 // startServer serves h on one end of conn pair and returns the other end.

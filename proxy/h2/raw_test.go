@@ -23,6 +23,8 @@ type rawClient struct {
 	enc  *hpack.Encoder
 	ebuf bytes.Buffer
 	ts   *testServer
+	// allowRST lets expectGoAway skip RST_STREAM frames.
+	allowRST bool
 }
 
 func newRaw(t testing.TB, h stream.Handler, cfg Config, settings ...http2.Setting) *rawClient {
@@ -110,7 +112,9 @@ func (rc *rawClient) expectGoAway(code http2.ErrCode) {
 			rc.expectClosed()
 			return
 		case *http2.RSTStreamFrame:
-			rc.t.Fatalf("RST_STREAM %v on %d, want GOAWAY(%v)", f.ErrCode, f.StreamID, code)
+			if !rc.allowRST {
+				rc.t.Fatalf("RST_STREAM %v on %d, want GOAWAY(%v)", f.ErrCode, f.StreamID, code)
+			}
 		}
 	}
 }
