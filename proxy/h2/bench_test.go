@@ -1,0 +1,91 @@
+package h2
+
+import (
+	"bytes"
+	"net/netip"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+
+	"github.com/pollproxy/pollproxy/proxy/stream"
+)
+
+// memTransport collects output in memory: the state machine without sockets.
+type memTransport struct{ n int }
+
+func (t *memTransport) Write(p []byte)             { t.n += len(p) }
+func (t *memTransport) Buffered() int              { return 0 }
+func (t *memTransport) PauseRead(bool)             {}
+func (t *memTransport) Close()                     {}
+func (t *memTransport) Clock() stream.Clock        { return nopClock{} }
+func (t *memTransport) RemoteAddr() netip.AddrPort { return netip.AddrPort{} }
+
+type nopClock struct{}
+type nopTimer struct{}
+
+func (nopClock) AfterFunc(time.Duration, func()) stream.Timer { return nopTimer{} }
+func (nopTimer) Stop() bool                                   { return true }
+
+// BenchmarkGET feeds one HEADERS frame per request (plus the client's
+// WINDOW_UPDATE for the previous body) and lets a handler answer with a
+// 1 KiB body from Serve: decode, validate, serve, encode, frame.
+func BenchmarkGET(b *testing.B) {
+	body := bytes.Repeat([]byte("x"), 1024)
+	fields := []stream.Field{{Name: "content-type", Value: "text/plain"}, {Name: "content-length", Value: "1024"}}
+	h := handlerFunc(func(req *stream.Request, w stream.ResponseWriter) stream.Events {
+		w.WriteHeader(200, fields, false)
+		w.Write(body)
+		w.Close(nil)
+		return nil
+	})
+	tr := &memTransport{}
+	sc := NewServerConn(tr, h, Config{IdleTimeout: -1})
+
+	var in bytes.Buffer
+	fr := http2.NewFramer(&in, nil)
+	in.WriteString(clientPreface)
+	fr.WriteSettings()
+	fr.WriteSettingsAck()
+	if err := sc.Feed(in.Bytes()); err != nil {
+		b.Fatal(err)
+	}
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb)
+	encode := func() []byte {
+		hb.Reset()
+		for _, f := range [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "example.test"},
+			{":path", "/index.html"}, {"user-agent", "bench/1.0"}, {"accept", "*/*"}} {
+			enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+		}
+		return append([]byte(nil), hb.Bytes()...)
+	}
+	// The first request fills both dynamic tables; every later block is
+	// the same few indexes, as on a kept-alive connection.
+	first := encode()
+	block := encode()
+	in.Reset()
+	fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: first, EndStream: true, EndHeaders: true})
+	if err := sc.Feed(in.Bytes()); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	id := uint32(3)
+	var msg []byte
+	for i := 0; i < b.N; i++ {
+		in.Reset()
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block, EndStream: true, EndHeaders: true})
+		fr.WriteWindowUpdate(0, 1024)
+		msg = append(msg[:0], in.Bytes()...)
+		if err := sc.Feed(msg); err != nil {
+			b.Fatal(err)
+		}
+		id += 2
+	}
+	b.StopTimer()
+	if len(sc.streams) != 0 || tr.n < b.N*1024 {
+		b.Fatalf("streams left %d, output %d", len(sc.streams), tr.n)
+	}
+}
