@@ -241,7 +241,8 @@ func (c *ServerConn) processWindowUpdate(f *http2.WindowUpdateFrame) error {
 	}
 	s := c.streams[id]
 	if s == nil {
-		return c.glitch() // legal shortly after a stream ends
+		// Legal shortly after a stream ends, and common: not a glitch.
+		return nil
 	}
 	if s.outWin+inc > maxWindow {
 		return streamErr{id, http2.ErrCodeFlowControl, "stream window overflow"}
