@@ -1,0 +1,225 @@
+package server_test
+
+import (
+	"context"
+	"crypto/sha256"
+	stdtls "crypto/tls"
+	"crypto/x509"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/proxy/server"
+	"github.com/pollproxy/pollproxy/proxy/stream"
+	pptls "github.com/pollproxy/pollproxy/tls"
+)
+
+// env is a running group and server over real loopback sockets.
+type env struct {
+	t        *testing.T
+	group    *netpoll.Group
+	srv      *server.Server
+	addr     string
+	roots    *x509.CertPool
+	certFile string
+}
+
+// startEnv starts loops loops over backend and a TLS server on them
+// serving what newHandler returns; everything is torn down at cleanup.
+func startEnv(t *testing.T, backend string, loops int, newHandler func(*netpoll.Loop) stream.Handler, edit func(*server.Config)) *env {
+	t.Helper()
+	cert, err := pptls.SelfSigned(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile := filepath.Join(dir, "cert.pem")
+	if err := pptls.WritePEM(cert, certFile, filepath.Join(dir, "key.pem")); err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(cert.Leaf)
+
+	backends := make([]string, loops)
+	for i := range backends {
+		backends[i] = backend
+	}
+	g, err := netpoll.NewGroup(loops, backends)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Start()
+	cfg := server.Config{
+		Addr:       "127.0.0.1:0",
+		TLS:        pptls.ServerConfig([]stdtls.Certificate{cert}),
+		NewHandler: newHandler,
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	srv, err := server.New(g, cfg)
+	if err != nil {
+		g.Stop()
+		g.Close()
+		t.Fatal(err)
+	}
+	e := &env{t: t, group: g, srv: srv, addr: srv.Addr().String(), roots: roots, certFile: certFile}
+	t.Cleanup(func() {
+		srv.Close()
+		if err := g.Stop(); err != nil {
+			t.Errorf("group: %v", err)
+		}
+		g.Close()
+	})
+	return e
+}
+
+func (e *env) tlsConfig(protos ...string) *stdtls.Config {
+	return &stdtls.Config{RootCAs: e.roots, ServerName: "localhost", NextProtos: protos}
+}
+
+// h2Client is the x/net HTTP/2 client over TLS with ALPN; dials counts the
+// connections it opened.
+func (e *env) h2Client(dials *atomic.Int32, edit func(*stdtls.Config)) *http.Client {
+	tr := &http2.Transport{
+		StrictMaxConcurrentStreams: true,
+		DialTLSContext: func(ctx context.Context, network, addr string, _ *stdtls.Config) (net.Conn, error) {
+			if dials != nil {
+				dials.Add(1)
+			}
+			cfg := e.tlsConfig("h2")
+			if edit != nil {
+				edit(cfg)
+			}
+			d := &stdtls.Dialer{Config: cfg}
+			return d.DialContext(ctx, "tcp", e.addr)
+		},
+	}
+	e.t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
+}
+
+// h1Client is net/http's client restricted to HTTP/1.1.
+func (e *env) h1Client(dials *atomic.Int32) *http.Client {
+	tr := &http.Transport{
+		ForceAttemptHTTP2: false,
+		TLSNextProto:      map[string]func(string, *stdtls.Conn) http.RoundTripper{},
+		DialTLSContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if dials != nil {
+				dials.Add(1)
+			}
+			d := &stdtls.Dialer{Config: e.tlsConfig("http/1.1")}
+			return d.DialContext(ctx, "tcp", e.addr)
+		},
+	}
+	e.t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
+}
+
+func (e *env) url(path string) string { return "https://" + e.addr + path }
+
+// loopStats sums the poller counters of every loop.
+func (e *env) loopStats() netpoll.Stats {
+	var sum netpoll.Stats
+	for _, s := range e.group.Stats() {
+		sum.Adds += s.Adds
+		sum.Mods += s.Mods
+		sum.Dels += s.Dels
+		sum.Events += s.Events
+		sum.Descriptors += s.Descriptors
+	}
+	return sum
+}
+
+// pattern is a deterministic, non-repeating-looking body generator.
+type pattern struct {
+	n, off int64
+}
+
+func (p *pattern) Read(b []byte) (int, error) {
+	if p.off >= p.n {
+		return 0, io.EOF
+	}
+	if rem := p.n - p.off; int64(len(b)) > rem {
+		b = b[:rem]
+	}
+	for i := range b {
+		x := p.off + int64(i)
+		b[i] = byte(x*7 + x>>10)
+	}
+	p.off += int64(len(b))
+	return len(b), nil
+}
+
+func patternSum(n int64) [32]byte {
+	h := sha256.New()
+	io.Copy(h, &pattern{n: n})
+	var s [32]byte
+	copy(s[:], h.Sum(nil))
+	return s
+}
+
+// heapWatch samples HeapInuse until stopped and reports the peak above
+// the baseline taken at start (after a GC). While it runs the collector
+// works at GOGC=10, so what it sees is close to the live heap rather than
+// garbage waiting for the next cycle.
+type heapWatch struct {
+	base, peak uint64
+	gcPercent  int
+	stop       chan struct{}
+	done       sync.WaitGroup
+}
+
+func watchHeap() *heapWatch {
+	gcPercent := debug.SetGCPercent(10)
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	w := &heapWatch{base: ms.HeapInuse, peak: ms.HeapInuse, gcPercent: gcPercent, stop: make(chan struct{})}
+	w.done.Add(1)
+	go func() {
+		defer w.done.Done()
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-w.stop:
+				return
+			case <-tick.C:
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				if ms.HeapInuse > w.peak {
+					w.peak = ms.HeapInuse
+				}
+			}
+		}
+	}()
+	return w
+}
+
+// Stop ends sampling and returns the peak growth in bytes.
+func (w *heapWatch) Stop() uint64 {
+	close(w.stop)
+	w.done.Wait()
+	debug.SetGCPercent(w.gcPercent)
+	if w.peak < w.base {
+		return 0
+	}
+	return w.peak - w.base
+}
+
+func forEachBackend(t *testing.T, f func(t *testing.T, backend string)) {
+	for _, b := range netpoll.Available() {
+		t.Run(b, func(t *testing.T) { f(t, b) })
+	}
+}
