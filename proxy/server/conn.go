@@ -63,8 +63,14 @@ type conn struct {
 	writeBlock  bool // the socket refused bytes: waiting for writable
 	readPaused  bool
 	hsPosted    atomic.Bool // a handshake notification is queued on the loop
-	timer       *netpoll.Timer
-	closeErr    error
+	// Until the client's first TLS record (its ClientHello) is complete,
+	// the handshake is not handed to the worker pool: a worker waiting on
+	// a silent client would be lost to every other client (slowloris).
+	hsStarted bool
+	hello     [5]byte // the first record's header
+	helloN    int     // bytes of the first record seen so far
+	timer     *netpoll.Timer
+	closeErr  error
 }
 
 func (c *conn) interest() netpoll.Interest {
@@ -101,6 +107,9 @@ func (c *conn) readSocket() {
 			}
 			if ferr := c.sess.Feed(buf[:n]); ferr != nil {
 				c.destroy(ferr)
+				return
+			}
+			if !c.hsStarted && c.state == stateHandshake && !c.noteHello(buf[:n]) {
 				return
 			}
 			if c.state == stateOpen && !c.decrypt() {
@@ -174,6 +183,55 @@ func (c *conn) abortProto(err error) {
 	if p := c.proto; p != nil {
 		c.proto = nil
 		p.Abort(err)
+	}
+}
+
+// noteHello counts the bytes of the client's first TLS record and starts
+// the handshake on the worker pool once the record is complete (or is not
+// a handshake record at all: crypto/tls then rejects it). It reports false
+// when the connection went away.
+func (c *conn) noteHello(p []byte) bool {
+	for len(p) > 0 && c.helloN < len(c.hello) {
+		c.hello[c.helloN] = p[0]
+		c.helloN++
+		p = p[1:]
+	}
+	c.helloN += len(p)
+	if c.helloN < len(c.hello) {
+		return true
+	}
+	need := len(c.hello) + int(c.hello[3])<<8 | int(c.hello[4])
+	if c.hello[0] == recordTypeHandshake && need <= maxRecord && c.helloN < need {
+		return true
+	}
+	return c.startHandshake()
+}
+
+const (
+	recordTypeHandshake = 0x16
+	maxRecord           = 5 + 16384 + 2048 // header + the largest ciphertext
+)
+
+// startHandshake hands the session to the worker pool.
+func (c *conn) startHandshake() bool {
+	c.hsStarted = true
+	c.timer.Stop()
+	c.timer = nil
+	s := c.ls.srv
+	if err := s.pool.Start(c.sess, c.notifyHandshake); err != nil {
+		s.rejected.Add(1)
+		c.destroy(err)
+		return false
+	}
+	return true
+}
+
+// helloTimeout closes a connection whose ClientHello did not arrive
+// within the handshake timeout.
+func (c *conn) helloTimeout() {
+	if c.state == stateHandshake && !c.hsStarted {
+		c.ls.srv.handshakeErrors.Add(1)
+		c.destroy(pptls.ErrHandshakeTimeout)
 	}
 }
 

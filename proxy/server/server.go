@@ -55,6 +55,8 @@ type Server struct {
 	fds   []int
 	loops []*loopState
 
+	hsTimeout time.Duration
+
 	active          atomic.Int64
 	accepted        atomic.Uint64
 	handshakeErrors atomic.Uint64
@@ -106,6 +108,10 @@ func New(g *netpoll.Group, cfg Config) (*Server, error) {
 	}
 	s.addr = addr
 	s.pool = pptls.NewHandshakePool(cfg.HandshakeWorkers, orDefault(cfg.HandshakeQueue, 1024), cfg.HandshakeTimeout)
+	s.hsTimeout = cfg.HandshakeTimeout
+	if s.hsTimeout <= 0 {
+		s.hsTimeout = pptls.DefaultHandshakeTimeout
+	}
 
 	errs := make(chan error, len(g.Loops()))
 	for i, l := range g.Loops() {
@@ -190,10 +196,11 @@ func (ls *loopState) accept(fd int, remote netip.AddrPort) {
 	c.desc = d
 	ls.conns[c] = struct{}{}
 	s.active.Add(1)
-	if err := s.pool.Start(c.sess, c.notifyHandshake); err != nil {
-		s.rejected.Add(1)
-		c.destroy(err)
-	}
+	// The handshake starts on the pool once the ClientHello is in
+	// (conn.noteHello); until then only this timer and the socket's
+	// registration are spent on the client.
+	c.timer = ls.loop.AfterFunc(s.hsTimeout, c.helloTimeout)
+	c.desc.Kick(netpoll.EventRead) // bytes may have arrived with the connection
 }
 
 // Stats are a server's connection counters.
