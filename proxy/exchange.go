@@ -117,7 +117,7 @@ func (ex *exchange) OnBodyEnd(trailers []stream.Field) {
 	}
 	valid := trailers[:0:0]
 	for _, f := range trailers {
-		if h1.ValidField(f) {
+		if h1.ValidField(f) && h1.AllowedTrailer(f.Name) {
 			valid = append(valid, f)
 		}
 	}

@@ -236,6 +236,12 @@ func (r *bodyReader) parseTrailers() *Error {
 // forbiddenTrailer lists fields that must not travel in trailers (RFC 9110
 // §6.5.1): framing, routing, connection management and the fields a
 // recipient would otherwise merge into the head's meaning.
+// AllowedTrailer reports whether a field (lowercase name) may be sent in a
+// trailer section: framing, routing, authentication and control fields may
+// not (RFC 9110 §6.5.1), since a recipient that merges trailers into the
+// head would act on them.
+func AllowedTrailer(name string) bool { return !forbiddenTrailer(name) }
+
 func forbiddenTrailer(name string) bool {
 	switch name {
 	case "content-length", "transfer-encoding", "host", "connection",
