@@ -79,6 +79,7 @@ type env struct {
 }
 
 type setup struct {
+	loops  int // default 2
 	server func(*server.Config)
 	proxy  func(*proxy.Config)
 }
@@ -91,7 +92,11 @@ func startProxy(t testing.TB, origin string, s setup) *env {
 	}
 	roots := x509.NewCertPool()
 	roots.AddCert(cert.Leaf)
-	g, err := netpoll.NewGroup(2, nil)
+	loops := s.loops
+	if loops <= 0 {
+		loops = 2
+	}
+	g, err := netpoll.NewGroup(loops, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
