@@ -52,6 +52,11 @@ type backendConn struct {
 	writeWait bool // the socket refused bytes: waiting for writable
 	eof       bool
 	idleSince time.Time
+	// hup: the kernel reported the origin's close (FIN) while busy. The
+	// reads that follow may stop at the end of the response without
+	// reaching EOF, and an edge-triggered poller raises no new edge for a
+	// close it already reported: the connection must not go idle.
+	hup bool
 }
 
 // HandleEvent runs the connection's state machine on the loop.
@@ -76,6 +81,9 @@ func (bc *backendConn) HandleEvent(ev netpoll.Event) {
 		// An idle connection has nothing to say: EOF or garbage, it is done.
 		bc.close()
 	case bcBusy:
+		if ev&netpoll.EventHup != 0 {
+			bc.hup = true
+		}
 		if ev&netpoll.EventWrite != 0 {
 			bc.flush()
 		}
@@ -206,7 +214,7 @@ func (bc *backendConn) broken(err error) {
 // the response said the connection may be reused, closed otherwise.
 func (bc *backendConn) done(reusable bool) {
 	bc.requests++
-	if !reusable || bc.inStart < bc.inEnd || len(bc.out) > 0 || bc.eof {
+	if !reusable || bc.inStart < bc.inEnd || len(bc.out) > 0 || bc.eof || bc.hup {
 		bc.close()
 		return
 	}
