@@ -1,0 +1,139 @@
+package accesslog
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pollproxy/pollproxy/proxy"
+)
+
+func sample() *proxy.RequestLog {
+	return &proxy.RequestLog{
+		Loop: 1, Poller: "epoll", Proto: "HTTP/2.0", Method: "GET", Authority: "example.com",
+		Path: "/a?b=\"c\"", Remote: netip.MustParseAddrPort("192.0.2.7:5555"), Upstream: "127.0.0.1:8080",
+		Status: 200, BytesOut: 1024, Start: time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC),
+		Duration: 412 * time.Microsecond, Reused: true,
+	}
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+func TestCommon(t *testing.T) {
+	got := string(AppendCommon(nil, sample()))
+	want := `192.0.2.7 - - [02/Jan/2026:15:04:05 +0000] "GET /a?b=\"c\" HTTP/2.0" 200 1024 upstream=127.0.0.1:8080 duration=0.000412 poller=epoll loop=1` + "\n"
+	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	r := sample()
+	r.Status, r.BytesOut, r.Upstream, r.Path = 0, 0, "", "/x\r\ny"
+	got = string(AppendCommon(nil, r))
+	if !strings.Contains(got, `"GET /x\x0d\x0ay HTTP/2.0" - - upstream=- `) {
+		t.Errorf("reset line %s", got)
+	}
+}
+
+func TestJSON(t *testing.T) {
+	var buf syncBuf
+	l, err := New(JSON, &buf, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Observe(sample())
+	l.Close()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(buf.String()), &m); err != nil {
+		t.Fatalf("%v: %q", err, buf.String())
+	}
+	want := map[string]any{"msg": "request", "remote": "192.0.2.7", "proto": "HTTP/2.0", "method": "GET",
+		"host": "example.com", "uri": `/a?b="c"`, "status": 200.0, "bytes": 1024.0, "duration": 0.000412,
+		"upstream": "127.0.0.1:8080", "reused": true, "poller": "epoll", "loop": 1.0}
+	for k, v := range want {
+		if m[k] != v {
+			t.Errorf("%s = %v, want %v", k, m[k], v)
+		}
+	}
+	if _, ok := m["level"]; ok {
+		t.Errorf("level present: %v", m)
+	}
+	if ts, _ := m["time"].(string); !strings.HasPrefix(ts, "2026-01-02T15:04:05.000412") {
+		t.Errorf("time %q", ts)
+	}
+	if l.Written() != 1 || l.Dropped() != 0 {
+		t.Errorf("written %d dropped %d", l.Written(), l.Dropped())
+	}
+}
+
+// blockingWriter holds the writer goroutine until released.
+type blockingWriter struct{ release chan struct{} }
+
+func (w *blockingWriter) Write(p []byte) (int, error) { <-w.release; return len(p), nil }
+
+func TestFullQueueDrops(t *testing.T) {
+	w := &blockingWriter{release: make(chan struct{})}
+	l, _ := New(Common, w, 4)
+	start := time.Now()
+	for i := 0; i < 1000; i++ {
+		l.Observe(sample()) // must never block
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("Observe blocked for %v", d)
+	}
+	if l.Dropped() < 1000-4-1-64 { // queue, the record in the writer's hands
+		t.Errorf("dropped %d", l.Dropped())
+	}
+	close(w.release)
+	l.Close()
+	l.Observe(sample())
+	if l.Written()+l.Dropped() != 1001 {
+		t.Errorf("written %d + dropped %d != 1001", l.Written(), l.Dropped())
+	}
+}
+
+func TestFileAndReopen(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "access.log")
+	l, err := Open(Common, name, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Observe(sample())
+	for l.Written() < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	if err := os.Rename(name, name+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Reopen(); err != nil {
+		t.Fatal(err)
+	}
+	l.Observe(sample())
+	l.Close()
+	for _, n := range []string{name, name + ".1"} {
+		b, _ := os.ReadFile(n)
+		if strings.Count(string(b), "\n") != 1 {
+			t.Errorf("%s: %q", filepath.Base(n), b)
+		}
+	}
+	if _, err := Open("xml", name, 1); err == nil {
+		t.Errorf("bad format accepted")
+	}
+	if _, err := Open(JSON, filepath.Join(dir, "no", "such", "dir"), 1); err == nil {
+		t.Errorf("bad path accepted")
+	}
+}
+
+var _ io.Writer = (*syncBuf)(nil)

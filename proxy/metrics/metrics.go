@@ -1,0 +1,275 @@
+// Package metrics exports pollproxy's Prometheus metrics.
+//
+// Request metrics are counted on the loops by an Observer made for one
+// loop, whose label children (poller, loop, upstream, status class) are
+// resolved when the loop's handler is built, so a finished request costs a
+// few atomic adds and no map lookup. Everything else (poller counters,
+// server connections, upstream pools, access log drops) is read from the
+// running objects by a Collector at scrape time.
+//
+// Every series carries a poller label. Per-loop series carry the loop's
+// own backend and a loop label, so an A/B split of loops inside one
+// process is one query:
+//
+//	sum by (poller) (rate(pollproxy_requests_total[1m]))
+//
+// Process-wide series (server connections, upstream pools) carry the
+// process's backend set, e.g. poller="epoll" or poller="epoll,poll" when
+// the loops are split, so two processes run side by side (a canary) are
+// told apart the same way.
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/server"
+)
+
+// Source is what the collector reads at scrape time. A reload replaces it
+// whole with SetSource.
+type Source struct {
+	// Pollers is the process's backend set, "epoll" or "epoll,poll".
+	Pollers string
+	Group   *netpoll.Group
+	// Servers by listen address.
+	Servers []NamedServer
+	// Upstreams are every configured upstream, each once.
+	Upstreams []*proxy.Upstream
+	// AccessLogDropped, when set, counts access log records dropped
+	// because the writer fell behind.
+	AccessLogDropped func() uint64
+}
+
+// NamedServer is one listener's server.
+type NamedServer struct {
+	Listen string
+	Server *server.Server
+}
+
+// Metrics is pollproxy's registry.
+type Metrics struct {
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	reused   *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	bytesOut *prometheus.CounterVec
+	source   atomic.Pointer[Source]
+}
+
+// Status classes, the values of the code label: index status/100, and
+// "reset" for a stream reset after its head was sent.
+var classes = [...]string{"reset", "1xx", "2xx", "3xx", "4xx", "5xx"}
+
+// DurationBuckets are the latency histogram's bounds, in seconds.
+var DurationBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+
+// New returns a registry with pollproxy's metrics and the Go runtime and
+// process collectors (process_cpu_seconds_total gives CPU per request).
+func New(version string) *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	loopLabels := []string{"poller", "loop", "upstream"}
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pollproxy_requests_total",
+		Help: "Finished requests by status class (code: 1xx..5xx, reset), upstream and the loop's poller backend.",
+	}, []string{"poller", "loop", "upstream", "code"})
+	m.reused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pollproxy_upstream_reused_requests_total",
+		Help: "Requests sent over a kept-alive upstream connection; divide by pollproxy_requests_total for the reuse ratio per poller.",
+	}, loopLabels)
+	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "pollproxy_request_duration_seconds",
+		Help:    "Time from a request's head to the end of its response.",
+		Buckets: DurationBuckets,
+	}, loopLabels)
+	m.bytesOut = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pollproxy_response_body_bytes_total",
+		Help: "Response body bytes handed to clients.",
+	}, loopLabels)
+	m.reg.MustRegister(m.requests, m.reused, m.duration, m.bytesOut, &collector{m: m},
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	buildVersion = version
+	return m
+}
+
+var buildVersion string
+
+// Registry is the registry, for tests and extra collectors.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// SetSource replaces what the collector reads.
+func (m *Metrics) SetSource(s Source) { m.source.Store(&s) }
+
+// LoopObserver counts the requests of one loop. Build it on (or for) the
+// loop whose handler uses it; Observe runs on that loop.
+type LoopObserver struct {
+	ups   []upstreamChildren
+	other map[string]*upstreamChildren // upstreams not known at build time
+	m     *Metrics
+	loop  string
+	bknd  string
+}
+
+type upstreamChildren struct {
+	name     string
+	codes    [len(classes)]prometheus.Counter
+	reused   prometheus.Counter
+	duration prometheus.Observer
+	bytes    prometheus.Counter
+}
+
+// ForLoop returns an observer for loop l that knows ups (requests that
+// name another upstream, or none, are still counted).
+func (m *Metrics) ForLoop(l *netpoll.Loop, ups []*proxy.Upstream) *LoopObserver {
+	o := &LoopObserver{m: m, loop: strconv.Itoa(l.ID()), bknd: l.Backend()}
+	for _, u := range ups {
+		o.ups = append(o.ups, o.children(u.Name))
+	}
+	return o
+}
+
+func (o *LoopObserver) children(name string) upstreamChildren {
+	c := upstreamChildren{name: name}
+	for i, class := range classes {
+		c.codes[i] = o.m.requests.WithLabelValues(o.bknd, o.loop, name, class)
+	}
+	c.reused = o.m.reused.WithLabelValues(o.bknd, o.loop, name)
+	c.duration = o.m.duration.WithLabelValues(o.bknd, o.loop, name)
+	c.bytes = o.m.bytesOut.WithLabelValues(o.bknd, o.loop, name)
+	return c
+}
+
+// Observe counts one finished request; it never blocks.
+func (o *LoopObserver) Observe(r *proxy.RequestLog) {
+	var c *upstreamChildren
+	for i := range o.ups {
+		if o.ups[i].name == r.Upstream {
+			c = &o.ups[i]
+			break
+		}
+	}
+	if c == nil {
+		c = o.other[r.Upstream]
+		if c == nil {
+			// Only requests that reached no upstream ("") get here in
+			// practice: once per loop.
+			if o.other == nil {
+				o.other = map[string]*upstreamChildren{}
+			}
+			cc := o.children(r.Upstream)
+			c = &cc
+			o.other[r.Upstream] = c
+		}
+	}
+	class := r.Status / 100
+	if class < 0 || class >= len(classes) {
+		class = 0
+	}
+	c.codes[class].Inc()
+	if r.Reused {
+		c.reused.Inc()
+	}
+	c.duration.Observe(r.Duration.Seconds())
+	if r.BytesOut > 0 {
+		c.bytes.Add(float64(r.BytesOut))
+	}
+}
+
+var (
+	descWaits       = loopDesc("pollproxy_poller_waits_total", "Poller waits (epoll_wait, kevent, poll calls).")
+	descEvents      = loopDesc("pollproxy_poller_events_total", "Readiness events delivered.")
+	descWakeups     = loopDesc("pollproxy_poller_wakeups_total", "Waits ended by a cross-loop wake-up.")
+	descAdds        = loopDesc("pollproxy_poller_adds_total", "Descriptor registrations (epoll_ctl ADD, EV_ADD, pollfd added).")
+	descMods        = loopDesc("pollproxy_poller_mods_total", "Interest changes that reached the poller.")
+	descDels        = loopDesc("pollproxy_poller_dels_total", "Descriptor removals.")
+	descDescriptors = loopDesc("pollproxy_loop_descriptors", "Descriptors registered with the loop now: client and upstream connections, listeners.")
+	descTimers      = loopDesc("pollproxy_loop_timers", "Timers pending on the loop now.")
+
+	srvLabels      = []string{"poller", "listen"}
+	descActive     = prometheus.NewDesc("pollproxy_connections_active", "Client connections open now.", srvLabels, nil)
+	descAccepted   = prometheus.NewDesc("pollproxy_connections_accepted_total", "Client connections accepted.", srvLabels, nil)
+	descHandshakeE = prometheus.NewDesc("pollproxy_tls_handshake_errors_total", "TLS handshakes that failed.", srvLabels, nil)
+	descRejected   = prometheus.NewDesc("pollproxy_connections_rejected_total", "Connections refused (handshake queue full, registration failed).", srvLabels, nil)
+
+	upLabels       = []string{"poller", "upstream"}
+	descOpen       = prometheus.NewDesc("pollproxy_upstream_open_connections", "Upstream connections open now, on every loop.", upLabels, nil)
+	descReuseRatio = prometheus.NewDesc("pollproxy_upstream_reuse_ratio", "Share of an upstream's requests sent over a kept-alive connection, since start.", upLabels, nil)
+	descUpRequests = prometheus.NewDesc("pollproxy_upstream_requests_total", "Requests sent to the upstream.", upLabels, nil)
+	descConnects   = prometheus.NewDesc("pollproxy_upstream_connects_total", "New upstream connections opened.", upLabels, nil)
+	descFailures   = prometheus.NewDesc("pollproxy_upstream_failures_total", "Upstream connect errors, timeouts and broken responses.", upLabels, nil)
+	descRetries    = prometheus.NewDesc("pollproxy_upstream_retries_total", "Requests retried after a reused connection failed.", upLabels, nil)
+
+	descDropped = prometheus.NewDesc("pollproxy_accesslog_dropped_total", "Access log records dropped because the writer fell behind.", []string{"poller"}, nil)
+	descInfo    = prometheus.NewDesc("pollproxy_build_info", "Always 1; poller is the process's backend set (join with process_cpu_seconds_total on instance).", []string{"poller", "version"}, nil)
+)
+
+func loopDesc(name, help string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, []string{"poller", "loop"}, nil)
+}
+
+type collector struct{ m *Metrics }
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descWaits, descEvents, descWakeups, descAdds, descMods, descDels,
+		descDescriptors, descTimers, descActive, descAccepted, descHandshakeE, descRejected,
+		descOpen, descReuseRatio, descUpRequests, descConnects, descFailures, descRetries, descDropped, descInfo} {
+		ch <- d
+	}
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	s := c.m.source.Load()
+	if s == nil {
+		return
+	}
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	gauge(descInfo, 1, s.Pollers, buildVersion)
+	if s.Group != nil {
+		for _, st := range s.Group.Stats() {
+			l := []string{st.Backend, strconv.Itoa(st.Loop)}
+			counter(descWaits, st.Waits, l...)
+			counter(descEvents, st.Events, l...)
+			counter(descWakeups, st.Wakeups, l...)
+			counter(descAdds, st.Adds, l...)
+			counter(descMods, st.Mods, l...)
+			counter(descDels, st.Dels, l...)
+			gauge(descDescriptors, float64(st.Descriptors), l...)
+			gauge(descTimers, float64(st.Timers), l...)
+		}
+	}
+	for _, ns := range s.Servers {
+		st := ns.Server.Stats()
+		gauge(descActive, float64(st.Active), s.Pollers, ns.Listen)
+		counter(descAccepted, st.Accepted, s.Pollers, ns.Listen)
+		counter(descHandshakeE, st.HandshakeErrors, s.Pollers, ns.Listen)
+		counter(descRejected, st.Rejected, s.Pollers, ns.Listen)
+	}
+	for _, u := range s.Upstreams {
+		gauge(descOpen, float64(u.OpenConns.Load()), s.Pollers, u.Name)
+		gauge(descReuseRatio, u.ReuseRatio(), s.Pollers, u.Name)
+		counter(descUpRequests, u.Requests.Load(), s.Pollers, u.Name)
+		counter(descConnects, u.Connects.Load(), s.Pollers, u.Name)
+		counter(descFailures, u.Failures.Load(), s.Pollers, u.Name)
+		counter(descRetries, u.Retries.Load(), s.Pollers, u.Name)
+	}
+	if s.AccessLogDropped != nil {
+		counter(descDropped, s.AccessLogDropped(), s.Pollers)
+	}
+}

@@ -1,0 +1,74 @@
+package metrics
+
+import (
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/proxy"
+)
+
+func TestObserverAndCollector(t *testing.T) {
+	backends := netpoll.Available()
+	if len(backends) < 2 {
+		backends = append(backends, backends[0])
+	}
+	g, err := netpoll.NewGroup(2, backends[:2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	up := &proxy.Upstream{Name: "127.0.0.1:8080"}
+	up.Requests.Store(4)
+	up.Reuses.Store(3)
+	up.OpenConns.Store(2)
+	m := New("test")
+	m.SetSource(Source{Pollers: strings.Join(backends[:2], ","), Group: g, Upstreams: []*proxy.Upstream{up},
+		AccessLogDropped: func() uint64 { return 7 }})
+	for i, l := range g.Loops() {
+		o := m.ForLoop(l, []*proxy.Upstream{up})
+		o.Observe(&proxy.RequestLog{Upstream: up.Name, Status: 200, Duration: time.Millisecond, Reused: true, BytesOut: 10})
+		o.Observe(&proxy.RequestLog{Upstream: up.Name, Status: 502, Duration: time.Millisecond})
+		o.Observe(&proxy.RequestLog{Status: 503})
+		if i == 0 {
+			o.Observe(&proxy.RequestLog{Upstream: up.Name, Status: 0})
+		}
+		if n := testing.AllocsPerRun(100, func() {
+			o.Observe(&proxy.RequestLog{Upstream: up.Name, Status: 204, Duration: time.Millisecond})
+		}); n != 0 {
+			t.Errorf("Observe allocates %v times", n)
+		}
+	}
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(rec.Body)
+	text := string(body)
+	p0, p1 := backends[0], backends[1]
+	for _, want := range []string{
+		`pollproxy_requests_total{code="2xx",loop="0",poller="` + p0 + `",upstream="127.0.0.1:8080"} 102`,
+		`pollproxy_requests_total{code="2xx",loop="1",poller="` + p1 + `",upstream="127.0.0.1:8080"} 102`,
+		`pollproxy_requests_total{code="5xx",loop="0",poller="` + p0 + `",upstream=""} 1`,
+		`pollproxy_requests_total{code="reset",loop="0",poller="` + p0 + `",upstream="127.0.0.1:8080"} 1`,
+		`pollproxy_upstream_reused_requests_total{loop="1",poller="` + p1 + `",upstream="127.0.0.1:8080"} 1`,
+		`pollproxy_request_duration_seconds_bucket{loop="0",poller="` + p0 + `",upstream="127.0.0.1:8080",le="0.001"}`,
+		`pollproxy_response_body_bytes_total{loop="0",poller="` + p0 + `",upstream="127.0.0.1:8080"} 10`,
+		`pollproxy_poller_waits_total{loop="1",poller="` + p1 + `"}`,
+		`pollproxy_poller_adds_total{loop="0",poller="` + p0 + `"}`,
+		`pollproxy_loop_descriptors{loop="0",poller="` + p0 + `"}`,
+		`pollproxy_upstream_open_connections{poller="` + p0 + "," + p1 + `",upstream="127.0.0.1:8080"} 2`,
+		`pollproxy_upstream_reuse_ratio{poller="` + p0 + "," + p1 + `",upstream="127.0.0.1:8080"} 0.75`,
+		`pollproxy_accesslog_dropped_total{poller="` + p0 + "," + p1 + `"} 7`,
+		`pollproxy_build_info{poller="` + p0 + "," + p1 + `",version="test"} 1`,
+		`process_cpu_seconds_total`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(text)
+	}
+}
