@@ -20,10 +20,13 @@ func (w *routerTestWriter) WriteHeader(status int, _ []stream.Field, end bool) e
 	w.status, w.closed = status, end
 	return nil
 }
-func (w *routerTestWriter) Write(p []byte) (int, error) { w.body = append(w.body, p...); return len(p), nil }
-func (w *routerTestWriter) Close([]stream.Field) error  { w.closed = true; return nil }
-func (w *routerTestWriter) Reset(uint32)                {}
-func (w *routerTestWriter) Consumed(int)                {}
+func (w *routerTestWriter) Write(p []byte) (int, error) {
+	w.body = append(w.body, p...)
+	return len(p), nil
+}
+func (w *routerTestWriter) Close([]stream.Field) error { w.closed = true; return nil }
+func (w *routerTestWriter) Reset(uint32)               {}
+func (w *routerTestWriter) Consumed(int)               {}
 
 func TestRouter(t *testing.T) {
 	r := NewRouter()
