@@ -200,7 +200,7 @@ func (c *conn) noteHello(p []byte) bool {
 	if c.helloN < len(c.hello) {
 		return true
 	}
-	need := len(c.hello) + int(c.hello[3])<<8 | int(c.hello[4])
+	need := len(c.hello) + (int(c.hello[3])<<8 | int(c.hello[4]))
 	if c.hello[0] == recordTypeHandshake && need <= maxRecord && c.helloN < need {
 		return true
 	}
