@@ -322,6 +322,11 @@ func joinCookies(req *stream.Request) {
 			out = append(out, f)
 			continue
 		}
+		if f.Value == "" {
+			// An empty crumb would leave "; " at an end of the joined
+			// value: a field value with trailing whitespace.
+			continue
+		}
 		if first < 0 {
 			first = len(out)
 			out = append(out, f)
