@@ -3,6 +3,8 @@ module github.com/pollproxy/pollproxy
 go 1.26.8
 
 require (
+	github.com/caddyserver/certmagic v0.25.6
+	go.uber.org/zap v1.28.0
 	golang.org/x/net v0.63.0
 	golang.org/x/sys v0.50.0
 )
@@ -10,7 +12,6 @@ require (
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/caddyserver/caddy/v2 v2.11.9 // indirect
-	github.com/caddyserver/certmagic v0.25.6 // indirect
 	github.com/caddyserver/zerossl v0.1.6 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/go-jose/go-jose/v4 v4.1.8 // indirect
@@ -30,7 +31,6 @@ require (
 	github.com/quic-go/quic-go v0.63.0 // indirect
 	github.com/zeebo/blake3 v0.2.4 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
-	go.uber.org/zap v1.28.0 // indirect
 	go.uber.org/zap/exp v0.3.0 // indirect
 	golang.org/x/crypto v0.59.0 // indirect
 	golang.org/x/term v0.48.0 // indirect

@@ -53,9 +53,12 @@ func envOr(key, def string) string {
 	return def
 }
 
-// certificate returns the TLS config: the file pair when given, otherwise a
-// fresh self-signed certificate for localhost, written next to nothing but
-// a temporary file so that curl can verify it.
+// certificate returns the TLS config: the file pair when given, otherwise
+// certificates from pollproxy's local CA (kept in the certificate storage,
+// $POLLPROXY_DATA or the user's config directory, and renewed while the
+// command runs) for localhost, 127.0.0.1, ::1 and hosts. The path returned
+// is the PEM file to give curl --cacert: the certificate itself for a file
+// pair, the local CA's root otherwise ("pollproxy trust" installs it).
 func certificate(certFile, keyFile string, hosts []string) (*stdtls.Config, string, error) {
 	if certFile != "" || keyFile != "" {
 		if certFile == "" || keyFile == "" {
@@ -67,19 +70,23 @@ func certificate(certFile, keyFile string, hosts []string) (*stdtls.Config, stri
 		}
 		return pptls.ServerConfig([]stdtls.Certificate{cert}), certFile, nil
 	}
-	cert, err := pptls.SelfSigned(hosts)
+	// Clients send no SNI for an IP address; when the listener's address
+	// matches no certificate (a wildcard address), serve 127.0.0.1's.
+	certs, err := pptls.NewCerts(pptls.CertConfig{DefaultServerName: "127.0.0.1"})
 	if err != nil {
 		return nil, "", err
 	}
-	dir, err := os.MkdirTemp("", "pollproxy-cert-")
+	if err := certs.AddInternal(devNames(hosts)...); err != nil {
+		certs.Close()
+		return nil, "", err
+	}
+	root, err := certs.RootFile()
 	if err != nil {
+		certs.Close()
 		return nil, "", err
 	}
-	cf, kf := dir+"/cert.pem", dir+"/key.pem"
-	if err := pptls.WritePEM(cert, cf, kf); err != nil {
-		return nil, "", err
-	}
-	return pptls.ServerConfig([]stdtls.Certificate{cert}), cf, nil
+	// certs lives as long as the process: it renews the short-lived leaves.
+	return certs.TLSConfig(), root, nil
 }
 
 // hostsOf lists the names a listen address should be valid for.

@@ -1,0 +1,334 @@
+package tls
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/big"
+	"time"
+
+	"github.com/caddyserver/certmagic"
+)
+
+// The local CA's lifetimes. The root lives long because people install it
+// into trust stores; the intermediate and the leaves are short-lived and
+// replaced without anyone noticing (certmagic renews leaves once a third of
+// their lifetime is left; the intermediate is replaced at issuance time
+// when it could not outlive a fresh leaf twice over).
+const (
+	LocalRootValidity         = 10 * 365 * 24 * time.Hour
+	LocalIntermediateValidity = 30 * 24 * time.Hour
+	LocalLeafValidity         = 7 * 24 * time.Hour
+
+	// localBackdate is how far NotBefore is set in the past, for clients
+	// whose clock is a little behind.
+	localBackdate = 5 * time.Minute
+)
+
+// Storage keys of the local CA, under certmagic's storage root (for the file
+// storage, relative file names). Only the first two need to leave the
+// machine: the root certificate is what clients trust.
+const (
+	localCAPrefix         = "pollproxy/ca/local/"
+	localRootCertKey      = localCAPrefix + "root.crt"
+	localRootKeyKey       = localCAPrefix + "root.key"
+	localIntermCertKey    = localCAPrefix + "intermediate.crt"
+	localIntermKeyKey     = localCAPrefix + "intermediate.key"
+	localCALockName       = "pollproxy_local_ca"
+	localIssuerKey        = "pollproxy-local"
+	localCAOrganization   = "pollproxy local CA"
+	localRootCommonPrefix = "pollproxy local root "
+)
+
+// localCA is a certmagic.Issuer that signs certificates with pollproxy's
+// development CA: an ECDSA P-256 root and intermediate generated on first
+// use and kept in certmagic's storage. Several pollproxy instances that
+// share a storage share the CA: creation and replacement of its keys happen
+// under a storage lock, and every issuance reads the CA back from storage,
+// so an intermediate replaced by one instance is used by all.
+type localCA struct {
+	storage certmagic.Storage
+	now     func() time.Time
+}
+
+var _ certmagic.Issuer = (*localCA)(nil)
+
+// IssuerKey implements certmagic.Issuer. certmagic stores the certificates
+// of this issuer under it, apart from ACME ones.
+func (ca *localCA) IssuerKey() string { return localIssuerKey }
+
+// Issue implements certmagic.Issuer: a leaf for the CSR's names, valid for
+// LocalLeafValidity, with the intermediate after it in the PEM chain.
+func (ca *localCA) Issue(ctx context.Context, csr *x509.CertificateRequest) (*certmagic.IssuedCertificate, error) {
+	if err := csr.CheckSignature(); err != nil {
+		return nil, fmt.Errorf("tls: local CA: certificate request signature: %w", err)
+	}
+	if len(csr.DNSNames)+len(csr.IPAddresses) == 0 {
+		return nil, errors.New("tls: local CA: certificate request names no DNS name or IP address")
+	}
+	chain, err := ca.load(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	now := ca.now()
+	notAfter := now.Add(LocalLeafValidity)
+	if notAfter.After(chain.interm.NotAfter) {
+		notAfter = chain.interm.NotAfter
+	}
+	serial, err := randomSerial()
+	if err != nil {
+		return nil, err
+	}
+	usage := x509.KeyUsageDigitalSignature
+	if _, ok := csr.PublicKey.(*rsa.PublicKey); ok {
+		usage |= x509.KeyUsageKeyEncipherment
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:   serial,
+		Subject:        pkix.Name{CommonName: csr.Subject.CommonName},
+		NotBefore:      now.Add(-localBackdate),
+		NotAfter:       notAfter,
+		KeyUsage:       usage,
+		ExtKeyUsage:    []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		DNSNames:       csr.DNSNames,
+		IPAddresses:    csr.IPAddresses,
+		URIs:           csr.URIs,
+		EmailAddresses: csr.EmailAddresses,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, chain.interm, csr.PublicKey, chain.intermKey)
+	if err != nil {
+		return nil, fmt.Errorf("tls: local CA: signing certificate: %w", err)
+	}
+	out := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: chain.interm.Raw})...)
+	return &certmagic.IssuedCertificate{Certificate: out}, nil
+}
+
+// caChain is the loaded CA.
+type caChain struct {
+	root, interm       *x509.Certificate
+	rootKey, intermKey crypto.Signer
+}
+
+// intermUsable reports whether the intermediate can sign a full-length leaf
+// twice over from now: if not, it is replaced.
+func (c *caChain) intermUsable(now time.Time) bool {
+	return c.interm != nil && c.interm.NotAfter.Sub(now) > 2*LocalLeafValidity &&
+		c.interm.CheckSignatureFrom(c.root) == nil
+}
+
+// rootPEM returns the root certificate in PEM, creating the CA when
+// storage holds none.
+func (ca *localCA) rootPEM(ctx context.Context) ([]byte, error) {
+	if b, err := ca.storage.Load(ctx, localRootCertKey); err == nil {
+		return b, nil
+	}
+	if _, err := ca.load(ctx, false); err != nil {
+		return nil, err
+	}
+	return ca.storage.Load(ctx, localRootCertKey)
+}
+
+// load reads the CA from storage. A missing root (and, when needInterm, a
+// missing or expiring intermediate) is created under the storage lock,
+// after checking again, since another instance may have done it meanwhile.
+func (ca *localCA) load(ctx context.Context, needInterm bool) (*caChain, error) {
+	c, err := ca.read(ctx)
+	if err == nil && (!needInterm || c.intermUsable(ca.now())) {
+		return c, nil
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if err := ca.storage.Lock(ctx, localCALockName); err != nil {
+		return nil, fmt.Errorf("tls: local CA: locking storage: %w", err)
+	}
+	defer func() {
+		// Unlock even when ctx is done: a stale lock would stall the
+		// other instances.
+		_ = ca.storage.Unlock(context.WithoutCancel(ctx), localCALockName)
+	}()
+	if ca.storage.Exists(ctx, localRootCertKey) {
+		// Never replace a root that exists, even if its key is missing
+		// or damaged: clients trust it. Say so instead.
+		if c, err = ca.read(ctx); err != nil {
+			return nil, err
+		}
+	} else if c, err = ca.createRoot(ctx); err != nil {
+		return nil, err
+	}
+	if !c.intermUsable(ca.now()) {
+		if err := ca.createIntermediate(ctx, c); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// read loads the root and the intermediate. With a root but no (valid)
+// intermediate it returns the chain with interm nil and a nil error; with
+// no root, a nil chain and an error wrapping fs.ErrNotExist.
+func (ca *localCA) read(ctx context.Context) (*caChain, error) {
+	root, rootKey, err := ca.readPair(ctx, localRootCertKey, localRootKeyKey)
+	if err != nil {
+		return nil, err
+	}
+	c := &caChain{root: root, rootKey: rootKey}
+	interm, intermKey, err := ca.readPair(ctx, localIntermCertKey, localIntermKeyKey)
+	if err == nil {
+		c.interm, c.intermKey = interm, intermKey
+	}
+	return c, nil
+}
+
+func (ca *localCA) readPair(ctx context.Context, certKey, keyKey string) (*x509.Certificate, crypto.Signer, error) {
+	certPEM, err := ca.storage.Load(ctx, certKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tls: local CA: loading %s: %w", certKey, err)
+	}
+	keyPEM, err := ca.storage.Load(ctx, keyKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tls: local CA: loading %s: %w", keyKey, err)
+	}
+	block, _ := pem.Decode(certPEM)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return nil, nil, fmt.Errorf("tls: local CA: %s holds no PEM certificate", certKey)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tls: local CA: %s: %w", certKey, err)
+	}
+	key, err := certmagic.PEMDecodePrivateKey(keyPEM)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tls: local CA: %s: %w", keyKey, err)
+	}
+	if !publicKeysEqual(cert.PublicKey, key.Public()) {
+		return nil, nil, fmt.Errorf("tls: local CA: %s does not match %s", keyKey, certKey)
+	}
+	return cert, key, nil
+}
+
+func publicKeysEqual(a, b crypto.PublicKey) bool {
+	eq, ok := a.(interface{ Equal(crypto.PublicKey) bool })
+	return ok && eq.Equal(b)
+}
+
+func (ca *localCA) createRoot(ctx context.Context) (*caChain, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("tls: local CA: generating root key: %w", err)
+	}
+	serial, err := randomSerial()
+	if err != nil {
+		return nil, err
+	}
+	now := ca.now()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject: pkix.Name{
+			Organization: []string{localCAOrganization},
+			CommonName:   localRootCommonPrefix + now.UTC().Format("2006-01-02 15:04:05"),
+		},
+		NotBefore:             now.Add(-localBackdate),
+		NotAfter:              now.Add(LocalRootValidity),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		MaxPathLen:            1,
+	}
+	cert, err := signAndParse(tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	if err := ca.storePair(ctx, localRootCertKey, localRootKeyKey, cert, key); err != nil {
+		return nil, err
+	}
+	return &caChain{root: cert, rootKey: key}, nil
+}
+
+func (ca *localCA) createIntermediate(ctx context.Context, c *caChain) error {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return fmt.Errorf("tls: local CA: generating intermediate key: %w", err)
+	}
+	serial, err := randomSerial()
+	if err != nil {
+		return err
+	}
+	now := ca.now()
+	notAfter := now.Add(LocalIntermediateValidity)
+	if notAfter.After(c.root.NotAfter) {
+		notAfter = c.root.NotAfter
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject: pkix.Name{
+			Organization: []string{localCAOrganization},
+			CommonName:   "pollproxy local intermediate " + now.UTC().Format("2006-01-02 15:04:05"),
+		},
+		NotBefore:             now.Add(-localBackdate),
+		NotAfter:              notAfter,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		MaxPathLen:            0,
+		MaxPathLenZero:        true,
+	}
+	cert, err := signAndParse(tmpl, c.root, &key.PublicKey, c.rootKey)
+	if err != nil {
+		return err
+	}
+	// The two files are not replaced atomically together: a reader that
+	// sees the new certificate with the old key finds that the pair does
+	// not match (readPair checks), takes the lock, which this writer holds,
+	// and reads again once both are written.
+	if err := ca.storePair(ctx, localIntermCertKey, localIntermKeyKey, cert, key); err != nil {
+		return err
+	}
+	c.interm, c.intermKey = cert, key
+	return nil
+}
+
+func (ca *localCA) storePair(ctx context.Context, certKey, keyKey string, cert *x509.Certificate, key crypto.Signer) error {
+	keyPEM, err := certmagic.PEMEncodePrivateKey(key)
+	if err != nil {
+		return fmt.Errorf("tls: local CA: encoding key: %w", err)
+	}
+	if err := ca.storage.Store(ctx, keyKey, keyPEM); err != nil {
+		return fmt.Errorf("tls: local CA: storing %s: %w", keyKey, err)
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})
+	if err := ca.storage.Store(ctx, certKey, certPEM); err != nil {
+		return fmt.Errorf("tls: local CA: storing %s: %w", certKey, err)
+	}
+	return nil
+}
+
+func signAndParse(tmpl, parent *x509.Certificate, pub crypto.PublicKey, signer crypto.Signer) (*x509.Certificate, error) {
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, signer)
+	if err != nil {
+		return nil, fmt.Errorf("tls: local CA: creating certificate: %w", err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, fmt.Errorf("tls: local CA: parsing certificate: %w", err)
+	}
+	return cert, nil
+}
+
+func randomSerial() (*big.Int, error) {
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, fmt.Errorf("tls: generating serial number: %w", err)
+	}
+	return serial.Add(serial, big.NewInt(1)), nil // never zero
+}
