@@ -1,0 +1,313 @@
+package proxy_test
+
+import (
+	"context"
+	"crypto/sha256"
+	stdtls "crypto/tls"
+	"crypto/x509"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/server"
+	"github.com/pollproxy/pollproxy/proxy/stream"
+	pptls "github.com/pollproxy/pollproxy/tls"
+)
+
+// proxyEnv is pollproxy serving TLS on loopback with the reverse proxy on
+// every loop.
+type proxyEnv struct {
+	t     *testing.T
+	group *netpoll.Group
+	srv   *server.Server
+	addr  string
+	roots *x509.CertPool
+	cfg   proxy.Config
+}
+
+func upstream(t *testing.T, addr string) *proxy.Upstream {
+	t.Helper()
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &proxy.Upstream{Name: addr, Addr: ap}
+}
+
+// startProxy runs loops loops over backend with proxy.NewHandler(cfg) on
+// each; cfg gets its defaults here.
+func startProxy(t *testing.T, backend string, loops int, cfg proxy.Config) *proxyEnv {
+	t.Helper()
+	cert, err := pptls.SelfSigned(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(cert.Leaf)
+	backends := make([]string, loops)
+	for i := range backends {
+		backends[i] = backend
+	}
+	g, err := netpoll.NewGroup(loops, backends)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Start()
+	cfg = cfg.WithDefaults()
+	srv, err := server.New(g, server.Config{
+		Addr: "127.0.0.1:0",
+		TLS:  pptls.ServerConfig([]stdtls.Certificate{cert}),
+		NewHandler: func(l *netpoll.Loop) stream.Handler {
+			return proxy.NewHandler(l, cfg)
+		},
+	})
+	if err != nil {
+		g.Stop()
+		g.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		srv.Close()
+		if err := g.Stop(); err != nil {
+			t.Errorf("group: %v", err)
+		}
+		g.Close()
+	})
+	return &proxyEnv{t: t, group: g, srv: srv, addr: srv.Addr().String(), roots: roots, cfg: cfg}
+}
+
+func (e *proxyEnv) tlsConfig(protos ...string) *stdtls.Config {
+	return &stdtls.Config{RootCAs: e.roots, ServerName: "localhost", NextProtos: protos}
+}
+
+// h2Client dials pollproxy whatever the URL's host, so tests choose the
+// :authority freely; dials counts connections.
+func (e *proxyEnv) h2Client(dials *atomic.Int32) *http.Client {
+	tr := &http2.Transport{
+		StrictMaxConcurrentStreams: true,
+		DialTLSContext: func(ctx context.Context, network, addr string, _ *stdtls.Config) (net.Conn, error) {
+			if dials != nil {
+				dials.Add(1)
+			}
+			return (&stdtls.Dialer{Config: e.tlsConfig("h2")}).DialContext(ctx, "tcp", e.addr)
+		},
+	}
+	e.t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
+}
+
+// h1Client is net/http's HTTP/1.1 client to pollproxy.
+func (e *proxyEnv) h1Client() *http.Client {
+	tr := &http.Transport{
+		ForceAttemptHTTP2: false,
+		TLSNextProto:      map[string]func(string, *stdtls.Conn) http.RoundTripper{},
+		DialTLSContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return (&stdtls.Dialer{Config: e.tlsConfig("http/1.1")}).DialContext(ctx, "tcp", e.addr)
+		},
+	}
+	e.t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
+}
+
+func (e *proxyEnv) url(path string) string { return "https://" + e.addr + path }
+
+// origin is a real net/http server on loopback that records what reached
+// it.
+type origin struct {
+	srv   *httptest.Server
+	addr  string
+	conns atomic.Int64 // distinct connections
+	reqs  atomic.Int64
+	mu    sync.Mutex
+	seen  []seenRequest
+}
+
+type seenRequest struct {
+	Method, URI, Host, Proto string
+	Header                   http.Header
+	Body                     []byte
+}
+
+// newOrigin starts an origin running h (nil: record and answer "ok").
+func newOrigin(t *testing.T, h http.HandlerFunc) *origin {
+	return startOrigin(t, h == nil, h)
+}
+
+// newRecordingOrigin records every request (head and body) before h runs.
+func newRecordingOrigin(t *testing.T, h http.HandlerFunc) *origin {
+	return startOrigin(t, true, h)
+}
+
+func startOrigin(t *testing.T, record bool, h http.HandlerFunc) *origin {
+	o := &origin{}
+	if h == nil {
+		h = func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }
+	}
+	o.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		o.reqs.Add(1)
+		if record {
+			o.record(r, true)
+		}
+		h(w, r)
+	}))
+	o.srv.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			o.conns.Add(1)
+		}
+	}
+	o.srv.Config.ErrorLog = discardLog
+	o.srv.Start()
+	o.addr = o.srv.Listener.Addr().String()
+	t.Cleanup(o.srv.Close)
+	return o
+}
+
+func (o *origin) record(r *http.Request, body bool) seenRequest {
+	s := seenRequest{Method: r.Method, URI: r.RequestURI, Host: r.Host, Proto: r.Proto, Header: r.Header.Clone()}
+	if body {
+		s.Body, _ = io.ReadAll(r.Body)
+	}
+	o.mu.Lock()
+	o.seen = append(o.seen, s)
+	o.mu.Unlock()
+	return s
+}
+
+func (o *origin) last() seenRequest {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.seen[len(o.seen)-1]
+}
+
+// pattern generates n deterministic bytes: a pseudo-random block whose
+// length is not a power of two, repeated, so a lost, repeated or reordered
+// piece changes the digest. It only copies, which keeps 100 MiB cheap
+// under the race detector.
+type pattern struct{ n, off int64 }
+
+const patternBlock = 1<<20 + 7
+
+var patternBytes = func() []byte {
+	b := make([]byte, patternBlock)
+	x := uint32(2463534242)
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		b[i] = byte(x)
+	}
+	return b
+}()
+
+func (p *pattern) Read(b []byte) (int, error) {
+	if p.off >= p.n {
+		return 0, io.EOF
+	}
+	if rem := p.n - p.off; int64(len(b)) > rem {
+		b = b[:rem]
+	}
+	n := 0
+	for n < len(b) {
+		n += copy(b[n:], patternBytes[(p.off+int64(n))%patternBlock:])
+	}
+	p.off += int64(n)
+	return n, nil
+}
+
+func patternSum(n int64) []byte {
+	h := sha256.New()
+	io.Copy(h, &pattern{n: n})
+	return h.Sum(nil)
+}
+
+// heapWatch samples HeapInuse (with GOGC=10 meanwhile, so it sees roughly
+// the live heap) and reports the peak above the starting baseline.
+type heapWatch struct {
+	base, peak uint64
+	gcPercent  int
+	stop       chan struct{}
+	done       sync.WaitGroup
+	mu         sync.Mutex
+}
+
+func watchHeap() *heapWatch {
+	w := &heapWatch{gcPercent: debug.SetGCPercent(10), stop: make(chan struct{})}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	w.base, w.peak = ms.HeapInuse, ms.HeapInuse
+	w.done.Add(1)
+	go func() {
+		defer w.done.Done()
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-w.stop:
+				return
+			case <-tick.C:
+				w.sample()
+			}
+		}
+	}()
+	return w
+}
+
+func (w *heapWatch) sample() {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	w.mu.Lock()
+	if ms.HeapInuse > w.peak {
+		w.peak = ms.HeapInuse
+	}
+	w.mu.Unlock()
+}
+
+// Growth is the peak so far above the baseline.
+func (w *heapWatch) Growth() uint64 {
+	w.sample()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.peak < w.base {
+		return 0
+	}
+	return w.peak - w.base
+}
+
+func (w *heapWatch) Stop() uint64 {
+	close(w.stop)
+	w.done.Wait()
+	debug.SetGCPercent(w.gcPercent)
+	return w.Growth()
+}
+
+func forEachBackend(t *testing.T, f func(t *testing.T, backend string)) {
+	for _, b := range netpoll.Available() {
+		t.Run(b, func(t *testing.T) { f(t, b) })
+	}
+}
+
+// closedAddr is a loopback address nothing listens on.
+func closedAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+func mib(n uint64) float64 { return float64(n) / (1 << 20) }
