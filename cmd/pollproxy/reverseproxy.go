@@ -24,7 +24,7 @@ func runReverseProxy(name string, args []string, announce func(url, certPath str
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	from := fs.String("from", "localhost:8443", "address to accept HTTPS on, host:port")
 	to := fs.String("to", "", "upstream HTTP/1.1 address(es), host:port[,host:port...] (required)")
-	certFile := fs.String("cert", "", "certificate file (PEM); default: a self-signed certificate for the --from host")
+	certFile := fs.String("cert", "", "certificate file (PEM); default: one from pollproxy's local CA (see pollproxy trust)")
 	keyFile := fs.String("key", "", "private key file (PEM)")
 	policy := fs.String("lb", string(proxy.RoundRobin), "load balancing across upstreams: round_robin, least_conn, first")
 	maxIdle := fs.Int("max-idle", 0, "kept-alive idle connections per upstream per loop (0: as many as -max-conns)")
@@ -57,7 +57,7 @@ func runReverseProxy(name string, args []string, announce func(url, certPath str
 	url := "https://" + displayHost(*from, r.srv.Addr().Port()) + "/"
 	fmt.Printf("pollproxy: %s -> %s on %s\n", url, *to, r.describeLoops())
 	if *certFile == "" {
-		fmt.Printf("self-signed certificate: %s\n", certPath)
+		fmt.Printf("local CA root (for curl --cacert): %s\n", certPath)
 	}
 	if announce != nil {
 		announce(url, certPath)

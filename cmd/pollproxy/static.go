@@ -19,7 +19,7 @@ func runStatic(args []string) error {
 	fs := flag.NewFlagSet("static", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:8443", "address to listen on")
 	size := fs.Int("size", 1024, "response body size in bytes")
-	certFile := fs.String("cert", "", "certificate file (PEM); default: a self-signed one")
+	certFile := fs.String("cert", "", "certificate file (PEM); default: one from pollproxy's local CA")
 	keyFile := fs.String("key", "", "private key file (PEM)")
 	var lf loopFlags
 	lf.register(fs)
