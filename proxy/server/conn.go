@@ -69,13 +69,19 @@ type conn struct {
 	hsStarted bool
 	hello     [5]byte // the first record's header
 	helloN    int     // bytes of the first record seen so far
-	timer     *netpoll.Timer
-	closeErr  error
+	// hsFed counts ciphertext fed to the session during the handshake; at
+	// pptls.MaxBufferedInput reading stops (hsFull) until the handshake is
+	// done, rather than overflowing the session: a client may send its
+	// request, and a large body, right behind its Finished.
+	hsFed    int
+	hsFull   bool
+	timer    *netpoll.Timer
+	closeErr error
 }
 
 func (c *conn) interest() netpoll.Interest {
 	var want netpoll.Interest
-	if !c.readPaused || c.state != stateOpen {
+	if (!c.readPaused || c.state != stateOpen) && !c.hsFull {
 		want |= netpoll.Read
 	}
 	if c.writeBlock {
@@ -100,12 +106,27 @@ func (c *conn) readSocket() {
 		if c.state == stateOpen && c.readPaused {
 			return
 		}
-		n, err := unix.Read(c.desc.FD(), buf)
+		rb := buf
+		if c.state == stateHandshake {
+			room := pptls.MaxBufferedInput - c.hsFed
+			if room <= 0 {
+				c.hsFull = true
+				c.desc.SetInterest(c.interest())
+				return
+			}
+			if room < len(rb) {
+				rb = rb[:room]
+			}
+		}
+		n, err := unix.Read(c.desc.FD(), rb)
 		if n > 0 {
 			if c.state == stateLinger {
 				continue
 			}
-			if ferr := c.sess.Feed(buf[:n]); ferr != nil {
+			if c.state == stateHandshake {
+				c.hsFed += n
+			}
+			if ferr := c.sess.Feed(rb[:n]); ferr != nil {
 				c.destroy(ferr)
 				return
 			}
@@ -115,7 +136,7 @@ func (c *conn) readSocket() {
 			if c.state == stateOpen && !c.decrypt() {
 				return
 			}
-			if n < len(buf) {
+			if n < len(rb) {
 				// The receive queue was emptied by this read: data that
 				// arrives later raises a new edge.
 				return
@@ -277,6 +298,12 @@ func (c *conn) handshakeProgress() {
 	// Application data may have arrived along with the client's Finished.
 	if c.decrypt() {
 		c.queueFlush()
+		if c.hsFull {
+			// The rest is still in the socket, whose edge has passed.
+			c.hsFull = false
+			c.desc.SetInterest(c.interest())
+			c.desc.Kick(netpoll.EventRead)
+		}
 	}
 }
 
