@@ -26,6 +26,7 @@ type routes struct {
 	// without being able to write them back: what backpressure bounds.
 	maxPending  atomic.Int64
 	echoes      atomic.Int64
+	aborts      atomic.Value // the last error an echo stream was aborted with
 	slowStarted chan struct{}
 }
 
@@ -203,4 +204,7 @@ func (e *echo) finish() {
 	e.w.Close(nil)
 }
 
-func (e *echo) OnAbort(error) { e.done = true }
+func (e *echo) OnAbort(err error) {
+	e.done = true
+	e.r.aborts.Store(err.Error())
+}

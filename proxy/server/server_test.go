@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -468,6 +469,48 @@ func TestNghttp(t *testing.T) {
 		if !strings.Contains(s, "send GOAWAY") && !strings.Contains(s, "GOAWAY") {
 			// nghttp ends with its own GOAWAY; its absence means it died early.
 			t.Fatalf("nghttp did not finish the session:\n%s", s)
+		}
+	})
+}
+
+// TestBodyRightBehindHandshake: a client that sends its request and a
+// large body right behind its Finished, before the server's handshake
+// worker is done, is served (input beyond the session's limit waits in
+// the socket instead of failing the connection).
+func TestBodyRightBehindHandshake(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, backend string) {
+		r := newRoutes()
+		e := startEnv(t, backend, 1, r.forLoop, nil)
+		const size = 1 << 20
+		body := make([]byte, size)
+		(&pattern{n: size}).Read(body)
+		req := append([]byte(fmt.Sprintf("POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: %d\r\nConnection: close\r\n\r\n", size)), body...)
+		for i := 0; i < 10; i++ {
+			raw, err := net.Dial("tcp", e.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw.SetDeadline(time.Now().Add(10 * time.Second))
+			// The whole request in one write: on loopback it lands in the
+			// server's receive queue at once.
+			tc := stdtls.Client(raw, e.tlsConfig("http/1.1"))
+			if err := tc.Handshake(); err != nil {
+				t.Fatal(err)
+			}
+			werr := make(chan error, 1)
+			go func() { _, err := tc.Write(req); werr <- err }()
+			res, err := http.ReadResponse(bufio.NewReader(tc), nil)
+			if err != nil {
+				t.Fatalf("try %d: %v (handshake errors %d)", i, err, e.srv.Stats().HandshakeErrors)
+			}
+			got, err := io.ReadAll(res.Body)
+			tc.Close()
+			if err != nil || res.StatusCode != 200 || !bytes.Equal(got, body) {
+				t.Fatalf("try %d: status %d, %d of %d bytes, err %v", i, res.StatusCode, len(got), size, err)
+			}
+			if err := <-werr; err != nil {
+				t.Fatalf("try %d: write: %v", i, err)
+			}
 		}
 	})
 }
