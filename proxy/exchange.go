@@ -16,11 +16,11 @@ import (
 // backend connection on the other, and the flow of bytes between them with
 // backpressure both ways. It lives on the loop that owns both.
 type exchange struct {
-	h      *Handler
-	g      *group
-	w      stream.ResponseWriter
-	method string
-	head   []byte // the translated request head, kept for a retry
+	h                *Handler
+	g                *group
+	w                stream.ResponseWriter
+	method           string
+	head             []byte // the translated request head, kept for a retry
 	hasBody, chunked bool
 
 	early     []byte // body bytes framed before a connection was bound
