@@ -229,9 +229,16 @@ func (l *Loop) lookup(tok Token) *Desc {
 
 // AfterFunc schedules f to run on the loop after d. Call it from the loop.
 func (l *Loop) AfterFunc(d time.Duration, f func()) *Timer {
-	t := &Timer{index: -1, f: f, loop: l}
+	t := l.NewTimer(f)
 	t.Reset(d)
 	return t
+}
+
+// NewTimer returns a timer for f that is not scheduled yet: an owner that
+// arms and stops one timer many times (a request's successive timeouts)
+// allocates it once and calls Reset.
+func (l *Loop) NewTimer(f func()) *Timer {
+	return &Timer{index: -1, f: f, loop: l}
 }
 
 // now is the time the current iteration started: timers do not need more

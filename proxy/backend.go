@@ -44,7 +44,8 @@ type backendConn struct {
 	requests int
 	parser   h1.ResponseParser
 
-	out       []byte // request bytes not yet written
+	out       []byte // request bytes; out[outOff:] not yet written
+	outOff    int
 	outBody   int    // body bytes in out, reported Consumed once written
 	in        []byte // backendBufSize, allocated on first read
 	inStart   int
@@ -121,10 +122,10 @@ func (bc *backendConn) send(p []byte, body int) {
 }
 
 func (bc *backendConn) flush() {
-	for len(bc.out) > 0 {
-		n, err := unix.Write(bc.desc.FD(), bc.out)
+	for bc.outOff < len(bc.out) {
+		n, err := unix.Write(bc.desc.FD(), bc.out[bc.outOff:])
 		if n > 0 {
-			bc.out = bc.out[n:]
+			bc.outOff += n
 		}
 		if err == nil || err == unix.EINTR {
 			continue
@@ -137,7 +138,7 @@ func (bc *backendConn) flush() {
 		bc.broken(err)
 		return
 	}
-	bc.out = bc.out[:0]
+	bc.out, bc.outOff = bc.out[:0], 0
 	if bc.writeWait {
 		bc.writeWait = false
 		bc.setInterest()
@@ -214,7 +215,7 @@ func (bc *backendConn) broken(err error) {
 // the response said the connection may be reused, closed otherwise.
 func (bc *backendConn) done(reusable bool) {
 	bc.requests++
-	if !reusable || bc.inStart < bc.inEnd || len(bc.out) > 0 || bc.eof || bc.hup {
+	if !reusable || bc.inStart < bc.inEnd || bc.outOff < len(bc.out) || bc.eof || bc.hup {
 		bc.close()
 		return
 	}

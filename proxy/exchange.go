@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -35,28 +36,58 @@ type exchange struct {
 	gotByte                     bool // a response byte arrived on this attempt
 	headSent                    bool // the client has a final response head
 	finished                    bool
-	pending                     []byte // response body the client has not taken yet
-	timer                       *netpoll.Timer
+	pending                     []byte         // response body the client has not taken yet
+	timer                       *netpoll.Timer // one per exchange, re-armed for each wait
+	waiting                     waitKind
 	status                      int
 	bytesOut                    int64
 	errText                     string
-	log                         *RequestLog // request facts kept for the observer; nil without one
+	log                         RequestLog // request facts kept for the observer
+	logging                     bool       // an observer waits for log
+}
+
+// waitKind is what the exchange's timer is guarding.
+type waitKind uint8
+
+const (
+	waitQueue  waitKind = iota // a free connection in the pool's queue
+	waitHeader                 // the response head
+	waitRead                   // the next bytes of the response body
+)
+
+// arm (re)starts the exchange's timer for one kind of wait.
+func (ex *exchange) arm(kind waitKind, d time.Duration) {
+	if ex.timer == nil {
+		ex.timer = ex.h.loop.NewTimer(ex.timedOut)
+	}
+	ex.waiting = kind
+	ex.timer.Reset(d)
+}
+
+func (ex *exchange) timedOut() {
+	switch ex.waiting {
+	case waitQueue:
+		ex.queueTimedOut()
+	case waitHeader:
+		ex.headerTimedOut()
+	case waitRead:
+		ex.readTimedOut()
+	}
 }
 
 // observe reports the finished exchange, once.
 func (ex *exchange) observe() {
-	o := ex.h.cfg.Observer
-	if o == nil || ex.log == nil {
+	if !ex.logging {
 		return
 	}
-	l := ex.log
-	ex.log = nil
+	ex.logging = false
+	l := &ex.log
 	l.Status, l.BytesOut, l.Reused, l.Error = ex.status, ex.bytesOut, ex.reused, ex.errText
 	if ex.pool != nil {
 		l.Upstream = ex.pool.up.Name
 	}
 	l.Duration = ex.h.loop.Now().Sub(l.Start)
-	o.Observe(l)
+	ex.h.cfg.Observer.Observe(l)
 }
 
 var _ stream.Events = (*exchange)(nil)
@@ -80,8 +111,7 @@ func (ex *exchange) attach(p *pool, bc *backendConn, reused bool) {
 		bc.send(ex.early, ex.earlyBody)
 		ex.early, ex.earlyBody = nil, 0
 	}
-	ex.timer.Stop()
-	ex.timer = ex.h.loop.AfterFunc(ex.h.cfg.ResponseHeaderTimeout, ex.headerTimedOut)
+	ex.arm(waitHeader, ex.h.cfg.ResponseHeaderTimeout)
 }
 
 // OnBody forwards request body bytes, framed for the origin.
@@ -228,7 +258,7 @@ func (ex *exchange) responseHead(p *h1.ResponseParser) {
 	ex.pool.up.succeeded()
 	ex.timer.Stop()
 	if ex.h.cfg.ReadTimeout > 0 {
-		ex.timer = ex.h.loop.AfterFunc(ex.h.cfg.ReadTimeout, ex.readTimedOut)
+		ex.arm(waitRead, ex.h.cfg.ReadTimeout)
 	}
 	fields := ex.h.responseFields(p.Header())
 	ex.headSent = true

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"net/netip"
 	"strings"
 	"time"
 
@@ -67,6 +68,9 @@ type Handler struct {
 	bufs    [][]byte
 	fields  []stream.Field
 	scratch []byte
+
+	lastIP     netip.Addr
+	lastIPText string
 }
 
 // NewHandler returns the proxy for loop l. cfg should have its defaults
@@ -88,7 +92,8 @@ func NewHandler(l *netpoll.Loop, cfg Config) *Handler {
 func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
 	ex := &exchange{h: h, g: &h.group, w: w, method: req.Method, hasBody: req.HasBody}
 	if h.cfg.Observer != nil {
-		ex.log = &RequestLog{
+		ex.logging = true
+		ex.log = RequestLog{
 			Loop: h.loop.ID(), Poller: h.loop.Backend(), Proto: req.Proto, Method: req.Method,
 			Authority: req.Authority, Path: req.Path, Remote: req.RemoteAddr, Start: h.loop.Now(),
 		}
@@ -100,13 +105,17 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 	case req.HasBody:
 		length, ex.chunked = h1.LengthChunked, true
 	}
-	ex.head = h1.AppendRequestHeadFramed(nil, req.Method, req.Path, h.requestFields(req), length)
+	ex.head = h1.AppendRequestHeadFramed(make([]byte, 0, headCap), req.Method, req.Path, h.requestFields(req), length)
 	if !req.HasBody {
 		ex.bodyEnded = true
 	}
 	ex.begin(nil)
 	return ex
 }
+
+// headCap is the first guess at a translated request head's size: most
+// fit, so building one costs a single allocation.
+const headCap = 1024
 
 // maxBufs bounds the loop's free list of backend read buffers.
 const maxBufs = 256
@@ -133,7 +142,7 @@ func (h *Handler) putBuf(b []byte) {
 func (h *Handler) requestFields(req *stream.Request) []stream.Field {
 	fs := h.fields[:0]
 	fs = append(fs, stream.Field{Name: "host", Value: req.Authority})
-	client := req.RemoteAddr.Addr().String()
+	client := h.clientIP(req.RemoteAddr.Addr())
 	xff, via := client, "1.1 pollproxy"
 	if req.Proto == "HTTP/2.0" {
 		via = "2.0 pollproxy"
@@ -163,6 +172,15 @@ func (h *Handler) requestFields(req *stream.Request) []stream.Field {
 	fs = applyOps(fs, h.cfg.HeaderUp)
 	h.fields = fs[:0]
 	return fs
+}
+
+// clientIP formats a client address, remembering the last one: a
+// connection's requests come in runs from one address.
+func (h *Handler) clientIP(a netip.Addr) string {
+	if a != h.lastIP || h.lastIPText == "" {
+		h.lastIP, h.lastIPText = a, a.String()
+	}
+	return h.lastIPText
 }
 
 // responseFields applies header_down edits to a response head.

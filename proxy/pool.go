@@ -103,8 +103,7 @@ func (p *pool) acquire(ex *exchange, fresh bool) bool {
 	}
 	p.waiters = append(p.waiters, ex)
 	ex.queued = p
-	ex.timer.Stop()
-	ex.timer = p.loop.AfterFunc(p.h.cfg.ConnectTimeout, ex.queueTimedOut)
+	ex.arm(waitQueue, p.h.cfg.ConnectTimeout)
 	return true
 }
 
