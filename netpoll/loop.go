@@ -81,14 +81,10 @@ func (d *Desc) Close() error {
 	if d.closed {
 		return nil
 	}
-	d.closed = true
-	l := d.loop
-	err := l.poller.Remove(d.fd)
-	l.dels.Add(1)
+	err := d.Detach()
 	if cerr := unix.Close(d.fd); err == nil {
 		err = cerr
 	}
-	l.release(d)
 	return err
 }
 

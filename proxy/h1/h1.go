@@ -252,6 +252,28 @@ func trimOWS(s string) string {
 
 // parseContentLength accepts 1*DIGIT only: no sign, no spaces, no hex, and
 // nothing that overflows int64.
+// mergeContentLength folds one Content-Length field value (a list, as
+// some senders repeat the value: "5, 5") into cl, the length seen so far
+// (-1 for none). Differing values are an error: each side of a proxy
+// could pick another one (RFC 9112 §6.3).
+func mergeContentLength(cl int64, val string) (int64, *Error) {
+	for rest := val; ; {
+		item, next, more := nextListItem(rest)
+		rest = next
+		n, ok := parseContentLength(item)
+		if !ok {
+			return cl, errBadCL
+		}
+		if cl >= 0 && n != cl {
+			return cl, errMultiCL
+		}
+		cl = n
+		if !more {
+			return cl, nil
+		}
+	}
+}
+
 func parseContentLength(s string) (int64, bool) {
 	if len(s) == 0 || len(s) > 18 {
 		// 18 digits stay below 2^63; nobody sends an exabyte.

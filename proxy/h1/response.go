@@ -245,21 +245,9 @@ func (p *ResponseParser) parseHead() *Error {
 			if cls == 1 {
 				clFirst = val
 			}
-			for rest := val; ; {
-				var item string
-				var more bool
-				item, rest, more = nextListItem(rest)
-				n, ok := parseContentLength(item)
-				if !ok {
-					return errBadCL
-				}
-				if cl >= 0 && n != cl {
-					return errMultiCL
-				}
-				cl = n
-				if !more {
-					break
-				}
+			var err *Error
+			if cl, err = mergeContentLength(cl, val); err != nil {
+				return err
 			}
 		case "transfer-encoding":
 			hasTE = true
