@@ -527,15 +527,19 @@ func (f *framer) advance(p []byte) int {
 // end and consumed from the front. Appending never moves bytes already
 // queued, so a slice returned by bytes stays intact until the next consume.
 type buffer struct {
-	b   []byte
-	off int
+	b    []byte
+	off  int
+	peak int // most bytes queued since the buffer was last empty
 }
 
 func (q *buffer) len() int { return len(q.b) - q.off }
 
 func (q *buffer) bytes() []byte { return q.b[q.off:len(q.b):len(q.b)] }
 
-func (q *buffer) write(p []byte) { q.b = append(q.b, p...) }
+func (q *buffer) write(p []byte) {
+	q.b = append(q.b, p...)
+	q.peak = max(q.peak, q.len())
+}
 
 func (q *buffer) consume(n int) {
 	if n < 0 || n > q.len() {
@@ -545,12 +549,16 @@ func (q *buffer) consume(n int) {
 	rest := len(q.b) - q.off
 	switch {
 	case rest == 0:
-		if cap(q.b) > idleBufferCap {
+		// A big buffer goes once a fill that did not need it has been
+		// written: a stream of large writes keeps it (dropping it after
+		// each one made every 256 KiB flush allocate and clear anew),
+		// while the connection's next small exchange releases it.
+		if cap(q.b) > idleBufferCap && q.peak <= idleBufferCap {
 			q.b = nil
 		} else {
 			q.b = q.b[:0]
 		}
-		q.off = 0
+		q.off, q.peak = 0, 0
 	case q.off >= rest:
 		// Compact: moving rest bytes costs no more than the off bytes
 		// already consumed, so copying stays linear overall.
@@ -562,5 +570,5 @@ func (q *buffer) consume(n int) {
 
 func (q *buffer) release() {
 	q.b = nil
-	q.off = 0
+	q.off, q.peak = 0, 0
 }

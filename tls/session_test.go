@@ -533,11 +533,20 @@ func TestBufferReuse(t *testing.T) {
 		t.Fatalf("after compaction: %q off %d", q.bytes(), q.off)
 	}
 	q.consume(4)
-	// A big buffer is released once empty.
+	// A big buffer survives a run of big fills (a download) and is
+	// released once a small fill that did not need it is written.
 	q.write(make([]byte, 1<<20))
 	q.consume(1 << 20)
+	big := cap(q.b)
+	q.write(make([]byte, 1<<20))
+	q.consume(1 << 20)
+	if cap(q.b) != big {
+		t.Fatalf("big buffer reallocated between big fills: cap %d, was %d", cap(q.b), big)
+	}
+	q.write([]byte("small"))
+	q.consume(5)
 	if cap(q.b) != 0 {
-		t.Fatalf("big buffer kept: cap %d", cap(q.b))
+		t.Fatalf("big buffer kept after a small fill: cap %d", cap(q.b))
 	}
 	// bytes() is capped, so appending to it cannot scribble on the queue.
 	q.write([]byte("abc"))

@@ -17,11 +17,7 @@ import (
 	pptls "github.com/pollproxy/pollproxy/tls"
 )
 
-// Output watermarks: a front end is told the connection drained once the
-// bytes queued for the socket fall below lowWater after having been at or
-// above it.
 const (
-	lowWater = 64 << 10
 	// readBudget bounds socket reads per event, so a client streaming an
 	// upload cannot starve the loop's other connections.
 	readBudget = 8
@@ -370,9 +366,12 @@ func (c *conn) Flush() {
 			c.destroy(err)
 			return
 		}
-		c.plain = c.plain[:0]
-		if cap(c.plain) > 4*plainKeep {
-			c.plain = make([]byte, 0, plainKeep)
+		// A big staging buffer is kept while flushes stay big (a
+		// download) and dropped after the first small one.
+		if cap(c.plain) > 4*plainKeep && len(c.plain) <= plainKeep {
+			c.plain = nil
+		} else {
+			c.plain = c.plain[:0]
 		}
 	}
 	if c.state == stateClosing && c.closeErr == nil {
@@ -385,7 +384,6 @@ func (c *conn) Flush() {
 var errClosing = errors.New("closing")
 
 func (c *conn) writeSocket() {
-	before := c.sess.Buffered()
 	for {
 		out := c.sess.Output()
 		if len(out) == 0 {
@@ -416,7 +414,12 @@ func (c *conn) writeSocket() {
 	case stateClosing:
 		c.linger()
 	case stateOpen:
-		if before >= lowWater && c.proto != nil {
+		// Everything is on the socket: the front end hears so after every
+		// flush, not only after big ones. A front end may stop producing
+		// for reasons of its own (a fairness bound per round, a writer
+		// refused while the output was full) and resumes only here; a
+		// drained-only-if-big rule left such streams stalled for good.
+		if c.proto != nil {
 			c.proto.OnDrained()
 		}
 	}
