@@ -419,13 +419,23 @@ func (c *ServerConn) flush() {
 		}
 		ws := c.writable
 		c.writable = c.writableSpare[:0]
+		deferred := 0
 		for j, s := range ws {
 			ws[j] = nil
-			if !s.closed && s.events != nil && !c.dead {
+			switch {
+			case s.inWrite:
+				// Its Write has not returned yet: tell it next flush
+				// (the transport's OnDrained after this batch).
+				c.writable = append(c.writable, s)
+				deferred++
+			case !s.closed && s.events != nil && !c.dead:
 				s.events.OnWritable()
 			}
 		}
 		c.writableSpare = ws[:0]
+		if len(c.writable) == deferred {
+			break
+		}
 	}
 	c.depth--
 	if len(c.out.b) > 0 && !c.transportClosed {

@@ -37,6 +37,7 @@ type h2Stream struct {
 	trailers     []stream.Field
 	queued       bool // in ServerConn.wq
 	wantWritable bool // a Write was refused: OnWritable is owed
+	inWrite      bool // inside Write: an OnWritable now would be re-entrant
 }
 
 var _ stream.ResponseWriter = (*h2Stream)(nil)
@@ -123,7 +124,13 @@ func (s *h2Stream) Write(p []byte) (int, error) {
 			s.wantWritable = true
 		}
 	}
+	// The flush in exit may drain this very stream and owe it OnWritable.
+	// Delivered now, the handler would hear it before learning how much
+	// this Write took (and write the same bytes twice, or nothing and
+	// wait forever); flush defers it to the next round instead.
+	s.inWrite = true
 	c.exit()
+	s.inWrite = false
 	return n, nil
 }
 
