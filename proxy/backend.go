@@ -51,6 +51,7 @@ type backendConn struct {
 	inStart   int
 	inEnd     int
 	writeWait bool // the socket refused bytes: waiting for writable
+	parseOwed bool // the exchange stalled mid-parse and must be fed again
 	eof       bool
 	idleSince time.Time
 	// hup: the kernel reported the origin's close (FIN) while busy. The
@@ -76,7 +77,7 @@ func (bc *backendConn) HandleEvent(ev netpoll.Event) {
 			return
 		}
 		bc.state = bcBusy
-		bc.desc.SetInterest(netpoll.Read | netpoll.Write)
+		bc.setInterest() // write interest only while a write is blocked: poll is level-triggered
 		bc.flush()
 	case bcIdle:
 		// An idle connection has nothing to say: EOF or garbage, it is done.
@@ -168,7 +169,11 @@ func (bc *backendConn) readResponse() {
 		bc.in = bc.pool.h.getBuf()
 	}
 	for bc.state == bcBusy && bc.ex != nil {
-		if bc.inStart < bc.inEnd {
+		// A stalled exchange resumes parsing even with no bytes left: its
+		// last body bytes may have been the stalled ones, and the parser
+		// reports the end of the response only when fed again.
+		if bc.inStart < bc.inEnd || bc.parseOwed {
+			bc.parseOwed = false
 			if !bc.ex.parse() {
 				return // stalled or finished
 			}

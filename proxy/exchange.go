@@ -243,6 +243,7 @@ func (ex *exchange) parse() bool {
 			ex.bytesOut += int64(k)
 			if k < len(body) {
 				ex.pending = body[k:]
+				bc.parseOwed = true
 				bc.setInterest()
 				return false
 			}
