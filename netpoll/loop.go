@@ -133,10 +133,11 @@ type Loop struct {
 	timerSeq uint64
 	clock    time.Time
 
-	taskMu  sync.Mutex
-	tasks   []func()
-	spare   []func()
-	flushes []Flusher
+	taskMu       sync.Mutex
+	tasks        []func()
+	spare        []func()
+	flushes      []Flusher
+	spareFlushes []Flusher
 
 	stopping atomic.Bool
 	running  atomic.Bool
@@ -328,16 +329,17 @@ func (l *Loop) RunOnce(timeout time.Duration) error {
 	l.events.Add(uint64(delivered))
 	l.runTimers()
 	l.runTasks()
-	for len(l.flushes) > 0 {
+	// Flushes asked for while flushing (a writer resumed by a drained
+	// socket) wait for the next iteration, so one fast stream cannot keep
+	// the loop from polling.
+	if len(l.flushes) > 0 {
 		fl := l.flushes
-		l.flushes = nil
+		l.flushes = l.spareFlushes[:0]
 		for i, f := range fl {
 			f.Flush()
 			fl[i] = nil
 		}
-		if l.flushes == nil {
-			l.flushes = fl[:0]
-		}
+		l.spareFlushes = fl[:0]
 	}
 	return nil
 }

@@ -186,8 +186,18 @@ func TestWakeFromAnotherGoroutine(t *testing.T) {
 		if err != nil || n != 0 {
 			t.Fatalf("second wait = %d, %v", n, err)
 		}
-		if w := p.(interface{ wakeups() uint64 }).wakeups(); w != 1 {
-			t.Errorf("wakeups = %d, want 1 (ten coalesced calls)", w)
+		// Ten wakes with nobody waiting coalesce into one wake-up.
+		counter := p.(interface{ wakeups() uint64 })
+		before := counter.wakeups()
+		for i := 0; i < 10; i++ {
+			p.Wake()
+		}
+		start := time.Now()
+		if n, err := p.Wait(make([]Ready, 8), 5*time.Second); err != nil || n != 0 || time.Since(start) > 4*time.Second {
+			t.Fatalf("wait after pending wakes = %d, %v after %v", n, err, time.Since(start))
+		}
+		if w := counter.wakeups() - before; w != 1 {
+			t.Errorf("ten wakes made %d wake-ups, want 1", w)
 		}
 	})
 }
