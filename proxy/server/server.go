@@ -90,6 +90,16 @@ func New(g *netpoll.Group, cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, group: g}
 	perLoop := runtime.GOOS == "linux"
 	addr := addrs[0]
+	if perLoop && addr.Port() != 0 {
+		// SO_REUSEPORT would let this process share a port another
+		// process (a second pollproxy) already listens on, splitting its
+		// traffic silently; a plain bind first makes that an error.
+		probe, err := netpoll.Listen(addr, false, 1)
+		if err != nil {
+			return nil, err
+		}
+		unix.Close(probe)
+	}
 	for i := range g.Loops() {
 		if i > 0 && !perLoop {
 			break
