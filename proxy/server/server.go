@@ -40,7 +40,8 @@ type Config struct {
 	H2 h2.Config
 	H1 h1.ServerConfig
 	// HandshakeWorkers, HandshakeQueue and HandshakeTimeout size the TLS
-	// handshake pool (defaults: GOMAXPROCS workers, 1024 queued, 10s).
+	// handshake pool (defaults: 256 or 8 per P workers, whichever is more,
+	// 1024 queued, 10s).
 	HandshakeWorkers int
 	HandshakeQueue   int
 	HandshakeTimeout time.Duration
@@ -117,7 +118,15 @@ func New(g *netpoll.Group, cfg Config) (*Server, error) {
 		s.fds = append(s.fds, fd)
 	}
 	s.addr = addr
-	s.pool = pptls.NewHandshakePool(cfg.HandshakeWorkers, orDefault(cfg.HandshakeQueue, 1024), cfg.HandshakeTimeout)
+	// A worker is held for a whole handshake, also while it waits for the
+	// client's Finished, so workers are many more than cores: a client
+	// that stalls mid-handshake costs one goroutine until the timeout, and
+	// it takes that many stalled clients per timeout to delay the rest.
+	workers := cfg.HandshakeWorkers
+	if workers <= 0 {
+		workers = max(handshakeWorkersMin, 8*runtime.GOMAXPROCS(0))
+	}
+	s.pool = pptls.NewHandshakePool(workers, orDefault(cfg.HandshakeQueue, 1024), cfg.HandshakeTimeout)
 	s.hsTimeout = cfg.HandshakeTimeout
 	if s.hsTimeout <= 0 {
 		s.hsTimeout = pptls.DefaultHandshakeTimeout
@@ -175,6 +184,9 @@ func (s *Server) SetHandler(newHandler func(l *netpoll.Loop) stream.Handler) {
 		<-done
 	}
 }
+
+// handshakeWorkersMin is the least number of handshake workers by default.
+const handshakeWorkersMin = 256
 
 func orDefault(v, d int) int {
 	if v <= 0 {
