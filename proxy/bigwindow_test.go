@@ -104,6 +104,10 @@ func (e *proxyEnv) downloadBigWindows(n, inFlight, size int) error {
 			return fmt.Errorf("after %d of %d responses: %v (bytes per open stream: %v)", done, n, err, open)
 		}
 		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				fr.WriteSettingsAck()
+			}
 		case *http2.DataFrame:
 			id := f.StreamID
 			open[id] += len(f.Data())
