@@ -22,8 +22,8 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy"
 	"github.com/pollproxy/pollproxy/proxy/server"
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 	"github.com/pollproxy/pollproxy/proxy/stream"
-	pptls "github.com/pollproxy/pollproxy/tls"
 )
 
 // proxyEnv is pollproxy serving TLS on loopback with the reverse proxy on
@@ -50,42 +50,11 @@ func upstream(t *testing.T, addr string) *proxy.Upstream {
 // each; cfg gets its defaults here.
 func startProxy(t *testing.T, backend string, loops int, cfg proxy.Config) *proxyEnv {
 	t.Helper()
-	cert, err := pptls.SelfSigned(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	roots.AddCert(cert.Leaf)
-	backends := make([]string, loops)
-	for i := range backends {
-		backends[i] = backend
-	}
-	g, err := netpoll.NewGroup(loops, backends)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.Start()
 	cfg = cfg.WithDefaults()
-	srv, err := server.New(g, server.Config{
-		Addr: "127.0.0.1:0",
-		TLS:  pptls.ServerConfig([]stdtls.Certificate{cert}),
-		NewHandler: func(l *netpoll.Loop) stream.Handler {
-			return proxy.NewHandler(l, cfg)
-		},
-	})
-	if err != nil {
-		g.Stop()
-		g.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		srv.Close()
-		if err := g.Stop(); err != nil {
-			t.Errorf("group: %v", err)
-		}
-		g.Close()
-	})
-	return &proxyEnv{t: t, group: g, srv: srv, addr: srv.Addr().String(), roots: roots, cfg: cfg}
+	st := servertest.Start(t, backend, loops, func(l *netpoll.Loop) stream.Handler {
+		return proxy.NewHandler(l, cfg)
+	}, nil)
+	return &proxyEnv{t: t, group: st.Group, srv: st.Server, addr: st.Addr, roots: st.Roots, cfg: cfg}
 }
 
 func (e *proxyEnv) tlsConfig(protos ...string) *stdtls.Config {

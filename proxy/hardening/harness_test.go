@@ -29,8 +29,8 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/h1"
 	"github.com/pollproxy/pollproxy/proxy/h2"
 	"github.com/pollproxy/pollproxy/proxy/server"
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 	"github.com/pollproxy/pollproxy/proxy/stream"
-	pptls "github.com/pollproxy/pollproxy/tls"
 )
 
 // Small limits and timeouts, so that every defence triggers fast.
@@ -86,21 +86,10 @@ type setup struct {
 
 func startProxy(t testing.TB, origin string, s setup) *env {
 	t.Helper()
-	cert, err := pptls.SelfSigned(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	roots.AddCert(cert.Leaf)
 	loops := s.loops
 	if loops <= 0 {
 		loops = 2
 	}
-	g, err := netpoll.NewGroup(loops, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.Start()
 	up := &proxy.Upstream{Name: origin, Addr: netip.MustParseAddrPort(origin)}
 	pcfg := proxy.Config{
 		Upstreams:             []*proxy.Upstream{up},
@@ -115,32 +104,13 @@ func startProxy(t testing.TB, origin string, s setup) *env {
 		s.proxy(&pcfg)
 	}
 	pcfg = pcfg.WithDefaults()
-	scfg := server.Config{
-		Addr:             "127.0.0.1:0",
-		TLS:              pptls.ServerConfig([]stdtls.Certificate{cert}),
-		NewHandler:       func(l *netpoll.Loop) stream.Handler { return proxy.NewHandler(l, pcfg) },
-		H2:               testH2Config(),
-		H1:               testH1Config(),
-		HandshakeTimeout: tHandshakeTimeout,
-	}
-	if s.server != nil {
-		s.server(&scfg)
-	}
-	srv, err := server.New(g, scfg)
-	if err != nil {
-		g.Stop()
-		g.Close()
-		t.Fatal(err)
-	}
-	e := &env{t: t, group: g, srv: srv, addr: srv.Addr().String(), roots: roots, up: up}
-	t.Cleanup(func() {
-		srv.Close()
-		if err := g.Stop(); err != nil {
-			t.Errorf("group: %v", err)
+	st := servertest.Start(t, "", loops, func(l *netpoll.Loop) stream.Handler { return proxy.NewHandler(l, pcfg) }, func(c *server.Config) {
+		c.H2, c.H1, c.HandshakeTimeout = testH2Config(), testH1Config(), tHandshakeTimeout
+		if s.server != nil {
+			s.server(c)
 		}
-		g.Close()
 	})
-	return e
+	return &env{t: t, group: st.Group, srv: st.Server, addr: st.Addr, roots: st.Roots, up: up}
 }
 
 func (e *env) tlsConfig(protos ...string) *stdtls.Config {

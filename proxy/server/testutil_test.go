@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -20,8 +19,8 @@ import (
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy/server"
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 	"github.com/pollproxy/pollproxy/proxy/stream"
-	pptls "github.com/pollproxy/pollproxy/tls"
 )
 
 // env is a running group and server over real loopback sockets.
@@ -38,50 +37,8 @@ type env struct {
 // serving what newHandler returns; everything is torn down at cleanup.
 func startEnv(t *testing.T, backend string, loops int, newHandler func(*netpoll.Loop) stream.Handler, edit func(*server.Config)) *env {
 	t.Helper()
-	cert, err := pptls.SelfSigned(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	certFile := filepath.Join(dir, "cert.pem")
-	if err := pptls.WritePEM(cert, certFile, filepath.Join(dir, "key.pem")); err != nil {
-		t.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	roots.AddCert(cert.Leaf)
-
-	backends := make([]string, loops)
-	for i := range backends {
-		backends[i] = backend
-	}
-	g, err := netpoll.NewGroup(loops, backends)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.Start()
-	cfg := server.Config{
-		Addr:       "127.0.0.1:0",
-		TLS:        pptls.ServerConfig([]stdtls.Certificate{cert}),
-		NewHandler: newHandler,
-	}
-	if edit != nil {
-		edit(&cfg)
-	}
-	srv, err := server.New(g, cfg)
-	if err != nil {
-		g.Stop()
-		g.Close()
-		t.Fatal(err)
-	}
-	e := &env{t: t, group: g, srv: srv, addr: srv.Addr().String(), roots: roots, certFile: certFile}
-	t.Cleanup(func() {
-		srv.Close()
-		if err := g.Stop(); err != nil {
-			t.Errorf("group: %v", err)
-		}
-		g.Close()
-	})
-	return e
+	st := servertest.Start(t, backend, loops, newHandler, edit)
+	return &env{t: t, group: st.Group, srv: st.Server, addr: st.Addr, roots: st.Roots, certFile: st.CertFile}
 }
 
 func (e *env) tlsConfig(protos ...string) *stdtls.Config {
