@@ -124,7 +124,7 @@ func (bc *backendConn) send(p []byte, body int) {
 
 func (bc *backendConn) flush() {
 	for bc.outOff < len(bc.out) {
-		n, err := unix.Write(bc.desc.FD(), bc.out[bc.outOff:])
+		n, err := netpoll.RawWrite(bc.desc.FD(), bc.out[bc.outOff:])
 		if n > 0 {
 			bc.outOff += n
 		}
@@ -184,7 +184,7 @@ func (bc *backendConn) readResponse() {
 			return
 		}
 		bc.inStart, bc.inEnd = 0, 0
-		n, err := unix.Read(bc.desc.FD(), bc.in)
+		n, err := netpoll.RawRead(bc.desc.FD(), bc.in)
 		switch {
 		case n > 0:
 			bc.inEnd = n

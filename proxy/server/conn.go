@@ -114,7 +114,7 @@ func (c *conn) readSocket() {
 				rb = rb[:room]
 			}
 		}
-		n, err := unix.Read(c.desc.FD(), rb)
+		n, err := netpoll.RawRead(c.desc.FD(), rb)
 		if n > 0 {
 			if c.state == stateLinger {
 				continue
@@ -389,7 +389,7 @@ func (c *conn) writeSocket() {
 		if len(out) == 0 {
 			break
 		}
-		n, err := unix.Write(c.desc.FD(), out)
+		n, err := netpoll.RawWrite(c.desc.FD(), out)
 		if n > 0 {
 			c.sess.Consume(n)
 		}
