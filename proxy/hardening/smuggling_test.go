@@ -34,6 +34,16 @@ func req(method string, extra ...string) []string {
 	return append([]string{":method", method, ":scheme", "https", ":authority", "localhost", ":path", "{path}"}, extra...)
 }
 
+// bodyIs accepts a request that reached the origin with exactly body.
+func bodyIs(body string) func(recReq) error {
+	return func(q recReq) error {
+		if string(q.body) != body {
+			return fmt.Errorf("body %q, want %q", q.body, body)
+		}
+		return nil
+	}
+}
+
 func noField(names ...string) func(q recReq) error {
 	return func(q recReq) error {
 		for _, n := range names {
@@ -67,14 +77,12 @@ var smuggles = []smuggle{
 		data: []string{"0\r\n\r\n"}},
 	{name: "content-length below DATA", kv: req("POST", "content-length", "5"),
 		data: []string{"helloGET /smuggled HTTP/1.1\r\nhost: x\r\n\r\n"}, headSent: true},
+	// The first frame completes the declared body: the origin may answer,
+	// and the client may even get the whole response, before the second
+	// frame breaks the length. Either way the extra bytes stop here.
 	{name: "content-length below DATA, second frame", kv: req("POST", "content-length", "5"),
 		data: []string{"hello", "GET /smuggled HTTP/1.1\r\nhost: x\r\n\r\n"}, headSent: true,
-		maySee: func(q recReq) error {
-			if string(q.body) != "hello" {
-				return fmt.Errorf("body %q", q.body)
-			}
-			return nil
-		}},
+		maySee: bodyIs("hello"), normalised: bodyIs("hello")},
 	{name: "content-length above DATA", kv: req("POST", "content-length", "100"),
 		data: []string{"hello"}, headSent: true},
 	{name: "content-length on a bodiless request", kv: req("GET", "content-length", "40")},
