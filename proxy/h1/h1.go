@@ -252,6 +252,47 @@ func trimOWS(s string) string {
 
 // parseContentLength accepts 1*DIGIT only: no sign, no spaces, no hex, and
 // nothing that overflows int64.
+// mergeTransferEncoding folds one Transfer-Encoding field value into
+// chunked (whether chunked was seen so far). chunked must be the final
+// coding and appear once; an empty list item is malformed. Other codings
+// pass here and are judged by the caller, which knows the final one.
+func mergeTransferEncoding(chunked bool, val string) (bool, *Error) {
+	for rest := val; ; {
+		item, next, more := nextListItem(rest)
+		rest = next
+		switch {
+		case item == "", chunked:
+			return chunked, errBadTE
+		case equalFoldASCII(item, "chunked"):
+			chunked = true
+		}
+		if !more {
+			return chunked, nil
+		}
+	}
+}
+
+// connectionOptions reads one Connection field value: close and
+// keep-alive set their flags, and every other option is appended to
+// tokens (the names of fields the sender wants removed as hop-by-hop).
+func connectionOptions(val string, tokens []string, close, keepAlive *bool) []string {
+	for rest := val; ; {
+		item, next, more := nextListItem(rest)
+		rest = next
+		switch {
+		case equalFoldASCII(item, "close"):
+			*close = true
+		case equalFoldASCII(item, "keep-alive"):
+			*keepAlive = true
+		case item != "":
+			tokens = append(tokens, item)
+		}
+		if !more {
+			return tokens
+		}
+	}
+}
+
 // mergeContentLength folds one Content-Length field value (a list, as
 // some senders repeat the value: "5, 5") into cl, the length seen so far
 // (-1 for none). Differing values are an error: each side of a proxy

@@ -272,40 +272,12 @@ func (p *RequestParser) parseHead() *Error {
 			}
 		case "transfer-encoding":
 			hasTE = true
-			for rest := val; ; {
-				var item string
-				var more bool
-				item, rest, more = nextListItem(rest)
-				switch {
-				case item == "":
-					return errBadTE
-				case chunked:
-					// chunked must be the final coding, applied once.
-					return errBadTE
-				case equalFoldASCII(item, "chunked"):
-					chunked = true
-				}
-				if !more {
-					break
-				}
+			var err *Error
+			if chunked, err = mergeTransferEncoding(chunked, val); err != nil {
+				return err
 			}
 		case "connection":
-			for rest := val; ; {
-				var item string
-				var more bool
-				item, rest, more = nextListItem(rest)
-				switch {
-				case equalFoldASCII(item, "close"):
-					connClose = true
-				case equalFoldASCII(item, "keep-alive"):
-					connKeep = true
-				case item != "":
-					p.tokens = append(p.tokens, item)
-				}
-				if !more {
-					break
-				}
-			}
+			p.tokens = connectionOptions(val, p.tokens, &connClose, &connKeep)
 		case "expect":
 			if proto10 {
 				break // RFC 9110 §10.1.1: ignore in HTTP/1.0 requests

@@ -251,37 +251,12 @@ func (p *ResponseParser) parseHead() *Error {
 			}
 		case "transfer-encoding":
 			hasTE = true
-			for rest := val; ; {
-				var item string
-				var more bool
-				item, rest, more = nextListItem(rest)
-				switch {
-				case item == "", chunked:
-					return errBadTE
-				case equalFoldASCII(item, "chunked"):
-					chunked = true
-				}
-				if !more {
-					break
-				}
+			var err *Error
+			if chunked, err = mergeTransferEncoding(chunked, val); err != nil {
+				return err
 			}
 		case "connection":
-			for rest := val; ; {
-				var item string
-				var more bool
-				item, rest, more = nextListItem(rest)
-				switch {
-				case equalFoldASCII(item, "close"):
-					connClose = true
-				case equalFoldASCII(item, "keep-alive"):
-					connKeep = true
-				case item != "":
-					p.tokens = append(p.tokens, item)
-				}
-				if !more {
-					break
-				}
-			}
+			p.tokens = connectionOptions(val, p.tokens, &connClose, &connKeep)
 		case "keep-alive":
 			p.kaTimeout = parseKeepAliveTimeout(val)
 		case "transfer_encoding", "content_length":
