@@ -43,6 +43,7 @@ const (
 	EventErr                     // the descriptor has a pending error
 )
 
+// String names the events, for logs and test failures ("read|hup").
 func (e Event) String() string {
 	var parts []string
 	for _, p := range []struct {

@@ -84,6 +84,7 @@ type Pos struct {
 	Line int
 }
 
+// String is "file:line", the prefix of every configuration error.
 func (p Pos) String() string { return fmt.Sprintf("%s:%d", p.File, p.Line) }
 
 // Address is one site address: a host (exact, "*.example.com", or "" for
@@ -143,6 +144,7 @@ const (
 	TLSACME
 )
 
+// String is the mode as the Caddyfile spells it.
 func (m TLSMode) String() string {
 	return [...]string{"auto", "internal", "files", "acme"}[m]
 }
@@ -211,6 +213,7 @@ type Error struct {
 	Msg string
 }
 
+// Error implements error: "file:line: message".
 func (e *Error) Error() string {
 	if e.Pos.File == "" {
 		return e.Msg
@@ -221,6 +224,7 @@ func (e *Error) Error() string {
 // Errors are every problem found in a Caddyfile, in file order.
 type Errors []*Error
 
+// Error implements error: one problem per line.
 func (es Errors) Error() string {
 	parts := make([]string, len(es))
 	for i, e := range es {

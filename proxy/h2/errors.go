@@ -31,6 +31,7 @@ type ResetError struct {
 	Reason string
 }
 
+// Error implements error.
 func (e *ResetError) Error() string {
 	if e.Remote {
 		return fmt.Sprintf("h2: stream reset by client: %v", e.Code)
@@ -46,6 +47,7 @@ type ConnError struct {
 	Reason string
 }
 
+// Error implements error.
 func (e *ConnError) Error() string {
 	return fmt.Sprintf("h2: connection error %v: %s", e.Code, e.Reason)
 }
