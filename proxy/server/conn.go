@@ -58,6 +58,7 @@ type conn struct {
 	flushQueued bool
 	writeBlock  bool // the socket refused bytes: waiting for writable
 	readPaused  bool
+	peerDone    bool        // the poller reported the peer's close: read on to EOF
 	hsPosted    atomic.Bool // a handshake notification is queued on the loop
 	// Until the client's first TLS record (its ClientHello) is complete,
 	// the handshake is not handed to the worker pool: a worker waiting on
@@ -90,6 +91,9 @@ func (c *conn) interest() netpoll.Interest {
 func (c *conn) HandleEvent(ev netpoll.Event) {
 	if ev&netpoll.EventWrite != 0 {
 		c.writeSocket()
+	}
+	if ev&(netpoll.EventHup|netpoll.EventErr) != 0 {
+		c.peerDone = true
 	}
 	if ev&(netpoll.EventRead|netpoll.EventHup|netpoll.EventErr) != 0 && c.state != stateClosed {
 		c.readSocket()
@@ -132,9 +136,11 @@ func (c *conn) readSocket() {
 			if c.state == stateOpen && !c.decrypt() {
 				return
 			}
-			if n < len(rb) {
+			if n < len(rb) && !c.peerDone {
 				// The receive queue was emptied by this read: data that
-				// arrives later raises a new edge.
+				// arrives later raises a new edge. Not so the end of the
+				// stream: a FIN that came with the last bytes was reported
+				// once, with them, and only reading on finds it.
 				return
 			}
 			continue
