@@ -238,6 +238,10 @@ func (c *ServerConn) Feed(p []byte) error {
 	return err
 }
 
+// Flush implements stream.ServerConn. Responses go straight to the
+// transport, so there is nothing to produce here.
+func (c *ServerConn) Flush() {}
+
 // OnDrained implements stream.ServerConn: the transport's backlog fell, so
 // a handler that was refused bytes may write again.
 func (c *ServerConn) OnDrained() {

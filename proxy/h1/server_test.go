@@ -45,6 +45,8 @@ type nopClock struct{}
 var theNopTimer = &loopTimer{stopped: true}
 
 func (nopClock) AfterFunc(time.Duration, func()) stream.Timer { return theNopTimer }
+func (nopClock) Now() time.Time                               { return time.Now() }
+func (l *testLoop) FlushLater()                               {}
 func (l *testLoop) RemoteAddr() netip.AddrPort                { return netip.MustParseAddrPort("192.0.2.1:4242") }
 
 func b2i(b bool) int {
@@ -55,6 +57,8 @@ func b2i(b bool) int {
 }
 
 type loopClock struct{ l *testLoop }
+
+func (loopClock) Now() time.Time { return time.Now() }
 
 type loopTimer struct {
 	t       *time.Timer

@@ -26,6 +26,8 @@ type nopClock struct{}
 type nopTimer struct{}
 
 func (nopClock) AfterFunc(time.Duration, func()) stream.Timer { return nopTimer{} }
+func (nopClock) Now() time.Time                               { return time.Now() }
+func (t *memTransport) FlushLater()                           {}
 func (nopTimer) Stop() bool                                   { return true }
 
 // BenchmarkGET feeds one HEADERS frame per request (plus the client's

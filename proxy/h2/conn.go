@@ -451,6 +451,9 @@ func (c *ServerConn) flush() {
 	}
 }
 
+// Flush implements stream.ServerConn.
+func (c *ServerConn) Flush() {}
+
 // OnDrained reports that the transport's output fell below its low-water
 // mark: DATA production resumes.
 func (c *ServerConn) OnDrained() {

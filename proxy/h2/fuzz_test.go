@@ -28,6 +28,9 @@ func (t *fzTimer) Stop() bool { was := !t.stopped; t.stopped = true; return was 
 
 type fzClock struct{ timers []*fzTimer }
 
+func (c *fzClock) Now() time.Time  { return time.Now() }
+func (t *fzTransport) FlushLater() {}
+
 func (c *fzClock) AfterFunc(d time.Duration, f func()) stream.Timer {
 	t := &fzTimer{f: f}
 	c.timers = append(c.timers, t)

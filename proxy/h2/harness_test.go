@@ -116,6 +116,9 @@ func (t *testTransport) reader(splitMax int) {
 
 type testClock struct{ mu *sync.Mutex }
 
+func (testClock) Now() time.Time     { return time.Now() }
+func (t *testTransport) FlushLater() {}
+
 type testTimer struct {
 	t       *time.Timer
 	stopped bool // guarded by the loop mutex

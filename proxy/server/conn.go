@@ -58,6 +58,9 @@ type conn struct {
 	flushQueued bool
 	writeBlock  bool // the socket refused bytes: waiting for writable
 	readPaused  bool
+	protoFlush  bool        // the front end asked for its Flush this iteration
+	feedOwed    bool        // reads resumed: the front end gets a Feed, bytes or not
+	readKicked  bool        // a synthetic read event is queued
 	peerDone    bool        // the poller reported the peer's close: read on to EOF
 	hsPosted    atomic.Bool // a handshake notification is queued on the loop
 	// Until the client's first TLS record (its ClientHello) is complete,
@@ -96,8 +99,30 @@ func (c *conn) HandleEvent(ev netpoll.Event) {
 		c.peerDone = true
 	}
 	if ev&(netpoll.EventRead|netpoll.EventHup|netpoll.EventErr) != 0 && c.state != stateClosed {
+		c.readKicked = false
+		if c.feedOwed && c.state == stateOpen && !c.readPaused {
+			c.feedOwed = false
+			if !c.resumeFeed() {
+				return
+			}
+		}
 		c.readSocket()
 	}
+}
+
+// resumeFeed gives a front end that resumed reading what the session holds
+// already, or an empty Feed so it takes up input it held back. It reports
+// false when the connection went away meanwhile.
+func (c *conn) resumeFeed() bool {
+	ok, fed := c.decrypt()
+	if !ok || fed || c.readPaused {
+		return ok
+	}
+	if err := c.proto.Feed(nil); err != nil {
+		c.Close()
+		return false
+	}
+	return true
 }
 
 func (c *conn) readSocket() {
@@ -133,8 +158,10 @@ func (c *conn) readSocket() {
 			if !c.hsStarted && c.state == stateHandshake && !c.noteHello(buf[:n]) {
 				return
 			}
-			if c.state == stateOpen && !c.decrypt() {
-				return
+			if c.state == stateOpen {
+				if ok, _ := c.decrypt(); !ok {
+					return
+				}
 			}
 			if n < len(rb) && !c.peerDone {
 				// The receive queue was emptied by this read: data that
@@ -161,16 +188,17 @@ func (c *conn) readSocket() {
 	c.desc.Kick(netpoll.EventRead)
 }
 
-// decrypt feeds every complete record to the front end. It reports false
-// when the connection went away meanwhile.
-func (c *conn) decrypt() bool {
+// decrypt feeds every complete record to the front end. ok is false when
+// the connection went away meanwhile; fed reports that Feed was called.
+func (c *conn) decrypt() (ok, fed bool) {
 	plain := c.ls.plainBuf
 	for c.state == stateOpen && !c.readPaused {
 		n, err := c.sess.Read(plain)
 		if n > 0 {
+			fed = true
 			if perr := c.proto.Feed(plain[:n]); perr != nil {
 				c.Close()
-				return false
+				return false, fed
 			}
 			continue
 		}
@@ -179,15 +207,15 @@ func (c *conn) decrypt() bool {
 			if c.sess.Buffered() > 0 {
 				c.queueFlush() // crypto/tls answered something (KeyUpdate)
 			}
-			return c.state != stateClosed
+			return c.state != stateClosed, fed
 		case err == io.EOF:
 			c.peerClosed()
 		default:
 			c.destroy(err)
 		}
-		return false
+		return false, fed
 	}
-	return c.state != stateClosed
+	return c.state != stateClosed, fed
 }
 
 // peerClosed handles the client's end of stream: whatever is queued is
@@ -298,7 +326,7 @@ func (c *conn) handshakeProgress() {
 		c.proto.Shutdown()
 	}
 	// Application data may have arrived along with the client's Finished.
-	if c.decrypt() {
+	if ok, _ := c.decrypt(); ok {
 		c.queueFlush()
 		if c.hsFull {
 			// The rest is still in the socket, whose edge has passed.
@@ -321,20 +349,40 @@ func (c *conn) Write(p []byte) {
 // Buffered reports the bytes queued and not yet on the socket.
 func (c *conn) Buffered() int { return len(c.plain) + c.sess.Buffered() }
 
-// PauseRead stops or resumes feeding client bytes to the front end.
+// PauseRead stops or resumes feeding client bytes to the front end
+// (stream.Transport). Resuming only re-arms: a synthetic read event feeds
+// the front end from the loop — records already buffered in the session
+// first, then the socket, whose edge may have passed while paused.
 func (c *conn) PauseRead(pause bool) {
-	if c.readPaused == pause || c.state != stateOpen {
+	if c.state != stateOpen {
 		return
 	}
-	c.readPaused = pause
-	c.desc.SetInterest(c.interest())
-	if !pause {
-		// Records already buffered in the session come first; then the
-		// socket, whose edge may have passed while paused.
-		if c.decrypt() {
-			c.desc.Kick(netpoll.EventRead)
+	if pause {
+		if !c.readPaused {
+			c.readPaused = true
+			c.desc.SetInterest(c.interest())
 		}
+		return
 	}
+	c.feedOwed = true
+	if c.readPaused {
+		c.readPaused = false
+		c.desc.SetInterest(c.interest())
+	}
+	if !c.readKicked {
+		c.readKicked = true
+		c.desc.Kick(netpoll.EventRead)
+	}
+}
+
+// FlushLater asks for the front end's Flush before this iteration's write
+// (stream.Transport).
+func (c *conn) FlushLater() {
+	if c.state != stateOpen {
+		return
+	}
+	c.protoFlush = true
+	c.queueFlush()
 }
 
 // Close flushes what is queued, sends close_notify and closes.
@@ -363,6 +411,12 @@ func (c *conn) queueFlush() {
 // Flush encrypts what the front end wrote this iteration in one go and
 // writes it to the socket: one write per connection per loop iteration.
 func (c *conn) Flush() {
+	if c.protoFlush && c.state == stateOpen && c.proto != nil {
+		// The front end's output joins this flush: its Writes find
+		// flushQueued still set and queue nothing more.
+		c.protoFlush = false
+		c.proto.Flush()
+	}
 	c.flushQueued = false
 	if c.state == stateClosed {
 		return
@@ -385,6 +439,11 @@ func (c *conn) Flush() {
 		c.sess.CloseNotify()
 	}
 	c.writeSocket()
+	if c.protoFlush && c.state == stateOpen {
+		// Asked for again while flushing (a handler writing from
+		// OnDrained or OnWritable): next iteration.
+		c.queueFlush()
+	}
 }
 
 var errClosing = errors.New("closing")
@@ -466,3 +525,5 @@ func connGone(err error) error {
 type loopClock struct{ l *netpoll.Loop }
 
 func (c loopClock) AfterFunc(d time.Duration, f func()) stream.Timer { return c.l.AfterFunc(d, f) }
+
+func (c loopClock) Now() time.Time { return c.l.Now() }

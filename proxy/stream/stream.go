@@ -7,6 +7,30 @@
 // a handler that stops calling Consumed stops the client's uploads (h2
 // windows, or h1 reads), and a ResponseWriter that accepts fewer bytes than
 // offered stops the handler until OnWritable.
+//
+// # The re-entrancy rule
+//
+// Calls go one way at a time. The connection calls the front end
+// (ServerConn), the front end calls the handler (Handler, Events), and the
+// handler calls the front end back (ResponseWriter) — but a ResponseWriter
+// call never calls Events synchronously, and a front end never calls the
+// connection in a way that calls it back:
+//
+//   - A ResponseWriter call only changes the stream's state and queues
+//     output. Output is produced and written at the end of the loop
+//     iteration: the front end asks for it with Transport.FlushLater, and
+//     the connection calls ServerConn.Flush before it encrypts and writes.
+//     OnWritable is delivered from there (or from OnDrained), never from
+//     inside Write.
+//   - Resuming reads (Transport.PauseRead(false)) only re-arms the
+//     descriptor. The loop delivers the read event in the same iteration or
+//     the next, and the connection calls Feed from there — with no new
+//     bytes when none arrived, so the front end takes up input it held
+//     back.
+//
+// So no front end needs depth counters or deferred-callback flags: every
+// entry point (Feed, Flush, OnDrained, Shutdown, Abort, a timer) starts
+// from the loop with nothing of the front end's on the stack.
 package stream
 
 import (
@@ -102,8 +126,13 @@ type Timer interface {
 	Stop() bool
 }
 
-// Clock schedules callbacks on the loop that owns the connection.
+// Clock is the time source of the loop that owns the connection. Front ends
+// read time only through it, so tests can drive every timeout and rate
+// limit with a clock they control.
 type Clock interface {
+	// Now returns the loop's current time (read once per iteration).
+	Now() time.Time
+	// AfterFunc runs f on the loop after d.
 	AfterFunc(d time.Duration, f func()) Timer
 }
 
@@ -117,9 +146,18 @@ type Transport interface {
 	// front ends stop producing body data above their high-water mark and
 	// resume on the front end's OnDrained.
 	Buffered() int
+	// FlushLater asks for the front end's Flush at the end of this loop
+	// iteration, before the connection encrypts and writes what is queued.
+	// It is cheap to call repeatedly; ResponseWriter calls use it instead
+	// of producing output themselves.
+	FlushLater()
 	// PauseRead stops (true) or resumes (false) feeding client bytes; an
 	// HTTP/1.1 front end uses it for backpressure on request bodies and
-	// pipelining.
+	// pipelining. Resuming never feeds from inside the call: it re-arms the
+	// descriptor, and the loop calls Feed in this iteration or the next —
+	// with an empty slice when no new bytes arrived, so the front end can
+	// take up input it held back. PauseRead(false) while not paused asks
+	// for that Feed all the same.
 	PauseRead(pause bool)
 	// Close flushes what is queued and closes the connection.
 	Close()
@@ -133,10 +171,16 @@ type Transport interface {
 // connection, driven by the connection beneath it.
 type ServerConn interface {
 	// Feed hands over plaintext from the client; p is valid only during the
-	// call. A returned error means the front end has queued what it had to
-	// say (a GOAWAY, a 400) and the connection should be closed.
+	// call, and empty when the call only lets the front end take up input
+	// it held back (see Transport.PauseRead). A returned error means the
+	// front end has written what it had to say (a GOAWAY, a 400) with
+	// Transport.Write and the connection should be closed.
 	Feed(p []byte) error
-	// OnDrained reports that Buffered fell below the low-water mark.
+	// Flush produces the output queued since the last call (after
+	// Transport.FlushLater) and hands it to Transport.Write; the connection
+	// calls it at the end of the iteration, before it writes the socket.
+	Flush()
+	// OnDrained reports that everything queued reached the socket.
 	OnDrained()
 	// Shutdown starts a graceful close: no new requests, in-flight ones run
 	// to completion, then the front end closes the transport.
