@@ -176,10 +176,10 @@ func ValidName(s string) bool { return validToken(s, &tchar) }
 // field name as HTTP/2 requires it (RFC 9113 §8.2.1).
 func ValidLowerName(s string) bool { return validToken(s, &lowerTchar) }
 
-func validToken(s string, class *[256]bool) bool {
-	if s == "" {
-		return false
-	}
+func validToken(s string, class *[256]bool) bool { return s != "" && allIn(s, class) }
+
+// allIn reports whether every byte of s is in class.
+func allIn(s string, class *[256]bool) bool {
 	for i := 0; i < len(s); i++ {
 		if !class[s[i]] {
 			return false
@@ -199,37 +199,18 @@ func ValidValue(s string) bool {
 	if s[0] == ' ' || s[0] == '\t' || s[len(s)-1] == ' ' || s[len(s)-1] == '\t' {
 		return false
 	}
-	for i := 0; i < len(s); i++ {
-		if !valueChar[s[i]] {
-			return false
-		}
-	}
-	return true
+	return allIn(s, &valueChar)
 }
 
 // ValidAuthority reports whether s holds only host[:port] characters (RFC
 // 3986 §3.2): reg-name, IP literal and port; no userinfo ("@"), which is a
 // classic way to confuse authority parsing downstream. An empty s passes:
 // whether an authority is required is the caller's rule.
-func ValidAuthority(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if !hostChar[s[i]] {
-			return false
-		}
-	}
-	return true
-}
+func ValidAuthority(s string) bool { return allIn(s, &hostChar) }
 
 // ValidPath reports whether s holds only request-target characters (see
 // IsPathByte). An empty s passes.
-func ValidPath(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if !pathChar[s[i]] {
-			return false
-		}
-	}
-	return true
-}
+func ValidPath(s string) bool { return allIn(s, &pathChar) }
 
 // maxLengthDigits bounds a Content-Length: 18 digits stay below 2^63, so
 // the sum cannot overflow, and nobody sends an exabyte.
