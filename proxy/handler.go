@@ -2,11 +2,9 @@ package proxy
 
 import (
 	"net/netip"
-	"strings"
 	"time"
 
 	"github.com/pollproxy/pollproxy/netpoll"
-	"github.com/pollproxy/pollproxy/proxy/h1"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -98,24 +96,13 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 			Authority: req.Authority, Path: req.Path, Remote: req.RemoteAddr, Start: h.loop.Now(),
 		}
 	}
-	length := h1.LengthNone
-	switch {
-	case req.ContentLength >= 0:
-		length = req.ContentLength
-	case req.HasBody:
-		length, ex.chunked = h1.LengthChunked, true
-	}
-	ex.head = h1.AppendRequestHeadFramed(make([]byte, 0, headCap), req.Method, req.Path, h.requestFields(req), length)
+	ex.head, ex.chunked = h.requestHead(req)
 	if !req.HasBody {
 		ex.bodyEnded = true
 	}
 	ex.begin(nil)
 	return ex
 }
-
-// headCap is the first guess at a translated request head's size: most
-// fit, so building one costs a single allocation.
-const headCap = 1024
 
 // maxBufs bounds the loop's free list of backend read buffers.
 const maxBufs = 256
@@ -133,82 +120,4 @@ func (h *Handler) putBuf(b []byte) {
 	if b != nil && len(h.bufs) < maxBufs {
 		h.bufs = append(h.bufs, b)
 	}
-}
-
-// requestFields translates the client's fields for the origin: Host from
-// :authority, the X-Forwarded-* set and Via added, fields the front ends
-// already stripped (connection-specific ones) never reappear, and anything
-// that could not be written safely is dropped.
-func (h *Handler) requestFields(req *stream.Request) []stream.Field {
-	fs := h.fields[:0]
-	fs = append(fs, stream.Field{Name: "host", Value: req.Authority})
-	client := h.clientIP(req.RemoteAddr.Addr())
-	xff, via := client, "1.1 pollproxy"
-	if req.Proto == "HTTP/2.0" {
-		via = "2.0 pollproxy"
-	}
-	for _, f := range req.Header {
-		switch f.Name {
-		case "host", "x-forwarded-proto", "x-forwarded-host", "connection", "keep-alive",
-			"proxy-connection", "te", "transfer-encoding", "upgrade":
-			continue
-		case "x-forwarded-for":
-			xff = f.Value + ", " + client
-			continue
-		case "via":
-			via = f.Value + ", " + via
-			continue
-		}
-		if h1.ValidField(f) {
-			fs = append(fs, f)
-		}
-	}
-	fs = append(fs,
-		stream.Field{Name: "x-forwarded-for", Value: xff},
-		stream.Field{Name: "x-forwarded-proto", Value: req.Scheme},
-		stream.Field{Name: "x-forwarded-host", Value: req.Authority},
-		stream.Field{Name: "via", Value: via},
-	)
-	fs = applyOps(fs, h.cfg.HeaderUp)
-	h.fields = fs[:0]
-	return fs
-}
-
-// clientIP formats a client address, remembering the last one: a
-// connection's requests come in runs from one address.
-func (h *Handler) clientIP(a netip.Addr) string {
-	if a != h.lastIP || h.lastIPText == "" {
-		h.lastIP, h.lastIPText = a, a.String()
-	}
-	return h.lastIPText
-}
-
-// responseFields applies header_down edits to a response head.
-func (h *Handler) responseFields(fs []stream.Field) []stream.Field {
-	if len(h.cfg.HeaderDown) == 0 {
-		return fs
-	}
-	return applyOps(fs, h.cfg.HeaderDown)
-}
-
-func applyOps(fs []stream.Field, ops []HeaderOp) []stream.Field {
-	for _, op := range ops {
-		name := strings.ToLower(op.Name)
-		switch op.Op {
-		case '-', '=':
-			kept := fs[:0]
-			for _, f := range fs {
-				if f.Name != name {
-					kept = append(kept, f)
-				}
-			}
-			fs = kept
-			if op.Op == '=' {
-				fs = append(fs, stream.Field{Name: name, Value: op.Value})
-			}
-		case '+':
-			fs = append(fs, stream.Field{Name: name, Value: op.Value})
-		}
-	}
-	return fs
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/field"
 	pptls "github.com/pollproxy/pollproxy/tls"
 )
 
@@ -656,7 +657,7 @@ func (p *parser) headerOp(d *caddyfile.Dispenser, label string) (proxy.HeaderOp,
 	case '+', '-':
 		op.Op, op.Name = args[0][0], args[0][1:]
 	}
-	if !validFieldName(op.Name) {
+	if !field.ValidName(op.Name) {
 		p.errf(d, "%s: %q is not a valid field name", label, op.Name)
 		return op, false
 	}
@@ -676,20 +677,6 @@ func (p *parser) headerOp(d *caddyfile.Dispenser, label string) (proxy.HeaderOp,
 		op.Value = args[1]
 	}
 	return op, true
-}
-
-func validFieldName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
-			continue
-		}
-		return false
-	}
-	return true
 }
 
 func (p *parser) tls(d *caddyfile.Dispenser) TLS {

@@ -1,6 +1,9 @@
 package h1
 
-import "github.com/pollproxy/pollproxy/proxy/stream"
+import (
+	"github.com/pollproxy/pollproxy/proxy/field"
+	"github.com/pollproxy/pollproxy/proxy/stream"
+)
 
 // bodyMode is how a message's body is delimited (RFC 9112 §6.3).
 type bodyMode uint8
@@ -128,7 +131,7 @@ func (r *bodyReader) feed(b []byte, maxBody int) (n int, body []byte, done bool,
 		case csExt:
 			if c == '\r' {
 				r.cs = csSizeLF
-			} else if !isValue[c] {
+			} else if !field.IsValueByte(c) {
 				return i, nil, false, errChunkExt
 			}
 		case csSizeLF:
@@ -233,27 +236,15 @@ func (r *bodyReader) parseTrailers() *Error {
 	return nil
 }
 
-// forbiddenTrailer lists fields that must not travel in trailers (RFC 9110
-// §6.5.1): framing, routing, connection management and the fields a
-// recipient would otherwise merge into the head's meaning.
 // AllowedTrailer reports whether a field (lowercase name) may be sent in a
 // trailer section: framing, routing, authentication and control fields may
-// not (RFC 9110 §6.5.1), since a recipient that merges trailers into the
-// head would act on them.
+// not (RFC 9110 §6.5.1, field.NotInTrailer), since a recipient that merges
+// trailers into the head would act on them.
 func AllowedTrailer(name string) bool { return !forbiddenTrailer(name) }
 
-func forbiddenTrailer(name string) bool {
-	switch name {
-	case "content-length", "transfer-encoding", "host", "connection",
-		"keep-alive", "proxy-connection", "te", "upgrade", "trailer",
-		"expect", "content-encoding", "content-type", "content-range",
-		"authorization", "proxy-authorization", "set-cookie", "cookie",
-		"cache-control", "range", "max-forwards", "transfer_encoding",
-		"content_length":
-		return true
-	}
-	return false
-}
+// forbiddenTrailer is the NotInTrailer set, as the parsers and the server
+// ask for it.
+func forbiddenTrailer(name string) bool { return field.Lookup(name).Has(field.NotInTrailer) }
 
 func unhex(c byte) int {
 	switch {

@@ -13,8 +13,8 @@
 //     drives a stream.Handler over a stream.Transport.
 //   - ResponseParser reads responses from HTTP/1.1 origins (the backend side
 //     of the reverse proxy).
-//   - AppendRequestHead, AppendChunk and friends serialise requests for
-//     origins into reusable byte slices.
+//   - AppendRequestHeadFramed, AppendChunk and friends serialise requests
+//     for origins into reusable byte slices.
 //
 // The parsers are strict on purpose. pollproxy sits between clients and
 // origins, and any message the two could frame differently is a request
@@ -23,10 +23,16 @@
 // Content-Length together with Transfer-Encoding, conflicting lengths,
 // transfer codings other than a lone "chunked", malformed chunk sizes. Lines
 // must end in CRLF; the RFC 9112 §2.2 tolerance for a bare LF is not
-// extended, because origins disagree about it.
+// extended, because origins disagree about it. Which fields are hop-by-hop,
+// framing or forbidden in trailers, and what a token or field value may
+// hold, is proxy/field's, shared with the HTTP/2 front end.
 package h1
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/pollproxy/pollproxy/proxy/field"
+)
 
 // Limits bounds what a parser buffers for one message. The zero value of
 // each field selects its default, so a zero Limits is ready to use.
@@ -177,41 +183,6 @@ var ErrTruncated = &Error{400, "connection closed inside a message"}
 // may be retried safely.
 var ErrNoResponse = &Error{502, "connection closed before any response byte"}
 
-// Byte classes, as tables so the scanners cost one load per byte.
-var (
-	isToken [256]bool // tchar, RFC 9110 §5.6.2
-	isValue [256]bool // field-vchar, SP, HTAB and obs-text: no CTLs
-	isHost  [256]bool // characters of a uri-host[:port], RFC 3986
-	isPath  [256]bool // visible ASCII except '#': what a target may hold
-)
-
-func init() {
-	for c := 'a'; c <= 'z'; c++ {
-		isToken[c] = true
-		isToken[c-'a'+'A'] = true
-	}
-	for c := '0'; c <= '9'; c++ {
-		isToken[c] = true
-	}
-	for _, c := range "!#$%&'*+-.^_`|~" {
-		isToken[c] = true
-	}
-	for c := 0; c < 256; c++ {
-		isValue[c] = c == '\t' || (c >= 0x20 && c != 0x7f)
-		isPath[c] = c > 0x20 && c < 0x7f && c != '#'
-	}
-	for c := 'a'; c <= 'z'; c++ {
-		isHost[c] = true
-		isHost[c-'a'+'A'] = true
-	}
-	for c := '0'; c <= '9'; c++ {
-		isHost[c] = true
-	}
-	for _, c := range "-._~!$&'()*+,;=:[]%" {
-		isHost[c] = true
-	}
-}
-
 // lowerInPlace lowercases ASCII letters in b; field names are lowercased
 // in the head buffer itself so that no second copy is needed.
 func lowerInPlace(b []byte) {
@@ -250,8 +221,6 @@ func trimOWS(s string) string {
 	return s
 }
 
-// parseContentLength accepts 1*DIGIT only: no sign, no spaces, no hex, and
-// nothing that overflows int64.
 // mergeTransferEncoding folds one Transfer-Encoding field value into
 // chunked (whether chunked was seen so far). chunked must be the final
 // coding and appear once; an empty list item is malformed. Other codings
@@ -315,21 +284,9 @@ func mergeContentLength(cl int64, val string) (int64, *Error) {
 	}
 }
 
-func parseContentLength(s string) (int64, bool) {
-	if len(s) == 0 || len(s) > 18 {
-		// 18 digits stay below 2^63; nobody sends an exabyte.
-		return 0, false
-	}
-	var n int64
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n, true
-}
+// parseContentLength is field.ParseContentLength under the name the
+// server's response checks call it by.
+func parseContentLength(s string) (int64, bool) { return field.ParseContentLength(s) }
 
 // nextListItem splits a comma-separated field value (RFC 9110 §5.6.1),
 // returning the next trimmed element, the rest, and whether a comma

@@ -1,6 +1,10 @@
 package h1
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/pollproxy/pollproxy/proxy/field"
+)
 
 // headReader accumulates one header (or trailer) section, line by line,
 // across Feed calls. It copies only the bytes of the section itself, so a
@@ -116,7 +120,7 @@ func parseFieldLines(buf []byte, from int, spans []span) ([]span, *Error) {
 			return spans, errObsFold
 		}
 		i := ls
-		for i < le && isToken[buf[i]] {
+		for i < le && field.IsTchar(buf[i]) {
 			i++
 		}
 		switch {
@@ -142,7 +146,7 @@ func parseFieldLines(buf []byte, from int, spans []span) ([]span, *Error) {
 			ve--
 		}
 		for k := vs; k < ve; k++ {
-			if !isValue[buf[k]] {
+			if !field.IsValueByte(buf[k]) {
 				if buf[k] == '\r' {
 					return spans, errBareCR
 				}
@@ -153,11 +157,4 @@ func parseFieldLines(buf []byte, from int, spans []span) ([]span, *Error) {
 		ls = le + 2
 	}
 	return spans, nil
-}
-
-// isFramingSpelledOddly catches "transfer_encoding" and "content_length":
-// valid tokens that some origin stacks (CGI-style environments) fold onto
-// the real framing fields, which would let a request be framed two ways.
-func isFramingSpelledOddly(name string) bool {
-	return name == "transfer_encoding" || name == "content_length"
 }

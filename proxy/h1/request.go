@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strconv"
 
+	"github.com/pollproxy/pollproxy/proxy/field"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -160,9 +161,6 @@ func (p *RequestParser) ExpectContinue() bool { return p.expect }
 // separates a slow client (408) from an idle one (silent close).
 func (p *RequestParser) Started() bool { return p.state != stHead || p.hr.started }
 
-// InHead reports whether the parser is still waiting for a complete head.
-func (p *RequestParser) InHead() bool { return p.state == stHead }
-
 // parseHead validates the buffered head and fills p.req.
 func (p *RequestParser) parseHead() *Error {
 	buf := p.hr.buf
@@ -174,7 +172,7 @@ func (p *RequestParser) parseHead() *Error {
 		return errRequestLine
 	}
 	for _, c := range line[:sp1] {
-		if !isToken[c] {
+		if !field.IsTchar(c) {
 			return errMethod
 		}
 	}
@@ -187,7 +185,7 @@ func (p *RequestParser) parseHead() *Error {
 	}
 	sp2 += sp1 + 1
 	for _, c := range line[sp1+1 : sp2] {
-		if !isPath[c] {
+		if !field.IsPathByte(c) {
 			if c == '\r' {
 				return errBareCR
 			}
@@ -286,8 +284,10 @@ func (p *RequestParser) parseHead() *Error {
 				return errExpect
 			}
 			p.expect = true
-		case "transfer_encoding", "content_length":
-			return errUnderscoreFrame
+		default:
+			if field.Lookup(name).Has(field.FramingLookalike) {
+				return errUnderscoreFrame
+			}
 		}
 	}
 
@@ -336,14 +336,15 @@ func (p *RequestParser) parseHead() *Error {
 		p.keepAlive = !connClose
 	}
 
-	// Second pass: the handler's view, without hop-by-hop fields.
+	// Second pass: the handler's view, without the fields the front end
+	// owns (hop-by-hop ones, Host, Expect).
 	clDone := false
 	for _, sp := range p.spans {
 		name := s[sp.ns:sp.ne]
-		switch name {
-		case "host", "transfer-encoding", "connection", "keep-alive",
-			"proxy-connection", "te", "upgrade", "expect":
+		if field.Lookup(name).Has(field.FrontEndOwned) {
 			continue
+		}
+		switch name {
 		case "content-length":
 			if clDone {
 				continue // identical duplicates collapse into one
@@ -429,12 +430,7 @@ func validHost(h string, required bool) bool {
 	if h == "" {
 		return !required
 	}
-	for i := 0; i < len(h); i++ {
-		if !isHost[h[i]] {
-			return false
-		}
-	}
-	return true
+	return field.ValidAuthority(h)
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }

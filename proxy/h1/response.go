@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pollproxy/pollproxy/proxy/field"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -42,7 +43,6 @@ type ResponseParser struct {
 	proto10       bool
 	keepAlive     bool
 	hasBody       bool
-	chunked       bool
 	contentLength int64
 	kaTimeout     time.Duration
 }
@@ -162,9 +162,6 @@ func (p *ResponseParser) Header() []stream.Field { return p.header }
 // Content-Length.
 func (p *ResponseParser) HasBody() bool { return p.hasBody }
 
-// Chunked reports a chunked body, whose trailers arrive with EventDone.
-func (p *ResponseParser) Chunked() bool { return p.chunked }
-
 // ContentLength returns the declared Content-Length, or -1 without one.
 // On a HEAD or 304 response it describes the representation, not a body.
 func (p *ResponseParser) ContentLength() int64 { return p.contentLength }
@@ -213,7 +210,7 @@ func (p *ResponseParser) parseHead() *Error {
 	}
 	reasonStart := min(13, len(line))
 	for _, c := range line[reasonStart:] {
-		if !isValue[c] {
+		if !field.IsValueByte(c) {
 			return errStatusLine
 		}
 	}
@@ -259,8 +256,10 @@ func (p *ResponseParser) parseHead() *Error {
 			p.tokens = connectionOptions(val, p.tokens, &connClose, &connKeep)
 		case "keep-alive":
 			p.kaTimeout = parseKeepAliveTimeout(val)
-		case "transfer_encoding", "content_length":
-			return errUnderscoreFrame
+		default:
+			if field.Lookup(name).Has(field.FramingLookalike) {
+				return errUnderscoreFrame
+			}
 		}
 	}
 	switch {
@@ -278,7 +277,6 @@ func (p *ResponseParser) parseHead() *Error {
 		p.keepAlive = !connClose
 	}
 	p.contentLength = cl
-	p.chunked = false
 	p.hasBody = false
 	switch {
 	case p.status < 200:
@@ -289,7 +287,7 @@ func (p *ResponseParser) parseHead() *Error {
 			p.contentLength = -1
 		}
 	case hasTE:
-		p.chunked, p.hasBody = true, true
+		p.hasBody = true
 		p.br.start(bodyChunked, 0, &p.lim)
 	case cl > 0:
 		p.hasBody = true
@@ -306,10 +304,10 @@ func (p *ResponseParser) parseHead() *Error {
 	clDone := false
 	for _, sp := range p.spans {
 		name := s[sp.ns:sp.ne]
-		switch name {
-		case "transfer-encoding", "connection", "keep-alive",
-			"proxy-connection", "te", "upgrade":
+		if field.Lookup(name).Has(field.HopByHop) {
 			continue
+		}
+		switch name {
 		case "content-length":
 			if clDone || p.contentLength < 0 {
 				continue
@@ -346,7 +344,7 @@ func parseKeepAliveTimeout(v string) time.Duration {
 		var item string
 		item, rest, _ = nextListItem(rest)
 		if len(item) > 8 && equalFoldASCII(item[:8], "timeout=") {
-			if n, ok := parseContentLength(trimOWS(item[8:])); ok && n < 1<<20 {
+			if n, ok := field.ParseContentLength(trimOWS(item[8:])); ok && n < 1<<20 {
 				return time.Duration(n) * time.Second
 			}
 		}

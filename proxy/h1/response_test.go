@@ -51,7 +51,7 @@ func parseResponsePieces(p *ResponseParser, method string, pieces []string, eof 
 			case EventHead:
 				r.status = p.Status()
 				r.header = fieldsString(p.Header())
-				r.hasBody, r.chunked, r.cl = p.HasBody(), p.Chunked(), p.ContentLength()
+				r.hasBody, r.chunked, r.cl = p.HasBody(), p.br.mode == bodyChunked, p.ContentLength()
 			case EventBody:
 				body.Write(p.Body())
 			case EventDone:
@@ -221,7 +221,7 @@ func TestResponseKeepAliveTimeout(t *testing.T) {
 
 func TestSerialiser(t *testing.T) {
 	fields := []stream.Field{{Name: "host", Value: "h"}, {Name: "content-length", Value: "9"}, {Name: "x", Value: "y"}}
-	got := string(AppendRequestHead(nil, "GET", "/p", fields[:1]))
+	got := string(AppendRequestHeadFramed(nil, "GET", "/p", fields[:1], LengthNone))
 	if want := "GET /p HTTP/1.1\r\nhost: h\r\n\r\n"; got != want {
 		t.Fatalf("head %q", got)
 	}

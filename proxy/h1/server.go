@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pollproxy/pollproxy/proxy/field"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -730,9 +731,7 @@ func (w *responseWriter) WriteHeader(status int, fields []stream.Field, endStrea
 // owns: framing and connection management.
 func appendResponseFields(b []byte, fields []stream.Field) []byte {
 	for _, f := range fields {
-		switch f.Name {
-		case "content-length", "transfer-encoding", "connection", "keep-alive",
-			"proxy-connection", "te", "upgrade", "trailer":
+		if field.Lookup(f.Name).Has(field.NotToClient) {
 			continue
 		}
 		b = appendField(b, f)

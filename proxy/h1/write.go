@@ -3,6 +3,7 @@ package h1
 import (
 	"strconv"
 
+	"github.com/pollproxy/pollproxy/proxy/field"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -14,34 +15,25 @@ const (
 	LengthNone int64 = -2
 )
 
-// AppendRequestHead appends an HTTP/1.1 request head to dst: the request
-// line, each field as given, and the empty line. It writes exactly what it
-// is given — Host, framing and all — so the caller owns the field set;
-// fields must already be valid (the front ends validate everything a client
-// sends, and ValidField checks anything else). Append-style so a backend
-// connection can reuse one buffer for every request without allocating.
-func AppendRequestHead(dst []byte, method, target string, fields []stream.Field) []byte {
-	dst = append(dst, method...)
-	dst = append(dst, ' ')
-	dst = append(dst, target...)
-	dst = append(dst, " HTTP/1.1\r\n"...)
-	dst = appendFields(dst, fields)
-	return append(dst, '\r', '\n')
-}
-
-// AppendRequestHeadFramed is AppendRequestHead with the body framing chosen
-// here rather than by the fields: any content-length or transfer-encoding
-// in fields is skipped, and length adds "content-length: N" (length >= 0),
-// "transfer-encoding: chunked" (LengthChunked) or nothing (LengthNone).
-// Passing a front end's Request.Header with its ContentLength therefore
-// re-frames the request for the origin in one call.
+// AppendRequestHeadFramed appends an HTTP/1.1 request head to dst: the
+// request line, each field as given, the body framing and the empty line.
+// It writes the fields it is given — Host and all — so the caller owns the
+// field set; fields must already be valid (the front ends validate
+// everything a client sends, and ValidField checks anything else). The
+// framing is chosen here rather than by the fields: any content-length or
+// transfer-encoding in fields (field.Framing) is skipped, and length adds
+// "content-length: N" (length >= 0), "transfer-encoding: chunked"
+// (LengthChunked) or nothing (LengthNone). Passing a front end's
+// Request.Header with its ContentLength therefore re-frames the request
+// for the origin in one call. Append-style so a backend connection can
+// reuse one buffer for every request without allocating.
 func AppendRequestHeadFramed(dst []byte, method, target string, fields []stream.Field, length int64) []byte {
 	dst = append(dst, method...)
 	dst = append(dst, ' ')
 	dst = append(dst, target...)
 	dst = append(dst, " HTTP/1.1\r\n"...)
 	for _, f := range fields {
-		if f.Name == "content-length" || f.Name == "transfer-encoding" {
+		if field.Lookup(f.Name).Has(field.Framing) {
 			continue
 		}
 		dst = appendField(dst, f)
@@ -89,23 +81,10 @@ func AppendLastChunk(dst []byte, trailers []stream.Field) []byte {
 // Writing anything else would let one field become two, or a head end
 // early: response splitting and request smuggling.
 func ValidField(f stream.Field) bool {
-	if f.Name == "" {
-		return false
-	}
-	for i := 0; i < len(f.Name); i++ {
-		if !isToken[f.Name[i]] {
-			return false
-		}
-	}
-	v := f.Value
-	for i := 0; i < len(v); i++ {
-		if !isValue[v[i]] {
-			return false
-		}
-	}
-	// Surrounding whitespace would be stripped by the recipient; refusing it
-	// keeps what pollproxy saw and what the origin sees identical.
-	return v == "" || v[0] != ' ' && v[0] != '\t' && v[len(v)-1] != ' ' && v[len(v)-1] != '\t'
+	// Surrounding whitespace in a value would be stripped by the recipient;
+	// refusing it keeps what pollproxy saw and what the origin sees
+	// identical (field.ValidValue).
+	return field.ValidName(f.Name) && field.ValidValue(f.Value)
 }
 
 func appendFields(dst []byte, fields []stream.Field) []byte {

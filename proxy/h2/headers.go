@@ -7,6 +7,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
+	"github.com/pollproxy/pollproxy/proxy/field"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -132,19 +133,20 @@ func (c *ServerConn) requestField(hf hpack.HeaderField) {
 		return
 	}
 	hb.sawRegular = true
-	if !validFieldName(name) {
+	if !field.ValidLowerName(name) {
 		hb.malformed("invalid field name")
 		return
 	}
-	if !validFieldValue(value) {
+	if !field.ValidValue(value) {
 		hb.malformed("invalid value for " + name)
+		return
+	}
+	if field.Lookup(name).Has(field.ConnectionSpecific) {
+		hb.malformed("connection-specific field " + name)
 		return
 	}
 	s := hb.s
 	switch name {
-	case "connection", "proxy-connection", "keep-alive", "transfer-encoding", "upgrade":
-		hb.malformed("connection-specific field " + name)
-		return
 	case "te":
 		if !strings.EqualFold(value, "trailers") {
 			hb.malformed("te other than trailers")
@@ -160,7 +162,7 @@ func (c *ServerConn) requestField(hf hpack.HeaderField) {
 	case "cookie":
 		hb.cookies++
 	case "content-length":
-		n, ok := parseContentLength(value)
+		n, ok := field.ParseContentLength(value)
 		if !ok || s.declared >= 0 && s.declared != n {
 			hb.malformed("invalid content-length")
 			return
@@ -182,12 +184,11 @@ func (c *ServerConn) trailerField(hf hpack.HeaderField) {
 	switch {
 	case len(name) > 0 && name[0] == ':':
 		hb.malformed("pseudo-header in trailers")
-	case !validFieldName(name):
+	case !field.ValidLowerName(name):
 		hb.malformed("invalid trailer name")
-	case !validFieldValue(value):
+	case !field.ValidValue(value):
 		hb.malformed("invalid trailer value")
-	case name == "connection" || name == "proxy-connection" || name == "keep-alive" ||
-		name == "transfer-encoding" || name == "upgrade" || name == "te":
+	case field.Lookup(name).Has(field.HopByHop):
 		hb.malformed("connection-specific field in trailers")
 	default:
 		hb.trailers = append(hb.trailers, stream.Field{Name: name, Value: value})
@@ -273,7 +274,7 @@ func (hb *headerBlock) checkRequest(s *h2Stream) (authority, bad string) {
 	if hb.bad != "" {
 		return "", hb.bad
 	}
-	if hb.has&hasMethod == 0 || !validMethod(hb.method) {
+	if hb.has&hasMethod == 0 || !field.ValidMethod(hb.method) {
 		return "", "missing or invalid :method"
 	}
 	authority = hb.authority
@@ -284,7 +285,7 @@ func (hb *headerBlock) checkRequest(s *h2Stream) (authority, bad string) {
 	} else {
 		authority = hb.host
 	}
-	if !validAuthority(authority) {
+	if !field.ValidAuthority(authority) {
 		return "", "invalid authority"
 	}
 	if hb.method == "CONNECT" {
@@ -302,7 +303,7 @@ func (hb *headerBlock) checkRequest(s *h2Stream) (authority, bad string) {
 	if hb.path[0] != '/' && !(hb.path == "*" && hb.method == "OPTIONS") {
 		return "", "invalid :path"
 	}
-	if !validPath(hb.path) {
+	if !field.ValidPath(hb.path) {
 		return "", "invalid :path"
 	}
 	if hb.endStream && s.declared > 0 {
@@ -364,7 +365,7 @@ func (c *ServerConn) encodeHead(status int, fields []stream.Field) []byte {
 		c.henc.WriteField(hpack.HeaderField{Name: ":status", Value: statusText(status)})
 	}
 	for _, f := range fields {
-		if connectionSpecific(f.Name) {
+		if field.Lookup(f.Name).Has(field.ConnectionSpecific) {
 			continue
 		}
 		c.henc.WriteField(hpack.HeaderField{Name: f.Name, Value: f.Value})
@@ -390,14 +391,8 @@ func (c *ServerConn) writeBlock(id uint32, block []byte, endStream bool) {
 	}
 }
 
-func connectionSpecific(name string) bool {
-	switch name {
-	case "connection", "proxy-connection", "keep-alive", "transfer-encoding", "upgrade":
-		return true
-	}
-	return false
-}
-
+// statusTexts holds every status code as its :status value, so encoding
+// one never formats a number.
 var statusTexts [600]string
 
 func init() {
@@ -408,100 +403,8 @@ func init() {
 
 func statusText(code int) string { return statusTexts[code] }
 
-func parseContentLength(v string) (int64, bool) {
-	if v == "" || len(v) > 18 {
-		return 0, false
-	}
-	var n int64
-	for i := 0; i < len(v); i++ {
-		b := v[i]
-		if b < '0' || b > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(b-'0')
-	}
-	return n, true
-}
-
-// Character classes, RFC 9110 §5.6.2 (tchar) and RFC 3986.
-var (
-	nameChars      [256]bool // tchar without uppercase
-	methodChars    [256]bool // tchar
-	authorityChars [256]bool
-	pathChars      [256]bool
-)
-
-func init() {
-	for b := 'a'; b <= 'z'; b++ {
-		nameChars[b] = true
-	}
-	for b := '0'; b <= '9'; b++ {
-		nameChars[b] = true
-	}
-	for _, b := range "!#$%&'*+-.^_`|~" {
-		nameChars[b] = true
-	}
-	methodChars = nameChars
-	for b := 'A'; b <= 'Z'; b++ {
-		methodChars[b] = true
-	}
-	for b := 'a'; b <= 'z'; b++ {
-		authorityChars[b] = true
-		authorityChars[b-'a'+'A'] = true
-	}
-	for b := '0'; b <= '9'; b++ {
-		authorityChars[b] = true
-	}
-	for _, b := range "-._~!$&'()*+,;=:[]%" {
-		authorityChars[b] = true
-	}
-	for b := 0x21; b < 0x7f; b++ {
-		pathChars[b] = b != '#'
-	}
-}
-
-func validFieldName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if !nameChars[s[i]] {
-			return false
-		}
-	}
-	return true
-}
-
-// validFieldValue refuses what an HTTP/1.1 origin could read differently:
-// NUL, CR, LF and every other control but HTAB, and leading or trailing
-// whitespace (RFC 9113 §8.2.1).
-func validFieldValue(s string) bool {
-	if s == "" {
-		return true
-	}
-	if s[0] == ' ' || s[0] == '\t' || s[len(s)-1] == ' ' || s[len(s)-1] == '\t' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if b := s[i]; b < 0x20 && b != '\t' || b == 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
-func validMethod(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if !methodChars[s[i]] {
-			return false
-		}
-	}
-	return true
-}
-
+// validScheme checks a :scheme value against RFC 3986 §3.1: a letter,
+// then letters, digits, "+", "-" and ".".
 func validScheme(s string) bool {
 	if s == "" {
 		return false
@@ -510,26 +413,6 @@ func validScheme(s string) bool {
 		b := s[i]
 		alpha := b|0x20 >= 'a' && b|0x20 <= 'z'
 		if !alpha && (i == 0 || !(b >= '0' && b <= '9' || b == '+' || b == '-' || b == '.')) {
-			return false
-		}
-	}
-	return true
-}
-
-// validAuthority allows host[:port] characters only; no userinfo ("@").
-func validAuthority(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if !authorityChars[s[i]] {
-			return false
-		}
-	}
-	return true
-}
-
-// validPath allows visible ASCII without "#".
-func validPath(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if !pathChars[s[i]] {
 			return false
 		}
 	}
