@@ -107,6 +107,7 @@ type ServerConn struct {
 	// Inbound.
 	inflow inflow
 
+	clock           stream.Clock
 	depth           int
 	dead            bool
 	err             error
@@ -142,6 +143,7 @@ func NewServerConn(t stream.Transport, h stream.Handler, cfg Config) *ServerConn
 		peerMaxFrame:      ourMaxFrameSize,
 		goAwayLastID:      maxWindow,
 		remoteAddr:        t.RemoteAddr(),
+		clock:             t.Clock(),
 	}
 	c.fr = http2.NewFramer(&c.out, &c.rd)
 	c.fr.SetMaxReadFrameSize(ourMaxFrameSize)
@@ -166,11 +168,10 @@ func NewServerConn(t stream.Transport, h stream.Handler, cfg Config) *ServerConn
 		c.inflow.init(int32(c.cfg.ConnWindow))
 	}
 	c.settingsAckPending = true
-	clock := t.Clock()
-	c.settingsTimer = clock.AfterFunc(c.cfg.SettingsTimeout, c.onSettingsTimeout)
+	c.settingsTimer = c.clock.AfterFunc(c.cfg.SettingsTimeout, c.onSettingsTimeout)
 	if c.cfg.IdleTimeout > 0 {
-		c.idleSince = time.Now()
-		c.idleTimer = clock.AfterFunc(c.cfg.IdleTimeout, c.onIdleTimer)
+		c.idleSince = c.clock.Now()
+		c.idleTimer = c.clock.AfterFunc(c.cfg.IdleTimeout, c.onIdleTimer)
 	}
 	c.exit()
 	return c
@@ -393,7 +394,7 @@ func stopTimer(t stream.Timer) {
 // glitch counts one suspicious event and reports ENHANCE_YOUR_CALM when the
 // connection had too many within the window.
 func (c *ServerConn) glitch() error {
-	if c.glitches.add(time.Now(), c.cfg.GlitchWindow, 1) > c.cfg.MaxGlitches {
+	if c.glitches.add(c.clock.Now(), c.cfg.GlitchWindow, 1) > c.cfg.MaxGlitches {
 		return connErr{http2.ErrCodeEnhanceYourCalm, "too many glitches"}
 	}
 	return nil
@@ -488,7 +489,7 @@ func (c *ServerConn) startShutdown(twoStep bool) {
 	}
 	c.fr.WriteGoAway(maxWindow, http2.ErrCodeNo, nil)
 	c.fr.WritePing(false, shutdownPingData)
-	c.shutdownTimer = c.t.Clock().AfterFunc(c.cfg.ShutdownPingTimeout, c.onShutdownTimer)
+	c.shutdownTimer = c.clock.AfterFunc(c.cfg.ShutdownPingTimeout, c.onShutdownTimer)
 }
 
 func (c *ServerConn) onShutdownTimer() {
@@ -549,7 +550,7 @@ func (c *ServerConn) onIdleTimer() {
 	}
 	wait := c.cfg.IdleTimeout
 	if len(c.streams) == 0 && !c.shutdown {
-		idle := time.Since(c.idleSince)
+		idle := c.clock.Now().Sub(c.idleSince)
 		if idle >= c.cfg.IdleTimeout {
 			c.depth++
 			c.startShutdown(false)
@@ -558,7 +559,7 @@ func (c *ServerConn) onIdleTimer() {
 		}
 		wait = c.cfg.IdleTimeout - idle
 	}
-	c.idleTimer = c.t.Clock().AfterFunc(wait, c.onIdleTimer)
+	c.idleTimer = c.clock.AfterFunc(wait, c.onIdleTimer)
 }
 
 // recordClosed remembers how a stream closed, for late frames.

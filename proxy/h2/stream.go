@@ -1,8 +1,6 @@
 package h2
 
 import (
-	"time"
-
 	"golang.org/x/net/http2"
 
 	"github.com/pollproxy/pollproxy/proxy/stream"
@@ -243,7 +241,7 @@ func (c *ServerConn) closeStream(s *h2Stream, how uint8, err error) {
 		s.buf, s.off = nil, 0
 	}
 	if len(c.streams) == 0 && c.idleTimer != nil {
-		c.idleSince = time.Now()
+		c.idleSince = c.clock.Now()
 	}
 	if err != nil && s.events != nil && !s.localEnded {
 		s.events.OnAbort(err)
