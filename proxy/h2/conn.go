@@ -9,9 +9,24 @@
 // exactly those bytes, so the Framer never sees a short read. Header blocks
 // (HEADERS plus CONTINUATION) are decoded fragment by fragment with one
 // hpack.Decoder per connection, bounded by Config.MaxHeaderListSize (decoded)
-// and Config.MaxHeaderBlockBytes (encoded). Output frames accumulate in one
-// reusable buffer and reach the transport with one Write per batch: per Feed,
-// per timer, per handler call made outside of Feed.
+// and Config.MaxHeaderBlockBytes (encoded).
+//
+// Output follows the re-entrancy rule of package stream. Frames accumulate
+// in one reusable buffer and reach the transport with one Write per batch.
+// The entry points from the connection and the loop (Feed, Flush, Abort,
+// the timers) may call the handler, and each ends with at most one flush:
+// DATA produced within the windows and the output budget, OnWritable for
+// the streams owed it, then one Transport.Write (and Transport.Close after
+// a GOAWAY that ends the connection). They are never called from inside
+// one another, so nothing here counts depth. A ResponseWriter call only
+// changes state and appends to the buffer — body bytes framed directly
+// while the windows and the budget allow, the rest queued on its stream —
+// and asks for the batch with Transport.FlushLater; it never calls the
+// handler's Events. The connection calls Flush at the end of the loop
+// iteration and writes the batch in the same socket write. Shutdown and
+// OnDrained call no handler either: they ask for a Flush the same way,
+// OnDrained only when there is something to produce. Time is read only
+// through the transport's stream.Clock.
 //
 // Every protocol error is mapped to an RFC 9113 code in one place
 // (handleError): a connection error sends GOAWAY and closes after the flush,
@@ -107,7 +122,8 @@ type ServerConn struct {
 	// Inbound.
 	inflow inflow
 
-	depth           int
+	clock           stream.Clock
+	flushAsked      bool // Transport.FlushLater called, Flush not yet
 	dead            bool
 	err             error
 	closeAfterFlush bool
@@ -142,6 +158,7 @@ func NewServerConn(t stream.Transport, h stream.Handler, cfg Config) *ServerConn
 		peerMaxFrame:      ourMaxFrameSize,
 		goAwayLastID:      maxWindow,
 		remoteAddr:        t.RemoteAddr(),
+		clock:             t.Clock(),
 	}
 	c.fr = http2.NewFramer(&c.out, &c.rd)
 	c.fr.SetMaxReadFrameSize(ourMaxFrameSize)
@@ -153,7 +170,6 @@ func NewServerConn(t stream.Transport, h stream.Handler, cfg Config) *ServerConn
 	c.henc = hpack.NewEncoder(&c.hbuf)
 	c.inflow.init(initialWindow)
 
-	c.depth++
 	c.fr.WriteSettings(
 		http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: c.cfg.MaxConcurrentStreams},
 		http2.Setting{ID: http2.SettingInitialWindowSize, Val: c.cfg.StreamWindow},
@@ -166,13 +182,12 @@ func NewServerConn(t stream.Transport, h stream.Handler, cfg Config) *ServerConn
 		c.inflow.init(int32(c.cfg.ConnWindow))
 	}
 	c.settingsAckPending = true
-	clock := t.Clock()
-	c.settingsTimer = clock.AfterFunc(c.cfg.SettingsTimeout, c.onSettingsTimeout)
+	c.settingsTimer = c.clock.AfterFunc(c.cfg.SettingsTimeout, c.onSettingsTimeout)
 	if c.cfg.IdleTimeout > 0 {
-		c.idleSince = time.Now()
-		c.idleTimer = clock.AfterFunc(c.cfg.IdleTimeout, c.onIdleTimer)
+		c.idleSince = c.clock.Now()
+		c.idleTimer = c.clock.AfterFunc(c.cfg.IdleTimeout, c.onIdleTimer)
 	}
-	c.exit()
+	c.flush()
 	return c
 }
 
@@ -181,18 +196,18 @@ var _ stream.ServerConn = (*ServerConn)(nil)
 // Feed hands over plaintext from the client (any split). It returns an
 // error once the connection is finished: after a connection error (a
 // *ConnError; the GOAWAY is queued) or when a graceful shutdown completed
-// (ErrConnClosed). In both cases ServerConn has already called
-// Transport.Close.
+// (ErrConnClosed). In both cases ServerConn has written everything and
+// called Transport.Close before it returns.
 func (c *ServerConn) Feed(p []byte) error {
-	if c.dead {
-		return c.err
+	if !c.dead {
+		c.feed(p)
+		if !c.dead && c.t.Buffered()+len(c.out.b) > c.cfg.MaxBufferedOutput {
+			c.handleError(connErr{http2.ErrCodeEnhanceYourCalm, "client does not read its answers"})
+		}
 	}
-	c.depth++
-	c.feed(p)
-	if !c.dead && c.t.Buffered()+len(c.out.b) > c.cfg.MaxBufferedOutput {
-		c.handleError(connErr{http2.ErrCodeEnhanceYourCalm, "client does not read its answers"})
-	}
-	c.exit()
+	// Also when already dead: a ResponseWriter call may have finished a
+	// graceful shutdown whose final frames wait for Flush.
+	c.flush()
 	if c.dead {
 		return c.err
 	}
@@ -393,25 +408,28 @@ func stopTimer(t stream.Timer) {
 // glitch counts one suspicious event and reports ENHANCE_YOUR_CALM when the
 // connection had too many within the window.
 func (c *ServerConn) glitch() error {
-	if c.glitches.add(time.Now(), c.cfg.GlitchWindow, 1) > c.cfg.MaxGlitches {
+	if c.glitches.add(c.clock.Now(), c.cfg.GlitchWindow, 1) > c.cfg.MaxGlitches {
 		return connErr{http2.ErrCodeEnhanceYourCalm, "too many glitches"}
 	}
 	return nil
 }
 
-// exit ends a batch started with c.depth++: the outermost one flushes.
-func (c *ServerConn) exit() {
-	c.depth--
-	if c.depth == 0 {
-		c.flush()
+// later asks the connection for Flush at the end of the loop iteration;
+// ResponseWriter calls use it instead of flushing. Repeated calls within a
+// batch cost a flag test.
+func (c *ServerConn) later() {
+	if !c.flushAsked {
+		c.flushAsked = true
+		c.t.FlushLater()
 	}
 }
 
-// flush produces DATA within the windows and the output budget, tells
-// refused writers they may write again, and hands the batch to the
-// transport in one Write.
+// flush ends the work of an entry point: it produces DATA within the
+// windows and the output budget, tells refused writers they may write again
+// (a bounded number of rounds, so one fast writer cannot hold the loop; the
+// rest resume from OnDrained), and hands the batch to the transport in one
+// Write. Only entry points call it, never a ResponseWriter method.
 func (c *ServerConn) flush() {
-	c.depth++
 	for i := 0; i < 8 && !c.dead; i++ {
 		c.writeQueued()
 		if len(c.writable) == 0 {
@@ -419,25 +437,14 @@ func (c *ServerConn) flush() {
 		}
 		ws := c.writable
 		c.writable = c.writableSpare[:0]
-		deferred := 0
 		for j, s := range ws {
 			ws[j] = nil
-			switch {
-			case s.inWrite:
-				// Its Write has not returned yet: tell it next flush
-				// (the transport's OnDrained after this batch).
-				c.writable = append(c.writable, s)
-				deferred++
-			case !s.closed && s.events != nil && !c.dead:
+			if !s.closed && s.events != nil && !c.dead {
 				s.events.OnWritable()
 			}
 		}
 		c.writableSpare = ws[:0]
-		if len(c.writable) == deferred {
-			break
-		}
 	}
-	c.depth--
 	if len(c.out.b) > 0 && !c.transportClosed {
 		c.t.Write(c.out.b)
 	}
@@ -451,30 +458,42 @@ func (c *ServerConn) flush() {
 	}
 }
 
-// Flush implements stream.ServerConn.
-func (c *ServerConn) Flush() {}
+// Flush implements stream.ServerConn: the connection calls it at the end of
+// the loop iteration (after later asked for it) and writes what it hands
+// over in the same socket write. A ResponseWriter call made from the
+// OnWritable it delivers asks for the next one.
+func (c *ServerConn) Flush() {
+	c.flushAsked = false
+	c.flush()
+}
 
-// OnDrained reports that the transport's output fell below its low-water
-// mark: DATA production resumes.
+// OnDrained reports that everything the transport had queued reached the
+// socket: DATA production resumes. The connection calls it after every
+// flush that empties its output, so it asks for a Flush only when there is
+// something to produce — streams owed OnWritable, or queued streams the
+// connection window lets through — and otherwise does nothing.
 func (c *ServerConn) OnDrained() {
 	if c.dead {
 		return
 	}
-	c.depth++
-	c.exit()
+	if len(c.writable) > 0 || c.wqHead < len(c.wq) && c.outWin > 0 {
+		c.later()
+	}
 }
 
 // Shutdown starts a graceful close: GOAWAY(NO_ERROR) with the largest stream
 // ID and a PING; on the PING's acknowledgement (or after
 // Config.ShutdownPingTimeout) a second GOAWAY names the last stream
 // accepted; once the open streams are done the transport is closed.
+//
+// Shutdown calls no handler; like a ResponseWriter call it only queues its
+// frames and asks for Flush, so a handler may call it too.
 func (c *ServerConn) Shutdown() {
 	if c.dead || c.shutdown {
 		return
 	}
-	c.depth++
 	c.startShutdown(true)
-	c.exit()
+	c.later()
 }
 
 func (c *ServerConn) startShutdown(twoStep bool) {
@@ -488,16 +507,15 @@ func (c *ServerConn) startShutdown(twoStep bool) {
 	}
 	c.fr.WriteGoAway(maxWindow, http2.ErrCodeNo, nil)
 	c.fr.WritePing(false, shutdownPingData)
-	c.shutdownTimer = c.t.Clock().AfterFunc(c.cfg.ShutdownPingTimeout, c.onShutdownTimer)
+	c.shutdownTimer = c.clock.AfterFunc(c.cfg.ShutdownPingTimeout, c.onShutdownTimer)
 }
 
 func (c *ServerConn) onShutdownTimer() {
 	if c.dead {
 		return
 	}
-	c.depth++
 	c.sendFinalGoAway()
-	c.exit()
+	c.flush()
 }
 
 func (c *ServerConn) sendFinalGoAway() {
@@ -528,9 +546,7 @@ func (c *ServerConn) Abort(err error) {
 		err = ErrConnClosed
 	}
 	c.transportClosed = true
-	c.depth++
 	c.die(err, err)
-	c.depth--
 	c.out.b = nil
 }
 
@@ -538,9 +554,8 @@ func (c *ServerConn) onSettingsTimeout() {
 	if c.dead || !c.settingsAckPending {
 		return
 	}
-	c.depth++
 	c.handleError(connErr{http2.ErrCodeSettingsTimeout, "SETTINGS not acknowledged"})
-	c.exit()
+	c.flush()
 }
 
 func (c *ServerConn) onIdleTimer() {
@@ -549,16 +564,15 @@ func (c *ServerConn) onIdleTimer() {
 	}
 	wait := c.cfg.IdleTimeout
 	if len(c.streams) == 0 && !c.shutdown {
-		idle := time.Since(c.idleSince)
+		idle := c.clock.Now().Sub(c.idleSince)
 		if idle >= c.cfg.IdleTimeout {
-			c.depth++
 			c.startShutdown(false)
-			c.exit()
+			c.flush()
 			return
 		}
 		wait = c.cfg.IdleTimeout - idle
 	}
-	c.idleTimer = c.t.Clock().AfterFunc(wait, c.onIdleTimer)
+	c.idleTimer = c.clock.AfterFunc(wait, c.onIdleTimer)
 }
 
 // recordClosed remembers how a stream closed, for late frames.

@@ -159,6 +159,7 @@ func TestPOSTEchoBackpressure(t *testing.T) {
 	eh := &echoHandler{tick: time.Millisecond, window: 65535}
 	conn, ts := startServer(t, eh, cfg, true, 0)
 	eh.ts = ts
+	ts.autoAdvance(t, 100*time.Millisecond) // the handler's ticks
 	cl := h2Client(conn)
 	body := pattern(10 << 20)
 	req, _ := http.NewRequest("POST", "http://example.test/echo", bytes.NewReader(body))
@@ -234,6 +235,7 @@ func TestConcurrentStreams(t *testing.T) {
 	})
 	conn, ts0 := startServer(t, h, cfg, true, 0)
 	ts = ts0
+	ts.autoAdvance(t, 100*time.Millisecond) // the delayed answers
 	cl := h2Client(conn)
 	// 80 concurrent workers, 4 requests each. (The x/net client stalls
 	// when more requests than MAX_CONCURRENT_STREAMS wait on one
@@ -320,6 +322,9 @@ func TestGracefulShutdown(t *testing.T) {
 	})
 	conn, ts0 := startServer(t, h, Config{Scheme: "http"}, true, 0)
 	ts = ts0
+	// The late answer fires; the shutdown PING's timeout (1 s) does not:
+	// the client's acknowledgement ends the first step.
+	ts.autoAdvance(t, 100*time.Millisecond)
 	cl := h2Client(conn)
 	res, err := cl.Get("http://example.test/slow")
 	if err != nil {

@@ -1,8 +1,6 @@
 package h2
 
 import (
-	"time"
-
 	"golang.org/x/net/http2"
 )
 
@@ -263,7 +261,7 @@ func (c *ServerConn) processRSTStream(f *http2.RSTStreamFrame) error {
 	}
 	early := !s.localEnded
 	c.closeStream(s, closedRemoteReset, &ResetError{Code: f.ErrCode, Remote: true})
-	if early && c.resets.add(time.Now(), c.cfg.ResetWindow, 1) > c.cfg.MaxEarlyResets {
+	if early && c.resets.add(c.clock.Now(), c.cfg.ResetWindow, 1) > c.cfg.MaxEarlyResets {
 		return connErr{http2.ErrCodeEnhanceYourCalm, "too many streams reset (rapid reset)"}
 	}
 	return nil

@@ -3,6 +3,7 @@ package h2_test
 import (
 	"bytes"
 	"net/netip"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,45 +17,80 @@ import (
 )
 
 // The fuzz targets drive h2.ServerConn through its exported API only: an
-// in-memory stream.Transport, a clock whose timers fire when the test says
-// so, and a handler that checks every request it is given.
+// in-memory stream.Transport that plays the loop (Flush at the end of every
+// step when it was asked for), a manual clock whose timers fire when the
+// test says so, and a handler that checks every request it is given.
 
 type fzTimer struct {
+	when    time.Time
 	f       func()
 	stopped bool
 }
 
 func (t *fzTimer) Stop() bool { was := !t.stopped; t.stopped = true; return was }
 
-type fzClock struct{ timers []*fzTimer }
+type fzClock struct {
+	now    time.Time
+	timers []*fzTimer
+}
 
-func (c *fzClock) Now() time.Time  { return time.Now() }
-func (t *fzTransport) FlushLater() {}
+func (c *fzClock) Now() time.Time { return c.now }
 
 func (c *fzClock) AfterFunc(d time.Duration, f func()) stream.Timer {
-	t := &fzTimer{f: f}
+	t := &fzTimer{when: c.now.Add(d), f: f}
 	c.timers = append(c.timers, t)
 	return t
 }
 
-// fire runs the pending timers (once each).
-func (c *fzClock) fire() {
+// fire advances the clock through the pending timers' deadlines, running
+// each (once, in order of deadline) as one step of the loop. Timers set
+// meanwhile wait for the next fire.
+func (t *fzTransport) fire(sc *h2.ServerConn) {
+	c := &t.clock
 	ts := c.timers
 	c.timers = nil
-	for _, t := range ts {
-		if !t.stopped {
-			t.stopped = true
-			t.f()
+	sort.SliceStable(ts, func(i, j int) bool { return ts[i].when.Before(ts[j].when) })
+	for _, tm := range ts {
+		if tm.stopped {
+			continue
 		}
+		if tm.when.After(c.now) {
+			c.now = tm.when
+		}
+		tm.stopped = true
+		tm.f()
+		t.endStep(sc)
 	}
 }
 
 type fzTransport struct {
-	out     []byte
-	maxOut  int
-	closed  bool
-	clock   fzClock
-	written int
+	out         []byte
+	maxOut      int
+	closed      bool
+	clock       fzClock
+	written     int
+	flushWanted bool
+}
+
+func (t *fzTransport) FlushLater() { t.flushWanted = true }
+
+// endStep ends a step of the loop: Flush if it was asked for, as the
+// connection does before it writes the socket.
+func (t *fzTransport) endStep(sc *h2.ServerConn) {
+	for i := 0; t.flushWanted && !t.closed; i++ {
+		if i == 1000 {
+			panic("h2: the front end asked for Flush 1000 times in a row")
+		}
+		t.flushWanted = false
+		sc.Flush()
+	}
+}
+
+// feed is one read event: Feed, then the end of the step.
+func (t *fzTransport) feed(sc *h2.ServerConn, p []byte) error {
+	err := sc.Feed(p)
+	t.endStep(sc)
+	return err
 }
 
 func (t *fzTransport) Write(p []byte) {
@@ -73,6 +109,7 @@ func (t *fzTransport) drain(sc *h2.ServerConn) {
 	if len(t.out) > 0 {
 		t.out = t.out[:0]
 		sc.OnDrained()
+		t.endStep(sc)
 	}
 }
 
@@ -259,10 +296,11 @@ func clientStart() []byte {
 }
 
 func newFz(t *testing.T) (*h2.ServerConn, *fzTransport, *fzHandler) {
-	tr := &fzTransport{}
+	tr := &fzTransport{clock: fzClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}}
 	h := &fzHandler{t: t}
 	sc := h2.NewServerConn(tr, h, fzConfig)
-	if err := sc.Feed(clientStart()); err != nil {
+	tr.endStep(sc)
+	if err := tr.feed(sc, clientStart()); err != nil {
 		t.Fatalf("preface: %v", err)
 	}
 	tr.drain(sc)
@@ -329,7 +367,7 @@ func FuzzRequestHeaders(f *testing.F) {
 				fr.WriteData(1, true, tail)
 			}
 		}
-		sc.Feed(b.Bytes())
+		tr.feed(sc, b.Bytes())
 		tr.drain(sc)
 		if h.served > 1 {
 			t.Fatalf("one HEADERS frame served %d requests", h.served)
@@ -356,17 +394,17 @@ func FuzzFrames(f *testing.F) {
 			step = int(split)
 		}
 		for i := 0; i < len(data); i += step {
-			if sc.Feed(data[i:min(len(data), i+step)]) != nil {
+			if tr.feed(sc, data[i:min(len(data), i+step)]) != nil {
 				break
 			}
 			if split%3 != 0 {
 				tr.drain(sc)
 			}
 			if split%5 == 4 {
-				tr.clock.fire()
+				tr.fire(sc)
 			}
 		}
-		tr.clock.fire()
+		tr.fire(sc)
 		tr.drain(sc)
 		if h.maxOpen > int(fzConfig.MaxConcurrentStreams) {
 			t.Fatalf("%d streams open at once, limit %d", h.maxOpen, fzConfig.MaxConcurrentStreams)

@@ -13,18 +13,24 @@ import (
 
 // The harness stands in for the event loop: one mutex plays the loop, so
 // Feed, transport callbacks, timers and handler calls never run at once.
+// Every stretch of work under the mutex is one loop iteration: it ends with
+// endIteration, which calls Flush when the front end asked for it, as the
+// real connection does before it writes the socket. Time is a manualClock
+// that moves only when a test advances it.
 
 type testTransport struct {
-	mu       *sync.Mutex
-	cond     *sync.Cond
-	conn     net.Conn
-	sc       *ServerConn
-	buf      []byte // queued output, guarded by mu
-	inflight int
-	closed   bool
-	maxSeen  int // largest Buffered() seen
-	feedErr  error
-	done     chan struct{}
+	mu          *sync.Mutex
+	cond        *sync.Cond
+	conn        net.Conn
+	sc          *ServerConn
+	clock       *manualClock
+	buf         []byte // queued output, guarded by mu
+	inflight    int
+	closed      bool
+	flushWanted bool // FlushLater was called: Flush at the end of the iteration
+	maxSeen     int  // largest Buffered() seen
+	feedErr     error
+	done        chan struct{}
 }
 
 func (t *testTransport) Write(p []byte) {
@@ -44,7 +50,27 @@ func (t *testTransport) Close() {
 	t.cond.Signal()
 }
 
-func (t *testTransport) Clock() stream.Clock { return testClock{t.mu} }
+func (t *testTransport) Clock() stream.Clock { return t.clock }
+
+// FlushLater asks for sc.Flush at the end of this iteration.
+func (t *testTransport) FlushLater() { t.flushWanted = true }
+
+// endIteration ends a stretch of work on the "loop" (the caller holds the
+// mutex) as the real connection ends an iteration: Flush if it was asked
+// for, then OnDrained when that left nothing queued. A front end that keeps
+// asking without end would spin a real loop: that panics here.
+func (t *testTransport) endIteration() {
+	for i := 0; t.flushWanted && !t.closed; i++ {
+		if i == 1000 {
+			panic("h2: the front end asked for Flush 1000 times in a row")
+		}
+		t.flushWanted = false
+		t.sc.Flush()
+		if len(t.buf) == 0 && t.inflight == 0 && !t.closed {
+			t.sc.OnDrained()
+		}
+	}
+}
 
 func (t *testTransport) RemoteAddr() netip.AddrPort {
 	return netip.MustParseAddrPort("192.0.2.1:4321")
@@ -79,6 +105,7 @@ func (t *testTransport) writer() {
 		}
 		if !t.closed && len(t.buf) < 64<<10 {
 			t.sc.OnDrained()
+			t.endIteration()
 		}
 	}
 }
@@ -103,6 +130,7 @@ func (t *testTransport) reader(splitMax int) {
 			}
 			p = p[k:]
 		}
+		t.endIteration()
 		if err != nil {
 			t.sc.Abort(err)
 			t.closed = true
@@ -114,26 +142,37 @@ func (t *testTransport) reader(splitMax int) {
 	}
 }
 
-type testClock struct{ mu *sync.Mutex }
-
-func (testClock) Now() time.Time     { return time.Now() }
-func (t *testTransport) FlushLater() {}
-
-type testTimer struct {
-	t       *time.Timer
-	stopped bool // guarded by the loop mutex
+// manualClock is the harness's time: Now stands still until the test
+// advances it, and timers fire only then, in order of their deadlines, each
+// as one iteration of the "loop". Its state is guarded by the loop mutex.
+type manualClock struct {
+	now    time.Time
+	seq    uint64
+	timers []*testTimer  // pending, in no order
+	wake   chan struct{} // signalled when a timer is added (autoAdvance)
 }
 
-func (c testClock) AfterFunc(d time.Duration, f func()) stream.Timer {
-	tt := &testTimer{}
-	tt.t = time.AfterFunc(d, func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if !tt.stopped {
-			tt.stopped = true
-			f()
-		}
-	})
+type testTimer struct {
+	when    time.Time
+	seq     uint64 // ties fire in the order they were set
+	f       func()
+	stopped bool
+}
+
+func newManualClock() *manualClock {
+	return &manualClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), wake: make(chan struct{}, 1)}
+}
+
+func (c *manualClock) Now() time.Time { return c.now }
+
+func (c *manualClock) AfterFunc(d time.Duration, f func()) stream.Timer {
+	c.seq++
+	tt := &testTimer{when: c.now.Add(d), seq: c.seq, f: f}
+	c.timers = append(c.timers, tt)
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
 	return tt
 }
 
@@ -141,8 +180,46 @@ func (c testClock) AfterFunc(d time.Duration, f func()) stream.Timer {
 func (t *testTimer) Stop() bool {
 	was := !t.stopped
 	t.stopped = true
-	t.t.Stop()
 	return was
+}
+
+// next returns the earliest pending timer, dropping stopped ones.
+func (c *manualClock) next() *testTimer {
+	var first *testTimer
+	live := c.timers[:0]
+	for _, t := range c.timers {
+		if t.stopped {
+			continue
+		}
+		live = append(live, t)
+		if first == nil || t.when.Before(first.when) || t.when.Equal(first.when) && t.seq < first.seq {
+			first = t
+		}
+	}
+	clear(c.timers[len(live):])
+	c.timers = live
+	return first
+}
+
+// advance moves the clock of tr by d, firing every timer that falls due on
+// the way (those set by the callbacks too), each followed by the end of
+// its iteration. The caller holds the loop mutex.
+func (tr *testTransport) advance(d time.Duration) {
+	c := tr.clock
+	end := c.now.Add(d)
+	for {
+		t := c.next()
+		if t == nil || t.when.After(end) {
+			break
+		}
+		if t.when.After(c.now) {
+			c.now = t.when
+		}
+		t.stopped = true
+		t.f()
+		tr.endIteration()
+	}
+	c.now = end
 }
 
 type testServer struct {
@@ -151,11 +228,50 @@ type testServer struct {
 	sc *ServerConn
 }
 
-// lock runs f on the "loop".
+// lock runs f on the "loop", as one iteration.
 func (s *testServer) lock(f func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f()
+	s.tr.endIteration()
+}
+
+// advance moves the manual clock by d on the "loop" (see testTransport.advance).
+func (s *testServer) advance(d time.Duration) {
+	s.lock(func() { s.tr.advance(d) })
+}
+
+// autoAdvance plays the passage of time for tests whose client blocks
+// while the server's own timers must run (handlers that answer later):
+// whenever a timer is set, a goroutine advances the manual clock to it and
+// fires it, as long as it falls due within limit of the clock's time. The
+// connection's own timeouts are longer than limit and never fire this way.
+func (s *testServer) autoAdvance(t testing.TB, limit time.Duration) {
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-s.tr.clock.wake:
+			}
+			s.lock(func() {
+				c := s.tr.clock
+				for !s.tr.closed {
+					next := c.next()
+					if next == nil || next.when.Sub(c.now) > limit {
+						return
+					}
+					s.tr.advance(next.when.Sub(c.now))
+				}
+			})
+		}
+	}()
+	t.Cleanup(func() {
+		close(stop)
+		<-done
+	})
 }
 
 // memory reports the bytes the connection holds: input, output, stream
@@ -210,12 +326,13 @@ func startServer(t testing.TB, h stream.Handler, cfg Config, tcp bool, splitMax 
 		client, server = net.Pipe()
 	}
 	ts := &testServer{}
-	tr := &testTransport{mu: &ts.mu, conn: server, done: make(chan struct{})}
+	tr := &testTransport{mu: &ts.mu, conn: server, clock: newManualClock(), done: make(chan struct{})}
 	tr.cond = sync.NewCond(&ts.mu)
 	ts.tr = tr
 	ts.mu.Lock()
 	ts.sc = NewServerConn(tr, h, cfg)
 	tr.sc = ts.sc
+	tr.endIteration()
 	ts.mu.Unlock()
 	go tr.writer()
 	go tr.reader(splitMax)

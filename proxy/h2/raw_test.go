@@ -442,16 +442,20 @@ func TestConnectionErrors(t *testing.T) {
 		}, nil},
 		{"settings timeout", Config{SettingsTimeout: 50 * time.Millisecond}, nil, nil},
 		{"idle timeout", Config{IdleTimeout: 50 * time.Millisecond}, func(rc *rawClient) {
+			rc.ts.advance(49 * time.Millisecond)
+			rc.ping() // not yet
+			rc.ts.advance(time.Millisecond)
 			rc.expectGoAway(http2.ErrCodeNo)
 		}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.run == nil { // settings timeout: never ACK
-				conn, _ := startServer(t, okHandler(), tc.cfg, false, 0)
+				conn, ts := startServer(t, okHandler(), tc.cfg, false, 0)
 				rc := &rawClient{t: t, conn: conn, fr: http2.NewFramer(conn, conn)}
 				io.WriteString(conn, clientPreface)
 				rc.fr.WriteSettings()
+				ts.advance(tc.cfg.SettingsTimeout)
 				rc.expectGoAway(http2.ErrCodeSettingsTimeout)
 				return
 			}

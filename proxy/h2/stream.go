@@ -1,8 +1,6 @@
 package h2
 
 import (
-	"time"
-
 	"golang.org/x/net/http2"
 
 	"github.com/pollproxy/pollproxy/proxy/stream"
@@ -37,7 +35,6 @@ type h2Stream struct {
 	trailers     []stream.Field
 	queued       bool // in ServerConn.wq
 	wantWritable bool // a Write was refused: OnWritable is owed
-	inWrite      bool // inside Write: an OnWritable now would be re-entrant
 }
 
 var _ stream.ResponseWriter = (*h2Stream)(nil)
@@ -78,7 +75,6 @@ func (s *h2Stream) WriteHeader(status int, fields []stream.Field, endStream bool
 	if status < 100 || status > 599 || status == 101 || informational && endStream {
 		return ErrBadStatus
 	}
-	c.depth++
 	c.writeBlock(s.id, c.encodeHead(status, fields), endStream)
 	if !informational {
 		s.headersDone = true
@@ -87,13 +83,14 @@ func (s *h2Stream) WriteHeader(status int, fields []stream.Field, endStream bool
 		s.endQueued = true
 		c.localEnd(s)
 	}
-	c.exit()
+	c.later()
 	return nil
 }
 
-// Write implements stream.ResponseWriter: it sends what the windows and the
+// Write implements stream.ResponseWriter: it frames what the windows and the
 // output budget allow, queues up to Config.StreamSendBuffer more, and
-// reports how much it took.
+// reports how much it took. It never calls the handler back: a refused
+// writer hears OnWritable from a later flush.
 func (s *h2Stream) Write(p []byte) (int, error) {
 	c := s.c
 	if c.dead {
@@ -108,7 +105,6 @@ func (s *h2Stream) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	c.depth++
 	n := 0
 	if s.pending() == 0 && c.wqHead == len(c.wq) {
 		n = c.sendDirect(s, p)
@@ -124,13 +120,9 @@ func (s *h2Stream) Write(p []byte) (int, error) {
 			s.wantWritable = true
 		}
 	}
-	// The flush in exit may drain this very stream and owe it OnWritable.
-	// Delivered now, the handler would hear it before learning how much
-	// this Write took (and write the same bytes twice, or nothing and
-	// wait forever); flush defers it to the next round instead.
-	s.inWrite = true
-	c.exit()
-	s.inWrite = false
+	if n > 0 {
+		c.later()
+	}
 	return n, nil
 }
 
@@ -166,13 +158,12 @@ func (s *h2Stream) Close(trailers []stream.Field) error {
 	if len(trailers) > 0 {
 		s.trailers = append([]stream.Field(nil), trailers...)
 	}
-	c.depth++
 	if s.pending() == 0 {
 		c.finishStream(s)
 	} else {
 		c.enqueue(s)
 	}
-	c.exit()
+	c.later()
 	return nil
 }
 
@@ -182,10 +173,9 @@ func (s *h2Stream) Reset(code uint32) {
 	if c.dead || s.closed {
 		return
 	}
-	c.depth++
 	c.fr.WriteRSTStream(s.id, http2.ErrCode(code))
 	c.closeStream(s, closedByUs, nil)
-	c.exit()
+	c.later()
 }
 
 // Consumed implements stream.ResponseWriter: the windows reopen as the
@@ -197,9 +187,11 @@ func (s *h2Stream) Consumed(n int) {
 	}
 	n = min(n, s.unconsumed)
 	s.unconsumed -= n
-	c.depth++
+	before := len(c.out.b)
 	s.credit(n)
-	c.exit()
+	if len(c.out.b) != before {
+		c.later() // a WINDOW_UPDATE to send
+	}
 }
 
 // finishStream writes the end of a response whose body is all sent.
@@ -243,7 +235,7 @@ func (c *ServerConn) closeStream(s *h2Stream, how uint8, err error) {
 		s.buf, s.off = nil, 0
 	}
 	if len(c.streams) == 0 && c.idleTimer != nil {
-		c.idleSince = time.Now()
+		c.idleSince = c.clock.Now()
 	}
 	if err != nil && s.events != nil && !s.localEnded {
 		s.events.OnAbort(err)
