@@ -841,6 +841,32 @@ func TestServerAllocs(t *testing.T) {
 	if a > 1 {
 		t.Fatalf("%v allocs per request", a)
 	}
+	// Nor does a request cost the loop anything more: no resumed reads,
+	// no Feed owed, no Flush asked for.
+	if l.resumes != 0 || l.pauses != 0 || l.feedOwed || l.flushOwed {
+		t.Fatalf("resumes %d pauses %d feed owed %v flush owed %v", l.resumes, l.pauses, l.feedOwed, l.flushOwed)
+	}
+}
+
+// TestServerAsyncAnswerCostsNoFeed: a handler that answers later, from an
+// event of its own (a backend's response), with no input held back, costs
+// no extra Feed: only the idle timer is armed.
+func TestServerAsyncAnswerCostsNoFeed(t *testing.T) {
+	h := &testHandler{serve: func(h *testHandler, req *stream.Request, w stream.ResponseWriter) stream.Events {
+		return &testEvents{}
+	}}
+	l := newTestConn(h, ServerConfig{IdleTimeout: time.Second})
+	for i := 0; i < 3; i++ {
+		l.feed(t, "GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+		l.must(t, "served", func() bool { return len(h.reqs) == i+1 && l.pendingTimers() == 0 })
+		l.do(func() { h.ws[i].WriteHeader(204, nil, true) })
+		l.must(t, "idle timer armed", func() bool { return l.pendingTimers() == 1 })
+	}
+	if l.resumes != 0 || l.feeds != 0 || l.closed {
+		t.Fatalf("resumes %d feeds %d closed %v", l.resumes, l.feeds, l.closed)
+	}
+	l.advance(time.Second)
+	l.must(t, "idle close", func() bool { return l.closed })
 }
 
 // allocHandler skips testHandler's recording, which allocates.
