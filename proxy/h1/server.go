@@ -471,6 +471,10 @@ func (c *ServerConn) settle() {
 //
 // While run processes input, c.in is empty, so a call from inside one of
 // step's handler callbacks asks for no Feed: step carries on by itself.
+// (Reading and the timer are brought up to date then too, which costs
+// nothing but compares, except that a response completed from OnBody or
+// OnBodyEnd arms the idle timer at once; a pipelined request behind it in
+// the same Feed stops it again.)
 func (c *ServerConn) wake() {
 	if c.state == scClosed {
 		return

@@ -76,13 +76,6 @@ var theNopTimer = &loopTimer{stopped: true}
 func (nopClock) AfterFunc(time.Duration, func()) stream.Timer { return theNopTimer }
 func (nopClock) Now() time.Time                               { return epoch }
 
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 type loopClock struct{ l *testLoop }
 
 func (c loopClock) Now() time.Time { return c.l.clockNow() }
@@ -624,9 +617,12 @@ func TestServerHeaderTimeout(t *testing.T) {
 	// Slowloris: bytes keep coming, the head never ends, the timer is not
 	// extended: it counts from the connection's start.
 	for i := 0; i < 3; i++ {
-		l.feed(t, "X")
-		l.advance(10*time.Millisecond - time.Duration(b2i(i == 2))*time.Millisecond)
+		l.feed(t, "X") // at 0, 10 and 20 ms
+		if i < 2 {
+			l.advance(10 * time.Millisecond)
+		}
 	}
+	l.advance(9 * time.Millisecond)
 	l.must(t, "open 29 ms in", func() bool { return !l.closed })
 	l.advance(time.Millisecond)
 	l.must(t, "timeout at 30 ms", func() bool { return l.closed })
