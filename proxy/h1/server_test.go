@@ -955,3 +955,54 @@ func TestServerSplitInvariance(t *testing.T) {
 		}
 	}
 }
+
+// writableEvents finishes its response from OnWritable.
+type writableEvents struct {
+	testEvents
+	w    stream.ResponseWriter
+	rest []byte
+}
+
+func (e *writableEvents) OnWritable() {
+	e.writable++
+	n, _ := e.w.Write(e.rest)
+	if e.rest = e.rest[n:]; len(e.rest) == 0 {
+		e.w.Close(nil)
+	}
+}
+
+// TestServerDrainedEndsExchange: OnDrained delivers OnWritable directly; a
+// handler that completes its response there, with a pipelined request
+// waiting, gets that request from the Feed its Close asked for, never from
+// inside OnDrained.
+func TestServerDrainedEndsExchange(t *testing.T) {
+	payload := bytes.Repeat([]byte("z"), 3000)
+	var evs []*writableEvents
+	h := &testHandler{serve: func(h *testHandler, req *stream.Request, w stream.ResponseWriter) stream.Events {
+		w.WriteHeader(200, []stream.Field{{Name: "content-length", Value: itoa(len(payload))}}, false)
+		n, _ := w.Write(payload)
+		ev := &writableEvents{w: w, rest: payload[n:]}
+		evs = append(evs, ev)
+		return ev
+	}}
+	l := newTestConn(h, ServerConfig{WriteHighWater: 1000})
+	l.feed(t, "GET /1 HTTP/1.1\r\nHost: h\r\n\r\nGET /2 HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+	for step := 0; step < 10 && !l.closed; step++ {
+		l.do(func() {
+			served := len(h.reqs)
+			l.flushed = l.out.Len()
+			l.conn.OnDrained()
+			if len(h.reqs) != served {
+				t.Fatal("next request started inside OnDrained")
+			}
+		})
+	}
+	l.must(t, "both served, then closed", func() bool { return len(h.reqs) == 2 && l.closed })
+	if evs[0].writable == 0 || l.feeds == 0 {
+		t.Fatalf("writable %d, owed feeds %d", evs[0].writable, l.feeds)
+	}
+	rs := readResponses(t, l.output(), true, "GET", "GET")
+	if rs[0].body != string(payload) || rs[1].body != string(payload) || rs[1].keep {
+		t.Fatalf("bodies %d %d keep %v", len(rs[0].body), len(rs[1].body), rs[1].keep)
+	}
+}
