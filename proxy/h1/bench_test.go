@@ -104,3 +104,36 @@ func BenchmarkServerConn(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkServerConnAsync is one kept-alive request and response with the
+// handler answering after Serve returns, as a proxy does from its backend's
+// events: the response ends from outside the front end's own calls.
+func BenchmarkServerConnAsync(b *testing.B) {
+	body := []byte(strings.Repeat("x", 1024))
+	fields := []stream.Field{{Name: "content-length", Value: "1024"}, {Name: "content-type", Value: "text/html"}}
+	var w stream.ResponseWriter
+	h := &testHandler{serve: func(h *testHandler, req *stream.Request, rw stream.ResponseWriter) stream.Events {
+		w = rw
+		return nopEvents{}
+	}}
+	l := &testLoop{noTimers: true}
+	c := NewServerConn(l, allocHandler{h}, ServerConfig{})
+	b.ReportAllocs()
+	for b.Loop() {
+		l.out.Reset()
+		l.flushed = 0
+		if err := c.Feed(benchRequest); err != nil {
+			b.Fatal(err)
+		}
+		w.WriteHeader(200, fields, false)
+		w.Write(body)
+		w.Close(nil)
+	}
+}
+
+type nopEvents struct{}
+
+func (nopEvents) OnBody([]byte)            {}
+func (nopEvents) OnBodyEnd([]stream.Field) {}
+func (nopEvents) OnWritable()              {}
+func (nopEvents) OnAbort(error)            {}

@@ -155,8 +155,11 @@ const (
 //     complete and body read): a handler must not keep them past Close,
 //     Reset or OnAbort.
 //   - The next request is never started from inside a handler's call into
-//     the ResponseWriter; when such a call ends an exchange with input
-//     waiting, the connection resumes from a zero-delay timer on its loop.
+//     the ResponseWriter (stream's re-entrancy rule). When such a call ends
+//     an exchange, or reopens the body window, while input waits in the
+//     connection's buffer, the connection asks the transport to resume
+//     reading; the transport only re-arms, and the loop then calls Feed
+//     (with no new bytes if none arrived), which takes the input up.
 type ServerConn struct {
 	t      stream.Transport
 	h      stream.Handler
@@ -165,21 +168,19 @@ type ServerConn struct {
 	rw     responseWriter
 	remote netip.AddrPort
 
-	in       []byte // client bytes not yet processed
-	late     []byte // bytes fed re-entrantly while processing
+	// in holds client bytes that wait to be processed: pipelined requests
+	// behind the exchange in progress, body bytes beyond the window. While
+	// run processes them they are taken out, so it is empty then.
+	in       []byte
 	wbuf     []byte // scratch for heads and small chunks
 	state    uint8
-	busy     int  // depth of calls into the connection
-	pending  bool // state changed: process input again
-	paused   bool
+	paused   bool // what the transport was last told (PauseRead)
 	shutdown bool
 	served   int
 
 	timer     stream.Timer
 	timerKind uint8
 	onTimer   func()
-	onResume  func()
-	resuming  bool
 
 	// the exchange in progress
 	ev         stream.Events
@@ -216,43 +217,38 @@ func NewServerConn(t stream.Transport, h stream.Handler, cfg ServerConfig) *Serv
 	c.p.Reset()
 	c.rw.c = c
 	c.onTimer = c.timerFired
-	c.onResume = c.resume
 	c.armTimer()
 	return c
 }
 
-// Feed implements stream.ServerConn.
+// Feed implements stream.ServerConn. The transport calls it from the loop
+// only, never from inside a call the connection made, so it needs no
+// guard against re-entry. An empty p takes up input held back in c.in
+// (see wake).
 func (c *ServerConn) Feed(p []byte) error {
 	if c.state == scClosed {
 		return ErrConnClosed
 	}
-	if c.busy > 0 {
-		// Fed from inside our own call chain (a transport resuming reads
-		// synchronously): queue, the outer call processes it.
-		c.late = append(c.late, p...)
-		c.pending = true
-		return nil
-	}
-	c.busy++
-	err := c.run(p)
-	c.busy--
-	return err
+	return c.run(p)
 }
 
-// Flush implements stream.ServerConn. Responses go straight to the
-// transport, so there is nothing to produce here.
+// Flush implements stream.ServerConn. The HTTP/1.1 front end has nothing
+// to produce at the end of an iteration: heads and body bytes are small
+// enough to serialise as the handler writes them, and go to Transport.Write
+// at once (the transport still writes the socket only once per
+// iteration), so it never calls Transport.FlushLater and Flush is empty.
 func (c *ServerConn) Flush() {}
 
 // OnDrained implements stream.ServerConn: the transport's backlog fell, so
-// a handler that was refused bytes may write again.
+// a handler that was refused bytes may write again. The connection calls
+// it from the loop, so OnWritable is delivered directly; a handler that
+// completes the response from there is handled like any other.
 func (c *ServerConn) OnDrained() {
 	if c.state != scActive || c.resp != rsBody || !c.wantWrite || c.ev == nil {
 		return
 	}
 	c.wantWrite = false
-	c.busy++
 	c.ev.OnWritable()
-	c.leave()
 }
 
 // Shutdown implements stream.ServerConn: an idle connection closes now, a
@@ -282,32 +278,27 @@ func (c *ServerConn) Abort(err error) {
 	}
 }
 
-// run processes p (and anything buffered) until no progress is possible,
-// then keeps the remainder.
+// run processes p (after anything held in c.in) until no progress is
+// possible, then keeps the remainder in c.in.
+//
+// The held bytes are taken out of c.in while step works on them: a
+// ResponseWriter call that a handler makes from a callback of step's
+// (Serve, OnBody, OnBodyEnd) then finds nothing held back and asks the
+// transport for nothing (see wake), and step's own loop takes up whatever
+// the call made possible. One pass of step is enough: it returns only when
+// it cannot go on without more input or the handler.
 func (c *ServerConn) run(p []byte) error {
-	data := p
-	if len(c.in) > 0 {
-		c.in = append(c.in, p...)
-		data = c.in
+	buf, data := c.in, p
+	c.in = nil
+	if len(buf) > 0 {
+		buf = append(buf, p...)
+		data = buf
 	}
-	for {
-		c.pending = false
-		rest, err := c.step(data)
-		if err != nil || c.state == scClosed {
-			c.in, c.late = nil, nil
-			return err
-		}
-		c.in = append(c.in[:0], rest...) // memmove when rest aliases c.in
-		if len(c.late) > 0 {
-			c.in = append(c.in, c.late...)
-			c.late = c.late[:0]
-			c.pending = true
-		}
-		if !c.pending {
-			break
-		}
-		data = c.in
+	rest, err := c.step(data)
+	if err != nil || c.state == scClosed {
+		return err
 	}
+	c.in = append(buf[:0], rest...) // memmove when rest aliases buf
 	if len(c.in) == 0 && cap(c.in) > 2*c.cfg.MaxBufferedInput {
 		c.in = nil
 	}
@@ -454,9 +445,7 @@ func (c *ServerConn) settle() {
 		if !c.keepAlive || c.expect && !c.sent100 ||
 			c.p.br.mode == bodyLength && left > c.discardMax {
 			c.closeNow()
-			return
 		}
-		c.pending = true
 		return
 	}
 	if !c.keepAlive {
@@ -466,45 +455,38 @@ func (c *ServerConn) settle() {
 	c.state = scIdle
 	c.ev = nil
 	c.p.Reset()
-	c.pending = true
 }
 
-// leave ends a call that came from outside the connection's own entry
-// points (a handler answering from a backend event): input that became
-// processable is taken up from the loop, never from inside the handler.
-func (c *ServerConn) leave() {
-	c.busy--
-	if c.busy > 0 || c.state == scClosed {
-		return
-	}
-	if c.pending {
-		c.pending = false
-		if (len(c.in) > 0 || len(c.late) > 0 || c.state == scActive && c.bodyCanEnd()) && !c.resuming {
-			c.resuming = true
-			c.t.Clock().AfterFunc(0, c.onResume)
-		}
-	}
-	c.updatePause()
-	c.armTimer()
-}
-
-func (c *ServerConn) resume() {
-	c.resuming = false
+// wake follows a ResponseWriter call that may let input move on: the end
+// of the response (Close, WriteHeader with endStream) or a reopened body
+// window (Consumed). Such a call never processes input itself (stream's
+// re-entrancy rule). Input held back in c.in is taken up from the loop:
+// PauseRead(false) only re-arms, and the transport then calls Feed, with
+// no new bytes if none arrived, in this iteration or the next; that Feed
+// also brings reading and the timer up to date. With nothing held back,
+// only reading (a reopened window) and the timer (the idle timeout after
+// an exchange) need it now.
+//
+// A body whose end needs no more bytes (bodyCanEnd) never waits here:
+// step collects its end before it returns, window or not.
+//
+// While run processes input, c.in is empty, so a call from inside one of
+// step's handler callbacks asks for no Feed: step carries on by itself.
+// (Reading and the timer are brought up to date then too, which costs
+// nothing but compares, except that a response completed from OnBody or
+// OnBodyEnd arms the idle timer at once; a pipelined request behind it in
+// the same Feed stops it again.)
+func (c *ServerConn) wake() {
 	if c.state == scClosed {
 		return
 	}
-	if c.busy > 0 {
-		c.pending = true
+	if len(c.in) > 0 {
+		c.paused = false
+		c.t.PauseRead(false)
 		return
 	}
-	c.busy++
-	var data []byte
-	if len(c.late) > 0 {
-		data = c.late
-		c.late = nil
-	}
-	_ = c.run(data) // a failure has already closed the transport
-	c.busy--
+	c.updatePause()
+	c.armTimer()
 }
 
 // updatePause applies backpressure: reading stops while the handler holds
@@ -719,10 +701,9 @@ func (w *responseWriter) WriteHeader(status int, fields []stream.Field, endStrea
 	c.t.Write(b)
 	c.resp = rsBody
 	if endStream {
-		c.busy++
 		c.resp = rsDone
 		c.settle()
-		c.leave()
+		c.wake()
 	}
 	return nil
 }
@@ -816,8 +797,6 @@ func (w *responseWriter) Close(trailers []stream.Field) error {
 	if c.state != scActive || c.resp == rsDone {
 		return ErrStreamClosed
 	}
-	c.busy++
-	defer c.leave()
 	if c.resp == rsNone {
 		c.abortAll(ErrNoHead)
 		return ErrNoHead
@@ -842,6 +821,7 @@ func (w *responseWriter) Close(trailers []stream.Field) error {
 	}
 	c.resp = rsDone
 	c.settle()
+	c.wake()
 	return nil
 }
 
@@ -862,7 +842,5 @@ func (w *responseWriter) Consumed(n int) {
 		return
 	}
 	c.unconsumed = max(0, c.unconsumed-n)
-	c.busy++
-	c.pending = true
-	c.leave()
+	c.wake()
 }

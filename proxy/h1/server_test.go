@@ -6,95 +6,176 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
-// testLoop is an in-memory stream.Transport. A mutex stands in for the event
-// loop: the test and every timer callback hold it while they touch the
-// connection, so the connection sees one thread, as on a real loop, and
-// timers run on real time.
+// testLoop is an in-memory stream.Transport that stands in for the event
+// loop, single-threaded as the loop is. Each call into the connection is a
+// step (do): after it, the loop delivers what the real one would before
+// the next event — the Feed owed after PauseRead(false), with no new
+// bytes, and the Flush asked for with FlushLater. Time is a manual clock:
+// Now is fake, AfterFunc registers a timer, and advance moves time on and
+// fires the timers that fall due, each as a step of its own.
 type testLoop struct {
-	mu       sync.Mutex
 	out      bytes.Buffer
 	flushed  int // bytes of out "on the socket"; the rest is Buffered
 	closed   bool
 	paused   bool
 	pauses   int // PauseRead(true) calls
+	resumes  int // PauseRead(false) calls
 	conn     *ServerConn
 	writeCnt int
 	noTimers bool // a clock whose timers never fire, for allocation counts
+
+	feedOwed  bool  // PauseRead(false): a Feed is owed, bytes or not
+	flushOwed bool  // FlushLater: the front end's Flush is owed
+	feeds     int   // owed Feeds delivered
+	feedErr   error // the first error an owed Feed returned
+
+	now    time.Time
+	timers []*loopTimer
+	seq    int
 }
 
-func (l *testLoop) Write(p []byte)   { l.out.Write(p); l.writeCnt++ }
-func (l *testLoop) Buffered() int    { return l.out.Len() - l.flushed }
-func (l *testLoop) PauseRead(p bool) { l.paused = p; l.pauses += b2i(p) }
-func (l *testLoop) Close()           { l.closed = true }
+// epoch is the manual clock's start.
+var epoch = time.Date(2024, 5, 27, 10, 0, 0, 0, time.UTC)
+
+func (l *testLoop) Write(p []byte) { l.out.Write(p); l.writeCnt++ }
+func (l *testLoop) Buffered() int  { return l.out.Len() - l.flushed }
+func (l *testLoop) Close()         { l.closed = true }
+func (l *testLoop) FlushLater()    { l.flushOwed = true }
+
+// PauseRead follows the real transport: resuming never feeds inline, it
+// owes a Feed that the loop delivers after the current step, paused or
+// not before.
+func (l *testLoop) PauseRead(p bool) {
+	l.paused = p
+	if p {
+		l.pauses++
+		return
+	}
+	l.resumes++
+	l.feedOwed = true
+}
+
 func (l *testLoop) Clock() stream.Clock {
 	if l.noTimers {
 		return nopClock{}
 	}
 	return loopClock{l}
 }
+func (l *testLoop) RemoteAddr() netip.AddrPort { return netip.MustParseAddrPort("192.0.2.1:4242") }
 
 type nopClock struct{}
 
 var theNopTimer = &loopTimer{stopped: true}
 
 func (nopClock) AfterFunc(time.Duration, func()) stream.Timer { return theNopTimer }
-func (nopClock) Now() time.Time                               { return time.Now() }
-func (l *testLoop) FlushLater()                               {}
-func (l *testLoop) RemoteAddr() netip.AddrPort                { return netip.MustParseAddrPort("192.0.2.1:4242") }
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
+func (nopClock) Now() time.Time                               { return epoch }
 
 type loopClock struct{ l *testLoop }
 
-func (loopClock) Now() time.Time { return time.Now() }
+func (c loopClock) Now() time.Time { return c.l.clockNow() }
+
+func (l *testLoop) clockNow() time.Time {
+	if l.now.IsZero() {
+		l.now = epoch
+	}
+	return l.now
+}
 
 type loopTimer struct {
-	t       *time.Timer
+	when    time.Time
+	seq     int
+	f       func()
 	stopped bool
 }
 
 func (c loopClock) AfterFunc(d time.Duration, f func()) stream.Timer {
-	lt := &loopTimer{}
-	lt.t = time.AfterFunc(d, func() {
-		c.l.mu.Lock()
-		defer c.l.mu.Unlock()
-		if !lt.stopped {
-			lt.stopped = true
-			f()
-		}
-	})
+	l := c.l
+	l.seq++
+	lt := &loopTimer{when: l.clockNow().Add(d), seq: l.seq, f: f}
+	l.timers = append(l.timers, lt)
 	return lt
 }
 
-// Stop runs on the loop (under the mutex), so a callback already waiting
-// for the mutex sees stopped and does nothing: the semantics of a loop
-// timer.
+// Stop cancels the timer; it reports whether it was still pending.
 func (t *loopTimer) Stop() bool {
 	was := !t.stopped
 	t.stopped = true
-	if t.t != nil {
-		t.t.Stop()
-	}
 	return was
 }
 
-// do runs f on the loop.
+// advance moves the clock on by d, firing every timer that falls due on
+// the way, earliest first, each as a loop step at its own time.
+func (l *testLoop) advance(d time.Duration) {
+	end := l.clockNow().Add(d)
+	for {
+		var next *loopTimer
+		live := l.timers[:0]
+		for _, t := range l.timers {
+			if t.stopped {
+				continue
+			}
+			live = append(live, t)
+			if !t.when.After(end) && (next == nil || t.when.Before(next.when) ||
+				t.when.Equal(next.when) && t.seq < next.seq) {
+				next = t
+			}
+		}
+		l.timers = live
+		if next == nil {
+			break
+		}
+		next.stopped = true
+		if next.when.After(l.now) {
+			l.now = next.when
+		}
+		l.do(next.f)
+	}
+	l.now = end
+}
+
+// pendingTimers counts the timers still to fire.
+func (l *testLoop) pendingTimers() int {
+	n := 0
+	for _, t := range l.timers {
+		if !t.stopped {
+			n++
+		}
+	}
+	return n
+}
+
+// do runs f as one loop step, then delivers what the loop owes the
+// connection before its next event: Feeds owed after PauseRead(false)
+// (while reading is not paused again, as the real connection does) and
+// the Flush asked for, until nothing is owed.
 func (l *testLoop) do(f func()) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	f()
+	for {
+		switch {
+		case l.closed:
+			return // the real connection drops its front end on Close
+		case l.feedOwed && !l.paused:
+			l.feedOwed = false
+			l.feeds++
+			if err := l.conn.Feed(nil); err != nil {
+				if l.feedErr == nil {
+					l.feedErr = err
+				}
+				l.closed = true
+			}
+		case l.flushOwed:
+			l.flushOwed = false
+			l.conn.Flush()
+		default:
+			return
+		}
+	}
 }
 
 func (l *testLoop) feed(t *testing.T, s string) error {
@@ -104,27 +185,14 @@ func (l *testLoop) feed(t *testing.T, s string) error {
 	return err
 }
 
-func (l *testLoop) output() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.out.String()
-}
+func (l *testLoop) output() string { return l.out.String() }
 
-// waitFor polls cond on the loop: some transitions happen on a zero-delay
-// timer, as they would on the real loop.
-func (l *testLoop) waitFor(t *testing.T, what string, cond func() bool) {
+// must checks cond between loop steps: every transition, including one
+// taken up from an owed Feed, has happened by then.
+func (l *testLoop) must(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		var ok bool
-		l.do(func() { ok = cond() })
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; output so far:\n%s", what, l.output())
-		}
-		time.Sleep(time.Millisecond)
+	if !cond() {
+		t.Fatalf("not so: %s; output so far:\n%s", what, l.output())
 	}
 }
 
@@ -294,12 +362,16 @@ func TestServerPipelining(t *testing.T) {
 			w.WriteHeader(200, []stream.Field{{Name: "content-length", Value: "2"}}, false)
 			w.Write([]byte("ok"))
 			w.Close(nil)
+			if len(h.reqs) != i {
+				t.Fatalf("request %d started inside Close", i+1)
+			}
 		})
 		if i < 3 {
-			l.waitFor(t, "next request", func() bool { return len(h.reqs) == i+1 })
+			// Taken up from the Feed that Close asked for, not inside Close.
+			l.must(t, "next request", func() bool { return len(h.reqs) == i+1 })
 		}
 	}
-	l.waitFor(t, "close", func() bool { return l.closed })
+	l.must(t, "close", func() bool { return l.closed })
 	rs := readResponses(t, l.output(), true, "GET", "HEAD", "GET")
 	if rs[1].body != "" || rs[1].get("content-length") != "2" || rs[2].keep || rs[2].get("connection") != "" {
 		t.Fatalf("responses %+v", rs)
@@ -328,10 +400,10 @@ func TestServerPipelineBufferPauses(t *testing.T) {
 			h.ws[i-1].WriteHeader(204, nil, true)
 		})
 		if i < 10 {
-			l.waitFor(t, "next", func() bool { return len(h.reqs) == i+1 })
+			l.must(t, "next", func() bool { return len(h.reqs) == i+1 })
 		}
 	}
-	l.waitFor(t, "unpaused", func() bool { return !l.paused })
+	l.must(t, "unpaused", func() bool { return !l.paused })
 	if rs := readResponses(t, l.output(), false, strings.Split(strings.Repeat("GET ", 10), " ")[:10]...); rs[9].status != 204 {
 		t.Fatal(rs)
 	}
@@ -376,16 +448,21 @@ func TestServerChunkedUploadBackpressure(t *testing.T) {
 		l.do(func() {
 			done = ev.ended
 			if !done {
-				ev.w.Consumed(ev.body.Len()) // everything so far; window reopens
+				n := ev.body.Len()
+				ev.w.Consumed(n) // everything so far; window reopens
+				if ev.body.Len() != n {
+					t.Fatal("body delivered from inside Consumed")
+				}
 			}
 		})
 		if done {
 			break
 		}
-		time.Sleep(2 * time.Millisecond)
-		l.waitFor(t, "progress", func() bool { return ev.ended || ev.body.Len()%16 == 0 || ev.body.Len() == 100 })
+		// The bytes held back went on from the Feed that Consumed asked
+		// for: exactly one more window.
+		l.must(t, "progress", func() bool { return ev.body.Len() == min(16*(step+2), 100) })
 	}
-	l.waitFor(t, "end", func() bool { return ev.ended })
+	l.must(t, "end", func() bool { return ev.ended })
 	if ev.body.String() != body.String() || len(ev.trailers) != 1 || ev.trailers[0].Name != "x-client" {
 		t.Fatalf("body %q trailers %v", ev.body.String(), ev.trailers)
 	}
@@ -538,12 +615,17 @@ func TestServerHeaderTimeout(t *testing.T) {
 	h := &testHandler{serve: respond("x")}
 	l := newTestConn(h, ServerConfig{HeaderTimeout: 30 * time.Millisecond, IdleTimeout: 30 * time.Millisecond})
 	// Slowloris: bytes keep coming, the head never ends, the timer is not
-	// extended.
-	for i := 0; i < 5; i++ {
-		l.feed(t, "X")
-		time.Sleep(10 * time.Millisecond)
+	// extended: it counts from the connection's start.
+	for i := 0; i < 3; i++ {
+		l.feed(t, "X") // at 0, 10 and 20 ms
+		if i < 2 {
+			l.advance(10 * time.Millisecond)
+		}
 	}
-	l.waitFor(t, "timeout", func() bool { return l.closed })
+	l.advance(9 * time.Millisecond)
+	l.must(t, "open 29 ms in", func() bool { return !l.closed })
+	l.advance(time.Millisecond)
+	l.must(t, "timeout at 30 ms", func() bool { return l.closed })
 	if out := l.output(); !strings.HasPrefix(out, "HTTP/1.1 408 Request Timeout\r\n") || !strings.Contains(out, "connection: close") {
 		t.Fatalf("%q", out)
 	}
@@ -555,7 +637,10 @@ func TestServerHeaderTimeout(t *testing.T) {
 	l = newTestConn(h, ServerConfig{HeaderTimeout: time.Hour, IdleTimeout: 20 * time.Millisecond})
 	l.feed(t, "GET / HTTP/1.1\r\nHost: h\r\n\r\n")
 	before := l.output()
-	l.waitFor(t, "idle close", func() bool { return l.closed })
+	l.advance(19 * time.Millisecond)
+	l.must(t, "open 19 ms in", func() bool { return !l.closed })
+	l.advance(time.Millisecond)
+	l.must(t, "idle close at 20 ms", func() bool { return l.closed })
 	if l.output() != before {
 		t.Fatalf("idle close wrote %q", l.output()[len(before):])
 	}
@@ -653,7 +738,7 @@ func TestServerEarlyResponseDiscardsBody(t *testing.T) {
 	l.feed(t, "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nab")
 	l.feed(t, "cde")
 	l.feed(t, "GET /next HTTP/1.1\r\nHost: h\r\n\r\n")
-	l.waitFor(t, "next", func() bool { return len(h.reqs) == 2 })
+	l.must(t, "next", func() bool { return len(h.reqs) == 2 })
 	if l.closed || h.reqs[1].Path != "/next" {
 		t.Fatal("connection not reused after a discarded body")
 	}
@@ -742,17 +827,42 @@ func TestServerAllocs(t *testing.T) {
 	}
 	l := &testLoop{noTimers: true}
 	c := NewServerConn(l, allocHandler{h}, ServerConfig{})
+	l.conn = c
 	in := []byte("GET /x HTTP/1.1\r\nHost: h\r\nUser-Agent: bench\r\nAccept: */*\r\n\r\n")
 	a := testing.AllocsPerRun(200, func() {
-		l.mu.Lock()
 		l.out.Reset()
 		c.Feed(in)
-		l.mu.Unlock()
 	})
 	// One string for the head; timers are the loop's business.
 	if a > 1 {
 		t.Fatalf("%v allocs per request", a)
 	}
+	// Nor does a request cost the loop anything more: no resumed reads,
+	// no Feed owed, no Flush asked for.
+	if l.resumes != 0 || l.pauses != 0 || l.feedOwed || l.flushOwed {
+		t.Fatalf("resumes %d pauses %d feed owed %v flush owed %v", l.resumes, l.pauses, l.feedOwed, l.flushOwed)
+	}
+}
+
+// TestServerAsyncAnswerCostsNoFeed: a handler that answers later, from an
+// event of its own (a backend's response), with no input held back, costs
+// no extra Feed: only the idle timer is armed.
+func TestServerAsyncAnswerCostsNoFeed(t *testing.T) {
+	h := &testHandler{serve: func(h *testHandler, req *stream.Request, w stream.ResponseWriter) stream.Events {
+		return &testEvents{}
+	}}
+	l := newTestConn(h, ServerConfig{IdleTimeout: time.Second})
+	for i := 0; i < 3; i++ {
+		l.feed(t, "GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+		l.must(t, "served", func() bool { return len(h.reqs) == i+1 && l.pendingTimers() == 0 })
+		l.do(func() { h.ws[i].WriteHeader(204, nil, true) })
+		l.must(t, "idle timer armed", func() bool { return l.pendingTimers() == 1 })
+	}
+	if l.resumes != 0 || l.feeds != 0 || l.closed {
+		t.Fatalf("resumes %d feeds %d closed %v", l.resumes, l.feeds, l.closed)
+	}
+	l.advance(time.Second)
+	l.must(t, "idle close", func() bool { return l.closed })
 }
 
 // allocHandler skips testHandler's recording, which allocates.
@@ -769,14 +879,15 @@ func TestServerIdleTimerRestarts(t *testing.T) {
 	l := newTestConn(h, ServerConfig{IdleTimeout: 60 * time.Millisecond})
 	for i := 0; i < 4; i++ {
 		l.feed(t, "GET / HTTP/1.1\r\nHost: h\r\n\r\n")
-		time.Sleep(30 * time.Millisecond)
-		l.do(func() {
-			if l.closed {
-				t.Fatalf("closed %d ms into a busy connection", 30*(i+1))
-			}
-		})
+		l.advance(30 * time.Millisecond)
+		if l.closed {
+			t.Fatalf("closed %d ms into a busy connection", 30*(i+1))
+		}
 	}
-	l.waitFor(t, "idle close", func() bool { return l.closed })
+	l.advance(29 * time.Millisecond)
+	l.must(t, "open 59 ms after the last exchange", func() bool { return !l.closed })
+	l.advance(time.Millisecond)
+	l.must(t, "idle close 60 ms after the last exchange", func() bool { return l.closed })
 }
 
 // TestServerBodyEndWithFullWindow: the end of a body costs no window, so a
@@ -830,7 +941,7 @@ func TestServerSplitInvariance(t *testing.T) {
 		for _, p := range pieces {
 			l.feed(t, p)
 		}
-		l.waitFor(t, "close", func() bool { return l.closed })
+		l.must(t, "close", func() bool { return l.closed })
 		return l.output(), l.closed
 	}
 	want, _ := run([]string{in})
@@ -842,5 +953,56 @@ func TestServerSplitInvariance(t *testing.T) {
 		if got, _ := run(pieces); got != want {
 			t.Fatalf("split %q:\n got %q\nwant %q", pieces, got, want)
 		}
+	}
+}
+
+// writableEvents finishes its response from OnWritable.
+type writableEvents struct {
+	testEvents
+	w    stream.ResponseWriter
+	rest []byte
+}
+
+func (e *writableEvents) OnWritable() {
+	e.writable++
+	n, _ := e.w.Write(e.rest)
+	if e.rest = e.rest[n:]; len(e.rest) == 0 {
+		e.w.Close(nil)
+	}
+}
+
+// TestServerDrainedEndsExchange: OnDrained delivers OnWritable directly; a
+// handler that completes its response there, with a pipelined request
+// waiting, gets that request from the Feed its Close asked for, never from
+// inside OnDrained.
+func TestServerDrainedEndsExchange(t *testing.T) {
+	payload := bytes.Repeat([]byte("z"), 3000)
+	var evs []*writableEvents
+	h := &testHandler{serve: func(h *testHandler, req *stream.Request, w stream.ResponseWriter) stream.Events {
+		w.WriteHeader(200, []stream.Field{{Name: "content-length", Value: itoa(len(payload))}}, false)
+		n, _ := w.Write(payload)
+		ev := &writableEvents{w: w, rest: payload[n:]}
+		evs = append(evs, ev)
+		return ev
+	}}
+	l := newTestConn(h, ServerConfig{WriteHighWater: 1000})
+	l.feed(t, "GET /1 HTTP/1.1\r\nHost: h\r\n\r\nGET /2 HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+	for step := 0; step < 10 && !l.closed; step++ {
+		l.do(func() {
+			served := len(h.reqs)
+			l.flushed = l.out.Len()
+			l.conn.OnDrained()
+			if len(h.reqs) != served {
+				t.Fatal("next request started inside OnDrained")
+			}
+		})
+	}
+	l.must(t, "both served, then closed", func() bool { return len(h.reqs) == 2 && l.closed })
+	if evs[0].writable == 0 || l.feeds == 0 {
+		t.Fatalf("writable %d, owed feeds %d", evs[0].writable, l.feeds)
+	}
+	rs := readResponses(t, l.output(), true, "GET", "GET")
+	if rs[0].body != string(payload) || rs[1].body != string(payload) || rs[1].keep {
+		t.Fatalf("bodies %d %d keep %v", len(rs[0].body), len(rs[1].body), rs[1].keep)
 	}
 }
