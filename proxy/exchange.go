@@ -10,6 +10,7 @@ import (
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy/h1"
+	"github.com/pollproxy/pollproxy/proxy/observe"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -42,8 +43,8 @@ type exchange struct {
 	status                      int
 	bytesOut                    int64
 	errText                     string
-	log                         RequestLog // request facts kept for the observer
-	logging                     bool       // an observer waits for log
+	log                         observe.RequestLog // request facts kept for the observer
+	logging                     bool               // an observer waits for log
 }
 
 // waitKind is what the exchange's timer is guarding.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy/h1"
+	"github.com/pollproxy/pollproxy/proxy/observe"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -28,7 +29,7 @@ type Config struct {
 	// HeaderUp and HeaderDown edit request and response fields.
 	HeaderUp, HeaderDown []HeaderOp
 	// Observer, when set, gets every finished request (metrics, access log).
-	Observer Observer
+	Observer observe.Observer
 }
 
 // WithDefaults returns c with zero values replaced by pollproxy's defaults.
@@ -93,7 +94,7 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 	ex := &exchange{h: h, g: &h.group, w: w, method: req.Method, hasBody: req.HasBody}
 	if h.cfg.Observer != nil {
 		ex.logging = true
-		ex.log = RequestLog{
+		ex.log = observe.RequestLog{
 			Loop: h.loop.ID(), Poller: h.loop.Backend(), Proto: req.Proto, Method: req.Method,
 			Authority: req.Authority, Path: req.Path, Remote: req.RemoteAddr, Start: h.loop.Now(),
 		}

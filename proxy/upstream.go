@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"sync/atomic"
 	"time"
+
+	"github.com/pollproxy/pollproxy/proxy/observe"
 )
 
 // Upstream is one origin address. It is shared by every loop; its health
@@ -28,6 +30,21 @@ type Upstream struct {
 	Failures  atomic.Uint64 // connect errors, timeouts, broken responses
 	Retries   atomic.Uint64 // requests retried after a reused connection failed
 	OpenConns atomic.Int64  // connections open now, on every loop
+}
+
+var _ observe.Upstream = (*Upstream)(nil)
+
+// Stats returns a snapshot of the counters, for metrics.
+func (u *Upstream) Stats() observe.UpstreamStats {
+	return observe.UpstreamStats{
+		Name:      u.Name,
+		Requests:  u.Requests.Load(),
+		Connects:  u.Connects.Load(),
+		Reuses:    u.Reuses.Load(),
+		Failures:  u.Failures.Load(),
+		Retries:   u.Retries.Load(),
+		OpenConns: u.OpenConns.Load(),
+	}
 }
 
 // Health configures passive health checking: an upstream that fails
