@@ -44,14 +44,6 @@ func (c PoolConfig) withDefaults() PoolConfig {
 	return c
 }
 
-// group is one loop's view of an upstream set: a pool per upstream and the
-// balancer's cursor.
-type group struct {
-	pools  []*pool
-	policy Policy
-	next   int
-}
-
 // pool is one loop's connections to one upstream. Only that loop touches
 // it: no locks. Idle connections stay registered with the loop (an idle
 // connection that turns readable has been closed by the origin, or is
