@@ -3,6 +3,8 @@ package proxy
 import (
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/pollproxy/pollproxy/netpoll"
 )
 
@@ -186,13 +188,14 @@ func (p *pool) dial() (*backendConn, error) {
 	bc := &backendConn{pool: p, state: bcConnecting}
 	d, err := p.loop.Register(fd, bc, netpoll.Write)
 	if err != nil {
-		closeFD(fd)
+		unix.Close(fd)
 		return nil, err
 	}
 	bc.desc = d
 	p.open++
 	p.up.OpenConns.Add(1)
 	p.up.Connects.Add(1)
-	bc.timer = p.loop.AfterFunc(p.h.cfg.ConnectTimeout, bc.connectTimedOut)
+	bc.timer = p.loop.NewTimer(bc.timedOut) // the method value is made once, here
+	bc.timer.Reset(p.h.cfg.ConnectTimeout)
 	return bc, nil
 }
