@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"errors"
-	"log/slog"
 	"strconv"
 	"time"
 
@@ -314,7 +313,9 @@ func (ex *exchange) backendFailed(err error) {
 	}
 	ex.pool.up.failed(ex.h.cfg.Health, ex.h.loop.Now())
 	if ex.headSent {
-		slog.Warn("upstream broke mid-response", "upstream", ex.pool.up.Name, "err", err)
+		// Counted, and told to the access log by reset; never logged here:
+		// a log write on the loop would stall every stream it serves.
+		ex.pool.up.Broken.Add(1)
 		ex.reset("upstream broke mid-response: " + errText(err))
 		return
 	}

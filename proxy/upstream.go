@@ -29,6 +29,7 @@ type Upstream struct {
 	Reuses    atomic.Uint64 // requests sent over a kept-alive connection
 	Failures  atomic.Uint64 // connect errors, timeouts, broken responses
 	Retries   atomic.Uint64 // requests retried after a reused connection failed
+	Broken    atomic.Uint64 // responses broken off after their head went to the client
 	OpenConns atomic.Int64  // connections open now, on every loop
 }
 
@@ -43,6 +44,7 @@ func (u *Upstream) Stats() observe.UpstreamStats {
 		Reuses:    u.Reuses.Load(),
 		Failures:  u.Failures.Load(),
 		Retries:   u.Retries.Load(),
+		Broken:    u.Broken.Load(),
 		OpenConns: u.OpenConns.Load(),
 	}
 }

@@ -210,6 +210,7 @@ var (
 	descConnects   = prometheus.NewDesc("pollproxy_upstream_connects_total", "New upstream connections opened.", upLabels, nil)
 	descFailures   = prometheus.NewDesc("pollproxy_upstream_failures_total", "Upstream connect errors, timeouts and broken responses.", upLabels, nil)
 	descRetries    = prometheus.NewDesc("pollproxy_upstream_retries_total", "Requests retried after a reused connection failed.", upLabels, nil)
+	descBroken     = prometheus.NewDesc("pollproxy_upstream_broken_responses_total", "Responses the upstream broke off after their head went to the client (the client's stream was reset).", upLabels, nil)
 
 	descDropped = prometheus.NewDesc("pollproxy_accesslog_dropped_total", "Access log records dropped because the writer fell behind.", []string{"poller"}, nil)
 	descInfo    = prometheus.NewDesc("pollproxy_build_info", "Always 1; poller is the process's backend set (join with process_cpu_seconds_total on instance).", []string{"poller", "version"}, nil)
@@ -224,7 +225,7 @@ type collector struct{ m *Metrics }
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descWaits, descEvents, descWakeups, descAdds, descMods, descDels,
 		descDescriptors, descTimers, descActive, descAccepted, descHandshakeE, descRejected,
-		descOpen, descReuseRatio, descUpRequests, descConnects, descFailures, descRetries, descDropped, descInfo} {
+		descOpen, descReuseRatio, descUpRequests, descConnects, descFailures, descRetries, descBroken, descDropped, descInfo} {
 		ch <- d
 	}
 }
@@ -269,6 +270,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descConnects, u.Connects, s.Pollers, u.Name)
 		counter(descFailures, u.Failures, s.Pollers, u.Name)
 		counter(descRetries, u.Retries, s.Pollers, u.Name)
+		counter(descBroken, u.Broken, s.Pollers, u.Name)
 	}
 	if s.AccessLogDropped != nil {
 		counter(descDropped, s.AccessLogDropped(), s.Pollers)

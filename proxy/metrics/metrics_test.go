@@ -21,7 +21,7 @@ func TestObserverAndCollector(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	up := &fakeUpstream{Name: "127.0.0.1:8080", Requests: 4, Reuses: 3, OpenConns: 2}
+	up := &fakeUpstream{Name: "127.0.0.1:8080", Requests: 4, Reuses: 3, Broken: 1, OpenConns: 2}
 	m := New("test")
 	m.SetSource(Source{Pollers: strings.Join(backends[:2], ","), Group: g, Upstreams: []observe.Upstream{up},
 		AccessLogDropped: func() uint64 { return 7 }})
@@ -57,6 +57,7 @@ func TestObserverAndCollector(t *testing.T) {
 		`pollproxy_loop_descriptors{loop="0",poller="` + p0 + `"}`,
 		`pollproxy_upstream_open_connections{poller="` + p0 + "," + p1 + `",upstream="127.0.0.1:8080"} 2`,
 		`pollproxy_upstream_reuse_ratio{poller="` + p0 + "," + p1 + `",upstream="127.0.0.1:8080"} 0.75`,
+		`pollproxy_upstream_broken_responses_total{poller="` + p0 + "," + p1 + `",upstream="127.0.0.1:8080"} 1`,
 		`pollproxy_accesslog_dropped_total{poller="` + p0 + "," + p1 + `"} 7`,
 		`pollproxy_build_info{poller="` + p0 + "," + p1 + `",version="test"} 1`,
 		`process_cpu_seconds_total`,

@@ -44,6 +44,7 @@ type UpstreamStats struct {
 	Reuses    uint64 // requests sent over a kept-alive connection
 	Failures  uint64 // connect errors, timeouts, broken responses
 	Retries   uint64 // requests retried after a reused connection failed
+	Broken    uint64 // responses the upstream broke off after their head
 	OpenConns int64  // connections open now, on every loop
 }
 
