@@ -1,5 +1,10 @@
 package proxy
 
+// The exchange is the one place that knows both sides of a proxied
+// request, so backpressure, timeouts, retries and the error answers are
+// decided here; the backend connection only moves bytes and the pool only
+// hands out connections.
+
 import (
 	"errors"
 	"strconv"

@@ -1,7 +1,7 @@
-// Package proxy is pollproxy's reverse proxy: it serves requests from the
-// HTTP/2 and HTTP/1.1 front ends by forwarding them, translated to strict
-// HTTP/1.1, over per-loop pools of kept-alive connections to the origins.
 package proxy
+
+// An Upstream is shared by every loop, unlike the pools and the balancer,
+// which are per loop; so everything on it is an atomic.
 
 import (
 	"net/netip"
