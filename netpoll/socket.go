@@ -13,7 +13,9 @@ import (
 )
 
 // ResolveTCP turns "host:port" into addresses, resolving names. It may block
-// on DNS, so call it at start-up or off the loop, never on a loop.
+// on DNS, so call it at start-up or off the loop, never on a loop. An IPv6
+// zone given as an interface name ("[fe80::1%eth0]:80") comes back as the
+// interface's index ("[fe80::1%2]:80"), so connecting costs no lookup.
 func ResolveTCP(ctx context.Context, hostport string) ([]netip.AddrPort, error) {
 	host, portStr, err := net.SplitHostPort(hostport)
 	if err != nil {
@@ -31,6 +33,10 @@ func ResolveTCP(ctx context.Context, hostport string) ([]netip.AddrPort, error) 
 		return []netip.AddrPort{netip.AddrPortFrom(netip.IPv6Unspecified(), uint16(port))}, nil
 	}
 	if ip, err := netip.ParseAddr(host); err == nil {
+		ip, err = withZoneIndex(ip)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", hostport, err)
+		}
 		return []netip.AddrPort{netip.AddrPortFrom(ip.Unmap(), uint16(port))}, nil
 	}
 	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
@@ -50,11 +56,40 @@ func sockaddr(ap netip.AddrPort) (unix.Sockaddr, int) {
 	}
 	sa := &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
 	if z := ap.Addr().Zone(); z != "" {
-		if ifi, err := net.InterfaceByName(z); err == nil {
-			sa.ZoneId = uint32(ifi.Index)
-		}
+		sa.ZoneId = zoneIndex(z)
 	}
 	return sa, unix.AF_INET6
+}
+
+// withZoneIndex replaces an IPv6 zone that names an interface by the
+// interface's index. The lookup (a netlink round trip on Linux) is done
+// once, where an address is configured, instead of on every connect.
+func withZoneIndex(ip netip.Addr) (netip.Addr, error) {
+	z := ip.Zone()
+	if z == "" {
+		return ip, nil
+	}
+	if _, err := strconv.ParseUint(z, 10, 32); err == nil {
+		return ip, nil
+	}
+	ifi, err := net.InterfaceByName(z)
+	if err != nil {
+		return ip, fmt.Errorf("zone %q: %w", z, err)
+	}
+	return ip.WithZone(strconv.Itoa(ifi.Index)), nil
+}
+
+// zoneIndex is the scope id for a zone: an index as ResolveTCP leaves it,
+// or, for an address built elsewhere, an interface name looked up now (0
+// when there is no such interface).
+func zoneIndex(z string) uint32 {
+	if n, err := strconv.ParseUint(z, 10, 32); err == nil {
+		return uint32(n)
+	}
+	if ifi, err := net.InterfaceByName(z); err == nil {
+		return uint32(ifi.Index)
+	}
+	return 0
 }
 
 // AddrPort converts a socket address to netip form (the zero value for

@@ -1,8 +1,12 @@
 package proxy
 
+// The exchange is the one place that knows both sides of a proxied
+// request, so backpressure, timeouts, retries and the error answers are
+// decided here; the backend connection only moves bytes and the pool only
+// hands out connections.
+
 import (
 	"errors"
-	"log/slog"
 	"strconv"
 	"time"
 
@@ -10,6 +14,7 @@ import (
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy/h1"
+	"github.com/pollproxy/pollproxy/proxy/observe"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -42,8 +47,8 @@ type exchange struct {
 	status                      int
 	bytesOut                    int64
 	errText                     string
-	log                         RequestLog // request facts kept for the observer
-	logging                     bool       // an observer waits for log
+	log                         observe.RequestLog // request facts kept for the observer
+	logging                     bool               // an observer waits for log
 }
 
 // waitKind is what the exchange's timer is guarding.
@@ -313,7 +318,9 @@ func (ex *exchange) backendFailed(err error) {
 	}
 	ex.pool.up.failed(ex.h.cfg.Health, ex.h.loop.Now())
 	if ex.headSent {
-		slog.Warn("upstream broke mid-response", "upstream", ex.pool.up.Name, "err", err)
+		// Counted, and told to the access log by reset; never logged here:
+		// a log write on the loop would stall every stream it serves.
+		ex.pool.up.Broken.Add(1)
 		ex.reset("upstream broke mid-response: " + errText(err))
 		return
 	}

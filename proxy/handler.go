@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/proxy/observe"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -26,7 +27,7 @@ type Config struct {
 	// HeaderUp and HeaderDown edit request and response fields.
 	HeaderUp, HeaderDown []HeaderOp
 	// Observer, when set, gets every finished request (metrics, access log).
-	Observer Observer
+	Observer observe.Observer
 }
 
 // WithDefaults returns c with zero values replaced by pollproxy's defaults.
@@ -91,7 +92,7 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 	ex := &exchange{h: h, g: &h.group, w: w, method: req.Method, hasBody: req.HasBody}
 	if h.cfg.Observer != nil {
 		ex.logging = true
-		ex.log = RequestLog{
+		ex.log = observe.RequestLog{
 			Loop: h.loop.ID(), Poller: h.loop.Backend(), Proto: req.Proto, Method: req.Method,
 			Authority: req.Authority, Path: req.Path, Remote: req.RemoteAddr, Start: h.loop.Now(),
 		}

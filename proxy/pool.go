@@ -1,7 +1,13 @@
 package proxy
 
+// Pools are per loop and per upstream, so they need no lock: a backend
+// connection lives and dies on the loop that owns the client streams it
+// serves.
+
 import (
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/pollproxy/pollproxy/netpoll"
 )
@@ -44,14 +50,6 @@ func (c PoolConfig) withDefaults() PoolConfig {
 	return c
 }
 
-// group is one loop's view of an upstream set: a pool per upstream and the
-// balancer's cursor.
-type group struct {
-	pools  []*pool
-	policy Policy
-	next   int
-}
-
 // pool is one loop's connections to one upstream. Only that loop touches
 // it: no locks. Idle connections stay registered with the loop (an idle
 // connection that turns readable has been closed by the origin, or is
@@ -65,16 +63,33 @@ type pool struct {
 	open    int            // connecting + busy + idle
 	active  int            // exchanges bound to a connection of this pool
 	waiters []*exchange    // FIFO, at most cfg.MaxQueue
+	kicked  bool           // Flush is queued on the loop to serve waiters
 }
 
 // load is the least-connections measure: requests in flight or waiting.
 func (p *pool) load() int { return p.active + len(p.waiters) }
 
 // acquire binds ex to a connection: an idle one unless fresh is asked for,
-// a new one while under MaxConns, else a place in the queue. It reports
-// false when the queue is full too.
+// a new one while under MaxConns, else a place in the queue. While others
+// wait, ex joins them: first come, first served. It reports false when the
+// queue is full too.
 func (p *pool) acquire(ex *exchange, fresh bool) bool {
 	ex.pool = p
+	if len(p.waiters) == 0 && p.take(ex, fresh) {
+		return true
+	}
+	if len(p.waiters) >= p.cfg.MaxQueue {
+		return false
+	}
+	p.waiters = append(p.waiters, ex)
+	ex.queued = p
+	ex.arm(waitQueue, p.h.cfg.ConnectTimeout)
+	return true
+}
+
+// take binds ex to an idle connection (unless fresh is asked for) or a new
+// one, and reports false when the pool has neither to give.
+func (p *pool) take(ex *exchange, fresh bool) bool {
 	if !fresh {
 		for len(p.idle) > 0 {
 			bc := p.idle[len(p.idle)-1]
@@ -98,13 +113,7 @@ func (p *pool) acquire(ex *exchange, fresh bool) bool {
 		p.bind(ex, bc, false)
 		return true
 	}
-	if len(p.waiters) >= p.cfg.MaxQueue {
-		return false
-	}
-	p.waiters = append(p.waiters, ex)
-	ex.queued = p
-	ex.arm(waitQueue, p.h.cfg.ConnectTimeout)
-	return true
+	return false
 }
 
 func (p *pool) bind(ex *exchange, bc *backendConn, reused bool) {
@@ -130,8 +139,8 @@ func (p *pool) dequeue(ex *exchange) {
 }
 
 // release takes back a connection whose exchange finished cleanly and
-// which may be reused: a waiting request gets it at once, otherwise it
-// goes idle (or is closed when the idle list is full).
+// which may be reused: it goes idle (or is closed when the idle list is
+// full), and a waiting request gets it at the end of the iteration.
 func (p *pool) release(bc *backendConn) {
 	p.active--
 	bc.ex = nil
@@ -139,19 +148,16 @@ func (p *pool) release(bc *backendConn) {
 		bc.close()
 		return
 	}
-	if len(p.waiters) > 0 {
-		ex := p.waiters[0]
-		p.dequeueFirst()
-		p.up.Reuses.Add(1)
-		p.bind(ex, bc, true)
-		return
-	}
-	if len(p.idle) >= p.cfg.MaxIdle {
+	// Waiters have first claim on it: keep it even beyond MaxIdle.
+	if len(p.idle) >= p.cfg.MaxIdle && len(p.idle) >= len(p.waiters) {
 		bc.close()
 		return
 	}
 	bc.goIdle(p.cfg.IdleTimeout)
 	p.idle = append(p.idle, bc)
+	if len(p.waiters) > 0 {
+		p.kick()
+	}
 }
 
 func (p *pool) dequeueFirst() {
@@ -162,8 +168,8 @@ func (p *pool) dequeueFirst() {
 	ex.queued = nil
 }
 
-// forget drops a closed connection from the pool's books and lets a
-// waiting request open a replacement.
+// forget drops a closed connection from the pool's books; its slot lets a
+// waiting request open a replacement at the end of the iteration.
 func (p *pool) forget(bc *backendConn, wasActive bool) {
 	p.open--
 	p.up.OpenConns.Add(-1)
@@ -179,9 +185,32 @@ func (p *pool) forget(bc *backendConn, wasActive bool) {
 		}
 	}
 	if len(p.waiters) > 0 && p.open < p.cfg.MaxConns {
+		p.kick()
+	}
+}
+
+// kick asks the loop to serve the waiters once this iteration's events are
+// handled. release and forget run inside a connection's done or close,
+// often inside an exchange's call; starting another exchange from there
+// would run it in the middle of the first one's call.
+func (p *pool) kick() {
+	if !p.kicked {
+		p.kicked = true
+		p.loop.FlushLater(p)
+	}
+}
+
+// Flush serves the waiters, in order, while the pool has idle connections
+// or room for new ones. It runs on the loop (netpoll.Flusher).
+func (p *pool) Flush() {
+	p.kicked = false
+	for len(p.waiters) > 0 {
 		ex := p.waiters[0]
+		if len(p.idle) == 0 && p.open >= p.cfg.MaxConns {
+			return
+		}
 		p.dequeueFirst()
-		p.acquire(ex, true)
+		p.take(ex, false)
 	}
 }
 
@@ -194,13 +223,14 @@ func (p *pool) dial() (*backendConn, error) {
 	bc := &backendConn{pool: p, state: bcConnecting}
 	d, err := p.loop.Register(fd, bc, netpoll.Write)
 	if err != nil {
-		closeFD(fd)
+		unix.Close(fd)
 		return nil, err
 	}
 	bc.desc = d
 	p.open++
 	p.up.OpenConns.Add(1)
 	p.up.Connects.Add(1)
-	bc.timer = p.loop.AfterFunc(p.h.cfg.ConnectTimeout, bc.connectTimedOut)
+	bc.timer = p.loop.NewTimer(bc.timedOut) // the method value is made once, here
+	bc.timer.Reset(p.h.cfg.ConnectTimeout)
 	return bc, nil
 }

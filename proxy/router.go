@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pollproxy/pollproxy/proxy/static"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -58,7 +59,7 @@ func (r *Router) Serve(req *stream.Request, w stream.ResponseWriter) stream.Even
 	if h := r.Route(req.Authority); h != nil {
 		return h.Serve(req, w)
 	}
-	return misdirected(req, w)
+	return misdirected.Serve(req, w)
 }
 
 // hostOnly strips the port and brackets, lowercases and drops a trailing
@@ -82,70 +83,9 @@ func hostOnly(a string) string {
 
 var misdirectedBody = []byte("pollproxy: no site is configured for this host\n")
 
-var misdirectedHead = []stream.Field{
+// misdirected answers 421 Misdirected Request (RFC 9110 §15.5.20): the
+// client may retry on another connection, one for the right host.
+var misdirected = static.NewResponse(421, []stream.Field{
 	{Name: "content-type", Value: "text/plain; charset=utf-8"},
 	{Name: "content-length", Value: strconv.Itoa(len(misdirectedBody))},
-}
-
-// misdirected answers 421 once the request body, if any, is drained.
-func misdirected(req *stream.Request, w stream.ResponseWriter) stream.Events {
-	m := &fixedResponse{w: w, status: 421, head: misdirectedHead, body: misdirectedBody, noBody: req.Method == "HEAD"}
-	if !req.HasBody {
-		m.start()
-		if m.done {
-			return nil
-		}
-	}
-	return m
-}
-
-// fixedResponse writes one small response pollproxy makes itself.
-type fixedResponse struct {
-	w       stream.ResponseWriter
-	status  int
-	head    []stream.Field
-	body    []byte
-	noBody  bool
-	started bool
-	sent    int
-	done    bool
-}
-
-func (m *fixedResponse) start() {
-	m.started = true
-	empty := m.noBody || len(m.body) == 0
-	if m.w.WriteHeader(m.status, m.head, empty) != nil || empty {
-		m.done = true
-		return
-	}
-	m.OnWritable()
-}
-
-func (m *fixedResponse) OnBody(p []byte) { m.w.Consumed(len(p)) }
-
-func (m *fixedResponse) OnBodyEnd([]stream.Field) {
-	if !m.started {
-		m.start()
-	}
-}
-
-func (m *fixedResponse) OnWritable() {
-	if !m.started || m.done {
-		return
-	}
-	for m.sent < len(m.body) {
-		n, err := m.w.Write(m.body[m.sent:])
-		if err != nil {
-			m.done = true
-			return
-		}
-		if n == 0 {
-			return
-		}
-		m.sent += n
-	}
-	m.done = true
-	m.w.Close(nil)
-}
-
-func (m *fixedResponse) OnAbort(error) { m.done = true }
+}, misdirectedBody)

@@ -1,12 +1,14 @@
-// Package proxy is pollproxy's reverse proxy: it serves requests from the
-// HTTP/2 and HTTP/1.1 front ends by forwarding them, translated to strict
-// HTTP/1.1, over per-loop pools of kept-alive connections to the origins.
 package proxy
+
+// An Upstream is shared by every loop, unlike the pools and the balancer,
+// which are per loop; so everything on it is an atomic.
 
 import (
 	"net/netip"
 	"sync/atomic"
 	"time"
+
+	"github.com/pollproxy/pollproxy/proxy/observe"
 )
 
 // Upstream is one origin address. It is shared by every loop; its health
@@ -27,7 +29,24 @@ type Upstream struct {
 	Reuses    atomic.Uint64 // requests sent over a kept-alive connection
 	Failures  atomic.Uint64 // connect errors, timeouts, broken responses
 	Retries   atomic.Uint64 // requests retried after a reused connection failed
+	Broken    atomic.Uint64 // responses broken off after their head went to the client
 	OpenConns atomic.Int64  // connections open now, on every loop
+}
+
+var _ observe.Upstream = (*Upstream)(nil)
+
+// Stats returns a snapshot of the counters, for metrics.
+func (u *Upstream) Stats() observe.UpstreamStats {
+	return observe.UpstreamStats{
+		Name:      u.Name,
+		Requests:  u.Requests.Load(),
+		Connects:  u.Connects.Load(),
+		Reuses:    u.Reuses.Load(),
+		Failures:  u.Failures.Load(),
+		Retries:   u.Retries.Load(),
+		Broken:    u.Broken.Load(),
+		OpenConns: u.OpenConns.Load(),
+	}
 }
 
 // Health configures passive health checking: an upstream that fails
@@ -66,58 +85,4 @@ func (u *Upstream) ReuseRatio() float64 {
 		return 0
 	}
 	return float64(u.Reuses.Load()) / float64(r)
-}
-
-// Policy names a load-balancing policy.
-type Policy string
-
-// Load-balancing policies.
-const (
-	RoundRobin       Policy = "round_robin"
-	LeastConnections Policy = "least_conn"
-	First            Policy = "first"
-)
-
-// ValidPolicy reports whether p names a known policy.
-func ValidPolicy(p Policy) bool {
-	switch p {
-	case RoundRobin, LeastConnections, First, "":
-		return true
-	}
-	return false
-}
-
-// pick chooses a pool among the healthy upstreams (all of them when none
-// is healthy, so a full outage still gets tried rather than refused), never
-// one listed in skip. It runs on the loop; the round-robin cursor and the
-// connection counts are this loop's own.
-func (g *group) pick(now time.Time, skip *Upstream) *pool {
-	var best *pool
-	n := len(g.pools)
-	for pass := 0; pass < 2 && best == nil; pass++ {
-		for i := 0; i < n; i++ {
-			p := g.pools[(g.next+i)%n]
-			if p.up == skip && n > 1 {
-				continue
-			}
-			if pass == 0 && !p.up.healthy(now) {
-				continue
-			}
-			switch g.policy {
-			case LeastConnections:
-				if best == nil || p.load() < best.load() {
-					best = p
-				}
-			default:
-				best = p
-			}
-			if g.policy != LeastConnections {
-				break
-			}
-		}
-	}
-	if g.policy != First {
-		g.next = (g.next + 1) % n // also spreads least_conn ties
-	}
-	return best
 }

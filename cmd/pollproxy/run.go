@@ -23,6 +23,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/accesslog"
 	"github.com/pollproxy/pollproxy/proxy/config"
 	"github.com/pollproxy/pollproxy/proxy/metrics"
+	"github.com/pollproxy/pollproxy/proxy/observe"
 	"github.com/pollproxy/pollproxy/proxy/server"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 	pptls "github.com/pollproxy/pollproxy/tls"
@@ -335,7 +336,7 @@ func (in *instance) newHandler(p *plan, l *config.Listener) func(*netpoll.Loop) 
 			h := bySite[hs.Site]
 			if h == nil {
 				pc := p.sites[hs.Site]
-				obs := in.metrics.ForLoop(loop, p.siteUps[hs.Site])
+				obs := in.metrics.ForLoop(loop, observe.Upstreams(p.siteUps[hs.Site]))
 				if p.alog != nil {
 					pc.Observer = bothObservers{obs, p.alog}
 				} else {
@@ -356,7 +357,7 @@ type bothObservers struct {
 	l *accesslog.Logger
 }
 
-func (o bothObservers) Observe(r *proxy.RequestLog) {
+func (o bothObservers) Observe(r *observe.RequestLog) {
 	o.m.Observe(r)
 	o.l.Observe(r)
 }

@@ -18,7 +18,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/observe"
 )
 
 // Formats.
@@ -35,7 +35,7 @@ const DefaultQueue = 4096
 type Logger struct {
 	format string
 	output string // "stderr", "stdout" or a file name
-	ch     chan proxy.RequestLog
+	ch     chan observe.RequestLog
 	reopen chan chan error
 	stop   chan struct{}
 	done   chan struct{}
@@ -105,7 +105,7 @@ func newLogger(format string, w io.Writer, queue int) (*Logger, error) {
 	}
 	l := &Logger{
 		format: format,
-		ch:     make(chan proxy.RequestLog, queue),
+		ch:     make(chan observe.RequestLog, queue),
 		reopen: make(chan chan error),
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
@@ -139,7 +139,7 @@ func dropLevel(groups []string, a slog.Attr) slog.Attr {
 
 // Observe queues one request's line. It never blocks: when the queue is
 // full, or the log is closed, the line is dropped and counted.
-func (l *Logger) Observe(r *proxy.RequestLog) {
+func (l *Logger) Observe(r *observe.RequestLog) {
 	if l.closed.Load() {
 		l.dropped.Add(1)
 		return
@@ -227,7 +227,7 @@ func (l *Logger) doReopen() error {
 	return nil
 }
 
-func (l *Logger) write(r *proxy.RequestLog) {
+func (l *Logger) write(r *observe.RequestLog) {
 	if l.format == Common {
 		l.line = AppendCommon(l.line[:0], r)
 		l.buf.Write(l.line)
@@ -239,7 +239,7 @@ func (l *Logger) write(r *proxy.RequestLog) {
 
 // Record is the slog record of one request: time (the request's end),
 // msg "request", then the request's attributes.
-func Record(r *proxy.RequestLog) slog.Record {
+func Record(r *observe.RequestLog) slog.Record {
 	rec := slog.NewRecord(r.Start.Add(r.Duration), slog.LevelInfo, "request", 0)
 	rec.AddAttrs(
 		slog.String("remote", r.Remote.Addr().String()),
@@ -267,7 +267,7 @@ func Record(r *proxy.RequestLog) slog.Record {
 //	127.0.0.1 - - [02/Jan/2026:15:04:05 +0000] "GET /a HTTP/2.0" 200 1024 upstream=127.0.0.1:8080 duration=0.000412 poller=epoll loop=0
 //
 // A reset stream shows status "-", an empty body "-".
-func AppendCommon(b []byte, r *proxy.RequestLog) []byte {
+func AppendCommon(b []byte, r *observe.RequestLog) []byte {
 	if r.Remote.IsValid() {
 		b = r.Remote.Addr().AppendTo(b)
 	} else {

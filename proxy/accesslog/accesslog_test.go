@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/observe"
 )
 
-func sample() *proxy.RequestLog {
-	return &proxy.RequestLog{
+func sample() *observe.RequestLog {
+	return &observe.RequestLog{
 		Loop: 1, Poller: "epoll", Proto: "HTTP/2.0", Method: "GET", Authority: "example.com",
 		Path: "/a?b=\"c\"", Remote: netip.MustParseAddrPort("192.0.2.7:5555"), Upstream: "127.0.0.1:8080",
 		Status: 200, BytesOut: 1024, Start: time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC),

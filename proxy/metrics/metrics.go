@@ -29,7 +29,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/pollproxy/pollproxy/netpoll"
-	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/observe"
 	"github.com/pollproxy/pollproxy/proxy/server"
 )
 
@@ -42,7 +42,7 @@ type Source struct {
 	// Servers by listen address.
 	Servers []NamedServer
 	// Upstreams are every configured upstream, each once.
-	Upstreams []*proxy.Upstream
+	Upstreams []observe.Upstream
 	// AccessLogDropped, when set, counts access log records dropped
 	// because the writer fell behind.
 	AccessLogDropped func() uint64
@@ -132,10 +132,10 @@ type upstreamChildren struct {
 
 // ForLoop returns an observer for loop l that knows ups (requests that
 // name another upstream, or none, are still counted).
-func (m *Metrics) ForLoop(l *netpoll.Loop, ups []*proxy.Upstream) *LoopObserver {
+func (m *Metrics) ForLoop(l *netpoll.Loop, ups []observe.Upstream) *LoopObserver {
 	o := &LoopObserver{m: m, loop: strconv.Itoa(l.ID()), bknd: l.Backend()}
 	for _, u := range ups {
-		o.ups = append(o.ups, o.children(u.Name))
+		o.ups = append(o.ups, o.children(u.Stats().Name))
 	}
 	return o
 }
@@ -152,7 +152,7 @@ func (o *LoopObserver) children(name string) upstreamChildren {
 }
 
 // Observe counts one finished request; it never blocks.
-func (o *LoopObserver) Observe(r *proxy.RequestLog) {
+func (o *LoopObserver) Observe(r *observe.RequestLog) {
 	var c *upstreamChildren
 	for i := range o.ups {
 		if o.ups[i].name == r.Upstream {
@@ -210,6 +210,7 @@ var (
 	descConnects   = prometheus.NewDesc("pollproxy_upstream_connects_total", "New upstream connections opened.", upLabels, nil)
 	descFailures   = prometheus.NewDesc("pollproxy_upstream_failures_total", "Upstream connect errors, timeouts and broken responses.", upLabels, nil)
 	descRetries    = prometheus.NewDesc("pollproxy_upstream_retries_total", "Requests retried after a reused connection failed.", upLabels, nil)
+	descBroken     = prometheus.NewDesc("pollproxy_upstream_broken_responses_total", "Responses the upstream broke off after their head went to the client (the client's stream was reset).", upLabels, nil)
 
 	descDropped = prometheus.NewDesc("pollproxy_accesslog_dropped_total", "Access log records dropped because the writer fell behind.", []string{"poller"}, nil)
 	descInfo    = prometheus.NewDesc("pollproxy_build_info", "Always 1; poller is the process's backend set (join with process_cpu_seconds_total on instance).", []string{"poller", "version"}, nil)
@@ -224,7 +225,7 @@ type collector struct{ m *Metrics }
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descWaits, descEvents, descWakeups, descAdds, descMods, descDels,
 		descDescriptors, descTimers, descActive, descAccepted, descHandshakeE, descRejected,
-		descOpen, descReuseRatio, descUpRequests, descConnects, descFailures, descRetries, descDropped, descInfo} {
+		descOpen, descReuseRatio, descUpRequests, descConnects, descFailures, descRetries, descBroken, descDropped, descInfo} {
 		ch <- d
 	}
 }
@@ -261,13 +262,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descHandshakeE, st.HandshakeErrors, s.Pollers, ns.Listen)
 		counter(descRejected, st.Rejected, s.Pollers, ns.Listen)
 	}
-	for _, u := range s.Upstreams {
-		gauge(descOpen, float64(u.OpenConns.Load()), s.Pollers, u.Name)
+	for _, up := range s.Upstreams {
+		u := up.Stats()
+		gauge(descOpen, float64(u.OpenConns), s.Pollers, u.Name)
 		gauge(descReuseRatio, u.ReuseRatio(), s.Pollers, u.Name)
-		counter(descUpRequests, u.Requests.Load(), s.Pollers, u.Name)
-		counter(descConnects, u.Connects.Load(), s.Pollers, u.Name)
-		counter(descFailures, u.Failures.Load(), s.Pollers, u.Name)
-		counter(descRetries, u.Retries.Load(), s.Pollers, u.Name)
+		counter(descUpRequests, u.Requests, s.Pollers, u.Name)
+		counter(descConnects, u.Connects, s.Pollers, u.Name)
+		counter(descFailures, u.Failures, s.Pollers, u.Name)
+		counter(descRetries, u.Retries, s.Pollers, u.Name)
+		counter(descBroken, u.Broken, s.Pollers, u.Name)
 	}
 	if s.AccessLogDropped != nil {
 		counter(descDropped, s.AccessLogDropped(), s.Pollers)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/pollproxy/pollproxy/netpoll"
-	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/observe"
 )
 
 func TestObserverAndCollector(t *testing.T) {
@@ -21,23 +21,20 @@ func TestObserverAndCollector(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer g.Close()
-	up := &proxy.Upstream{Name: "127.0.0.1:8080"}
-	up.Requests.Store(4)
-	up.Reuses.Store(3)
-	up.OpenConns.Store(2)
+	up := &fakeUpstream{Name: "127.0.0.1:8080", Requests: 4, Reuses: 3, Broken: 1, OpenConns: 2}
 	m := New("test")
-	m.SetSource(Source{Pollers: strings.Join(backends[:2], ","), Group: g, Upstreams: []*proxy.Upstream{up},
+	m.SetSource(Source{Pollers: strings.Join(backends[:2], ","), Group: g, Upstreams: []observe.Upstream{up},
 		AccessLogDropped: func() uint64 { return 7 }})
 	for i, l := range g.Loops() {
-		o := m.ForLoop(l, []*proxy.Upstream{up})
-		o.Observe(&proxy.RequestLog{Upstream: up.Name, Status: 200, Duration: time.Millisecond, Reused: true, BytesOut: 10})
-		o.Observe(&proxy.RequestLog{Upstream: up.Name, Status: 502, Duration: time.Millisecond})
-		o.Observe(&proxy.RequestLog{Status: 503})
+		o := m.ForLoop(l, []observe.Upstream{up})
+		o.Observe(&observe.RequestLog{Upstream: up.Name, Status: 200, Duration: time.Millisecond, Reused: true, BytesOut: 10})
+		o.Observe(&observe.RequestLog{Upstream: up.Name, Status: 502, Duration: time.Millisecond})
+		o.Observe(&observe.RequestLog{Status: 503})
 		if i == 0 {
-			o.Observe(&proxy.RequestLog{Upstream: up.Name, Status: 0})
+			o.Observe(&observe.RequestLog{Upstream: up.Name, Status: 0})
 		}
 		if n := testing.AllocsPerRun(100, func() {
-			o.Observe(&proxy.RequestLog{Upstream: up.Name, Status: 204, Duration: time.Millisecond})
+			o.Observe(&observe.RequestLog{Upstream: up.Name, Status: 204, Duration: time.Millisecond})
 		}); n != 0 {
 			t.Errorf("Observe allocates %v times", n)
 		}
@@ -60,6 +57,7 @@ func TestObserverAndCollector(t *testing.T) {
 		`pollproxy_loop_descriptors{loop="0",poller="` + p0 + `"}`,
 		`pollproxy_upstream_open_connections{poller="` + p0 + "," + p1 + `",upstream="127.0.0.1:8080"} 2`,
 		`pollproxy_upstream_reuse_ratio{poller="` + p0 + "," + p1 + `",upstream="127.0.0.1:8080"} 0.75`,
+		`pollproxy_upstream_broken_responses_total{poller="` + p0 + "," + p1 + `",upstream="127.0.0.1:8080"} 1`,
 		`pollproxy_accesslog_dropped_total{poller="` + p0 + "," + p1 + `"} 7`,
 		`pollproxy_build_info{poller="` + p0 + "," + p1 + `",version="test"} 1`,
 		`process_cpu_seconds_total`,
@@ -72,3 +70,8 @@ func TestObserverAndCollector(t *testing.T) {
 		t.Log(text)
 	}
 }
+
+// fakeUpstream is an upstream with fixed counters.
+type fakeUpstream observe.UpstreamStats
+
+func (u *fakeUpstream) Stats() observe.UpstreamStats { return observe.UpstreamStats(*u) }

@@ -1,5 +1,10 @@
 package proxy
 
+// The h1 client: a backend connection and its use of the HTTP/1.1 codec
+// (proxy/h1's request serialiser and response parser). It reads and writes
+// the socket and reports what happened to its exchange; what a response
+// means for the client is the exchange's business.
+
 import (
 	"errors"
 	"time"
@@ -24,14 +29,9 @@ const (
 // read), so it is also the most a stalled stream holds.
 const backendBufSize = 32 << 10
 
-// errConnectTimeout and friends are the failures an exchange maps to 502
-// and 504.
-var (
-	errConnectTimeout = errors.New("connect to upstream timed out")
-	errHeaderTimeout  = errors.New("upstream response header timed out")
-	errReadTimeout    = errors.New("upstream read timed out")
-	errClosedIdle     = errors.New("upstream closed an idle connection")
-)
+// errConnectTimeout is the connect failure an exchange maps to 504 (the
+// other failures are socket errors, mapped to 502).
+var errConnectTimeout = errors.New("connect to upstream timed out")
 
 // backendConn is one HTTP/1.1 connection to an upstream, registered with
 // the loop once for its whole life, busy with at most one exchange.
@@ -40,7 +40,7 @@ type backendConn struct {
 	desc     *netpoll.Desc
 	state    bcState
 	ex       *exchange
-	timer    *netpoll.Timer // connect timeout, then idle timeout
+	timer    *netpoll.Timer // connect timeout, then idle timeout: one per connection
 	requests int
 	parser   h1.ResponseParser
 
@@ -234,14 +234,22 @@ func (bc *backendConn) goIdle(timeout time.Duration) {
 	bc.pool.h.putBuf(bc.in) // an idle connection holds no buffer
 	bc.in = nil
 	bc.desc.SetInterest(netpoll.Read)
-	bc.timer = bc.pool.loop.AfterFunc(timeout, bc.close)
+	bc.timer.Reset(timeout)
 }
 
-func (bc *backendConn) connectTimedOut() {
-	ex := bc.ex
-	bc.close()
-	if ex != nil {
-		ex.connectFailed(errConnectTimeout)
+// timedOut is the connection's one timer: the connect took too long, or
+// the connection stayed idle too long. The timer is stopped whenever the
+// connection turns busy.
+func (bc *backendConn) timedOut() {
+	switch bc.state {
+	case bcConnecting:
+		ex := bc.ex
+		bc.close()
+		if ex != nil {
+			ex.connectFailed(errConnectTimeout)
+		}
+	case bcIdle:
+		bc.close()
 	}
 }
 
@@ -263,5 +271,3 @@ func (bc *backendConn) close() {
 	bc.out, bc.in = nil, nil
 	bc.pool.forget(bc, wasActive)
 }
-
-func closeFD(fd int) { unix.Close(fd) }

@@ -1,0 +1,74 @@
+// Package observe holds what the reverse proxy reports about its work — a
+// finished request (RequestLog, handed to an Observer) and an upstream's
+// counters (UpstreamStats) — as plain data, so that the access log and the
+// metrics can read it without importing the proxy itself.
+package observe
+
+import (
+	"net/netip"
+	"time"
+)
+
+// RequestLog describes one finished request, for access logs and metrics.
+// It is handed to the Observer on the loop and must not be kept: the
+// observer copies what it needs.
+type RequestLog struct {
+	Loop      int
+	Poller    string // the loop's poller backend: the A/B label
+	Proto     string
+	Method    string
+	Authority string
+	Path      string
+	Remote    netip.AddrPort
+	Upstream  string // "" when no upstream was reached
+	Status    int    // 0 when the stream was reset after the head
+	BytesOut  int64  // response body bytes handed to the client
+	Start     time.Time
+	Duration  time.Duration
+	Reused    bool   // served over a kept-alive upstream connection
+	Error     string // why pollproxy answered or reset, if it did
+}
+
+// Observer receives every finished request. It runs on the loop, so it
+// must not block: counters, histograms and buffered log writes only.
+type Observer interface {
+	Observe(*RequestLog)
+}
+
+// UpstreamStats is a snapshot of one upstream's counters, summed over
+// every loop, for metrics and pool statistics.
+type UpstreamStats struct {
+	Name      string // how the upstream was configured ("host:port")
+	Requests  uint64 // requests sent to the upstream
+	Connects  uint64 // new connections opened
+	Reuses    uint64 // requests sent over a kept-alive connection
+	Failures  uint64 // connect errors, timeouts, broken responses
+	Retries   uint64 // requests retried after a reused connection failed
+	Broken    uint64 // responses the upstream broke off after their head
+	OpenConns int64  // connections open now, on every loop
+}
+
+// ReuseRatio is the share of requests that went over a kept-alive
+// connection rather than a new one.
+func (s UpstreamStats) ReuseRatio() float64 {
+	if s.Requests == 0 {
+		return 0
+	}
+	return float64(s.Reuses) / float64(s.Requests)
+}
+
+// Upstream is an upstream as observers see it: something whose counters
+// can be read at any time, from any goroutine.
+type Upstream interface {
+	Stats() UpstreamStats
+}
+
+// Upstreams converts a slice of upstreams of one concrete type (the
+// proxy's []*proxy.Upstream) for the APIs that take []Upstream.
+func Upstreams[U Upstream](ups []U) []Upstream {
+	out := make([]Upstream, len(ups))
+	for i, u := range ups {
+		out[i] = u
+	}
+	return out
+}
