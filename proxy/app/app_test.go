@@ -316,7 +316,7 @@ localhost:%d {
 func TestShutdownDeadline(t *testing.T) {
 	a := startOrigin(t, "A")
 	tlsCfg, roots := selfSigned(t)
-	cfg := builtConfig(t, a.addr)
+	cfg := builtConfig(a.addr)
 	cfg.GracePeriod = 200 * time.Millisecond
 	in := startBuilt(t, cfg, Options{TLS: tlsCfg})
 	addr, _ := in.Addr(cfg.Listeners()[0].Addr)
@@ -334,7 +334,7 @@ func TestShutdownDeadline(t *testing.T) {
 
 // builtConfig is what the reverse-proxy command builds: one site for any
 // host on a loopback port the system picks.
-func builtConfig(t *testing.T, upstream string) *config.Config {
+func builtConfig(upstream string) *config.Config {
 	return &config.Config{
 		Loops:       1,
 		DefaultBind: "127.0.0.1",
@@ -352,7 +352,7 @@ func builtConfig(t *testing.T, upstream string) *config.Config {
 func TestBuiltConfig(t *testing.T) {
 	a := startOrigin(t, "A")
 	tlsCfg, roots := selfSigned(t)
-	cfg := builtConfig(t, a.addr)
+	cfg := builtConfig(a.addr)
 	in := startBuilt(t, cfg, Options{TLS: tlsCfg})
 	addr, ok := in.Addr(cfg.Listeners()[0].Addr)
 	if !ok || addr.Port() == 0 {

@@ -158,7 +158,6 @@ func haveBackends(t *testing.T, names ...string) {
 	}
 }
 
-
 // running is an instance under test with the log it writes.
 type running struct {
 	t   *testing.T
@@ -245,4 +244,3 @@ func selfSigned(t *testing.T) (*stdtls.Config, *x509.CertPool) {
 	roots.AddCert(cert.Leaf)
 	return pptls.ServerConfig([]stdtls.Certificate{cert}), roots
 }
-
