@@ -281,6 +281,17 @@ func UsesInternalByDefault(name string) bool {
 // Add manages names the default way: UsesInternalByDefault names with
 // AddInternal, the others with AddACME.
 func (c *Certs) Add(ctx context.Context, names ...string) error {
+	return c.add(ctx, c.AddACME, names)
+}
+
+// AddAsync is Add with AddACMEAsync for the public names: local CA
+// certificates are ready when it returns, ACME ones are obtained in the
+// background.
+func (c *Certs) AddAsync(ctx context.Context, names ...string) error {
+	return c.add(ctx, c.AddACMEAsync, names)
+}
+
+func (c *Certs) add(ctx context.Context, addACME func(context.Context, ...string) error, names []string) error {
 	var internal, public []string
 	for _, n := range names {
 		if UsesInternalByDefault(n) {
@@ -295,7 +306,7 @@ func (c *Certs) Add(ctx context.Context, names ...string) error {
 		}
 	}
 	if len(public) > 0 {
-		return c.AddACME(ctx, public...)
+		return addACME(ctx, public...)
 	}
 	return nil
 }

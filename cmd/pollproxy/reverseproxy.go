@@ -1,15 +1,13 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"strings"
-	"time"
 
-	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy"
-	"github.com/pollproxy/pollproxy/proxy/stream"
+	"github.com/pollproxy/pollproxy/proxy/app"
+	"github.com/pollproxy/pollproxy/proxy/config"
 )
 
 func init() {
@@ -41,32 +39,36 @@ func runReverseProxy(name string, args []string, announce func(url, certPath str
 	if !proxy.ValidPolicy(proxy.Policy(*policy)) {
 		return fmt.Errorf("--lb %q: want round_robin, least_conn or first", *policy)
 	}
-	ups, err := resolveUpstreams(*to)
+	upstreams, err := upstreamList(*to)
 	if err != nil {
 		return err
 	}
-	cfg := proxy.Config{Upstreams: ups, Policy: proxy.Policy(*policy), Pool: proxy.PoolConfig{MaxIdle: *maxIdle, MaxConns: *maxConns}}.WithDefaults()
+	cfg, err := devConfig(*from, lf)
+	if err != nil {
+		return err
+	}
+	cfg.Sites[0].Proxy = config.Proxy{Upstreams: upstreams, Policy: proxy.Policy(*policy), KeepAlive: *maxIdle, MaxConns: *maxConns}
 	tlsCfg, certPath, err := certificate(*certFile, *keyFile, hostsOf(*from))
 	if err != nil {
 		return err
 	}
-	r, err := start(lf, *from, tlsCfg, func(l *netpoll.Loop) stream.Handler { return proxy.NewHandler(l, cfg) })
+	in, url, err := startDev(cfg, app.Options{TLS: tlsCfg})
 	if err != nil {
 		return err
 	}
-	url := "https://" + displayHost(*from, r.srv.Addr().Port()) + "/"
-	fmt.Printf("pollproxy: %s -> %s on %s\n", url, *to, r.describeLoops())
+	fmt.Printf("pollproxy: %s -> %s on %s\n", url, *to, describeLoops(in))
 	if *certFile == "" {
 		fmt.Printf("local CA root (for curl --cacert): %s\n", certPath)
 	}
 	if announce != nil {
 		announce(url, certPath)
 	}
-	return r.waitForSignal(10 * time.Second)
+	return serveUntilSignal(in, lf, cfg)
 }
 
-func resolveUpstreams(list string) ([]*proxy.Upstream, error) {
-	var ups []*proxy.Upstream
+// upstreamList splits the --to list; the instance resolves the names.
+func upstreamList(list string) ([]string, error) {
+	var ups []string
 	for _, hp := range strings.Split(list, ",") {
 		hp = strings.TrimSpace(hp)
 		if hp == "" {
@@ -75,25 +77,10 @@ func resolveUpstreams(list string) ([]*proxy.Upstream, error) {
 		if !strings.Contains(hp, ":") {
 			return nil, fmt.Errorf("upstream %q: want host:port", hp)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		addrs, err := netpoll.ResolveTCP(ctx, hp)
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("upstream %q: %w", hp, err)
-		}
-		ups = append(ups, &proxy.Upstream{Name: hp, Addr: addrs[0]})
+		ups = append(ups, hp)
 	}
 	if len(ups) == 0 {
 		return nil, fmt.Errorf("no upstream in %q", list)
 	}
 	return ups, nil
-}
-
-// displayHost is the host part of the listen address with the real port.
-func displayHost(listen string, port uint16) string {
-	host := hostsOf(listen)[0]
-	if strings.Contains(host, ":") {
-		host = "[" + host + "]"
-	}
-	return fmt.Sprintf("%s:%d", host, port)
 }

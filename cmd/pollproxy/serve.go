@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	stdtls "crypto/tls"
 	"errors"
 	"flag"
@@ -9,13 +8,13 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/pollproxy/pollproxy/netpoll"
-	"github.com/pollproxy/pollproxy/proxy/server"
-	"github.com/pollproxy/pollproxy/proxy/stream"
+	"github.com/pollproxy/pollproxy/proxy/app"
+	"github.com/pollproxy/pollproxy/proxy/config"
 	pptls "github.com/pollproxy/pollproxy/tls"
 )
 
@@ -51,6 +50,83 @@ func envOr(key, def string) string {
 		return v
 	}
 	return def
+}
+
+// serveUntilSignal waits for signals: SIGINT and SIGTERM shut the instance
+// down gracefully and return. With a Caddyfile (dev is nil) SIGHUP
+// reloads it and the instance logs; the development commands, built from
+// flags, do not reload and print dev's line when they start draining.
+func serveUntilSignal(in *app.Instance, lf loopFlags, dev *config.Config) error {
+	sigs := []os.Signal{syscall.SIGINT, syscall.SIGTERM}
+	if dev == nil {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	sig := make(chan os.Signal, 4)
+	signal.Notify(sig, sigs...)
+	defer signal.Stop(sig)
+	for s := range sig {
+		if s == syscall.SIGHUP {
+			in.Reload() // it logs any error and keeps running
+			continue
+		}
+		if dev != nil {
+			fmt.Fprintf(os.Stderr, "pollproxy: %v: draining connections (up to %v)\n", s, dev.GracePeriod)
+		}
+		err := in.Shutdown()
+		if lf.stats {
+			for _, s := range in.LoopStats() {
+				fmt.Fprintf(os.Stderr, "loop %d %s: waits=%d events=%d wakeups=%d adds=%d mods=%d dels=%d\n",
+					s.Loop, s.Backend, s.Waits, s.Events, s.Wakeups, s.Adds, s.Mods, s.Dels)
+			}
+		}
+		return err
+	}
+	return nil
+}
+
+// devConfig is the configuration of a development command: one site for
+// any host on listen, with the loop flags' pollers and loops.
+func devConfig(listen string, lf loopFlags) (*config.Config, error) {
+	host, portStr, err := net.SplitHostPort(listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", listen, err)
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil || port < 0 || port > 65535 {
+		return nil, fmt.Errorf("listen %s: bad port %q", listen, portStr)
+	}
+	backends, err := lf.backends()
+	if err != nil {
+		return nil, err
+	}
+	return &config.Config{
+		Pollers:     backends,
+		Loops:       lf.loops,
+		DefaultBind: host,
+		GracePeriod: config.DefaultGracePeriod,
+		Sites:       []*config.Site{{Addrs: []config.Address{{Original: listen, Port: port}}}},
+	}, nil
+}
+
+// startDev starts a development command's instance and returns it with
+// the URL it serves.
+func startDev(cfg *config.Config, opts app.Options) (*app.Instance, string, error) {
+	in, err := app.Start(cfg, opts)
+	if err != nil {
+		return nil, "", err
+	}
+	addr, _ := in.Addr(cfg.Listeners()[0].Addr)
+	host := hostsOf(net.JoinHostPort(cfg.DefaultBind, "0"))[0]
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	return in, fmt.Sprintf("https://%s:%d/", host, addr.Port()), nil
+}
+
+// describeLoops is "N loops (backend,backend...)".
+func describeLoops(in *app.Instance) string {
+	b := in.Backends()
+	return fmt.Sprintf("%d loops (%s)", len(b), strings.Join(b, ","))
 }
 
 // certificate returns the TLS config: the file pair when given, otherwise
@@ -96,66 +172,4 @@ func hostsOf(addr string) []string {
 		return []string{"localhost"}
 	}
 	return []string{host}
-}
-
-// running is a started group with its server.
-type running struct {
-	group *netpoll.Group
-	srv   *server.Server
-	flags loopFlags
-}
-
-func start(lf loopFlags, addr string, tlsCfg *stdtls.Config, newHandler func(*netpoll.Loop) stream.Handler) (*running, error) {
-	backends, err := lf.backends()
-	if err != nil {
-		return nil, err
-	}
-	g, err := netpoll.NewGroup(lf.loops, backends)
-	if err != nil {
-		return nil, err
-	}
-	g.Start()
-	srv, err := server.New(g, server.Config{Addr: addr, TLS: tlsCfg, NewHandler: newHandler})
-	if err != nil {
-		g.Stop()
-		g.Close()
-		return nil, err
-	}
-	return &running{group: g, srv: srv, flags: lf}, nil
-}
-
-func (r *running) describeLoops() string {
-	var parts []string
-	for _, s := range r.group.Stats() {
-		parts = append(parts, s.Backend)
-	}
-	return fmt.Sprintf("%d loops (%s)", len(parts), strings.Join(parts, ","))
-}
-
-// waitForSignal serves until SIGINT or SIGTERM, then shuts down gracefully
-// within the grace period.
-func (r *running) waitForSignal(grace time.Duration) error {
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	s := <-sig
-	fmt.Fprintf(os.Stderr, "pollproxy: %v: draining connections (up to %v)\n", s, grace)
-	ctx, cancel := context.WithTimeout(context.Background(), grace)
-	defer cancel()
-	err := r.srv.Shutdown(ctx)
-	r.stop()
-	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("connections still open after %v were closed", grace)
-	}
-	return err
-}
-
-func (r *running) stop() {
-	if r.flags.stats {
-		for _, s := range r.group.Stats() {
-			fmt.Fprintf(os.Stderr, "loop %d %s: waits=%d events=%d wakeups=%d adds=%d mods=%d dels=%d\n",
-				s.Loop, s.Backend, s.Waits, s.Events, s.Wakeups, s.Adds, s.Mods, s.Dels)
-		}
-	}
-	r.group.Stop()
-	r.group.Close()
 }

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
-	"time"
 
 	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/proxy/app"
 	"github.com/pollproxy/pollproxy/proxy/static"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
@@ -30,12 +30,17 @@ func runStatic(args []string) error {
 	if err != nil {
 		return err
 	}
-	h := static.New(bytes.Repeat([]byte("x"), *size), "application/octet-stream")
-	r, err := start(lf, *listen, tlsCfg, func(*netpoll.Loop) stream.Handler { return h })
+	cfg, err := devConfig(*listen, lf)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("pollproxy static: https://%s/ (%d-byte body) on %s\n", r.srv.Addr(), *size, r.describeLoops())
+	h := static.New(bytes.Repeat([]byte("x"), *size), "application/octet-stream")
+	in, _, err := startDev(cfg, app.Options{TLS: tlsCfg, NewHandler: func(*netpoll.Loop) stream.Handler { return h }})
+	if err != nil {
+		return err
+	}
+	addr, _ := in.Addr(cfg.Listeners()[0].Addr)
+	fmt.Printf("pollproxy static: https://%s/ (%d-byte body) on %s\n", addr, *size, describeLoops(in))
 	fmt.Printf("certificate: %s\n", certPath)
-	return r.waitForSignal(10 * time.Second)
+	return serveUntilSignal(in, lf, cfg)
 }

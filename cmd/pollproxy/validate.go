@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/pollproxy/pollproxy/proxy/config"
+	"github.com/pollproxy/pollproxy/proxy/app"
 )
 
 func init() {
@@ -23,7 +23,7 @@ func runValidate(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg, err := loadConfig(*file)
+	cfg, err := app.Load(*file)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return errReported
@@ -31,16 +31,4 @@ func runValidate(args []string) error {
 	ls := cfg.Listeners()
 	fmt.Printf("OK: %s: %d site(s) on %d listener(s)\n", *file, len(cfg.Sites), len(ls))
 	return nil
-}
-
-// loadConfig parses the Caddyfile and checks the files it names.
-func loadConfig(file string) (*config.Config, error) {
-	cfg, err := config.Load(file)
-	if err != nil {
-		return nil, err
-	}
-	if err := cfg.CheckFiles(); err != nil {
-		return nil, err
-	}
-	return cfg, nil
 }

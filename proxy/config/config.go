@@ -158,22 +158,6 @@ type TLS struct {
 	Email     string // TLSACME: the account for this site
 }
 
-// Managed reports how a site name's certificate is obtained under TLSAuto:
-// "internal" for localhost, IP addresses, names without a dot or with a
-// local-only suffix, and "" host (any host); "acme" otherwise.
-func Managed(host string) TLSMode {
-	h := strings.TrimSuffix(strings.ToLower(host), ".")
-	switch {
-	case h == "", h == "localhost", strings.HasSuffix(h, ".localhost"),
-		!strings.Contains(h, "."),
-		strings.HasSuffix(h, ".local"), strings.HasSuffix(h, ".internal"),
-		strings.HasSuffix(h, ".test"), strings.HasSuffix(h, ".home.arpa"),
-		net.ParseIP(h) != nil:
-		return TLSInternal
-	}
-	return TLSACME
-}
-
 // Listener is one listening address and the sites it serves, routed by
 // host.
 type Listener struct {

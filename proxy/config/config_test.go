@@ -138,18 +138,6 @@ func TestDefaults(t *testing.T) {
 	}
 }
 
-func TestManaged(t *testing.T) {
-	for host, want := range map[string]TLSMode{
-		"localhost": TLSInternal, "app.localhost": TLSInternal, "127.0.0.1": TLSInternal, "::1": TLSInternal,
-		"intranet": TLSInternal, "printer.local": TLSInternal, "": TLSInternal,
-		"example.com": TLSACME, "*.example.com": TLSACME,
-	} {
-		if got := Managed(host); got != want {
-			t.Errorf("Managed(%q) = %v, want %v", host, got, want)
-		}
-	}
-}
-
 func TestErrors(t *testing.T) {
 	site := func(body string) string { return "localhost:8443 {\n" + body + "\n}\n" }
 	for _, tc := range []struct{ name, in, want string }{

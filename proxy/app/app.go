@@ -1,0 +1,409 @@
+// Package app is a pollproxy instance: a configuration made to serve.
+//
+// An Instance owns the event loops (a netpoll.Group), one server.Server
+// per listen address with a per-loop handler for it (a host router over
+// the sites on that port, each a reverse proxy with the loop's own pools,
+// metrics and access log observers), the certificates of the sites, the
+// admin listener (metrics), the plain HTTP listener for ACME challenges
+// and redirects, and the access log.
+//
+// Its lifecycle:
+//
+//   - Start prepares a configuration (upstreams resolved off the loops,
+//     certificates managed, access log opened), starts the loops and
+//     opens every listener. It fails without leaving anything running.
+//   - Reload re-reads the Caddyfile. Any error keeps the running
+//     configuration. Otherwise every kept listener gets new per-loop
+//     handlers (new requests, also on open connections, use them; requests
+//     in flight finish on the handler they started with), new listen
+//     addresses get listeners, removed ones stop accepting and drain within
+//     grace_period, and the access log is reopened.
+//   - Shutdown sends GOAWAY, drains every listener within grace_period,
+//     closes what is still open at the deadline and releases everything.
+//     Close releases everything at once.
+//
+// The configuration comes from a Caddyfile (Load) or is built by a caller,
+// as the reverse-proxy and demo commands do. The instance logs at start,
+// reload and shutdown, never on a loop.
+package app
+
+import (
+	"context"
+	stdtls "crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"os"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/accesslog"
+	"github.com/pollproxy/pollproxy/proxy/config"
+	"github.com/pollproxy/pollproxy/proxy/metrics"
+	"github.com/pollproxy/pollproxy/proxy/server"
+	"github.com/pollproxy/pollproxy/proxy/stream"
+	pptls "github.com/pollproxy/pollproxy/tls"
+)
+
+// Load parses the Caddyfile at file and checks the files it names
+// (certificates). The error, when not nil, names the file and line.
+func Load(file string) (*config.Config, error) {
+	cfg, err := config.Load(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.CheckFiles(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// Options are what an instance takes from its caller rather than from the
+// configuration.
+type Options struct {
+	// Logger receives the instance's logs (start, reload, shutdown) and
+	// certmagic's. Nil: no instance logs, and certmagic's warnings go to
+	// slog.Default().
+	Logger *slog.Logger
+
+	// Version is the build's version, for the pollproxy_build_info metric.
+	Version string
+
+	// Pollers, when not empty, replaces the configuration's poller option,
+	// and Loops replaces its loops option when LoopsSet: the command
+	// line's overrides. A reload still compares against the configuration.
+	Pollers  []string
+	Loops    int
+	LoopsSet bool
+
+	// TLS, when set, serves every listener with this TLS configuration
+	// instead of certificates managed from the sites' tls options: the
+	// development commands bring a file pair or a local CA certificate.
+	TLS *stdtls.Config
+
+	// NewHandler, when set, serves every site with the handler it returns
+	// for each loop instead of the site's reverse proxy (the static
+	// command's fixed body).
+	NewHandler func(*netpoll.Loop) stream.Handler
+}
+
+// Instance is a running configuration. Its methods are not safe for
+// concurrent use; one goroutine (the command's signal loop) drives it.
+type Instance struct {
+	opts Options
+	log  *slog.Logger
+
+	cfg       *config.Config
+	group     *netpoll.Group
+	pollerSet string // the process's backends, "epoll" or "epoll,poll"
+	certs     *pptls.Certs
+	tlsCfg    *stdtls.Config
+	metrics   *metrics.Metrics // nil without an admin listener
+	admin     *http.Server
+	http      *http.Server // ACME HTTP-01 answers and redirects to HTTPS
+	alog      *accesslog.Logger
+	servers   map[string]*server.Server // by configured listen address
+	upstreams map[string]*proxy.Upstream
+	closed    bool
+}
+
+// Start makes cfg serve. On error nothing is left running.
+func Start(cfg *config.Config, opts Options) (*Instance, error) {
+	in := &Instance{opts: opts, log: opts.Logger}
+	if in.log == nil {
+		in.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if err := in.start(cfg); err != nil {
+		in.Close()
+		return nil, err
+	}
+	return in, nil
+}
+
+func (in *Instance) start(cfg *config.Config) error {
+	backends, loops := cfg.Pollers, cfg.Loops
+	if len(in.opts.Pollers) > 0 {
+		backends = in.opts.Pollers
+	}
+	if in.opts.LoopsSet {
+		loops = in.opts.Loops
+	}
+	g, err := netpoll.NewGroup(loops, backends)
+	if err != nil {
+		return err
+	}
+	in.group = g
+	g.Start()
+	var names []string
+	seen := map[string]bool{}
+	for _, b := range in.Backends() {
+		if !seen[b] {
+			seen[b] = true
+			names = append(names, b)
+		}
+	}
+	in.pollerSet = strings.Join(names, ",")
+	if cfg.Admin != "" {
+		// Without an admin listener nobody reads the metrics, so the
+		// loops do not keep them.
+		in.metrics = metrics.New(in.opts.Version)
+	}
+	in.servers = map[string]*server.Server{}
+	in.upstreams = map[string]*proxy.Upstream{}
+
+	if in.opts.TLS != nil {
+		in.tlsCfg = in.opts.TLS
+	} else {
+		in.certs, err = pptls.NewCerts(pptls.CertConfig{
+			StorageDir: cfg.Storage,
+			Email:      accountEmail(cfg),
+			CA:         cfg.ACMECA,
+			HTTPPort:   cfg.HTTPPort,
+			// http_port off: no HTTP-01; TLS-ALPN-01 on the HTTPS port remains.
+			DisableHTTPChallenge: cfg.HTTPPort == 0,
+			Logger:               in.opts.Logger,
+		})
+		if err != nil {
+			return err
+		}
+		in.tlsCfg = in.certs.TLSConfig()
+	}
+
+	p, err := in.prepare(cfg)
+	if err != nil {
+		return err
+	}
+	for _, l := range cfg.Listeners() {
+		srv, err := in.newServer(cfg, p, l)
+		if err != nil {
+			if p.newLog {
+				p.alog.Close()
+			}
+			return err
+		}
+		in.servers[l.Addr] = srv
+	}
+	in.commit(p)
+	if cfg.Admin != "" {
+		if err := in.startAdmin(cfg.Admin); err != nil {
+			return err
+		}
+	}
+	in.startHTTP(cfg)
+	for _, l := range cfg.Listeners() {
+		in.log.Info("serving", "listen", in.servers[l.Addr].Addr().String(), "hosts", hostList(l))
+	}
+	in.log.Info("pollproxy running", "config", cfg.File, "loops", len(g.Loops()), "pollers", strings.Join(in.Backends(), ","), "pid", os.Getpid())
+	return nil
+}
+
+func hostList(l *config.Listener) string {
+	var hs []string
+	for _, h := range l.Hosts {
+		if h.Host == "" {
+			hs = append(hs, "*")
+		} else {
+			hs = append(hs, h.Host)
+		}
+	}
+	return strings.Join(hs, ",")
+}
+
+// Backends returns each loop's poller backend, in loop order.
+func (in *Instance) Backends() []string {
+	var out []string
+	for _, s := range in.group.Stats() {
+		out = append(out, s.Backend)
+	}
+	return out
+}
+
+// LoopStats returns every loop's poller counters; they stay readable
+// after Shutdown and Close.
+func (in *Instance) LoopStats() []netpoll.Stats { return in.group.Stats() }
+
+// Addr returns the address a listener is bound to (its real port when the
+// configuration asked for port 0), by its configured listen address as
+// config.Listener.Addr spells it.
+func (in *Instance) Addr(listen string) (netip.AddrPort, bool) {
+	srv := in.servers[listen]
+	if srv == nil {
+		return netip.AddrPort{}, false
+	}
+	return srv.Addr(), true
+}
+
+// Reload re-reads the Caddyfile the running configuration came from and
+// applies it: see the package documentation. On any error, which it also
+// logs with its file:line, the running configuration stays as it is.
+func (in *Instance) Reload() error {
+	file := in.cfg.File
+	in.log.Info("reloading", "config", file)
+	err := in.reload(file)
+	if err != nil {
+		var es config.Errors
+		if errors.As(err, &es) {
+			for _, e := range es {
+				in.log.Error("reload failed, keeping the running configuration", "error", e.Error())
+			}
+		} else {
+			in.log.Error("reload failed, keeping the running configuration", "error", err.Error())
+		}
+	}
+	return err
+}
+
+func (in *Instance) reload(file string) error {
+	if file == "" {
+		return errors.New("the configuration was not read from a file")
+	}
+	cfg, err := Load(file)
+	if err != nil {
+		return err
+	}
+	p, err := in.prepare(cfg)
+	if err != nil {
+		return err
+	}
+	listeners := cfg.Listeners()
+	added := map[string]*server.Server{}
+	for _, l := range listeners {
+		if in.servers[l.Addr] != nil {
+			continue
+		}
+		srv, err := in.newServer(cfg, p, l)
+		if err != nil {
+			for _, s := range added {
+				s.Close()
+			}
+			if p.newLog {
+				p.alog.Close()
+			}
+			return err
+		}
+		added[l.Addr] = srv
+	}
+	keep := map[string]bool{}
+	for _, l := range listeners {
+		keep[l.Addr] = true
+		if srv := in.servers[l.Addr]; srv != nil {
+			srv.SetHandler(in.newHandler(p, l))
+		}
+	}
+	for addr, srv := range added {
+		in.servers[addr] = srv
+		in.log.Info("serving", "listen", srv.Addr().String())
+	}
+	for addr, srv := range in.servers {
+		if keep[addr] {
+			continue
+		}
+		delete(in.servers, addr)
+		in.log.Info("listener removed, draining", "listen", addr, "grace", cfg.GracePeriod)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), cfg.GracePeriod)
+			defer cancel()
+			srv.Shutdown(ctx)
+		}()
+	}
+	in.warnRestart(cfg)
+	if p.alog != nil && !p.newLog {
+		if err := p.alog.Reopen(); err != nil {
+			in.log.Error("access log reopen failed, still writing the old file", "error", err)
+		}
+	}
+	in.commit(p)
+	in.log.Info("reloaded", "config", file, "sites", len(cfg.Sites), "listeners", len(listeners))
+	return nil
+}
+
+// warnRestart names the global options a reload cannot apply.
+func (in *Instance) warnRestart(cfg *config.Config) {
+	old := in.cfg
+	for _, o := range []struct {
+		name     string
+		was, now any
+	}{
+		{"poller", old.Pollers, cfg.Pollers},
+		{"loops", old.Loops, cfg.Loops},
+		{"admin", old.Admin, cfg.Admin},
+		{"email", old.Email, cfg.Email},
+		{"acme_ca", old.ACMECA, cfg.ACMECA},
+		{"storage", old.Storage, cfg.Storage},
+		{"http_port", old.HTTPPort, cfg.HTTPPort},
+		{"timeouts", old.Timeouts, cfg.Timeouts},
+	} {
+		if !reflect.DeepEqual(o.was, o.now) {
+			in.log.Warn("option changed; it applies after a restart (timeouts: to new listeners only)", "option", o.name)
+		}
+	}
+}
+
+// Shutdown stops accepting, sends GOAWAY and drains every listener within
+// the configuration's grace_period, closes the connections still open at
+// the deadline (an error then names their listeners) and releases
+// everything.
+func (in *Instance) Shutdown() error {
+	grace := in.cfg.GracePeriod
+	in.log.Info("shutting down: draining connections", "grace", grace)
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var late []string
+	for addr, srv := range in.servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.Shutdown(ctx); err != nil {
+				mu.Lock()
+				late = append(late, addr)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	in.servers = nil
+	in.Close()
+	if len(late) > 0 {
+		return fmt.Errorf("connections on %s still open after %v were closed", strings.Join(late, ", "), grace)
+	}
+	in.log.Info("stopped")
+	return nil
+}
+
+// Close releases everything at once: listeners and their connections, the
+// admin and HTTP listeners, the access log, certificate renewal and the
+// loops.
+func (in *Instance) Close() {
+	if in.closed {
+		return
+	}
+	in.closed = true
+	for _, srv := range in.servers {
+		srv.Close()
+	}
+	in.servers = nil
+	if in.admin != nil {
+		in.admin.Close()
+	}
+	if in.http != nil {
+		in.http.Close()
+	}
+	if in.alog != nil {
+		in.alog.Close()
+	}
+	if in.certs != nil {
+		in.certs.Close()
+	}
+	if in.group != nil {
+		in.group.Stop()
+		in.group.Close()
+	}
+}

@@ -1,0 +1,246 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	stdtls "crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/proxy/config"
+	pptls "github.com/pollproxy/pollproxy/tls"
+)
+
+// origin is a plain HTTP/1.1 app on loopback that answers with its name;
+// /slow waits for release (or two seconds) first.
+type origin struct {
+	name    string
+	addr    string
+	started chan struct{} // a /slow request arrived
+	release chan struct{}
+}
+
+func startOrigin(t *testing.T, name string) *origin {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &origin{name: name, addr: ln.Addr().String(), started: make(chan struct{}, 16), release: make(chan struct{})}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			o.started <- struct{}{}
+			select {
+			case <-o.release:
+			case <-time.After(2 * time.Second):
+			}
+			fmt.Fprintf(w, "%s slow", o.name)
+			return
+		}
+		w.Header().Set("X-Origin", o.name)
+		fmt.Fprintf(w, "%s %s", o.name, r.Header.Get("X-Site"))
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return o
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// h2Client dials addr whatever the URL's host, verifies with roots and
+// speaks HTTP/2 only.
+func h2Client(addr string, roots *x509.CertPool) *http.Client {
+	tr := &http.Transport{
+		TLSClientConfig:   &stdtls.Config{RootCAs: roots, NextProtos: []string{"h2"}},
+		ForceAttemptHTTP2: true,
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		},
+	}
+	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
+}
+
+func get(t *testing.T, c *http.Client, url string) (int, string, *http.Response) {
+	t.Helper()
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.ProtoMajor != 2 {
+		t.Errorf("GET %s: %s, want HTTP/2", url, resp.Proto)
+	}
+	return resp.StatusCode, string(b), resp
+}
+
+func scrape(t *testing.T, admin string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// filePair writes a self-signed certificate for localhost and returns the
+// files and a pool trusting it.
+func filePair(t *testing.T, dir string) (certFile, keyFile string, roots *x509.CertPool) {
+	t.Helper()
+	cert, err := pptls.SelfSigned([]string{"localhost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := pptls.WritePEM(cert, certFile, keyFile); err != nil {
+		t.Fatal(err)
+	}
+	roots = x509.NewCertPool()
+	roots.AddCert(cert.Leaf)
+	return certFile, keyFile, roots
+}
+
+// localRoot reads the local CA's root from the storage pollproxy uses.
+func localRoot(t *testing.T, storage string, roots *x509.CertPool) {
+	t.Helper()
+	c, err := pptls.NewCerts(pptls.CertConfig{StorageDir: storage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pemBytes, err := c.RootPEM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !roots.AppendCertsFromPEM(pemBytes) {
+		t.Fatal("local root: no certificate")
+	}
+}
+
+func haveBackends(t *testing.T, names ...string) {
+	for _, n := range names {
+		if netpoll.ValidName(n) != nil {
+			t.Skipf("poller %s not available here", n)
+		}
+	}
+}
+
+// running is an instance under test with the log it writes.
+type running struct {
+	t   *testing.T
+	in  *Instance
+	log *syncBuffer
+}
+
+// start loads the Caddyfile at file and starts it; the test's cleanup
+// closes it.
+func start(t *testing.T, file string, opts Options) *running {
+	t.Helper()
+	cfg, err := Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &running{t: t, log: &syncBuffer{}}
+	opts.Logger = slog.New(slog.NewTextHandler(r.log, nil))
+	opts.Version = "test"
+	if r.in, err = Start(cfg, opts); err != nil {
+		t.Fatalf("start: %v\n%s", err, r.log)
+	}
+	t.Cleanup(func() {
+		r.in.Close()
+		if t.Failed() {
+			t.Logf("instance log:\n%s", r.log)
+		}
+	})
+	return r
+}
+
+// startBuilt starts a configuration built in code.
+func startBuilt(t *testing.T, cfg *config.Config, opts Options) *Instance {
+	t.Helper()
+	in, err := Start(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(in.Close)
+	return in
+}
+
+// logged waits for a log line containing s and returns the log so far.
+func (r *running) logged(s string, d time.Duration) string {
+	r.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		out := r.log.String()
+		if strings.Contains(out, s) {
+			return out
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("no %q in the instance's log after %v", s, d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// getAsync GETs url on c in the background; the result is "status body"
+// or the error.
+func getAsync(c *http.Client, url string) <-chan string {
+	out := make(chan string, 1)
+	go func() {
+		resp, err := c.Get(url)
+		if err != nil {
+			out <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		out <- fmt.Sprintf("%d %s", resp.StatusCode, b)
+	}()
+	return out
+}
+
+// selfSigned is a TLS configuration with a certificate for localhost and
+// a pool trusting it.
+func selfSigned(t *testing.T) (*stdtls.Config, *x509.CertPool) {
+	t.Helper()
+	cert, err := pptls.SelfSigned([]string{"localhost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(cert.Leaf)
+	return pptls.ServerConfig([]stdtls.Certificate{cert}), roots
+}

@@ -1,0 +1,160 @@
+package app
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/accesslog"
+	"github.com/pollproxy/pollproxy/proxy/config"
+	"github.com/pollproxy/pollproxy/proxy/metrics"
+	"github.com/pollproxy/pollproxy/proxy/observe"
+	"github.com/pollproxy/pollproxy/proxy/server"
+	"github.com/pollproxy/pollproxy/proxy/stream"
+	pptls "github.com/pollproxy/pollproxy/tls"
+)
+
+// newHandler builds one listener's per-loop handler: a router over the
+// sites on that port, each a reverse proxy with this loop's pools and
+// observers with this loop's metric children and the access log. It runs
+// on the loop, so it must not log or block.
+func (in *Instance) newHandler(p *plan, l *config.Listener) func(*netpoll.Loop) stream.Handler {
+	if in.opts.NewHandler != nil {
+		return in.opts.NewHandler
+	}
+	return func(loop *netpoll.Loop) stream.Handler {
+		bySite := map[*config.Site]stream.Handler{}
+		site := func(s *config.Site) stream.Handler {
+			if h := bySite[s]; h != nil {
+				return h
+			}
+			pc := p.sites[s]
+			pc.Observer = in.observer(loop, p, s)
+			h := proxy.NewHandler(loop, pc)
+			bySite[s] = h
+			return h
+		}
+		if len(l.Hosts) == 1 && l.Hosts[0].Host == "" {
+			// One site for any host: a router would always pick it.
+			return site(l.Hosts[0].Site)
+		}
+		r := proxy.NewRouter()
+		for _, hs := range l.Hosts {
+			r.Handle(hs.Host, site(hs.Site))
+		}
+		return r
+	}
+}
+
+// observer is what watches a site's requests on one loop: the metrics,
+// the access log, both or nothing.
+func (in *Instance) observer(loop *netpoll.Loop, p *plan, s *config.Site) observe.Observer {
+	var m *metrics.LoopObserver
+	if in.metrics != nil {
+		m = in.metrics.ForLoop(loop, observe.Upstreams(p.siteUps[s]))
+	}
+	switch {
+	case m != nil && p.alog != nil:
+		return bothObservers{m, p.alog}
+	case m != nil:
+		return m
+	case p.alog != nil:
+		return p.alog
+	}
+	return nil
+}
+
+// bothObservers feeds the metrics and the access log.
+type bothObservers struct {
+	m *metrics.LoopObserver
+	l *accesslog.Logger
+}
+
+func (o bothObservers) Observe(r *observe.RequestLog) {
+	o.m.Observe(r)
+	o.l.Observe(r)
+}
+
+func (in *Instance) newServer(cfg *config.Config, p *plan, l *config.Listener) (*server.Server, error) {
+	sc := server.Config{
+		Addr:             l.Addr,
+		TLS:              in.tlsCfg,
+		NewHandler:       in.newHandler(p, l),
+		HandshakeTimeout: cfg.Timeouts.Handshake,
+	}
+	sc.H1.HeaderTimeout = cfg.Timeouts.ReadHeader
+	sc.H1.IdleTimeout = cfg.Timeouts.Idle
+	sc.H2.IdleTimeout = cfg.Timeouts.Idle
+	srv, err := server.New(in.group, sc)
+	if err != nil {
+		if pos := l.Hosts[0].Site.Pos; pos.File != "" {
+			return nil, &config.Error{Pos: pos, Msg: fmt.Sprintf("listen %s: %v", l.Addr, err)}
+		}
+		return nil, err
+	}
+	return srv, nil
+}
+
+// adminHeaderTimeout bounds a request head on the admin and HTTP
+// listeners.
+const adminHeaderTimeout = 10 * time.Second
+
+func (in *Instance) startAdmin(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("admin %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", in.metrics.Handler())
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	in.admin = &http.Server{Handler: mux, ReadHeaderTimeout: adminHeaderTimeout}
+	go in.admin.Serve(ln)
+	in.log.Info("admin listening", "addr", ln.Addr().String(), "metrics", "http://"+ln.Addr().String()+"/metrics")
+	return nil
+}
+
+// startHTTP answers ACME HTTP-01 challenges and redirects plain HTTP to
+// HTTPS when some site uses ACME. Failing to listen is not fatal: the
+// TLS-ALPN-01 challenge on the HTTPS port still works.
+func (in *Instance) startHTTP(cfg *config.Config) {
+	if cfg.HTTPPort == 0 || in.certs == nil || !usesACME(cfg) {
+		return
+	}
+	addr := net.JoinHostPort(cfg.DefaultBind, strconv.Itoa(cfg.HTTPPort))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		in.log.Warn("no HTTP listener for ACME challenges and redirects", "addr", addr, "error", err)
+		return
+	}
+	redirect := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.Host)
+		if err != nil {
+			host = r.Host
+		}
+		http.Redirect(w, r, "https://"+host+r.URL.RequestURI(), http.StatusPermanentRedirect)
+	})
+	in.http = &http.Server{Handler: in.certs.HTTPChallengeHandler(redirect), ReadHeaderTimeout: adminHeaderTimeout}
+	go in.http.Serve(ln)
+	in.log.Info("HTTP listening for ACME challenges and redirects", "addr", ln.Addr().String())
+}
+
+// usesACME reports whether some site gets its certificate from ACME.
+func usesACME(cfg *config.Config) bool {
+	for _, s := range cfg.Sites {
+		switch s.TLS.Mode {
+		case config.TLSACME:
+			return true
+		case config.TLSAuto:
+			for _, a := range s.Addrs {
+				if a.Host != "" && !pptls.UsesInternalByDefault(a.Host) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}

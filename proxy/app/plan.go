@@ -1,0 +1,186 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/accesslog"
+	"github.com/pollproxy/pollproxy/proxy/config"
+	"github.com/pollproxy/pollproxy/proxy/metrics"
+	pptls "github.com/pollproxy/pollproxy/tls"
+)
+
+// plan is a configuration made ready to serve: upstreams resolved,
+// certificates managed, the access log open.
+type plan struct {
+	cfg       *config.Config
+	upstreams map[string]*proxy.Upstream
+	sites     map[*config.Site]proxy.Config
+	siteUps   map[*config.Site][]*proxy.Upstream
+	alog      *accesslog.Logger
+	newLog    bool // alog was opened for this plan
+}
+
+// resolveTimeout bounds the resolution of one upstream name.
+const resolveTimeout = 5 * time.Second
+
+// prepare resolves upstreams (off the loops), adds the sites'
+// certificates and opens the access log. Nothing running changes.
+func (in *Instance) prepare(cfg *config.Config) (*plan, error) {
+	p := &plan{cfg: cfg, upstreams: map[string]*proxy.Upstream{},
+		sites: map[*config.Site]proxy.Config{}, siteUps: map[*config.Site][]*proxy.Upstream{}}
+	var errs config.Errors
+	for _, s := range cfg.Sites {
+		var ups []*proxy.Upstream
+		for _, name := range s.Proxy.Upstreams {
+			up, err := in.upstream(p, name)
+			if err != nil {
+				errs = append(errs, &config.Error{Pos: s.Proxy.Pos, Msg: fmt.Sprintf("reverse_proxy: upstream %q: %v", name, err)})
+				continue
+			}
+			ups = append(ups, up)
+		}
+		p.siteUps[s] = ups
+		p.sites[s] = s.Proxy.ProxyConfig(ups)
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	if in.certs != nil {
+		if err := addCerts(in.certs, cfg); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Log != nil {
+		if in.alog != nil && in.cfg != nil && reflect.DeepEqual(in.cfg.Log, cfg.Log) {
+			p.alog = in.alog
+		} else {
+			l, err := accesslog.Open(cfg.Log.Format, cfg.Log.Output, accesslog.DefaultQueue)
+			if err != nil {
+				return nil, err
+			}
+			p.alog, p.newLog = l, true
+		}
+	}
+	return p, nil
+}
+
+// upstream resolves name, reusing the running Upstream when it resolves
+// to the same address, so counters and health survive a reload.
+func (in *Instance) upstream(p *plan, name string) (*proxy.Upstream, error) {
+	if up := p.upstreams[name]; up != nil {
+		return up, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
+	addrs, err := netpoll.ResolveTCP(ctx, name)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	up := in.upstreams[name]
+	if up == nil || up.Addr != addrs[0] {
+		up = &proxy.Upstream{Name: name, Addr: addrs[0]}
+	}
+	p.upstreams[name] = up
+	return up, nil
+}
+
+// commit makes p the running plan's bookkeeping: upstreams, metrics
+// source, access log.
+func (in *Instance) commit(p *plan) {
+	old := in.alog
+	in.cfg, in.upstreams, in.alog = p.cfg, p.upstreams, p.alog
+	if old != nil && old != p.alog {
+		// Requests in flight on the old handlers may still finish into
+		// the old log; give them the grace period.
+		time.AfterFunc(p.cfg.GracePeriod, func() { old.Close() })
+	}
+	if in.metrics == nil {
+		return
+	}
+	src := metrics.Source{Pollers: in.pollerSet, Group: in.group}
+	for addr, srv := range in.servers {
+		src.Servers = append(src.Servers, metrics.NamedServer{Listen: addr, Server: srv})
+	}
+	for _, up := range p.upstreams {
+		src.Upstreams = append(src.Upstreams, up)
+	}
+	if l := p.alog; l != nil {
+		src.AccessLogDropped = l.Dropped
+	}
+	in.metrics.SetSource(src)
+}
+
+// hostNames are the names a site's certificate covers. A site for any
+// host serves clients that send no server name, or an IP address, the
+// local CA's certificate for localhost.
+func hostNames(s *config.Site) []string {
+	var names []string
+	for _, a := range s.Addrs {
+		if a.Host == "" {
+			names = append(names, "localhost", "127.0.0.1", "::1")
+			continue
+		}
+		names = append(names, a.Host)
+	}
+	return names
+}
+
+// errorAt is a tls error at the site's tls line, or at the site.
+func errorAt(s *config.Site, err error) *config.Error {
+	pos := s.TLS.Pos
+	if pos.File == "" {
+		pos = s.Pos
+	}
+	return &config.Error{Pos: pos, Msg: "tls: " + strings.TrimPrefix(err.Error(), "tls: ")}
+}
+
+// addCerts manages every site's certificate with the policy of its tls
+// option; by default tls.Certs' (the local CA for names no public CA
+// issues for, ACME in the background for the others). Certificates are
+// only ever added: one that a reload no longer names stays until the next
+// start.
+func addCerts(certs *pptls.Certs, cfg *config.Config) error {
+	var errs config.Errors
+	ctx := context.Background()
+	for _, s := range cfg.Sites {
+		names := hostNames(s)
+		var err error
+		switch s.TLS.Mode {
+		case config.TLSFiles:
+			err = certs.AddFilePair(s.TLS.Cert, s.TLS.Key)
+		case config.TLSInternal:
+			err = certs.AddInternal(names...)
+		case config.TLSACME:
+			err = certs.AddACMEAsync(ctx, names...)
+		default:
+			err = certs.AddAsync(ctx, names...)
+		}
+		if err != nil {
+			errs = append(errs, errorAt(s, err))
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+// accountEmail is the ACME account: the global email, else the first
+// site's "tls EMAIL".
+func accountEmail(cfg *config.Config) string {
+	if cfg.Email != "" {
+		return cfg.Email
+	}
+	for _, s := range cfg.Sites {
+		if s.TLS.Mode == config.TLSACME && s.TLS.Email != "" {
+			return s.TLS.Email
+		}
+	}
+	return ""
+}
