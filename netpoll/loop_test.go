@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/pollproxy/pollproxy/netpoll/polltest"
 )
 
 type handlerFunc func(Event)
@@ -45,7 +47,7 @@ func onLoop(l *Loop, f func()) {
 }
 
 func TestTimersFireInOrder(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, name string) {
+	polltest.ForEachBackend(t, Available(), func(t *testing.T, name string) {
 		l := newTestLoop(t, name)
 		runLoop(t, l)
 		var mu sync.Mutex
@@ -86,7 +88,7 @@ func TestTimersFireInOrder(t *testing.T) {
 }
 
 func TestTimerReset(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, name string) {
+	polltest.ForEachBackend(t, Available(), func(t *testing.T, name string) {
 		l := newTestLoop(t, name)
 		runLoop(t, l)
 		fired := make(chan string, 2)
@@ -102,7 +104,7 @@ func TestTimerReset(t *testing.T) {
 }
 
 func TestPostFromManyGoroutines(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, name string) {
+	polltest.ForEachBackend(t, Available(), func(t *testing.T, name string) {
 		l := newTestLoop(t, name)
 		runLoop(t, l)
 		var ran atomic.Int64
@@ -132,7 +134,7 @@ func TestPostFromManyGoroutines(t *testing.T) {
 // number. The stale event must reach neither the closed handler nor the
 // newcomer.
 func TestCloseWhileEventPendingAndNumberReused(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, name string) {
+	polltest.ForEachBackend(t, Available(), func(t *testing.T, name string) {
 		l := newTestLoop(t, name)
 		a1, a2 := socketPair(t)
 		bfds, _ := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
@@ -200,7 +202,7 @@ func TestCloseWhileEventPendingAndNumberReused(t *testing.T) {
 }
 
 func TestInterestAndKick(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, name string) {
+	polltest.ForEachBackend(t, Available(), func(t *testing.T, name string) {
 		l := newTestLoop(t, name)
 		a, b := socketPair(t)
 		var got []Event
@@ -235,7 +237,7 @@ func TestInterestAndKick(t *testing.T) {
 }
 
 func TestListenerAcceptsAndConnect(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, name string) {
+	polltest.ForEachBackend(t, Available(), func(t *testing.T, name string) {
 		l := newTestLoop(t, name)
 		fd, err := Listen(netip.MustParseAddrPort("127.0.0.1:0"), true, 128)
 		if err != nil {
@@ -289,7 +291,7 @@ func TestListenerAcceptsAndConnect(t *testing.T) {
 }
 
 func TestConnectRefused(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, name string) {
+	polltest.ForEachBackend(t, Available(), func(t *testing.T, name string) {
 		l := newTestLoop(t, name)
 		// A port nobody listens on: bind, learn the port, close.
 		fd, _ := Listen(netip.MustParseAddrPort("127.0.0.1:0"), false, 1)

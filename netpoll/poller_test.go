@@ -8,19 +8,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-)
 
-// The conformance suite: every test runs over every backend built for this
-// OS, with the same assertions.
-func forEachBackend(t *testing.T, f func(t *testing.T, backend string)) {
-	names := Available()
-	if len(names) == 0 {
-		t.Fatal("no poller backend available")
-	}
-	for _, name := range names {
-		t.Run(name, func(t *testing.T) { f(t, name) })
-	}
-}
+	"github.com/pollproxy/pollproxy/netpoll/polltest"
+)
 
 func socketPair(t testing.TB) (int, int) {
 	t.Helper()
@@ -105,7 +95,7 @@ func TestBackendDisabledByEnvironment(t *testing.T) {
 }
 
 func TestReadableWritable(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, name string) {
+	polltest.ForEachBackend(t, Available(), func(t *testing.T, name string) {
 		p := openPoller(t, name)
 		a, b := socketPair(t)
 		if err := p.Add(a, Read|Write, 7); err != nil {
@@ -118,7 +108,7 @@ func TestReadableWritable(t *testing.T) {
 }
 
 func TestPeerCloseIsHangup(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, name string) {
+	polltest.ForEachBackend(t, Available(), func(t *testing.T, name string) {
 		p := openPoller(t, name)
 		fds, _ := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
 		a, b := fds[0], fds[1]
@@ -140,7 +130,7 @@ func TestPeerCloseIsHangup(t *testing.T) {
 }
 
 func TestModifyInterest(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, name string) {
+	polltest.ForEachBackend(t, Available(), func(t *testing.T, name string) {
 		p := openPoller(t, name)
 		a, b := socketPair(t)
 		if err := p.Add(a, Read, 1); err != nil {
@@ -156,7 +146,7 @@ func TestModifyInterest(t *testing.T) {
 }
 
 func TestWakeFromAnotherGoroutine(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, name string) {
+	polltest.ForEachBackend(t, Available(), func(t *testing.T, name string) {
 		p := openPoller(t, name)
 		done := make(chan time.Duration)
 		go func() {
@@ -204,7 +194,7 @@ func TestWakeFromAnotherGoroutine(t *testing.T) {
 
 func TestManyDescriptors(t *testing.T) {
 	const pairs = 5000
-	forEachBackend(t, func(t *testing.T, name string) {
+	polltest.ForEachBackend(t, Available(), func(t *testing.T, name string) {
 		p := openPoller(t, name)
 		ends := make([][2]int, pairs)
 		for i := range ends {
@@ -246,7 +236,7 @@ func TestManyDescriptors(t *testing.T) {
 }
 
 func TestRemoveStopsEvents(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, name string) {
+	polltest.ForEachBackend(t, Available(), func(t *testing.T, name string) {
 		p := openPoller(t, name)
 		a, b := socketPair(t)
 		p.Add(a, Read, 5)

@@ -16,6 +16,8 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy"
 )
 
@@ -43,7 +45,7 @@ func TestLargeResponsesLargeWindows(t *testing.T) {
 	}
 	for name, addr := range origins {
 		t.Run(name, func(t *testing.T) {
-			forEachBackend(t, func(t *testing.T, backend string) {
+			polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 				e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, addr)}})
 				const conns, inFlight, perConn = 4, 4, 24
 				var wg sync.WaitGroup

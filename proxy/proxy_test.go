@@ -27,7 +27,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 )
 
 var discardLog = log.New(io.Discard, "", 0)
@@ -56,7 +58,7 @@ func get(t *testing.T, cl *http.Client, url string) (*http.Response, []byte) {
 // requests — Host from :authority, X-Forwarded-* and Via added (appended
 // to when present), hop-by-hop fields gone both ways.
 func TestRequestTranslation(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, backend string) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		o := newRecordingOrigin(t, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Keep-Alive", "timeout=5")
 			w.Header().Set("Connection", "x-down-hop")
@@ -142,7 +144,7 @@ func TestRequestTranslation(t *testing.T) {
 func TestUploadStreamsBounded(t *testing.T) {
 	const size = 100 << 20
 	want := patternSum(size)
-	forEachBackend(t, func(t *testing.T, backend string) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		var got atomic.Int64
 		var sum atomic.Value
 		o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
@@ -155,7 +157,7 @@ func TestUploadStreamsBounded(t *testing.T) {
 		e := startProxy(t, backend, 2, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}})
 		cl := e.h2Client(nil)
 		get(t, cl, e.url("/warm"))
-		hw := watchHeap()
+		hw := servertest.WatchHeap(t)
 		req, _ := http.NewRequest("PUT", e.url("/upload"), &pattern{n: size})
 		req.ContentLength = size
 		start := time.Now()
@@ -183,7 +185,7 @@ func TestSlowClientDownload(t *testing.T) {
 		size = 16 << 20
 	}
 	want := patternSum(size)
-	forEachBackend(t, func(t *testing.T, backend string) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		var written atomic.Int64
 		o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
@@ -202,7 +204,7 @@ func TestSlowClientDownload(t *testing.T) {
 		})
 		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}})
 		cl := e.h2Client(nil)
-		hw := watchHeap()
+		hw := servertest.WatchHeap(t)
 		res, err := cl.Get(e.url("/big"))
 		if err != nil {
 			t.Fatal(err)
@@ -254,7 +256,7 @@ func TestPooledConnections(t *testing.T) {
 		clients  = 4
 		workers  = 8 // per client connection
 	)
-	forEachBackend(t, func(t *testing.T, backend string) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Length", "2")
 			io.WriteString(w, "ok")
@@ -310,7 +312,7 @@ func TestPooledConnections(t *testing.T) {
 // TestChunkedTrailers: a chunked origin response with trailers arrives as
 // h2 DATA and a trailing HEADERS.
 func TestChunkedTrailers(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, backend string) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Trailer", "X-Checksum, X-Count")
 			for i := 0; i < 5; i++ {
@@ -340,7 +342,7 @@ func TestChunkedTrailers(t *testing.T) {
 // TestEarlyHints: a 103 from the origin reaches the h2 client before the
 // final response.
 func TestEarlyHints(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, backend string) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Link", "</style.css>; rel=preload; as=style")
 			w.WriteHeader(http.StatusEarlyHints)
@@ -372,7 +374,7 @@ func TestEarlyHints(t *testing.T) {
 // TestNoBodyResponses: HEAD, 204 and 304 carry no body, and the backend
 // connection stays reusable after each.
 func TestNoBodyResponses(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, backend string) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
 			switch r.URL.Path {
 			case "/head":
@@ -420,7 +422,7 @@ func TestNoBodyResponses(t *testing.T) {
 
 // TestConnectRefused: nothing listening → 502.
 func TestConnectRefused(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, backend string) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, closedAddr(t))}})
 		cl := e.h2Client(nil)
 		for i := 0; i < 2; i++ {
@@ -435,7 +437,7 @@ func TestConnectRefused(t *testing.T) {
 // TestResponseHeaderTimeout: an origin that accepts and never answers →
 // 504 after ResponseHeaderTimeout.
 func TestResponseHeaderTimeout(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, backend string) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		ln := silentOrigin(t)
 		e := startProxy(t, backend, 1, proxy.Config{
 			Upstreams:             []*proxy.Upstream{upstream(t, ln.Addr().String())},
@@ -510,7 +512,7 @@ func fullBacklog(t *testing.T) (addr string, ok bool) {
 // TestConnectTimeout: a connect that gets no answer → 504 after
 // ConnectTimeout.
 func TestConnectTimeout(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, backend string) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		addr, ok := fullBacklog(t)
 		if !ok {
 			t.Skip("this kernel completes connects to a listener with a full backlog; no way to make a local connect hang")
@@ -535,7 +537,7 @@ func TestConnectTimeout(t *testing.T) {
 // RST_STREAM(INTERNAL_ERROR) on that stream, while a concurrent stream on
 // the same client connection completes.
 func TestOriginClosesMidBody(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, backend string) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		slowSeen := make(chan struct{}, 1)
 		o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
 			switch r.URL.Path {
@@ -631,7 +633,7 @@ func rawOrigin(t *testing.T, dropSecond bool) (addr string, served *atomic.Int64
 // TestStaleConnectionRetried: a pooled connection the origin closed
 // between requests costs the client nothing.
 func TestStaleConnectionRetried(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, backend string) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		for _, drop := range []bool{false, true} {
 			name := map[bool]string{false: "close-after-response", true: "close-on-next-request"}[drop]
 			t.Run(name, func(t *testing.T) {
@@ -682,7 +684,7 @@ func countingOrigins(t *testing.T, n int) ([]*origin, []*proxy.Upstream) {
 
 // TestRoundRobin: sequential requests alternate between two origins.
 func TestRoundRobin(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, backend string) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		os, ups := countingOrigins(t, 2)
 		e := startProxy(t, backend, 2, proxy.Config{Upstreams: ups, Policy: proxy.RoundRobin})
 		cl := e.h2Client(nil)
@@ -702,7 +704,7 @@ func TestRoundRobin(t *testing.T) {
 // TestLeastConn: while one origin holds a request, new requests go to the
 // other.
 func TestLeastConn(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, backend string) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		release := make(chan struct{})
 		held := make(chan struct{}, 16)
 		var fast atomic.Int64
@@ -770,7 +772,7 @@ func TestLeastConn(t *testing.T) {
 // TestPassiveHealth: an upstream that is down fails MaxFails times, then
 // is skipped; every request succeeds on the other.
 func TestPassiveHealth(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, backend string) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		const maxFails = 2
 		good := newOrigin(t, nil)
 		down, up := upstream(t, closedAddr(t)), upstream(t, good.addr)
@@ -871,7 +873,7 @@ func TestNginxOrigin(t *testing.T) {
 		}
 	}
 	addr := startNginx(t, root)
-	forEachBackend(t, func(t *testing.T, backend string) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		up := upstream(t, addr)
 		e := startProxy(t, backend, 2, proxy.Config{Upstreams: []*proxy.Upstream{up}})
 		const requests, workers = 2000, 16

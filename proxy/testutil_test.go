@@ -10,8 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"runtime"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -199,73 +197,6 @@ func patternSum(n int64) []byte {
 	h := sha256.New()
 	io.Copy(h, &pattern{n: n})
 	return h.Sum(nil)
-}
-
-// heapWatch samples HeapInuse (with GOGC=10 meanwhile, so it sees roughly
-// the live heap) and reports the peak above the starting baseline.
-type heapWatch struct {
-	base, peak uint64
-	gcPercent  int
-	stop       chan struct{}
-	done       sync.WaitGroup
-	mu         sync.Mutex
-}
-
-func watchHeap() *heapWatch {
-	w := &heapWatch{gcPercent: debug.SetGCPercent(10), stop: make(chan struct{})}
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	w.base, w.peak = ms.HeapInuse, ms.HeapInuse
-	w.done.Add(1)
-	go func() {
-		defer w.done.Done()
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-w.stop:
-				return
-			case <-tick.C:
-				w.sample()
-			}
-		}
-	}()
-	return w
-}
-
-func (w *heapWatch) sample() {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	w.mu.Lock()
-	if ms.HeapInuse > w.peak {
-		w.peak = ms.HeapInuse
-	}
-	w.mu.Unlock()
-}
-
-// Growth is the peak so far above the baseline.
-func (w *heapWatch) Growth() uint64 {
-	w.sample()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.peak < w.base {
-		return 0
-	}
-	return w.peak - w.base
-}
-
-func (w *heapWatch) Stop() uint64 {
-	close(w.stop)
-	w.done.Wait()
-	debug.SetGCPercent(w.gcPercent)
-	return w.Growth()
-}
-
-func forEachBackend(t *testing.T, f func(t *testing.T, backend string)) {
-	for _, b := range netpoll.Available() {
-		t.Run(b, func(t *testing.T) { f(t, b) })
-	}
 }
 
 // closedAddr is a loopback address nothing listens on.

@@ -11,6 +11,10 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/netpoll/polltest"
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 )
 
 // heapBound is the HeapInuse growth allowed during an attack, for the whole
@@ -19,25 +23,34 @@ import (
 // offered) if it were buffered.
 const heapBound = 24 << 20
 
-// attack runs fn against a fresh pollproxy while a well-behaved client
-// keeps fetching on another connection, and checks the heap.
-func attack(t *testing.T, fresh bool, bound uint64, fn func(e *env)) {
-	e := startProxy(t, goodOrigin(t), setup{})
-	if st, _, err := e.get("/"); err != nil || st != 200 {
-		t.Fatalf("warm-up: %d %v", st, err)
-	}
-	p := e.probe(fresh)
-	time.Sleep(20 * time.Millisecond)
-	h := watchHeap()
-	fn(e)
-	h.check(t, bound)
-	p.check(t)
+// attack runs fn, on every poller backend in turn, against a fresh
+// pollproxy while a well-behaved client keeps fetching on another
+// connection, and checks that HeapInuse never grew more than bound above
+// its level before the attack.
+func attack(t *testing.T, fresh bool, bound uint64, fn func(t *testing.T, e *env)) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		e := startProxy(t, backend, goodOrigin(t), setup{})
+		if st, _, err := e.get("/"); err != nil || st != 200 {
+			t.Fatalf("warm-up: %d %v", st, err)
+		}
+		p := e.probe(fresh)
+		time.Sleep(20 * time.Millisecond)
+		h := servertest.WatchHeap(t)
+		fn(t, e)
+		growth := h.Stop()
+		t.Logf("heap in use: base %.1f MiB, peak growth %.1f MiB (bound %.0f MiB)",
+			mib(h.Base()), mib(growth), mib(bound))
+		if growth > bound {
+			t.Errorf("heap grew by %.1f MiB during the attack, bound %.0f MiB", mib(growth), mib(bound))
+		}
+		p.check(t)
+	})
 }
 
 // Rapid Reset (CVE-2023-44487): open a stream and reset it at once, over
 // and over. Each stream reaches the origin, so the cost is real.
 func TestAttackRapidReset(t *testing.T) {
-	attack(t, false, heapBound, func(e *env) {
+	attack(t, false, heapBound, func(t *testing.T, e *env) {
 		rc := e.dialH2(t)
 		<-rc.flood(100000, func(i int) error {
 			id := uint32(2*i + 1)
@@ -55,7 +68,7 @@ func TestAttackRapidReset(t *testing.T) {
 
 // CONTINUATION flood: a header block that never ends.
 func TestAttackContinuationFlood(t *testing.T) {
-	attack(t, false, heapBound, func(e *env) {
+	attack(t, false, heapBound, func(t *testing.T, e *env) {
 		rc := e.dialH2(t)
 		value := strings.Repeat("z", 8000)
 		rc.do(func(fr *http2.Framer) error {
@@ -72,7 +85,7 @@ func TestAttackContinuationFlood(t *testing.T) {
 
 // Empty CONTINUATION frames cost the attacker 9 bytes each.
 func TestAttackEmptyContinuationFlood(t *testing.T) {
-	attack(t, false, heapBound, func(e *env) {
+	attack(t, false, heapBound, func(t *testing.T, e *env) {
 		rc := e.dialH2(t)
 		rc.do(func(fr *http2.Framer) error {
 			return fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: rc.block(getReq(e, "/")...)})
@@ -88,7 +101,7 @@ func TestAttackEmptyContinuationFlood(t *testing.T) {
 // references it 4000 times at one byte each (16 MB decoded from 4 KB).
 // The request is refused with 431 and the connection stays usable.
 func TestAttackHPACKBomb(t *testing.T) {
-	attack(t, false, heapBound, func(e *env) {
+	attack(t, false, heapBound, func(t *testing.T, e *env) {
 		rc := e.dialH2(t)
 		big := strings.Repeat("b", 4000)
 		rc.headers(1, true, getReq(e, "/", "x-bomb", big)...)
@@ -148,7 +161,7 @@ func TestAttackFrameFloods(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			attack(t, false, heapBound, func(e *env) {
+			attack(t, false, heapBound, func(t *testing.T, e *env) {
 				rc := e.dialH2(t)
 				if tc.setup != nil {
 					tc.setup(e, rc)
@@ -166,7 +179,7 @@ func TestAttackFrameFloods(t *testing.T) {
 // responses: pollproxy must stop reading the origin, not buffer 8 MiB per
 // stream.
 func TestAttackZeroWindowSlowReader(t *testing.T) {
-	attack(t, false, heapBound, func(e *env) {
+	attack(t, false, heapBound, func(t *testing.T, e *env) {
 		var conns []*rawH2
 		for c := 0; c < 4; c++ {
 			rc := e.dialH2(t, http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0})
@@ -190,7 +203,7 @@ func TestAttackZeroWindowSlowReader(t *testing.T) {
 // More streams than SETTINGS_MAX_CONCURRENT_STREAMS: the extra one is
 // refused, the others proceed.
 func TestAttackTooManyStreams(t *testing.T) {
-	attack(t, false, heapBound, func(e *env) {
+	attack(t, false, heapBound, func(t *testing.T, e *env) {
 		rc := e.dialH2(t)
 		post := append(getReq(e, "/")[2:], ":method", "POST")
 		for i := 0; i < tMaxStreams; i++ {
@@ -217,7 +230,7 @@ func TestAttackTooManyStreams(t *testing.T) {
 // ClientHello, are closed at the handshake timeout, and new clients (each
 // request on a fresh connection, so a fresh handshake) still get in.
 func TestAttackSlowlorisHandshake(t *testing.T) {
-	attack(t, true, heapBound, func(e *env) {
+	attack(t, true, heapBound, func(t *testing.T, e *env) {
 		const n = 200
 		before := e.srv.Stats().HandshakeErrors
 		var wg sync.WaitGroup
@@ -258,7 +271,7 @@ func TestAttackSlowlorisHandshake(t *testing.T) {
 // Slowloris on HTTP/1.1 headers: a byte every 100 ms gets 408 at the head
 // timeout and a closed connection.
 func TestAttackSlowlorisH1Headers(t *testing.T) {
-	attack(t, false, heapBound, func(e *env) {
+	attack(t, false, heapBound, func(t *testing.T, e *env) {
 		const n = 20
 		var wg sync.WaitGroup
 		errs := make(chan error, n)
@@ -309,7 +322,7 @@ func TestAttackSlowlorisH1Headers(t *testing.T) {
 // Idle connections are closed: h2 with GOAWAY(NO_ERROR) after the idle
 // timeout, h2 without a preface, and h1 between requests.
 func TestAttackIdleConnections(t *testing.T) {
-	attack(t, false, heapBound, func(e *env) {
+	attack(t, false, heapBound, func(t *testing.T, e *env) {
 		var wg sync.WaitGroup
 		wg.Add(3)
 		go func() {
@@ -365,7 +378,7 @@ func TestAttackIdleConnections(t *testing.T) {
 // Oversized headers: 431 on h2 for a list over the limit, a connection
 // error for a block past twice the limit, 431 on h1.
 func TestAttackOversizedHeaders(t *testing.T) {
-	attack(t, false, heapBound, func(e *env) {
+	attack(t, false, heapBound, func(t *testing.T, e *env) {
 		rc := e.dialH2(t)
 		rc.headers(1, true, getReq(e, "/", "x-big", strings.Repeat("a", tMaxHeaderList+100))...)
 		if ev := rc.response(1); ev.status != "431" {
@@ -434,7 +447,7 @@ func (m *muteAfterHello) Write(p []byte) (int, error) {
 // holding more than the pool per timeout still delays handshakes, up to the
 // bounded queue; beyond it connections are refused.
 func TestAttackSlowlorisAfterHello(t *testing.T) {
-	attack(t, true, heapBound, func(e *env) {
+	attack(t, true, heapBound, func(t *testing.T, e *env) {
 		var conns []net.Conn
 		deadline := time.Now().Add(1500 * time.Millisecond)
 		for time.Now().Before(deadline) {

@@ -2,7 +2,11 @@
 // non-test code. Every test runs a real pollproxy server (netpoll loops,
 // TLS, the h2 and h1 front ends and the reverse proxy) in-process over
 // loopback sockets, with small limits and timeouts so that each defence
-// triggers within a second or two:
+// triggers within a second or two. Every test runs once per poller
+// backend available (polltest.ForEachBackend over netpoll.Available()):
+// epoll and poll on Linux, kqueue and poll on the BSDs and macOS.
+//
+// The suites:
 //
 //   - attack_test.go: hostile HTTP/2 and HTTP/1.1 clients (Rapid Reset,
 //     CONTINUATION and HPACK floods, frame floods, zero-window readers,

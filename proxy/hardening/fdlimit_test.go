@@ -19,6 +19,8 @@ import (
 
 	"golang.org/x/net/http2"
 
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	pptls "github.com/pollproxy/pollproxy/tls"
 )
 
@@ -37,10 +39,11 @@ func cpuTicks(t *testing.T, pid int) int64 {
 }
 
 // Descriptor exhaustion: pollproxy runs as a subprocess with
-// RLIMIT_NOFILE = 64 (prlimit). Connections are opened until accept fails;
-// then the listener must back off (the process stays nearly idle although
-// the listener remains readable), an established connection keeps being
-// served, and new clients get in once descriptors are freed.
+// RLIMIT_NOFILE = 64 (prlimit), once per poller backend. Connections are
+// opened until accept fails; then the listener must back off (the process
+// stays nearly idle although the listener remains readable), an
+// established connection keeps being served, and new clients get in once
+// descriptors are freed.
 func TestDescriptorExhaustion(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the pollproxy binary")
@@ -52,12 +55,23 @@ func TestDescriptorExhaustion(t *testing.T) {
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("no /proc")
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "pollproxy")
+	bin := filepath.Join(t.TempDir(), "pollproxy")
 	build := exec.Command("go", "build", "-o", bin, "github.com/pollproxy/pollproxy/cmd/pollproxy")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
+	// The backends in parallel: each run is a process of its own, measured
+	// on its own descriptors and CPU time, and mostly waits.
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		t.Parallel()
+		exhaustDescriptors(t, prlimit, bin, backend)
+	})
+}
+
+// exhaustDescriptors runs bin over backend under the descriptor limit and
+// checks the back-off, the established connection and the recovery.
+func exhaustDescriptors(t *testing.T, prlimit, bin, backend string) {
+	dir := t.TempDir()
 	cert, err := pptls.SelfSigned(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +88,7 @@ func TestDescriptorExhaustion(t *testing.T) {
 
 	origin := goodOrigin(t)
 	cmd := exec.Command(prlimit, "--nofile="+strconv.Itoa(fdLimit)+":"+strconv.Itoa(fdLimit), "--",
-		bin, "reverse-proxy", "--from", "127.0.0.1:0", "--to", origin, "--loops", "1",
+		bin, "reverse-proxy", "--from", "127.0.0.1:0", "--to", origin, "--loops", "1", "--poller", backend,
 		"--cert", certFile, "--key", keyFile)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -94,6 +108,10 @@ func TestDescriptorExhaustion(t *testing.T) {
 	for addr == "" && lines.Scan() {
 		if m := urlRe.FindStringSubmatch(lines.Text()); m != nil {
 			addr = m[1]
+			// The start line ends with the loops' backends: "(poll)".
+			if !strings.HasSuffix(lines.Text(), "("+backend+")") {
+				t.Errorf("pollproxy was asked for %s: %q", backend, lines.Text())
+			}
 		}
 	}
 	if addr == "" {

@@ -14,7 +14,6 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -84,7 +83,9 @@ type setup struct {
 	proxy  func(*proxy.Config)
 }
 
-func startProxy(t testing.TB, origin string, s setup) *env {
+// startProxy runs the proxy over the named poller backend in front of
+// origin.
+func startProxy(t testing.TB, backend, origin string, s setup) *env {
 	t.Helper()
 	loops := s.loops
 	if loops <= 0 {
@@ -104,7 +105,7 @@ func startProxy(t testing.TB, origin string, s setup) *env {
 		s.proxy(&pcfg)
 	}
 	pcfg = pcfg.WithDefaults()
-	st := servertest.Start(t, "", loops, func(l *netpoll.Loop) stream.Handler { return proxy.NewHandler(l, pcfg) }, func(c *server.Config) {
+	st := servertest.Start(t, backend, loops, func(l *netpoll.Loop) stream.Handler { return proxy.NewHandler(l, pcfg) }, func(c *server.Config) {
 		c.H2, c.H1, c.HandshakeTimeout = testH2Config(), testH1Config(), tHandshakeTimeout
 		if s.server != nil {
 			s.server(c)
@@ -204,54 +205,6 @@ func (p *prober) check(t testing.TB) {
 	}
 	if ok < 3 {
 		t.Errorf("well-behaved client got only %d responses", ok)
-	}
-}
-
-// heapWatch samples runtime HeapInuse while an attack runs.
-type heapWatch struct {
-	base uint64
-	max  atomic.Uint64
-	stop chan struct{}
-	done chan struct{}
-}
-
-func watchHeap() *heapWatch {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	h := &heapWatch{base: ms.HeapInuse, stop: make(chan struct{}), done: make(chan struct{})}
-	h.max.Store(ms.HeapInuse)
-	go func() {
-		defer close(h.done)
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-h.stop:
-				return
-			case <-tick.C:
-			}
-			var ms runtime.MemStats
-			runtime.ReadMemStats(&ms)
-			if ms.HeapInuse > h.max.Load() {
-				h.max.Store(ms.HeapInuse)
-			}
-		}
-	}()
-	return h
-}
-
-// check stops sampling and asserts that HeapInuse never grew more than
-// bound above the baseline taken before the attack.
-func (h *heapWatch) check(t testing.TB, bound uint64) {
-	t.Helper()
-	close(h.stop)
-	<-h.done
-	growth := h.max.Load() - min(h.base, h.max.Load())
-	t.Logf("heap in use: base %.1f MiB, peak growth %.1f MiB (bound %.0f MiB)",
-		mib(h.base), mib(growth), mib(bound))
-	if growth > bound {
-		t.Errorf("heap grew by %.1f MiB during the attack, bound %.0f MiB", mib(growth), mib(bound))
 	}
 }
 

@@ -2,6 +2,7 @@ package hardening
 
 import (
 	"bufio"
+	"io"
 	"net"
 	"runtime"
 	"strings"
@@ -10,6 +11,10 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/netpoll/polltest"
+	"github.com/pollproxy/pollproxy/proxy"
 )
 
 // badOrigin answers each request head it reads with behave(conn, n), n
@@ -74,11 +79,24 @@ func reset(c *net.TCPConn) bool {
 
 const okResponse = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
 
+// tOriginTimeout is the proxy's response-header and read timeout in
+// TestFailingOrigins: short, because the stalling origins wait it out
+// twice on every backend.
+const tOriginTimeout = 400 * time.Millisecond
+
+// stall holds c without answering until pollproxy closes it (or a bound
+// far past any timeout here passes), so the origin's descriptor goes as
+// soon as pollproxy gives the connection up.
+func stall(c *net.TCPConn) {
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	io.Copy(io.Discard, c)
+}
+
 // Failing origins: each gives the client the right answer (502, 504, or a
 // stream reset once the response has started), and after them pollproxy's
 // descriptors and heap return to their baseline.
 func TestFailingOrigins(t *testing.T) {
-	closedPort := func() string {
+	closedPort := func(t *testing.T) string {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -95,7 +113,7 @@ func TestFailingOrigins(t *testing.T) {
 		// and then the status of a second request on the same origin.
 		want, again string
 	}{
-		{"refused", func(t *testing.T) string { return closedPort() }, "/", "502", "502"},
+		{"refused", func(t *testing.T) string { return closedPort(t) }, "/", "502", "502"},
 		{"reset mid-headers", func(t *testing.T) string {
 			return badOrigin(t, func(c *net.TCPConn, n int) bool {
 				c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Le"))
@@ -117,7 +135,7 @@ func TestFailingOrigins(t *testing.T) {
 		}, "/", "reset", "reset"},
 		{"never answering", func(t *testing.T) string {
 			return badOrigin(t, func(c *net.TCPConn, n int) bool {
-				time.Sleep(2 * time.Second)
+				stall(c)
 				return false
 			})
 		}, "/", "504", "504"},
@@ -148,7 +166,7 @@ func TestFailingOrigins(t *testing.T) {
 					if _, err := c.Write([]byte{b}); err != nil {
 						return false
 					}
-					time.Sleep(200 * time.Millisecond)
+					time.Sleep(tOriginTimeout / 8) // progress, but no head in time
 				}
 				return false
 			})
@@ -156,65 +174,68 @@ func TestFailingOrigins(t *testing.T) {
 		{"slow drip body", func(t *testing.T) string {
 			return badOrigin(t, func(c *net.TCPConn, n int) bool {
 				c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nx"))
-				time.Sleep(1500 * time.Millisecond) // past the read timeout
+				stall(c) // past the read timeout
 				c.Write([]byte("y"))
 				return false
 			})
 		}, "/", "reset", "reset"},
 	}
 
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			e := startProxy(t, tc.origin(t), setup{})
-			time.Sleep(50 * time.Millisecond)
-			runtime.GC()
-			var ms runtime.MemStats
-			runtime.ReadMemStats(&ms)
-			heap0, fds0 := ms.HeapInuse, openFDs(t)
-			rc := e.dialH2(t)
-
-			for i, want := range []string{tc.want, tc.again} {
-				id := uint32(2*i + 1)
-				t0 := time.Now()
-				rc.headers(id, true, getReq(e, tc.path)...)
-				ev := rc.response(id)
-				got := ev.status
-				if want == "reset" {
-					if ev.status != "200" {
-						t.Fatalf("request %d: %+v, want a 200 head then a reset", i, ev)
-					}
-					ev, _ = rc.wait(5*time.Second, func(ev frameEv) bool {
-						return ev.id == id && (ev.typ == http2.FrameRSTStream || ev.flags.Has(http2.FlagDataEndStream))
-					})
-					got = "end of stream"
-					if ev.typ == http2.FrameRSTStream {
-						got = "reset"
-					}
-				}
-				t.Logf("request %d: %s after %v", i, got, time.Since(t0).Round(time.Millisecond))
-				if got != want {
-					t.Fatalf("request %d: %s (%+v), want %s", i, got, ev, want)
-				}
-			}
-			rc.conn.Close()
-			// Backend connections go at once or at the pool's idle timeout,
-			// the client's when it is closed.
-			var fds int
-			var heap uint64
-			ok := eventually(5*time.Second, func() bool {
-				fds = openFDs(t)
+	timeouts := func(c *proxy.Config) { c.ResponseHeaderTimeout, c.ReadTimeout = tOriginTimeout, tOriginTimeout }
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				e := startProxy(t, backend, tc.origin(t), setup{proxy: timeouts})
+				time.Sleep(50 * time.Millisecond)
 				runtime.GC()
+				var ms runtime.MemStats
 				runtime.ReadMemStats(&ms)
-				heap = ms.HeapInuse
-				return fds <= fds0 && heap <= heap0+4<<20
+				heap0, fds0 := ms.HeapInuse, openFDs(t)
+				rc := e.dialH2(t)
+
+				for i, want := range []string{tc.want, tc.again} {
+					id := uint32(2*i + 1)
+					t0 := time.Now()
+					rc.headers(id, true, getReq(e, tc.path)...)
+					ev := rc.response(id)
+					got := ev.status
+					if want == "reset" {
+						if ev.status != "200" {
+							t.Fatalf("request %d: %+v, want a 200 head then a reset", i, ev)
+						}
+						ev, _ = rc.wait(5*time.Second, func(ev frameEv) bool {
+							return ev.id == id && (ev.typ == http2.FrameRSTStream || ev.flags.Has(http2.FlagDataEndStream))
+						})
+						got = "end of stream"
+						if ev.typ == http2.FrameRSTStream {
+							got = "reset"
+						}
+					}
+					t.Logf("request %d: %s after %v", i, got, time.Since(t0).Round(time.Millisecond))
+					if got != want {
+						t.Fatalf("request %d: %s (%+v), want %s", i, got, ev, want)
+					}
+				}
+				rc.conn.Close()
+				// Backend connections go at once or at the pool's idle timeout,
+				// the client's when it is closed.
+				var fds int
+				var heap uint64
+				ok := eventually(5*time.Second, func() bool {
+					fds = openFDs(t)
+					runtime.GC()
+					runtime.ReadMemStats(&ms)
+					heap = ms.HeapInuse
+					return fds <= fds0 && heap <= heap0+4<<20
+				})
+				t.Logf("descriptors %d -> %d, heap %.1f -> %.1f MiB", fds0, fds, mib(heap0), mib(heap))
+				if !ok {
+					t.Errorf("leak: descriptors %d -> %d, heap %.1f -> %.1f MiB", fds0, fds, mib(heap0), mib(heap))
+				}
+				if n := e.srv.Stats().Active; n != 0 {
+					t.Errorf("%d client connections still active", n)
+				}
 			})
-			t.Logf("descriptors %d -> %d, heap %.1f -> %.1f MiB", fds0, fds, mib(heap0), mib(heap))
-			if !ok {
-				t.Errorf("leak: descriptors %d -> %d, heap %.1f -> %.1f MiB", fds0, fds, mib(heap0), mib(heap))
-			}
-			if n := e.srv.Stats().Active; n != 0 {
-				t.Errorf("%d client connections still active", n)
-			}
-		})
-	}
+		}
+	})
 }

@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/netpoll/polltest"
 )
 
 // smuggle is one hostile request. kv is the whole header list, pseudo-
@@ -163,98 +166,101 @@ var ourTarget = regexp.MustCompile(`^/(case|follow)-\d+$`)
 // injected field. A well-formed request after each one, through the same
 // loop and pool, proves that no backend connection was left desynchronised.
 func TestSmuggling(t *testing.T) {
-	rec := newRecorder(t)
-	e := startProxy(t, rec.addr(), setup{loops: 1})
-	for i, sc := range smuggles {
-		t.Run(sc.name, func(t *testing.T) {
-			path := fmt.Sprintf("/case-%d", i)
-			kv := append([]string(nil), sc.kv...)
-			for j := range kv {
-				kv[j] = strings.ReplaceAll(kv[j], "{path}", path)
-			}
-			rc := e.dialH2(t)
-			endHead := len(sc.data) == 0 && len(sc.trailers) == 0
-			rc.headers(1, endHead, kv...)
-			for j, d := range sc.data {
-				last := j == len(sc.data)-1 && len(sc.trailers) == 0
-				rc.do(func(fr *http2.Framer) error { return fr.WriteData(1, last, []byte(d)) })
-			}
-			if len(sc.trailers) > 0 {
-				rc.headers(1, true, sc.trailers...)
-			}
-			ev := rc.response(1)
-			refused := (ev.typ == http2.FrameRSTStream && ev.code == http2.ErrCodeProtocol) ||
-				(ev.typ == http2.FrameHeaders && ev.status == "400") ||
-				(ev.typ == http2.FrameGoAway && ev.code == http2.ErrCodeProtocol)
-			answer := fmt.Sprintf("%v %v %s", ev.typ, ev.code, ev.status)
-			if ev.typ == http2.FrameHeaders {
-				answer = ev.status
-			}
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		// A recorder per backend: the checks count what reached it.
+		rec := newRecorder(t)
+		e := startProxy(t, backend, rec.addr(), setup{loops: 1})
+		for i, sc := range smuggles {
+			t.Run(sc.name, func(t *testing.T) {
+				path := fmt.Sprintf("/case-%d", i)
+				kv := append([]string(nil), sc.kv...)
+				for j := range kv {
+					kv[j] = strings.ReplaceAll(kv[j], "{path}", path)
+				}
+				rc := e.dialH2(t)
+				endHead := len(sc.data) == 0 && len(sc.trailers) == 0
+				rc.headers(1, endHead, kv...)
+				for j, d := range sc.data {
+					last := j == len(sc.data)-1 && len(sc.trailers) == 0
+					rc.do(func(fr *http2.Framer) error { return fr.WriteData(1, last, []byte(d)) })
+				}
+				if len(sc.trailers) > 0 {
+					rc.headers(1, true, sc.trailers...)
+				}
+				ev := rc.response(1)
+				refused := (ev.typ == http2.FrameRSTStream && ev.code == http2.ErrCodeProtocol) ||
+					(ev.typ == http2.FrameHeaders && ev.status == "400") ||
+					(ev.typ == http2.FrameGoAway && ev.code == http2.ErrCodeProtocol)
+				answer := fmt.Sprintf("%v %v %s", ev.typ, ev.code, ev.status)
+				if ev.typ == http2.FrameHeaders {
+					answer = ev.status
+				}
 
-			follow := fmt.Sprintf("/follow-%d", i)
-			if st, _, err := e.get(follow); err != nil || st != 200 {
-				t.Fatalf("follow-up request: %d %v", st, err)
-			}
-			var reqs []recReq
-			var err error
-			ok := eventually(2*time.Second, func() bool {
-				reqs, err = rec.requests()
+				follow := fmt.Sprintf("/follow-%d", i)
+				if st, _, err := e.get(follow); err != nil || st != 200 {
+					t.Fatalf("follow-up request: %d %v", st, err)
+				}
+				var reqs []recReq
+				var err error
+				ok := eventually(2*time.Second, func() bool {
+					reqs, err = rec.requests()
+					for _, q := range reqs {
+						if q.target == follow {
+							return true
+						}
+					}
+					return err != nil
+				})
+				if err != nil {
+					t.Fatalf("origin received bytes it could misparse: %v", err)
+				}
+				if !ok {
+					t.Fatalf("the follow-up request never reached the origin as a request of its own")
+				}
+				var mine []recReq
 				for _, q := range reqs {
-					if q.target == follow {
-						return true
+					if !ourTarget.MatchString(q.target) {
+						t.Fatalf("origin saw request %s %q", q.method, q.target)
+					}
+					for _, f := range q.fields {
+						if strings.EqualFold(f[0], "x-injected") || strings.Contains(f[1], "smuggled") {
+							t.Fatalf("origin saw injected field %q: %q", f[0], f[1])
+						}
+					}
+					if q.target == path {
+						mine = append(mine, q)
 					}
 				}
-				return err != nil
-			})
-			if err != nil {
-				t.Fatalf("origin received bytes it could misparse: %v", err)
-			}
-			if !ok {
-				t.Fatalf("the follow-up request never reached the origin as a request of its own")
-			}
-			var mine []recReq
-			for _, q := range reqs {
-				if !ourTarget.MatchString(q.target) {
-					t.Fatalf("origin saw request %s %q", q.method, q.target)
-				}
-				for _, f := range q.fields {
-					if strings.EqualFold(f[0], "x-injected") || strings.Contains(f[1], "smuggled") {
-						t.Fatalf("origin saw injected field %q: %q", f[0], f[1])
-					}
-				}
-				if q.target == path {
-					mine = append(mine, q)
-				}
-			}
-			t.Logf("answer: %s; origin saw %d request(s) for it", answer, len(mine))
-			switch {
-			case refused && sc.headSent:
-				// The head may have gone out; the request must not have
-				// completed as a request of its own with a body we refused.
+				t.Logf("answer: %s; origin saw %d request(s) for it", answer, len(mine))
 				switch {
-				case len(mine) > 1:
-					t.Fatalf("origin saw the refused request %d times", len(mine))
-				case len(mine) == 1 && sc.maySee == nil:
-					t.Fatalf("origin saw the refused request complete: %+v", mine[0])
-				case len(mine) == 1:
-					if err := sc.maySee(mine[0]); err != nil {
+				case refused && sc.headSent:
+					// The head may have gone out; the request must not have
+					// completed as a request of its own with a body we refused.
+					switch {
+					case len(mine) > 1:
+						t.Fatalf("origin saw the refused request %d times", len(mine))
+					case len(mine) == 1 && sc.maySee == nil:
+						t.Fatalf("origin saw the refused request complete: %+v", mine[0])
+					case len(mine) == 1:
+						if err := sc.maySee(mine[0]); err != nil {
+							t.Fatal(err)
+						}
+					}
+				case refused:
+					if len(mine) > 0 {
+						t.Fatalf("refused (%s) but the origin saw it: %+v", answer, mine[0])
+					}
+				case sc.normalised == nil:
+					t.Fatalf("answer %s, want a refusal; origin saw %d", answer, len(mine))
+				default:
+					if len(mine) != 1 {
+						t.Fatalf("normalised request seen %d times", len(mine))
+					}
+					if err := sc.normalised(mine[0]); err != nil {
 						t.Fatal(err)
 					}
 				}
-			case refused:
-				if len(mine) > 0 {
-					t.Fatalf("refused (%s) but the origin saw it: %+v", answer, mine[0])
-				}
-			case sc.normalised == nil:
-				t.Fatalf("answer %s, want a refusal; origin saw %d", answer, len(mine))
-			default:
-				if len(mine) != 1 {
-					t.Fatalf("normalised request seen %d times", len(mine))
-				}
-				if err := sc.normalised(mine[0]); err != nil {
-					t.Fatal(err)
-				}
-			}
-		})
-	}
+			})
+		}
+	})
 }

@@ -9,6 +9,9 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/netpoll/polltest"
 )
 
 // A client whose last bytes and FIN reach the server together: on an
@@ -16,7 +19,7 @@ import (
 // stops at the end of the data never sees the end of the stream. Every
 // such connection must still be closed, not left in CLOSE-WAIT.
 func TestPeerCloseWithLastBytes(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, backend string) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		r := newRoutes()
 		e := startEnv(t, backend, 1, r.forLoop, nil)
 		const clients = 20

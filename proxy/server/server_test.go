@@ -22,6 +22,10 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/netpoll/polltest"
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 )
 
 func get(t *testing.T, cl *http.Client, url string) (*http.Response, []byte) {
@@ -40,7 +44,7 @@ func get(t *testing.T, cl *http.Client, url string) (*http.Response, []byte) {
 
 // TestH2Basics: GET and HEAD over real h2 with ALPN.
 func TestH2Basics(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, backend string) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		r := newRoutes()
 		e := startEnv(t, backend, 2, r.forLoop, nil)
 		var dials atomic.Int32
@@ -72,11 +76,11 @@ func TestH2Basics(t *testing.T) {
 func TestH2EchoLarge(t *testing.T) {
 	const size = 10 << 20
 	want := patternSum(size)
-	forEachBackend(t, func(t *testing.T, backend string) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		r := newRoutes()
 		e := startEnv(t, backend, 2, r.forLoop, nil)
 		cl := e.h2Client(nil, nil)
-		hw := watchHeap()
+		hw := servertest.WatchHeap(t)
 		req, _ := http.NewRequest("POST", e.url("/echo"), &pattern{n: size})
 		req.ContentLength = size
 		res, err := cl.Do(req)
@@ -105,7 +109,7 @@ func TestH2EchoLarge(t *testing.T) {
 // TestH2ConcurrentStreams: 100 streams open at once on one connection
 // (the barrier answers none until all 100 are there).
 func TestH2ConcurrentStreams(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, backend string) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		r := newRoutes()
 		e := startEnv(t, backend, 2, r.forLoop, nil)
 		var dials atomic.Int32
@@ -144,7 +148,7 @@ func TestH2ConcurrentStreams(t *testing.T) {
 // TestH2LargeResponseSlowReader: 8 MiB read in small pieces with pauses
 // arrives intact (the server waits on flow control rather than failing).
 func TestH2LargeResponseSlowReader(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, backend string) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		r := newRoutes()
 		e := startEnv(t, backend, 1, r.forLoop, nil)
 		cl := e.h2Client(nil, nil)
@@ -180,7 +184,7 @@ func TestH2LargeResponseSlowReader(t *testing.T) {
 // TestH1KeepAliveAndChunked: HTTP/1.1 over TLS reuses its connection and
 // streams a chunked upload back.
 func TestH1KeepAliveAndChunked(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, backend string) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		r := newRoutes()
 		e := startEnv(t, backend, 2, r.forLoop, nil)
 		var dials atomic.Int32
@@ -217,7 +221,7 @@ func TestH1KeepAliveAndChunked(t *testing.T) {
 
 // TestTLSVersions: TLS 1.2 and TLS 1.3 clients both get h2.
 func TestTLSVersions(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, backend string) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		r := newRoutes()
 		e := startEnv(t, backend, 1, r.forLoop, nil)
 		for _, v := range []uint16{stdtls.VersionTLS12, stdtls.VersionTLS13} {
@@ -248,7 +252,7 @@ func TestTLSVersions(t *testing.T) {
 // TestGarbageClient: a client that sends junk instead of a ClientHello is
 // cut off while another connection keeps being served.
 func TestGarbageClient(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, backend string) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		r := newRoutes()
 		e := startEnv(t, backend, 1, r.forLoop, nil)
 		cl := e.h2Client(nil, nil)
@@ -306,7 +310,7 @@ func TestGarbageClient(t *testing.T) {
 // TestSteadyStateCostsNoPollerCalls: N requests on one h2 connection
 // register one descriptor and change nothing afterwards.
 func TestSteadyStateCostsNoPollerCalls(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, backend string) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		r := newRoutes()
 		e := startEnv(t, backend, 2, r.forLoop, nil)
 		before := e.loopStats()
@@ -330,7 +334,7 @@ func TestSteadyStateCostsNoPollerCalls(t *testing.T) {
 // TestShutdownGraceful: Shutdown sends GOAWAY, the request in flight still
 // completes, then the connection closes and Shutdown returns.
 func TestShutdownGraceful(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, backend string) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		r := newRoutes()
 		e := startEnv(t, backend, 1, r.forLoop, nil)
 		tc, err := stdtls.Dial("tcp", e.addr, e.tlsConfig("h2"))
@@ -429,7 +433,7 @@ func TestCurl(t *testing.T) {
 	if err != nil {
 		t.Skip("curl not installed")
 	}
-	forEachBackend(t, func(t *testing.T, backend string) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		r := newRoutes()
 		e := startEnv(t, backend, 2, r.forLoop, nil)
 		upload := filepath.Join(t.TempDir(), "upload")
@@ -457,7 +461,7 @@ func TestNghttp(t *testing.T) {
 	if err != nil {
 		t.Skip("nghttp not installed")
 	}
-	forEachBackend(t, func(t *testing.T, backend string) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		r := newRoutes()
 		e := startEnv(t, backend, 1, r.forLoop, nil)
 		out, err := exec.Command(nghttp, "-nv", e.url("/hello"), e.url("/big")).CombinedOutput()
@@ -478,7 +482,7 @@ func TestNghttp(t *testing.T) {
 // worker is done, is served (input beyond the session's limit waits in
 // the socket instead of failing the connection).
 func TestBodyRightBehindHandshake(t *testing.T) {
-	forEachBackend(t, func(t *testing.T, backend string) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		r := newRoutes()
 		e := startEnv(t, backend, 1, r.forLoop, nil)
 		const size = 1 << 20

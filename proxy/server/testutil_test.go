@@ -8,9 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"runtime"
-	"runtime/debug"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -124,59 +121,4 @@ func patternSum(n int64) [32]byte {
 	var s [32]byte
 	copy(s[:], h.Sum(nil))
 	return s
-}
-
-// heapWatch samples HeapInuse until stopped and reports the peak above
-// the baseline taken at start (after a GC). While it runs the collector
-// works at GOGC=10, so what it sees is close to the live heap rather than
-// garbage waiting for the next cycle.
-type heapWatch struct {
-	base, peak uint64
-	gcPercent  int
-	stop       chan struct{}
-	done       sync.WaitGroup
-}
-
-func watchHeap() *heapWatch {
-	gcPercent := debug.SetGCPercent(10)
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	w := &heapWatch{base: ms.HeapInuse, peak: ms.HeapInuse, gcPercent: gcPercent, stop: make(chan struct{})}
-	w.done.Add(1)
-	go func() {
-		defer w.done.Done()
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-w.stop:
-				return
-			case <-tick.C:
-				var ms runtime.MemStats
-				runtime.ReadMemStats(&ms)
-				if ms.HeapInuse > w.peak {
-					w.peak = ms.HeapInuse
-				}
-			}
-		}
-	}()
-	return w
-}
-
-// Stop ends sampling and returns the peak growth in bytes.
-func (w *heapWatch) Stop() uint64 {
-	close(w.stop)
-	w.done.Wait()
-	debug.SetGCPercent(w.gcPercent)
-	if w.peak < w.base {
-		return 0
-	}
-	return w.peak - w.base
-}
-
-func forEachBackend(t *testing.T, f func(t *testing.T, backend string)) {
-	for _, b := range netpoll.Available() {
-		t.Run(b, func(t *testing.T) { f(t, b) })
-	}
 }

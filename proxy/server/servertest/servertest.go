@@ -1,7 +1,8 @@
 // Package servertest starts a pollproxy server on loopback for tests, the
 // way net/http/httptest does for net/http: a loop group over one poller
 // backend, a fresh self-signed certificate, and the caller's handler, all
-// torn down when the test ends.
+// torn down when the test ends; and WatchHeap, which bounds what a test's
+// traffic makes the process hold.
 package servertest
 
 import (
