@@ -66,7 +66,6 @@ func (ln *Listener) HandleEvent(Event) {
 			ln.pause(err)
 			return
 		default:
-			slog.Error("accept failed", "loop", ln.loop.ID(), "err", err)
 			ln.pause(err)
 			return
 		}
@@ -82,7 +81,9 @@ func (ln *Listener) pause(err error) {
 	}
 	ln.paused = true
 	ln.Exhausted.Add(1)
-	slog.Warn("accept paused", "loop", ln.loop.ID(), "err", err, "retry_in", ln.backoff)
+	// Logged off the loop: a log write takes a process-wide lock and may
+	// block on stderr. There is at most one pause per backoff period.
+	go slog.Warn("accept paused", "loop", ln.loop.ID(), "err", err, "retry_in", ln.backoff)
 	ln.desc.SetInterest(0)
 	ln.timer = ln.loop.AfterFunc(ln.backoff, ln.resume)
 }

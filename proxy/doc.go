@@ -5,8 +5,9 @@
 // One job per file, in the order a request meets them:
 //
 //   - router.go: the Router picks a site's handler by host.
-//   - handler.go: the Handler (one per loop) and its Config, with the
-//     request's translation for the origin beside it.
+//   - handler.go: the Handler (one per loop) and its Config.
+//   - translate.go: the request head for the origin and the response
+//     fields for the client, built in one place on proxy/field's rules.
 //   - balance.go: the group of a loop's pools for one upstream set, and the
 //     policy that picks one.
 //   - pool.go: one loop's connections to one upstream, the queue of
