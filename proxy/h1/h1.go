@@ -29,6 +29,7 @@
 package h1
 
 import (
+	"cmp"
 	"strconv"
 
 	"github.com/pollproxy/pollproxy/proxy/field"
@@ -64,26 +65,17 @@ const (
 	DefaultMaxChunkLine   = 4 << 10
 )
 
-// withDefaults fills zero fields so the hot paths never test for zero.
+// withDefaults fills zero fields so the hot paths never test for zero;
+// cmp.Or(max(v, 0), d) gives a zero or negative setting its default.
 func (l Limits) withDefaults() Limits {
-	if l.MaxHeadSize <= 0 {
-		l.MaxHeadSize = DefaultMaxHeadSize
-	}
-	if l.MaxFields <= 0 {
-		l.MaxFields = DefaultMaxFields
-	}
-	if l.MaxLineSize <= 0 {
-		l.MaxLineSize = DefaultMaxLineSize
-	}
+	l.MaxHeadSize = cmp.Or(max(l.MaxHeadSize, 0), DefaultMaxHeadSize)
+	l.MaxFields = cmp.Or(max(l.MaxFields, 0), DefaultMaxFields)
+	l.MaxLineSize = cmp.Or(max(l.MaxLineSize, 0), DefaultMaxLineSize)
 	if l.MaxLineSize > l.MaxHeadSize {
 		l.MaxLineSize = l.MaxHeadSize
 	}
-	if l.MaxTrailerSize <= 0 {
-		l.MaxTrailerSize = DefaultMaxTrailerSize
-	}
-	if l.MaxChunkLine <= 0 {
-		l.MaxChunkLine = DefaultMaxChunkLine
-	}
+	l.MaxTrailerSize = cmp.Or(max(l.MaxTrailerSize, 0), DefaultMaxTrailerSize)
+	l.MaxChunkLine = cmp.Or(max(l.MaxChunkLine, 0), DefaultMaxChunkLine)
 	return l
 }
 

@@ -1,6 +1,7 @@
 package h1
 
 import (
+	"cmp"
 	"errors"
 	"net/netip"
 	"strconv"
@@ -49,41 +50,20 @@ type ServerConfig struct {
 
 func (c ServerConfig) withDefaults() ServerConfig {
 	c.Limits = c.Limits.withDefaults()
-	if c.Scheme == "" {
-		c.Scheme = "https"
-	}
-	if c.HeaderTimeout <= 0 {
-		c.HeaderTimeout = 10 * time.Second
-	}
-	if c.IdleTimeout <= 0 {
-		c.IdleTimeout = 60 * time.Second
-	}
-	if c.BodyWindow <= 0 {
-		c.BodyWindow = 64 << 10
-	}
-	if c.MaxBufferedInput <= 0 {
-		c.MaxBufferedInput = 64 << 10
-	}
-	if c.WriteHighWater <= 0 {
-		c.WriteHighWater = 256 << 10
-	}
-	if c.MaxDiscard <= 0 {
-		c.MaxDiscard = 256 << 10
-	}
+	c.Scheme = cmp.Or(c.Scheme, "https")
+	c.HeaderTimeout = cmp.Or(max(c.HeaderTimeout, 0), 10*time.Second)
+	c.IdleTimeout = cmp.Or(max(c.IdleTimeout, 0), 60*time.Second)
+	c.BodyWindow = cmp.Or(max(c.BodyWindow, 0), 64<<10)
+	c.MaxBufferedInput = cmp.Or(max(c.MaxBufferedInput, 0), 64<<10)
+	c.WriteHighWater = cmp.Or(max(c.WriteHighWater, 0), 256<<10)
+	c.MaxDiscard = cmp.Or(max(c.MaxDiscard, 0), 256<<10)
 	return c
 }
 
-// Errors a handler may see from the ResponseWriter.
+// Errors of HTTP/1.1's own a handler may see from the ResponseWriter,
+// besides the contract's stream.ErrStreamClosed, stream.ErrHeadWritten,
+// stream.ErrNoHead and stream.ErrBadStatus.
 var (
-	// ErrStreamClosed: the exchange is over (completed, reset or aborted).
-	ErrStreamClosed = errors.New("h1: response already complete or connection closed")
-	// ErrHeadWritten: WriteHeader was called twice with a final status.
-	ErrHeadWritten = errors.New("h1: final response head already written")
-	// ErrNoHead: Write or Close came before a final head.
-	ErrNoHead = errors.New("h1: no final response head written")
-	// ErrBadStatus: a status outside 100–599, or 101 (upgrades are not
-	// supported).
-	ErrBadStatus = errors.New("h1: invalid response status")
 	// ErrBadField: a field that would corrupt the wire (CR, LF, NUL...).
 	ErrBadField = errors.New("h1: invalid response field")
 	// ErrBodyLength: more body than the declared content-length, or a
@@ -615,13 +595,13 @@ func (c *ServerConn) writeError(status int) {
 func (w *responseWriter) WriteHeader(status int, fields []stream.Field, endStream bool) error {
 	c := w.c
 	if c.state != scActive || c.resp == rsDone {
-		return ErrStreamClosed
+		return stream.ErrStreamClosed
 	}
 	if c.resp != rsNone {
-		return ErrHeadWritten
+		return stream.ErrHeadWritten
 	}
 	if status < 100 || status > 599 || status == 101 {
-		return ErrBadStatus
+		return stream.ErrBadStatus
 	}
 	for _, f := range fields {
 		if !ValidField(f) {
@@ -737,10 +717,10 @@ const smallChunk = 8 << 10
 func (w *responseWriter) Write(p []byte) (int, error) {
 	c := w.c
 	if c.state != scActive || c.resp == rsDone {
-		return 0, ErrStreamClosed
+		return 0, stream.ErrStreamClosed
 	}
 	if c.resp == rsNone {
-		return 0, ErrNoHead
+		return 0, stream.ErrNoHead
 	}
 	if c.framing == fwNone {
 		return len(p), nil // HEAD, 204, 304: there is no body to write
@@ -795,11 +775,11 @@ var crlf = []byte("\r\n")
 func (w *responseWriter) Close(trailers []stream.Field) error {
 	c := w.c
 	if c.state != scActive || c.resp == rsDone {
-		return ErrStreamClosed
+		return stream.ErrStreamClosed
 	}
 	if c.resp == rsNone {
-		c.abortAll(ErrNoHead)
-		return ErrNoHead
+		c.abortAll(stream.ErrNoHead)
+		return stream.ErrNoHead
 	}
 	switch c.framing {
 	case fwChunked:

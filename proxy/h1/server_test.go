@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pollproxy/pollproxy/proxy/stream"
+	"github.com/pollproxy/pollproxy/proxy/stream/streamtest"
 )
 
 // testLoop is an in-memory stream.Transport that stands in for the event
@@ -35,9 +36,7 @@ type testLoop struct {
 	feeds     int   // owed Feeds delivered
 	feedErr   error // the first error an owed Feed returned
 
-	now    time.Time
-	timers []*loopTimer
-	seq    int
+	clock *streamtest.Clock
 }
 
 // epoch is the manual clock's start.
@@ -65,90 +64,34 @@ func (l *testLoop) Clock() stream.Clock {
 	if l.noTimers {
 		return nopClock{}
 	}
-	return loopClock{l}
+	return l.clk()
 }
 func (l *testLoop) RemoteAddr() netip.AddrPort { return netip.MustParseAddrPort("192.0.2.1:4242") }
 
 type nopClock struct{}
 
-var theNopTimer = &loopTimer{stopped: true}
+// nopTimer never fires: allocation counts leave the timers out.
+type nopTimer struct{}
 
-func (nopClock) AfterFunc(time.Duration, func()) stream.Timer { return theNopTimer }
+func (nopTimer) Stop() bool { return false }
+
+func (nopClock) AfterFunc(time.Duration, func()) stream.Timer { return nopTimer{} }
 func (nopClock) Now() time.Time                               { return epoch }
 
-type loopClock struct{ l *testLoop }
-
-func (c loopClock) Now() time.Time { return c.l.clockNow() }
-
-func (l *testLoop) clockNow() time.Time {
-	if l.now.IsZero() {
-		l.now = epoch
+// clk is the loop's manual clock, started at epoch on first use.
+func (l *testLoop) clk() *streamtest.Clock {
+	if l.clock == nil {
+		l.clock = streamtest.NewClock(epoch)
 	}
-	return l.now
-}
-
-type loopTimer struct {
-	when    time.Time
-	seq     int
-	f       func()
-	stopped bool
-}
-
-func (c loopClock) AfterFunc(d time.Duration, f func()) stream.Timer {
-	l := c.l
-	l.seq++
-	lt := &loopTimer{when: l.clockNow().Add(d), seq: l.seq, f: f}
-	l.timers = append(l.timers, lt)
-	return lt
-}
-
-// Stop cancels the timer; it reports whether it was still pending.
-func (t *loopTimer) Stop() bool {
-	was := !t.stopped
-	t.stopped = true
-	return was
+	return l.clock
 }
 
 // advance moves the clock on by d, firing every timer that falls due on
 // the way, earliest first, each as a loop step at its own time.
-func (l *testLoop) advance(d time.Duration) {
-	end := l.clockNow().Add(d)
-	for {
-		var next *loopTimer
-		live := l.timers[:0]
-		for _, t := range l.timers {
-			if t.stopped {
-				continue
-			}
-			live = append(live, t)
-			if !t.when.After(end) && (next == nil || t.when.Before(next.when) ||
-				t.when.Equal(next.when) && t.seq < next.seq) {
-				next = t
-			}
-		}
-		l.timers = live
-		if next == nil {
-			break
-		}
-		next.stopped = true
-		if next.when.After(l.now) {
-			l.now = next.when
-		}
-		l.do(next.f)
-	}
-	l.now = end
-}
+func (l *testLoop) advance(d time.Duration) { l.clk().Advance(d, l.do) }
 
 // pendingTimers counts the timers still to fire.
-func (l *testLoop) pendingTimers() int {
-	n := 0
-	for _, t := range l.timers {
-		if !t.stopped {
-			n++
-		}
-	}
-	return n
-}
+func (l *testLoop) pendingTimers() int { return l.clk().Pending() }
 
 // do runs f as one loop step, then delivers what the loop owes the
 // connection before its next event: Feeds owed after PauseRead(false)
@@ -764,7 +707,7 @@ func TestServerAbortAndReset(t *testing.T) {
 		t.Fatalf("aborted %v", ev.aborted)
 	}
 	l.do(func() {
-		if err := h.ws[0].WriteHeader(200, nil, true); err != ErrStreamClosed {
+		if err := h.ws[0].WriteHeader(200, nil, true); err != stream.ErrStreamClosed {
 			t.Fatalf("write after abort: %v", err)
 		}
 	})

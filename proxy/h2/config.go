@@ -1,6 +1,9 @@
 package h2
 
-import "time"
+import (
+	"cmp"
+	"time"
+)
 
 // Config holds the limits of one HTTP/2 server connection. The zero value of
 // every field means "use the default" listed next to it.
@@ -98,64 +101,34 @@ const (
 )
 
 // withDefaults returns c with every zero field set to its default and the
-// others clamped to what the protocol allows.
+// others clamped to what the protocol allows. cmp.Or(max(v, 0), d) gives a
+// negative setting its default too; IdleTimeout keeps a negative value,
+// which disables it.
 func (c Config) withDefaults() Config {
-	if c.Scheme == "" {
-		c.Scheme = "https"
-	}
-	if c.MaxConcurrentStreams == 0 {
-		c.MaxConcurrentStreams = defaultMaxConcurrentStreams
-	}
-	if c.StreamWindow == 0 {
-		c.StreamWindow = defaultStreamWindow
-	}
+	c.Scheme = cmp.Or(c.Scheme, "https")
+	c.MaxConcurrentStreams = cmp.Or(c.MaxConcurrentStreams, defaultMaxConcurrentStreams)
+	c.StreamWindow = cmp.Or(c.StreamWindow, defaultStreamWindow)
 	if c.StreamWindow > maxWindow {
 		c.StreamWindow = maxWindow
 	}
-	if c.ConnWindow == 0 {
-		c.ConnWindow = defaultConnWindow
-	}
+	c.ConnWindow = cmp.Or(c.ConnWindow, defaultConnWindow)
 	if c.ConnWindow < initialWindow {
 		c.ConnWindow = initialWindow
 	}
 	if c.ConnWindow > maxWindow {
 		c.ConnWindow = maxWindow
 	}
-	if c.MaxHeaderListSize == 0 {
-		c.MaxHeaderListSize = defaultMaxHeaderListSize
-	}
-	if c.MaxHeaderBlockBytes <= 0 {
-		c.MaxHeaderBlockBytes = 2 * int(c.MaxHeaderListSize)
-	}
-	if c.StreamSendBuffer <= 0 {
-		c.StreamSendBuffer = defaultStreamSendBuffer
-	}
-	if c.HighWater <= 0 {
-		c.HighWater = defaultHighWater
-	}
-	if c.MaxBufferedOutput <= 0 {
-		c.MaxBufferedOutput = 4 * c.HighWater
-	}
-	if c.SettingsTimeout <= 0 {
-		c.SettingsTimeout = defaultSettingsTimeout
-	}
-	if c.IdleTimeout == 0 {
-		c.IdleTimeout = defaultIdleTimeout
-	}
-	if c.ShutdownPingTimeout <= 0 {
-		c.ShutdownPingTimeout = defaultShutdownPingTimeout
-	}
-	if c.MaxEarlyResets <= 0 {
-		c.MaxEarlyResets = defaultMaxEarlyResets
-	}
-	if c.ResetWindow <= 0 {
-		c.ResetWindow = defaultResetWindow
-	}
-	if c.MaxGlitches <= 0 {
-		c.MaxGlitches = defaultMaxGlitches
-	}
-	if c.GlitchWindow <= 0 {
-		c.GlitchWindow = defaultGlitchWindow
-	}
+	c.MaxHeaderListSize = cmp.Or(c.MaxHeaderListSize, defaultMaxHeaderListSize)
+	c.MaxHeaderBlockBytes = cmp.Or(max(c.MaxHeaderBlockBytes, 0), 2*int(c.MaxHeaderListSize))
+	c.StreamSendBuffer = cmp.Or(max(c.StreamSendBuffer, 0), defaultStreamSendBuffer)
+	c.HighWater = cmp.Or(max(c.HighWater, 0), defaultHighWater)
+	c.MaxBufferedOutput = cmp.Or(max(c.MaxBufferedOutput, 0), 4*c.HighWater)
+	c.SettingsTimeout = cmp.Or(max(c.SettingsTimeout, 0), defaultSettingsTimeout)
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, defaultIdleTimeout)
+	c.ShutdownPingTimeout = cmp.Or(max(c.ShutdownPingTimeout, 0), defaultShutdownPingTimeout)
+	c.MaxEarlyResets = cmp.Or(max(c.MaxEarlyResets, 0), defaultMaxEarlyResets)
+	c.ResetWindow = cmp.Or(max(c.ResetWindow, 0), defaultResetWindow)
+	c.MaxGlitches = cmp.Or(max(c.MaxGlitches, 0), defaultMaxGlitches)
+	c.GlitchWindow = cmp.Or(max(c.GlitchWindow, 0), defaultGlitchWindow)
 	return c
 }

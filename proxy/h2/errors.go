@@ -7,21 +7,11 @@ import (
 	"golang.org/x/net/http2"
 )
 
-var (
-	// ErrStreamClosed is returned by ResponseWriter methods once the stream
-	// is closed or reset.
-	ErrStreamClosed = errors.New("h2: stream closed")
-	// ErrConnClosed is returned by Feed and ResponseWriter methods once the
-	// connection is closed or closing after a graceful shutdown.
-	ErrConnClosed = errors.New("h2: connection closed")
-	// ErrHeadersSent is returned by WriteHeader after the final head.
-	ErrHeadersSent = errors.New("h2: final head already written")
-	// ErrNoHeaders is returned by Write and Close before the final head.
-	ErrNoHeaders = errors.New("h2: body or close before the final head")
-	// ErrBadStatus is returned by WriteHeader for a status outside 100–599,
-	// for 101, and for an informational status with endStream.
-	ErrBadStatus = errors.New("h2: invalid status for WriteHeader")
-)
+// ErrConnClosed is returned by Feed and ResponseWriter methods once the
+// connection is closed or closing after a graceful shutdown. The other
+// ResponseWriter errors are the contract's: stream.ErrStreamClosed,
+// stream.ErrHeadWritten, stream.ErrNoHead and stream.ErrBadStatus.
+var ErrConnClosed = errors.New("h2: connection closed")
 
 // ResetError is what Events.OnAbort receives when a stream is reset: by the
 // client (Remote) or by pollproxy after a stream error.

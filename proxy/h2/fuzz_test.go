@@ -3,7 +3,6 @@ package h2_test
 import (
 	"bytes"
 	"net/netip"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/pollproxy/pollproxy/proxy/h2"
 	"github.com/pollproxy/pollproxy/proxy/stream"
+	"github.com/pollproxy/pollproxy/proxy/stream/streamtest"
 )
 
 // The fuzz targets drive h2.ServerConn through its exported API only: an
@@ -21,45 +21,15 @@ import (
 // step when it was asked for), a manual clock whose timers fire when the
 // test says so, and a handler that checks every request it is given.
 
-type fzTimer struct {
-	when    time.Time
-	f       func()
-	stopped bool
-}
-
-func (t *fzTimer) Stop() bool { was := !t.stopped; t.stopped = true; return was }
-
-type fzClock struct {
-	now    time.Time
-	timers []*fzTimer
-}
-
-func (c *fzClock) Now() time.Time { return c.now }
-
-func (c *fzClock) AfterFunc(d time.Duration, f func()) stream.Timer {
-	t := &fzTimer{when: c.now.Add(d), f: f}
-	c.timers = append(c.timers, t)
-	return t
-}
-
-// fire advances the clock through the pending timers' deadlines, running
-// each (once, in order of deadline) as one step of the loop. Timers set
-// meanwhile wait for the next fire.
+// fire moves the clock to the earliest pending deadline, running what
+// falls due there, each timer as one step of the loop.
 func (t *fzTransport) fire(sc *h2.ServerConn) {
-	c := &t.clock
-	ts := c.timers
-	c.timers = nil
-	sort.SliceStable(ts, func(i, j int) bool { return ts[i].when.Before(ts[j].when) })
-	for _, tm := range ts {
-		if tm.stopped {
-			continue
-		}
-		if tm.when.After(c.now) {
-			c.now = tm.when
-		}
-		tm.stopped = true
-		tm.f()
-		t.endStep(sc)
+	c := t.clock
+	if next, ok := c.Next(); ok {
+		c.Advance(next.Sub(c.Now()), func(f func()) {
+			f()
+			t.endStep(sc)
+		})
 	}
 }
 
@@ -67,7 +37,7 @@ type fzTransport struct {
 	out         []byte
 	maxOut      int
 	closed      bool
-	clock       fzClock
+	clock       *streamtest.Clock
 	written     int
 	flushWanted bool
 }
@@ -101,7 +71,7 @@ func (t *fzTransport) Write(p []byte) {
 func (t *fzTransport) Buffered() int              { return len(t.out) }
 func (t *fzTransport) PauseRead(bool)             {}
 func (t *fzTransport) Close()                     { t.closed = true }
-func (t *fzTransport) Clock() stream.Clock        { return &t.clock }
+func (t *fzTransport) Clock() stream.Clock        { return t.clock }
 func (t *fzTransport) RemoteAddr() netip.AddrPort { return netip.MustParseAddrPort("192.0.2.7:5555") }
 
 // drain plays the socket taking everything written so far.
@@ -296,7 +266,7 @@ func clientStart() []byte {
 }
 
 func newFz(t *testing.T) (*h2.ServerConn, *fzTransport, *fzHandler) {
-	tr := &fzTransport{clock: fzClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}}
+	tr := &fzTransport{clock: streamtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
 	h := &fzHandler{t: t}
 	sc := h2.NewServerConn(tr, h, fzConfig)
 	tr.endStep(sc)

@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/pollproxy/pollproxy/proxy/stream"
+	"github.com/pollproxy/pollproxy/proxy/stream/streamtest"
 )
 
 // The harness stands in for the event loop: one mutex plays the loop, so
 // Feed, transport callbacks, timers and handler calls never run at once.
 // Every stretch of work under the mutex is one loop iteration: it ends with
 // endIteration, which calls Flush when the front end asked for it, as the
-// real connection does before it writes the socket. Time is a manualClock
+// real connection does before it writes the socket. Time is a manual clock
 // that moves only when a test advances it.
 
 type testTransport struct {
@@ -23,8 +24,9 @@ type testTransport struct {
 	cond        *sync.Cond
 	conn        net.Conn
 	sc          *ServerConn
-	clock       *manualClock
-	buf         []byte // queued output, guarded by mu
+	clock       *streamtest.Clock
+	wake        chan struct{} // signalled when a timer is set (autoAdvance)
+	buf         []byte        // queued output, guarded by mu
 	inflight    int
 	closed      bool
 	flushWanted bool // FlushLater was called: Flush at the end of the iteration
@@ -142,84 +144,20 @@ func (t *testTransport) reader(splitMax int) {
 	}
 }
 
-// manualClock is the harness's time: Now stands still until the test
-// advances it, and timers fire only then, in order of their deadlines, each
-// as one iteration of the "loop". Its state is guarded by the loop mutex.
-type manualClock struct {
-	now    time.Time
-	seq    uint64
-	timers []*testTimer  // pending, in no order
-	wake   chan struct{} // signalled when a timer is added (autoAdvance)
-}
-
-type testTimer struct {
-	when    time.Time
-	seq     uint64 // ties fire in the order they were set
-	f       func()
-	stopped bool
-}
-
-func newManualClock() *manualClock {
-	return &manualClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), wake: make(chan struct{}, 1)}
-}
-
-func (c *manualClock) Now() time.Time { return c.now }
-
-func (c *manualClock) AfterFunc(d time.Duration, f func()) stream.Timer {
-	c.seq++
-	tt := &testTimer{when: c.now.Add(d), seq: c.seq, f: f}
-	c.timers = append(c.timers, tt)
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
-	return tt
-}
-
-// Stop is called on the loop (under the mutex).
-func (t *testTimer) Stop() bool {
-	was := !t.stopped
-	t.stopped = true
-	return was
-}
-
-// next returns the earliest pending timer, dropping stopped ones.
-func (c *manualClock) next() *testTimer {
-	var first *testTimer
-	live := c.timers[:0]
-	for _, t := range c.timers {
-		if t.stopped {
-			continue
-		}
-		live = append(live, t)
-		if first == nil || t.when.Before(first.when) || t.when.Equal(first.when) && t.seq < first.seq {
-			first = t
-		}
-	}
-	clear(c.timers[len(live):])
-	c.timers = live
-	return first
+// newManualClock returns the harness's time: it moves only when a test
+// advances it.
+func newManualClock() *streamtest.Clock {
+	return streamtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 }
 
 // advance moves the clock of tr by d, firing every timer that falls due on
 // the way (those set by the callbacks too), each followed by the end of
 // its iteration. The caller holds the loop mutex.
 func (tr *testTransport) advance(d time.Duration) {
-	c := tr.clock
-	end := c.now.Add(d)
-	for {
-		t := c.next()
-		if t == nil || t.when.After(end) {
-			break
-		}
-		if t.when.After(c.now) {
-			c.now = t.when
-		}
-		t.stopped = true
-		t.f()
+	tr.clock.Advance(d, func(f func()) {
+		f()
 		tr.endIteration()
-	}
-	c.now = end
+	})
 }
 
 type testServer struct {
@@ -254,16 +192,16 @@ func (s *testServer) autoAdvance(t testing.TB, limit time.Duration) {
 			select {
 			case <-stop:
 				return
-			case <-s.tr.clock.wake:
+			case <-s.tr.wake:
 			}
 			s.lock(func() {
 				c := s.tr.clock
 				for !s.tr.closed {
-					next := c.next()
-					if next == nil || next.when.Sub(c.now) > limit {
+					next, ok := c.Next()
+					if !ok || next.Sub(c.Now()) > limit {
 						return
 					}
-					s.tr.advance(next.when.Sub(c.now))
+					s.tr.advance(next.Sub(c.Now()))
 				}
 			})
 		}
@@ -326,7 +264,13 @@ func startServer(t testing.TB, h stream.Handler, cfg Config, tcp bool, splitMax 
 		client, server = net.Pipe()
 	}
 	ts := &testServer{}
-	tr := &testTransport{mu: &ts.mu, conn: server, clock: newManualClock(), done: make(chan struct{})}
+	tr := &testTransport{mu: &ts.mu, conn: server, clock: newManualClock(), wake: make(chan struct{}, 1), done: make(chan struct{})}
+	tr.clock.OnSet = func() {
+		select {
+		case tr.wake <- struct{}{}:
+		default:
+		}
+	}
 	tr.cond = sync.NewCond(&ts.mu)
 	ts.tr = tr
 	ts.mu.Lock()

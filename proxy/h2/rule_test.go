@@ -12,6 +12,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/pollproxy/pollproxy/proxy/stream"
+	"github.com/pollproxy/pollproxy/proxy/stream/streamtest"
 )
 
 // The re-entrancy rule (package stream): a ResponseWriter call never calls
@@ -80,7 +81,7 @@ func (r rwCheck) Consumed(n int) {
 // with Flush when it was asked for.
 type stepTransport struct {
 	st          *ruleState
-	clock       *manualClock
+	clock       *streamtest.Clock
 	out         []byte // not yet "on the socket"
 	all         []byte // everything written
 	flushWanted bool
@@ -124,19 +125,10 @@ func (t *stepTransport) drain(sc *ServerConn) {
 }
 
 func (t *stepTransport) fire(sc *ServerConn, d time.Duration) {
-	c := t.clock
-	end := c.now.Add(d)
-	for {
-		tm := c.next()
-		if tm == nil || tm.when.After(end) {
-			break
-		}
-		c.now = tm.when
-		tm.stopped = true
-		tm.f()
+	t.clock.Advance(d, func(f func()) {
+		f()
 		t.endStep(sc)
-	}
-	c.now = end
+	})
 }
 
 // clientFrames builds client input.

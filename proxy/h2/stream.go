@@ -66,14 +66,14 @@ func (s *h2Stream) WriteHeader(status int, fields []stream.Field, endStream bool
 		return ErrConnClosed
 	}
 	if s.closed {
-		return ErrStreamClosed
+		return stream.ErrStreamClosed
 	}
 	if s.headersDone || s.endQueued {
-		return ErrHeadersSent
+		return stream.ErrHeadWritten
 	}
 	informational := status < 200
 	if status < 100 || status > 599 || status == 101 || informational && endStream {
-		return ErrBadStatus
+		return stream.ErrBadStatus
 	}
 	c.writeBlock(s.id, c.encodeHead(status, fields), endStream)
 	if !informational {
@@ -97,10 +97,10 @@ func (s *h2Stream) Write(p []byte) (int, error) {
 		return 0, ErrConnClosed
 	}
 	if s.closed {
-		return 0, ErrStreamClosed
+		return 0, stream.ErrStreamClosed
 	}
 	if !s.headersDone || s.endQueued {
-		return 0, ErrNoHeaders
+		return 0, stream.ErrNoHead
 	}
 	if len(p) == 0 {
 		return 0, nil
@@ -146,13 +146,13 @@ func (s *h2Stream) Close(trailers []stream.Field) error {
 		return ErrConnClosed
 	}
 	if s.closed {
-		return ErrStreamClosed
+		return stream.ErrStreamClosed
 	}
 	if !s.headersDone {
-		return ErrNoHeaders
+		return stream.ErrNoHead
 	}
 	if s.endQueued {
-		return ErrStreamClosed
+		return stream.ErrStreamClosed
 	}
 	s.endQueued = true
 	if len(trailers) > 0 {

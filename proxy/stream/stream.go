@@ -34,8 +34,24 @@
 package stream
 
 import (
+	"errors"
 	"net/netip"
 	"time"
+)
+
+// Errors a ResponseWriter returns on either front end, so a handler can
+// tell them apart without knowing which protocol it answers.
+var (
+	// ErrStreamClosed: the exchange is over (completed, reset or aborted)
+	// or its connection is gone.
+	ErrStreamClosed = errors.New("stream closed")
+	// ErrHeadWritten: WriteHeader after the final head.
+	ErrHeadWritten = errors.New("final response head already written")
+	// ErrNoHead: Write or Close before the final head.
+	ErrNoHead = errors.New("no final response head written")
+	// ErrBadStatus: a status outside 100–599, 101 (upgrades are not
+	// supported), or an informational status that would end the stream.
+	ErrBadStatus = errors.New("invalid response status")
 )
 
 // Field is one header or trailer field. Names are lowercase on both sides of
