@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/proxy/field"
 	"github.com/pollproxy/pollproxy/proxy/h1"
 	"github.com/pollproxy/pollproxy/proxy/observe"
 	"github.com/pollproxy/pollproxy/proxy/stream"
@@ -152,7 +153,7 @@ func (ex *exchange) OnBodyEnd(trailers []stream.Field) {
 	}
 	valid := trailers[:0:0]
 	for _, f := range trailers {
-		if h1.ValidField(f) && h1.AllowedTrailer(f.Name) {
+		if h1.ValidField(f) && !field.Lookup(f.Name).Has(field.NotInTrailer) {
 			valid = append(valid, f)
 		}
 	}

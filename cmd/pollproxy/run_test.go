@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	stdtls "crypto/tls"
 	"crypto/x509"
@@ -14,12 +13,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	pptls "github.com/pollproxy/pollproxy/tls"
+
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 )
 
 // The lifecycle (reload, drain, shutdown, certificates, metrics, access
@@ -42,33 +42,11 @@ func startOrigin(t *testing.T, name string) string {
 	return ln.Addr().String()
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // proc is a running pollproxy command.
 type proc struct {
 	t    *testing.T
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *servertest.SyncBuffer
 	done chan struct{}
 	err  error
 }
@@ -85,7 +63,7 @@ func startProc(t *testing.T, ready string, env []string, args ...string) *proc {
 		}
 	}
 	cmd.Env = append(cmd.Env, env...)
-	p := &proc{t: t, cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	p := &proc{t: t, cmd: cmd, out: &servertest.SyncBuffer{}, done: make(chan struct{})}
 	cmd.Stderr, cmd.Stdout = p.out, p.out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -185,7 +163,7 @@ func TestRunSignals(t *testing.T) {
 	}
 	roots := x509.NewCertPool()
 	roots.AddCert(cert.Leaf)
-	port, adminPort := freePort(t), freePort(t)
+	port, adminPort := servertest.FreePort(t), servertest.FreePort(t)
 	file := filepath.Join(dir, "Caddyfile")
 	conf := func(upstream string) []byte {
 		return []byte(fmt.Sprintf("{\n\tloops 1\n\tadmin 127.0.0.1:%d\n\tstorage %s\n\tdefault_bind 127.0.0.1\n}\nlocalhost:%d {\n\treverse_proxy %s\n\ttls %s %s\n}\n",
@@ -233,7 +211,7 @@ func TestRunStartupError(t *testing.T) {
 // TestDemo follows the demo's printed curl line: its URL verifies with
 // its --cacert, and SIGINT stops it.
 func TestDemo(t *testing.T) {
-	port := freePort(t)
+	port := servertest.FreePort(t)
 	p := startProc(t, "Ctrl-C stops it.", []string{"POLLPROXY_DATA=" + t.TempDir()},
 		"demo", "--from", fmt.Sprintf("127.0.0.1:%d", port), "--loops", "1")
 	m := regexp.MustCompile(`(?m)^  curl --cacert (\S+) (https://\S+/)$`).FindStringSubmatch(p.out.String())

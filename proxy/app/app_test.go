@@ -15,6 +15,7 @@ import (
 
 	"github.com/pollproxy/pollproxy/proxy"
 	"github.com/pollproxy/pollproxy/proxy/config"
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 )
 
 // TestEndToEnd serves two sites on one port over an A/B split of
@@ -25,7 +26,7 @@ func TestEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	a, b := startOrigin(t, "A"), startOrigin(t, "B")
 	certFile, keyFile, roots := filePair(t, dir)
-	port, adminPort := freePort(t), freePort(t)
+	port, adminPort := servertest.FreePort(t), servertest.FreePort(t)
 	storage := filepath.Join(dir, "storage")
 	accessLog := filepath.Join(dir, "access.log")
 	file := filepath.Join(dir, "Caddyfile")
@@ -132,7 +133,7 @@ func TestReload(t *testing.T) {
 	dir := t.TempDir()
 	a, b := startOrigin(t, "A"), startOrigin(t, "B")
 	certFile, keyFile, roots := filePair(t, dir)
-	port, adminPort := freePort(t), freePort(t)
+	port, adminPort := servertest.FreePort(t), servertest.FreePort(t)
 	accessLog := filepath.Join(dir, "access.json")
 	file := filepath.Join(dir, "Caddyfile")
 	conf := func(upstream, extra string) []byte {
@@ -224,7 +225,7 @@ func TestReloadListeners(t *testing.T) {
 	dir := t.TempDir()
 	a := startOrigin(t, "A")
 	certFile, keyFile, roots := filePair(t, dir)
-	p1, p2 := freePort(t), freePort(t)
+	p1, p2 := servertest.FreePort(t), servertest.FreePort(t)
 	file := filepath.Join(dir, "Caddyfile")
 	conf := func(ports ...int) []byte {
 		s := fmt.Sprintf("{\n\tadmin off\n\tloops 1\n\tstorage %s\n\tdefault_bind 127.0.0.1\n\tgrace_period 5s\n}\n", filepath.Join(dir, "storage"))
@@ -271,7 +272,7 @@ func TestGracefulShutdown(t *testing.T) {
 	dir := t.TempDir()
 	a := startOrigin(t, "A")
 	certFile, keyFile, roots := filePair(t, dir)
-	port := freePort(t)
+	port := servertest.FreePort(t)
 	file := filepath.Join(dir, "Caddyfile")
 	os.WriteFile(file, []byte(fmt.Sprintf(`{
 	admin off

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	stdtls "crypto/tls"
 	"crypto/x509"
@@ -12,12 +11,12 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy/config"
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 	pptls "github.com/pollproxy/pollproxy/tls"
 )
 
@@ -54,28 +53,6 @@ func startOrigin(t *testing.T, name string) *origin {
 	t.Cleanup(func() { srv.Close() })
 	return o
 }
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // h2Client dials addr whatever the URL's host, verifies with roots and
 // speaks HTTP/2 only.
@@ -162,7 +139,7 @@ func haveBackends(t *testing.T, names ...string) {
 type running struct {
 	t   *testing.T
 	in  *Instance
-	log *syncBuffer
+	log *servertest.SyncBuffer
 }
 
 // start loads the Caddyfile at file and starts it; the test's cleanup
@@ -173,7 +150,7 @@ func start(t *testing.T, file string, opts Options) *running {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &running{t: t, log: &syncBuffer{}}
+	r := &running{t: t, log: &servertest.SyncBuffer{}}
 	opts.Logger = slog.New(slog.NewTextHandler(r.log, nil))
 	opts.Version = "test"
 	if r.in, err = Start(cfg, opts); err != nil {

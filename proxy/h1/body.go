@@ -228,23 +228,13 @@ func (r *bodyReader) parseTrailers() *Error {
 	s := string(buf)
 	for _, sp := range r.trSpans {
 		name := s[sp.ns:sp.ne]
-		if forbiddenTrailer(name) {
+		if field.Lookup(name).Has(field.NotInTrailer) {
 			continue
 		}
 		r.trailers = append(r.trailers, stream.Field{Name: name, Value: s[sp.vs:sp.ve]})
 	}
 	return nil
 }
-
-// AllowedTrailer reports whether a field (lowercase name) may be sent in a
-// trailer section: framing, routing, authentication and control fields may
-// not (RFC 9110 §6.5.1, field.NotInTrailer), since a recipient that merges
-// trailers into the head would act on them.
-func AllowedTrailer(name string) bool { return !forbiddenTrailer(name) }
-
-// forbiddenTrailer is the NotInTrailer set, as the parsers and the server
-// ask for it.
-func forbiddenTrailer(name string) bool { return field.Lookup(name).Has(field.NotInTrailer) }
 
 func unhex(c byte) int {
 	switch {

@@ -262,7 +262,7 @@ func mergeContentLength(cl int64, val string) (int64, *Error) {
 	for rest := val; ; {
 		item, next, more := nextListItem(rest)
 		rest = next
-		n, ok := parseContentLength(item)
+		n, ok := field.ParseContentLength(item)
 		if !ok {
 			return cl, errBadCL
 		}
@@ -275,10 +275,6 @@ func mergeContentLength(cl int64, val string) (int64, *Error) {
 		}
 	}
 }
-
-// parseContentLength is field.ParseContentLength under the name the
-// server's response checks call it by.
-func parseContentLength(s string) (int64, bool) { return field.ParseContentLength(s) }
 
 // nextListItem splits a comma-separated field value (RFC 9110 §5.6.1),
 // returning the next trimmed element, the rest, and whether a comma

@@ -626,7 +626,7 @@ func (w *responseWriter) WriteHeader(status int, fields []stream.Field, endStrea
 	cl := int64(-1)
 	for _, f := range fields {
 		if f.Name == "content-length" {
-			n, ok := parseContentLength(f.Value)
+			n, ok := field.ParseContentLength(f.Value)
 			if !ok || cl >= 0 && n != cl {
 				return ErrBodyLength
 			}
@@ -785,7 +785,7 @@ func (w *responseWriter) Close(trailers []stream.Field) error {
 	case fwChunked:
 		b := append(c.wbuf[:0], '0', '\r', '\n')
 		for _, f := range trailers {
-			if ValidField(f) && !forbiddenTrailer(f.Name) {
+			if ValidField(f) && !field.Lookup(f.Name).Has(field.NotInTrailer) {
 				b = appendField(b, f)
 			}
 		}
