@@ -87,22 +87,16 @@ func startProc(t *testing.T, ready string, env []string, args ...string) *proc {
 // wait waits for output containing s and returns the output so far.
 func (p *proc) wait(s string, d time.Duration) string {
 	p.t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		out := p.out.String()
-		if strings.Contains(out, s) {
-			return out
-		}
+	out, ok := p.out.Await(s, d, p.done)
+	if !ok {
 		select {
 		case <-p.done:
 			p.t.Fatalf("pollproxy exited (%v) before printing %q", p.err, s)
 		default:
-		}
-		if time.Now().After(deadline) {
 			p.t.Fatalf("no %q in pollproxy's output after %v", s, d)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
+	return out
 }
 
 // stop sends s and waits for a zero exit.

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -179,17 +178,11 @@ func startBuilt(t *testing.T, cfg *config.Config, opts Options) *Instance {
 // logged waits for a log line containing s and returns the log so far.
 func (r *running) logged(s string, d time.Duration) string {
 	r.t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		out := r.log.String()
-		if strings.Contains(out, s) {
-			return out
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("no %q in the instance's log after %v", s, d)
-		}
-		time.Sleep(20 * time.Millisecond)
+	out, ok := r.log.Await(s, d, nil)
+	if !ok {
+		r.t.Fatalf("no %q in the instance's log after %v", s, d)
 	}
+	return out
 }
 
 // getAsync GETs url on c in the background; the result is "status body"

@@ -82,16 +82,23 @@ func BenchmarkAppendRequestHead(b *testing.B) {
 	}
 }
 
-// BenchmarkServerConn is one kept-alive request and response through the
-// front end, with a handler answering in Serve.
-func BenchmarkServerConn(b *testing.B) {
-	body := []byte(strings.Repeat("x", 1024))
-	fields := []stream.Field{{Name: "content-length", Value: "1024"}, {Name: "content-type", Value: "text/html"}}
+// The response both ServerConn benchmarks write.
+var (
+	benchBody   = []byte(strings.Repeat("x", 1024))
+	benchFields = []stream.Field{{Name: "content-length", Value: "1024"}, {Name: "content-type", Value: "text/html"}}
+)
+
+func respondBench(w stream.ResponseWriter) {
+	w.WriteHeader(200, benchFields, false)
+	w.Write(benchBody)
+	w.Close(nil)
+}
+
+// benchServerConn feeds one kept-alive request per iteration to a front end
+// serving with serve; after, if not nil, runs once the Feed returned.
+func benchServerConn(b *testing.B, serve func(w stream.ResponseWriter) stream.Events, after func()) {
 	h := &testHandler{serve: func(h *testHandler, req *stream.Request, w stream.ResponseWriter) stream.Events {
-		w.WriteHeader(200, fields, false)
-		w.Write(body)
-		w.Close(nil)
-		return nil
+		return serve(w)
 	}}
 	l := &testLoop{noTimers: true}
 	c := NewServerConn(l, allocHandler{h}, ServerConfig{})
@@ -102,33 +109,30 @@ func BenchmarkServerConn(b *testing.B) {
 		if err := c.Feed(benchRequest); err != nil {
 			b.Fatal(err)
 		}
+		if after != nil {
+			after()
+		}
 	}
+}
+
+// BenchmarkServerConn is one kept-alive request and response through the
+// front end, with a handler answering in Serve.
+func BenchmarkServerConn(b *testing.B) {
+	benchServerConn(b, func(w stream.ResponseWriter) stream.Events {
+		respondBench(w)
+		return nil
+	}, nil)
 }
 
 // BenchmarkServerConnAsync is one kept-alive request and response with the
 // handler answering after Serve returns, as a proxy does from its backend's
 // events: the response ends from outside the front end's own calls.
 func BenchmarkServerConnAsync(b *testing.B) {
-	body := []byte(strings.Repeat("x", 1024))
-	fields := []stream.Field{{Name: "content-length", Value: "1024"}, {Name: "content-type", Value: "text/html"}}
 	var w stream.ResponseWriter
-	h := &testHandler{serve: func(h *testHandler, req *stream.Request, rw stream.ResponseWriter) stream.Events {
+	benchServerConn(b, func(rw stream.ResponseWriter) stream.Events {
 		w = rw
 		return nopEvents{}
-	}}
-	l := &testLoop{noTimers: true}
-	c := NewServerConn(l, allocHandler{h}, ServerConfig{})
-	b.ReportAllocs()
-	for b.Loop() {
-		l.out.Reset()
-		l.flushed = 0
-		if err := c.Feed(benchRequest); err != nil {
-			b.Fatal(err)
-		}
-		w.WriteHeader(200, fields, false)
-		w.Write(body)
-		w.Close(nil)
-	}
+	}, func() { respondBench(w) })
 }
 
 type nopEvents struct{}

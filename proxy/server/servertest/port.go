@@ -1,9 +1,7 @@
 package servertest
 
 import (
-	"bytes"
 	"net"
-	"sync"
 	"testing"
 )
 
@@ -18,25 +16,4 @@ func FreePort(t testing.TB) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// SyncBuffer is a bytes.Buffer safe for a writer goroutine (a logger, a
-// child process's output) and a test reading it at the same time.
-type SyncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-// Write implements io.Writer.
-func (s *SyncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// String returns what was written so far.
-func (s *SyncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
