@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	stdtls "crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -115,31 +114,14 @@ func (p *proc) stop(s syscall.Signal) {
 	}
 }
 
-// client dials addr whatever the URL's host and verifies with roots.
-func client(addr string, roots *x509.CertPool) *http.Client {
-	tr := &http.Transport{
-		TLSClientConfig:   &stdtls.Config{RootCAs: roots},
-		ForceAttemptHTTP2: true,
-		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, network, addr)
-		},
-	}
-	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
-}
-
+// getBody GETs url over HTTP/2 and wants a 200.
 func getBody(t *testing.T, c *http.Client, url string) string {
 	t.Helper()
-	resp, err := c.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
+	status, body, _ := servertest.GetH2(t, c, url)
+	if status != 200 {
+		t.Errorf("GET %s: %d", url, status)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 || resp.ProtoMajor != 2 {
-		t.Errorf("GET %s: %s %d", url, resp.Proto, resp.StatusCode)
-	}
-	return string(b)
+	return body
 }
 
 // TestRunSignals: --poller overrides the file, SIGHUP reloads it, SIGTERM
@@ -165,7 +147,7 @@ func TestRunSignals(t *testing.T) {
 	}
 	os.WriteFile(file, conf(a), 0o644)
 	p := startProc(t, "pollproxy running", nil, "run", "--config", file, "--poller", "poll", "--stats")
-	c := client(fmt.Sprintf("127.0.0.1:%d", port), roots)
+	c := servertest.H2Client(fmt.Sprintf("127.0.0.1:%d", port), roots)
 	base := fmt.Sprintf("https://localhost:%d/", port)
 	if body := getBody(t, c, base); body != "A" {
 		t.Fatalf("before reload: %q", body)

@@ -65,18 +65,18 @@ localhost:%[4]d {
 	const n = 20
 	for i := 0; i < n; i++ {
 		// A client per request: new connections spread over both loops.
-		c := h2Client(addr, roots)
-		status, body, resp := get(t, c, base+"/")
+		c := servertest.H2Client(addr, roots)
+		status, body, resp := servertest.GetH2(t, c, base+"/")
 		if status != 200 || body != "A files" || resp.Header.Get("X-Origin") != "" {
 			t.Fatalf("localhost: %d %q %v", status, body, resp.Header)
 		}
 		c.CloseIdleConnections()
 	}
-	c := h2Client(addr, roots)
-	if status, body, _ := get(t, c, fmt.Sprintf("https://app.localhost:%d/", port)); status != 200 || body != "B internal" {
+	c := servertest.H2Client(addr, roots)
+	if status, body, _ := servertest.GetH2(t, c, fmt.Sprintf("https://app.localhost:%d/", port)); status != 200 || body != "B internal" {
 		t.Errorf("app.localhost (tls internal, wildcard): %d %q", status, body)
 	}
-	if _, err := h2Client(addr, x509.NewCertPool()).Get(base + "/"); err == nil {
+	if _, err := servertest.H2Client(addr, x509.NewCertPool()).Get(base + "/"); err == nil {
 		t.Errorf("a client without the certificate's root connected")
 	}
 
@@ -158,9 +158,9 @@ localhost:%d {
 	}
 	os.WriteFile(file, conf(a.addr, ""), 0o644)
 	r := start(t, file, Options{Pollers: []string{"poll"}})
-	c := h2Client(fmt.Sprintf("127.0.0.1:%d", port), roots)
+	c := servertest.H2Client(fmt.Sprintf("127.0.0.1:%d", port), roots)
 	base := fmt.Sprintf("https://localhost:%d", port)
-	if _, body, _ := get(t, c, base+"/"); body != "A " {
+	if _, body, _ := servertest.GetH2(t, c, base+"/"); body != "A " {
 		t.Fatalf("before reload: %q", body)
 	}
 	if m := scrape(t, fmt.Sprintf("127.0.0.1:%d", adminPort)); !strings.Contains(m, `pollproxy_poller_waits_total{loop="0",poller="poll"}`) {
@@ -177,7 +177,7 @@ localhost:%d {
 		t.Fatalf("reload: %v", err)
 	}
 	r.logged("msg=reloaded", time.Second)
-	if _, body, _ := get(t, c, base+"/"); body != "B " {
+	if _, body, _ := servertest.GetH2(t, c, base+"/"); body != "B " {
 		t.Errorf("after reload: %q, want B", body)
 	}
 	close(a.release)
@@ -194,7 +194,7 @@ localhost:%d {
 	if out := r.logged("reload failed", time.Second); !strings.Contains(out, strings.ReplaceAll(want, `"`, `\"`)) {
 		t.Errorf("reload error log lacks %s", want)
 	}
-	if _, body, _ := get(t, c, base+"/"); body != "B " {
+	if _, body, _ := servertest.GetH2(t, c, base+"/"); body != "B " {
 		t.Errorf("after a failed reload: %q, want B", body)
 	}
 
@@ -236,7 +236,7 @@ func TestReloadListeners(t *testing.T) {
 	}
 	os.WriteFile(file, conf(p1), 0o644)
 	r := start(t, file, Options{})
-	c1 := h2Client(fmt.Sprintf("127.0.0.1:%d", p1), roots)
+	c1 := servertest.H2Client(fmt.Sprintf("127.0.0.1:%d", p1), roots)
 	slow := getAsync(c1, fmt.Sprintf("https://localhost:%d/slow", p1))
 	<-a.started
 
@@ -247,8 +247,8 @@ func TestReloadListeners(t *testing.T) {
 	if _, ok := r.in.Addr(fmt.Sprintf("127.0.0.1:%d", p1)); ok {
 		t.Errorf("the removed listener is still listed")
 	}
-	c2 := h2Client(fmt.Sprintf("127.0.0.1:%d", p2), roots)
-	if status, body, _ := get(t, c2, fmt.Sprintf("https://localhost:%d/", p2)); status != 200 || body != "A " {
+	c2 := servertest.H2Client(fmt.Sprintf("127.0.0.1:%d", p2), roots)
+	if status, body, _ := servertest.GetH2(t, c2, fmt.Sprintf("https://localhost:%d/", p2)); status != 200 || body != "A " {
 		t.Errorf("new port: %d %q", status, body)
 	}
 	close(a.release)
@@ -257,7 +257,7 @@ func TestReloadListeners(t *testing.T) {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		_, err := h2Client(fmt.Sprintf("127.0.0.1:%d", p1), roots).Get(fmt.Sprintf("https://localhost:%d/", p1))
+		_, err := servertest.H2Client(fmt.Sprintf("127.0.0.1:%d", p1), roots).Get(fmt.Sprintf("https://localhost:%d/", p1))
 		if err != nil {
 			break
 		}
@@ -287,7 +287,7 @@ localhost:%d {
 }
 `, filepath.Join(dir, "storage"), port, a.addr, certFile, keyFile)), 0o644)
 	r := start(t, file, Options{})
-	c := h2Client(fmt.Sprintf("127.0.0.1:%d", port), roots)
+	c := servertest.H2Client(fmt.Sprintf("127.0.0.1:%d", port), roots)
 	slow := getAsync(c, fmt.Sprintf("https://localhost:%d/slow", port))
 	<-a.started
 	done := make(chan error, 1)
@@ -321,7 +321,7 @@ func TestShutdownDeadline(t *testing.T) {
 	cfg.GracePeriod = 200 * time.Millisecond
 	in := startBuilt(t, cfg, Options{TLS: tlsCfg})
 	addr, _ := in.Addr(cfg.Listeners()[0].Addr)
-	slow := getAsync(h2Client(addr.String(), roots), "https://localhost/slow")
+	slow := getAsync(servertest.H2Client(addr.String(), roots), "https://localhost/slow")
 	<-a.started
 	err := in.Shutdown()
 	if err == nil || !strings.Contains(err.Error(), "still open after 200ms") {
@@ -359,7 +359,7 @@ func TestBuiltConfig(t *testing.T) {
 	if !ok || addr.Port() == 0 {
 		t.Fatalf("Addr: %v %v", addr, ok)
 	}
-	c := h2Client(addr.String(), roots)
+	c := servertest.H2Client(addr.String(), roots)
 	for _, host := range []string{"localhost", "other.example"} {
 		req, _ := http.NewRequest("GET", "https://localhost/", nil)
 		req.Host = host
@@ -378,7 +378,7 @@ func TestBuiltConfig(t *testing.T) {
 	if err := in.Reload(); err == nil {
 		t.Errorf("a built configuration reloaded")
 	}
-	if status, _, _ := get(t, c, "https://localhost/"); status != 200 {
+	if status, _, _ := servertest.GetH2(t, c, "https://localhost/"); status != 200 {
 		t.Errorf("after the refused reload: %d", status)
 	}
 }

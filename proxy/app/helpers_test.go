@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	stdtls "crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -51,34 +50,6 @@ func startOrigin(t *testing.T, name string) *origin {
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return o
-}
-
-// h2Client dials addr whatever the URL's host, verifies with roots and
-// speaks HTTP/2 only.
-func h2Client(addr string, roots *x509.CertPool) *http.Client {
-	tr := &http.Transport{
-		TLSClientConfig:   &stdtls.Config{RootCAs: roots, NextProtos: []string{"h2"}},
-		ForceAttemptHTTP2: true,
-		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, network, addr)
-		},
-	}
-	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
-}
-
-func get(t *testing.T, c *http.Client, url string) (int, string, *http.Response) {
-	t.Helper()
-	resp, err := c.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.ProtoMajor != 2 {
-		t.Errorf("GET %s: %s, want HTTP/2", url, resp.Proto)
-	}
-	return resp.StatusCode, string(b), resp
 }
 
 func scrape(t *testing.T, admin string) string {
