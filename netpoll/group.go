@@ -15,6 +15,9 @@ type Group struct {
 	wg    sync.WaitGroup
 	mu    sync.Mutex
 	errs  []error
+
+	switchMu sync.Mutex // one Switch at a time (switch.go)
+	onSwitch func(SwitchEvent)
 }
 
 // NewGroup opens n loops (n <= 0: one per CPU). backends gives the backend
@@ -54,6 +57,7 @@ func (g *Group) Loops() []*Loop { return g.loops }
 func (g *Group) Start() {
 	for _, l := range g.loops {
 		g.wg.Add(1)
+		l.running.Store(true) // runs from now on, for SwitchPoller
 		go func(l *Loop) {
 			defer g.wg.Done()
 			if err := l.Run(); err != nil && !errors.Is(err, ErrStopped) {

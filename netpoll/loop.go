@@ -113,6 +113,7 @@ type Stats struct {
 	Dels        uint64 // removals
 	Descriptors int64  // registered now
 	Timers      int64  // pending now
+	Switches    uint64 // backend switches (SwitchPoller) so far
 }
 
 // Loop is one event loop: a poller, a timer heap, a task queue other
@@ -120,8 +121,12 @@ type Stats struct {
 // except Post, Stop and Stats runs on the loop's own goroutine.
 type Loop struct {
 	id     int
-	poller Poller
+	poller Poller // replaced only on the loop, by a switch
 	edge   bool
+	// The wake-up and the backend's name outlive a poller switch; other
+	// goroutines reach the loop through them, never through poller.
+	waker *waker
+	name  atomic.Pointer[string]
 
 	slots []*Desc
 	gens  []uint32 // generation per slot, bumped on release
@@ -145,6 +150,7 @@ type Loop struct {
 
 	waits, events, adds, mods, dels atomic.Uint64
 	descs, ntimers                  atomic.Int64
+	switches                        atomic.Uint64
 }
 
 // NewLoop opens a loop over the named poller backend ("auto" for the best).
@@ -153,21 +159,25 @@ func NewLoop(id int, backend string) (*Loop, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Loop{
+	l := &Loop{
 		id:     id,
 		poller: p,
 		edge:   p.EdgeTriggered(),
+		waker:  p.(switchable).wakeup(),
 		ready:  make([]Ready, 512),
 		clock:  time.Now(),
 		done:   make(chan struct{}),
-	}, nil
+	}
+	l.setName(p.Name())
+	return l, nil
 }
 
 // ID is the loop's index in its group.
 func (l *Loop) ID() int { return l.id }
 
-// Backend is the name of the loop's poller backend.
-func (l *Loop) Backend() string { return l.poller.Name() }
+// Backend is the name of the loop's poller backend. Safe from any
+// goroutine; it changes when the loop switches backends.
+func (l *Loop) Backend() string { return *l.name.Load() }
 
 // EdgeTriggered reports whether the loop's poller is edge-triggered.
 func (l *Loop) EdgeTriggered() bool { return l.edge }
@@ -252,7 +262,7 @@ func (l *Loop) Post(f func()) {
 	l.taskMu.Lock()
 	l.tasks = append(l.tasks, f)
 	l.taskMu.Unlock()
-	l.poller.Wake()
+	l.waker.wake()
 }
 
 // FlushLater asks for f.Flush at the end of this iteration. The caller keeps
@@ -393,7 +403,7 @@ func (l *Loop) runTasks() {
 // Stop asks the loop to return from Run. Safe from any goroutine.
 func (l *Loop) Stop() {
 	l.stopping.Store(true)
-	l.poller.Wake()
+	l.waker.wake()
 }
 
 // Done is closed when Run has returned.
@@ -407,7 +417,7 @@ func (l *Loop) Close() error { return l.poller.Close() }
 func (l *Loop) Stats() Stats {
 	s := Stats{
 		Loop:        l.id,
-		Backend:     l.poller.Name(),
+		Backend:     l.Backend(),
 		Waits:       l.waits.Load(),
 		Events:      l.events.Load(),
 		Adds:        l.adds.Load(),
@@ -415,9 +425,8 @@ func (l *Loop) Stats() Stats {
 		Dels:        l.dels.Load(),
 		Descriptors: l.descs.Load(),
 		Timers:      l.ntimers.Load(),
-	}
-	if w, ok := l.poller.(interface{ wakeups() uint64 }); ok {
-		s.Wakeups = w.wakeups()
+		Switches:    l.switches.Load(),
+		Wakeups:     l.waker.wakeups(),
 	}
 	return s
 }

@@ -109,14 +109,14 @@ type Counters struct {
 type backend struct {
 	name string
 	pref int
-	open func() (Poller, error)
+	open func(*waker) (Poller, error) // nil: a new waker of its own
 }
 
 var backends []backend
 
 // register adds a backend; each backend file calls it from init behind its
 // build tags. A higher pref wins for "auto".
-func register(name string, pref int, open func() (Poller, error)) {
+func register(name string, pref int, open func(*waker) (Poller, error)) {
 	backends = append(backends, backend{name, pref, open})
 	sort.SliceStable(backends, func(i, j int) bool { return backends[i].pref > backends[j].pref })
 }
@@ -147,14 +147,17 @@ func disabled(name string) bool {
 // Open returns the named backend, or the best available one for "" or
 // "auto". A named backend never silently falls back to another one: an A/B
 // run must measure what it says it measures.
-func Open(name string) (Poller, error) {
+func Open(name string) (Poller, error) { return openWith(name, nil) }
+
+// openWith is Open with the wake-up a loop already has (nil: a new one).
+func openWith(name string, w *waker) (Poller, error) {
 	if name == "" || name == Auto {
 		var errs []error
 		for _, b := range backends {
 			if disabled(b.name) {
 				continue
 			}
-			p, err := b.open()
+			p, err := b.open(w)
 			if err == nil {
 				return p, nil
 			}
@@ -167,7 +170,7 @@ func Open(name string) (Poller, error) {
 			if disabled(b.name) {
 				return nil, fmt.Errorf("poller %q is disabled by POLLPROXY_NO_%s", name, strings.ToUpper(name))
 			}
-			p, err := b.open()
+			p, err := b.open(w)
 			if err != nil {
 				return nil, fmt.Errorf("open poller %q: %w", name, err)
 			}

@@ -22,22 +22,31 @@ type epollPoller struct {
 	waker  *waker
 	kevs   []unix.EpollEvent
 	closed bool
+	shared bool // the waker moved on to another poller: Close leaves it open
 }
 
-func openEpoll() (Poller, error) {
+// openEpoll opens an epoll instance watching w, or a new waker when w is
+// nil (a loop switching backends brings its own).
+func openEpoll(w *waker) (Poller, error) {
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, err
 	}
-	w, err := newWaker()
-	if err != nil {
-		unix.Close(epfd)
-		return nil, err
+	own := w == nil
+	if own {
+		if w, err = newWaker(); err != nil {
+			unix.Close(epfd)
+			return nil, err
+		}
 	}
 	p := &epollPoller{epfd: epfd, waker: w, kevs: make([]unix.EpollEvent, 256)}
+	// Registering a wake-up that is already pending reports it on the
+	// first wait: a switch loses none.
 	ev := epollEvent(Read, wakeToken)
 	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, w.readFD(), &ev); err != nil {
-		w.close()
+		if own {
+			w.close()
+		}
 		unix.Close(epfd)
 		return nil, err
 	}
@@ -125,12 +134,16 @@ func (p *epollPoller) Wait(evs []Ready, timeout time.Duration) (int, error) {
 
 func (p *epollPoller) Wake() error     { return p.waker.wake() }
 func (p *epollPoller) wakeups() uint64 { return p.waker.wakeups() }
+func (p *epollPoller) wakeup() *waker  { return p.waker }
+func (p *epollPoller) disownWaker()    { p.shared = true }
 
 func (p *epollPoller) Close() error {
 	if p.closed {
 		return nil
 	}
 	p.closed = true
-	p.waker.close()
+	if !p.shared {
+		p.waker.close()
+	}
 	return unix.Close(p.epfd)
 }

@@ -22,24 +22,31 @@ type kqueuePoller struct {
 	changes []unix.Kevent_t
 	kevs    []unix.Kevent_t
 	closed  bool
+	shared  bool // the waker moved on to another poller: Close leaves it open
 }
 
-func openKqueue() (Poller, error) {
+// openKqueue opens a kqueue watching w, or a new waker when w is nil (a
+// loop switching backends brings its own).
+func openKqueue(w *waker) (Poller, error) {
 	kq, err := unix.Kqueue()
 	if err != nil {
 		return nil, err
 	}
 	unix.CloseOnExec(kq)
-	w, err := newWaker()
-	if err != nil {
-		unix.Close(kq)
-		return nil, err
+	own := w == nil
+	if own {
+		if w, err = newWaker(); err != nil {
+			unix.Close(kq)
+			return nil, err
+		}
 	}
 	p := &kqueuePoller{kq: kq, waker: w, kevs: make([]unix.Kevent_t, 256)}
 	var ch [1]unix.Kevent_t
 	unix.SetKevent(&ch[0], w.readFD(), unix.EVFILT_READ, unix.EV_ADD|unix.EV_CLEAR)
 	if _, err := unix.Kevent(kq, ch[:], nil, nil); err != nil {
-		w.close()
+		if own {
+			w.close()
+		}
 		unix.Close(kq)
 		return nil, err
 	}
@@ -156,12 +163,16 @@ func (p *kqueuePoller) Wait(evs []Ready, timeout time.Duration) (int, error) {
 
 func (p *kqueuePoller) Wake() error     { return p.waker.wake() }
 func (p *kqueuePoller) wakeups() uint64 { return p.waker.wakeups() }
+func (p *kqueuePoller) wakeup() *waker  { return p.waker }
+func (p *kqueuePoller) disownWaker()    { p.shared = true }
 
 func (p *kqueuePoller) Close() error {
 	if p.closed {
 		return nil
 	}
 	p.closed = true
-	p.waker.close()
+	if !p.shared {
+		p.waker.close()
+	}
 	return unix.Close(p.kq)
 }

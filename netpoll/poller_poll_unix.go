@@ -19,14 +19,20 @@ type pollPoller struct {
 	fds   []unix.PollFd // fds[0] is the waker
 	toks  []Token       // parallel to fds
 	index map[int]int   // fd -> position in fds
+	owned bool          // Close closes the waker; false once it moved on
 }
 
-func openPoll() (Poller, error) {
-	w, err := newWaker()
-	if err != nil {
-		return nil, err
+// openPoll opens a poll set watching w, or a new waker when w is nil (a
+// loop switching backends brings its own).
+func openPoll(w *waker) (Poller, error) {
+	if w == nil {
+		var err error
+		if w, err = newWaker(); err != nil {
+			return nil, err
+		}
 	}
 	return &pollPoller{
+		owned: true,
 		waker: w,
 		fds:   []unix.PollFd{{Fd: int32(w.readFD()), Events: unix.POLLIN}},
 		toks:  []Token{0},
@@ -127,5 +133,13 @@ func (p *pollPoller) Wait(evs []Ready, timeout time.Duration) (int, error) {
 
 func (p *pollPoller) Wake() error     { return p.waker.wake() }
 func (p *pollPoller) wakeups() uint64 { return p.waker.wakeups() }
+func (p *pollPoller) wakeup() *waker  { return p.waker }
+func (p *pollPoller) disownWaker()    { p.owned = false }
 
-func (p *pollPoller) Close() error { return p.waker.close() }
+func (p *pollPoller) Close() error {
+	if !p.owned {
+		return nil
+	}
+	p.owned = false
+	return p.waker.close()
+}

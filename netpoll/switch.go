@@ -1,0 +1,251 @@
+package netpoll
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A live poller switch re-homes a loop between two iterations, as a task on
+// the loop itself: nothing else runs on the loop meanwhile, so no handler
+// sees a half-moved loop and no lock is needed.
+//
+//  1. open the new backend around the loop's own wake-up descriptor (the
+//     eventfd or pipe stays: goroutines posting tasks never see it change);
+//  2. register every live descriptor with its token (so kicks already
+//     queued stay valid) and the interest the new backend needs: both
+//     directions on an edge-triggered one, the handler's interest on poll;
+//  3. close the old backend (its kernel queue goes, the wake-up stays);
+//  4. give every descriptor the readiness it has now: edges reported to
+//     the old queue after its last wait died with it. The readiness is
+//     measured (one zero-timeout poll(2) over the live descriptors) and
+//     queued as kicks, never invented, because a handler may read a read
+//     event as news (an idle pooled upstream connection that turns
+//     readable is closed by the origin).
+//
+// Counters continue across a switch; the re-registrations count as adds.
+
+// switchable is implemented by every built-in backend: the wake-up a
+// poller watches can move on to the loop's next poller.
+type switchable interface {
+	wakeup() *waker
+	// disownWaker makes Close leave the waker open: it moved on.
+	disownWaker()
+}
+
+func (l *Loop) setName(n string) { l.name.Store(&n) }
+
+// SwitchEvent records one loop's move from one backend to another.
+type SwitchEvent struct {
+	Loop        int
+	From, To    string
+	At          time.Time     // when the loop finished the move
+	Took        time.Duration // time the loop spent on it
+	Descriptors int           // live descriptors moved
+}
+
+// Moved reports whether the loop changed backend (a switch to the backend
+// a loop already has does nothing).
+func (e SwitchEvent) Moved() bool { return e.From != e.To }
+
+// ErrNotRunning is returned by SwitchPoller for a loop whose Run has not
+// started: nobody would run the switch.
+var ErrNotRunning = errors.New("loop not running")
+
+// SwitchPoller moves the running loop to the named backend ("auto": the
+// best available) between two iterations and waits until it has. Call it
+// from another goroutine, never from the loop. On error the loop keeps its
+// backend and every registration.
+func (l *Loop) SwitchPoller(backend string) (SwitchEvent, error) {
+	if err := ValidName(backend); err != nil {
+		return SwitchEvent{}, err
+	}
+	if !l.running.Load() {
+		return SwitchEvent{}, ErrNotRunning
+	}
+	type result struct {
+		ev  SwitchEvent
+		err error
+	}
+	ch := make(chan result, 1)
+	l.Post(func() {
+		ev, err := l.switchPoller(backend)
+		ch <- result{ev, err}
+	})
+	select {
+	case r := <-ch:
+		return r.ev, r.err
+	case <-l.done:
+		select {
+		case r := <-ch:
+			return r.ev, r.err
+		default:
+			return SwitchEvent{}, ErrStopped
+		}
+	}
+}
+
+// SwitchCount is how many times the loop changed backend. Safe from any
+// goroutine; something that caches the backend's name (a metrics label)
+// compares it to notice a switch for the price of one atomic load.
+func (l *Loop) SwitchCount() uint64 { return l.switches.Load() }
+
+// switchPoller runs on the loop.
+func (l *Loop) switchPoller(name string) (SwitchEvent, error) {
+	start := time.Now()
+	old := l.poller
+	if name == "" || name == Auto {
+		if a := Available(); len(a) > 0 {
+			name = a[0]
+		}
+	}
+	ev := SwitchEvent{Loop: l.id, From: old.Name(), To: name, At: start}
+	if name == ev.From {
+		return ev, nil
+	}
+	np, err := openWith(name, l.waker)
+	if err != nil {
+		ev.To = ev.From
+		return ev, err
+	}
+	edge := np.EdgeTriggered()
+	kernel := func(d *Desc) Interest {
+		if edge {
+			return Read | Write
+		}
+		return d.want
+	}
+	for _, d := range l.slots {
+		if d == nil {
+			continue
+		}
+		if err := np.Add(d.fd, kernel(d), d.tok); err != nil {
+			// Nothing was taken from the old poller yet: drop the new one.
+			np.(switchable).disownWaker()
+			np.Close()
+			ev.To = ev.From
+			return ev, fmt.Errorf("%s add fd %d: %w", name, d.fd, err)
+		}
+		d.kernel = kernel(d)
+		ev.Descriptors++
+	}
+	l.poller, l.edge = np, edge
+	old.(switchable).disownWaker()
+	old.Close()
+	l.adds.Add(uint64(ev.Descriptors))
+	l.probe()
+	l.setName(np.Name())
+	l.switches.Add(1)
+	ev.At = time.Now()
+	ev.Took = ev.At.Sub(start)
+	return ev, nil
+}
+
+// probe queues, as kicks, the readiness every live descriptor has now.
+func (l *Loop) probe() {
+	fds := make([]unix.PollFd, 0, len(l.slots))
+	toks := make([]Token, 0, len(l.slots))
+	for _, d := range l.slots {
+		if d != nil {
+			fds = append(fds, unix.PollFd{Fd: int32(d.fd), Events: unix.POLLIN | unix.POLLOUT})
+			toks = append(toks, d.tok)
+		}
+	}
+	if len(fds) == 0 {
+		return
+	}
+	var err error
+	for {
+		if _, err = unix.Poll(fds, 0); err != unix.EINTR {
+			break
+		}
+	}
+	for i := range fds {
+		var e Event
+		re := fds[i].Revents
+		if err != nil {
+			// No measurement: say everything, dispatch filters by interest.
+			re = unix.POLLIN | unix.POLLOUT
+		}
+		if re&unix.POLLIN != 0 {
+			e |= EventRead
+		}
+		if re&unix.POLLOUT != 0 {
+			e |= EventWrite
+		}
+		if re&unix.POLLHUP != 0 {
+			e |= EventHup | EventRead
+		}
+		if re&(unix.POLLERR|unix.POLLNVAL) != 0 {
+			e |= EventErr | EventRead | EventWrite
+		}
+		if e != 0 {
+			l.kicks = append(l.kicks, Ready{Token: toks[i], Events: e})
+		}
+	}
+}
+
+// Switch moves every loop of the running group to its backend in
+// backends, cycled across the loops as NewGroup and the poller option do
+// ("epoll poll" alternates them; empty means "auto" for all). Loops that
+// already have their backend stay as they are; the others move at once,
+// each between two of its iterations. It returns one event per loop, in
+// loop order, and calls the switch hook for each loop that moved. On error
+// the loops that moved stay moved; the error names the others.
+func (g *Group) Switch(backends []string) ([]SwitchEvent, error) {
+	if len(backends) == 0 {
+		backends = []string{Auto}
+	}
+	for _, b := range backends {
+		if err := ValidName(b); err != nil {
+			return nil, err
+		}
+	}
+	g.switchMu.Lock()
+	defer g.switchMu.Unlock()
+	evs := make([]SwitchEvent, len(g.loops))
+	errs := make([]error, len(g.loops))
+	var wg sync.WaitGroup
+	for i, l := range g.loops {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ev, err := l.SwitchPoller(backends[i%len(backends)])
+			if err != nil {
+				ev = SwitchEvent{Loop: i, From: l.Backend(), To: l.Backend(), At: time.Now()}
+				errs[i] = fmt.Errorf("loop %d: %w", i, err)
+			}
+			evs[i] = ev
+		}()
+	}
+	wg.Wait()
+	if g.onSwitch != nil {
+		for _, ev := range evs {
+			if ev.Moved() {
+				g.onSwitch(ev)
+			}
+		}
+	}
+	return evs, errors.Join(errs...)
+}
+
+// SetSwitchHook makes Switch call f, on Switch's caller's goroutine (never
+// on a loop), once for every loop that changed backend: how an A/B history
+// records when each switch happened. Set it before switching.
+func (g *Group) SetSwitchHook(f func(SwitchEvent)) {
+	g.switchMu.Lock()
+	g.onSwitch = f
+	g.switchMu.Unlock()
+}
+
+// Backends returns each loop's backend now, in loop order.
+func (g *Group) Backends() []string {
+	out := make([]string, len(g.loops))
+	for i, l := range g.loops {
+		out[i] = l.Backend()
+	}
+	return out
+}
