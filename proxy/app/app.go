@@ -17,7 +17,9 @@
 //     handlers (new requests, also on open connections, use them; requests
 //     in flight finish on the handler they started with), new listen
 //     addresses get listeners, removed ones stop accepting and drain within
-//     grace_period, and the access log is reopened.
+//     grace_period, and the access log is reopened. A changed poller line
+//     moves the loops to their new backends live (poller.go), as POST
+//     /poller on the admin listener does.
 //   - Shutdown sends GOAWAY, drains every listener within grace_period,
 //     closes what is still open at the deadline and releases everything.
 //     Close releases everything at once.
@@ -101,7 +103,8 @@ type Instance struct {
 
 	cfg       *config.Config
 	group     *netpoll.Group
-	pollerSet string // the process's backends, "epoll" or "epoll,poll"
+	pollerSet string     // the process's backends, "epoll" or "epoll,poll"
+	pollerMu  sync.Mutex // guards pollerSet: POST /poller switches from the admin listener
 	certs     *pptls.Certs
 	tlsCfg    *stdtls.Config
 	metrics   *metrics.Metrics // nil without an admin listener
@@ -140,15 +143,7 @@ func (in *Instance) start(cfg *config.Config) error {
 	}
 	in.group = g
 	g.Start()
-	var names []string
-	seen := map[string]bool{}
-	for _, b := range in.Backends() {
-		if !seen[b] {
-			seen[b] = true
-			names = append(names, b)
-		}
-	}
-	in.pollerSet = strings.Join(names, ",")
+	in.pollerSet = backendSet(in.Backends())
 	if cfg.Admin != "" {
 		// Without an admin listener nobody reads the metrics, so the
 		// loops do not keep them.
@@ -312,6 +307,7 @@ func (in *Instance) reload(file string) error {
 			srv.Shutdown(ctx)
 		}()
 	}
+	in.reloadPollers(in.cfg.Pollers, cfg.Pollers)
 	in.warnRestart(cfg)
 	if p.alog != nil && !p.newLog {
 		if err := p.alog.Reopen(); err != nil {
@@ -330,7 +326,6 @@ func (in *Instance) warnRestart(cfg *config.Config) {
 		name     string
 		was, now any
 	}{
-		{"poller", old.Pollers, cfg.Pollers},
 		{"loops", old.Loops, cfg.Loops},
 		{"admin", old.Admin, cfg.Admin},
 		{"email", old.Email, cfg.Email},

@@ -103,6 +103,8 @@ func (in *Instance) commit(p *plan) {
 	if in.metrics == nil {
 		return
 	}
+	in.pollerMu.Lock() // a switch on the admin listener must not interleave
+	defer in.pollerMu.Unlock()
 	src := metrics.Source{Pollers: in.pollerSet, Group: in.group}
 	for addr, srv := range in.servers {
 		src.Servers = append(src.Servers, metrics.NamedServer{Listen: addr, Server: srv})

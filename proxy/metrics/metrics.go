@@ -8,8 +8,9 @@
 // running objects by a Collector at scrape time.
 //
 // Every series carries a poller label. Per-loop series carry the loop's
-// own backend and a loop label, so an A/B split of loops inside one
-// process is one query:
+// own backend and a loop label (after a live poller switch, the new one:
+// an observer notices the loop's switch count and moves to new children),
+// so an A/B split of loops inside one process is one query:
 //
 //	sum by (poller) (rate(pollproxy_requests_total[1m]))
 //
@@ -112,6 +113,16 @@ func (m *Metrics) Handler() http.Handler {
 // SetSource replaces what the collector reads.
 func (m *Metrics) SetSource(s Source) { m.source.Store(&s) }
 
+// SetPollers changes the process's backend set after a poller switch,
+// keeping the rest of the source. Calls must not race with SetSource.
+func (m *Metrics) SetPollers(set string) {
+	if old := m.source.Load(); old != nil {
+		s := *old
+		s.Pollers = set
+		m.source.Store(&s)
+	}
+}
+
 // LoopObserver counts the requests of one loop. Build it on (or for) the
 // loop whose handler uses it; Observe runs on that loop.
 type LoopObserver struct {
@@ -120,6 +131,8 @@ type LoopObserver struct {
 	m     *Metrics
 	loop  string
 	bknd  string
+	l     *netpoll.Loop
+	gen   uint64 // the loop's switch count when bknd was read
 }
 
 type upstreamChildren struct {
@@ -133,7 +146,8 @@ type upstreamChildren struct {
 // ForLoop returns an observer for loop l that knows ups (requests that
 // name another upstream, or none, are still counted).
 func (m *Metrics) ForLoop(l *netpoll.Loop, ups []observe.Upstream) *LoopObserver {
-	o := &LoopObserver{m: m, loop: strconv.Itoa(l.ID()), bknd: l.Backend()}
+	o := &LoopObserver{m: m, loop: strconv.Itoa(l.ID()), l: l, gen: l.SwitchCount()}
+	o.bknd = l.Backend()
 	for _, u := range ups {
 		o.ups = append(o.ups, o.children(u.Stats().Name))
 	}
@@ -151,8 +165,23 @@ func (o *LoopObserver) children(name string) upstreamChildren {
 	return c
 }
 
+// relabel moves the observer's series to the loop's backend after a
+// poller switch: requests finished from now on count under the new label.
+func (o *LoopObserver) relabel(gen uint64) {
+	o.gen, o.bknd = gen, o.l.Backend()
+	for i := range o.ups {
+		o.ups[i] = o.children(o.ups[i].name)
+	}
+	for name, c := range o.other {
+		*c = o.children(name)
+	}
+}
+
 // Observe counts one finished request; it never blocks.
 func (o *LoopObserver) Observe(r *observe.RequestLog) {
+	if gen := o.l.SwitchCount(); gen != o.gen {
+		o.relabel(gen)
+	}
 	var c *upstreamChildren
 	for i := range o.ups {
 		if o.ups[i].name == r.Upstream {
