@@ -1,0 +1,157 @@
+package app
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Sizes of the long download: it spans every switch of the test.
+const (
+	bigChunks = 48
+	bigChunk  = 64 << 10
+	bigPause  = 25 * time.Millisecond
+)
+
+// startLoadOrigin answers "ok" and serves /big slowly, a chunk at a time.
+func startLoadOrigin(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := []byte(strings.Repeat("x", bigChunk))
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/big" {
+			io.WriteString(w, "ok")
+			return
+		}
+		w.Header().Set("Content-Length", fmt.Sprint(bigChunks*bigChunk))
+		for i := 0; i < bigChunks; i++ {
+			w.Write(chunk)
+			w.(http.Flusher).Flush()
+			time.Sleep(bigPause)
+		}
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
+
+// TestPollerSwitchUnderLoad switches the loops ten times (epoll, poll,
+// splits) while h2 clients run many streams on one connection each, h1
+// keep-alive clients loop, a long download streams and an idle connection
+// waits: no request fails and no client dials a second connection.
+func TestPollerSwitchUnderLoad(t *testing.T) {
+	s := startSwitchable(t, startLoadOrigin(t), 2)
+	if s.from != "epoll" || s.to != "poll" {
+		t.Skipf("backends %s, %s: this test switches epoll and poll", s.from, s.to)
+	}
+	var h2Dials, h1Dials, bigDials, idleDials atomic.Int64
+	idle := countingH2(s.addr, s.roots, &idleDials)
+	if body, err := get(idle, s.base+"/"); err != nil || body != "ok" {
+		t.Fatalf("idle connection's first request: %q %v", body, err)
+	}
+
+	var stop atomic.Bool
+	var ok, failed atomic.Int64
+	var errMu sync.Mutex
+	var errs []string
+	var wg sync.WaitGroup
+	run := func(c *http.Client, workers int) {
+		for i := 0; i < workers; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for !stop.Load() {
+					body, err := get(c, s.base+"/")
+					if err == nil && body != "ok" {
+						err = fmt.Errorf("body %q", body)
+					}
+					if err != nil {
+						failed.Add(1)
+						errMu.Lock()
+						if len(errs) < 5 {
+							errs = append(errs, err.Error())
+						}
+						errMu.Unlock()
+						continue
+					}
+					ok.Add(1)
+				}
+			}()
+		}
+	}
+	const h2Conns, h2Streams, h1Conns = 2, 16, 4
+	for i := 0; i < h2Conns; i++ {
+		run(countingH2(s.addr, s.roots, &h2Dials), h2Streams)
+	}
+	run(countingH1(s.addr, s.roots, h1Conns, &h1Dials), h1Conns)
+
+	big := make(chan string, 1)
+	go func() {
+		resp, err := countingH2(s.addr, s.roots, &bigDials).Get(s.base + "/big")
+		if err != nil {
+			big <- err.Error()
+			return
+		}
+		n, err := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		big <- fmt.Sprintf("%d %v", n, err)
+	}()
+
+	plan := []string{"poll", "epoll", "epoll poll", "poll", "epoll", "poll epoll", "epoll", "poll", "epoll poll", "epoll"}
+	var moves int
+	for _, p := range plan {
+		time.Sleep(60 * time.Millisecond)
+		evs, err := s.in.SwitchPollers(strings.Fields(p))
+		if err != nil {
+			t.Fatalf("switch to %q: %v", p, err)
+		}
+		for _, ev := range evs {
+			if ev.Moved() {
+				moves++
+			}
+		}
+		want := strings.Fields(p)
+		for i, b := range s.in.Backends() {
+			if b != want[i%len(want)] {
+				t.Fatalf("after switching to %q loop %d runs %s", p, i, b)
+			}
+		}
+	}
+	if got, want := <-big, fmt.Sprintf("%d <nil>", bigChunks*bigChunk); got != want {
+		t.Errorf("long download across the switches: %s, want %s", got, want)
+	}
+	time.Sleep(100 * time.Millisecond)
+	stop.Store(true)
+	wg.Wait()
+	if body, err := get(idle, s.base+"/"); err != nil || body != "ok" {
+		t.Errorf("idle connection after the switches: %q %v", body, err)
+	}
+
+	t.Logf("%d loop moves, %d requests", moves, ok.Load())
+	if n := failed.Load(); n != 0 {
+		t.Errorf("%d of %d requests failed across the switches: %v", n, n+ok.Load(), errs)
+	}
+	if ok.Load() < 100 {
+		t.Errorf("only %d requests ran: the load did not overlap the switches", ok.Load())
+	}
+	for _, d := range []struct {
+		name       string
+		dials, max int64
+	}{{"h2", h2Dials.Load(), h2Conns}, {"h1", h1Dials.Load(), h1Conns}, {"download", bigDials.Load(), 1}, {"idle", idleDials.Load(), 1}} {
+		if d.dials > d.max {
+			t.Errorf("%s clients dialed %d connections for %d: connections were lost", d.name, d.dials, d.max)
+		}
+	}
+	if moves < len(plan) {
+		t.Errorf("%d loop moves for %d switches", moves, len(plan))
+	}
+}
