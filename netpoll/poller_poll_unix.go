@@ -112,23 +112,28 @@ func (p *pollPoller) Wait(evs []Ready, timeout time.Duration) (int, error) {
 			p.waker.drain()
 			continue
 		}
-		var e Event
-		if re&unix.POLLIN != 0 {
-			e |= EventRead
-		}
-		if re&unix.POLLOUT != 0 {
-			e |= EventWrite
-		}
-		if re&unix.POLLHUP != 0 {
-			e |= EventHup | EventRead
-		}
-		if re&(unix.POLLERR|unix.POLLNVAL) != 0 {
-			e |= EventErr | EventRead | EventWrite
-		}
-		evs[out] = Ready{Token: p.toks[i], Events: e}
+		evs[out] = Ready{Token: p.toks[i], Events: pollReadiness(re)}
 		out++
 	}
 	return out, nil
+}
+
+// pollReadiness turns poll(2)'s revents into events.
+func pollReadiness(re int16) Event {
+	var e Event
+	if re&unix.POLLIN != 0 {
+		e |= EventRead
+	}
+	if re&unix.POLLOUT != 0 {
+		e |= EventWrite
+	}
+	if re&unix.POLLHUP != 0 {
+		e |= EventHup | EventRead
+	}
+	if re&(unix.POLLERR|unix.POLLNVAL) != 0 {
+		e |= EventErr | EventRead | EventWrite
+	}
+	return e
 }
 
 func (p *pollPoller) Wake() error     { return p.waker.wake() }

@@ -164,25 +164,12 @@ func (l *Loop) probe() {
 		}
 	}
 	for i := range fds {
-		var e Event
 		re := fds[i].Revents
 		if err != nil {
 			// No measurement: say everything, dispatch filters by interest.
 			re = unix.POLLIN | unix.POLLOUT
 		}
-		if re&unix.POLLIN != 0 {
-			e |= EventRead
-		}
-		if re&unix.POLLOUT != 0 {
-			e |= EventWrite
-		}
-		if re&unix.POLLHUP != 0 {
-			e |= EventHup | EventRead
-		}
-		if re&(unix.POLLERR|unix.POLLNVAL) != 0 {
-			e |= EventErr | EventRead | EventWrite
-		}
-		if e != 0 {
+		if e := pollReadiness(re); e != 0 {
 			l.kicks = append(l.kicks, Ready{Token: toks[i], Events: e})
 		}
 	}
