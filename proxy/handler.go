@@ -36,9 +36,6 @@ type Config struct {
 	// reload removed keeps running before it is closed (Caddy's
 	// stream_close_delay). Zero closes it at the reload.
 	StreamCloseDelay time.Duration
-	// NoExtendedConnect is set when RFC 8441 is switched off; it is the
-	// front end's setting, kept here so the configuration carries it.
-	NoExtendedConnect bool
 }
 
 // WithDefaults returns c with zero values replaced by pollproxy's defaults.

@@ -2,7 +2,6 @@ package proxy_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	stdtls "crypto/tls"
 	"errors"
@@ -132,8 +131,7 @@ func TestWebSocketH1ClientVanishes(t *testing.T) {
 		o, ended := echoOrigin(t)
 		up := upstream(t, o.addr)
 		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{up}})
-		conn, br := rawUpgrade(t, e, "websocket", "sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\nsec-websocket-version: 13\r\n")
-		_ = br
+		conn, _ := rawUpgrade(t, e, "websocket", "sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\nsec-websocket-version: 13\r\n")
 		conn.(*stdtls.Conn).NetConn().(*net.TCPConn).SetLinger(0)
 		conn.Close() // a reset, not a close
 		select {
@@ -303,5 +301,3 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
-
-var _ = bytes.Equal
