@@ -24,6 +24,7 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy/field"
 	"github.com/pollproxy/pollproxy/proxy/h1"
+	"github.com/pollproxy/pollproxy/proxy/observe"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -148,6 +149,10 @@ func (ex *exchange) switched(p *h1.ResponseParser) {
 	ex.headSent = true
 	t.open = true
 	ex.h.tunnels.add(ex)
+	if to, ok := ex.h.cfg.Observer.(observe.TunnelObserver); ok && ex.logging {
+		ex.log.Upstream = ex.pool.up.Name
+		to.TunnelOpened(&ex.log)
+	}
 	if err := ex.w.WriteHeader(status, fields, false); err != nil {
 		ex.tunnelBroken("client: " + err.Error())
 		return

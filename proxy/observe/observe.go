@@ -42,6 +42,13 @@ type Observer interface {
 	Observe(*RequestLog)
 }
 
+// TunnelObserver is implemented by an Observer that also wants to hear
+// when a tunnel opens (the metrics' active-tunnel gauge); the tunnel's
+// end is the Observe of its RequestLog, with Tunnel set.
+type TunnelObserver interface {
+	TunnelOpened(*RequestLog)
+}
+
 // UpstreamStats is a snapshot of one upstream's counters, summed over
 // every loop, for metrics and pool statistics.
 type UpstreamStats struct {
