@@ -262,34 +262,20 @@ func TestRFC8441WebSocketEcho(t *testing.T) {
 // usual.
 func TestRFC8441Refusals(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		go func() {
-			for {
-				conn, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				go func() {
-					defer conn.Close()
-					br := bufio.NewReader(conn)
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					if req.URL.Path == "/plain" {
-						io.WriteString(conn, "HTTP/1.1 403 Forbidden\r\ncontent-length: 2\r\n\r\nno")
-						return
-					}
-					io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Accept: bogus=\r\n\r\n")
-					io.Copy(io.Discard, br)
-				}()
+		addr := serveLoopback(t, func(conn net.Conn) {
+			br := bufio.NewReader(conn)
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
 			}
-		}()
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, ln.Addr().String())}})
+			if req.URL.Path == "/plain" {
+				io.WriteString(conn, "HTTP/1.1 403 Forbidden\r\ncontent-length: 2\r\n\r\nno")
+				return
+			}
+			io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Accept: bogus=\r\n\r\n")
+			io.Copy(io.Discard, br)
+		})
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, addr)}})
 		c := dialH2Raw(t, e.addr, e.tlsConfig("h2"))
 		c.headers(1, false, ":method", "CONNECT", ":authority", "example.com:443")
 		if st, _ := c.status(1); st != "405" {

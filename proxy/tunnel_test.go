@@ -172,6 +172,21 @@ func rawUpgrade(t *testing.T, e *proxyEnv, proto, extra string) (net.Conn, *bufi
 // controls each direction's close: it answers 101, then runs f on the
 // switched connection.
 func rawTunnelOrigin(t *testing.T, f func(c *net.TCPConn, br *bufio.Reader)) string {
+	return serveLoopback(t, func(c net.Conn) {
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		br := bufio.NewReader(c)
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		fmt.Fprintf(c, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\nX-Origin: raw\r\n\r\n", req.Header.Get("Upgrade"))
+		f(c.(*net.TCPConn), br)
+	})
+}
+
+// serveLoopback runs serve on each connection to a loopback listener, closing
+// the connection after it.
+func serveLoopback(t *testing.T, serve func(c net.Conn)) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -185,14 +200,7 @@ func rawTunnelOrigin(t *testing.T, f func(c *net.TCPConn, br *bufio.Reader)) str
 			}
 			go func() {
 				defer c.Close()
-				c.SetDeadline(time.Now().Add(20 * time.Second))
-				br := bufio.NewReader(c)
-				req, err := http.ReadRequest(br)
-				if err != nil {
-					return
-				}
-				fmt.Fprintf(c, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\nX-Origin: raw\r\n\r\n", req.Header.Get("Upgrade"))
-				f(c.(*net.TCPConn), br)
+				serve(c)
 			}()
 		}
 	}()
