@@ -39,7 +39,7 @@ type tunnelState struct {
 	tracked     bool   // in the handler's tunnel set
 	bytesIn     int64  // client → origin bytes written
 	closeReason string // how it ended, for the access log
-	loop        int    // index in the handler's tunnel set
+	idx         int    // its index in the handler's tunnel set
 }
 
 // webSocketGUID is RFC 6455 §1.3's.
@@ -345,15 +345,15 @@ type tunnelSet struct {
 
 func (s *tunnelSet) add(ex *exchange) {
 	ex.tun.tracked = true
-	ex.tun.loop = len(s.list)
+	ex.tun.idx = len(s.list)
 	s.list = append(s.list, ex)
 }
 
 func (s *tunnelSet) remove(ex *exchange) {
-	i := ex.tun.loop
+	i := ex.tun.idx
 	last := len(s.list) - 1
 	s.list[i] = s.list[last]
-	s.list[i].tun.loop = i
+	s.list[i].tun.idx = i
 	s.list[last] = nil
 	s.list = s.list[:last]
 	ex.tun.tracked = false
