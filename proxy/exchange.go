@@ -50,6 +50,7 @@ type exchange struct {
 	errText                     string
 	log                         observe.RequestLog // request facts kept for the observer
 	logging                     bool               // an observer waits for log
+	tun                         *tunnelState       // set for a request that asked to upgrade
 }
 
 // waitKind is what the exchange's timer is guarding.
@@ -59,6 +60,7 @@ const (
 	waitQueue  waitKind = iota // a free connection in the pool's queue
 	waitHeader                 // the response head
 	waitRead                   // the next bytes of the response body
+	waitTunnel                 // any byte of an open tunnel (stream_timeout)
 )
 
 // arm (re)starts the exchange's timer for one kind of wait.
@@ -78,11 +80,16 @@ func (ex *exchange) timedOut() {
 		ex.headerTimedOut()
 	case waitRead:
 		ex.readTimedOut()
+	case waitTunnel:
+		ex.tunnelTimedOut()
 	}
 }
 
 // observe reports the finished exchange, once.
 func (ex *exchange) observe() {
+	if ex.tun != nil {
+		ex.tunnelEnded()
+	}
 	if !ex.logging {
 		return
 	}
@@ -112,8 +119,11 @@ func (ex *exchange) attach(p *pool, bc *backendConn, reused bool) {
 	ex.pool, ex.bc, ex.reused, ex.queued = p, bc, reused, nil
 	ex.gotByte = false
 	bc.parser.Reset(ex.method)
+	if ex.tun != nil {
+		bc.parser.ExpectUpgrade()
+	}
 	bc.send(ex.head, 0)
-	if len(ex.early) > 0 {
+	if len(ex.early) > 0 && (ex.tun == nil || ex.tun.open) {
 		bc.send(ex.early, ex.earlyBody)
 		ex.early, ex.earlyBody = nil, 0
 	}
@@ -137,7 +147,7 @@ func (ex *exchange) sendBody(p []byte, body int) {
 	} else {
 		framed = p
 	}
-	if ex.bc != nil {
+	if ex.bc != nil && (ex.tun == nil || ex.tun.open) {
 		ex.bc.send(framed, body)
 		return
 	}
@@ -148,6 +158,10 @@ func (ex *exchange) sendBody(p []byte, body int) {
 // OnBodyEnd ends a chunked request body, with the client's trailers.
 func (ex *exchange) OnBodyEnd(trailers []stream.Field) {
 	ex.bodyEnded = true
+	if ex.tun != nil {
+		ex.clientEnded()
+		return
+	}
 	if ex.finished || !ex.chunked {
 		return
 	}
@@ -162,10 +176,22 @@ func (ex *exchange) OnBodyEnd(trailers []stream.Field) {
 
 // bodyWritten reports body bytes that reached the origin's socket: only now
 // may the client send that many more.
-func (ex *exchange) bodyWritten(n int) { ex.w.Consumed(n) }
+func (ex *exchange) bodyWritten(n int) {
+	if t := ex.tun; t != nil && t.open {
+		t.bytesIn += int64(n)
+		ex.tunnelActive()
+	}
+	ex.w.Consumed(n)
+}
 
 // OnWritable resumes a response the client had stopped taking.
 func (ex *exchange) OnWritable() {
+	if ex.tun != nil && ex.tun.open {
+		if !ex.finished && ex.stalled() {
+			ex.bc.resume()
+		}
+		return
+	}
 	if ex.finished || len(ex.pending) == 0 {
 		return
 	}
@@ -181,7 +207,9 @@ func (ex *exchange) OnWritable() {
 	}
 }
 
-func (ex *exchange) stalled() bool { return len(ex.pending) > 0 }
+func (ex *exchange) stalled() bool {
+	return len(ex.pending) > 0 || ex.tun != nil && ex.tun.open && ex.bc != nil && ex.bc.inStart < ex.bc.inEnd
+}
 
 // OnAbort: the client went away. A connection mid-exchange cannot be reused.
 func (ex *exchange) OnAbort(error) {
@@ -207,6 +235,10 @@ func (ex *exchange) abortBackend() {
 
 func (ex *exchange) gotBytes() {
 	ex.gotByte = true
+	if ex.tun != nil && ex.tun.open {
+		ex.tunnelActive()
+		return
+	}
 	if ex.headSent && ex.h.cfg.ReadTimeout > 0 {
 		ex.timer.Reset(ex.h.cfg.ReadTimeout)
 	}
@@ -261,6 +293,13 @@ func (ex *exchange) parse() bool {
 }
 
 func (ex *exchange) responseHead(p *h1.ResponseParser) {
+	if p.Switched() {
+		ex.switched(p)
+		return
+	}
+	if ex.tun != nil {
+		ex.upgradeRefused()
+	}
 	ex.status = p.Status()
 	ex.pool.up.succeeded()
 	ex.timer.Stop()
@@ -308,6 +347,10 @@ func (ex *exchange) backendFailed(err error) {
 	}
 	if bc := ex.bc; bc != nil {
 		bc.close()
+	}
+	if ex.tun != nil && ex.tun.open {
+		ex.tunnelBroken("origin: " + errText(err))
+		return
 	}
 	if ex.canRetry() {
 		ex.retried = true

@@ -59,6 +59,11 @@ type backendConn struct {
 	// reaching EOF, and an edge-triggered poller raises no new edge for a
 	// close it already reported: the connection must not go idle.
 	hup bool
+	// tunnel: the origin switched protocols; the connection carries a
+	// tunnel (tunnel.go) and has left the pool's books for good.
+	tunnel   bool
+	shutWr   bool // the client's direction ended: shut ours once out drains
+	shutDone bool
 }
 
 // HandleEvent runs the connection's state machine on the loop.
@@ -149,6 +154,9 @@ func (bc *backendConn) flush() {
 		bc.outBody = 0
 		bc.ex.bodyWritten(n)
 	}
+	if bc.tunnel && bc.state == bcBusy {
+		bc.tunnelDrained()
+	}
 }
 
 func (bc *backendConn) setInterest() {
@@ -156,7 +164,7 @@ func (bc *backendConn) setInterest() {
 	if bc.writeWait {
 		want |= netpoll.Write
 	}
-	if bc.ex != nil && bc.ex.stalled() {
+	if bc.ex != nil && bc.ex.stalled() || bc.tunnel && bc.eof {
 		want &^= netpoll.Read
 	}
 	bc.desc.SetInterest(want)
@@ -165,6 +173,10 @@ func (bc *backendConn) setInterest() {
 // readResponse reads what the origin sent and hands it to the exchange,
 // which stops the reading while its client cannot take more.
 func (bc *backendConn) readResponse() {
+	if bc.tunnel {
+		bc.readTunnel()
+		return
+	}
 	if bc.in == nil {
 		bc.in = bc.pool.h.getBuf()
 	}
@@ -176,6 +188,10 @@ func (bc *backendConn) readResponse() {
 			bc.parseOwed = false
 			if !bc.ex.parse() {
 				return // stalled or finished
+			}
+			if bc.tunnel {
+				bc.readTunnel() // the rest is the tunnel's
+				return
 			}
 			continue
 		}
@@ -269,5 +285,9 @@ func (bc *backendConn) close() {
 	bc.desc.Close()
 	bc.pool.h.putBuf(bc.in)
 	bc.out, bc.in = nil, nil
+	if bc.tunnel {
+		bc.pool.up.OpenConns.Add(-1) // detach took it off the pool's books
+		return
+	}
 	bc.pool.forget(bc, wasActive)
 }

@@ -28,6 +28,14 @@ type Config struct {
 	HeaderUp, HeaderDown []HeaderOp
 	// Observer, when set, gets every finished request (metrics, access log).
 	Observer observe.Observer
+	// StreamTimeout, when set, closes a tunnel (WebSocket) that moved no
+	// byte either way for that long (Caddy's stream_timeout). Off by
+	// default: a tunnel lives as long as both sides want.
+	StreamTimeout time.Duration
+	// StreamCloseDelay is how long a tunnel whose site or upstream a
+	// reload removed keeps running before it is closed (Caddy's
+	// stream_close_delay). Zero closes it at the reload.
+	StreamCloseDelay time.Duration
 }
 
 // WithDefaults returns c with zero values replaced by pollproxy's defaults.
@@ -70,6 +78,8 @@ type Handler struct {
 
 	lastIP     netip.Addr
 	lastIPText string
+
+	tunnels tunnelSet // the loop's open tunnels, for reload and metrics
 }
 
 // NewHandler returns the proxy for loop l. cfg should have its defaults
@@ -97,8 +107,15 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 			Authority: req.Authority, Path: req.Path, Remote: req.RemoteAddr, Start: h.loop.Now(),
 		}
 	}
-	ex.head, ex.chunked = h.requestHead(req)
-	if !req.HasBody {
+	if req.Upgrade != "" {
+		if !ex.startUpgrade(req) {
+			return nil
+		}
+	} else {
+		ex.head, ex.chunked = h.requestHead(req)
+	}
+	if !req.HasBody && ex.tun == nil {
+		// An upgrade's "body" is the tunnel that may follow the 101.
 		ex.bodyEnded = true
 	}
 	ex.begin(nil)

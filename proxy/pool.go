@@ -126,6 +126,20 @@ func (p *pool) bind(ex *exchange, bc *backendConn, reused bool) {
 	ex.attach(p, bc, reused)
 }
 
+// detach takes a connection that now carries a tunnel off the pool's
+// books: it never comes back, and must not hold a slot of MaxConns (ten
+// thousand WebSockets would starve every other request). Its slot serves
+// a waiting request at the end of the iteration.
+func (p *pool) detach(bc *backendConn) {
+	bc.tunnel = true
+	bc.timer.Stop()
+	p.open--
+	p.active--
+	if len(p.waiters) > 0 {
+		p.kick()
+	}
+}
+
 // dequeue removes ex from the queue (its client went away).
 func (p *pool) dequeue(ex *exchange) {
 	for i, w := range p.waiters {

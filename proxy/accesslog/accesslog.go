@@ -258,6 +258,12 @@ func Record(r *observe.RequestLog) slog.Record {
 	if r.Error != "" {
 		rec.AddAttrs(slog.String("error", r.Error))
 	}
+	if r.Tunnel {
+		// One line per tunnel, when it ends: bytes is the origin's
+		// direction, bytes_in the client's, duration its whole life.
+		rec.AddAttrs(slog.Bool("tunnel", true), slog.Int64("bytes_in", r.BytesIn),
+			slog.String("tunnel_end", r.TunnelEnd))
+	}
 	return rec
 }
 

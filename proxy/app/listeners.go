@@ -89,6 +89,7 @@ func (in *Instance) newServer(cfg *config.Config, p *plan, l *config.Listener) (
 	sc.H1.HeaderTimeout = cfg.Timeouts.ReadHeader
 	sc.H1.IdleTimeout = cfg.Timeouts.Idle
 	sc.H2.IdleTimeout = cfg.Timeouts.Idle
+	sc.H2.NoExtendedConnect = cfg.NoExtendedConnect
 	srv, err := server.New(in.group, sc)
 	if err != nil {
 		if pos := l.Hosts[0].Site.Pos; pos.File != "" {

@@ -56,6 +56,8 @@ type Config struct {
 	// Log is the access log; nil when there is none.
 	Log   *Log
 	Sites []*Site
+	// NoExtendedConnect switches RFC 8441 off (h2_extended_connect off).
+	NoExtendedConnect bool
 }
 
 // Timeouts bound the client side of connections.
@@ -110,6 +112,7 @@ type Proxy struct {
 	DialTimeout           time.Duration
 	ResponseHeaderTimeout time.Duration
 	ReadTimeout           time.Duration
+	Stream                StreamOptions // stream_timeout, stream_close_delay
 }
 
 // ProxyConfig returns the reverse proxy's configuration for these
@@ -129,6 +132,8 @@ func (p Proxy) ProxyConfig(ups []*proxy.Upstream) proxy.Config {
 		ReadTimeout:           p.ReadTimeout,
 		HeaderUp:              p.HeaderUp,
 		HeaderDown:            p.HeaderDown,
+		StreamTimeout:         p.Stream.Timeout,
+		StreamCloseDelay:      p.Stream.CloseDelay,
 	}.WithDefaults()
 }
 
@@ -315,7 +320,7 @@ func skipBlock(d *caddyfile.Dispenser) {
 }
 
 var globalOptions = []string{"poller", "loops", "admin", "email", "acme_ca", "storage",
-	"default_bind", "http_port", "timeouts", "grace_period", "log"}
+	"default_bind", "http_port", "timeouts", "grace_period", "log", "h2_extended_connect"}
 
 func (p *parser) global(b caddyfile.ServerBlock) {
 	c := p.cfg
@@ -393,6 +398,8 @@ func (p *parser) global(b caddyfile.ServerBlock) {
 			p.timeouts(d)
 		case "log":
 			p.log(d)
+		case "h2_extended_connect":
+			p.extendedConnect(d)
 		default:
 			p.errf(d, "unknown global option %q (want one of %s)", name, strings.Join(globalOptions, ", "))
 			skipBlock(d)
@@ -535,7 +542,8 @@ func parseAddress(text string) (Address, error) {
 }
 
 var proxyOptions = []string{"to", "lb_policy", "health_fails", "health_timeout", "header_up", "header_down",
-	"keepalive", "keepalive_timeout", "max_conns", "dial_timeout", "response_header_timeout", "read_timeout"}
+	"keepalive", "keepalive_timeout", "max_conns", "dial_timeout", "response_header_timeout", "read_timeout",
+	"stream_timeout", "stream_close_delay"}
 
 func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
 	rp := Proxy{Pos: dpos(d)}
@@ -583,6 +591,8 @@ func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
 			rp.ResponseHeaderTimeout = p.durationArg(d, label)
 		case "read_timeout":
 			rp.ReadTimeout = p.durationArg(d, label)
+		case "stream_timeout", "stream_close_delay":
+			p.streamOption(d, &rp)
 		default:
 			p.errf(d, "reverse_proxy: unknown option %q (want one of %s)", sub, strings.Join(proxyOptions, ", "))
 			d.RemainingArgs()

@@ -3,6 +3,7 @@ package h1
 import (
 	"bytes"
 	"strconv"
+	"strings"
 
 	"github.com/pollproxy/pollproxy/proxy/field"
 	"github.com/pollproxy/pollproxy/proxy/stream"
@@ -249,6 +250,8 @@ func (p *RequestParser) parseHead() *Error {
 		hasTE, chunked bool
 		connClose      bool
 		connKeep       bool
+		upgrades       int
+		upgrade        string
 	)
 	p.tokens = p.tokens[:0]
 	p.expect = false
@@ -276,6 +279,9 @@ func (p *RequestParser) parseHead() *Error {
 			}
 		case "connection":
 			p.tokens = connectionOptions(val, p.tokens, &connClose, &connKeep)
+		case "upgrade":
+			upgrades++
+			upgrade = val
 		case "expect":
 			if proto10 {
 				break // RFC 9110 §10.1.1: ignore in HTTP/1.0 requests
@@ -335,6 +341,10 @@ func (p *RequestParser) parseHead() *Error {
 	} else {
 		p.keepAlive = !connClose
 	}
+	if upgrades == 1 && !proto10 && !r.HasBody && r.Method == "GET" &&
+		namedBy(p.tokens, "upgrade") && upgradeToken(upgrade) {
+		r.Upgrade = upgrade
+	}
 
 	// Second pass: the handler's view, without the fields the front end
 	// owns (hop-by-hop ones, Host, Expect).
@@ -365,6 +375,20 @@ func (p *RequestParser) parseHead() *Error {
 		r.Header = append(r.Header, stream.Field{Name: name, Value: s[sp.vs:sp.ve]})
 	}
 	return nil
+}
+
+// upgradeToken reports whether an Upgrade value names one protocol that
+// pollproxy can tunnel: a token with an optional "/version" (RFC 9110
+// §7.8). A list is not offered on: the origin would pick one and the
+// client could not tell which was tunnelled. h2c is refused because it
+// asks the origin to speak HTTP/2 in cleartext, which pollproxy's
+// backend connections do not (and RFC 9113 §3.1 forbids over TLS).
+func upgradeToken(v string) bool {
+	name, version, slash := strings.Cut(v, "/")
+	if !field.ValidName(name) || slash && !field.ValidName(version) {
+		return false
+	}
+	return !equalFoldASCII(name, "h2c")
 }
 
 // isOnlyChunked reports whether every Transfer-Encoding element is

@@ -38,6 +38,7 @@ type ResponseParser struct {
 	header  []stream.Field
 	body    []byte
 
+	upgrade       bool // the request asked to switch protocols: 101 is its answer
 	status        int
 	reason        string
 	proto10       bool
@@ -69,7 +70,17 @@ func (p *ResponseParser) Reset(method string) {
 	p.hr.reset()
 	p.body = nil
 	p.status = 0
+	p.upgrade = false
 }
+
+// ExpectUpgrade, after Reset, tells the parser that the request asked to
+// switch protocols: a 101 is then its final head (EventHead, no body),
+// after which the parser consumes nothing, and every byte that follows is
+// the tunnel's. Without it a 101 is an error.
+func (p *ResponseParser) ExpectUpgrade() { p.upgrade = true }
+
+// Switched reports, after EventHead, that the origin switched protocols.
+func (p *ResponseParser) Switched() bool { return p.upgrade && p.status == 101 }
 
 // Feed consumes a prefix of b and reports at most one event; the caller
 // keeps b[n:] for the next call. Call it again after every event: an event
@@ -95,6 +106,10 @@ func (p *ResponseParser) Feed(b []byte) (n int, ev Event, err error) {
 		}
 		if !done {
 			return n, EventNone, nil
+		}
+		if p.Switched() {
+			p.state, p.hasBody = stDone, false
+			return n, EventHead, nil
 		}
 		if p.status < 200 {
 			p.hr.reset() // the head is copied into strings already
@@ -205,8 +220,8 @@ func (p *ResponseParser) parseHead() *Error {
 		return errStatusLine
 	}
 	p.status = int(c0-'0')*100 + int(c1-'0')*10 + int(c2-'0')
-	if p.status == 101 {
-		return errSwitching // pollproxy never asks an origin to upgrade
+	if p.status == 101 && !p.upgrade {
+		return errSwitching // only an upgrade request may be answered with 101
 	}
 	reasonStart := min(13, len(line))
 	for _, c := range line[reasonStart:] {

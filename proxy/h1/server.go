@@ -95,6 +95,7 @@ const (
 	fwLength               // content-length
 	fwChunked              // chunked, trailers allowed
 	fwClose                // close-delimited (HTTP/1.0 clients)
+	fwTunnel               // after a 101: raw bytes both ways
 )
 
 // timer kinds
@@ -121,9 +122,16 @@ const (
 //     rejects at once (401, 413) spares the client its upload; one that
 //     accepts gets the body without a round trip to the origin. "expect"
 //     is removed from Request.Header, so origins are not asked again.
-//   - Upgrade (WebSocket, h2c) is not supported: the Upgrade field is
-//     removed and the request served as an ordinary one, which origins
-//     answer as they would any client that cannot upgrade.
+//   - Upgrade: a GET without a body whose Connection lists "upgrade" and
+//     whose Upgrade names one protocol (not h2c) reaches the handler with
+//     Request.Upgrade set. A handler that answers 101 turns the
+//     connection into a tunnel (stream's package doc): the front end
+//     writes the 101 with its own Connection and Upgrade fields, then
+//     carries raw bytes both ways, the client's end of stream as
+//     OnBodyEnd (PeerEOF) and the handler's Close as a half-close. The
+//     connection closes once both directions have ended. Any other
+//     status is an ordinary response; the Upgrade field itself is
+//     hop-by-hop and never in Request.Header.
 //   - Request.Header keeps content-length (canonical, single) so a proxy
 //     can forward it; hop-by-hop fields, Host and Expect are removed.
 //   - Responses carry the handler's content-length when it gave one, are
@@ -180,6 +188,9 @@ type ServerConn struct {
 	framing    uint8
 	remaining  int64
 	wantWrite  bool
+	upgrade    string // the protocol the request asked for, if any
+	tunnel     bool   // a 101 went out: raw bytes both ways
+	peerEOF    bool   // the client's byte stream ended (tunnel only)
 }
 
 // responseWriter is the handler's view of the exchange; a separate type so
@@ -318,6 +329,9 @@ func (c *ServerConn) step(data []byte) ([]byte, error) {
 				return nil, err
 			}
 		case scActive:
+			if c.tunnel {
+				return c.stepTunnel(data), nil
+			}
 			if c.reqDone || len(data) == 0 && !c.bodyCanEnd() {
 				return data, nil
 			}
@@ -386,6 +400,7 @@ func (c *ServerConn) begin() error {
 	c.http10 = req.Proto == "HTTP/1.0"
 	c.isHead = req.Method == "HEAD"
 	c.resp, c.framing, c.remaining, c.wantWrite = rsNone, fwNone, 0, false
+	c.upgrade, c.tunnel = req.Upgrade, false
 
 	c.inServe = true
 	ev := c.h.Serve(req, &c.rw)
@@ -600,6 +615,15 @@ func (w *responseWriter) WriteHeader(status int, fields []stream.Field, endStrea
 	if c.resp != rsNone {
 		return stream.ErrHeadWritten
 	}
+	if status == 101 && c.upgrade != "" {
+		for _, f := range fields {
+			if !ValidField(f) {
+				return ErrBadField
+			}
+		}
+		c.startTunnel(fields)
+		return nil
+	}
 	if status < 100 || status > 599 || status == 101 {
 		return stream.ErrBadStatus
 	}
@@ -798,6 +822,10 @@ func (w *responseWriter) Close(trailers []stream.Field) error {
 		}
 	case fwClose:
 		c.keepAlive = false
+	case fwTunnel:
+		c.resp = rsDone
+		c.tunnelWriteDone()
+		return nil
 	}
 	c.resp = rsDone
 	c.settle()

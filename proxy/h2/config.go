@@ -57,6 +57,11 @@ type Config struct {
 	// SETTINGS before GOAWAY(SETTINGS_TIMEOUT). Default 10 s.
 	SettingsTimeout time.Duration
 
+	// NoExtendedConnect turns RFC 8441 off: SETTINGS_ENABLE_CONNECT_PROTOCOL
+	// is not advertised, and a request with :protocol is malformed. For
+	// clients that misbehave with it; on by default.
+	NoExtendedConnect bool
+
 	// IdleTimeout closes (gracefully) a connection that had no open stream
 	// for that long. Default 5 min. Negative disables it.
 	IdleTimeout time.Duration

@@ -32,9 +32,14 @@
 // (handleError): a connection error sends GOAWAY and closes after the flush,
 // a stream error sends RST_STREAM.
 //
-// pollproxy does not tunnel: a well-formed CONNECT request is answered with
-// 405 and no handler sees it. Extended CONNECT (RFC 8441) is not advertised,
-// so a :protocol pseudo-header makes the request malformed.
+// pollproxy is not a forward proxy: a well-formed plain CONNECT request is
+// answered with 405 and no handler sees it. Extended CONNECT (RFC 8441) is
+// advertised (SETTINGS_ENABLE_CONNECT_PROTOCOL) unless
+// Config.NoExtendedConnect: such a request reaches the handler with
+// Method "CONNECT" and Request.Upgrade set to :protocol, and its stream is
+// a tunnel — after the handler's 2xx, DATA flows both ways and each side's
+// END_STREAM ends only its own direction (stream's package doc). With it
+// off, :protocol makes a request malformed.
 package h2
 
 import (
@@ -170,13 +175,17 @@ func NewServerConn(t stream.Transport, h stream.Handler, cfg Config) *ServerConn
 	c.henc = hpack.NewEncoder(&c.hbuf)
 	c.inflow.init(initialWindow)
 
-	c.fr.WriteSettings(
-		http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: c.cfg.MaxConcurrentStreams},
-		http2.Setting{ID: http2.SettingInitialWindowSize, Val: c.cfg.StreamWindow},
-		http2.Setting{ID: http2.SettingMaxFrameSize, Val: ourMaxFrameSize},
-		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: c.cfg.MaxHeaderListSize},
-		http2.Setting{ID: http2.SettingEnablePush, Val: 0},
-	)
+	settings := []http2.Setting{
+		{ID: http2.SettingMaxConcurrentStreams, Val: c.cfg.MaxConcurrentStreams},
+		{ID: http2.SettingInitialWindowSize, Val: c.cfg.StreamWindow},
+		{ID: http2.SettingMaxFrameSize, Val: ourMaxFrameSize},
+		{ID: http2.SettingMaxHeaderListSize, Val: c.cfg.MaxHeaderListSize},
+		{ID: http2.SettingEnablePush, Val: 0},
+	}
+	if !c.cfg.NoExtendedConnect {
+		settings = append(settings, http2.Setting{ID: http2.SettingEnableConnectProtocol, Val: 1})
+	}
+	c.fr.WriteSettings(settings...)
 	if inc := c.cfg.ConnWindow - initialWindow; inc > 0 {
 		c.fr.WriteWindowUpdate(0, inc)
 		c.inflow.init(int32(c.cfg.ConnWindow))

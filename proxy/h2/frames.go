@@ -49,7 +49,7 @@ func (c *ServerConn) processData(f *http2.DataFrame) error {
 		return streamErr{id, http2.ErrCodeProtocol, "body length differs from content-length"}
 	}
 	if len(data) > 0 {
-		if s.events == nil || s.localEnded {
+		if s.events == nil || s.localEnded && !s.tunnel {
 			// Nobody reads it: give the window back at once.
 			s.credit(len(data))
 		} else {
@@ -69,7 +69,7 @@ func (c *ServerConn) processData(f *http2.DataFrame) error {
 // remoteEnd handles the client's END_STREAM.
 func (c *ServerConn) remoteEnd(s *h2Stream, trailers []streamField) {
 	s.remoteEnded = true
-	if s.events != nil && !s.localEnded {
+	if s.events != nil && (!s.localEnded || s.tunnel) {
 		s.events.OnBodyEnd(trailers)
 	}
 	if !s.closed && s.localEnded {

@@ -30,6 +30,7 @@ const (
 	hasScheme
 	hasAuthority
 	hasPath
+	hasProtocol // RFC 8441's :protocol, only while extended CONNECT is on
 )
 
 // headerBlock is the header block being decoded (HEADERS and its
@@ -53,6 +54,7 @@ type headerBlock struct {
 
 	has                             uint8
 	method, scheme, authority, path string
+	protocol                        string
 	sawRegular                      bool
 	host                            string
 	hasHost                         bool
@@ -121,6 +123,12 @@ func (c *ServerConn) requestField(hf hpack.HeaderField) {
 			bit, hb.authority = hasAuthority, value
 		case ":path":
 			bit, hb.path = hasPath, value
+		case ":protocol":
+			if c.cfg.NoExtendedConnect {
+				hb.malformed(":protocol without SETTINGS_ENABLE_CONNECT_PROTOCOL")
+				return
+			}
+			bit, hb.protocol = hasProtocol, value
 		default:
 			hb.malformed("unknown or response pseudo-header " + name)
 			return
@@ -240,8 +248,9 @@ func (c *ServerConn) startRequest() error {
 	if bad != "" {
 		return streamErr{hb.id, http2.ErrCodeProtocol, bad}
 	}
-	if hb.method == "CONNECT" {
-		// pollproxy does not tunnel.
+	if hb.method == "CONNECT" && hb.has&hasProtocol == 0 {
+		// A reverse proxy is not a forward proxy: only extended CONNECT
+		// (RFC 8441) tunnels, to the site's own upstream.
 		c.rejectRequest(hb.id, 405, hb.endStream)
 		return nil
 	}
@@ -257,6 +266,8 @@ func (c *ServerConn) startRequest() error {
 	req.HasBody = !hb.endStream
 	req.Proto = "HTTP/2.0"
 	req.RemoteAddr = c.remoteAddr
+	req.Upgrade = hb.protocol
+	s.tunnel = hb.has&hasProtocol != 0
 	s.remoteEnded = hb.endStream
 	s.inflow.init(int32(c.cfg.StreamWindow))
 	s.outWin = c.peerInitialWindow
@@ -288,7 +299,16 @@ func (hb *headerBlock) checkRequest(s *h2Stream) (authority, bad string) {
 	if !field.ValidAuthority(authority) {
 		return "", "invalid authority"
 	}
-	if hb.method == "CONNECT" {
+	if hb.has&hasProtocol != 0 {
+		// RFC 8441 §4: an extended CONNECT carries :scheme and :path, and
+		// :protocol is allowed on nothing else.
+		if hb.method != "CONNECT" || hb.has&hasAuthority == 0 || authority == "" {
+			return "", "malformed extended CONNECT"
+		}
+		if !field.ValidName(hb.protocol) {
+			return "", "invalid :protocol"
+		}
+	} else if hb.method == "CONNECT" {
 		if hb.has&(hasScheme|hasPath) != 0 || authority == "" || hb.has&hasAuthority == 0 {
 			return "", "malformed CONNECT"
 		}

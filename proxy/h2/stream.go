@@ -35,6 +35,9 @@ type h2Stream struct {
 	trailers     []stream.Field
 	queued       bool // in ServerConn.wq
 	wantWritable bool // a Write was refused: OnWritable is owed
+	// tunnel: an extended CONNECT (RFC 8441). Our END_STREAM ends our
+	// direction only: the client's DATA still flows to the handler.
+	tunnel bool
 }
 
 var _ stream.ResponseWriter = (*h2Stream)(nil)
@@ -214,6 +217,9 @@ func (c *ServerConn) localEnd(s *h2Stream) {
 		c.closeStream(s, closedDone, nil)
 		return
 	}
+	if s.tunnel && s.headersDone {
+		return // half-closed (local): the client's direction goes on
+	}
 	c.fr.WriteRSTStream(s.id, http2.ErrCodeNo)
 	c.closeStream(s, closedByUs, nil)
 }
@@ -237,7 +243,7 @@ func (c *ServerConn) closeStream(s *h2Stream, how uint8, err error) {
 	if len(c.streams) == 0 && c.idleTimer != nil {
 		c.idleSince = c.clock.Now()
 	}
-	if err != nil && s.events != nil && !s.localEnded {
+	if err != nil && s.events != nil && (!s.localEnded || s.tunnel && !s.remoteEnded) {
 		s.events.OnAbort(err)
 	}
 	if c.shutdown {

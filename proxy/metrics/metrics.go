@@ -62,6 +62,8 @@ type Metrics struct {
 	reused   *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	bytesOut *prometheus.CounterVec
+	tunnels  *prometheus.GaugeVec
+	tunBytes *prometheus.CounterVec
 	source   atomic.Pointer[Source]
 }
 
@@ -94,6 +96,15 @@ func New(version string) *Metrics {
 		Name: "pollproxy_response_body_bytes_total",
 		Help: "Response body bytes handed to clients.",
 	}, loopLabels)
+	m.tunnels = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "pollproxy_tunnels_active",
+		Help: "Tunnels (WebSockets over HTTP/1.1 Upgrade or RFC 8441) open now.",
+	}, loopLabels)
+	m.tunBytes = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pollproxy_tunnel_bytes_total",
+		Help: "Bytes carried by tunnels that ended, by direction (in: client to origin, out: origin to client).",
+	}, []string{"poller", "loop", "upstream", "direction"})
+	m.reg.MustRegister(m.tunnels, m.tunBytes)
 	m.reg.MustRegister(m.requests, m.reused, m.duration, m.bytesOut, &collector{m: m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	buildVersion = version
@@ -210,10 +221,26 @@ func (o *LoopObserver) Observe(r *observe.RequestLog) {
 	if r.Reused {
 		c.reused.Inc()
 	}
+	if r.Tunnel {
+		o.tunnelEnded(r)
+		return // a tunnel's life is no request latency
+	}
 	c.duration.Observe(r.Duration.Seconds())
 	if r.BytesOut > 0 {
 		c.bytes.Add(float64(r.BytesOut))
 	}
+}
+
+// TunnelOpened implements observe.TunnelObserver. Tunnels are rare next
+// to requests, so their series are looked up by label here.
+func (o *LoopObserver) TunnelOpened(r *observe.RequestLog) {
+	o.m.tunnels.WithLabelValues(o.bknd, o.loop, r.Upstream).Inc()
+}
+
+func (o *LoopObserver) tunnelEnded(r *observe.RequestLog) {
+	o.m.tunnels.WithLabelValues(o.bknd, o.loop, r.Upstream).Dec()
+	o.m.tunBytes.WithLabelValues(o.bknd, o.loop, r.Upstream, "in").Add(float64(r.BytesIn))
+	o.m.tunBytes.WithLabelValues(o.bknd, o.loop, r.Upstream, "out").Add(float64(r.BytesOut))
 }
 
 var (

@@ -27,12 +27,26 @@ type RequestLog struct {
 	Duration  time.Duration
 	Reused    bool   // served over a kept-alive upstream connection
 	Error     string // why pollproxy answered or reset, if it did
+	// Tunnel is set when the request became a tunnel (a WebSocket): the
+	// line is written when it ends, Duration is its life, BytesIn the
+	// client's bytes written to the origin, BytesOut the origin's to the
+	// client, TunnelEnd how it ended ("closed" when both sides closed).
+	Tunnel    bool
+	BytesIn   int64
+	TunnelEnd string
 }
 
 // Observer receives every finished request. It runs on the loop, so it
 // must not block: counters, histograms and buffered log writes only.
 type Observer interface {
 	Observe(*RequestLog)
+}
+
+// TunnelObserver is implemented by an Observer that also wants to hear
+// when a tunnel opens (the metrics' active-tunnel gauge); the tunnel's
+// end is the Observe of its RequestLog, with Tunnel set.
+type TunnelObserver interface {
+	TunnelOpened(*RequestLog)
 }
 
 // UpstreamStats is a snapshot of one upstream's counters, summed over

@@ -77,11 +77,16 @@ type conn struct {
 	hsFull   bool
 	timer    *netpoll.Timer
 	closeErr error
+	// A tunnel's half-close: readEOF when the client's stream ended and
+	// the front end kept the connection (stream.EOFReceiver); writeShut
+	// once the front end ended our direction (CloseWrite), shutDone when
+	// the socket's write side is shut.
+	readEOF, writeShut, shutDone bool
 }
 
 func (c *conn) interest() netpoll.Interest {
 	var want netpoll.Interest
-	if (!c.readPaused || c.state != stateOpen) && !c.hsFull {
+	if (!c.readPaused && !c.readEOF || c.state != stateOpen) && !c.hsFull {
 		want |= netpoll.Read
 	}
 	if c.writeBlock {
@@ -105,6 +110,12 @@ func (c *conn) HandleEvent(ev netpoll.Event) {
 			if !c.resumeFeed() {
 				return
 			}
+		}
+		if c.readEOF && c.state == stateOpen {
+			if ev&netpoll.EventErr != 0 {
+				c.destroy(unix.ECONNRESET)
+			}
+			return // nothing more to read: the client's stream ended
 		}
 		c.readSocket()
 	}
@@ -192,6 +203,9 @@ func (c *conn) readSocket() {
 // the connection went away meanwhile; fed reports that Feed was called.
 func (c *conn) decrypt() (ok, fed bool) {
 	plain := c.ls.plainBuf
+	if c.readEOF {
+		return c.state != stateClosed, false
+	}
 	for c.state == stateOpen && !c.readPaused {
 		n, err := c.sess.Read(plain)
 		if n > 0 {
@@ -223,6 +237,17 @@ func (c *conn) decrypt() (ok, fed bool) {
 func (c *conn) peerClosed() {
 	if c.state == stateLinger || c.state == stateClosing {
 		c.destroy(nil)
+		return
+	}
+	if c.readEOF {
+		return
+	}
+	if r, ok := c.proto.(stream.EOFReceiver); ok && c.state == stateOpen && r.PeerEOF() {
+		// A tunnel carries the half-close: the front end goes on writing.
+		if c.state == stateOpen {
+			c.readEOF = true
+			c.desc.SetInterest(c.interest())
+		}
 		return
 	}
 	c.abortProto(io.EOF)
@@ -339,7 +364,7 @@ func (c *conn) handshakeProgress() {
 
 // Write queues plaintext for the client (stream.Transport).
 func (c *conn) Write(p []byte) {
-	if c.state != stateOpen {
+	if c.state != stateOpen || c.writeShut {
 		return
 	}
 	c.plain = append(c.plain, p...)
@@ -395,6 +420,17 @@ func (c *conn) Close() {
 	c.Flush()
 }
 
+// CloseWrite ends the write direction after what is queued: close_notify,
+// then shutdown(SHUT_WR) once the output is on the socket, while reading
+// goes on (stream.HalfCloser, for a tunnel's half-close).
+func (c *conn) CloseWrite() {
+	if c.state != stateOpen || c.writeShut {
+		return
+	}
+	c.writeShut = true
+	c.queueFlush()
+}
+
 // Clock schedules on the owning loop.
 func (c *conn) Clock() stream.Clock { return loopClock{c.ls.loop} }
 
@@ -434,7 +470,7 @@ func (c *conn) Flush() {
 			c.plain = c.plain[:0]
 		}
 	}
-	if c.state == stateClosing && c.closeErr == nil {
+	if (c.state == stateClosing || c.writeShut) && c.closeErr == nil {
 		c.closeErr = errClosing
 		c.sess.CloseNotify()
 	}
@@ -479,6 +515,10 @@ func (c *conn) writeSocket() {
 	case stateClosing:
 		c.linger()
 	case stateOpen:
+		if c.writeShut && !c.shutDone {
+			c.shutDone = true
+			unix.Shutdown(c.desc.FD(), unix.SHUT_WR)
+		}
 		// Everything is on the socket: the front end hears so after every
 		// flush, not only after big ones. A front end may stop producing
 		// for reasons of its own (a fairness bound per round, a writer

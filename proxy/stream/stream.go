@@ -29,8 +29,31 @@
 //     back.
 //
 // So no front end needs depth counters or deferred-callback flags: every
-// entry point (Feed, Flush, OnDrained, Shutdown, Abort, a timer) starts
-// from the loop with nothing of the front end's on the stack.
+// entry point (Feed, Flush, OnDrained, Shutdown, Abort, PeerEOF, a timer)
+// starts from the loop with nothing of the front end's on the stack.
+//
+// # Tunnels
+//
+// A request whose Upgrade is set (an HTTP/1.1 Upgrade, or an RFC 8441
+// extended CONNECT on h2) may become a tunnel: a stream whose body flows
+// both ways for as long as either side wants. The handler accepts it with
+// WriteHeader(101, fields, false) on an HTTP/1.1 request and with a 2xx on
+// an extended CONNECT; any other status is an ordinary response. From
+// then on the same calls carry the tunnel, under the same rules:
+//
+//   - Write sends tunnel bytes, with the same backpressure (n < len(p),
+//     then OnWritable); OnBody delivers the client's, counted against a
+//     window until Consumed.
+//   - Close(nil) ends the handler's direction only: END_STREAM on h2, a
+//     TLS close_notify and shutdown(SHUT_WR) on HTTP/1.1 (see HalfCloser).
+//     OnBodyEnd reports the client's end of its direction (END_STREAM, or
+//     the end of its byte stream: see EOFReceiver). The tunnel is over
+//     when both directions have ended, or at Reset or OnAbort.
+//   - A front end's request timers (head, idle between requests) never
+//     run while a tunnel is open; a tunnel's idle limit is the handler's.
+//
+// The tunnel adds no call in the other direction: the re-entrancy rule
+// holds unchanged, and PeerEOF is one more entry point from the loop.
 package stream
 
 import (
@@ -49,8 +72,9 @@ var (
 	ErrHeadWritten = errors.New("final response head already written")
 	// ErrNoHead: Write or Close before the final head.
 	ErrNoHead = errors.New("no final response head written")
-	// ErrBadStatus: a status outside 100–599, 101 (upgrades are not
-	// supported), or an informational status that would end the stream.
+	// ErrBadStatus: a status outside 100–599, 101 on a request that asked
+	// for no upgrade (or on h2, which has no 101), or an informational
+	// status that would end the stream.
 	ErrBadStatus = errors.New("invalid response status")
 )
 
@@ -82,6 +106,12 @@ type Request struct {
 	Proto string
 	// RemoteAddr is the client's address.
 	RemoteAddr netip.AddrPort
+	// Upgrade is the protocol the client asks to switch to, or empty: the
+	// Upgrade field of an HTTP/1.1 request that also lists "upgrade" in
+	// Connection (GET without a body), or :protocol of an h2 extended
+	// CONNECT (RFC 8441, Method "CONNECT"). Such a request may become a
+	// tunnel (see the package doc).
+	Upgrade string
 }
 
 // Get returns the first value of the named field (name in lowercase).
@@ -181,6 +211,26 @@ type Transport interface {
 	Clock() Clock
 	// RemoteAddr is the client's address.
 	RemoteAddr() netip.AddrPort
+}
+
+// HalfCloser is implemented by a Transport that can end its write side
+// alone, which an HTTP/1.1 tunnel needs to carry the origin's half-close.
+type HalfCloser interface {
+	// CloseWrite writes what is queued, then ends the write direction
+	// (TLS close_notify, shutdown(SHUT_WR)) while reading goes on. Writes
+	// after it are dropped.
+	CloseWrite()
+}
+
+// EOFReceiver is implemented by a front end that can use the end of the
+// client's byte stream while it still writes (an HTTP/1.1 tunnel).
+type EOFReceiver interface {
+	// PeerEOF reports that the client's byte stream ended. It returns true
+	// when the front end keeps the connection half-open; the transport
+	// then feeds nothing more (Feed still comes, empty, after PauseRead
+	// false) and waits for Close. False means the front end has no use
+	// for a half-open connection: the transport aborts it as before.
+	PeerEOF() bool
 }
 
 // ServerConn is a front end protocol (HTTP/2 or HTTP/1.1) on one client

@@ -1,0 +1,363 @@
+package proxy
+
+// Tunnels: a request that asked to switch protocols (an HTTP/1.1 Upgrade,
+// or an RFC 8441 extended CONNECT on h2) goes to the origin as an
+// HTTP/1.1 Upgrade; when the origin answers 101 the exchange's backend
+// connection leaves the pool for good and both sides become a byte
+// tunnel on the loop. Backpressure is the body's: the client's window
+// (h2 flow control, the h1 body window) is reopened only as bytes reach
+// the origin's socket, and the origin is not read while the client is
+// not taking bytes. Each direction ends on its own: the client's end
+// (END_STREAM, or EOF on HTTP/1.1) shuts the origin connection's write
+// side once what was queued is written, and the origin's EOF ends ours
+// (END_STREAM, or close_notify and shutdown(SHUT_WR)). The tunnel is over
+// when both have ended, or at the first reset on either side.
+
+import (
+	"crypto/rand"
+	"crypto/sha1"
+	"encoding/base64"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/proxy/field"
+	"github.com/pollproxy/pollproxy/proxy/h1"
+	"github.com/pollproxy/pollproxy/proxy/observe"
+	"github.com/pollproxy/pollproxy/proxy/stream"
+)
+
+// tunnelState is what an exchange keeps for a request that asked to
+// upgrade.
+type tunnelState struct {
+	extended    bool   // an h2 extended CONNECT: 200 to the client, key checked
+	key         string // the Sec-WebSocket-Key pollproxy sent (extended websocket)
+	open        bool   // the origin switched: bytes flow
+	clientDone  bool   // the client's direction ended
+	originDone  bool   // the origin's direction ended
+	tracked     bool   // in the handler's tunnel set
+	bytesIn     int64  // client → origin bytes written
+	closeReason string // how it ended, for the access log
+	idx         int    // its index in the handler's tunnel set
+}
+
+// webSocketGUID is RFC 6455 §1.3's.
+const webSocketGUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+// startUpgrade builds the origin's request head for a request that asked
+// to switch protocols. It reports false when it answered the client
+// itself.
+func (ex *exchange) startUpgrade(req *stream.Request) bool {
+	h := ex.h
+	t := &tunnelState{extended: req.Method == "CONNECT"}
+	ex.tun = t
+	ex.method = "GET"
+	if t.extended && !upgradeToken(req.Upgrade) {
+		ex.tun = nil
+		ex.fail(400, "bad request: unsupported :protocol")
+		return false
+	}
+	fs := h.requestFields(req)
+	if t.extended {
+		// The h2 client sends no key (RFC 8441 §5): the handshake with
+		// the origin is pollproxy's, so the key is too, and the answer
+		// is checked before the client hears of success.
+		kept := fs[:0]
+		for _, f := range fs {
+			if f.Name != "sec-websocket-key" {
+				kept = append(kept, f)
+			}
+		}
+		fs = kept
+		if strings.EqualFold(req.Upgrade, "websocket") {
+			t.key = newWebSocketKey()
+			fs = append(fs, stream.Field{Name: "sec-websocket-key", Value: t.key})
+		}
+	}
+	fs = append(fs,
+		stream.Field{Name: "connection", Value: "upgrade"},
+		stream.Field{Name: "upgrade", Value: req.Upgrade})
+	ex.head = h1.AppendRequestHeadFramed(make([]byte, 0, headCap), "GET", req.Path, fs, h1.LengthNone)
+	ex.chunked = false
+	return true
+}
+
+// upgradeToken reports whether a protocol name can be put in Upgrade.
+func upgradeToken(v string) bool {
+	name, version, slash := strings.Cut(v, "/")
+	return field.ValidName(name) && (!slash || field.ValidName(version))
+}
+
+func newWebSocketKey() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return base64.StdEncoding.EncodeToString(b[:])
+}
+
+// webSocketAccept is the Sec-WebSocket-Accept an origin must answer key
+// with (RFC 6455 §4.2.2).
+func webSocketAccept(key string) string {
+	sum := sha1.Sum([]byte(key + webSocketGUID))
+	return base64.StdEncoding.EncodeToString(sum[:])
+}
+
+// upgradeRefused: the origin answered an upgrade request with an ordinary
+// response, which goes to the client as such. Bytes an h2 client sent
+// ahead on the stream were never the origin's: they are dropped.
+func (ex *exchange) upgradeRefused() {
+	if n := ex.earlyBody; n > 0 {
+		ex.early, ex.earlyBody = nil, 0
+		ex.w.Consumed(n)
+	}
+	ex.tun = nil
+}
+
+// switched: the origin answered 101. The connection becomes the tunnel's
+// and the client is told, after the WebSocket handshake is checked for
+// an extended CONNECT.
+func (ex *exchange) switched(p *h1.ResponseParser) {
+	t, bc := ex.tun, ex.bc
+	ex.timer.Stop()
+	fields := ex.h.responseFields(p.Header())
+	status := 101
+	if t.extended {
+		status = 200
+		if t.key != "" {
+			accept, ok := "", false
+			kept := fields[:0]
+			for _, f := range fields {
+				if f.Name == "sec-websocket-accept" {
+					accept, ok = f.Value, true
+					continue // the h2 client never sent a key
+				}
+				kept = append(kept, f)
+			}
+			fields = kept
+			if !ok || accept != webSocketAccept(t.key) {
+				bc.close()
+				ex.pool.up.failed(ex.h.cfg.Health, ex.h.loop.Now())
+				ex.tun = nil
+				ex.fail(502, "bad gateway: upstream's Sec-WebSocket-Accept does not match")
+				return
+			}
+		}
+	}
+	ex.pool.up.succeeded()
+	ex.pool.detach(bc)
+	ex.status = 101
+	ex.headSent = true
+	t.open = true
+	ex.h.tunnels.add(ex)
+	if to, ok := ex.h.cfg.Observer.(observe.TunnelObserver); ok && ex.logging {
+		ex.log.Upstream = ex.pool.up.Name
+		to.TunnelOpened(&ex.log)
+	}
+	if err := ex.w.WriteHeader(status, fields, false); err != nil {
+		ex.tunnelBroken("client: " + err.Error())
+		return
+	}
+	if ex.h.cfg.StreamTimeout > 0 {
+		ex.arm(waitTunnel, ex.h.cfg.StreamTimeout)
+	}
+	if len(ex.early) > 0 {
+		early, n := ex.early, ex.earlyBody
+		ex.early, ex.earlyBody = nil, 0
+		bc.send(early, n)
+	}
+	if ex.bodyEnded && !t.clientDone {
+		ex.clientEnded()
+	}
+}
+
+// tunnelActive notes bytes moving: the idle timer starts again.
+func (ex *exchange) tunnelActive() {
+	if ex.h.cfg.StreamTimeout > 0 && !ex.finished {
+		ex.timer.Reset(ex.h.cfg.StreamTimeout)
+	}
+}
+
+// clientEnded: the client ended its direction. The origin's write side is
+// shut once what the client sent is written.
+func (ex *exchange) clientEnded() {
+	t := ex.tun
+	if ex.finished || !t.open || t.clientDone {
+		return
+	}
+	t.clientDone = true
+	if bc := ex.bc; bc != nil {
+		bc.shutWr = true
+		if bc.outOff == len(bc.out) {
+			bc.tunnelDrained()
+		}
+	}
+}
+
+// originEnded: the origin closed its direction (EOF); the client hears it
+// as the end of ours.
+func (ex *exchange) originEnded() {
+	t := ex.tun
+	if ex.finished || t.originDone {
+		return
+	}
+	t.originDone = true
+	ex.w.Close(nil)
+	ex.tunnelMaybeDone()
+}
+
+// tunnelMaybeDone ends the tunnel once both directions have ended and
+// the client's last bytes are on the origin's socket.
+func (ex *exchange) tunnelMaybeDone() {
+	t, bc := ex.tun, ex.bc
+	if ex.finished || !t.clientDone || !t.originDone || bc != nil && !bc.shutDone {
+		return
+	}
+	ex.finished = true
+	ex.timer.Stop()
+	if bc != nil {
+		bc.close()
+	}
+	t.closeReason = "closed"
+	ex.observe()
+}
+
+// tunnelBroken ends the tunnel at once on both sides: a reset on h2, a
+// closed connection on HTTP/1.1.
+func (ex *exchange) tunnelBroken(why string) {
+	if ex.finished {
+		return
+	}
+	ex.finished = true
+	ex.timer.Stop()
+	if bc := ex.bc; bc != nil {
+		bc.close()
+	}
+	ex.tun.closeReason = why
+	ex.errText = why
+	ex.w.Reset(stream.CodeCancel)
+	ex.observe()
+}
+
+func (ex *exchange) tunnelTimedOut() { ex.tunnelBroken("stream_timeout") }
+
+// tunnelEnded takes a finished exchange's tunnel off the handler's books
+// and fills in its log line. Every end of an exchange passes here
+// (observe).
+func (ex *exchange) tunnelEnded() {
+	t := ex.tun
+	if t.tracked {
+		ex.h.tunnels.remove(ex)
+	}
+	if !t.open {
+		return
+	}
+	if t.closeReason == "" {
+		t.closeReason = ex.errText
+		if t.closeReason == "" {
+			t.closeReason = "client went away"
+		}
+	}
+	ex.log.Tunnel = true
+	ex.log.BytesIn = t.bytesIn
+	ex.log.TunnelEnd = t.closeReason
+}
+
+// readTunnel moves the origin's bytes to the client while it takes them.
+// Reading stops while bytes wait (stalled), and resumes on OnWritable.
+// An idle tunnel holds no read buffer: it goes back to the loop's free
+// list whenever the socket is drained, so ten thousand quiet WebSockets
+// cost descriptors, not 32 KiB each.
+func (bc *backendConn) readTunnel() {
+	for bc.state == bcBusy && bc.ex != nil {
+		ex := bc.ex
+		if bc.inStart < bc.inEnd {
+			n, err := ex.w.Write(bc.in[bc.inStart:bc.inEnd])
+			if err != nil {
+				ex.tunnelBroken("client: " + err.Error())
+				return
+			}
+			bc.inStart += n
+			ex.bytesOut += int64(n)
+			if bc.inStart < bc.inEnd {
+				bc.setInterest() // stalled until OnWritable
+				return
+			}
+			continue
+		}
+		if bc.eof {
+			bc.release()
+			bc.setInterest()
+			ex.originEnded()
+			return
+		}
+		if bc.in == nil {
+			bc.in = bc.pool.h.getBuf()
+		}
+		bc.inStart, bc.inEnd = 0, 0
+		n, err := netpoll.RawRead(bc.desc.FD(), bc.in)
+		switch {
+		case n > 0:
+			bc.inEnd = n
+			ex.tunnelActive()
+		case n == 0 && err == nil:
+			bc.eof = true
+		case err == unix.EAGAIN:
+			bc.release()
+			return
+		case err == unix.EINTR:
+		default:
+			bc.broken(err)
+			return
+		}
+	}
+}
+
+// release gives an empty read buffer back to the loop's free list.
+func (bc *backendConn) release() {
+	if bc.in != nil && bc.inStart == bc.inEnd {
+		bc.pool.h.putBuf(bc.in)
+		bc.in, bc.inStart, bc.inEnd = nil, 0, 0
+	}
+}
+
+// tunnelDrained runs when everything the client sent is on the origin's
+// socket: the client's half-close is passed on now, and an idle tunnel
+// keeps no large write buffer.
+func (bc *backendConn) tunnelDrained() {
+	ex := bc.ex
+	if cap(bc.out) > 4<<10 {
+		bc.out = nil
+	}
+	if bc.shutWr && !bc.shutDone {
+		bc.shutDone = true
+		unix.Shutdown(bc.desc.FD(), unix.SHUT_WR)
+		if ex != nil {
+			ex.tunnelMaybeDone()
+		}
+	}
+}
+
+// tunnelSet is one loop's open tunnels: counted for the metrics, and
+// found again when a reload removes what they use.
+type tunnelSet struct {
+	list []*exchange
+}
+
+func (s *tunnelSet) add(ex *exchange) {
+	ex.tun.tracked = true
+	ex.tun.idx = len(s.list)
+	s.list = append(s.list, ex)
+}
+
+func (s *tunnelSet) remove(ex *exchange) {
+	i := ex.tun.idx
+	last := len(s.list) - 1
+	s.list[i] = s.list[last]
+	s.list[i].tun.idx = i
+	s.list[last] = nil
+	s.list = s.list[:last]
+	ex.tun.tracked = false
+}
+
+// Tunnels reports how many tunnels are open on this handler's loop.
+func (h *Handler) Tunnels() int { return len(h.tunnels.list) }
