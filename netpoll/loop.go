@@ -113,6 +113,9 @@ type Stats struct {
 	Dels        uint64 // removals
 	Descriptors int64  // registered now
 	Timers      int64  // pending now
+	// CPU is the loop thread's CPU time (see Loop.CPU); zero where
+	// ThreadCPUSupported is false.
+	CPU time.Duration
 }
 
 // Loop is one event loop: a poller, a timer heap, a task queue other
@@ -145,6 +148,11 @@ type Loop struct {
 
 	waits, events, adds, mods, dels atomic.Uint64
 	descs, ntimers                  atomic.Int64
+
+	// The thread's CPU time in ns, read by maybeReadCPU (cpu.go); cpuAt is
+	// the loop time of that read.
+	cpu   atomic.Int64
+	cpuAt time.Time
 }
 
 // NewLoop opens a loop over the named poller backend ("auto" for the best).
@@ -307,6 +315,10 @@ func (l *Loop) RunOnce(timeout time.Duration) error {
 		return fmt.Errorf("%s wait: %w", l.poller.Name(), err)
 	}
 	l.clock = time.Now()
+	if abCostEnabled {
+		l.abCost()
+	}
+	l.maybeReadCPU()
 	delivered := 0
 	for i := 0; i < n; i++ {
 		delivered += l.dispatch(l.ready[i])
@@ -415,6 +427,7 @@ func (l *Loop) Stats() Stats {
 		Dels:        l.dels.Load(),
 		Descriptors: l.descs.Load(),
 		Timers:      l.ntimers.Load(),
+		CPU:         time.Duration(l.cpu.Load()),
 	}
 	if w, ok := l.poller.(interface{ wakeups() uint64 }); ok {
 		s.Wakeups = w.wakeups()

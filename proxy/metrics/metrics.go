@@ -196,6 +196,7 @@ var (
 	descDels        = loopDesc("pollproxy_poller_dels_total", "Descriptor removals.")
 	descDescriptors = loopDesc("pollproxy_loop_descriptors", "Descriptors registered with the loop now: client and upstream connections, listeners.")
 	descTimers      = loopDesc("pollproxy_loop_timers", "Timers pending on the loop now.")
+	descLoopCPU     = loopDesc("pollproxy_loop_cpu_seconds_total", "CPU time of the loop's thread (user and system); divided by the loop's requests, CPU per request per poller.")
 
 	srvLabels      = []string{"poller", "listen"}
 	descActive     = prometheus.NewDesc("pollproxy_connections_active", "Client connections open now.", srvLabels, nil)
@@ -224,7 +225,7 @@ type collector struct{ m *Metrics }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descWaits, descEvents, descWakeups, descAdds, descMods, descDels,
-		descDescriptors, descTimers, descActive, descAccepted, descHandshakeE, descRejected,
+		descDescriptors, descTimers, descLoopCPU, descActive, descAccepted, descHandshakeE, descRejected,
 		descOpen, descReuseRatio, descUpRequests, descConnects, descFailures, descRetries, descBroken, descDropped, descInfo} {
 		ch <- d
 	}
@@ -253,6 +254,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			counter(descDels, st.Dels, l...)
 			gauge(descDescriptors, float64(st.Descriptors), l...)
 			gauge(descTimers, float64(st.Timers), l...)
+			if netpoll.ThreadCPUSupported {
+				ch <- prometheus.MustNewConstMetric(descLoopCPU, prometheus.CounterValue, st.CPU.Seconds(), l...)
+			}
 		}
 	}
 	for _, ns := range s.Servers {
