@@ -29,6 +29,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/proxy/ab"
 	"github.com/pollproxy/pollproxy/proxy/observe"
 	"github.com/pollproxy/pollproxy/proxy/server"
 )
@@ -62,6 +63,7 @@ type Metrics struct {
 	duration *prometheus.HistogramVec
 	bytesOut *prometheus.CounterVec
 	source   atomic.Pointer[Source]
+	ab       *ab.Recorders
 }
 
 // Status classes, the values of the code label: index status/100, and
@@ -74,7 +76,7 @@ var DurationBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .0
 // New returns a registry with pollproxy's metrics and the Go runtime and
 // process collectors (process_cpu_seconds_total gives CPU per request).
 func New(version string) *Metrics {
-	m := &Metrics{reg: prometheus.NewRegistry()}
+	m := &Metrics{reg: prometheus.NewRegistry(), ab: ab.NewRecorders()}
 	loopLabels := []string{"poller", "loop", "upstream"}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pollproxy_requests_total",
@@ -109,6 +111,10 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
+// LatencyRecorders are the per-loop latency histograms the observers
+// fill, for the A/B sampler.
+func (m *Metrics) LatencyRecorders() *ab.Recorders { return m.ab }
+
 // SetSource replaces what the collector reads.
 func (m *Metrics) SetSource(s Source) { m.source.Store(&s) }
 
@@ -120,6 +126,7 @@ type LoopObserver struct {
 	m     *Metrics
 	loop  string
 	bknd  string
+	hist  *ab.Histogram // this loop's, shared by its sites' observers
 }
 
 type upstreamChildren struct {
@@ -133,7 +140,7 @@ type upstreamChildren struct {
 // ForLoop returns an observer for loop l that knows ups (requests that
 // name another upstream, or none, are still counted).
 func (m *Metrics) ForLoop(l *netpoll.Loop, ups []observe.Upstream) *LoopObserver {
-	o := &LoopObserver{m: m, loop: strconv.Itoa(l.ID()), bknd: l.Backend()}
+	o := &LoopObserver{m: m, loop: strconv.Itoa(l.ID()), bknd: l.Backend(), hist: m.ab.For(l.ID())}
 	for _, u := range ups {
 		o.ups = append(o.ups, o.children(u.Stats().Name))
 	}
@@ -182,6 +189,7 @@ func (o *LoopObserver) Observe(r *observe.RequestLog) {
 		c.reused.Inc()
 	}
 	c.duration.Observe(r.Duration.Seconds())
+	o.hist.Record(r.Duration)
 	if r.BytesOut > 0 {
 		c.bytes.Add(float64(r.BytesOut))
 	}
