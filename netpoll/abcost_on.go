@@ -6,7 +6,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 )
 
@@ -17,26 +16,24 @@ import (
 // loop ("loop1"). Never in a normal build: see abcost_off.go.
 const abCostEnabled = true
 
-var (
-	abCostOnce  sync.Once
-	abCostWho   string
-	abCostIters int
-	abCostSink  atomic.Uint64 // keeps the spin from being optimised away
-)
+var abCostSink atomic.Uint64 // keeps the spin from being optimised away
 
+// abCost reads the variable on every wait, so that tests in one process
+// can set it differently (the lookup costs both groups alike).
 func (l *Loop) abCost() {
-	abCostOnce.Do(func() {
-		who, n, ok := strings.Cut(os.Getenv("POLLPROXY_AB_COST"), ":")
-		if ok {
-			abCostWho = who
-			abCostIters, _ = strconv.Atoi(n)
-		}
-	})
-	if abCostIters <= 0 || (abCostWho != l.poller.Name() && abCostWho != "loop"+strconv.Itoa(l.id)) {
+	who, n, ok := strings.Cut(os.Getenv("POLLPROXY_AB_COST"), ":")
+	if !ok || (who != l.poller.Name() && who != "loop"+strconv.Itoa(l.id)) {
 		return
 	}
-	x := uint64(l.id)
-	for i := 0; i < abCostIters; i++ {
+	iters, _ := strconv.Atoi(n)
+	ABCostSpin(iters)
+}
+
+// ABCostSpin runs the fixed busy loop of n iterations the cost injects, so
+// a test can measure what one costs.
+func ABCostSpin(n int) {
+	x := uint64(n)
+	for i := 0; i < n; i++ {
 		x = x*6364136223846793005 + 1442695040888963407
 	}
 	abCostSink.Store(x)
