@@ -101,7 +101,8 @@ type Check struct {
 type Report struct {
 	Generated   time.Time    `json:"generated"`
 	Interval    float64      `json:"interval_seconds"`
-	Effect      float64      `json:"effect"` // the relative effect More is computed for
+	Intervals   int          `json:"intervals"` // intervals in the history
+	Effect      float64      `json:"effect"`    // the relative effect More is computed for
 	ThreadCPU   bool         `json:"thread_cpu"`
 	Groups      []Group      `json:"groups"`
 	Comparisons []Comparison `json:"comparisons"`
@@ -129,7 +130,12 @@ func Judge(samples []Sample, marks []Mark, interval time.Duration, effect float6
 	byGroup := map[string][]Sample{}
 	var order []string
 	var total uint64
+	seen := map[int]bool{}
 	for _, smp := range samples {
+		if !seen[smp.Interval] {
+			seen[smp.Interval] = true
+			r.Intervals++
+		}
 		if byGroup[smp.Group] == nil {
 			order = append(order, smp.Group)
 		}
@@ -172,7 +178,7 @@ func compare(base, cand string, byGroup map[string][]Sample, effect float64) Com
 		if m.Name == "cpu_per_request" && !netpoll.ThreadCPUSupported {
 			continue
 		}
-		c.Results = append(c.Results, compareMetric(m, byGroup[base], byGroup[cand], effect))
+		c.Results = append(c.Results, compareMetric(m, cand, byGroup[base], byGroup[cand], effect))
 	}
 	return c
 }
@@ -187,7 +193,7 @@ func values(m Metric, ss []Sample) []float64 {
 	return v
 }
 
-func compareMetric(m Metric, base, cand []Sample, effect float64) Result {
+func compareMetric(m Metric, candName string, base, cand []Sample, effect float64) Result {
 	a, da := stats.RemoveOutliers(values(m, base), stats.DefaultIQRFactor)
 	b, db := stats.RemoveOutliers(values(m, cand), stats.DefaultIQRFactor)
 	res := Result{Metric: m.Name, Unit: m.Unit, N: len(a), M: len(b), Outl: da + db,
@@ -216,10 +222,10 @@ func compareMetric(m Metric, base, cand []Sample, effect float64) Result {
 		res.Text = "no detectable difference: " + ci
 	case sh.Lo > 0:
 		res.Status = "higher"
-		res.Text = "candidate higher by " + ci
+		res.Text = candName + " higher by " + ci
 	default:
 		res.Status = "lower"
-		res.Text = "candidate lower by " + ci
+		res.Text = candName + " lower by " + ci
 	}
 	if len(a) < stats.MinSamples || len(b) < stats.MinSamples {
 		res.Text += fmt.Sprintf("; only %d and %d intervals, the interval is approximate below %d", len(a), len(b), stats.MinSamples)

@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"strings"
+
+	"github.com/pollproxy/pollproxy/proxy/ab/stats"
 )
 
 // palette colours the groups in the charts, in name order.
@@ -41,7 +43,7 @@ type tick struct {
 }
 
 const (
-	chartW, chartH = 560, 220
+	chartW, chartH = 540, 220
 	padL, padR     = 56, 12
 	padT, padB     = 12, 28
 )
@@ -49,14 +51,21 @@ const (
 func buildChart(title, unit string, rep *Report, get func(*Sample) float64) chart {
 	c := chart{Title: title, Unit: unit, W: chartW, H: chartH}
 	first, last := math.MaxInt, -1
-	ymax := 0.0
+	var all []float64
 	for i := range rep.Samples {
 		s := &rep.Samples[i]
 		if s.Requests < MinRequests {
 			continue
 		}
 		first, last = min(first, s.Interval), max(last, s.Interval)
-		ymax = math.Max(ymax, get(s))
+		all = append(all, get(s))
+	}
+	// Scale to the values the verdict keeps: one stalled interval would
+	// flatten every other; outliers are drawn at the top edge.
+	kept, _ := stats.RemoveOutliers(all, stats.DefaultIQRFactor)
+	ymax := 0.0
+	for _, v := range kept {
+		ymax = math.Max(ymax, v)
 	}
 	if last < 0 || ymax <= 0 {
 		c.Empty = true
@@ -68,7 +77,7 @@ func buildChart(title, unit string, rep *Report, get func(*Sample) float64) char
 	ymax *= 1.1
 	pw, ph := float64(chartW-padL-padR), float64(chartH-padT-padB)
 	x := func(iv int) float64 { return padL + pw*float64(iv-first)/float64(last-first) }
-	y := func(v float64) float64 { return padT + ph*(1-v/ymax) }
+	y := func(v float64) float64 { return padT + ph*(1-math.Min(v, ymax)/ymax) }
 	for i, g := range rep.Groups {
 		var pts []string
 		lastV := ""
@@ -78,7 +87,7 @@ func buildChart(title, unit string, rep *Report, get func(*Sample) float64) char
 				continue
 			}
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(s.Interval), y(get(s))))
-			lastV = fmt.Sprintf("%.3g", get(s))
+			lastV = short(get(s))
 		}
 		c.Series = append(c.Series, series{Name: g.Name, Color: palette[i%len(palette)], Points: strings.Join(pts, " "), Last: lastV})
 	}
@@ -89,13 +98,25 @@ func buildChart(title, unit string, rep *Report, get func(*Sample) float64) char
 	}
 	for k := 0; k <= 4; k++ {
 		v := ymax * float64(k) / 4
-		c.YTicks = append(c.YTicks, tick{Pos: y(v), Label: fmt.Sprintf("%.3g", v)})
+		c.YTicks = append(c.YTicks, tick{Pos: y(v), Label: short(v)})
 	}
 	step := max(1, (last-first)/6)
 	for iv := first; iv <= last; iv += step {
 		c.XTicks = append(c.XTicks, tick{Pos: x(iv), Label: fmt.Sprint(iv)})
 	}
 	return c
+}
+
+// short formats a figure in three digits with k or M rather than an
+// exponent: 3.07k, 1.2M.
+func short(f float64) string {
+	switch a := math.Abs(f); {
+	case a >= 1e6:
+		return fmt.Sprintf("%.3gM", f/1e6)
+	case a >= 1e3:
+		return fmt.Sprintf("%.3gk", f/1e3)
+	}
+	return fmt.Sprintf("%.3g", f)
 }
 
 type pageData struct {
@@ -114,7 +135,7 @@ func renderPage(w io.Writer, rep *Report) error {
 
 var pageTmpl = template.Must(template.New("ab").Funcs(template.FuncMap{
 	"pct": func(f float64) string { return fmt.Sprintf("%.0f%%", 100*f) },
-	"num": func(f float64) string { return fmt.Sprintf("%.3g", f) },
+	"num": short,
 	"statusClass": func(s string) string {
 		switch s {
 		case "higher":
@@ -140,10 +161,10 @@ th{background:#f4f4f4} .num{text-align:right;font-variant-numeric:tabular-nums}
 .muted{color:#666}
 </style></head><body>
 <h1>pollproxy A/B: pollers compared</h1>
-<div class="muted">{{len .Samples}} samples, {{num .Interval}} s intervals, 95% intervals (Hodges–Lehmann / Mann–Whitney after IQR outlier removal); "more intervals" resolve a {{pct .Effect}} difference at 80% power. Generated {{.Generated.Format "2006-01-02 15:04:05"}}.</div>
+<div class="muted">{{.Intervals}} intervals of {{num .Interval}} s, 95% intervals (Hodges–Lehmann / Mann–Whitney after IQR outlier removal); "more intervals" resolve a {{pct .Effect}} difference at 80% power. Generated {{.Generated.Format "2006-01-02 15:04:05"}}.</div>
 {{range .Comparisons}}
 <h2>Verdict: {{.Candidate}} against {{.Baseline}}</h2>
-<table><tr><th>metric</th><th class="num">{{.Baseline}}</th><th class="num">{{.Candidate}}</th><th>difference</th><th class="num">intervals</th><th class="num">more needed</th></tr>
+<table><tr><th>metric</th><th class="num">{{.Baseline}}</th><th class="num">{{.Candidate}}</th><th>difference</th><th class="num">intervals</th><th class="num">more for {{pct $.Effect}}</th></tr>
 {{range .Results}}<tr><td>{{.Metric}}{{if .Unit}} ({{.Unit}}){{end}}</td><td class="num">{{num .Base}}</td><td class="num">{{num .Cand}}</td>
 <td class="{{statusClass .Status}}">{{.Text}}</td><td class="num">{{.N}} / {{.M}}{{if .Outl}} ({{.Outl}} outliers){{end}}</td><td class="num">{{if .More}}{{.More}}{{else}}—{{end}}</td></tr>
 {{end}}</table>
@@ -156,7 +177,7 @@ th{background:#f4f4f4} .num{text-align:right;font-variant-numeric:tabular-nums}
 {{range .Charts}}<div class="chart"><b>{{.Title}}</b> <span class="muted">({{.Unit}}, by interval)</span><br>
 {{if .Empty}}<p class="muted">no interval with enough requests yet</p>{{else}}
 <svg xmlns="http://www.w3.org/2000/svg" width="{{.W}}" height="{{.H}}" viewBox="0 0 {{.W}} {{.H}}" font-size="11">
-{{range .YTicks}}<line x1="56" x2="548" y1="{{.Pos}}" y2="{{.Pos}}" stroke="#eee"/><text x="50" y="{{plusOne .Pos}}" text-anchor="end" dominant-baseline="middle" fill="#666">{{.Label}}</text>{{end}}
+{{range .YTicks}}<line x1="56" x2="528" y1="{{.Pos}}" y2="{{.Pos}}" stroke="#eee"/><text x="50" y="{{plusOne .Pos}}" text-anchor="end" dominant-baseline="middle" fill="#666">{{.Label}}</text>{{end}}
 {{range .XTicks}}<text x="{{.Pos}}" y="208" text-anchor="middle" fill="#666">{{.Label}}</text>{{end}}
 {{range .Marks}}<line x1="{{.X}}" x2="{{.X}}" y1="12" y2="192" stroke="#999" stroke-dasharray="4 3"><title>{{.Label}}</title></line>{{end}}
 {{range .Series}}<polyline fill="none" stroke="{{.Color}}" stroke-width="1.8" points="{{.Points}}"/>{{end}}

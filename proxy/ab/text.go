@@ -10,8 +10,8 @@ import (
 // with their difference and interval, then the checks.
 func WriteText(w io.Writer, r *Report) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "pollproxy A/B: %d samples of %gs; 95%% intervals; \"more\" resolves a %.0f%% difference at 80%% power\n\n",
-		len(r.Samples), r.Interval, 100*r.Effect)
+	fmt.Fprintf(tw, "pollproxy A/B: %d intervals of %gs; 95%% intervals; \"more\" resolves a %.0f%% difference at 80%% power\n\n",
+		r.Intervals, r.Interval, 100*r.Effect)
 	fmt.Fprintln(tw, "group\tpoller\tloops\trequests\tshare\tintervals\t")
 	for _, g := range r.Groups {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.0f%%\t%d (+%d idle)\t\n", g.Name, g.Poller, g.Loops, g.Requests, 100*g.Share, g.Intervals, g.Idle)
@@ -21,7 +21,7 @@ func WriteText(w io.Writer, r *Report) error {
 	}
 	for _, c := range r.Comparisons {
 		fmt.Fprintf(tw, "\n%s against %s\n", c.Candidate, c.Baseline)
-		fmt.Fprintf(tw, "metric\t%s\t%s\tverdict\tintervals\tmore\t\n", c.Baseline, c.Candidate)
+		fmt.Fprintf(tw, "metric\t%s\t%s\tverdict\tintervals\tmore for %.0f%%\t\n", c.Baseline, c.Candidate, 100*r.Effect)
 		for _, res := range c.Results {
 			name := res.Metric
 			if res.Unit != "" {
