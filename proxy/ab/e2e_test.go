@@ -19,7 +19,6 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/ab"
 	"github.com/pollproxy/pollproxy/proxy/app"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
-	pptls "github.com/pollproxy/pollproxy/tls"
 )
 
 // abInterval is short so that a few seconds of load give enough
@@ -47,14 +46,7 @@ func startProxy(t *testing.T, pollers string) *proxyUnderLoad {
 	t.Cleanup(func() { origin.Close() })
 
 	dir := t.TempDir()
-	cert, err := pptls.SelfSigned([]string{"localhost"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := pptls.WritePEM(cert, certFile, keyFile); err != nil {
-		t.Fatal(err)
-	}
+	certFile, keyFile, _ := servertest.CertFiles(t)
 	p := &proxyUnderLoad{
 		admin:  fmt.Sprintf("127.0.0.1:%d", servertest.FreePort(t)),
 		listen: fmt.Sprintf("localhost:%d", servertest.FreePort(t)),

@@ -84,7 +84,7 @@ type Group struct {
 	Loops     int     `json:"loops"`
 	Requests  uint64  `json:"requests"`
 	Share     float64 `json:"share"`             // of all requests
-	PerLoop   float64 `json:"requests_per_loop"` // requests per loop per second
+	PerLoop   float64 `json:"requests_per_loop"` // requests per loop per second, over busy intervals
 	Intervals int     `json:"intervals"`         // with at least MinRequests requests
 	Idle      int     `json:"idle_intervals"`    // with fewer, left out
 }
@@ -145,23 +145,26 @@ func Judge(samples []Sample, marks []Mark, interval time.Duration, effect float6
 	sort.Strings(order)
 	for _, name := range order {
 		g := Group{Name: name}
-		var secs, loopSecs float64
+		var loopSecs float64
+		var busy uint64
 		for _, smp := range byGroup[name] {
 			g.Poller, g.Loops = smp.Poller, smp.Loops
 			g.Requests += smp.Requests
-			secs += smp.Seconds
-			loopSecs += smp.Seconds * float64(smp.Loops)
-			if smp.Requests >= MinRequests {
-				g.Intervals++
-			} else {
+			if smp.Requests < MinRequests {
 				g.Idle++
+				continue
 			}
+			// The rate is over busy intervals, as the verdict is: idle
+			// time would dilute the imbalance.
+			g.Intervals++
+			busy += smp.Requests
+			loopSecs += smp.Seconds * float64(smp.Loops)
 		}
 		if total > 0 {
 			g.Share = float64(g.Requests) / float64(total)
 		}
 		if loopSecs > 0 {
-			g.PerLoop = float64(g.Requests) / loopSecs
+			g.PerLoop = float64(busy) / loopSecs
 		}
 		r.Groups = append(r.Groups, g)
 	}
@@ -222,10 +225,10 @@ func compareMetric(m Metric, candName string, base, cand []Sample, effect float6
 		res.Text = "no detectable difference: " + ci
 	case sh.Lo > 0:
 		res.Status = "higher"
-		res.Text = candName + " higher by " + ci
+		res.Text = candName + " higher: " + ci
 	default:
 		res.Status = "lower"
-		res.Text = candName + " lower by " + ci
+		res.Text = candName + " lower: " + ci
 	}
 	if len(a) < stats.MinSamples || len(b) < stats.MinSamples {
 		res.Text += fmt.Sprintf("; only %d and %d intervals, the interval is approximate below %d", len(a), len(b), stats.MinSamples)

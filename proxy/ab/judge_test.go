@@ -68,7 +68,7 @@ func TestJudgeDetectsShift(t *testing.T) {
 		t.Fatalf("compared %s against %s", c.Candidate, c.Baseline)
 	}
 	res := result(t, r, "cpu_per_request")
-	if res.Status != "higher" || res.Lo > 4 || res.Hi < 4 || !strings.HasPrefix(res.Text, "poll higher by +") {
+	if res.Status != "higher" || res.Lo > 4 || res.Hi < 4 || !strings.HasPrefix(res.Text, "poll higher: +") {
 		t.Errorf("CPU shift of +4µs: %+v", res)
 	}
 	if math.Abs(res.Rel-0.1) > 0.03 {
@@ -161,7 +161,7 @@ func TestHandlersAndText(t *testing.T) {
 			t.Errorf("/ab lacks %q", want)
 		}
 	}
-	if netpoll.ThreadCPUSupported && !strings.Contains(html, "poll higher by") {
+	if netpoll.ThreadCPUSupported && !strings.Contains(html, "poll higher:") {
 		t.Error("/ab lacks the CPU verdict")
 	}
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
