@@ -114,6 +114,9 @@ type Stats struct {
 	Descriptors int64  // registered now
 	Timers      int64  // pending now
 	Switches    uint64 // backend switches (SwitchPoller) so far
+	// CPU is the loop thread's CPU time (see Loop.CPU); zero where
+	// ThreadCPUSupported is false.
+	CPU time.Duration
 }
 
 // Loop is one event loop: a poller, a timer heap, a task queue other
@@ -151,6 +154,11 @@ type Loop struct {
 	waits, events, adds, mods, dels atomic.Uint64
 	descs, ntimers                  atomic.Int64
 	switches                        atomic.Uint64
+
+	// The thread's CPU time in ns, read by maybeReadCPU (cpu.go); cpuAt is
+	// the loop time of that read.
+	cpu   atomic.Int64
+	cpuAt time.Time
 }
 
 // NewLoop opens a loop over the named poller backend ("auto" for the best).
@@ -317,6 +325,10 @@ func (l *Loop) RunOnce(timeout time.Duration) error {
 		return fmt.Errorf("%s wait: %w", l.poller.Name(), err)
 	}
 	l.clock = time.Now()
+	if abCostEnabled {
+		l.abCost()
+	}
+	l.maybeReadCPU()
 	delivered := 0
 	for i := 0; i < n; i++ {
 		delivered += l.dispatch(l.ready[i])
@@ -427,6 +439,7 @@ func (l *Loop) Stats() Stats {
 		Timers:      l.ntimers.Load(),
 		Switches:    l.switches.Load(),
 		Wakeups:     l.waker.wakeups(),
+		CPU:         time.Duration(l.cpu.Load()),
 	}
 	return s
 }

@@ -45,6 +45,7 @@ import (
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/ab"
 	"github.com/pollproxy/pollproxy/proxy/accesslog"
 	"github.com/pollproxy/pollproxy/proxy/config"
 	"github.com/pollproxy/pollproxy/proxy/metrics"
@@ -108,6 +109,7 @@ type Instance struct {
 	certs     *pptls.Certs
 	tlsCfg    *stdtls.Config
 	metrics   *metrics.Metrics // nil without an admin listener
+	ab        *ab.Sampler      // the A/B samples; nil without an admin listener
 	admin     *http.Server
 	http      *http.Server // ACME HTTP-01 answers and redirects to HTTPS
 	alog      *accesslog.Logger
@@ -148,6 +150,8 @@ func (in *Instance) start(cfg *config.Config) error {
 		// Without an admin listener nobody reads the metrics, so the
 		// loops do not keep them.
 		in.metrics = metrics.New(in.opts.Version)
+		in.ab = ab.NewSampler(g, in.metrics.LatencyRecorders(), cfg.ABInterval, backends)
+		in.ab.Start()
 	}
 	in.servers = map[string]*server.Server{}
 	in.upstreams = map[string]*proxy.Upstream{}
@@ -328,6 +332,7 @@ func (in *Instance) warnRestart(cfg *config.Config) {
 	}{
 		{"loops", old.Loops, cfg.Loops},
 		{"admin", old.Admin, cfg.Admin},
+		{"ab_interval", old.ABInterval, cfg.ABInterval},
 		{"email", old.Email, cfg.Email},
 		{"acme_ca", old.ACMECA, cfg.ACMECA},
 		{"storage", old.Storage, cfg.Storage},
@@ -387,6 +392,9 @@ func (in *Instance) Close() {
 	in.servers = nil
 	if in.admin != nil {
 		in.admin.Close()
+	}
+	if in.ab != nil {
+		in.ab.Stop()
 	}
 	if in.http != nil {
 		in.http.Close()

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -67,17 +66,7 @@ func scrape(t *testing.T, admin string) string {
 // files and a pool trusting it.
 func filePair(t *testing.T, dir string) (certFile, keyFile string, roots *x509.CertPool) {
 	t.Helper()
-	cert, err := pptls.SelfSigned([]string{"localhost"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := pptls.WritePEM(cert, certFile, keyFile); err != nil {
-		t.Fatal(err)
-	}
-	roots = x509.NewCertPool()
-	roots.AddCert(cert.Leaf)
-	return certFile, keyFile, roots
+	return servertest.CertFiles(t)
 }
 
 // localRoot reads the local CA's root from the storage pollproxy uses.

@@ -112,6 +112,9 @@ func (in *Instance) startAdmin(addr string) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", in.metrics.Handler())
 	mux.HandleFunc("/poller", in.servePoller)
+	abPage, abJSON := in.ab.Handlers()
+	mux.Handle("/ab", abPage)
+	mux.Handle("/ab.json", abJSON)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	in.admin = &http.Server{Handler: mux, ReadHeaderTimeout: adminHeaderTimeout}
 	go in.admin.Serve(ln)

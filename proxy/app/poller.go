@@ -48,6 +48,11 @@ func (in *Instance) SwitchPollers(backends []string) ([]netpoll.SwitchEvent, err
 	if in.metrics != nil {
 		in.metrics.SetPollers(in.pollerSet)
 	}
+	if in.ab != nil && err == nil {
+		// The A/B history records the switch; groups follow the new
+		// split from the next interval.
+		in.ab.SetPollers(backends)
+	}
 	for _, ev := range evs {
 		if ev.Moved() {
 			in.log.Info("poller switched", "loop", ev.Loop, "from", ev.From, "to", ev.To,

@@ -40,6 +40,9 @@ type Config struct {
 	Loops int
 	// Admin is the metrics listener, host:port; "" when off.
 	Admin string
+	// ABInterval is the A/B sampling interval (ab_interval, a
+	// pollproxy-only option; 0: ab.DefaultInterval).
+	ABInterval time.Duration
 	// Email, ACMECA and Storage configure certificate management: the
 	// ACME account, the directory URL (default Let's Encrypt), and where
 	// certificates, keys and the local CA are kept.
@@ -320,7 +323,8 @@ func skipBlock(d *caddyfile.Dispenser) {
 }
 
 var globalOptions = []string{"poller", "loops", "admin", "email", "acme_ca", "storage",
-	"default_bind", "http_port", "timeouts", "grace_period", "log", "h2_extended_connect"}
+	"default_bind", "http_port", "timeouts", "grace_period", "log", "h2_extended_connect",
+	"ab_interval"}
 
 func (p *parser) global(b caddyfile.ServerBlock) {
 	c := p.cfg
@@ -394,6 +398,8 @@ func (p *parser) global(b caddyfile.ServerBlock) {
 			}
 		case "grace_period":
 			c.GracePeriod = p.durationArg(d, name)
+		case "ab_interval":
+			c.ABInterval = p.abInterval(d)
 		case "timeouts":
 			p.timeouts(d)
 		case "log":

@@ -30,6 +30,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/proxy/ab"
 	"github.com/pollproxy/pollproxy/proxy/observe"
 	"github.com/pollproxy/pollproxy/proxy/server"
 )
@@ -65,6 +66,7 @@ type Metrics struct {
 	tunnels  *prometheus.GaugeVec
 	tunBytes *prometheus.CounterVec
 	source   atomic.Pointer[Source]
+	ab       *ab.Recorders
 }
 
 // Status classes, the values of the code label: index status/100, and
@@ -77,7 +79,7 @@ var DurationBuckets = []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .0
 // New returns a registry with pollproxy's metrics and the Go runtime and
 // process collectors (process_cpu_seconds_total gives CPU per request).
 func New(version string) *Metrics {
-	m := &Metrics{reg: prometheus.NewRegistry()}
+	m := &Metrics{reg: prometheus.NewRegistry(), ab: ab.NewRecorders()}
 	loopLabels := []string{"poller", "loop", "upstream"}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pollproxy_requests_total",
@@ -121,6 +123,10 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
+// LatencyRecorders are the per-loop latency histograms the observers
+// fill, for the A/B sampler.
+func (m *Metrics) LatencyRecorders() *ab.Recorders { return m.ab }
+
 // SetSource replaces what the collector reads.
 func (m *Metrics) SetSource(s Source) { m.source.Store(&s) }
 
@@ -143,7 +149,8 @@ type LoopObserver struct {
 	loop  string
 	bknd  string
 	l     *netpoll.Loop
-	gen   uint64 // the loop's switch count when bknd was read
+	gen   uint64        // the loop's switch count when bknd was read
+	hist  *ab.Histogram // this loop's, shared by its sites' observers
 }
 
 type upstreamChildren struct {
@@ -157,7 +164,7 @@ type upstreamChildren struct {
 // ForLoop returns an observer for loop l that knows ups (requests that
 // name another upstream, or none, are still counted).
 func (m *Metrics) ForLoop(l *netpoll.Loop, ups []observe.Upstream) *LoopObserver {
-	o := &LoopObserver{m: m, loop: strconv.Itoa(l.ID()), l: l, gen: l.SwitchCount()}
+	o := &LoopObserver{m: m, loop: strconv.Itoa(l.ID()), l: l, gen: l.SwitchCount(), hist: m.ab.For(l.ID())}
 	o.bknd = l.Backend()
 	for _, u := range ups {
 		o.ups = append(o.ups, o.children(u.Stats().Name))
@@ -226,6 +233,7 @@ func (o *LoopObserver) Observe(r *observe.RequestLog) {
 		return // a tunnel's life is no request latency
 	}
 	c.duration.Observe(r.Duration.Seconds())
+	o.hist.Record(r.Duration)
 	if r.BytesOut > 0 {
 		c.bytes.Add(float64(r.BytesOut))
 	}
@@ -252,6 +260,7 @@ var (
 	descDels        = loopDesc("pollproxy_poller_dels_total", "Descriptor removals.")
 	descDescriptors = loopDesc("pollproxy_loop_descriptors", "Descriptors registered with the loop now: client and upstream connections, listeners.")
 	descTimers      = loopDesc("pollproxy_loop_timers", "Timers pending on the loop now.")
+	descLoopCPU     = loopDesc("pollproxy_loop_cpu_seconds_total", "CPU time of the loop's thread (user and system); divided by the loop's requests, CPU per request per poller.")
 
 	srvLabels      = []string{"poller", "listen"}
 	descActive     = prometheus.NewDesc("pollproxy_connections_active", "Client connections open now.", srvLabels, nil)
@@ -280,7 +289,7 @@ type collector struct{ m *Metrics }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descWaits, descEvents, descWakeups, descAdds, descMods, descDels,
-		descDescriptors, descTimers, descActive, descAccepted, descHandshakeE, descRejected,
+		descDescriptors, descTimers, descLoopCPU, descActive, descAccepted, descHandshakeE, descRejected,
 		descOpen, descReuseRatio, descUpRequests, descConnects, descFailures, descRetries, descBroken, descDropped, descInfo} {
 		ch <- d
 	}
@@ -309,6 +318,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			counter(descDels, st.Dels, l...)
 			gauge(descDescriptors, float64(st.Descriptors), l...)
 			gauge(descTimers, float64(st.Timers), l...)
+			if netpoll.ThreadCPUSupported {
+				ch <- prometheus.MustNewConstMetric(descLoopCPU, prometheus.CounterValue, st.CPU.Seconds(), l...)
+			}
 		}
 	}
 	for _, ns := range s.Servers {

@@ -3,6 +3,7 @@ package metrics
 import (
 	"io"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -75,3 +76,51 @@ func TestObserverAndCollector(t *testing.T) {
 type fakeUpstream observe.UpstreamStats
 
 func (u *fakeUpstream) Stats() observe.UpstreamStats { return observe.UpstreamStats(*u) }
+
+// TestLoopCPUSeries: every loop has a pollproxy_loop_cpu_seconds_total
+// series with its poller, and a loop that burned CPU reports it.
+func TestLoopCPUSeries(t *testing.T) {
+	if !netpoll.ThreadCPUSupported {
+		t.Skip("no per-thread CPU clock on this OS")
+	}
+	backends := netpoll.Available()
+	g, err := netpoll.NewGroup(2, backends)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Start()
+	defer g.Close()
+	defer g.Stop()
+	l0 := g.Loops()[0]
+	done := make(chan struct{})
+	l0.Post(func() {
+		// Wall time: on a busy machine the thread gets less CPU than
+		// this, so the check below asks only for a clear share of it.
+		for start := time.Now(); time.Since(start) < 50*time.Millisecond; {
+		}
+	})
+	l0.RefreshCPU(func() { close(done) })
+	<-done
+	m := New("test")
+	m.SetSource(Source{Pollers: strings.Join(backends, ","), Group: g})
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(rec.Body)
+	var v0 float64
+	found := 0
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, "pollproxy_loop_cpu_seconds_total{") {
+			continue
+		}
+		found++
+		if strings.HasPrefix(line, `pollproxy_loop_cpu_seconds_total{loop="0",poller="`+l0.Backend()+`"} `) {
+			v0, _ = strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		}
+	}
+	if found != 2 {
+		t.Errorf("%d loop CPU series, want 2:\n%s", found, body)
+	}
+	if v0 < 0.005 {
+		t.Errorf("loop 0 spun for 50ms but reports %vs of CPU", v0)
+	}
+}

@@ -1,0 +1,286 @@
+// Package ab is pollproxy's built-in A/B comparison of poller backends.
+//
+// The loops of one process are split between pollers (poller epoll poll);
+// every interval (ab_interval, 10 s by default) a Sampler turns each
+// loop's counters — its thread's CPU time (netpoll.Loop.CPU), its poller
+// counters and its latency histogram (a Histogram only that loop writes) —
+// into one Sample per poller group: requests, loop CPU per request, p50
+// and p99 latency, poller waits and events per request, descriptors.
+// Judge compares the groups' samples with the statistics of package
+// ab/stats and Handler serves the result as /ab (HTML with SVG charts) and
+// /ab.json on the admin listener.
+//
+// Nothing here runs on a loop except what the loop already does: the
+// histogram's Record (from the metrics observer) and the CPU refresh the
+// sampler posts once per interval.
+package ab
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+)
+
+// DefaultInterval is the sampling interval when ab_interval is not set.
+const DefaultInterval = 10 * time.Second
+
+// MaxIntervals bounds the history: 720 intervals are two hours at 10 s.
+const MaxIntervals = 720
+
+// MinRequests is the fewest requests a group must serve in an interval
+// for the interval to count: per-request figures and p99 of a handful of
+// requests measure the idle loop, not the poller.
+const MinRequests = 100
+
+// Sample is one poller group's figures over one interval.
+type Sample struct {
+	Interval int       `json:"interval"` // sequence number, from 0
+	End      time.Time `json:"end"`
+	Group    string    `json:"group"`  // "epoll", or "epoll#2" when two groups run the same backend
+	Poller   string    `json:"poller"` // the group's backend
+	Loops    int       `json:"loops"`
+	Seconds  float64   `json:"seconds"` // the interval's real length
+	Requests uint64    `json:"requests"`
+	// CPUPerRequest is loop thread CPU µs per request (0 where the OS
+	// has no thread CPU clock).
+	CPUPerRequest    float64 `json:"cpu_us_per_request"`
+	P50              float64 `json:"p50_us"`
+	P99              float64 `json:"p99_us"`
+	WaitsPerRequest  float64 `json:"waits_per_request"`
+	EventsPerRequest float64 `json:"events_per_request"`
+	Descriptors      int64   `json:"descriptors"` // registered at the interval's end: connections, both sides, plus listeners
+}
+
+// Mark is an event in the history, such as a poller switch.
+type Mark struct {
+	Time     time.Time `json:"time"`
+	Interval int       `json:"interval"` // the interval it happened in
+	Label    string    `json:"label"`
+}
+
+// Sampler collects the interval samples of one group of loops.
+type Sampler struct {
+	group    *netpoll.Group
+	rec      *Recorders
+	interval time.Duration
+
+	mu      sync.Mutex
+	pollers int // positions in the poller line: loop i is in position i % pollers
+	seq     int
+	samples []Sample // oldest first, at most MaxIntervals intervals
+	marks   []Mark
+	prev    []loopState
+	lastEnd time.Time
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+type loopState struct {
+	ok      bool
+	backend string
+	cpu     time.Duration
+	waits   uint64
+	events  uint64
+	descs   int64
+	hist    Counts
+}
+
+// NewSampler returns a sampler of g's loops every interval (<= 0: the
+// default) whose histograms are in rec. pollers is the configured poller
+// line (["epoll", "poll"]); its length says how loops form groups.
+func NewSampler(g *netpoll.Group, rec *Recorders, interval time.Duration, pollers []string) *Sampler {
+	if interval <= 0 {
+		interval = DefaultInterval
+	}
+	n := len(pollers)
+	if n == 0 {
+		n = 1
+	}
+	return &Sampler{group: g, rec: rec, interval: interval, pollers: n}
+}
+
+// Interval is the sampling interval.
+func (s *Sampler) Interval() time.Duration { return s.interval }
+
+// Start begins sampling on a goroutine of its own; Stop ends it.
+func (s *Sampler) Start() {
+	s.stop, s.done = make(chan struct{}), make(chan struct{})
+	s.Collect() // the baseline the first interval is measured from
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(s.interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-t.C:
+				s.Collect()
+			}
+		}
+	}()
+}
+
+// Stop ends sampling and waits for the sampler's goroutine.
+func (s *Sampler) Stop() {
+	if s.stop == nil {
+		return
+	}
+	close(s.stop)
+	<-s.done
+	s.stop = nil
+}
+
+// Mark records an event (a poller switch, a deploy) at the current
+// interval, so the history shows when it happened. A loop whose backend
+// changed is marked automatically at the next sample; a caller that
+// switches pollers calls Mark for the reason ("POST /poller: epoll poll").
+// Safe from any goroutine.
+func (s *Sampler) Mark(label string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.marks = append(s.marks, Mark{Time: time.Now(), Interval: s.seq, Label: label})
+	if len(s.marks) > MaxIntervals {
+		s.marks = s.marks[len(s.marks)-MaxIntervals:]
+	}
+}
+
+// SetPollers tells the sampler the poller line changed (a live switch to
+// "epoll poll"), so groups follow the new split from the next interval.
+// It records a Mark with the new line.
+func (s *Sampler) SetPollers(pollers []string) {
+	s.mu.Lock()
+	s.pollers = max(len(pollers), 1)
+	s.mu.Unlock()
+	s.Mark("poller " + strings.Join(pollers, " "))
+}
+
+// refreshTimeout bounds the wait for the loops to read their CPU clocks;
+// a loop stuck longer than this is sampled with what it last read.
+const refreshTimeout = 200 * time.Millisecond
+
+// Collect takes one sample now: the loops' counters since the previous
+// call, one Sample per group. The ticker calls it; tests call it directly.
+func (s *Sampler) Collect() {
+	loops := s.group.Loops()
+	if netpoll.ThreadCPUSupported {
+		var wg sync.WaitGroup
+		wg.Add(len(loops))
+		for _, l := range loops {
+			l.RefreshCPU(wg.Done)
+		}
+		ch := make(chan struct{})
+		go func() { wg.Wait(); close(ch) }()
+		select {
+		case <-ch:
+		case <-time.After(refreshTimeout):
+		}
+	}
+	now := time.Now()
+	cur := make([]loopState, len(loops))
+	for i, l := range loops {
+		st := l.Stats()
+		cur[i] = loopState{ok: true, backend: st.Backend, cpu: st.CPU, waits: st.Waits, events: st.Events, descs: st.Descriptors, hist: s.rec.snapshot(l.ID())}
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.prev == nil {
+		s.prev = cur
+		s.samples = nil
+		s.lastEnd = now
+		return
+	}
+	// Group label per position: the backend, with the position when two
+	// positions run the same backend (an A/A run: epoll#1, epoll#2).
+	count := map[string]map[int]bool{}
+	for i := range loops {
+		p, b := i%s.pollers, cur[i].backend
+		if count[b] == nil {
+			count[b] = map[int]bool{}
+		}
+		count[b][p] = true
+	}
+	label := func(i int) string {
+		p, b := i%s.pollers, cur[i].backend
+		if len(count[b]) > 1 {
+			return b + "#" + strconv.Itoa(p+1)
+		}
+		return b
+	}
+	type acc struct {
+		loops         int
+		cpu           time.Duration
+		waits, events uint64
+		hist          Counts
+		descs         int64
+		backend       string
+	}
+	groups := map[string]*acc{}
+	var switched []string
+	for i, l := range loops {
+		old := s.prev[i]
+		if old.ok && old.backend != cur[i].backend {
+			// Counters that straddle a switch belong to neither poller.
+			switched = append(switched, fmt.Sprintf("loop %d: %s → %s", l.ID(), old.backend, cur[i].backend))
+			continue
+		}
+		g := groups[label(i)]
+		if g == nil {
+			g = &acc{backend: cur[i].backend}
+			groups[label(i)] = g
+		}
+		g.loops++
+		g.cpu += cur[i].cpu - old.cpu
+		g.waits += cur[i].waits - old.waits
+		g.events += cur[i].events - old.events
+		d := cur[i].hist.Sub(&old.hist)
+		g.hist.Add(&d)
+		g.descs += cur[i].descs
+	}
+	if len(switched) > 0 {
+		s.marks = append(s.marks, Mark{Time: now, Interval: s.seq, Label: "switch: " + strings.Join(switched, ", ")})
+	}
+	secs := now.Sub(s.lastEnd).Seconds()
+	names := make([]string, 0, len(groups))
+	for n := range groups {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		g := groups[n]
+		smp := Sample{Interval: s.seq, End: now, Group: n, Poller: g.backend, Loops: g.loops, Seconds: secs,
+			Requests: g.hist.Total(), Descriptors: g.descs}
+		if r := float64(smp.Requests); r > 0 {
+			smp.CPUPerRequest = float64(g.cpu.Microseconds()) / r
+			smp.WaitsPerRequest = float64(g.waits) / r
+			smp.EventsPerRequest = float64(g.events) / r
+			smp.P50 = g.hist.Quantile(0.5)
+			smp.P99 = g.hist.Quantile(0.99)
+		}
+		s.samples = append(s.samples, smp)
+	}
+	s.seq++
+	s.lastEnd = now
+	s.prev = cur
+	// Keep the last MaxIntervals intervals.
+	if first := s.seq - MaxIntervals; first > 0 {
+		i := 0
+		for i < len(s.samples) && s.samples[i].Interval < first {
+			i++
+		}
+		s.samples = append(s.samples[:0:0], s.samples[i:]...)
+	}
+}
+
+// History returns a copy of the samples (oldest first) and marks.
+func (s *Sampler) History() ([]Sample, []Mark) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Sample(nil), s.samples...), append([]Mark(nil), s.marks...)
+}
