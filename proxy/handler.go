@@ -28,6 +28,19 @@ type Config struct {
 	HeaderUp, HeaderDown []HeaderOp
 	// Observer, when set, gets every finished request (metrics, access log).
 	Observer observe.Observer
+
+	// TrustedProxies are the peers whose client-address fields are
+	// believed (Caddy's servers { trusted_proxies }; PrivateRanges is its
+	// private_ranges). Without any, X-Forwarded-For, -Proto and -Host sent
+	// by a client are replaced, not kept.
+	TrustedProxies []netip.Prefix
+	// ClientIPHeaders are the fields a trusted proxy names the client in,
+	// in order of preference (default X-Forwarded-For).
+	ClientIPHeaders []string
+	// ReadBodyTimeout, when set, bounds the silence between two pieces of
+	// a request body (Caddy's servers { timeouts { read_body } }): the
+	// client gets a 408 and the backend connection is closed.
+	ReadBodyTimeout time.Duration
 }
 
 // WithDefaults returns c with zero values replaced by pollproxy's defaults.
@@ -90,14 +103,19 @@ func NewHandler(l *netpoll.Loop, cfg Config) *Handler {
 // Serve proxies one request.
 func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
 	ex := &exchange{h: h, g: &h.group, w: w, method: req.Method, hasBody: req.HasBody}
+	trusted := Trusted(req.RemoteAddr.Addr(), h.cfg.TrustedProxies)
 	if h.cfg.Observer != nil {
 		ex.logging = true
 		ex.log = observe.RequestLog{
 			Loop: h.loop.ID(), Poller: h.loop.Backend(), Proto: req.Proto, Method: req.Method,
 			Authority: req.Authority, Path: req.Path, Remote: req.RemoteAddr, Start: h.loop.Now(),
+			ClientIP: req.RemoteAddr.Addr().Unmap(),
+		}
+		if trusted {
+			ex.log.ClientIP = ClientIP(req.RemoteAddr.Addr(), req.Header, h.cfg.TrustedProxies, h.cfg.ClientIPHeaders)
 		}
 	}
-	ex.head, ex.chunked = h.requestHead(req)
+	ex.head, ex.chunked = h.requestHead(req, trusted)
 	if !req.HasBody {
 		ex.bodyEnded = true
 	}

@@ -27,6 +27,10 @@ type RequestLog struct {
 	Duration  time.Duration
 	Reused    bool   // served over a kept-alive upstream connection
 	Error     string // why pollproxy answered or reset, if it did
+
+	// ClientIP is the client's address as the proxy derived it: Remote's,
+	// or the one a trusted proxy named (proxy.ClientIP).
+	ClientIP netip.Addr
 }
 
 // Observer receives every finished request. It runs on the loop, so it
