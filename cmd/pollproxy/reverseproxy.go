@@ -27,6 +27,7 @@ func runReverseProxy(name string, args []string, announce func(url, certPath str
 	policy := fs.String("lb", string(proxy.RoundRobin), "load balancing across upstreams: round_robin, least_conn, first")
 	maxIdle := fs.Int("max-idle", 0, "kept-alive idle connections per upstream per loop (0: as many as -max-conns)")
 	maxConns := fs.Int("max-conns", 256, "connections per upstream per loop; requests beyond wait in a bounded queue")
+	idle := fs.Duration("idle-timeout", 0, "close a client connection with no request in flight after this long (0: 60s for HTTP/1.1, 2m for HTTP/2)")
 	var lf loopFlags
 	lf.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -47,6 +48,10 @@ func runReverseProxy(name string, args []string, announce func(url, certPath str
 	if err != nil {
 		return err
 	}
+	if *idle < 0 {
+		return fmt.Errorf("--idle-timeout %v: want a positive duration", *idle)
+	}
+	cfg.Timeouts.Idle = *idle
 	cfg.Sites[0].Proxy = config.Proxy{Upstreams: upstreams, Policy: proxy.Policy(*policy), KeepAlive: *maxIdle, MaxConns: *maxConns}
 	tlsCfg, certPath, err := certificate(*certFile, *keyFile, hostsOf(*from))
 	if err != nil {
