@@ -118,6 +118,8 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 	ex.head, ex.chunked = h.requestHead(req, trusted)
 	if !req.HasBody {
 		ex.bodyEnded = true
+	} else if h.cfg.ReadBodyTimeout > 0 {
+		ex.bodyTimer = h.loop.AfterFunc(h.cfg.ReadBodyTimeout, ex.bodyTimedOut)
 	}
 	ex.begin(nil)
 	return ex
