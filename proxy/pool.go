@@ -19,8 +19,9 @@ type PoolConfig struct {
 	MaxConns int
 	MaxQueue int
 	// MaxIdle caps kept-alive idle connections; IdleTimeout closes one that
-	// stayed idle that long. Keep it below the origin's own keep-alive
-	// timeout, or a reused connection races the origin's close.
+	// stayed idle that long. It is lowered per connection below the
+	// origin's announced keep-alive timeout, and per upstream below the
+	// idle time after which the origin was seen closing a connection.
 	MaxIdle     int
 	IdleTimeout time.Duration
 	// MaxRequests retires a connection after that many requests (0: no cap).
@@ -153,11 +154,31 @@ func (p *pool) release(bc *backendConn) {
 		bc.close()
 		return
 	}
-	bc.goIdle(p.cfg.IdleTimeout)
+	idle := p.idleTimeout(bc)
+	if idle <= 0 {
+		bc.close()
+		return
+	}
+	bc.goIdle(idle)
 	p.idle = append(p.idle, bc)
 	if len(p.waiters) > 0 {
 		p.kick()
 	}
+}
+
+// idleTimeout is how long bc may stay idle: the pool's IdleTimeout, capped
+// below the origin's own idle close — the one it announced on this
+// connection (Keep-Alive: timeout=N) and the one it was seen to use
+// (Upstream.IdleCap) — so that the origin's close never races a request.
+func (p *pool) idleTimeout(bc *backendConn) time.Duration {
+	d := p.cfg.IdleTimeout
+	if c := p.up.IdleCap(); c > 0 && c < d {
+		d = c
+	}
+	if bc.kaTimeout > 0 {
+		d = min(d, belowOrigin(bc.kaTimeout))
+	}
+	return d
 }
 
 func (p *pool) dequeueFirst() {

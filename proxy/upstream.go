@@ -22,6 +22,7 @@ type Upstream struct {
 
 	fails     atomic.Int32 // consecutive failures
 	downUntil atomic.Int64 // unix nanoseconds; skipped by the balancer until then
+	idleCap   atomic.Int64 // nanoseconds; 0: none learned (see learnIdleClose)
 
 	// Counters for metrics and pool statistics.
 	Requests  atomic.Uint64 // requests sent to this upstream
@@ -86,3 +87,38 @@ func (u *Upstream) ReuseRatio() float64 {
 	}
 	return float64(u.Reuses.Load()) / float64(r)
 }
+
+// minIdleCap is the least idle timeout learnIdleClose sets: an origin that
+// closes every idle connection sooner is better served by the retry.
+const minIdleCap = 100 * time.Millisecond
+
+// belowOrigin is how long pollproxy keeps a connection idle when the
+// origin closes idle connections after d: a quarter less (at least 100
+// ms less), so our close comes first even when the origin's clock started
+// before ours (it counts from its last write, we from our last read).
+func belowOrigin(d time.Duration) time.Duration {
+	return d - max(d/4, minIdleCap)
+}
+
+// learnIdleClose records that the origin closed a connection that had
+// been idle for age: this upstream's connections are kept idle for less
+// from now on, on every loop, so the next ones are closed by us before the
+// origin's close can race a request. It only ever lowers the cap (an
+// origin restart that closes young connections costs reuse of long-idle
+// connections only, never a 502).
+func (u *Upstream) learnIdleClose(age time.Duration) {
+	limit := max(belowOrigin(age), minIdleCap)
+	for {
+		cur := u.idleCap.Load()
+		if cur != 0 && time.Duration(cur) <= limit {
+			return
+		}
+		if u.idleCap.CompareAndSwap(cur, int64(limit)) {
+			return
+		}
+	}
+}
+
+// IdleCap is the idle timeout learned from the origin's own idle closes
+// (learnIdleClose), or 0 when the origin never closed an idle connection.
+func (u *Upstream) IdleCap() time.Duration { return time.Duration(u.idleCap.Load()) }
