@@ -237,7 +237,13 @@ func (p *pool) Flush() {
 
 // dial opens a new connection; the connect completes on the loop.
 func (p *pool) dial() (*backendConn, error) {
-	fd, err := netpoll.Connect(p.up.Addr)
+	var fd int
+	var err error
+	if p.up.Path != "" {
+		fd, err = netpoll.ConnectUnix(p.up.Path)
+	} else {
+		fd, err = netpoll.Connect(p.up.Addr)
+	}
 	if err != nil {
 		return nil, err
 	}

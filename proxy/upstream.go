@@ -5,6 +5,7 @@ package proxy
 
 import (
 	"net/netip"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -19,6 +20,9 @@ type Upstream struct {
 	Name string
 	// Addr is the resolved address pollproxy connects to.
 	Addr netip.AddrPort
+	// Path, when set, is the Unix socket pollproxy connects to instead
+	// (an upstream written unix//path, as in Caddy).
+	Path string
 
 	fails     atomic.Int32 // consecutive failures
 	downUntil atomic.Int64 // unix nanoseconds; skipped by the balancer until then
@@ -86,6 +90,14 @@ func (u *Upstream) ReuseRatio() float64 {
 		return 0
 	}
 	return float64(u.Reuses.Load()) / float64(r)
+}
+
+// UnixSocketPath reports whether an upstream address is Caddy's Unix
+// socket form, "unix//run/app.sock" (an absolute path) or "unix/app.sock"
+// (relative to the working directory), and returns the path.
+func UnixSocketPath(addr string) (string, bool) {
+	path, ok := strings.CutPrefix(addr, "unix/")
+	return path, ok && path != ""
 }
 
 // minIdleCap is the least idle timeout learnIdleClose sets: an origin that

@@ -21,7 +21,7 @@ func init() {
 func runReverseProxy(name string, args []string, announce func(url, certPath string)) error {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	from := fs.String("from", "localhost:8443", "address to accept HTTPS on, host:port")
-	to := fs.String("to", "", "upstream HTTP/1.1 address(es), host:port[,host:port...] (required)")
+	to := fs.String("to", "", "upstream HTTP/1.1 address(es), host:port or unix//path.sock, comma-separated (required)")
 	certFile := fs.String("cert", "", "certificate file (PEM); default: one from pollproxy's local CA (see pollproxy trust)")
 	keyFile := fs.String("key", "", "private key file (PEM)")
 	policy := fs.String("lb", string(proxy.RoundRobin), "load balancing across upstreams: round_robin, least_conn, first")
@@ -79,8 +79,8 @@ func upstreamList(list string) ([]string, error) {
 		if hp == "" {
 			continue
 		}
-		if !strings.Contains(hp, ":") {
-			return nil, fmt.Errorf("upstream %q: want host:port", hp)
+		if _, unix := proxy.UnixSocketPath(hp); !unix && !strings.Contains(hp, ":") {
+			return nil, fmt.Errorf("upstream %q: want host:port or unix//path", hp)
 		}
 		ups = append(ups, hp)
 	}

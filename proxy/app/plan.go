@@ -76,6 +76,14 @@ func (in *Instance) upstream(p *plan, name string) (*proxy.Upstream, error) {
 	if up := p.upstreams[name]; up != nil {
 		return up, nil
 	}
+	if path, ok := proxy.UnixSocketPath(name); ok {
+		up := in.upstreams[name]
+		if up == nil {
+			up = &proxy.Upstream{Name: name, Path: path}
+		}
+		p.upstreams[name] = up
+		return up, nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
 	addrs, err := netpoll.ResolveTCP(ctx, name)
 	cancel()

@@ -600,6 +600,13 @@ func (p *parser) upstreams(d *caddyfile.Dispenser, rp *Proxy) {
 	for d.NextArg() {
 		v := d.Val()
 		switch {
+		case strings.HasPrefix(v, "unix/"):
+			if _, ok := proxy.UnixSocketPath(v); !ok {
+				p.errf(d, "reverse_proxy: upstream %q: want unix//path/to/socket", v)
+			} else {
+				rp.Upstreams = append(rp.Upstreams, v)
+			}
+			continue
 		case strings.HasPrefix(v, "/") || strings.HasPrefix(v, "@") || v == "*":
 			p.errf(d, "reverse_proxy: request matchers (%q) are not supported: a site proxies every request", v)
 			continue
