@@ -65,6 +65,7 @@ type pool struct {
 	active  int            // exchanges bound to a connection of this pool
 	waiters []*exchange    // FIFO, at most cfg.MaxQueue
 	kicked  bool           // Flush is queued on the loop to serve waiters
+	dials   uint           // connections dialled: the cursor over the upstream's addresses
 }
 
 // load is the least-connections measure: requests in flight or waiting.
@@ -242,7 +243,8 @@ func (p *pool) dial() (*backendConn, error) {
 	if p.up.Path != "" {
 		fd, err = netpoll.ConnectUnix(p.up.Path)
 	} else {
-		fd, err = netpoll.Connect(p.up.Addr)
+		fd, err = netpoll.Connect(p.up.dialAddr(p.dials))
+		p.dials++
 	}
 	if err != nil {
 		return nil, err

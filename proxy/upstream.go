@@ -28,6 +28,9 @@ type Upstream struct {
 	downUntil atomic.Int64 // unix nanoseconds; skipped by the balancer until then
 	idleCap   atomic.Int64 // nanoseconds; 0: none learned (see learnIdleClose)
 
+	// addrs are every address of the name (SetAddrs); nil: Addr only.
+	addrs atomic.Pointer[[]netip.AddrPort]
+
 	// Counters for metrics and pool statistics.
 	Requests  atomic.Uint64 // requests sent to this upstream
 	Connects  atomic.Uint64 // new connections opened
