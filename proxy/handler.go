@@ -17,6 +17,9 @@ type Config struct {
 	Policy Policy
 	Pool   PoolConfig
 	Health Health
+	// ActiveHealth configures active health checks of the upstreams; a
+	// HealthChecker outside the loops runs them (proxy/app starts one).
+	ActiveHealth ActiveHealth
 	// ConnectTimeout bounds a connect and a wait in the pool's queue (504
 	// or 503); ResponseHeaderTimeout bounds the wait for the response head
 	// once the request is sent (504); ReadTimeout, when set, bounds the

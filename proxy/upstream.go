@@ -30,6 +30,8 @@ type Upstream struct {
 
 	// addrs are every address of the name (SetAddrs); nil: Addr only.
 	addrs atomic.Pointer[[]netip.AddrPort]
+	// activeDown: the active health checks (health.go) failed.
+	activeDown atomic.Bool
 
 	// Counters for metrics and pool statistics.
 	Requests  atomic.Uint64 // requests sent to this upstream
@@ -65,7 +67,7 @@ type Health struct {
 }
 
 func (u *Upstream) healthy(now time.Time) bool {
-	return now.UnixNano() >= u.downUntil.Load()
+	return now.UnixNano() >= u.downUntil.Load() && !u.activeDown.Load()
 }
 
 func (u *Upstream) failed(h Health, now time.Time) {

@@ -104,7 +104,7 @@ func (in *Instance) upstream(p *plan, name string) (*proxy.Upstream, error) {
 func (in *Instance) commit(p *plan) {
 	old := in.alog
 	in.cfg, in.upstreams, in.alog = p.cfg, p.upstreams, p.alog
-	in.watch.update(p.upstreams)
+	in.watch.update(p)
 	if old != nil && old != p.alog {
 		// Requests in flight on the old handlers may still finish into
 		// the old log; give them the grace period.

@@ -110,6 +110,7 @@ type Proxy struct {
 	DialTimeout           time.Duration
 	ResponseHeaderTimeout time.Duration
 	ReadTimeout           time.Duration
+	ActiveHealth          proxy.ActiveHealth // health_uri, health_interval, … (health.go)
 }
 
 // ProxyConfig returns the reverse proxy's configuration for these
@@ -129,6 +130,7 @@ func (p Proxy) ProxyConfig(ups []*proxy.Upstream) proxy.Config {
 		ReadTimeout:           p.ReadTimeout,
 		HeaderUp:              p.HeaderUp,
 		HeaderDown:            p.HeaderDown,
+		ActiveHealth:          p.ActiveHealth,
 	}.WithDefaults()
 }
 
@@ -534,8 +536,9 @@ func parseAddress(text string) (Address, error) {
 	return a, nil
 }
 
-var proxyOptions = []string{"to", "lb_policy", "health_fails", "health_timeout", "header_up", "header_down",
-	"keepalive", "keepalive_timeout", "max_conns", "dial_timeout", "response_header_timeout", "read_timeout"}
+var proxyOptions = append([]string{"to", "lb_policy", "header_up", "header_down",
+	"keepalive", "keepalive_timeout", "max_conns", "dial_timeout", "response_header_timeout", "read_timeout"},
+	activeHealthOptions...)
 
 func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
 	rp := Proxy{Pos: dpos(d)}
@@ -556,13 +559,9 @@ func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
 				}
 				rp.Policy = proxy.Policy(v)
 			}
-		case "health_fails":
-			rp.HealthFails = p.intArg(d, label, 0)
-			if rp.HealthFails == 0 {
-				rp.HealthFails = -1 // 0 in the file: never mark an upstream down
-			}
-		case "health_timeout":
-			rp.HealthTimeout = p.durationArg(d, label)
+		case "health_uri", "health_port", "health_interval", "health_timeout", "health_status",
+			"health_body", "health_headers", "health_passes", "health_fails":
+			p.activeHealth(d, &rp, sub)
 		case "header_up":
 			if op, ok := p.headerOp(d, label); ok {
 				rp.HeaderUp = append(rp.HeaderUp, op)
