@@ -106,31 +106,25 @@ func TestForwardedFields(t *testing.T) {
 			}
 		}
 
-		rec := &logRecorder{}
-		e := startProxy(t, backend, 2, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}, Observer: rec})
-		send(e.h2Client(nil), "https://app.example/a")
-		check("h2 untrusted", rec, "127.0.0.1", "https", "app.example", "127.0.0.1")
-		send(e.h1Client(), "https://app.example/a")
-		check("h1 untrusted", rec, "127.0.0.1", "https", "app.example", "127.0.0.1")
-
-		rec = &logRecorder{}
-		e = startProxy(t, backend, 2, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}, Observer: rec,
-			TrustedProxies: proxy.PrivateRanges()})
-		send(e.h2Client(nil), "https://app.example/a")
-		check("h2 trusted", rec, "6.6.6.6, 192.0.2.1, 127.0.0.1", "http", "forged.example", "6.6.6.6")
-		send(e.h1Client(), "https://app.example/a")
-		check("h1 trusted", rec, "6.6.6.6, 192.0.2.1, 127.0.0.1", "http", "forged.example", "6.6.6.6")
-
-		rec = &logRecorder{}
-		e = startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}, Observer: rec,
-			TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, ClientIPHeaders: []string{"X-Real-IP"}})
-		send(e.h2Client(nil), "https://app.example/a")
-		check("h2 X-Real-IP", rec, "6.6.6.6, 192.0.2.1, 127.0.0.1", "http", "forged.example", "198.51.100.3")
-
-		rec = &logRecorder{}
-		e = startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}, Observer: rec,
-			TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}})
-		send(e.h2Client(nil), "https://app.example/a")
-		check("h2 other proxy trusted", rec, "127.0.0.1", "https", "app.example", "127.0.0.1")
+		for _, c := range []struct {
+			name                     string
+			trusted                  []netip.Prefix
+			ipHeaders                []string
+			xff, proto, host, client string
+		}{
+			{"untrusted", nil, nil, "127.0.0.1", "https", "app.example", "127.0.0.1"},
+			{"trusted", proxy.PrivateRanges(), nil, "6.6.6.6, 192.0.2.1, 127.0.0.1", "http", "forged.example", "6.6.6.6"},
+			{"X-Real-IP", []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, []string{"X-Real-IP"},
+				"6.6.6.6, 192.0.2.1, 127.0.0.1", "http", "forged.example", "198.51.100.3"},
+			{"other proxy trusted", []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, nil, "127.0.0.1", "https", "app.example", "127.0.0.1"},
+		} {
+			rec := &logRecorder{}
+			e := startProxy(t, backend, 2, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}, Observer: rec,
+				TrustedProxies: c.trusted, ClientIPHeaders: c.ipHeaders})
+			send(e.h2Client(nil), "https://app.example/a")
+			check("h2 "+c.name, rec, c.xff, c.proto, c.host, c.client)
+			send(e.h1Client(), "https://app.example/a")
+			check("h1 "+c.name, rec, c.xff, c.proto, c.host, c.client)
+		}
 	})
 }
