@@ -109,7 +109,7 @@ func AddrPort(sa unix.Sockaddr) netip.AddrPort {
 // connections across them (SO_REUSEPORT).
 func Listen(addr netip.AddrPort, reusePort bool, backlog int) (int, error) {
 	sa, family := sockaddr(addr)
-	fd, err := socket(family)
+	fd, err := socket(family, unix.IPPROTO_TCP)
 	if err != nil {
 		return -1, fmt.Errorf("listen %s: socket: %w", addr, err)
 	}
@@ -154,7 +154,7 @@ func LocalAddr(fd int) (netip.AddrPort, error) {
 // nil; Connect itself never waits.
 func Connect(addr netip.AddrPort) (int, error) {
 	sa, family := sockaddr(addr)
-	fd, err := socket(family)
+	fd, err := socket(family, unix.IPPROTO_TCP)
 	if err != nil {
 		return -1, fmt.Errorf("connect %s: socket: %w", addr, err)
 	}
@@ -162,6 +162,22 @@ func Connect(addr netip.AddrPort) (int, error) {
 	if err := unix.Connect(fd, sa); err != nil && err != unix.EINPROGRESS && err != unix.EINTR {
 		unix.Close(fd)
 		return -1, fmt.Errorf("connect %s: %w", addr, err)
+	}
+	return fd, nil
+}
+
+// ConnectUnix starts a non-blocking connect to the Unix stream socket at
+// path, like Connect: the connection is usable once the descriptor turns
+// writable and SocketError returns nil. A listener whose backlog is full
+// refuses at once (EAGAIN on Linux) rather than making the loop wait.
+func ConnectUnix(path string) (int, error) {
+	fd, err := socket(unix.AF_UNIX, 0)
+	if err != nil {
+		return -1, fmt.Errorf("connect unix %s: socket: %w", path, err)
+	}
+	if err := unix.Connect(fd, &unix.SockaddrUnix{Name: path}); err != nil && err != unix.EINPROGRESS && err != unix.EINTR {
+		unix.Close(fd)
+		return -1, fmt.Errorf("connect unix %s: %w", path, err)
 	}
 	return fd, nil
 }

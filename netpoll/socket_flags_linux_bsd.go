@@ -6,8 +6,8 @@ import "golang.org/x/sys/unix"
 
 // socket makes a TCP socket that is non-blocking and close-on-exec from
 // birth, with no window in which a fork could inherit it.
-func socket(family int) (int, error) {
-	return unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
+func socket(family, proto int) (int, error) {
+	return unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, proto)
 }
 
 // accept takes one pending connection, non-blocking and close-on-exec.

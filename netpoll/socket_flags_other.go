@@ -11,9 +11,9 @@ import (
 // socket makes a non-blocking, close-on-exec TCP socket. These systems lack
 // the SOCK_ flags (or accept4), so the flags are set right after creation
 // under the fork lock, as the standard library does.
-func socket(family int) (int, error) {
+func socket(family, proto int) (int, error) {
 	syscall.ForkLock.RLock()
-	fd, err := unix.Socket(family, unix.SOCK_STREAM, unix.IPPROTO_TCP)
+	fd, err := unix.Socket(family, unix.SOCK_STREAM, proto)
 	if err == nil {
 		unix.CloseOnExec(fd)
 	}

@@ -51,6 +51,7 @@ type exchange struct {
 	log                         observe.RequestLog // request facts kept for the observer
 	logging                     bool               // an observer waits for log
 	tun                         *tunnelState       // set for a request that asked to upgrade
+	bodyTimer                   *netpoll.Timer     // read_body: the client's body must end in time
 }
 
 // waitKind is what the exchange's timer is guarding.
@@ -87,6 +88,9 @@ func (ex *exchange) timedOut() {
 
 // observe reports the finished exchange, once.
 func (ex *exchange) observe() {
+	if ex.bodyTimer != nil { // every way an exchange ends reports it
+		ex.bodyTimer.Stop()
+	}
 	if ex.tun != nil {
 		ex.tunnelEnded()
 	}
@@ -158,6 +162,9 @@ func (ex *exchange) sendBody(p []byte, body int) {
 // OnBodyEnd ends a chunked request body, with the client's trailers.
 func (ex *exchange) OnBodyEnd(trailers []stream.Field) {
 	ex.bodyEnded = true
+	if ex.bodyTimer != nil {
+		ex.bodyTimer.Stop()
+	}
 	if ex.tun != nil {
 		ex.clientEnded()
 		return
@@ -423,6 +430,20 @@ func (ex *exchange) headerTimedOut() {
 	}
 	ex.pool.up.failed(ex.h.cfg.Health, ex.h.loop.Now())
 	ex.fail(504, "gateway timeout: upstream sent no response head in time")
+}
+
+// bodyTimedOut: the client's body did not end within read_body. The
+// origin has part of a request, so its connection is closed, never
+// reused, and the upstream is not blamed; the client gets a 408 (a reset
+// if a response head already went out).
+func (ex *exchange) bodyTimedOut() {
+	if ex.finished || ex.bodyEnded {
+		return
+	}
+	if bc := ex.bc; bc != nil {
+		bc.close()
+	}
+	ex.fail(408, "request timeout: the request body did not arrive in time")
 }
 
 func (ex *exchange) queueTimedOut() {

@@ -54,6 +54,7 @@ type backendConn struct {
 	parseOwed bool // the exchange stalled mid-parse and must be fed again
 	eof       bool
 	idleSince time.Time
+	kaTimeout time.Duration // the origin's Keep-Alive: timeout=N on the last response
 	// hup: the kernel reported the origin's close (FIN) while busy. The
 	// reads that follow may stop at the end of the response without
 	// reaching EOF, and an edge-triggered poller raises no new edge for a
@@ -86,6 +87,11 @@ func (bc *backendConn) HandleEvent(ev netpoll.Event) {
 		bc.flush()
 	case bcIdle:
 		// An idle connection has nothing to say: EOF or garbage, it is done.
+		// An orderly close is the origin's idle timeout: learn it, so the
+		// next connections close first.
+		if closed, _ := bc.peek(); closed {
+			bc.pool.up.learnIdleClose(bc.pool.loop.Now().Sub(bc.idleSince))
+		}
 		bc.close()
 	case bcBusy:
 		if ev&netpoll.EventHup != 0 {
@@ -112,9 +118,20 @@ func (bc *backendConn) dead(now time.Time) bool {
 	if now.Sub(bc.idleSince) < peekAfter {
 		return false
 	}
+	closed, dead := bc.peek()
+	if closed {
+		bc.pool.up.learnIdleClose(now.Sub(bc.idleSince))
+	}
+	return dead
+}
+
+// peek looks at an idle connection without reading: closed when the
+// origin closed it in order (FIN), dead when it is unusable for any reason
+// (closed, reset, or bytes nobody asked for).
+func (bc *backendConn) peek() (closed, dead bool) {
 	var b [1]byte
 	n, _, err := unix.Recvfrom(bc.desc.FD(), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
-	return n > 0 || err != unix.EAGAIN
+	return n == 0 && err == nil, n > 0 || err != unix.EAGAIN
 }
 
 // send queues request bytes; body bytes count towards the client's window
@@ -236,6 +253,7 @@ func (bc *backendConn) broken(err error) {
 // the response said the connection may be reused, closed otherwise.
 func (bc *backendConn) done(reusable bool) {
 	bc.requests++
+	bc.kaTimeout = bc.parser.KeepAliveTimeout()
 	if !reusable || bc.inStart < bc.inEnd || bc.outOff < len(bc.out) || bc.eof || bc.hup {
 		bc.close()
 		return

@@ -17,6 +17,9 @@ type Config struct {
 	Policy Policy
 	Pool   PoolConfig
 	Health Health
+	// ActiveHealth configures active health checks of the upstreams; a
+	// HealthChecker outside the loops runs them (proxy/app starts one).
+	ActiveHealth ActiveHealth
 	// ConnectTimeout bounds a connect and a wait in the pool's queue (504
 	// or 503); ResponseHeaderTimeout bounds the wait for the response head
 	// once the request is sent (504); ReadTimeout, when set, bounds the
@@ -36,6 +39,19 @@ type Config struct {
 	// reload removed keeps running before it is closed (Caddy's
 	// stream_close_delay). Zero closes it at the reload.
 	StreamCloseDelay time.Duration
+
+	// TrustedProxies are the peers whose client-address fields are
+	// believed (Caddy's servers { trusted_proxies }; PrivateRanges is its
+	// private_ranges). Without any, X-Forwarded-For, -Proto and -Host sent
+	// by a client are replaced, not kept.
+	TrustedProxies []netip.Prefix
+	// ClientIPHeaders are the fields a trusted proxy names the client in,
+	// in order of preference (default X-Forwarded-For).
+	ClientIPHeaders []string
+	// ReadBodyTimeout, when set, bounds the silence between two pieces of
+	// a request body (Caddy's servers { timeouts { read_body } }): the
+	// client gets a 408 and the backend connection is closed.
+	ReadBodyTimeout time.Duration
 }
 
 // WithDefaults returns c with zero values replaced by pollproxy's defaults.
@@ -100,23 +116,31 @@ func NewHandler(l *netpoll.Loop, cfg Config) *Handler {
 // Serve proxies one request.
 func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
 	ex := &exchange{h: h, g: &h.group, w: w, method: req.Method, hasBody: req.HasBody}
+	trusted := Trusted(req.RemoteAddr.Addr(), h.cfg.TrustedProxies)
 	if h.cfg.Observer != nil {
 		ex.logging = true
 		ex.log = observe.RequestLog{
 			Loop: h.loop.ID(), Poller: h.loop.Backend(), Proto: req.Proto, Method: req.Method,
 			Authority: req.Authority, Path: req.Path, Remote: req.RemoteAddr, Start: h.loop.Now(),
+			ClientIP: req.RemoteAddr.Addr().Unmap(),
+		}
+		if trusted {
+			ex.log.ClientIP = ClientIP(req.RemoteAddr.Addr(), req.Header, h.cfg.TrustedProxies, h.cfg.ClientIPHeaders)
 		}
 	}
 	if req.Upgrade != "" {
-		if !ex.startUpgrade(req) {
+		if !ex.startUpgrade(req, trusted) {
 			return nil
 		}
 	} else {
-		ex.head, ex.chunked = h.requestHead(req)
+		ex.head, ex.chunked = h.requestHead(req, trusted)
 	}
 	if !req.HasBody && ex.tun == nil {
 		// An upgrade's "body" is the tunnel that may follow the 101.
 		ex.bodyEnded = true
+	} else if h.cfg.ReadBodyTimeout > 0 && ex.tun == nil {
+		// A tunnel has its own idle timer (stream_timeout), never a request's.
+		ex.bodyTimer = h.loop.AfterFunc(h.cfg.ReadBodyTimeout, ex.bodyTimedOut)
 	}
 	ex.begin(nil)
 	return ex

@@ -19,8 +19,9 @@ type PoolConfig struct {
 	MaxConns int
 	MaxQueue int
 	// MaxIdle caps kept-alive idle connections; IdleTimeout closes one that
-	// stayed idle that long. Keep it below the origin's own keep-alive
-	// timeout, or a reused connection races the origin's close.
+	// stayed idle that long. It is lowered per connection below the
+	// origin's announced keep-alive timeout, and per upstream below the
+	// idle time after which the origin was seen closing a connection.
 	MaxIdle     int
 	IdleTimeout time.Duration
 	// MaxRequests retires a connection after that many requests (0: no cap).
@@ -64,6 +65,7 @@ type pool struct {
 	active  int            // exchanges bound to a connection of this pool
 	waiters []*exchange    // FIFO, at most cfg.MaxQueue
 	kicked  bool           // Flush is queued on the loop to serve waiters
+	dials   uint           // connections dialled: the cursor over the upstream's addresses
 }
 
 // load is the least-connections measure: requests in flight or waiting.
@@ -167,11 +169,31 @@ func (p *pool) release(bc *backendConn) {
 		bc.close()
 		return
 	}
-	bc.goIdle(p.cfg.IdleTimeout)
+	idle := p.idleTimeout(bc)
+	if idle <= 0 {
+		bc.close()
+		return
+	}
+	bc.goIdle(idle)
 	p.idle = append(p.idle, bc)
 	if len(p.waiters) > 0 {
 		p.kick()
 	}
+}
+
+// idleTimeout is how long bc may stay idle: the pool's IdleTimeout, capped
+// below the origin's own idle close — the one it announced on this
+// connection (Keep-Alive: timeout=N) and the one it was seen to use
+// (Upstream.IdleCap) — so that the origin's close never races a request.
+func (p *pool) idleTimeout(bc *backendConn) time.Duration {
+	d := p.cfg.IdleTimeout
+	if c := p.up.IdleCap(); c > 0 && c < d {
+		d = c
+	}
+	if bc.kaTimeout > 0 {
+		d = min(d, belowOrigin(bc.kaTimeout))
+	}
+	return d
 }
 
 func (p *pool) dequeueFirst() {
@@ -230,7 +252,14 @@ func (p *pool) Flush() {
 
 // dial opens a new connection; the connect completes on the loop.
 func (p *pool) dial() (*backendConn, error) {
-	fd, err := netpoll.Connect(p.up.Addr)
+	var fd int
+	var err error
+	if p.up.Path != "" {
+		fd, err = netpoll.ConnectUnix(p.up.Path)
+	} else {
+		fd, err = netpoll.Connect(p.up.dialAddr(p.dials))
+		p.dials++
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -55,8 +55,9 @@ func get(t *testing.T, cl *http.Client, url string) (*http.Response, []byte) {
 }
 
 // TestRequestTranslation: what the origin receives for h2 and HTTP/1.1
-// requests — Host from :authority, X-Forwarded-* and Via added (appended
-// to when present), hop-by-hop fields gone both ways.
+// requests — Host from :authority, X-Forwarded-* written (the client's
+// replaced: it is no trusted proxy), Via appended to, hop-by-hop fields
+// gone both ways.
 func TestRequestTranslation(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		o := newRecordingOrigin(t, func(w http.ResponseWriter, r *http.Request) {
@@ -82,7 +83,7 @@ func TestRequestTranslation(t *testing.T) {
 		s := o.last()
 		want := map[string]string{
 			"X-Custom":          "v",
-			"X-Forwarded-For":   "10.0.0.1, 127.0.0.1",
+			"X-Forwarded-For":   "127.0.0.1",
 			"X-Forwarded-Proto": "https",
 			"X-Forwarded-Host":  "app.example:8443",
 			"Via":               "1.1 edge, 2.0 pollproxy",

@@ -33,6 +33,8 @@ type proxyEnv struct {
 	addr  string
 	roots *x509.CertPool
 	cfg   proxy.Config
+	// certFile is the server's certificate in PEM, for curl.
+	certFile string
 }
 
 func upstream(t *testing.T, addr string) *proxy.Upstream {
@@ -52,7 +54,7 @@ func startProxy(t *testing.T, backend string, loops int, cfg proxy.Config) *prox
 	st := servertest.Start(t, backend, loops, func(l *netpoll.Loop) stream.Handler {
 		return proxy.NewHandler(l, cfg)
 	}, nil)
-	return &proxyEnv{t: t, group: st.Group, srv: st.Server, addr: st.Addr, roots: st.Roots, cfg: cfg}
+	return &proxyEnv{t: t, group: st.Group, srv: st.Server, addr: st.Addr, roots: st.Roots, cfg: cfg, certFile: st.CertFile}
 }
 
 func (e *proxyEnv) tlsConfig(protos ...string) *stdtls.Config {

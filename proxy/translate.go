@@ -19,7 +19,7 @@ import (
 // the translated fields (requestFields) and the body framing, re-chosen
 // here (Content-Length when the length is known, chunked otherwise) so the
 // origin never sees framing a client wrote. chunked reports the latter.
-func (h *Handler) requestHead(req *stream.Request) (head []byte, chunked bool) {
+func (h *Handler) requestHead(req *stream.Request, trusted bool) (head []byte, chunked bool) {
 	length := h1.LengthNone
 	switch {
 	case req.ContentLength >= 0:
@@ -27,7 +27,7 @@ func (h *Handler) requestHead(req *stream.Request) (head []byte, chunked bool) {
 	case req.HasBody:
 		length, chunked = h1.LengthChunked, true
 	}
-	head = h1.AppendRequestHeadFramed(make([]byte, 0, headCap), req.Method, req.Path, h.requestFields(req), length)
+	head = h1.AppendRequestHeadFramed(make([]byte, 0, headCap), req.Method, req.Path, h.requestFields(req, trusted), length)
 	return head, chunked
 }
 
@@ -36,50 +36,93 @@ func (h *Handler) requestHead(req *stream.Request) (head []byte, chunked bool) {
 const headCap = 1024
 
 // requestFields translates the client's fields for the origin: Host from
-// :authority; X-Forwarded-For and Via appended to (field.AppendedByProxy);
-// X-Forwarded-Proto and -Host written; hop-by-hop fields and the client's
-// own copies of what is written here dropped (field.NotToOrigin), even
-// though the front ends already removed or refused the hop-by-hop ones;
-// and anything that could not be written safely dropped. header_up edits
-// apply last.
-func (h *Handler) requestFields(req *stream.Request) []stream.Field {
+// :authority; Via appended to (field.AppendedByProxy); X-Forwarded-For,
+// -Proto and -Host as Caddy writes them (forwardedFields); hop-by-hop
+// fields dropped (field.NotToOrigin), even though the front ends already
+// removed or refused them; and anything that could not be written safely
+// dropped. header_up edits apply last.
+func (h *Handler) requestFields(req *stream.Request, trusted bool) []stream.Field {
 	fs := h.fields[:0]
 	fs = append(fs, stream.Field{Name: "host", Value: req.Authority})
-	client := h.clientIP(req.RemoteAddr.Addr())
-	xff, via := client, "1.1 pollproxy"
+	peer := h.clientIP(req.RemoteAddr.Addr())
+	via := "1.1 pollproxy"
 	if req.Proto == "HTTP/2.0" {
 		via = "2.0 pollproxy"
 	}
+	xff, proto, host := "", "", ""
 	for _, f := range req.Header {
+		if trusted { // a trusted proxy's own X-Forwarded-* are kept
+			switch f.Name {
+			case "x-forwarded-for":
+				xff = joinList(xff, f.Value)
+				continue
+			case "x-forwarded-proto":
+				proto = f.Value
+				continue
+			case "x-forwarded-host":
+				host = f.Value
+				continue
+			}
+		}
 		switch r := field.Lookup(f.Name); {
 		case r.Has(field.NotToOrigin):
 			continue
 		case r.Has(field.AppendedByProxy):
 			if f.Name == "via" {
 				via = f.Value + ", " + via
-			} else { // x-forwarded-for: the last one the client sent
-				xff = f.Value + ", " + client
 			}
-			continue
+			continue // x-forwarded-for from an untrusted peer: replaced
 		}
 		if field.ValidName(f.Name) && field.ValidValue(f.Value) {
 			fs = append(fs, f)
 		}
 	}
-	fs = append(fs,
-		stream.Field{Name: "x-forwarded-for", Value: xff},
-		stream.Field{Name: "x-forwarded-proto", Value: req.Scheme},
-		stream.Field{Name: "x-forwarded-host", Value: req.Authority},
-		stream.Field{Name: "via", Value: via},
-	)
+	fs = h.forwardedFields(fs, req, peer, xff, proto, host)
+	fs = append(fs, stream.Field{Name: "via", Value: via})
 	fs = applyOps(fs, h.cfg.HeaderUp)
 	h.fields = fs[:0]
 	return fs
 }
 
-// clientIP formats a client address, remembering the last one: a
+// forwardedFields appends X-Forwarded-For, -Proto and -Host as Caddy
+// writes them. From a peer that is not a trusted proxy, the client's own
+// copies were dropped, so the origin sees the peer's address, the scheme
+// and the authority pollproxy verified: a client cannot forge its address
+// to an origin that believes the first entry. From a trusted proxy, its
+// X-Forwarded-For is kept with the peer appended, and its -Proto and -Host
+// are kept when valid.
+func (h *Handler) forwardedFields(fs []stream.Field, req *stream.Request, peer, xff, proto, host string) []stream.Field {
+	if xff != "" && field.ValidValue(xff) {
+		xff += ", " + peer
+	} else {
+		xff = peer
+	}
+	if proto == "" || !field.ValidValue(proto) {
+		proto = req.Scheme
+	}
+	if host == "" || !field.ValidValue(host) {
+		host = req.Authority
+	}
+	return append(fs,
+		stream.Field{Name: "x-forwarded-for", Value: xff},
+		stream.Field{Name: "x-forwarded-proto", Value: proto},
+		stream.Field{Name: "x-forwarded-host", Value: host},
+	)
+}
+
+// joinList joins two comma-separated field values: several field lines
+// with one name are one list (RFC 9110 §5.3).
+func joinList(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + ", " + b
+}
+
+// clientIP formats a peer address, remembering the last one: a
 // connection's requests come in runs from one address.
 func (h *Handler) clientIP(a netip.Addr) string {
+	a = a.Unmap()
 	if a != h.lastIP || h.lastIPText == "" {
 		h.lastIP, h.lastIPText = a, a.String()
 	}

@@ -48,7 +48,7 @@ const webSocketGUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 // startUpgrade builds the origin's request head for a request that asked
 // to switch protocols. It reports false when it answered the client
 // itself.
-func (ex *exchange) startUpgrade(req *stream.Request) bool {
+func (ex *exchange) startUpgrade(req *stream.Request, trusted bool) bool {
 	h := ex.h
 	t := &tunnelState{extended: req.Method == "CONNECT"}
 	ex.tun = t
@@ -58,7 +58,7 @@ func (ex *exchange) startUpgrade(req *stream.Request) bool {
 		ex.fail(400, "bad request: unsupported :protocol")
 		return false
 	}
-	fs := h.requestFields(req)
+	fs := h.requestFields(req, trusted)
 	if t.extended {
 		// The h2 client sends no key (RFC 8441 §5): the handshake with
 		// the origin is pollproxy's, so the key is too, and the answer

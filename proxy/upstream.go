@@ -5,6 +5,7 @@ package proxy
 
 import (
 	"net/netip"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -19,9 +20,18 @@ type Upstream struct {
 	Name string
 	// Addr is the resolved address pollproxy connects to.
 	Addr netip.AddrPort
+	// Path, when set, is the Unix socket pollproxy connects to instead
+	// (an upstream written unix//path, as in Caddy).
+	Path string
 
 	fails     atomic.Int32 // consecutive failures
 	downUntil atomic.Int64 // unix nanoseconds; skipped by the balancer until then
+	idleCap   atomic.Int64 // nanoseconds; 0: none learned (see learnIdleClose)
+
+	// addrs are every address of the name (SetAddrs); nil: Addr only.
+	addrs atomic.Pointer[[]netip.AddrPort]
+	// activeDown: the active health checks (health.go) failed.
+	activeDown atomic.Bool
 
 	// Counters for metrics and pool statistics.
 	Requests  atomic.Uint64 // requests sent to this upstream
@@ -57,7 +67,7 @@ type Health struct {
 }
 
 func (u *Upstream) healthy(now time.Time) bool {
-	return now.UnixNano() >= u.downUntil.Load()
+	return now.UnixNano() >= u.downUntil.Load() && !u.activeDown.Load()
 }
 
 func (u *Upstream) failed(h Health, now time.Time) {
@@ -86,3 +96,46 @@ func (u *Upstream) ReuseRatio() float64 {
 	}
 	return float64(u.Reuses.Load()) / float64(r)
 }
+
+// UnixSocketPath reports whether an upstream address is Caddy's Unix
+// socket form, "unix//run/app.sock" (an absolute path) or "unix/app.sock"
+// (relative to the working directory), and returns the path.
+func UnixSocketPath(addr string) (string, bool) {
+	path, ok := strings.CutPrefix(addr, "unix/")
+	return path, ok && path != ""
+}
+
+// minIdleCap is the least idle timeout learnIdleClose sets: an origin that
+// closes every idle connection sooner is better served by the retry.
+const minIdleCap = 100 * time.Millisecond
+
+// belowOrigin is how long pollproxy keeps a connection idle when the
+// origin closes idle connections after d: a quarter less (at least 100
+// ms less), so our close comes first even when the origin's clock started
+// before ours (it counts from its last write, we from our last read).
+func belowOrigin(d time.Duration) time.Duration {
+	return d - max(d/4, minIdleCap)
+}
+
+// learnIdleClose records that the origin closed a connection that had
+// been idle for age: this upstream's connections are kept idle for less
+// from now on, on every loop, so the next ones are closed by us before the
+// origin's close can race a request. It only ever lowers the cap (an
+// origin restart that closes young connections costs reuse of long-idle
+// connections only, never a 502).
+func (u *Upstream) learnIdleClose(age time.Duration) {
+	limit := max(belowOrigin(age), minIdleCap)
+	for {
+		cur := u.idleCap.Load()
+		if cur != 0 && time.Duration(cur) <= limit {
+			return
+		}
+		if u.idleCap.CompareAndSwap(cur, int64(limit)) {
+			return
+		}
+	}
+}
+
+// IdleCap is the idle timeout learned from the origin's own idle closes
+// (learnIdleClose), or 0 when the origin never closed an idle connection.
+func (u *Upstream) IdleCap() time.Duration { return time.Duration(u.idleCap.Load()) }

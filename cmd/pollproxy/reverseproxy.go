@@ -21,12 +21,13 @@ func init() {
 func runReverseProxy(name string, args []string, announce func(url, certPath string)) error {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	from := fs.String("from", "localhost:8443", "address to accept HTTPS on, host:port")
-	to := fs.String("to", "", "upstream HTTP/1.1 address(es), host:port[,host:port...] (required)")
+	to := fs.String("to", "", "upstream HTTP/1.1 address(es), host:port or unix//path.sock, comma-separated (required)")
 	certFile := fs.String("cert", "", "certificate file (PEM); default: one from pollproxy's local CA (see pollproxy trust)")
 	keyFile := fs.String("key", "", "private key file (PEM)")
 	policy := fs.String("lb", string(proxy.RoundRobin), "load balancing across upstreams: round_robin, least_conn, first")
 	maxIdle := fs.Int("max-idle", 0, "kept-alive idle connections per upstream per loop (0: as many as -max-conns)")
 	maxConns := fs.Int("max-conns", 256, "connections per upstream per loop; requests beyond wait in a bounded queue")
+	idle := fs.Duration("idle-timeout", 0, "close a client connection with no request in flight after this long (0: 60s for HTTP/1.1, 2m for HTTP/2)")
 	var lf loopFlags
 	lf.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -47,6 +48,10 @@ func runReverseProxy(name string, args []string, announce func(url, certPath str
 	if err != nil {
 		return err
 	}
+	if *idle < 0 {
+		return fmt.Errorf("--idle-timeout %v: want a positive duration", *idle)
+	}
+	cfg.Timeouts.Idle = *idle
 	cfg.Sites[0].Proxy = config.Proxy{Upstreams: upstreams, Policy: proxy.Policy(*policy), KeepAlive: *maxIdle, MaxConns: *maxConns}
 	tlsCfg, certPath, err := certificate(*certFile, *keyFile, hostsOf(*from))
 	if err != nil {
@@ -74,8 +79,8 @@ func upstreamList(list string) ([]string, error) {
 		if hp == "" {
 			continue
 		}
-		if !strings.Contains(hp, ":") {
-			return nil, fmt.Errorf("upstream %q: want host:port", hp)
+		if _, unix := proxy.UnixSocketPath(hp); !unix && !strings.Contains(hp, ":") {
+			return nil, fmt.Errorf("upstream %q: want host:port or unix//path", hp)
 		}
 		ups = append(ups, hp)
 	}

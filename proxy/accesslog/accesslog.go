@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"strconv"
 	"sync"
@@ -243,6 +244,7 @@ func Record(r *observe.RequestLog) slog.Record {
 	rec := slog.NewRecord(r.Start.Add(r.Duration), slog.LevelInfo, "request", 0)
 	rec.AddAttrs(
 		slog.String("remote", r.Remote.Addr().String()),
+		slog.String("client_ip", clientIP(r).String()),
 		slog.String("proto", r.Proto),
 		slog.String("method", r.Method),
 		slog.String("host", r.Authority),
@@ -274,8 +276,8 @@ func Record(r *observe.RequestLog) slog.Record {
 //
 // A reset stream shows status "-", an empty body "-".
 func AppendCommon(b []byte, r *observe.RequestLog) []byte {
-	if r.Remote.IsValid() {
-		b = r.Remote.Addr().AppendTo(b)
+	if a := clientIP(r); a.IsValid() {
+		b = a.AppendTo(b)
 	} else {
 		b = append(b, '-')
 	}
@@ -333,3 +335,12 @@ func appendClean(b []byte, s string) []byte {
 
 // Stamp is the time format of Common lines, for tests and readers.
 const Stamp = "02/Jan/2006:15:04:05 -0700"
+
+// clientIP is the address a line names as the client: the one the proxy
+// derived (a trusted proxy's X-Forwarded-For), else the peer's.
+func clientIP(r *observe.RequestLog) netip.Addr {
+	if r.ClientIP.IsValid() {
+		return r.ClientIP
+	}
+	return r.Remote.Addr()
+}

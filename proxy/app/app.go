@@ -115,6 +115,7 @@ type Instance struct {
 	alog      *accesslog.Logger
 	servers   map[string]*server.Server // by configured listen address
 	upstreams map[string]*proxy.Upstream
+	watch     upstreamWatch // re-resolution off the loops (upstreams.go)
 	closed    bool
 }
 
@@ -386,6 +387,7 @@ func (in *Instance) Close() {
 		return
 	}
 	in.closed = true
+	in.watch.close()
 	for _, srv := range in.servers {
 		srv.Close()
 	}

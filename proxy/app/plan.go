@@ -76,6 +76,14 @@ func (in *Instance) upstream(p *plan, name string) (*proxy.Upstream, error) {
 	if up := p.upstreams[name]; up != nil {
 		return up, nil
 	}
+	if path, ok := proxy.UnixSocketPath(name); ok {
+		up := in.upstreams[name]
+		if up == nil {
+			up = &proxy.Upstream{Name: name, Path: path}
+		}
+		p.upstreams[name] = up
+		return up, nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
 	addrs, err := netpoll.ResolveTCP(ctx, name)
 	cancel()
@@ -83,9 +91,10 @@ func (in *Instance) upstream(p *plan, name string) (*proxy.Upstream, error) {
 		return nil, err
 	}
 	up := in.upstreams[name]
-	if up == nil || up.Addr != addrs[0] {
+	if up == nil {
 		up = &proxy.Upstream{Name: name, Addr: addrs[0]}
 	}
+	up.SetAddrs(addrs) // every A/AAAA address, refreshed by the instance's resolver
 	p.upstreams[name] = up
 	return up, nil
 }
@@ -95,6 +104,7 @@ func (in *Instance) upstream(p *plan, name string) (*proxy.Upstream, error) {
 func (in *Instance) commit(p *plan) {
 	old := in.alog
 	in.cfg, in.upstreams, in.alog = p.cfg, p.upstreams, p.alog
+	in.watch.update(p)
 	if old != nil && old != p.alog {
 		// Requests in flight on the old handlers may still finish into
 		// the old log; give them the grace period.

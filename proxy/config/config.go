@@ -115,7 +115,8 @@ type Proxy struct {
 	DialTimeout           time.Duration
 	ResponseHeaderTimeout time.Duration
 	ReadTimeout           time.Duration
-	Stream                StreamOptions // stream_timeout, stream_close_delay
+	Stream                StreamOptions      // stream_timeout, stream_close_delay
+	ActiveHealth          proxy.ActiveHealth // health_uri, health_interval, … (health.go)
 }
 
 // ProxyConfig returns the reverse proxy's configuration for these
@@ -137,6 +138,7 @@ func (p Proxy) ProxyConfig(ups []*proxy.Upstream) proxy.Config {
 		HeaderDown:            p.HeaderDown,
 		StreamTimeout:         p.Stream.Timeout,
 		StreamCloseDelay:      p.Stream.CloseDelay,
+		ActiveHealth:          p.ActiveHealth,
 	}.WithDefaults()
 }
 
@@ -547,9 +549,10 @@ func parseAddress(text string) (Address, error) {
 	return a, nil
 }
 
-var proxyOptions = []string{"to", "lb_policy", "health_fails", "health_timeout", "header_up", "header_down",
+var proxyOptions = append([]string{"to", "lb_policy", "header_up", "header_down",
 	"keepalive", "keepalive_timeout", "max_conns", "dial_timeout", "response_header_timeout", "read_timeout",
-	"stream_timeout", "stream_close_delay"}
+	"stream_timeout", "stream_close_delay"},
+	activeHealthOptions...)
 
 func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
 	rp := Proxy{Pos: dpos(d)}
@@ -570,13 +573,9 @@ func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
 				}
 				rp.Policy = proxy.Policy(v)
 			}
-		case "health_fails":
-			rp.HealthFails = p.intArg(d, label, 0)
-			if rp.HealthFails == 0 {
-				rp.HealthFails = -1 // 0 in the file: never mark an upstream down
-			}
-		case "health_timeout":
-			rp.HealthTimeout = p.durationArg(d, label)
+		case "health_uri", "health_port", "health_interval", "health_timeout", "health_status",
+			"health_body", "health_headers", "health_passes", "health_fails":
+			p.activeHealth(d, &rp, sub)
 		case "header_up":
 			if op, ok := p.headerOp(d, label); ok {
 				rp.HeaderUp = append(rp.HeaderUp, op)
@@ -616,6 +615,13 @@ func (p *parser) upstreams(d *caddyfile.Dispenser, rp *Proxy) {
 	for d.NextArg() {
 		v := d.Val()
 		switch {
+		case strings.HasPrefix(v, "unix/"):
+			if _, ok := proxy.UnixSocketPath(v); !ok {
+				p.errf(d, "reverse_proxy: upstream %q: want unix//path/to/socket", v)
+			} else {
+				rp.Upstreams = append(rp.Upstreams, v)
+			}
+			continue
 		case strings.HasPrefix(v, "/") || strings.HasPrefix(v, "@") || v == "*":
 			p.errf(d, "reverse_proxy: request matchers (%q) are not supported: a site proxies every request", v)
 			continue

@@ -97,7 +97,7 @@ localhost:8443 {
 	if strings.Join(rp.Upstreams, " ") != "10.0.0.1:8080 10.0.0.2:8080 10.0.0.3:80" {
 		t.Errorf("upstreams %q", rp.Upstreams)
 	}
-	if rp.Policy != proxy.LeastConnections || rp.HealthFails != 5 || rp.HealthTimeout != 30*time.Second ||
+	if rp.Policy != proxy.LeastConnections || rp.ActiveHealth.Fails != 5 || rp.ActiveHealth.Timeout != 30*time.Second ||
 		rp.KeepAlive != 16 || rp.KeepAliveTimeout != 2*time.Second || rp.MaxConns != 64 || rp.DialTimeout != 2*time.Second ||
 		rp.ResponseHeaderTimeout != 30*time.Second || rp.ReadTimeout != time.Minute {
 		t.Errorf("proxy %+v", rp)
@@ -110,7 +110,7 @@ localhost:8443 {
 		t.Errorf("header_down %+v", rp.HeaderDown)
 	}
 	pc := rp.ProxyConfig(nil)
-	if pc.Pool.MaxIdle != 16 || pc.Pool.MaxConns != 64 || pc.ConnectTimeout != 2*time.Second || pc.Health.MaxFails != 5 {
+	if pc.Pool.MaxIdle != 16 || pc.Pool.MaxConns != 64 || pc.ConnectTimeout != 2*time.Second || pc.ActiveHealth.Fails != 5 {
 		t.Errorf("proxy config %+v", pc)
 	}
 	if s.TLS.Mode != TLSAuto || c.Sites[1].TLS.Mode != TLSInternal || c.Sites[2].TLS.Mode != TLSFiles ||

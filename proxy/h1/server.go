@@ -691,7 +691,9 @@ func (w *responseWriter) WriteHeader(status int, fields []stream.Field, endStrea
 		c.framing = fwClose
 		c.keepAlive = false
 	}
-	if c.shutdown {
+	if c.shutdown || status == 408 {
+		// A 408 says the server stopped waiting for this client (RFC 9110
+		// §15.5.9): the rest of its request is not read.
 		c.keepAlive = false
 	}
 	switch {

@@ -34,6 +34,10 @@ type RequestLog struct {
 	Tunnel    bool
 	BytesIn   int64
 	TunnelEnd string
+
+	// ClientIP is the client's address as the proxy derived it: Remote's,
+	// or the one a trusted proxy named (proxy.ClientIP).
+	ClientIP netip.Addr
 }
 
 // Observer receives every finished request. It runs on the loop, so it

@@ -75,6 +75,7 @@ type loopState struct {
 	plainBuf  []byte
 	draining  bool
 	localAddr net.Addr
+	wildcard  bool // listening on every address: ask each socket its own
 }
 
 // New opens the listeners and registers them with the group's loops, which
@@ -140,6 +141,7 @@ func New(g *netpoll.Group, cfg Config) (*Server, error) {
 			readBuf:   make([]byte, 64<<10),
 			plainBuf:  make([]byte, 32<<10),
 			localAddr: net.TCPAddrFromAddrPort(addr),
+			wildcard:  addr.Addr().IsUnspecified(),
 		}
 		s.loops = append(s.loops, ls)
 		fd := s.fds[0]
@@ -208,7 +210,7 @@ func (ls *loopState) accept(fd int, remote netip.AddrPort) {
 	}
 	netpoll.SetNoDelay(fd)
 	c := &conn{ls: ls, remote: remote}
-	c.sess = pptls.NewServerSession(s.cfg.TLS, ls.localAddr, net.TCPAddrFromAddrPort(remote))
+	c.sess = pptls.NewServerSession(s.cfg.TLS, ls.connLocalAddr(fd), net.TCPAddrFromAddrPort(remote))
 	d, err := ls.loop.Register(fd, c, netpoll.Read)
 	if err != nil {
 		unix.Close(fd)
@@ -223,6 +225,21 @@ func (ls *loopState) accept(fd int, remote netip.AddrPort) {
 	// registration are spent on the client.
 	c.timer = ls.loop.AfterFunc(s.hsTimeout, c.helloTimeout)
 	c.desc.Kick(netpoll.EventRead) // bytes may have arrived with the connection
+}
+
+// connLocalAddr is the address a client connected to. On a wildcard
+// listener that is the accepted socket's own address: without SNI (a
+// client asking for an IP address) the certificate is chosen by it, as
+// Caddy does, so a site named 127.0.0.1 answers on [::]:port.
+func (ls *loopState) connLocalAddr(fd int) net.Addr {
+	if !ls.wildcard {
+		return ls.localAddr
+	}
+	ap, err := netpoll.LocalAddr(fd)
+	if err != nil {
+		return ls.localAddr
+	}
+	return net.TCPAddrFromAddrPort(netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))
 }
 
 // Stats are a server's connection counters.

@@ -1,0 +1,51 @@
+package app
+
+import (
+	"github.com/pollproxy/pollproxy/proxy"
+)
+
+// upstreamWatch is the instance's work on its upstreams off the loops:
+// their names looked up again on an interval, and their active health
+// checks. It follows the running plan's upstreams, so a reload adds and
+// drops them.
+type upstreamWatch struct {
+	resolver *proxy.Resolver
+	health   *proxy.HealthChecker
+}
+
+// update follows the upstreams of the plan just committed. An upstream
+// several sites share is checked once, with the first site's settings
+// that enable checks.
+func (w *upstreamWatch) update(p *plan) {
+	list := make([]*proxy.Upstream, 0, len(p.upstreams))
+	for _, u := range p.upstreams {
+		list = append(list, u)
+	}
+	if w.resolver == nil {
+		w.resolver = proxy.NewResolver(0, nil)
+		w.health = proxy.NewHealthChecker()
+	}
+	w.resolver.Update(list)
+	checks := map[*proxy.Upstream]proxy.ActiveHealth{}
+	for _, s := range p.cfg.Sites {
+		pc, ok := p.sites[s]
+		if !ok || !pc.ActiveHealth.Enabled() {
+			continue
+		}
+		for _, u := range pc.Upstreams {
+			if _, seen := checks[u]; !seen {
+				checks[u] = pc.ActiveHealth
+			}
+		}
+	}
+	w.health.Update(checks)
+}
+
+// close stops the work; it waits for a lookup in progress.
+func (w *upstreamWatch) close() {
+	if w.resolver != nil {
+		w.resolver.Close()
+		w.health.Close()
+		w.resolver, w.health = nil, nil
+	}
+}

@@ -1,0 +1,232 @@
+package proxy
+
+// Active health checks run off the request path: one goroutine per
+// upstream per process asks the origin on an interval, and the verdict is
+// an atomic on the shared Upstream that every loop's balancer reads.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ActiveHealth configures active health checks, with the meanings of
+// Caddy's reverse_proxy subdirectives of the same names.
+type ActiveHealth struct {
+	// URI is the path (and query) requested (health_uri); Port, when set,
+	// replaces the upstream's port (health_port). Checks run when either
+	// is set; URI defaults to "/".
+	URI  string
+	Port int
+	// Interval between checks (health_interval, default 30 s) and Timeout
+	// of one (health_timeout, default 5 s).
+	Interval, Timeout time.Duration
+	// Status is the status wanted: "200", or a class "2xx" (health_status;
+	// default 2xx).
+	Status string
+	// Body, when set, must match the response body (health_body).
+	Body *regexp.Regexp
+	// Headers are sent with each check (health_headers); "Host" sets the
+	// host asked for.
+	Headers http.Header
+	// Passes is how many checks in a row must pass before an unhealthy
+	// upstream is used again, Fails how many must fail before a healthy one
+	// is skipped (health_passes, health_fails; default 1 each).
+	Passes, Fails int
+}
+
+// Enabled reports whether active checks are configured.
+func (a ActiveHealth) Enabled() bool { return a.URI != "" || a.Port != 0 }
+
+func (a ActiveHealth) withDefaults() ActiveHealth {
+	if a.URI == "" {
+		a.URI = "/"
+	}
+	if a.Interval <= 0 {
+		a.Interval = 30 * time.Second
+	}
+	if a.Timeout <= 0 {
+		a.Timeout = 5 * time.Second
+	}
+	if a.Status == "" {
+		a.Status = "2xx"
+	}
+	a.Passes, a.Fails = max(a.Passes, 1), max(a.Fails, 1)
+	return a
+}
+
+// ValidHealthStatus reports whether s is a status health_status accepts:
+// three digits, or a digit followed by "xx".
+func ValidHealthStatus(s string) bool {
+	if len(s) != 3 || s[0] < '1' || s[0] > '5' {
+		return false
+	}
+	if s[1:] == "xx" {
+		return true
+	}
+	n, err := strconv.Atoi(s)
+	return err == nil && n >= 100 && n <= 599
+}
+
+func statusMatches(want string, got int) bool {
+	if strings.HasSuffix(want, "xx") {
+		return got/100 == int(want[0]-'0')
+	}
+	return strconv.Itoa(got) == want
+}
+
+// Unhealthy reports whether active checks took u out of rotation.
+func (u *Upstream) Unhealthy() bool { return u.activeDown.Load() }
+
+// HealthChecker runs the active checks of a set of upstreams, each on its
+// own goroutine, once per upstream however many sites and loops use it.
+type HealthChecker struct {
+	mu     sync.Mutex
+	checks map[*Upstream]*healthCheck
+}
+
+type healthCheck struct {
+	cfg    ActiveHealth
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// NewHealthChecker returns a checker with nothing to check yet.
+func NewHealthChecker() *HealthChecker {
+	return &HealthChecker{checks: map[*Upstream]*healthCheck{}}
+}
+
+// Update makes the checker check exactly the upstreams in want, each with
+// its configuration: new ones start (checked at once), removed ones stop
+// and are put back in rotation, changed ones restart.
+func (hc *HealthChecker) Update(want map[*Upstream]ActiveHealth) {
+	hc.mu.Lock()
+	defer hc.mu.Unlock()
+	for u, c := range hc.checks {
+		if w, ok := want[u]; !ok || !sameHealth(w.withDefaults(), c.cfg) {
+			c.stop()
+			delete(hc.checks, u)
+			if !ok {
+				u.activeDown.Store(false)
+			}
+		}
+	}
+	for u, a := range want {
+		if _, ok := hc.checks[u]; ok || !a.Enabled() {
+			continue
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		c := &healthCheck{cfg: a.withDefaults(), cancel: cancel, done: make(chan struct{})}
+		hc.checks[u] = c
+		go c.run(ctx, u)
+	}
+}
+
+// Close stops every check and waits for them.
+func (hc *HealthChecker) Close() { hc.Update(nil) }
+
+func sameHealth(a, b ActiveHealth) bool {
+	if (a.Body == nil) != (b.Body == nil) || a.Body != nil && a.Body.String() != b.Body.String() {
+		return false
+	}
+	if fmt.Sprint(a.Headers) != fmt.Sprint(b.Headers) {
+		return false
+	}
+	return a.URI == b.URI && a.Port == b.Port && a.Interval == b.Interval && a.Timeout == b.Timeout &&
+		a.Status == b.Status && a.Passes == b.Passes && a.Fails == b.Fails
+}
+
+func (c *healthCheck) stop() {
+	c.cancel()
+	<-c.done
+}
+
+func (c *healthCheck) run(ctx context.Context, u *Upstream) {
+	defer close(c.done)
+	tr := &http.Transport{
+		DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			if u.Path != "" {
+				return d.DialContext(ctx, "unix", u.Path)
+			}
+			ap := u.dialAddr(0)
+			port := ap.Port()
+			if c.cfg.Port != 0 {
+				port = uint16(c.cfg.Port)
+			}
+			return d.DialContext(ctx, "tcp", net.JoinHostPort(ap.Addr().String(), strconv.Itoa(int(port))))
+		},
+	}
+	defer tr.CloseIdleConnections()
+	cl := &http.Client{Transport: tr, Timeout: c.cfg.Timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	var passes, fails int
+	t := time.NewTicker(c.cfg.Interval)
+	defer t.Stop()
+	for {
+		if err := c.check(ctx, cl, u); err == nil {
+			passes, fails = passes+1, 0
+			if passes >= c.cfg.Passes {
+				u.activeDown.Store(false)
+			}
+		} else if ctx.Err() == nil {
+			passes, fails = 0, fails+1
+			if fails >= c.cfg.Fails {
+				u.activeDown.Store(true)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// maxHealthBody bounds what a check reads of a response body.
+const maxHealthBody = 1 << 20
+
+// check asks the upstream once; nil means healthy.
+func (c *healthCheck) check(ctx context.Context, cl *http.Client, u *Upstream) error {
+	host := u.Name
+	if u.Path != "" {
+		host = "localhost"
+	}
+	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+host+c.cfg.URI, nil)
+	if err != nil {
+		return err
+	}
+	for k, vs := range c.cfg.Headers {
+		if strings.EqualFold(k, "Host") && len(vs) > 0 {
+			req.Host = vs[0]
+			continue
+		}
+		req.Header[k] = vs
+	}
+	res, err := cl.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if !statusMatches(c.cfg.Status, res.StatusCode) {
+		return fmt.Errorf("status %d, want %s", res.StatusCode, c.cfg.Status)
+	}
+	if c.cfg.Body != nil {
+		b, err := io.ReadAll(io.LimitReader(res.Body, maxHealthBody))
+		if err != nil {
+			return err
+		}
+		if !c.cfg.Body.Match(b) {
+			return fmt.Errorf("body does not match %s", c.cfg.Body)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,133 @@
+package proxy_test
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/netpoll/polltest"
+	"github.com/pollproxy/pollproxy/proxy"
+)
+
+// originKeepAlive is how long the origins below keep an idle connection.
+const originKeepAlive = time.Second
+
+// nodeOrigin runs a Node.js HTTP server with keepAliveTimeout =
+// originKeepAlive: it answers with "Keep-Alive: timeout=1" and closes a
+// connection idle that long, the origin behind most keep-alive 502s.
+func nodeOrigin(t *testing.T) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("no node")
+	}
+	script := filepath.Join(t.TempDir(), "origin.js")
+	os.WriteFile(script, []byte(`
+const http = require('http');
+const s = http.createServer((req, res) => { res.end('ok'); });
+s.keepAliveTimeout = `+strconv.Itoa(int(originKeepAlive/time.Millisecond))+`;
+s.listen(0, '127.0.0.1', () => console.log('listening ' + s.address().port));
+`), 0o600)
+	cmd := exec.Command(node, script)
+	out, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("node: %v", err)
+	}
+	return "127.0.0.1:" + strings.TrimSpace(strings.TrimPrefix(line, "listening "))
+}
+
+// goIdleOrigin is a Go origin that closes idle connections after
+// originKeepAlive and announces nothing: pollproxy has to learn it.
+func goIdleOrigin(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{IdleTimeout: originKeepAlive, ErrorLog: discardLog,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
+
+// TestKeepAliveRaceAvoided: pollproxy's pool is told to keep idle
+// connections 30 s, behind origins that close them after 1 s. It closes
+// them first — below the Node origin's announced Keep-Alive timeout, and
+// below the Go origin's once it has seen that origin close one — so bursts
+// of requests at every gap around the origin's timeout get no 502 and need
+// no retry.
+func TestKeepAliveRaceAvoided(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		for _, c := range []struct {
+			name   string
+			origin func(*testing.T) string
+			learn  bool
+		}{{"node", nodeOrigin, false}, {"go", goIdleOrigin, true}} {
+			t.Run(c.name, func(t *testing.T) {
+				up := upstream(t, c.origin(t))
+				e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{up},
+					Pool: proxy.PoolConfig{IdleTimeout: 30 * time.Second}})
+				cl := e.h2Client(nil)
+				burst := func() {
+					t.Helper()
+					var wg sync.WaitGroup
+					for range 16 {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							res, err := cl.Get("https://localhost/")
+							if err != nil {
+								t.Error(err)
+								return
+							}
+							b, _ := io.ReadAll(res.Body)
+							res.Body.Close()
+							if res.StatusCode != 200 || string(b) != "ok" {
+								t.Errorf("%d %q", res.StatusCode, b)
+							}
+						}()
+					}
+					wg.Wait()
+				}
+				burst()
+				if c.learn {
+					// The origin closes the idle connections; pollproxy learns.
+					time.Sleep(originKeepAlive + originKeepAlive/2)
+					if d := up.IdleCap(); d <= 0 || d >= originKeepAlive {
+						t.Fatalf("learned idle cap %v, want under %v", d, originKeepAlive)
+					}
+					burst()
+				}
+				// Past our cap, before the origin's close: pollproxy closed them.
+				time.Sleep(originKeepAlive * 9 / 10)
+				if n := up.OpenConns.Load(); n != 0 {
+					t.Errorf("%d connections still open %v after the burst: the origin would close them first", n, originKeepAlive*9/10)
+				}
+				for _, gap := range []time.Duration{700, 800, 950, 1000, 1050, 1200} {
+					burst()
+					time.Sleep(gap * time.Millisecond)
+				}
+				burst()
+				if s := up.Stats(); s.Retries != 0 || s.Failures != 0 || s.Broken != 0 {
+					t.Errorf("upstream %+v: want no retry, failure or broken response", s)
+				}
+			})
+		}
+	})
+}

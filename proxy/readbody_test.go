@@ -1,0 +1,93 @@
+package proxy_test
+
+import (
+	"bufio"
+	stdtls "crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/netpoll/polltest"
+	"github.com/pollproxy/pollproxy/proxy"
+)
+
+// TestReadBodyTimeout: a request body that stops arriving gets a 408
+// after ReadBodyTimeout (Caddy's read_body) on h2 and HTTP/1.1; the
+// origin's connection, which holds half a request, is closed and never
+// reused; the upstream is not marked as failing; the next request is
+// served.
+func TestReadBodyTimeout(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		bodyErrs := make(chan error, 4)
+		o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+			_, err := io.ReadAll(r.Body)
+			if r.Method == "POST" {
+				bodyErrs <- err
+			}
+			io.WriteString(w, "ok")
+		})
+		up := upstream(t, o.addr)
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{up}, ReadBodyTimeout: 300 * time.Millisecond})
+
+		// h2: a body of 100 bytes declared, 10 sent.
+		pr, pw := io.Pipe()
+		defer pw.Close()
+		req, _ := http.NewRequest("POST", "https://localhost/upload", pr)
+		req.ContentLength = 100
+		go pw.Write([]byte("0123456789"))
+		res, b := do(t, e.h2Client(nil), req)
+		if res.StatusCode != 408 {
+			t.Fatalf("h2 slow body: %d %q, want 408", res.StatusCode, b)
+		}
+		if err := <-bodyErrs; err == nil {
+			t.Fatal("h2: the origin read a whole body")
+		}
+
+		// HTTP/1.1: the same, and the connection is closed after the 408.
+		c, err := stdtls.Dial("tcp", e.addr, e.tlsConfig("http/1.1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		fmt.Fprintf(c, "POST /upload HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n0123456789")
+		br := bufio.NewReader(c)
+		res, err = http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.ReadAll(res.Body)
+		if res.StatusCode != 408 || !res.Close {
+			t.Fatalf("h1 slow body: %d close=%v, want 408 and close", res.StatusCode, res.Close)
+		}
+		if _, err := br.ReadByte(); err != io.EOF {
+			t.Fatalf("h1 connection after the 408: %v, want EOF", err)
+		}
+		if err := <-bodyErrs; err == nil {
+			t.Fatal("h1: the origin read a whole body")
+		}
+
+		// A body that ends in time, and a GET, reuse nothing half-sent.
+		res, b = do(t, e.h2Client(nil), mustRequest("POST", "https://localhost/upload", strings.NewReader("whole")))
+		if res.StatusCode != 200 || string(b) != "ok" {
+			t.Fatalf("after the timeouts: %d %q", res.StatusCode, b)
+		}
+		<-bodyErrs
+		s := up.Stats()
+		if s.Failures != 0 || s.Retries != 0 || s.Connects != 3 {
+			t.Errorf("upstream stats %+v: want 3 connections, no failure, no retry", s)
+		}
+	})
+}
+
+func mustRequest(method, url string, body io.Reader) *http.Request {
+	req, err := http.NewRequest(method, url, body)
+	if err != nil {
+		panic(err)
+	}
+	return req
+}

@@ -1,0 +1,141 @@
+package proxy
+
+// Upstream host names are looked up again off the loops on an interval,
+// because DNS answers change (a redeployed app, a scaled service) and a
+// proxy that resolved once at start-up keeps sending to the old address.
+// Loops only ever read the current address set, through an atomic
+// pointer: a lookup never blocks a loop, and a loop never waits for one.
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+)
+
+// DefaultResolveInterval is how often a Resolver looks upstream names up
+// again (Caddy's dynamic upstreams refresh once a minute too).
+const DefaultResolveInterval = time.Minute
+
+// SetAddrs replaces the addresses new connections to u go to, spread over
+// all of them; existing connections are kept. An empty set is ignored: an
+// upstream keeps its last good addresses.
+func (u *Upstream) SetAddrs(addrs []netip.AddrPort) {
+	if len(addrs) == 0 {
+		return
+	}
+	a := append([]netip.AddrPort(nil), addrs...)
+	u.addrs.Store(&a)
+}
+
+// Addrs returns the addresses new connections to u go to.
+func (u *Upstream) Addrs() []netip.AddrPort {
+	if a := u.addrs.Load(); a != nil {
+		return *a
+	}
+	return []netip.AddrPort{u.Addr}
+}
+
+// dialAddr is the address for a loop's n-th new connection: round robin
+// over every address the name resolved to.
+func (u *Upstream) dialAddr(n uint) netip.AddrPort {
+	a := u.addrs.Load()
+	if a == nil || len(*a) == 0 {
+		return u.Addr
+	}
+	return (*a)[n%uint(len(*a))]
+}
+
+// LookupFunc resolves "host:port" to addresses; netpoll.ResolveTCP is the
+// real one.
+type LookupFunc func(ctx context.Context, hostport string) ([]netip.AddrPort, error)
+
+// Resolver looks the names of a set of upstreams up again on an interval,
+// on its own goroutine. A failed or empty lookup keeps an upstream's last
+// good addresses. Upstreams named by an IP address or a Unix socket are
+// left alone.
+type Resolver struct {
+	interval time.Duration
+	lookup   LookupFunc
+
+	ctx    context.Context // cancelled by Close, which also ends a lookup
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu  sync.Mutex
+	ups []*Upstream
+}
+
+// NewResolver starts a Resolver refreshing every interval
+// (DefaultResolveInterval when 0) with lookup (netpoll.ResolveTCP when
+// nil). Close stops it.
+func NewResolver(interval time.Duration, lookup LookupFunc) *Resolver {
+	if interval <= 0 {
+		interval = DefaultResolveInterval
+	}
+	if lookup == nil {
+		lookup = netpoll.ResolveTCP
+	}
+	r := &Resolver{interval: interval, lookup: lookup, done: make(chan struct{})}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	go r.run()
+	return r
+}
+
+// Update sets the upstreams to refresh (those of the running
+// configuration, after a start or a reload).
+func (r *Resolver) Update(ups []*Upstream) {
+	var named []*Upstream
+	for _, u := range ups {
+		if u.Path != "" {
+			continue
+		}
+		if host, _, err := net.SplitHostPort(u.Name); err != nil || host == "" {
+			continue
+		} else if _, err := netip.ParseAddr(host); err == nil {
+			continue
+		}
+		named = append(named, u)
+	}
+	r.mu.Lock()
+	r.ups = named
+	r.mu.Unlock()
+}
+
+// Close stops the refreshing and waits for a lookup in progress.
+func (r *Resolver) Close() {
+	r.cancel()
+	<-r.done
+}
+
+func (r *Resolver) run() {
+	defer close(r.done)
+	t := time.NewTicker(r.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-t.C:
+		}
+		r.mu.Lock()
+		ups := r.ups
+		r.mu.Unlock()
+		for _, u := range ups {
+			r.refresh(u)
+		}
+	}
+}
+
+// refresh looks u up once, bounded by the interval so a hung lookup
+// cannot stack up behind itself.
+func (r *Resolver) refresh(u *Upstream) {
+	ctx, cancel := context.WithTimeout(r.ctx, min(r.interval, 10*time.Second))
+	defer cancel()
+	if addrs, err := r.lookup(ctx, u.Name); err == nil {
+		u.SetAddrs(addrs)
+	}
+}

@@ -1,0 +1,99 @@
+package proxy_test
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/netpoll/polltest"
+	"github.com/pollproxy/pollproxy/proxy"
+)
+
+// awaitAddrs waits for up's addresses to become want.
+func awaitAddrs(t *testing.T, up *proxy.Upstream, want ...netip.AddrPort) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := up.Addrs()
+		if len(got) == len(want) {
+			same := true
+			for i := range got {
+				same = same && got[i] == want[i]
+			}
+			if same {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("addresses %v, want %v", got, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestResolverFollowsDNS: an upstream named by a host name is looked up
+// again off the loops, and new connections follow the answer; a lookup
+// that fails keeps the last good addresses.
+func TestResolverFollowsDNS(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		o := newOrigin(t, nil)
+		_, port, _ := net.SplitHostPort(o.addr)
+		// Resolved "wrongly" at start-up: to a port nobody listens on.
+		up := &proxy.Upstream{Name: "localhost:" + port, Addr: netip.MustParseAddrPort(closedAddr(t))}
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{up}})
+		cl := e.h2Client(nil)
+		if res, _ := get(t, cl, "https://localhost/"); res.StatusCode != 502 {
+			t.Fatalf("before the lookup: %d, want 502", res.StatusCode)
+		}
+		r := proxy.NewResolver(20*time.Millisecond, nil) // the system's resolver
+		defer r.Close()
+		r.Update([]*proxy.Upstream{up})
+		awaitAddrs(t, up, netip.MustParseAddrPort(o.addr))
+		if res, b := get(t, cl, "https://localhost/"); res.StatusCode != 200 {
+			t.Fatalf("after the lookup: %d %q", res.StatusCode, b)
+		}
+
+		// A name that does not resolve (RFC 6761 .invalid) keeps its last
+		// good addresses.
+		bad := &proxy.Upstream{Name: "pollproxy-test.invalid:" + port}
+		bad.SetAddrs([]netip.AddrPort{netip.MustParseAddrPort(o.addr)})
+		r.Update([]*proxy.Upstream{bad})
+		time.Sleep(200 * time.Millisecond) // several failed lookups
+		awaitAddrs(t, bad, netip.MustParseAddrPort(o.addr))
+	})
+}
+
+// TestEveryAddressUsed: new connections go round robin over every address
+// a name resolves to. This machine's resolver gives one address per name,
+// so the lookup here answers two loopback origins for one name.
+func TestEveryAddressUsed(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		a, b := newOrigin(t, nil), newOrigin(t, nil)
+		addrs := []netip.AddrPort{netip.MustParseAddrPort(a.addr), netip.MustParseAddrPort(b.addr)}
+		up := &proxy.Upstream{Name: "app.test:80", Addr: addrs[0]}
+		r := proxy.NewResolver(20*time.Millisecond, func(ctx context.Context, hostport string) ([]netip.AddrPort, error) {
+			if hostport != "app.test:80" {
+				t.Errorf("looked up %q", hostport)
+			}
+			return addrs, nil
+		})
+		defer r.Close()
+		r.Update([]*proxy.Upstream{up})
+		awaitAddrs(t, up, addrs...)
+		// One request per connection, so every request dials.
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{up}, Pool: proxy.PoolConfig{MaxRequests: 1}})
+		cl := e.h2Client(nil)
+		for i := range 10 {
+			if res, _ := get(t, cl, "https://localhost/"+strconv.Itoa(i)); res.StatusCode != 200 {
+				t.Fatalf("%d", res.StatusCode)
+			}
+		}
+		if a.reqs.Load() != 5 || b.reqs.Load() != 5 {
+			t.Errorf("origins saw %d and %d requests, want 5 each", a.reqs.Load(), b.reqs.Load())
+		}
+	})
+}
