@@ -41,7 +41,7 @@ var ErrLockLost = errors.New("redisstore: lock lost: its lease expired")
 func (s *Storage) TryLock(ctx context.Context, name string) (bool, error) {
 	token := newToken()
 	ok, err := s.rdb.SetNX(ctx, s.lockKey(name), token, s.opts.LockTTL).Result()
-	if err := s.check("lock", err); err != nil {
+	if err := s.check(ctx, "lock", err); err != nil {
 		return false, fmt.Errorf("redisstore: lock %s: %w", name, err)
 	}
 	if !ok {
@@ -88,7 +88,7 @@ func (s *Storage) Unlock(ctx context.Context, name string) error {
 	l.cancel()
 	<-l.done
 	n, err := unlockScript.Run(ctx, s.rdb, []string{s.lockKey(name)}, l.token).Int()
-	if err := s.check("unlock", err); err != nil {
+	if err := s.check(ctx, "unlock", err); err != nil {
 		return fmt.Errorf("redisstore: unlock %s (it expires by itself): %w", name, err)
 	}
 	if n == 0 {
@@ -107,14 +107,17 @@ func (s *Storage) RenewLockLease(ctx context.Context, lockKey string, leaseDurat
 	if l == nil {
 		return fmt.Errorf("redisstore: renew lock %s: not held by this instance", lockKey)
 	}
-	return s.renew(ctx, lockKey, l.token, leaseDuration)
+	return s.renew(ctx, ctx, lockKey, l.token, leaseDuration)
 }
 
-func (s *Storage) renew(ctx context.Context, name, token string, lease time.Duration) error {
+// renew extends the lease of a lock held with token. A failure is logged
+// and counted unless stop is done (Unlock or Close ended the renewal, or
+// the caller gave up).
+func (s *Storage) renew(ctx, stop context.Context, name, token string, lease time.Duration) error {
 	n, err := renewScript.Run(ctx, s.rdb, []string{s.lockKey(name)}, token, lease.Milliseconds()).Int()
-	if err := s.check("renew", err); err != nil {
-		if ctx.Err() != nil {
-			return err // Unlock or Close stopped the renewal
+	if err := s.check(stop, "renew", err); err != nil {
+		if stop.Err() != nil {
+			return err
 		}
 		s.stats.renewals.WithLabelValues("unreachable").Inc()
 		s.log.Error("certificate storage lock not renewed: it expires unless Redis answers in time", "lock", name, "error", err)
@@ -141,7 +144,7 @@ func (s *Storage) keepAlive(ctx context.Context, name string, l *heldLock) {
 		case <-t.C:
 		}
 		rctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
-		err := s.renew(rctx, name, l.token, s.opts.LockTTL)
+		err := s.renew(rctx, ctx, name, l.token, s.opts.LockTTL)
 		cancel()
 		if errors.Is(err, ErrLockLost) {
 			return

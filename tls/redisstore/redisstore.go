@@ -206,7 +206,7 @@ func (s *Storage) String() string {
 
 // Ping reports whether Redis answers.
 func (s *Storage) Ping(ctx context.Context) error {
-	return s.check("ping", s.rdb.Ping(ctx).Err())
+	return s.check(ctx, "ping", s.rdb.Ping(ctx).Err())
 }
 
 func (s *Storage) health() {
@@ -225,28 +225,25 @@ func (s *Storage) health() {
 	}
 }
 
-// check records the outcome of a command: err nil or redis.Nil means
-// Redis answered.
-func (s *Storage) check(op string, err error) error {
+// check records the outcome of a command run with ctx: err nil or
+// redis.Nil means Redis answered. A failure after ctx was done says only
+// that the caller gave up (a handshake's deadline, Unlock stopping a
+// renewal); the health check's own PINGs report a slow Redis.
+func (s *Storage) check(ctx context.Context, op string, err error) error {
 	if err == nil || errors.Is(err, redis.Nil) {
 		if s.stats.markUp() {
 			s.log.Info("certificate storage reachable again", "addr", strings.Join(s.opts.Addrs, ","))
 		}
 		return err
 	}
-	if errors.Is(err, context.Canceled) || (errors.Is(err, context.DeadlineExceeded) && !isNetTimeout(err)) {
-		return err // the caller gave up; says nothing about Redis
+	if ctx.Err() != nil {
+		return err
 	}
 	s.stats.errors.WithLabelValues(op).Inc()
 	if s.stats.markDown() {
 		s.log.Error("certificate storage unreachable: certificates cannot be loaded, stored or locked", "addr", strings.Join(s.opts.Addrs, ","), "op", op, "error", err)
 	}
 	return err
-}
-
-func isNetTimeout(err error) bool {
-	var t interface{ Timeout() bool }
-	return errors.As(err, &t) && t.Timeout()
 }
 
 // normalize turns a certmagic key into its canonical form: slash
@@ -274,7 +271,7 @@ func (s *Storage) Store(ctx context.Context, key string, value []byte) error {
 		p.ZAdd(ctx, s.indexKey(), redis.Z{Member: key})
 		return nil
 	})
-	if err := s.check("store", err); err != nil {
+	if err := s.check(ctx, "store", err); err != nil {
 		return fmt.Errorf("redisstore: store %s: %w", key, err)
 	}
 	return nil
@@ -284,7 +281,7 @@ func (s *Storage) Store(ctx context.Context, key string, value []byte) error {
 func (s *Storage) Load(ctx context.Context, key string) ([]byte, error) {
 	key = normalize(key)
 	v, err := s.rdb.HGet(ctx, s.dataKey(key), "v").Bytes()
-	if err := s.check("load", err); err != nil {
+	if err := s.check(ctx, "load", err); err != nil {
 		if errors.Is(err, redis.Nil) {
 			return nil, fmt.Errorf("redisstore: load %s: %w", key, fs.ErrNotExist)
 		}
@@ -302,11 +299,8 @@ func (s *Storage) under(ctx context.Context, op, dir string, limit int64) ([]str
 		// at or after "[dir/" and before "(dir0".
 		r.Min, r.Max = "["+dir+"/", "("+dir+"0"
 	}
-	if limit == 0 {
-		r.Count = 0
-	}
 	keys, err := s.rdb.ZRangeByLex(ctx, s.indexKey(), r).Result()
-	return keys, s.check(op, err)
+	return keys, s.check(ctx, op, err)
 }
 
 // Delete removes key, or everything below it when it is a directory. A
@@ -336,7 +330,7 @@ func (s *Storage) Delete(ctx context.Context, key string) error {
 			p.ZRem(ctx, s.indexKey(), members...)
 			return nil
 		})
-		if err := s.check("delete", err); err != nil {
+		if err := s.check(ctx, "delete", err); err != nil {
 			return fmt.Errorf("redisstore: delete %s: %w", key, err)
 		}
 	}
@@ -349,7 +343,7 @@ func (s *Storage) Exists(ctx context.Context, key string) bool {
 	key = normalize(key)
 	if key != "" {
 		n, err := s.rdb.Exists(ctx, s.dataKey(key)).Result()
-		if s.check("exists", err) != nil {
+		if s.check(ctx, "exists", err) != nil {
 			return false
 		}
 		if n > 0 {
@@ -405,7 +399,7 @@ func (s *Storage) Stat(ctx context.Context, key string) (certmagic.KeyInfo, erro
 		stored = p.HGet(ctx, s.dataKey(key), "t")
 		return nil
 	})
-	if err := s.check("stat", err); err != nil && !errors.Is(err, redis.Nil) {
+	if err := s.check(ctx, "stat", err); err != nil && !errors.Is(err, redis.Nil) {
 		return certmagic.KeyInfo{}, fmt.Errorf("redisstore: stat %s: %w", key, err)
 	}
 	if t, err := stored.Int64(); err == nil {
