@@ -160,8 +160,13 @@ func (in *Instance) start(cfg *config.Config) error {
 	if in.opts.TLS != nil {
 		in.tlsCfg = in.opts.TLS
 	} else {
+		storage, err := in.certStorage(cfg)
+		if err != nil {
+			return err
+		}
 		in.certs, err = pptls.NewCerts(pptls.CertConfig{
 			StorageDir: cfg.Storage,
+			Storage:    storage,
 			Email:      accountEmail(cfg),
 			CA:         cfg.ACMECA,
 			HTTPPort:   cfg.HTTPPort,
@@ -336,6 +341,7 @@ func (in *Instance) warnRestart(cfg *config.Config) {
 		{"email", old.Email, cfg.Email},
 		{"acme_ca", old.ACMECA, cfg.ACMECA},
 		{"storage", old.Storage, cfg.Storage},
+		{"storage", old.Redis, cfg.Redis},
 		{"http_port", old.HTTPPort, cfg.HTTPPort},
 		{"timeouts", old.Timeouts, cfg.Timeouts},
 	} {
