@@ -91,6 +91,10 @@ type Options struct {
 	// for each loop instead of the site's reverse proxy (the static
 	// command's fixed body).
 	NewHandler func(*netpoll.Loop) stream.Handler
+
+	// EditCerts, when set, adjusts the certificate manager's settings
+	// before it starts: tests point ACME at their CA's roots and ports.
+	EditCerts func(*pptls.CertConfig)
 }
 
 // Instance is a running configuration. Its methods are not safe for
@@ -164,7 +168,7 @@ func (in *Instance) start(cfg *config.Config) error {
 		if err != nil {
 			return err
 		}
-		in.certs, err = pptls.NewCerts(pptls.CertConfig{
+		cc := pptls.CertConfig{
 			StorageDir: cfg.Storage,
 			Storage:    storage,
 			Email:      accountEmail(cfg),
@@ -173,7 +177,11 @@ func (in *Instance) start(cfg *config.Config) error {
 			// http_port off: no HTTP-01; TLS-ALPN-01 on the HTTPS port remains.
 			DisableHTTPChallenge: cfg.HTTPPort == 0,
 			Logger:               in.opts.Logger,
-		})
+		}
+		if in.opts.EditCerts != nil {
+			in.opts.EditCerts(&cc)
+		}
+		in.certs, err = pptls.NewCerts(cc)
 		if err != nil {
 			return err
 		}

@@ -81,7 +81,11 @@ func (s *Storage) Unlock(ctx context.Context, name string) error {
 	s.mu.Lock()
 	l := s.locks[name]
 	delete(s.locks, name)
+	closed := s.closed
 	s.mu.Unlock()
+	if l == nil && closed {
+		return nil // Close released it
+	}
 	if l == nil {
 		return fmt.Errorf("redisstore: unlock %s: not held by this instance", name)
 	}

@@ -105,8 +105,9 @@ type Storage struct {
 	log    *slog.Logger
 	stats  *stats
 
-	mu    sync.Mutex
-	locks map[string]*heldLock // by lock name, locks this Storage holds
+	mu     sync.Mutex
+	locks  map[string]*heldLock // by lock name, locks this Storage holds
+	closed bool                 // Close released the locks
 
 	stop chan struct{}
 	done chan struct{}
@@ -180,8 +181,9 @@ func New(opts Options) (*Storage, error) {
 	return s, nil
 }
 
-// Close stops the health check and the renewal of held locks (they then
-// expire after LockTTL) and closes the connections.
+// Close stops the health check, releases the locks still held (so that
+// another instance need not wait for them to expire; an Unlock after
+// Close is then a no-op) and closes the connections.
 func (s *Storage) Close() error {
 	s.once.Do(func() {
 		close(s.stop)
@@ -189,10 +191,14 @@ func (s *Storage) Close() error {
 		s.mu.Lock()
 		held := s.locks
 		s.locks = map[string]*heldLock{}
+		s.closed = true
 		s.mu.Unlock()
-		for _, l := range held {
+		for name, l := range held {
 			l.cancel()
 			<-l.done
+			ctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeout)
+			unlockScript.Run(ctx, s.rdb, []string{s.lockKey(name)}, l.token)
+			cancel()
 		}
 		s.rdb.Close()
 	})
