@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -38,6 +39,11 @@ type CertConfig struct {
 	// certificates and their keys, the local CA. Default: $POLLPROXY_DATA,
 	// else os.UserConfigDir()/pollproxy (DefaultStorageDir).
 	StorageDir string
+
+	// Storage, when set, replaces the file storage at StorageDir: a
+	// storage shared by several instances, such as Redis
+	// (tls/redisstore). Close closes it when it is an io.Closer.
+	Storage certmagic.Storage
 
 	// Email is the ACME account's contact address (optional).
 	Email string
@@ -105,7 +111,8 @@ type CertConfig struct {
 // (ClientHelloInfo.Context) along, so that never blocks a loop and is
 // bounded by the handshake timeout.
 type Certs struct {
-	storage  *certmagic.FileStorage
+	storage  certmagic.Storage
+	files    *certmagic.FileStorage // storage, when it is a directory
 	cache    *certmagic.Cache
 	acme     *certmagic.Config
 	internal *certmagic.Config
@@ -142,16 +149,20 @@ func DefaultStorageDir() (string, error) {
 // NewCerts returns a Certs over cfg's storage, creating the directory if
 // needed. Close stops its background renewal.
 func NewCerts(cfg CertConfig) (*Certs, error) {
-	dir := cfg.StorageDir
-	if dir == "" {
-		d, err := DefaultStorageDir()
-		if err != nil {
-			return nil, err
+	var files *certmagic.FileStorage
+	if cfg.Storage == nil {
+		dir := cfg.StorageDir
+		if dir == "" {
+			d, err := DefaultStorageDir()
+			if err != nil {
+				return nil, err
+			}
+			dir = d
 		}
-		dir = d
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("tls: certificate storage: %w", err)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("tls: certificate storage: %w", err)
+		}
+		files = &certmagic.FileStorage{Path: dir}
 	}
 	for _, p := range []int{cfg.HTTPPort, cfg.TLSALPNPort} {
 		if p < 0 || p > 65535 {
@@ -166,9 +177,9 @@ func NewCerts(cfg CertConfig) (*Certs, error) {
 	}
 	zl := newZapLogger(logger, minLevel)
 
-	c := &Certs{
-		storage: &certmagic.FileStorage{Path: dir},
-		modes:   map[string]string{},
+	c := &Certs{storage: cfg.Storage, files: files, modes: map[string]string{}}
+	if files != nil {
+		c.storage = files
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.ca = &localCA{storage: c.storage, now: time.Now}
@@ -419,16 +430,26 @@ func (c *Certs) RootPEM() ([]byte, error) {
 }
 
 // RootFile returns the name of the file that holds RootPEM, creating the
-// CA on first use. It is inside the storage directory (mode 0600).
+// CA on first use. It is inside the storage directory (mode 0600); a
+// storage that is not a directory has no such file (use RootPEM).
 func (c *Certs) RootFile() (string, error) {
+	if c.files == nil {
+		return "", errors.New("tls: the certificate storage is not a directory; the local CA root is only in RootPEM")
+	}
 	if _, err := c.RootPEM(); err != nil {
 		return "", err
 	}
-	return c.storage.Filename(localRootCertKey), nil
+	return c.files.Filename(localRootCertKey), nil
 }
 
-// StorageDir returns the root of c's storage.
-func (c *Certs) StorageDir() string { return c.storage.Path }
+// StorageDir returns the root of c's storage, "" when it is not a
+// directory.
+func (c *Certs) StorageDir() string {
+	if c.files == nil {
+		return ""
+	}
+	return c.files.Path
+}
 
 // Close stops renewal and cancels background issuance. TLSConfig keeps
 // serving the certificates already in memory.
@@ -436,6 +457,9 @@ func (c *Certs) Close() error {
 	c.closeOnce.Do(func() {
 		c.cancel()
 		c.cache.Stop()
+		if cl, ok := c.storage.(io.Closer); ok && c.files == nil {
+			cl.Close()
+		}
 	})
 	return nil
 }

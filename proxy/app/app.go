@@ -94,6 +94,10 @@ type Options struct {
 	// for each loop instead of the site's reverse proxy (the static
 	// command's fixed body).
 	NewHandler func(*netpoll.Loop) stream.Handler
+
+	// EditCerts, when set, adjusts the certificate manager's settings
+	// before it starts: tests point ACME at their CA's roots and ports.
+	EditCerts func(*pptls.CertConfig)
 }
 
 // Instance is a running configuration. Its methods are not safe for
@@ -160,15 +164,24 @@ func (in *Instance) start(cfg *config.Config) error {
 	if in.opts.TLS != nil {
 		in.tlsCfg = in.opts.TLS
 	} else {
-		in.certs, err = pptls.NewCerts(pptls.CertConfig{
+		storage, err := in.certStorage(cfg)
+		if err != nil {
+			return err
+		}
+		cc := pptls.CertConfig{
 			StorageDir: cfg.Storage,
+			Storage:    storage,
 			Email:      accountEmail(cfg),
 			CA:         cfg.ACMECA,
 			HTTPPort:   cfg.HTTPPort,
 			// http_port off: no HTTP-01; TLS-ALPN-01 on the HTTPS port remains.
 			DisableHTTPChallenge: cfg.HTTPPort == 0,
 			Logger:               in.opts.Logger,
-		})
+		}
+		if in.opts.EditCerts != nil {
+			in.opts.EditCerts(&cc)
+		}
+		in.certs, err = pptls.NewCerts(cc)
 		if err != nil {
 			return err
 		}
@@ -337,6 +350,7 @@ func (in *Instance) warnRestart(cfg *config.Config) {
 		{"email", old.Email, cfg.Email},
 		{"acme_ca", old.ACMECA, cfg.ACMECA},
 		{"storage", old.Storage, cfg.Storage},
+		{"storage", old.Redis, cfg.Redis},
 		{"http_port", old.HTTPPort, cfg.HTTPPort},
 		{"timeouts", old.Timeouts, cfg.Timeouts},
 	} {

@@ -49,6 +49,8 @@ type Config struct {
 	Email   string
 	ACMECA  string
 	Storage string
+	// Redis, when set, replaces the Storage directory (storage redis).
+	Redis *RedisStorage
 	// DefaultBind is the host every site listens on ("" : all interfaces).
 	DefaultBind string
 	// HTTPPort is where ACME HTTP-01 challenges are answered and plain
@@ -381,9 +383,7 @@ func (p *parser) global(b caddyfile.ServerBlock) {
 				c.ACMECA = v
 			}
 		case "storage":
-			if v, ok := p.oneArg(d, name, "a directory"); ok {
-				c.Storage = v
-			}
+			p.storage(d)
 		case "default_bind":
 			if v, ok := p.oneArg(d, name, "a host or IP address"); ok {
 				c.DefaultBind = strings.Trim(v, "[]")
