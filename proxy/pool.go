@@ -64,6 +64,8 @@ type pool struct {
 	active  int            // exchanges bound to a connection of this pool
 	waiters []*exchange    // FIFO, at most cfg.MaxQueue
 	kicked  bool           // Flush is queued on the loop to serve waiters
+	keyHash uint64         // the upstream's name hashed, for rendezvous hashing
+	index   int            // in the group's pools
 }
 
 // load is the least-connections measure: requests in flight or waiting.

@@ -13,6 +13,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/config"
 	"github.com/pollproxy/pollproxy/proxy/metrics"
 	"github.com/pollproxy/pollproxy/proxy/observe"
+	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/server"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 	pptls "github.com/pollproxy/pollproxy/tls"
@@ -32,9 +33,14 @@ func (in *Instance) newHandler(p *plan, l *config.Listener) func(*netpoll.Loop) 
 			if h := bySite[s]; h != nil {
 				return h
 			}
-			pc := p.sites[s]
-			pc.Observer = in.observer(loop, p, s)
-			h := proxy.NewHandler(loop, pc)
+			obs := in.observer(loop, p, s)
+			var proxies []stream.Handler
+			for _, rp := range s.AllProxies() {
+				pc := p.proxies[rp]
+				pc.Observer = obs
+				proxies = append(proxies, proxy.NewHandler(loop, pc))
+			}
+			h := siteHandler(s.Table(), proxies)
 			bySite[s] = h
 			return h
 		}
@@ -49,6 +55,19 @@ func (in *Instance) newHandler(p *plan, l *config.Listener) func(*netpoll.Loop) 
 		return r
 	}
 }
+
+// siteHandler evaluates a site's routes on one loop; a site whose only
+// route proxies every request is its proxy, with nothing in between.
+func siteHandler(t *route.Table, proxies []stream.Handler) stream.Handler {
+	if len(t.Nodes) == 1 && t.Nodes[0].Kind == route.Proxy && t.Nodes[0].Match == nil {
+		return proxies[t.Nodes[0].Proxy]
+	}
+	return route.NewHandler(t, proxies, clientIP)
+}
+
+// clientIP is how client_ip matchers learn the client address: the peer's
+// for now; the trusted-proxy derivation replaces it.
+var clientIP route.ClientIPFunc = route.PeerIP
 
 // observer is what watches a site's requests on one loop: the metrics,
 // the access log, both or nothing.
@@ -86,6 +105,7 @@ func (in *Instance) newServer(cfg *config.Config, p *plan, l *config.Listener) (
 		NewHandler:       in.newHandler(p, l),
 		HandshakeTimeout: cfg.Timeouts.Handshake,
 	}
+	applyServers(&sc, cfg)
 	sc.H1.HeaderTimeout = cfg.Timeouts.ReadHeader
 	sc.H1.IdleTimeout = cfg.Timeouts.Idle
 	sc.H2.IdleTimeout = cfg.Timeouts.Idle
