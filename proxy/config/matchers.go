@@ -37,8 +37,8 @@ func (p *parser) matcherToken(d *caddyfile.Dispenser) (m route.Matcher, paths []
 			p.errf(d, "matcher %s is not defined in this site", tok)
 			return nil, nil, false, false
 		}
-		if pm, isPath := nm.(route.Path); isPath && len(pm) == 1 {
-			paths = []string(pm)
+		if pm, isPath := nm.(route.Path); isPath && len(pm.Patterns) == 1 {
+			paths = pm.Patterns
 		}
 		return nm, paths, true, true
 	}

@@ -117,56 +117,117 @@ func (n Not) Match(c *Ctx) bool {
 
 // Path matches the request path against patterns, without case, as
 // Caddy's path matcher: "*" everything, "/prefix*", "*.suffix",
-// "*part*", an exact path, or a glob with "*" inside.
-type Path []string
+// "*part*", an exact path, or a glob with "*" inside. The patterns are
+// classified once, so matching is a prefix, suffix or equality test.
+type Path struct {
+	Patterns []string
+	compiled []pathPattern
+}
 
-// NewPath validates and lowercases patterns.
+type patKind uint8
+
+const (
+	patAll patKind = iota
+	patExact
+	patPrefix
+	patSuffix
+	patContains
+	patGlob
+)
+
+type pathPattern struct {
+	kind patKind
+	text string
+}
+
+// NewPath validates, lowercases and classifies patterns.
 func NewPath(patterns []string) (Path, error) {
-	p := make(Path, len(patterns))
-	for i, s := range patterns {
+	p := Path{Patterns: patterns}
+	for _, s := range patterns {
 		if s == "" {
-			return nil, fmt.Errorf("empty path pattern")
+			return p, fmt.Errorf("empty path pattern")
 		}
 		if _, err := path.Match(s, ""); err != nil {
-			return nil, fmt.Errorf("path pattern %q: %v", s, err)
+			return p, fmt.Errorf("path pattern %q: %v", s, err)
 		}
-		p[i] = strings.ToLower(s)
+		s = strings.ToLower(s)
+		n, glob := strings.Count(s, "*"), strings.ContainsAny(s, "?[")
+		pp := pathPattern{kind: patGlob, text: s}
+		switch {
+		case s == "*":
+			pp.kind = patAll
+		case glob:
+		case n == 0:
+			pp.kind = patExact
+		case n == 1 && s[len(s)-1] == '*':
+			pp = pathPattern{patPrefix, s[:len(s)-1]}
+		case n == 1 && s[0] == '*':
+			pp = pathPattern{patSuffix, s[1:]}
+		case n == 2 && s[0] == '*' && s[len(s)-1] == '*':
+			pp = pathPattern{patContains, s[1 : len(s)-1]}
+		}
+		p.compiled = append(p.compiled, pp)
 	}
 	return p, nil
+}
+
+// MustPath is NewPath for patterns known to be valid.
+func MustPath(patterns ...string) Path {
+	p, err := NewPath(patterns)
+	if err != nil {
+		panic(err)
+	}
+	return p
 }
 
 // Match implements Matcher.
 func (p Path) Match(c *Ctx) bool {
 	rp := c.Path()
-	for _, pat := range p {
-		if matchPattern(pat, rp) {
+	for _, pp := range p.compiled {
+		if pp.match(rp) {
 			return true
 		}
 	}
 	return false
 }
 
-func matchPattern(pat, rp string) bool {
-	if pat == "*" {
+func (pp *pathPattern) match(rp string) bool {
+	switch pp.kind {
+	case patAll:
 		return true
+	case patExact:
+		return strings.EqualFold(pp.text, rp)
+	case patPrefix:
+		return hasPrefixFold(rp, pp.text)
+	case patSuffix:
+		return hasSuffixFold(rp, pp.text)
+	case patContains:
+		return containsFold(rp, pp.text)
 	}
-	n := strings.Count(pat, "*")
-	switch {
-	case n == 0 && !strings.ContainsAny(pat, "?["):
-		return strings.EqualFold(pat, rp)
-	case n == 1 && pat[len(pat)-1] == '*' && !strings.ContainsAny(pat, "?["):
-		return hasPrefixFold(rp, pat[:len(pat)-1])
-	case n == 1 && pat[0] == '*' && !strings.ContainsAny(pat, "?["):
-		return hasSuffixFold(rp, pat[1:])
-	case n == 2 && pat[0] == '*' && pat[len(pat)-1] == '*' && !strings.ContainsAny(pat, "?["):
-		return containsFold(rp, pat[1:len(pat)-1])
-	}
-	ok, _ := path.Match(pat, strings.ToLower(rp))
+	ok, _ := path.Match(pp.text, strings.ToLower(rp))
 	return ok
 }
 
+// hasPrefixFold compares without case; prefix is lower case already, so
+// a byte that matches exactly needs no folding (the common case).
 func hasPrefixFold(s, prefix string) bool {
-	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+	if len(s) < len(prefix) {
+		return false
+	}
+	for i := 0; i < len(prefix); i++ {
+		c := s[i]
+		if c == prefix[i] {
+			continue
+		}
+		if c >= 'A' && c <= 'Z' && c+'a'-'A' == prefix[i] {
+			continue
+		}
+		if c >= 0x80 {
+			return strings.EqualFold(s[:len(prefix)], prefix)
+		}
+		return false
+	}
+	return true
 }
 
 func hasSuffixFold(s, suffix string) bool {
