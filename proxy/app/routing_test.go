@@ -152,6 +152,8 @@ func TestRouting(t *testing.T) {
 		@cased path /CASE/*
 		respond @cased "case-insensitive"
 		abort /abort
+		@cel expression "{method} == 'DELETE' && path('/items/*')"
+		respond @cel "cel"
 		reverse_proxy %[3]s
 	}`, api, static, app)
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
@@ -177,6 +179,8 @@ func TestRouting(t *testing.T) {
 					{method: "GET", path: "/pot", header: map[string]string{"X-Brew": "chai"}, status: 418},
 					{method: "GET", path: "/pot", header: map[string]string{"X-Brew": "coffee"}, status: 200, body: "app /pot"},
 					{method: "GET", path: "/case/x", status: 200, body: "case-insensitive"},
+					{method: "DELETE", path: "/items/7", status: 200, body: "cel"},
+					{method: "GET", path: "/items/7", status: 200, body: "app /items/7"},
 					{method: "GET", path: "/other", status: 200, body: "app /other", want: map[string]string{"Strict-Transport-Security": hsts, "Server": "origin"}},
 				} {
 					x.run(t, c, base)

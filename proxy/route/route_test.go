@@ -169,3 +169,33 @@ func TestRoutes50Allocs(t *testing.T) {
 		t.Errorf("%v allocations per request", n)
 	}
 }
+
+func TestExpression(t *testing.T) {
+	req := &stream.Request{Method: "POST", Scheme: "https", Authority: "api.example.com", Path: "/v1/items?debug=1",
+		Header: []stream.Field{{Name: "x-env", Value: "staging"}}, RemoteAddr: netip.MustParseAddrPort("10.0.0.7:1000")}
+	for src, want := range map[string]bool{
+		`{method} == "POST"`:                                    true,
+		`{path}.startsWith("/v1/") && {query} != ""`:            true,
+		`path('/v1/*') && method('GET', 'POST')`:                true,
+		`host('*.example.com') && !path('/admin*')`:             true,
+		`header({'X-Env': 'staging'})`:                          true,
+		`query({'debug': '0'})`:                                 false,
+		`remote_ip('10.0.0.0/8') && protocol('https')`:          true,
+		`{header.X-Env} == "prod" || path_regexp('^/v[0-9]+/')`: true,
+		`method('GET')`:                                         false,
+	} {
+		m, err := CompileExpression(src)
+		if err != nil {
+			t.Errorf("%s: %v", src, err)
+			continue
+		}
+		if got := m.Match(NewCtx(req, nil)); got != want {
+			t.Errorf("%s: %v, want %v", src, got, want)
+		}
+	}
+	for _, src := range []string{`{method} ==`, `{method}`, `{nope} == "x"`, `colour('red')`} {
+		if _, err := CompileExpression(src); err == nil {
+			t.Errorf("%s compiled", src)
+		}
+	}
+}
