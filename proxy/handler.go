@@ -27,8 +27,8 @@ type Config struct {
 	ConnectTimeout        time.Duration
 	ResponseHeaderTimeout time.Duration
 	ReadTimeout           time.Duration
-	// WriteTimeout, when set, bounds how long a request body write to the
-	// origin may stay blocked (the exchange fails with 504).
+	// WriteTimeout is transport http's write_timeout: how long a request
+	// body write to the origin may stay blocked. Carried, not yet enforced.
 	WriteTimeout time.Duration
 	// HeaderUp and HeaderDown edit request and response fields (Caddy's
 	// header_up and header_down).
