@@ -155,13 +155,7 @@ func (p *parser) servers(d *caddyfile.Dispenser) {
 				c.MaxHeaderSize = n
 			}
 		default:
-			if unsupportedServers[sub] {
-				p.errf(d, "servers: %s is not supported by pollproxy", sub)
-			} else {
-				p.errf(d, "servers: unknown option %q (want timeouts, trusted_proxies, client_ip_headers, max_header_size)", sub)
-			}
-			d.RemainingArgs()
-			skipBlock(d)
+			p.notOurs(d, "servers: ", sub, unsupportedServers, "timeouts, trusted_proxies, client_ip_headers, max_header_size")
 		}
 	}
 }

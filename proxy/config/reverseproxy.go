@@ -85,13 +85,7 @@ func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
 			p.errf(d, "%s: as in Caddy, this belongs in transport http { ... }", label)
 			d.RemainingArgs()
 		default:
-			if unsupportedProxy[sub] {
-				p.errf(d, "reverse_proxy: %s is not supported by pollproxy", sub)
-			} else {
-				p.errf(d, "reverse_proxy: unknown option %q (want one of %s)", sub, strings.Join(proxyOptions, ", "))
-			}
-			d.RemainingArgs()
-			skipBlock(d)
+			p.notOurs(d, "reverse_proxy: ", sub, unsupportedProxy, "one of "+strings.Join(proxyOptions, ", "))
 		}
 	}
 	if len(rp.Upstreams) == 0 && len(p.errs) == errs {
@@ -210,13 +204,7 @@ func (p *parser) transport(d *caddyfile.Dispenser, rp *Proxy) {
 				}
 			}
 		default:
-			if unsupportedTransport[sub] {
-				p.errf(d, "transport http: %s is not supported by pollproxy", sub)
-			} else {
-				p.errf(d, "transport http: unknown option %q (want one of %s)", sub, strings.Join(transportOptions, ", "))
-			}
-			d.RemainingArgs()
-			skipBlock(d)
+			p.notOurs(d, "transport http: ", sub, unsupportedTransport, "one of "+strings.Join(transportOptions, ", "))
 		}
 	}
 }

@@ -414,14 +414,7 @@ func (p *parser) tls(d *caddyfile.Dispenser) TLS {
 	block := false
 	for nest := d.Nesting(); d.NextBlock(nest); {
 		block = true
-		sub := d.Val()
-		if unsupportedTLS[sub] {
-			p.errf(d, "tls: %s is not supported by pollproxy", sub)
-		} else {
-			p.errf(d, "tls: unknown option %q", sub)
-		}
-		d.RemainingArgs()
-		skipBlock(d)
+		p.notOurs(d, "tls: ", d.Val(), unsupportedTLS, "no block: internal, CERT_FILE KEY_FILE or an e-mail")
 	}
 	if len(args) == 0 && !block {
 		p.errAt(t.Pos, "tls: want internal, CERT_FILE KEY_FILE, or an ACME account e-mail")

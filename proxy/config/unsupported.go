@@ -5,6 +5,21 @@ package config
 // its line, so a Caddy user learns what is missing rather than reading a
 // message that suggests a typo.
 
+import "github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+// notOurs reports an option pollproxy does not know: "not supported by
+// pollproxy" for one of Caddy's (in caddy), "unknown" with what is
+// expected otherwise; then skips the rest of its line and its block.
+func (p *parser) notOurs(d *caddyfile.Dispenser, prefix, name string, caddy map[string]bool, want string) {
+	if caddy[name] {
+		p.errf(d, "%s%s is not supported by pollproxy", prefix, name)
+	} else {
+		p.errf(d, "%sunknown option %q (want %s)", prefix, name, want)
+	}
+	d.RemainingArgs()
+	skipBlock(d)
+}
+
 func set(names ...string) map[string]bool {
 	m := make(map[string]bool, len(names))
 	for _, n := range names {

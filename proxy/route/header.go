@@ -101,21 +101,9 @@ func (op *HeaderOp) value(r *stream.Request) string {
 	return op.Tmpl.Expand(r)
 }
 
-// deletes reports whether a delete op covers the field name (lower case).
-func (op *HeaderOp) deletes(name string) bool {
-	n := op.Name
-	switch {
-	case n == "*":
-		return true
-	case len(n) > 1 && n[0] == '*' && n[len(n)-1] == '*':
-		return strings.Contains(name, n[1:len(n)-1])
-	case n[0] == '*':
-		return strings.HasSuffix(name, n[1:])
-	case n[len(n)-1] == '*':
-		return strings.HasPrefix(name, n[:len(n)-1])
-	}
-	return name == n
-}
+// deletes reports whether a delete op covers the field name (lower case):
+// the same wildcards as the header matcher's values.
+func (op *HeaderOp) deletes(name string) bool { return wildcard(op.Name, name) }
 
 // ApplyHeaderOps edits fs (lower-case names) in Caddy's order: delete-all,
 // adds, sets, deletes, replacements; placeholders are filled from r (which
