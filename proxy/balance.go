@@ -1,12 +1,24 @@
 package proxy
 
-// Balancing is per loop: the cursor and the connection counts it compares
-// are the loop's own, so picking an upstream costs no lock; only the
-// upstream's health, shared by every loop, is an atomic read.
+// Balancing is per loop: the cursor, the random state and the connection
+// counts it compares are the loop's own, so picking an upstream costs no
+// lock; only the upstream's health, shared by every loop, is an atomic
+// read. The hashing policies use rendezvous hashing (highest score wins),
+// as Caddy does, so an upstream that goes down moves only its own keys.
 
-import "time"
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"hash/maphash"
+	"net/netip"
+	"strings"
+	"time"
 
-// Policy names a load-balancing policy.
+	"github.com/pollproxy/pollproxy/proxy/stream"
+)
+
+// Policy names a load-balancing policy, with Caddy's names.
 type Policy string
 
 // Load-balancing policies.
@@ -14,56 +26,250 @@ const (
 	RoundRobin       Policy = "round_robin"
 	LeastConnections Policy = "least_conn"
 	First            Policy = "first"
+	Random           Policy = "random"
+	RandomChoose     Policy = "random_choose" // PolicyArg: how many to choose from (default 2)
+	IPHash           Policy = "ip_hash"       // the peer's address
+	ClientIPHash     Policy = "client_ip_hash"
+	URIHash          Policy = "uri_hash"
+	HeaderHash       Policy = "header" // PolicyArg: the field; random without it
+	QueryHash        Policy = "query"  // PolicyArg: the key; random without it
+	Cookie           Policy = "cookie" // PolicyArg: the cookie's name (default lb)
 )
 
 // ValidPolicy reports whether p names a known policy.
 func ValidPolicy(p Policy) bool {
 	switch p {
-	case RoundRobin, LeastConnections, First, "":
+	case RoundRobin, LeastConnections, First, Random, RandomChoose, IPHash, ClientIPHash,
+		URIHash, HeaderHash, QueryHash, Cookie, "":
 		return true
 	}
 	return false
 }
 
+// PolicyNames lists the policies for error messages.
+const PolicyNames = "round_robin, least_conn, first, random, random_choose, ip_hash, client_ip_hash, uri_hash, header, query, cookie"
+
 // group is one loop's view of an upstream set: a pool per upstream and the
-// balancer's cursor.
+// balancer's state.
 type group struct {
 	pools  []*pool
 	policy Policy
 	next   int
+	rnd    uint64
+	choose int
+	// cookies[i] is the cookie value naming pools[i] (cookie policy).
+	cookies []string
+}
+
+// hashSeed is shared by every loop, so that a key hashes to the same
+// upstream whichever loop serves it.
+var hashSeed = maphash.MakeSeed()
+
+// pickKey is what a hashing policy knows about the request.
+type pickKey struct {
+	hash   uint64
+	hashed bool // hash is set; otherwise the policy falls back to random
+	cookie int  // the pool a cookie named, or -1
+}
+
+// hashString and hashAddr feed the rendezvous hash; they allocate nothing.
+func (g *group) hashString(s string) uint64 { return maphash.String(hashSeed, s) }
+
+func (g *group) hashAddr(a netip.Addr) uint64 {
+	b := a.Unmap().As16()
+	return maphash.Bytes(hashSeed, b[:])
+}
+
+// key reads what the policy hashes from the request.
+func (h *Handler) key(req *stream.Request) pickKey {
+	g := &h.group
+	k := pickKey{cookie: -1}
+	switch g.policy {
+	case IPHash:
+		k.hash, k.hashed = g.hashAddr(req.RemoteAddr.Addr()), true
+	case ClientIPHash:
+		k.hash, k.hashed = g.hashAddr(h.clientAddr(req)), true
+	case URIHash:
+		k.hash, k.hashed = g.hashString(req.Path), true
+	case HeaderHash:
+		if v, ok := req.Get(h.cfg.PolicyArg); ok && v != "" {
+			k.hash, k.hashed = g.hashString(v), true
+		}
+	case QueryHash:
+		if v := queryValue(req.Path, h.cfg.PolicyArg); v != "" {
+			k.hash, k.hashed = g.hashString(v), true
+		}
+	case Cookie:
+		if v := cookieValue(req, h.cfg.PolicyArg); v != "" {
+			for i, c := range g.cookies {
+				if c == v {
+					k.cookie = i
+				}
+			}
+		}
+	}
+	return k
+}
+
+// clientIP is the client's address as the configured derivation sees it.
+func (h *Handler) clientAddr(req *stream.Request) netip.Addr {
+	if h.cfg.ClientIP != nil {
+		return h.cfg.ClientIP(req)
+	}
+	return req.RemoteAddr.Addr()
+}
+
+func queryValue(target, key string) string {
+	i := strings.IndexByte(target, '?')
+	if i < 0 {
+		return ""
+	}
+	for q := target[i+1:]; q != ""; {
+		var kv string
+		kv, q, _ = strings.Cut(q, "&")
+		if k, v, _ := strings.Cut(kv, "="); k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+func cookieValue(req *stream.Request, name string) string {
+	for _, f := range req.Header {
+		if f.Name != "cookie" {
+			continue
+		}
+		for s := f.Value; s != ""; {
+			var c string
+			c, s, _ = strings.Cut(s, ";")
+			if k, v, ok := strings.Cut(strings.TrimSpace(c), "="); ok && k == name {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
+// CookieValue is the value of the cookie policy's cookie for an upstream:
+// hex HMAC-SHA256 of its address under secret, as Caddy computes it.
+func CookieValue(secret, upstream string) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(upstream))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+func (g *group) random() uint64 {
+	// xorshift64*: per loop, so no lock and no allocation.
+	x := g.rnd
+	x ^= x >> 12
+	x ^= x << 25
+	x ^= x >> 27
+	g.rnd = x
+	return x * 2685821657736338717
+}
+
+// usable reports whether pools[i] may be picked in this pass.
+func (g *group) usable(i int, pass int, now time.Time, skip *Upstream) bool {
+	p := g.pools[i]
+	if p.up == skip && len(g.pools) > 1 {
+		return false
+	}
+	return pass == 1 || p.up.healthy(now)
 }
 
 // pick chooses a pool among the healthy upstreams (all of them when none
 // is healthy, so a full outage still gets tried rather than refused), never
-// one listed in skip. It runs on the loop; the round-robin cursor and the
-// connection counts are this loop's own.
-func (g *group) pick(now time.Time, skip *Upstream) *pool {
-	var best *pool
+// one listed in skip. It runs on the loop.
+func (g *group) pick(now time.Time, skip *Upstream, k *pickKey) *pool {
 	n := len(g.pools)
-	for pass := 0; pass < 2 && best == nil; pass++ {
-		for i := 0; i < n; i++ {
-			p := g.pools[(g.next+i)%n]
-			if p.up == skip && n > 1 {
-				continue
-			}
-			if pass == 0 && !p.up.healthy(now) {
-				continue
-			}
-			switch g.policy {
-			case LeastConnections:
-				if best == nil || p.load() < best.load() {
-					best = p
-				}
-			default:
-				best = p
-			}
-			if g.policy != LeastConnections {
-				break
-			}
+	for pass := 0; pass < 2; pass++ {
+		if p := g.pickPass(pass, now, skip, k); p != nil {
+			return p
 		}
 	}
-	if g.policy != First {
-		g.next = (g.next + 1) % n // also spreads least_conn ties
+	return g.pools[g.next%n]
+}
+
+func (g *group) pickPass(pass int, now time.Time, skip *Upstream, k *pickKey) *pool {
+	n := len(g.pools)
+	policy := g.policy
+	switch policy {
+	case IPHash, ClientIPHash, URIHash, HeaderHash, QueryHash:
+		if !k.hashed {
+			policy = Random
+		}
+	case Cookie:
+		if k.cookie >= 0 && g.usable(k.cookie, pass, now, skip) {
+			return g.pools[k.cookie]
+		}
+		policy = Random
 	}
-	return best
+	switch policy {
+	case IPHash, ClientIPHash, URIHash, HeaderHash, QueryHash:
+		var best *pool
+		var bestScore uint64
+		for i, p := range g.pools {
+			if !g.usable(i, pass, now, skip) {
+				continue
+			}
+			if s := mix(k.hash ^ p.keyHash); best == nil || s > bestScore {
+				best, bestScore = p, s
+			}
+		}
+		return best
+	case Random, RandomChoose:
+		choose := 1
+		if policy == RandomChoose {
+			choose = g.choose
+		}
+		var best *pool
+		for c := 0; c < choose; c++ {
+			start := int(g.random() % uint64(n))
+			for i := 0; i < n; i++ {
+				j := (start + i) % n
+				if g.usable(j, pass, now, skip) {
+					if p := g.pools[j]; best == nil || p.load() < best.load() {
+						best = p
+					}
+					break
+				}
+			}
+		}
+		return best
+	case LeastConnections:
+		var best *pool
+		for i := 0; i < n; i++ {
+			j := (g.next + i) % n
+			if g.usable(j, pass, now, skip) && (best == nil || g.pools[j].load() < best.load()) {
+				best = g.pools[j]
+			}
+		}
+		g.next = (g.next + 1) % n // spreads ties
+		return best
+	case First:
+		for i := 0; i < n; i++ {
+			if g.usable(i, pass, now, skip) {
+				return g.pools[i]
+			}
+		}
+		return nil
+	}
+	for i := 0; i < n; i++ {
+		j := (g.next + i) % n
+		if g.usable(j, pass, now, skip) {
+			g.next = (j + 1) % n
+			return g.pools[j]
+		}
+	}
+	return nil
+}
+
+// mix is a 64-bit finaliser (splitmix64's), so that close inputs score
+// far apart.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
 }

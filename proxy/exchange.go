@@ -38,6 +38,12 @@ type exchange struct {
 	bc     *backendConn
 	queued *pool // waiting for a connection of this pool
 
+	key                         pickKey
+	https                       bool
+	tries                       int       // upstreams tried after a failed connect
+	firstTry                    time.Time // when the first connect failed (lb_try_duration)
+	sentAt                      time.Time // when the request head was handed to a connection
+	lastFailed                  *Upstream
 	reused, retried, failedOver bool
 	gotByte                     bool // a response byte arrived on this attempt
 	headSent                    bool // the client has a final response head
@@ -62,6 +68,7 @@ const (
 	waitHeader                 // the response head
 	waitRead                   // the next bytes of the response body
 	waitTunnel                 // any byte of an open tunnel (stream_timeout)
+	waitRetry                  // lb_try_interval before another upstream
 )
 
 // arm (re)starts the exchange's timer for one kind of wait.
@@ -83,6 +90,8 @@ func (ex *exchange) timedOut() {
 		ex.readTimedOut()
 	case waitTunnel:
 		ex.tunnelTimedOut()
+	case waitRetry:
+		ex.begin(ex.lastFailed)
 	}
 }
 
@@ -111,7 +120,7 @@ var _ stream.Events = (*exchange)(nil)
 
 // begin picks an upstream and asks its pool for a connection.
 func (ex *exchange) begin(skip *Upstream) {
-	p := ex.g.pick(ex.h.loop.Now(), skip)
+	p := ex.g.pick(ex.h.loop.Now(), skip, &ex.key)
 	if !p.acquire(ex, false) {
 		ex.fail(503, "upstream queue full")
 	}
@@ -126,6 +135,7 @@ func (ex *exchange) attach(p *pool, bc *backendConn, reused bool) {
 	if ex.tun != nil {
 		bc.parser.ExpectUpgrade()
 	}
+	ex.sentAt = ex.h.loop.Now()
 	bc.send(ex.head, 0)
 	if len(ex.early) > 0 && (ex.tun == nil || ex.tun.open) {
 		bc.send(ex.early, ex.earlyBody)
@@ -308,12 +318,17 @@ func (ex *exchange) responseHead(p *h1.ResponseParser) {
 		ex.upgradeRefused()
 	}
 	ex.status = p.Status()
-	ex.pool.up.succeeded()
+	if hc := &ex.h.cfg.Health; hc.unhealthyResponse(ex.status, ex.h.loop.Now().Sub(ex.sentAt)) {
+		ex.pool.up.failed(*hc, ex.h.loop.Now())
+	}
 	ex.timer.Stop()
 	if ex.h.cfg.ReadTimeout > 0 {
 		ex.arm(waitRead, ex.h.cfg.ReadTimeout)
 	}
 	fields := ex.h.responseFields(p.Header())
+	if ex.g.policy == Cookie && ex.key.cookie != ex.pool.index {
+		fields = append(fields, stream.Field{Name: "set-cookie", Value: ex.cookie()})
+	}
 	ex.headSent = true
 	if err := ex.w.WriteHeader(ex.status, fields, !p.HasBody()); err != nil {
 		ex.abortBackend()
@@ -411,9 +426,19 @@ func (ex *exchange) connectFailed(err error) {
 		return
 	}
 	up := ex.pool.up
-	up.failed(ex.h.cfg.Health, ex.h.loop.Now())
-	if !ex.failedOver && len(ex.g.pools) > 1 {
+	now := ex.h.loop.Now()
+	up.failed(ex.h.cfg.Health, now)
+	if ex.tries == 0 {
+		ex.firstTry = now
+	}
+	if ex.mayRetry(now) {
+		ex.tries++
 		ex.failedOver = true
+		ex.lastFailed = up
+		if ex.h.cfg.TryDuration > 0 {
+			ex.arm(waitRetry, ex.h.cfg.TryInterval)
+			return
+		}
 		ex.begin(up)
 		return
 	}
@@ -422,6 +447,32 @@ func (ex *exchange) connectFailed(err error) {
 		return
 	}
 	ex.fail(502, "bad gateway: "+errText(err))
+}
+
+// mayRetry: Caddy's lb_retries and lb_try_duration. Without either, a
+// request moves to another upstream once when there is one.
+func (ex *exchange) mayRetry(now time.Time) bool {
+	c := &ex.h.cfg
+	switch {
+	case c.Retries < 0:
+		return false
+	case c.Retries > 0:
+		if ex.tries < c.Retries {
+			return true
+		}
+	case c.TryDuration == 0:
+		return ex.tries == 0 && len(ex.g.pools) > 1
+	}
+	return c.TryDuration > 0 && now.Add(c.TryInterval).Sub(ex.firstTry) < c.TryDuration
+}
+
+// cookie is the cookie policy's Set-Cookie naming the chosen upstream.
+func (ex *exchange) cookie() string {
+	v := ex.h.cfg.PolicyArg + "=" + ex.g.cookies[ex.pool.index] + "; Path=/"
+	if ex.https {
+		v += "; Secure; SameSite=None"
+	}
+	return v
 }
 
 func (ex *exchange) headerTimedOut() {

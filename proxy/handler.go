@@ -1,11 +1,14 @@
 package proxy
 
 import (
+	"hash/maphash"
 	"net/netip"
+	"strconv"
 	"time"
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy/observe"
+	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -27,8 +30,29 @@ type Config struct {
 	ConnectTimeout        time.Duration
 	ResponseHeaderTimeout time.Duration
 	ReadTimeout           time.Duration
-	// HeaderUp and HeaderDown edit request and response fields.
+	// WriteTimeout is transport http's write_timeout: how long a request
+	// body write to the origin may stay blocked. Carried, not yet enforced.
+	WriteTimeout time.Duration
+	// HeaderUp and HeaderDown edit request and response fields (Caddy's
+	// header_up and header_down).
 	HeaderUp, HeaderDown []HeaderOp
+	// PolicyArg is the policy's argument: the field of "header", the key
+	// of "query", the cookie's name of "cookie" (default lb), how many
+	// "random_choose" compares (default 2). CookieSecret keys the cookie's
+	// HMAC.
+	PolicyArg    string
+	CookieSecret string
+	// Retries is how many more upstreams a request whose connection failed
+	// (nothing sent yet) may try: Caddy's lb_retries. TryDuration, when
+	// set, lets it keep trying that long instead (lb_try_duration), waiting
+	// TryInterval between tries (lb_try_interval, default 250ms).
+	// Retries < 0 means none; 0 with no TryDuration, one try elsewhere.
+	Retries     int
+	TryDuration time.Duration
+	TryInterval time.Duration
+	// ClientIP derives the client address for client_ip_hash (nil: the
+	// peer's address).
+	ClientIP func(*stream.Request) netip.Addr
 	// Observer, when set, gets every finished request (metrics, access log).
 	Observer observe.Observer
 	// StreamTimeout, when set, closes a tunnel (WebSocket) that moved no
@@ -67,20 +91,19 @@ func (c Config) WithDefaults() Config {
 		c.ResponseHeaderTimeout = 60 * time.Second
 	}
 	if c.Health.MaxFails == 0 {
-		c.Health.MaxFails = 3
+		c.Health.MaxFails = 1
 	}
-	if c.Health.FailTimeout <= 0 {
-		c.Health.FailTimeout = 10 * time.Second
+	if c.TryInterval <= 0 {
+		c.TryInterval = 250 * time.Millisecond
+	}
+	if c.Policy == Cookie && c.PolicyArg == "" {
+		c.PolicyArg = "lb"
 	}
 	return c
 }
 
-// HeaderOp sets (replacing), adds or deletes a field.
-type HeaderOp struct {
-	Op    byte // '=' set, '+' add, '-' delete
-	Name  string
-	Value string
-}
+// HeaderOp is one field edit in Caddy's syntax (route.HeaderOp).
+type HeaderOp = route.HeaderOp
 
 // Handler is the reverse proxy on one loop: that loop's pools, free
 // buffers and scratch space. Create one per loop with NewHandler.
@@ -101,9 +124,17 @@ type Handler struct {
 // NewHandler returns the proxy for loop l. cfg should have its defaults
 // applied (WithDefaults).
 func NewHandler(l *netpoll.Loop, cfg Config) *Handler {
-	h := &Handler{loop: l, cfg: cfg, group: group{policy: cfg.Policy}}
+	h := &Handler{loop: l, cfg: cfg, group: group{policy: cfg.Policy, rnd: uint64(l.ID())*0x9e3779b97f4a7c15 + 1, choose: 2}}
+	if cfg.Policy == RandomChoose && cfg.PolicyArg != "" {
+		if n, err := strconv.Atoi(cfg.PolicyArg); err == nil && n > 0 {
+			h.group.choose = n
+		}
+	}
 	for _, up := range cfg.Upstreams {
-		h.group.pools = append(h.group.pools, &pool{loop: l, up: up, cfg: cfg.Pool, h: h})
+		h.group.pools = append(h.group.pools, &pool{loop: l, up: up, cfg: cfg.Pool, h: h, index: len(h.group.pools), keyHash: maphash.String(hashSeed, up.Name)})
+		if cfg.Policy == Cookie {
+			h.group.cookies = append(h.group.cookies, CookieValue(cfg.CookieSecret, up.Name))
+		}
 	}
 	// Loops start their cursors apart so round robin spreads from the first
 	// request.
@@ -115,7 +146,7 @@ func NewHandler(l *netpoll.Loop, cfg Config) *Handler {
 
 // Serve proxies one request.
 func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
-	ex := &exchange{h: h, g: &h.group, w: w, method: req.Method, hasBody: req.HasBody}
+	ex := &exchange{h: h, g: &h.group, w: w, method: req.Method, hasBody: req.HasBody, key: h.key(req), https: req.Scheme == "https"}
 	trusted := Trusted(req.RemoteAddr.Addr(), h.cfg.TrustedProxies)
 	if h.cfg.Observer != nil {
 		ex.logging = true

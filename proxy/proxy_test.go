@@ -779,7 +779,7 @@ func TestPassiveHealth(t *testing.T) {
 		down, up := upstream(t, closedAddr(t)), upstream(t, good.addr)
 		e := startProxy(t, backend, 2, proxy.Config{
 			Upstreams: []*proxy.Upstream{down, up},
-			Health:    proxy.Health{MaxFails: maxFails, FailTimeout: time.Minute},
+			Health:    proxy.Health{MaxFails: maxFails, FailDuration: time.Minute},
 		})
 		cl := e.h2Client(nil)
 		const n = 20

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/static"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
@@ -40,7 +41,7 @@ func (r *Router) Handle(host string, h stream.Handler) {
 
 // Route returns the handler for a request authority, or nil.
 func (r *Router) Route(authority string) stream.Handler {
-	host := hostOnly(authority)
+	host := route.HostOnly(authority)
 	if h, ok := r.exact[host]; ok {
 		return h
 	}
@@ -60,25 +61,6 @@ func (r *Router) Serve(req *stream.Request, w stream.ResponseWriter) stream.Even
 		return h.Serve(req, w)
 	}
 	return misdirected.Serve(req, w)
-}
-
-// hostOnly strips the port and brackets, lowercases and drops a trailing
-// dot, allocating only when the authority is not already in that form.
-func hostOnly(a string) string {
-	if n := len(a); n > 0 && a[0] == '[' {
-		if i := strings.IndexByte(a, ']'); i > 0 {
-			a = a[1:i]
-		}
-	} else if i := strings.LastIndexByte(a, ':'); i >= 0 && strings.IndexByte(a, ':') == i {
-		a = a[:i]
-	}
-	a = strings.TrimSuffix(a, ".")
-	for i := 0; i < len(a); i++ {
-		if c := a[i]; c >= 'A' && c <= 'Z' {
-			return strings.ToLower(a)
-		}
-	}
-	return a
 }
 
 var misdirectedBody = []byte("pollproxy: no site is configured for this host\n")

@@ -2,10 +2,10 @@ package proxy
 
 import (
 	"net/netip"
-	"strings"
 
 	"github.com/pollproxy/pollproxy/proxy/field"
 	"github.com/pollproxy/pollproxy/proxy/h1"
+	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -79,7 +79,7 @@ func (h *Handler) requestFields(req *stream.Request, trusted bool) []stream.Fiel
 	}
 	fs = h.forwardedFields(fs, req, peer, xff, proto, host)
 	fs = append(fs, stream.Field{Name: "via", Value: via})
-	fs = applyOps(fs, h.cfg.HeaderUp)
+	fs = route.ApplyHeaderOps(fs, h.cfg.HeaderUp, req)
 	h.fields = fs[:0]
 	return fs
 }
@@ -134,27 +134,5 @@ func (h *Handler) responseFields(fs []stream.Field) []stream.Field {
 	if len(h.cfg.HeaderDown) == 0 {
 		return fs
 	}
-	return applyOps(fs, h.cfg.HeaderDown)
-}
-
-func applyOps(fs []stream.Field, ops []HeaderOp) []stream.Field {
-	for _, op := range ops {
-		name := strings.ToLower(op.Name)
-		switch op.Op {
-		case '-', '=':
-			kept := fs[:0]
-			for _, f := range fs {
-				if f.Name != name {
-					kept = append(kept, f)
-				}
-			}
-			fs = kept
-			if op.Op == '=' {
-				fs = append(fs, stream.Field{Name: name, Value: op.Value})
-			}
-		case '+':
-			fs = append(fs, stream.Field{Name: name, Value: op.Value})
-		}
-	}
-	return fs
+	return route.ApplyHeaderOps(fs, h.cfg.HeaderDown, nil)
 }

@@ -24,9 +24,9 @@ type Upstream struct {
 	// (an upstream written unix//path, as in Caddy).
 	Path string
 
-	fails     atomic.Int32 // consecutive failures
-	downUntil atomic.Int64 // unix nanoseconds; skipped by the balancer until then
-	idleCap   atomic.Int64 // nanoseconds; 0: none learned (see learnIdleClose)
+	fails    atomic.Int32 // failures remembered now (passive health)
+	maxFails atomic.Int32 // failures that make it unhealthy; 0: passive checks off
+	idleCap  atomic.Int64 // nanoseconds; 0: none learned (see learnIdleClose)
 
 	// addrs are every address of the name (SetAddrs); nil: Addr only.
 	addrs atomic.Pointer[[]netip.AddrPort]
@@ -59,33 +59,58 @@ func (u *Upstream) Stats() observe.UpstreamStats {
 	}
 }
 
-// Health configures passive health checking: an upstream that fails
-// MaxFails times in a row is skipped for FailTimeout.
+// Health configures passive health checking as Caddy's reverse_proxy
+// does: a failure is remembered for FailDuration, and an upstream with
+// MaxFails failures remembered is skipped by the balancer until enough of
+// them are forgotten. FailDuration 0 (the default) or MaxFails < 0 turns
+// passive checks off. A response whose status is in UnhealthyStatus, or
+// whose head took longer than UnhealthyLatency, counts as a failure.
 type Health struct {
-	MaxFails    int
-	FailTimeout time.Duration
+	MaxFails         int
+	FailDuration     time.Duration
+	UnhealthyStatus  []int
+	UnhealthyLatency time.Duration
 }
 
-func (u *Upstream) healthy(now time.Time) bool {
-	return now.UnixNano() >= u.downUntil.Load() && !u.activeDown.Load()
+func (h *Health) on() bool { return h.FailDuration > 0 && h.MaxFails >= 0 }
+
+// healthy reports whether the balancer may pick u: neither passive checks
+// (failures remembered) nor active ones (health.go) hold it down.
+func (u *Upstream) healthy(time.Time) bool {
+	m := u.maxFails.Load()
+	return (m <= 0 || u.fails.Load() < m) && !u.activeDown.Load()
 }
 
+// failed counts a failure and, with passive checks on, remembers it for
+// FailDuration. The forgetting runs on a runtime timer, off the loops:
+// it only decrements an atomic.
 func (u *Upstream) failed(h Health, now time.Time) {
 	u.Failures.Add(1)
-	if h.MaxFails <= 0 {
+	if !h.on() {
 		return
 	}
-	if int(u.fails.Add(1)) >= h.MaxFails {
-		u.downUntil.Store(now.Add(h.FailTimeout).UnixNano())
-		u.fails.Store(0)
-	}
+	u.maxFails.Store(int32(max(h.MaxFails, 1)))
+	u.fails.Add(1)
+	time.AfterFunc(h.FailDuration, func() { u.fails.Add(-1) })
 }
 
-func (u *Upstream) succeeded() {
-	if u.fails.Load() != 0 {
-		u.fails.Store(0)
+// unhealthyResponse reports whether a response head counts as a failure.
+func (h *Health) unhealthyResponse(status int, latency time.Duration) bool {
+	if !h.on() {
+		return false
 	}
+	if h.UnhealthyLatency > 0 && latency > h.UnhealthyLatency {
+		return true
+	}
+	for _, s := range h.UnhealthyStatus {
+		if s == status || (s < 10 && status/100 == s) {
+			return true
+		}
+	}
+	return false
 }
+
+func (u *Upstream) succeeded() {}
 
 // ReuseRatio is the share of requests that went over a kept-alive
 // connection rather than a new one.

@@ -177,9 +177,9 @@ func TestRunSignals(t *testing.T) {
 func TestRunStartupError(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "Caddyfile")
-	os.WriteFile(file, []byte("localhost:1 {\n\treverse_proxy 127.0.0.1:1 {\n\t\tmax_conns lots\n\t}\n}\n"), 0o644)
+	os.WriteFile(file, []byte("localhost:1 {\n\treverse_proxy 127.0.0.1:1 {\n\t\tlb_retries lots\n\t}\n}\n"), 0o644)
 	out, err := exec.Command(pollproxyBinary(t), "run", "--config", file).CombinedOutput()
-	if err == nil || !strings.Contains(string(out), file+`:3: reverse_proxy: max_conns: "lots": want a whole number >= 1`) {
+	if err == nil || !strings.Contains(string(out), file+`:3: reverse_proxy: lb_retries: "lots": want a whole number >= 0`) {
 		t.Errorf("run with a bad file: %v\n%s", err, out)
 	}
 }

@@ -66,7 +66,7 @@ func TestValidateErrors(t *testing.T) {
 	}
 	for _, want := range []string{
 		file + `:2: poller: unknown backend "fastpoll"`,
-		file + `:6: reverse_proxy: lb_policy: unknown policy "fastest" (want round_robin, least_conn, first)`,
+		file + `:6: reverse_proxy: lb_policy: unknown policy "fastest" (want round_robin, least_conn, first, random`,
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

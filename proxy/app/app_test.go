@@ -187,7 +187,7 @@ localhost:%d {
 
 	// A broken file is refused, with its line, and the old one kept.
 	os.WriteFile(file, conf(b.addr, "lb_policy fastest"), 0o644)
-	want := file + `:14: reverse_proxy: lb_policy: unknown policy "fastest" (want round_robin, least_conn, first)`
+	want := file + `:14: reverse_proxy: lb_policy: unknown policy "fastest" (want round_robin, least_conn, first, random`
 	if err := r.in.Reload(); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("reload of a broken file: %v, want %s", err, want)
 	}

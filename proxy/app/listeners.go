@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/config"
 	"github.com/pollproxy/pollproxy/proxy/metrics"
 	"github.com/pollproxy/pollproxy/proxy/observe"
+	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/server"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 	pptls "github.com/pollproxy/pollproxy/tls"
@@ -32,9 +34,14 @@ func (in *Instance) newHandler(p *plan, l *config.Listener) func(*netpoll.Loop) 
 			if h := bySite[s]; h != nil {
 				return h
 			}
-			pc := p.sites[s]
-			pc.Observer = in.observer(loop, p, s)
-			h := proxy.NewHandler(loop, pc)
+			obs := in.observer(loop, p, s)
+			var proxies []stream.Handler
+			for _, rp := range s.AllProxies() {
+				pc := p.proxies[rp]
+				pc.Observer = obs
+				proxies = append(proxies, proxy.NewHandler(loop, pc))
+			}
+			h := siteHandler(s.Table(), proxies, clientIPFunc(p.cfg))
 			bySite[s] = h
 			return h
 		}
@@ -47,6 +54,29 @@ func (in *Instance) newHandler(p *plan, l *config.Listener) func(*netpoll.Loop) 
 			r.Handle(hs.Host, site(hs.Site))
 		}
 		return r
+	}
+}
+
+// siteHandler evaluates a site's routes on one loop; a site whose only
+// route proxies every request is its proxy, with nothing in between.
+func siteHandler(t *route.Table, proxies []stream.Handler, clientIP route.ClientIPFunc) stream.Handler {
+	if len(t.Nodes) == 1 && t.Nodes[0].Kind == route.Proxy && t.Nodes[0].Match == nil {
+		return proxies[t.Nodes[0].Proxy]
+	}
+	return route.NewHandler(t, proxies, clientIP)
+}
+
+// clientIPFunc is how client_ip matchers and client_ip_hash learn the
+// client address: the peer's, or the one a trusted proxy names
+// (proxy.ClientIP), the same derivation as X-Forwarded-For and the access
+// log use.
+func clientIPFunc(cfg *config.Config) route.ClientIPFunc {
+	if len(cfg.TrustedProxies) == 0 {
+		return route.PeerIP
+	}
+	trusted, headers := cfg.TrustedProxies, cfg.ClientIPHeaders
+	return func(r *stream.Request) netip.Addr {
+		return proxy.ClientIP(r.RemoteAddr.Addr(), r.Header, trusted, headers)
 	}
 }
 
@@ -86,6 +116,7 @@ func (in *Instance) newServer(cfg *config.Config, p *plan, l *config.Listener) (
 		NewHandler:       in.newHandler(p, l),
 		HandshakeTimeout: cfg.Timeouts.Handshake,
 	}
+	applyServers(&sc, cfg)
 	sc.H1.HeaderTimeout = cfg.Timeouts.ReadHeader
 	sc.H1.IdleTimeout = cfg.Timeouts.Idle
 	sc.H2.IdleTimeout = cfg.Timeouts.Idle

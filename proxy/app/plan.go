@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,7 +21,7 @@ import (
 type plan struct {
 	cfg       *config.Config
 	upstreams map[string]*proxy.Upstream
-	sites     map[*config.Site]proxy.Config
+	proxies   map[*config.Proxy]proxy.Config
 	siteUps   map[*config.Site][]*proxy.Upstream
 	alog      *accesslog.Logger
 	newLog    bool // alog was opened for this plan
@@ -33,20 +34,32 @@ const resolveTimeout = 5 * time.Second
 // certificates and opens the access log. Nothing running changes.
 func (in *Instance) prepare(cfg *config.Config) (*plan, error) {
 	p := &plan{cfg: cfg, upstreams: map[string]*proxy.Upstream{},
-		sites: map[*config.Site]proxy.Config{}, siteUps: map[*config.Site][]*proxy.Upstream{}}
+		proxies: map[*config.Proxy]proxy.Config{}, siteUps: map[*config.Site][]*proxy.Upstream{}}
 	var errs config.Errors
 	for _, s := range cfg.Sites {
-		var ups []*proxy.Upstream
-		for _, name := range s.Proxy.Upstreams {
-			up, err := in.upstream(p, name)
-			if err != nil {
-				errs = append(errs, &config.Error{Pos: s.Proxy.Pos, Msg: fmt.Sprintf("reverse_proxy: upstream %q: %v", name, err)})
-				continue
+		var all []*proxy.Upstream
+		for _, rp := range s.AllProxies() {
+			var ups []*proxy.Upstream
+			for _, name := range rp.Upstreams {
+				up, err := in.upstream(p, name)
+				if err != nil {
+					errs = append(errs, &config.Error{Pos: rp.Pos, Msg: fmt.Sprintf("reverse_proxy: upstream %q: %v", name, err)})
+					continue
+				}
+				ups = append(ups, up)
+				if !slices.Contains(all, up) {
+					all = append(all, up)
+				}
 			}
-			ups = append(ups, up)
+			pc := rp.ProxyConfig(ups)
+			// servers { trusted_proxies client_ip_headers timeouts { read_body } }
+			pc.TrustedProxies = cfg.TrustedProxies
+			pc.ClientIPHeaders = cfg.ClientIPHeaders
+			pc.ReadBodyTimeout = cfg.ReadBodyTimeout
+			pc.ClientIP = clientIPFunc(cfg)
+			p.proxies[rp] = pc
 		}
-		p.siteUps[s] = ups
-		p.sites[s] = s.Proxy.ProxyConfig(ups)
+		p.siteUps[s] = all
 	}
 	if len(errs) > 0 {
 		return nil, errs

@@ -14,7 +14,7 @@ type upstreamWatch struct {
 }
 
 // update follows the upstreams of the plan just committed. An upstream
-// several sites share is checked once, with the first site's settings
+// several reverse_proxy directives share is checked once, with the first one's settings
 // that enable checks.
 func (w *upstreamWatch) update(p *plan) {
 	list := make([]*proxy.Upstream, 0, len(p.upstreams))
@@ -28,13 +28,15 @@ func (w *upstreamWatch) update(p *plan) {
 	w.resolver.Update(list)
 	checks := map[*proxy.Upstream]proxy.ActiveHealth{}
 	for _, s := range p.cfg.Sites {
-		pc, ok := p.sites[s]
-		if !ok || !pc.ActiveHealth.Enabled() {
-			continue
-		}
-		for _, u := range pc.Upstreams {
-			if _, seen := checks[u]; !seen {
-				checks[u] = pc.ActiveHealth
+		for _, rp := range s.AllProxies() {
+			pc, ok := p.proxies[rp]
+			if !ok || !pc.ActiveHealth.Enabled() {
+				continue
+			}
+			for _, u := range pc.Upstreams {
+				if _, seen := checks[u]; !seen {
+					checks[u] = pc.ActiveHealth
+				}
 			}
 		}
 	}

@@ -3,17 +3,25 @@
 // The file is tokenised and grouped by the Caddyfile package of Caddy
 // (github.com/caddyserver/caddy/v2/caddyconfig/caddyfile), so imports,
 // snippets and {$ENV} placeholders behave as they do in Caddy. What the
-// directives mean is pollproxy's own: a global options block, then one site
-// block per address set, each with one reverse_proxy and an optional tls.
-// Every error names the file and line it comes from and what was expected,
-// as in
+// names mean what they mean in Caddy: a global options block, then one
+// site block per address set, with reverse_proxy, the routing directives
+// and matchers, header, and tls. Each directive family has its file:
+// global.go (global options and servers), site.go (site addresses and the
+// route table), matchers.go, reverseproxy.go, unsupported.go (Caddy's
+// names pollproxy lacks). Every error names the file and line it comes
+// from and what was expected, as in
 //
-//	Caddyfile:12: reverse_proxy: lb_policy: unknown policy "fastest" (want round_robin, least_conn, first)
+//	Caddyfile:12: reverse_proxy: lb_policy: unknown policy "fastest" (want round_robin, ...)
+//
+// and a Caddy directive or option pollproxy does not implement says so:
+//
+//	Caddyfile:7: php_fastcgi is not supported by pollproxy
 package config
 
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"regexp"
 	"sort"
@@ -23,9 +31,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
-	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy"
-	"github.com/pollproxy/pollproxy/proxy/field"
+	"github.com/pollproxy/pollproxy/proxy/route"
 	pptls "github.com/pollproxy/pollproxy/tls"
 )
 
@@ -55,9 +62,23 @@ type Config struct {
 	DefaultBind string
 	// HTTPPort is where ACME HTTP-01 challenges are answered and plain
 	// HTTP is redirected to HTTPS when some site uses ACME (0: off).
-	HTTPPort    int
-	Timeouts    Timeouts
-	GracePeriod time.Duration
+	HTTPPort int
+	// Timeouts, TrustedProxies, ClientIPHeaders, ReadBodyTimeout and
+	// MaxHeaderSize come from the global servers block.
+	Timeouts Timeouts
+	// TrustedProxies are the proxies whose client address headers are
+	// believed (servers { trusted_proxies static ... }).
+	TrustedProxies []netip.Prefix
+	// ClientIPHeaders are the fields a trusted proxy reports the client in
+	// (servers { client_ip_headers ... }; Caddy's default X-Forwarded-For).
+	ClientIPHeaders []string
+	// ReadBodyTimeout bounds reading a request body (servers { timeouts {
+	// read_body } }).
+	ReadBodyTimeout time.Duration
+	// MaxHeaderSize bounds a request head (servers { max_header_size });
+	// 0: the front ends' defaults.
+	MaxHeaderSize int
+	GracePeriod   time.Duration
 	// Log is the access log; nil when there is none.
 	Log   *Log
 	Sites []*Site
@@ -69,7 +90,8 @@ type Config struct {
 type Timeouts struct {
 	ReadHeader time.Duration // first byte (or connection start) to end of an HTTP/1.1 head
 	Idle       time.Duration // no request on a kept-alive connection
-	Handshake  time.Duration // TLS handshake
+	Handshake  time.Duration // TLS handshake (a pollproxy name; Caddy has none)
+	Write      time.Duration // Caddy's write: the whole response (kept for the front ends)
 }
 
 // Log configures the access log.
@@ -78,12 +100,34 @@ type Log struct {
 	Output string // "stderr", "stdout" or a file name
 }
 
-// Site is one site block: the addresses it answers and where it proxies.
+// Site is one site block: the addresses it answers and its routes.
 type Site struct {
 	Pos   Pos
 	Addrs []Address
-	Proxy Proxy
-	TLS   TLS
+	// Routes is the site's compiled route table; its Proxy routes index
+	// Proxies. A site built in code may leave it nil and set Proxy: every
+	// request is then proxied there.
+	Routes  *route.Table
+	Proxies []*Proxy
+	Proxy   Proxy
+	TLS     TLS
+}
+
+// AllProxies is every reverse proxy the site uses, in the order its route
+// table indexes them.
+func (s *Site) AllProxies() []*Proxy {
+	if s.Routes == nil {
+		return []*Proxy{&s.Proxy}
+	}
+	return s.Proxies
+}
+
+// Table is the site's route table: Routes, or one route to Proxy.
+func (s *Site) Table() *route.Table {
+	if s.Routes != nil {
+		return s.Routes
+	}
+	return &route.Table{Nodes: []route.Node{{Kind: route.Proxy}}, Proxies: 1}
 }
 
 // Pos is a place in a Caddyfile.
@@ -103,39 +147,62 @@ type Address struct {
 	Port     int
 }
 
-// Proxy is a site's reverse_proxy directive.
+// Proxy is one reverse_proxy directive, with Caddy's meanings.
 type Proxy struct {
-	Pos                   Pos
-	Upstreams             []string // host:port
-	Policy                proxy.Policy
-	HealthFails           int           // 0: the default; <0: never mark down
-	HealthTimeout         time.Duration // how long an upstream marked down is skipped
-	HeaderUp, HeaderDown  []proxy.HeaderOp
-	KeepAlive             int           // idle connections kept per upstream per loop
-	KeepAliveTimeout      time.Duration // idle connection lifetime
-	MaxConns              int           // connections per upstream per loop
+	Pos       Pos
+	Upstreams []string // host:port
+	Policy    proxy.Policy
+	// PolicyArg and CookieSecret: lb_policy header FIELD, query KEY,
+	// cookie NAME [SECRET], random_choose N.
+	PolicyArg, CookieSecret string
+	// Retries is lb_retries (-1 for an explicit 0); TryDuration and
+	// TryInterval are lb_try_duration and lb_try_interval.
+	Retries                  int
+	TryDuration, TryInterval time.Duration
+	// Health is passive health: max_fails, fail_duration,
+	// unhealthy_status, unhealthy_latency.
+	Health               proxy.Health
+	HeaderUp, HeaderDown []proxy.HeaderOp
+	// FlushInterval is accepted for Caddy's sake: pollproxy always
+	// forwards response bytes as they arrive (Caddy's -1).
+	FlushInterval time.Duration
+	// transport http: keepalive_idle_conns_per_host (and
+	// keepalive_idle_conns) are KeepAlive; keepalive is KeepAliveTimeout
+	// (KeepAliveOff for "off"); max_conns_per_host is MaxConns. Pools are
+	// per loop, so these caps are per upstream per loop.
+	KeepAlive             int
+	KeepAliveTimeout      time.Duration
+	KeepAliveOff          bool
+	MaxConns              int
 	DialTimeout           time.Duration
 	ResponseHeaderTimeout time.Duration
 	ReadTimeout           time.Duration
 	Stream                StreamOptions      // stream_timeout, stream_close_delay
 	ActiveHealth          proxy.ActiveHealth // health_uri, health_interval, … (health.go)
+	WriteTimeout          time.Duration
 }
 
 // ProxyConfig returns the reverse proxy's configuration for these
 // resolved upstreams, defaults applied.
 func (p Proxy) ProxyConfig(ups []*proxy.Upstream) proxy.Config {
+	pool := proxy.PoolConfig{MaxConns: p.MaxConns, MaxIdle: p.KeepAlive, IdleTimeout: p.KeepAliveTimeout}
+	if p.KeepAliveOff {
+		pool.MaxRequests = 1
+	}
 	return proxy.Config{
-		Upstreams: ups,
-		Policy:    p.Policy,
-		Pool: proxy.PoolConfig{
-			MaxConns:    p.MaxConns,
-			MaxIdle:     p.KeepAlive,
-			IdleTimeout: p.KeepAliveTimeout,
-		},
-		Health:                proxy.Health{MaxFails: p.HealthFails, FailTimeout: p.HealthTimeout},
+		Upstreams:             ups,
+		Policy:                p.Policy,
+		PolicyArg:             p.PolicyArg,
+		CookieSecret:          p.CookieSecret,
+		Retries:               p.Retries,
+		TryDuration:           p.TryDuration,
+		TryInterval:           p.TryInterval,
+		Pool:                  pool,
+		Health:                p.Health,
 		ConnectTimeout:        p.DialTimeout,
 		ResponseHeaderTimeout: p.ResponseHeaderTimeout,
 		ReadTimeout:           p.ReadTimeout,
+		WriteTimeout:          p.WriteTimeout,
 		HeaderUp:              p.HeaderUp,
 		HeaderDown:            p.HeaderDown,
 		StreamTimeout:         p.Stream.Timeout,
@@ -269,13 +336,13 @@ func Parse(filename string, body []byte) (*Config, error) {
 			continue
 		}
 		if b.IsNamedRoute {
-			p.errAt(tokPos(b.Keys[0]), "named routes are not supported")
+			p.errAt(tokPos(b.Keys[0]), "named routes (&(name)) are not supported by pollproxy")
 			continue
 		}
 		p.site(b)
 	}
 	if len(p.errs) == 0 && len(p.cfg.Sites) == 0 {
-		p.errAt(Pos{filename, 1}, "no site block (want e.g. \"localhost:8443 { reverse_proxy 127.0.0.1:8080 }\")")
+		p.errAt(Pos{filename, 1}, "no site block (want e.g. \"localhost:8443 { reverse_proxy :8080 }\")")
 	}
 	p.checkDuplicates()
 	if len(p.errs) > 0 {
@@ -303,8 +370,9 @@ func lexError(filename string, err error) *Error {
 }
 
 type parser struct {
-	cfg  *Config
-	errs Errors
+	cfg   *Config
+	errs  Errors
+	named map[string]route.Matcher // the site's named matchers
 }
 
 func tokPos(t caddyfile.Token) Pos { return Pos{t.File, t.Line} }
@@ -319,195 +387,24 @@ func (p *parser) errf(d *caddyfile.Dispenser, format string, args ...any) {
 	p.errAt(dpos(d), format, args...)
 }
 
+// openedBlock reports whether a block follows on the current line, and
+// consumes it, for directives that take none; at is the line it opens on.
+func openedBlock(d *caddyfile.Dispenser) (Pos, bool) {
+	n := d.Nesting()
+	at := dpos(d)
+	if !d.NextBlock(n) {
+		return at, false
+	}
+	for d.NextBlock(n) {
+	}
+	return at, true
+}
+
 // skipBlock consumes the block opened on the current line, if any, so
 // that parsing resumes after an error inside it.
 func skipBlock(d *caddyfile.Dispenser) {
 	for n := d.Nesting(); d.NextBlock(n); {
 	}
-}
-
-var globalOptions = []string{"poller", "loops", "admin", "email", "acme_ca", "storage",
-	"default_bind", "http_port", "timeouts", "grace_period", "log", "h2_extended_connect",
-	"ab_interval"}
-
-func (p *parser) global(b caddyfile.ServerBlock) {
-	c := p.cfg
-	for _, seg := range b.Segments {
-		d := caddyfile.NewDispenser(seg)
-		d.Next()
-		name := d.Val()
-		switch name {
-		case "poller":
-			args := d.RemainingArgs()
-			if len(args) == 0 {
-				p.errf(d, "poller: want a backend (auto, %s) or several for an A/B split across loops", strings.Join(netpoll.Available(), ", "))
-			}
-			for _, a := range args {
-				if err := netpoll.ValidName(a); err != nil {
-					p.errf(d, "poller: unknown backend %q (want auto or one of %s)", a, strings.Join(netpoll.Available(), ", "))
-				}
-			}
-			if len(args) > 1 {
-				for _, a := range args {
-					if a == netpoll.Auto {
-						p.errf(d, "poller: an A/B split names its backends (auto is only allowed alone)")
-						break
-					}
-				}
-			}
-			c.Pollers = args
-		case "loops":
-			c.Loops = p.intArg(d, name, 0)
-		case "admin":
-			if v, ok := p.oneArg(d, name, "host:port or off"); ok {
-				if v == "off" {
-					c.Admin = ""
-				} else if _, _, err := net.SplitHostPort(v); err != nil {
-					p.errf(d, "admin: %q: want host:port (e.g. 127.0.0.1:2019) or off", v)
-				} else {
-					c.Admin = v
-				}
-			}
-		case "email":
-			if v, ok := p.oneArg(d, name, "an e-mail address"); ok {
-				if !strings.Contains(v, "@") {
-					p.errf(d, "email: %q is not an e-mail address", v)
-				}
-				c.Email = v
-			}
-		case "acme_ca":
-			if v, ok := p.oneArg(d, name, "an ACME directory URL"); ok {
-				if !strings.HasPrefix(v, "https://") && !strings.HasPrefix(v, "http://") {
-					p.errf(d, "acme_ca: %q: want an ACME directory URL (https://...)", v)
-				}
-				c.ACMECA = v
-			}
-		case "storage":
-			p.storage(d)
-		case "default_bind":
-			if v, ok := p.oneArg(d, name, "a host or IP address"); ok {
-				c.DefaultBind = strings.Trim(v, "[]")
-			}
-		case "http_port":
-			if v, ok := p.oneArg(d, name, "a port or off"); ok {
-				if v == "off" {
-					c.HTTPPort = 0
-				} else if n, err := strconv.Atoi(v); err != nil || n <= 0 || n > 65535 {
-					p.errf(d, "http_port: %q: want a port number (1-65535) or off", v)
-				} else {
-					c.HTTPPort = n
-				}
-			}
-		case "grace_period":
-			c.GracePeriod = p.durationArg(d, name)
-		case "ab_interval":
-			c.ABInterval = p.abInterval(d)
-		case "timeouts":
-			p.timeouts(d)
-		case "log":
-			p.log(d)
-		case "h2_extended_connect":
-			p.extendedConnect(d)
-		default:
-			p.errf(d, "unknown global option %q (want one of %s)", name, strings.Join(globalOptions, ", "))
-			skipBlock(d)
-		}
-	}
-}
-
-func (p *parser) timeouts(d *caddyfile.Dispenser) {
-	if d.CountRemainingArgs() > 0 {
-		p.errf(d, "timeouts: want a block: timeouts { read_header 10s  idle 60s  handshake 10s }")
-		d.RemainingArgs()
-	}
-	t := &p.cfg.Timeouts
-	for n := d.Nesting(); d.NextBlock(n); {
-		sub := d.Val()
-		switch sub {
-		case "read_header":
-			t.ReadHeader = p.durationArg(d, "timeouts: "+sub)
-		case "idle":
-			t.Idle = p.durationArg(d, "timeouts: "+sub)
-		case "handshake":
-			t.Handshake = p.durationArg(d, "timeouts: "+sub)
-		default:
-			p.errf(d, "timeouts: unknown timeout %q (want read_header, idle, handshake)", sub)
-			d.RemainingArgs()
-			skipBlock(d)
-		}
-	}
-}
-
-func (p *parser) log(d *caddyfile.Dispenser) {
-	l := &Log{Format: "json", Output: "stderr"}
-	p.cfg.Log = l
-	if d.CountRemainingArgs() > 0 {
-		p.errf(d, "log: want no argument, or a block: log { format json|common  output stderr|stdout|FILE }")
-		d.RemainingArgs()
-	}
-	for n := d.Nesting(); d.NextBlock(n); {
-		sub := d.Val()
-		switch sub {
-		case "format":
-			if v, ok := p.oneArg(d, "log: format", "json or common"); ok {
-				if v != "json" && v != "common" {
-					p.errf(d, "log: format: unknown format %q (want json, common)", v)
-				}
-				l.Format = v
-			}
-		case "output":
-			if v, ok := p.oneArg(d, "log: output", "stderr, stdout or a file name"); ok {
-				l.Output = v
-			}
-		default:
-			p.errf(d, "log: unknown option %q (want format, output)", sub)
-			d.RemainingArgs()
-			skipBlock(d)
-		}
-	}
-}
-
-var siteDirectives = []string{"reverse_proxy", "tls"}
-
-func (p *parser) site(b caddyfile.ServerBlock) {
-	s := &Site{Pos: tokPos(b.Keys[0])}
-	for _, k := range b.Keys {
-		a, err := parseAddress(k.Text)
-		if err != nil {
-			p.errAt(tokPos(k), "site address %q: %v", k.Text, err)
-			continue
-		}
-		s.Addrs = append(s.Addrs, a)
-	}
-	seenProxy, seenTLS := false, false
-	for _, seg := range b.Segments {
-		d := caddyfile.NewDispenser(seg)
-		d.Next()
-		switch name := d.Val(); name {
-		case "reverse_proxy":
-			if seenProxy {
-				p.errf(d, "reverse_proxy: a site has one reverse_proxy (the first is at %s)", s.Proxy.Pos)
-				skipBlock(d)
-				continue
-			}
-			seenProxy = true
-			s.Proxy = p.reverseProxy(d)
-		case "tls":
-			if seenTLS {
-				p.errf(d, "tls: a site has one tls directive (the first is at %s)", s.TLS.Pos)
-				continue
-			}
-			seenTLS = true
-			s.TLS = p.tls(d)
-		default:
-			p.errf(d, "unknown directive %q (want one of %s)", name, strings.Join(siteDirectives, ", "))
-			skipBlock(d)
-		}
-	}
-	if !seenProxy {
-		p.errAt(s.Pos, "site %s: no reverse_proxy (want: reverse_proxy UPSTREAM...)", strings.Join(b.GetKeysText(), ", "))
-	}
-	p.cfg.Sites = append(p.cfg.Sites, s)
 }
 
 // parseAddress reads a site address: [https://]host[:port], :port, or
@@ -519,12 +416,12 @@ func parseAddress(text string) (Address, error) {
 	case strings.HasPrefix(rest, "https://"):
 		rest = strings.TrimPrefix(rest, "https://")
 	case strings.HasPrefix(rest, "http://"):
-		return a, fmt.Errorf("plain HTTP sites are not supported: pollproxy serves HTTPS (drop %q)", "http://")
+		return a, fmt.Errorf("http:// sites are not supported by pollproxy: it serves HTTPS (drop %q)", "http://")
 	case strings.Contains(rest, "://"):
 		return a, fmt.Errorf("unsupported scheme (want https:// or none)")
 	}
 	if strings.ContainsAny(rest, "/?#") {
-		return a, fmt.Errorf("paths are not supported in site addresses (want host, host:port or :port)")
+		return a, fmt.Errorf("paths in site addresses are not supported by pollproxy (want host, host:port or :port; route paths with handle)")
 	}
 	host, port := rest, ""
 	if h, pt, err := net.SplitHostPort(rest); err == nil {
@@ -549,162 +446,6 @@ func parseAddress(text string) (Address, error) {
 	return a, nil
 }
 
-var proxyOptions = append([]string{"to", "lb_policy", "header_up", "header_down",
-	"keepalive", "keepalive_timeout", "max_conns", "dial_timeout", "response_header_timeout", "read_timeout",
-	"stream_timeout", "stream_close_delay"},
-	activeHealthOptions...)
-
-func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
-	rp := Proxy{Pos: dpos(d)}
-	p.upstreams(d, &rp)
-	for n := d.Nesting(); d.NextBlock(n); {
-		sub := d.Val()
-		label := "reverse_proxy: " + sub
-		switch sub {
-		case "to":
-			if d.CountRemainingArgs() == 0 {
-				p.errf(d, "%s: want one or more upstreams (host:port)", label)
-			}
-			p.upstreams(d, &rp)
-		case "lb_policy":
-			if v, ok := p.oneArg(d, label, "round_robin, least_conn or first"); ok {
-				if !proxy.ValidPolicy(proxy.Policy(v)) {
-					p.errf(d, "%s: unknown policy %q (want round_robin, least_conn, first)", label, v)
-				}
-				rp.Policy = proxy.Policy(v)
-			}
-		case "health_uri", "health_port", "health_interval", "health_timeout", "health_status",
-			"health_body", "health_headers", "health_passes", "health_fails":
-			p.activeHealth(d, &rp, sub)
-		case "header_up":
-			if op, ok := p.headerOp(d, label); ok {
-				rp.HeaderUp = append(rp.HeaderUp, op)
-			}
-		case "header_down":
-			if op, ok := p.headerOp(d, label); ok {
-				rp.HeaderDown = append(rp.HeaderDown, op)
-			}
-		case "keepalive":
-			rp.KeepAlive = p.intArg(d, label, 1)
-		case "keepalive_timeout":
-			rp.KeepAliveTimeout = p.durationArg(d, label)
-		case "max_conns":
-			rp.MaxConns = p.intArg(d, label, 1)
-		case "dial_timeout":
-			rp.DialTimeout = p.durationArg(d, label)
-		case "response_header_timeout":
-			rp.ResponseHeaderTimeout = p.durationArg(d, label)
-		case "read_timeout":
-			rp.ReadTimeout = p.durationArg(d, label)
-		case "stream_timeout", "stream_close_delay":
-			p.streamOption(d, &rp)
-		default:
-			p.errf(d, "reverse_proxy: unknown option %q (want one of %s)", sub, strings.Join(proxyOptions, ", "))
-			d.RemainingArgs()
-			skipBlock(d)
-		}
-	}
-	if len(rp.Upstreams) == 0 {
-		p.errAt(rp.Pos, "reverse_proxy: no upstream (want: reverse_proxy host:port [host:port...])")
-	}
-	return rp
-}
-
-// upstreams reads the remaining arguments on the line as upstreams.
-func (p *parser) upstreams(d *caddyfile.Dispenser, rp *Proxy) {
-	for d.NextArg() {
-		v := d.Val()
-		switch {
-		case strings.HasPrefix(v, "unix/"):
-			if _, ok := proxy.UnixSocketPath(v); !ok {
-				p.errf(d, "reverse_proxy: upstream %q: want unix//path/to/socket", v)
-			} else {
-				rp.Upstreams = append(rp.Upstreams, v)
-			}
-			continue
-		case strings.HasPrefix(v, "/") || strings.HasPrefix(v, "@") || v == "*":
-			p.errf(d, "reverse_proxy: request matchers (%q) are not supported: a site proxies every request", v)
-			continue
-		case strings.HasPrefix(v, "https://"), strings.HasPrefix(v, "h2c://"):
-			p.errf(d, "reverse_proxy: upstream %q: upstreams speak plain HTTP/1.1 (want host:port or http://host:port)", v)
-			continue
-		}
-		hp := strings.TrimPrefix(v, "http://")
-		hp = strings.TrimSuffix(hp, "/")
-		if strings.ContainsAny(hp, "/?#") {
-			p.errf(d, "reverse_proxy: upstream %q: paths are not supported (want host:port)", v)
-			continue
-		}
-		host, port, err := net.SplitHostPort(hp)
-		if err != nil {
-			if strings.Contains(hp, ":") && !strings.HasPrefix(hp, "[") {
-				p.errf(d, "reverse_proxy: upstream %q: want host:port", v)
-				continue
-			}
-			host, port = strings.Trim(hp, "[]"), "80"
-		}
-		if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 || host == "" {
-			p.errf(d, "reverse_proxy: upstream %q: want host:port with a port in 1-65535", v)
-			continue
-		}
-		rp.Upstreams = append(rp.Upstreams, net.JoinHostPort(host, port))
-	}
-}
-
-// headerOp reads "[+|-]Name [value]".
-func (p *parser) headerOp(d *caddyfile.Dispenser, label string) (proxy.HeaderOp, bool) {
-	args := d.RemainingArgs()
-	if len(args) == 0 || len(args) > 2 {
-		p.errf(d, "%s: want Name value (set), +Name value (add) or -Name (delete)", label)
-		return proxy.HeaderOp{}, false
-	}
-	op := proxy.HeaderOp{Op: '=', Name: args[0]}
-	switch args[0][0] {
-	case '+', '-':
-		op.Op, op.Name = args[0][0], args[0][1:]
-	}
-	if !field.ValidName(op.Name) {
-		p.errf(d, "%s: %q is not a valid field name", label, op.Name)
-		return op, false
-	}
-	switch {
-	case op.Op == '-' && len(args) == 2:
-		p.errf(d, "%s: -%s deletes the field and takes no value", label, op.Name)
-		return op, false
-	case op.Op != '-' && len(args) != 2:
-		p.errf(d, "%s: %s needs a value (or -%s to delete it)", label, args[0], op.Name)
-		return op, false
-	}
-	if len(args) == 2 {
-		if strings.ContainsAny(args[1], "\r\n\x00") {
-			p.errf(d, "%s: the value of %s has a CR, LF or NUL", label, op.Name)
-			return op, false
-		}
-		op.Value = args[1]
-	}
-	return op, true
-}
-
-func (p *parser) tls(d *caddyfile.Dispenser) TLS {
-	t := TLS{Pos: dpos(d)}
-	args := d.RemainingArgs()
-	switch {
-	case len(args) == 1 && args[0] == "internal":
-		t.Mode = TLSInternal
-	case len(args) == 1 && strings.Contains(args[0], "@"):
-		t.Mode, t.Email = TLSACME, args[0]
-	case len(args) == 2:
-		t.Mode, t.Cert, t.Key = TLSFiles, args[0], args[1]
-	default:
-		p.errf(d, "tls: want internal, CERT_FILE KEY_FILE, or an ACME account e-mail")
-	}
-	if d.NextBlock(d.Nesting()) {
-		p.errf(d, "tls: takes no block")
-		skipBlock(d)
-	}
-	return t
-}
-
 // oneArg reads exactly one argument.
 func (p *parser) oneArg(d *caddyfile.Dispenser, label, want string) (string, bool) {
 	args := d.RemainingArgs()
@@ -713,9 +454,8 @@ func (p *parser) oneArg(d *caddyfile.Dispenser, label, want string) (string, boo
 		skipBlock(d)
 		return "", false
 	}
-	if d.NextBlock(d.Nesting()) {
-		p.errf(d, "%s: takes no block", label)
-		skipBlock(d)
+	if at, ok := openedBlock(d); ok {
+		p.errAt(at, "%s: takes no block", label)
 	}
 	return args[0], true
 }

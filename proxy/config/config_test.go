@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,10 +29,17 @@ func TestParseFull(t *testing.T) {
 	acme_ca https://acme-staging-v02.api.letsencrypt.org/directory
 	storage /var/lib/pollproxy
 	default_bind 127.0.0.1
-	timeouts {
-		read_header 5s
-		idle 30s
-		handshake 7s
+	servers {
+		timeouts {
+			read_body 3s
+			read_header 5s
+			write 40s
+			idle 30s
+			handshake 7s
+		}
+		trusted_proxies static 10.1.0.0/16 private_ranges
+		client_ip_headers X-Real-IP X-Forwarded-For
+		max_header_size 16KB
 	}
 	grace_period 20s
 	log {
@@ -44,18 +52,26 @@ example.com, www.example.com {
 	reverse_proxy 10.0.0.1:8080 http://10.0.0.2:8080 {
 		to 10.0.0.3
 		lb_policy least_conn
-		health_fails 5
-		health_timeout 30s
+		max_fails 5
+		fail_duration 30s
+		unhealthy_status 5xx 429
+		unhealthy_latency 2s
+		lb_retries 2
+		lb_try_duration 5s
 		header_up X-Real-IP v
 		header_up +X-Extra a
 		header_up -X-Secret
 		header_down -Server
-		keepalive 16
-		keepalive_timeout 2s
-		max_conns 64
-		dial_timeout 2s
-		response_header_timeout 30s
-		read_timeout 1m
+		flush_interval -1
+		transport http {
+			keepalive_idle_conns_per_host 16
+			keepalive 2s
+			max_conns_per_host 64
+			dial_timeout 2s
+			response_header_timeout 30s
+			read_timeout 1m
+			write_timeout 10s
+		}
 	}
 }
 
@@ -80,8 +96,12 @@ localhost:8443 {
 	if c.Loops != 4 || c.Admin != "127.0.0.1:9019" || c.Email != "ops@example.com" || c.Storage != "/var/lib/pollproxy" || c.DefaultBind != "127.0.0.1" {
 		t.Errorf("globals %+v", c)
 	}
-	if c.Timeouts != (Timeouts{5 * time.Second, 30 * time.Second, 7 * time.Second}) || c.GracePeriod != 20*time.Second {
-		t.Errorf("timeouts %+v grace %v", c.Timeouts, c.GracePeriod)
+	if c.Timeouts != (Timeouts{5 * time.Second, 30 * time.Second, 7 * time.Second, 40 * time.Second}) || c.GracePeriod != 20*time.Second ||
+		c.ReadBodyTimeout != 3*time.Second || c.MaxHeaderSize != 16000 {
+		t.Errorf("timeouts %+v grace %v read_body %v max_header_size %d", c.Timeouts, c.GracePeriod, c.ReadBodyTimeout, c.MaxHeaderSize)
+	}
+	if len(c.TrustedProxies) != 7 || c.TrustedProxies[0].String() != "10.1.0.0/16" || strings.Join(c.ClientIPHeaders, ",") != "X-Real-IP,X-Forwarded-For" {
+		t.Errorf("trusted %v client_ip_headers %v", c.TrustedProxies, c.ClientIPHeaders)
 	}
 	if c.Log == nil || *c.Log != (Log{"common", "stdout"}) {
 		t.Errorf("log %+v", c.Log)
@@ -90,27 +110,29 @@ localhost:8443 {
 		t.Fatalf("%d sites", len(c.Sites))
 	}
 	s := c.Sites[0]
-	if len(s.Addrs) != 2 || s.Addrs[0].Host != "example.com" || s.Addrs[0].Port != 443 || s.Pos.Line != 21 {
+	if len(s.Addrs) != 2 || s.Addrs[0].Host != "example.com" || s.Addrs[0].Port != 443 || s.Pos.Line != 28 {
 		t.Errorf("site 0 %+v", s)
 	}
-	rp := s.Proxy
+	rp := *s.Proxies[0]
 	if strings.Join(rp.Upstreams, " ") != "10.0.0.1:8080 10.0.0.2:8080 10.0.0.3:80" {
 		t.Errorf("upstreams %q", rp.Upstreams)
 	}
-	if rp.Policy != proxy.LeastConnections || rp.ActiveHealth.Fails != 5 || rp.ActiveHealth.Timeout != 30*time.Second ||
+	if rp.Policy != proxy.LeastConnections || rp.Health.MaxFails != 5 || rp.Health.FailDuration != 30*time.Second ||
+		fmt.Sprint(rp.Health.UnhealthyStatus) != "[5 429]" || rp.Health.UnhealthyLatency != 2*time.Second ||
+		rp.Retries != 2 || rp.TryDuration != 5*time.Second || rp.WriteTimeout != 10*time.Second ||
 		rp.KeepAlive != 16 || rp.KeepAliveTimeout != 2*time.Second || rp.MaxConns != 64 || rp.DialTimeout != 2*time.Second ||
 		rp.ResponseHeaderTimeout != 30*time.Second || rp.ReadTimeout != time.Minute {
 		t.Errorf("proxy %+v", rp)
 	}
 	wantUp := []proxy.HeaderOp{op('=', "X-Real-IP", "v"), op('+', "X-Extra", "a"), op('-', "X-Secret", "")}
-	if len(rp.HeaderUp) != 3 || rp.HeaderUp[0] != wantUp[0] || rp.HeaderUp[1] != wantUp[1] || rp.HeaderUp[2] != wantUp[2] {
+	if len(rp.HeaderUp) != 3 || !sameOp(rp.HeaderUp[0], wantUp[0]) || !sameOp(rp.HeaderUp[1], wantUp[1]) || !sameOp(rp.HeaderUp[2], wantUp[2]) {
 		t.Errorf("header_up %+v", rp.HeaderUp)
 	}
-	if len(rp.HeaderDown) != 1 || rp.HeaderDown[0] != op('-', "Server", "") {
+	if len(rp.HeaderDown) != 1 || !sameOp(rp.HeaderDown[0], op('-', "Server", "")) {
 		t.Errorf("header_down %+v", rp.HeaderDown)
 	}
 	pc := rp.ProxyConfig(nil)
-	if pc.Pool.MaxIdle != 16 || pc.Pool.MaxConns != 64 || pc.ConnectTimeout != 2*time.Second || pc.ActiveHealth.Fails != 5 {
+	if pc.Pool.MaxIdle != 16 || pc.Pool.MaxConns != 64 || pc.ConnectTimeout != 2*time.Second {
 		t.Errorf("proxy config %+v", pc)
 	}
 	if s.TLS.Mode != TLSAuto || c.Sites[1].TLS.Mode != TLSInternal || c.Sites[2].TLS.Mode != TLSFiles ||
@@ -140,49 +162,140 @@ func TestDefaults(t *testing.T) {
 
 func TestErrors(t *testing.T) {
 	site := func(body string) string { return "localhost:8443 {\n" + body + "\n}\n" }
+	rp := func(opts string) string { return site("\treverse_proxy 127.0.0.1:8080 {\n" + opts + "\n\t}") }
+	tr := func(opts string) string { return rp("\t\ttransport http {\n" + opts + "\n\t\t}") }
 	for _, tc := range []struct{ name, in, want string }{
-		{"unknown policy", site("\treverse_proxy 127.0.0.1:8080 {\n\t\tlb_policy fastest\n\t}"),
-			`Caddyfile:3: reverse_proxy: lb_policy: unknown policy "fastest" (want round_robin, least_conn, first)`},
-		{"unknown directive", site("\treverse_proxy 127.0.0.1:8080\n\tfile_server"),
-			`Caddyfile:3: unknown directive "file_server" (want one of reverse_proxy, tls)`},
+		// reverse_proxy
+		{"unknown policy", rp("\t\tlb_policy fastest"),
+			`Caddyfile:3: reverse_proxy: lb_policy: unknown policy "fastest" (want round_robin, least_conn, first, random,`},
+		{"weighted policy", rp("\t\tlb_policy weighted_round_robin 1 2"),
+			`Caddyfile:3: reverse_proxy: lb_policy: weighted_round_robin is not supported by pollproxy`},
+		{"header policy without field", rp("\t\tlb_policy header"),
+			`Caddyfile:3: reverse_proxy: lb_policy: header wants one argument: the field name`},
+		{"policy argument", rp("\t\tlb_policy round_robin x"),
+			`Caddyfile:3: reverse_proxy: lb_policy: round_robin takes no argument`},
+		{"policy fallback", rp("\t\tlb_policy header X {\n\t\t\tfallback first\n\t\t}"),
+			`Caddyfile:3: reverse_proxy: lb_policy: a policy block (fallback ...) is not supported by pollproxy`},
+		{"random_choose", rp("\t\tlb_policy random_choose 0"),
+			`Caddyfile:3: reverse_proxy: lb_policy: random_choose "0": want a whole number >= 1`},
+		{"lb_retries", rp("\t\tlb_retries -1"), `Caddyfile:3: reverse_proxy: lb_retries: "-1": want a whole number >= 0`},
+		{"lb_try_duration", rp("\t\tlb_try_duration soon"), `Caddyfile:3: reverse_proxy: lb_try_duration: "soon": want a positive duration`},
+		{"max_fails", rp("\t\tmax_fails 0"), `Caddyfile:3: reverse_proxy: max_fails: "0": want a whole number >= 1`},
+		{"fail_duration", rp("\t\tfail_duration"), `Caddyfile:3: reverse_proxy: fail_duration: want one argument`},
+		{"unhealthy_status", rp("\t\tunhealthy_status 5xx 600"),
+			`Caddyfile:3: reverse_proxy: unhealthy_status: "600": want a status code (100-599) or a class such as 5xx`},
+		{"unhealthy_latency", rp("\t\tunhealthy_latency 0s"), `Caddyfile:3: reverse_proxy: unhealthy_latency: "0s": want a positive duration`},
+		{"active health method", rp("\t\thealth_method HEAD"), `Caddyfile:3: reverse_proxy: health_method is not supported by pollproxy`},
+		{"dynamic", rp("\t\tdynamic a example.com 80"), `Caddyfile:3: reverse_proxy: dynamic is not supported by pollproxy`},
+		{"handle_response", rp("\t\thandle_response {\n\t\t\trespond 500\n\t\t}"),
+			`Caddyfile:3: reverse_proxy: handle_response is not supported by pollproxy`},
+		{"unknown proxy option", rp("\n\t\tfastest yes"),
+			`Caddyfile:4: reverse_proxy: unknown option "fastest" (want one of to, lb_policy,`},
+		{"old pollproxy name", rp("\t\tdial_timeout 2s"),
+			`Caddyfile:3: reverse_proxy: dial_timeout: as in Caddy, this belongs in transport http { ... }`},
+		{"bad flush_interval", rp("\t\tflush_interval often"), `Caddyfile:3: reverse_proxy: flush_interval: "often": want a duration`},
+		{"header without value", rp("\t\theader_up X-A"),
+			`Caddyfile:3: reverse_proxy: header_up: X-A needs a value (or -X-A to delete it)`},
+		{"header bad name", rp("\t\theader_down \"X A\" v"),
+			`Caddyfile:3: reverse_proxy: header_down: "X A" is not a valid field name`},
+		{"delete with value", rp("\t\theader_up -X-A v"),
+			`Caddyfile:3: reverse_proxy: header_up: -X-A deletes the field and takes no value`},
+		{"bad regexp", rp("\t\theader_up X-A ( b"), `Caddyfile:3: reverse_proxy: header_up: regexp "(": `},
+		{"default on request", rp("\t\theader_up ?X-A b"),
+			`Caddyfile:3: reverse_proxy: header_up: ?X-A: the default form only applies to response fields`},
+		{"unknown placeholder", rp("\t\theader_up X-A {upstream_hostport}"),
+			`Caddyfile:3: reverse_proxy: header_up: placeholder {upstream_hostport} is not supported by pollproxy`},
+		{"request field in response", rp("\t\theader_down X-A {header.Cookie}"),
+			`Caddyfile:3: reverse_proxy: header_down: placeholder {header.Cookie}: request fields in response edits are not supported by pollproxy`},
+		// transport
+		{"transport kind", rp("\t\ttransport fastcgi"), `Caddyfile:3: reverse_proxy: transport fastcgi is not supported by pollproxy`},
+		{"transport tls", tr("\t\t\ttls"), `Caddyfile:4: transport http: tls is not supported by pollproxy`},
+		{"transport unknown", tr("\t\t\tturbo on"), `Caddyfile:4: transport http: unknown option "turbo"`},
+		{"transport duration", tr("\t\t\tdial_timeout soon"), `Caddyfile:4: transport http: dial_timeout: "soon": want a positive duration`},
+		{"transport number", tr("\t\t\tmax_conns_per_host 0"), `Caddyfile:4: transport http: max_conns_per_host: "0": want a whole number >= 1`},
+		{"transport keepalive", tr("\t\t\tkeepalive 16"), `Caddyfile:4: transport http: keepalive: "16": want a duration such as 2m, or off`},
+		{"transport versions", tr("\t\t\tversions h2c 2"), `Caddyfile:4: transport http: versions: HTTP version h2c to upstreams is not supported by pollproxy`},
+		// upstreams
 		{"missing upstream", site("\treverse_proxy"),
 			`Caddyfile:2: reverse_proxy: no upstream (want: reverse_proxy host:port [host:port...])`},
-		{"no reverse_proxy", site("\ttls internal"),
-			`Caddyfile:1: site localhost:8443: no reverse_proxy (want: reverse_proxy UPSTREAM...)`},
 		{"bad upstream", site("\treverse_proxy 127.0.0.1:http2"),
 			`Caddyfile:2: reverse_proxy: upstream "127.0.0.1:http2": want host:port with a port in 1-65535`},
 		{"tls upstream", site("\treverse_proxy https://10.0.0.1"),
-			`Caddyfile:2: reverse_proxy: upstream "https://10.0.0.1": upstreams speak plain HTTP/1.1`},
-		{"matcher", site("\treverse_proxy /api/* 10.0.0.1:80"),
-			`Caddyfile:2: reverse_proxy: request matchers ("/api/*") are not supported`},
-		{"bad duration", site("\treverse_proxy 127.0.0.1:8080 {\n\t\tdial_timeout soon\n\t}"),
-			`Caddyfile:3: reverse_proxy: dial_timeout: "soon": want a positive duration such as 500ms, 10s or 2m`},
-		{"bad number", site("\treverse_proxy 127.0.0.1:8080 {\n\t\tmax_conns 0\n\t}"),
-			`Caddyfile:3: reverse_proxy: max_conns: "0": want a whole number >= 1`},
-		{"unknown proxy option", site("\treverse_proxy 127.0.0.1:8080 {\n\n\t\tflush_interval 1s\n\t}"),
-			`Caddyfile:4: reverse_proxy: unknown option "flush_interval" (want one of to, lb_policy,`},
-		{"header without value", site("\treverse_proxy 127.0.0.1:8080 {\n\t\theader_up X-A\n\t}"),
-			`Caddyfile:3: reverse_proxy: header_up: X-A needs a value (or -X-A to delete it)`},
-		{"header bad name", site("\treverse_proxy 127.0.0.1:8080 {\n\t\theader_down \"X A\" v\n\t}"),
-			`Caddyfile:3: reverse_proxy: header_down: "X A" is not a valid field name`},
-		{"delete with value", site("\treverse_proxy 127.0.0.1:8080 {\n\t\theader_up -X-A v\n\t}"),
-			`Caddyfile:3: reverse_proxy: header_up: -X-A deletes the field and takes no value`},
-		{"two proxies", site("\treverse_proxy 127.0.0.1:8080\n\treverse_proxy 127.0.0.1:8081"),
-			`Caddyfile:3: reverse_proxy: a site has one reverse_proxy (the first is at Caddyfile:2)`},
+			`Caddyfile:2: reverse_proxy: upstream "https://10.0.0.1": https:// upstreams are not supported by pollproxy`},
+		{"unix upstream without path", site("\treverse_proxy unix/"),
+			`Caddyfile:2: reverse_proxy: upstream "unix/": want unix//path/to/socket`},
+		{"upstream path", site("\treverse_proxy 10.0.0.1:80/api"),
+			`Caddyfile:2: reverse_proxy: upstream "10.0.0.1:80/api": upstream addresses cannot have paths`},
+		{"unset env", site("\treverse_proxy {$POLLPROXY_TEST_UNSET_UPSTREAM}"),
+			`Caddyfile:2: reverse_proxy: no upstream`},
+		// site directives
+		{"unsupported directive", site("\treverse_proxy 127.0.0.1:8080\n\tfile_server"),
+			`Caddyfile:3: file_server is not supported by pollproxy`},
+		{"php_fastcgi", site("\tphp_fastcgi 127.0.0.1:9000"), `Caddyfile:2: php_fastcgi is not supported by pollproxy`},
+		{"unknown directive", site("\treverse_proxy 127.0.0.1:8080\n\tgzip"),
+			`Caddyfile:3: unknown directive "gzip" (want one of reverse_proxy, handle,`},
+		{"no answer", site("\ttls internal"),
+			`Caddyfile:1: site localhost:8443: no reverse_proxy, respond or redir`},
+		{"undefined matcher", site("\treverse_proxy @api 127.0.0.1:8080"), `Caddyfile:2: matcher @api is not defined in this site`},
+		{"unknown matcher", site("\t@a {\n\t\tcolour red\n\t}\n\trespond @a 200"), `Caddyfile:3: unknown matcher "colour"`},
+		{"unsupported matcher", site("\t@a file /x\n\trespond @a 200"), `Caddyfile:2: matcher file is not supported by pollproxy`},
+		{"matcher without args", site("\t@a path\n\trespond @a 200"), `Caddyfile:2: path: want arguments`},
+		{"bad path_regexp", site("\t@a path_regexp (\n\trespond @a 200"), `Caddyfile:2: path_regexp: "(": `},
+		{"bad header_regexp", site("\t@a header_regexp X\n\trespond @a 200"), `Caddyfile:2: header_regexp: want [name] field regexp`},
+		{"bad query", site("\t@a query debug\n\trespond @a 200"), `Caddyfile:2: query: "debug": want key=value`},
+		{"bad remote_ip", site("\t@a remote_ip 10.0.0.0/33\n\trespond @a 200"), `Caddyfile:2: remote_ip: "10.0.0.0/33": want an IP address or a CIDR range`},
+		{"remote_ip forwarded", site("\t@a remote_ip forwarded 10.0.0.0/8\n\trespond @a 200"), `Caddyfile:2: remote_ip: forwarded is not supported by pollproxy`},
+		{"bad client_ip", site("\t@a client_ip nowhere\n\trespond @a 200"), `Caddyfile:2: client_ip: "nowhere": want an IP address`},
+		{"bad protocol", site("\t@a protocol http/3\n\trespond @a 200"), `Caddyfile:2: protocol: http/3 is not supported by pollproxy`},
+		{"bad expression", site("\t@a expression `{method} ==`\n\trespond @a 200"), `Caddyfile:2: expression: expression {method} ==: ERROR`},
+		{"expression type", site("\t@a expression `{method}`\n\trespond @a 200"), `Caddyfile:2: expression: expression {method}: is string, want a bool`},
+		{"expression placeholder", site("\t@a expression `{nope} == 'x'`\n\trespond @a 200"), `Caddyfile:2: expression: expression {nope} == 'x': placeholder {nope} is not supported by pollproxy`},
+		{"bad not", site("\t@a not\n\trespond @a 200"), `Caddyfile:2: not: want a matcher or a block of them`},
+		{"absent with value", site("\t@a header !X v\n\trespond @a 200"), `Caddyfile:2: header: !x asserts the field is absent and takes no value`},
+		{"duplicate matcher", site("\t@a path /a\n\t@a path /b\n\trespond @a 200"), `Caddyfile:3: matcher @a is defined twice`},
+		{"redir without target", site("\tredir"), `Caddyfile:2: redir: want [matcher] to [temporary|permanent|html|3xx]`},
+		{"redir code", site("\tredir /old /new 200"), `Caddyfile:2: redir: "200": want temporary, permanent, html or a status in 300-308`},
+		{"redir placeholder", site("\tredir https://{host}{nope}"), `Caddyfile:2: redir: placeholder {nope} is not supported by pollproxy`},
+		{"respond status", site("\trespond \"gone\" 700"), `Caddyfile:2: respond: status 700: want 200-599`},
+		{"respond status text", site("\trespond \"gone\" gone"), `Caddyfile:2: respond: status "gone": want a number`},
+		{"respond close", site("\trespond 200 {\n\t\tclose\n\t}"), `Caddyfile:3: respond: close is not supported by pollproxy`},
+		{"respond placeholder", site("\trespond \"hi {host}\""), `Caddyfile:2: respond: placeholders in bodies are not supported by pollproxy`},
+		{"header empty", site("\treverse_proxy 127.0.0.1:8080\n\theader"), `Caddyfile:3: header: want a field edit`},
+		{"header bad", site("\treverse_proxy 127.0.0.1:8080\n\theader -X v"), `Caddyfile:3: header: -X deletes the field and takes no value`},
+		{"request_header default", site("\treverse_proxy 127.0.0.1:8080\n\trequest_header ?X v"), `Caddyfile:3: request_header: ?X: the default form only applies to response fields`},
+		{"rewrite args", site("\trewrite /a /b /c"), `Caddyfile:2: rewrite: want [matcher] target`},
+		{"uri op", site("\turi lowercase"), `Caddyfile:2: uri: unknown operation "lowercase" (want strip_prefix, strip_suffix, replace)`},
+		{"uri path_regexp", site("\turi path_regexp a b"), `Caddyfile:2: uri: path_regexp is not supported by pollproxy`},
+		{"uri strip args", site("\turi strip_prefix"), `Caddyfile:2: uri: strip_prefix wants one argument`},
+		{"handle_path without path", site("\t@a method GET\n\thandle_path @a {\n\t\trespond 200\n\t}"),
+			`Caddyfile:3: handle_path: want one path prefix`},
+		{"handle args", site("\thandle /a extra {\n\t\trespond 200\n\t}"), `Caddyfile:2: handle: want a matcher and a block, not "extra"`},
+		{"nested unsupported", site("\thandle /a {\n\t\tencode gzip\n\t}"), `Caddyfile:3: encode is not supported by pollproxy`},
+		{"tls in handle", site("\thandle {\n\t\ttls internal\n\t}"), `Caddyfile:3: tls: belongs at the top of a site block`},
+		{"abort args", site("\tabort now"), `Caddyfile:2: abort: takes only a matcher`},
+		{"named route", "&(app) {\n\trespond 200\n}\n" + site("\trespond 200"), `Caddyfile:1: named routes (&(name)) are not supported by pollproxy`},
+		// tls
 		{"tls args", site("\treverse_proxy 127.0.0.1:8080\n\ttls a b c"),
 			`Caddyfile:3: tls: want internal, CERT_FILE KEY_FILE, or an ACME account e-mail`},
+		{"tls option", site("\treverse_proxy 127.0.0.1:8080\n\ttls {\n\t\tprotocols tls1.3\n\t}"),
+			`Caddyfile:4: tls: protocols is not supported by pollproxy`},
+		{"tls bare", site("\treverse_proxy 127.0.0.1:8080\n\ttls"), `Caddyfile:3: tls: want internal`},
+		// site addresses
 		{"http site", "http://localhost {\n\treverse_proxy 127.0.0.1:8080\n}\n",
-			`Caddyfile:1: site address "http://localhost": plain HTTP sites are not supported`},
+			`Caddyfile:1: site address "http://localhost": http:// sites are not supported by pollproxy`},
 		{"path in site", "localhost/app {\n\treverse_proxy 127.0.0.1:8080\n}\n",
-			`Caddyfile:1: site address "localhost/app": paths are not supported`},
+			`Caddyfile:1: site address "localhost/app": paths in site addresses are not supported by pollproxy`},
 		{"bad port", "localhost:99999 {\n\treverse_proxy 127.0.0.1:8080\n}\n",
 			`Caddyfile:1: site address "localhost:99999": port "99999": want 1-65535`},
 		{"bad wildcard", "a.*.example.com {\n\treverse_proxy 127.0.0.1:8080\n}\n",
 			`Caddyfile:1: site address "a.*.example.com": a wildcard replaces the leftmost label only`},
 		{"duplicate host", site("\treverse_proxy 127.0.0.1:8080") + site("\treverse_proxy 127.0.0.1:8081"),
 			`Caddyfile:4: site localhost:8443: host "localhost" on port 8443 is also served by the site at Caddyfile:1`},
-		{"unknown global", "{\n\tdebug\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
-			`Caddyfile:2: unknown global option "debug" (want one of poller, loops,`},
+		// global options
+		{"unsupported global", "{\n\tdebug\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
+			`Caddyfile:2: debug is not supported by pollproxy`},
+		{"unknown global", "{\n\tturbo\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
+			`Caddyfile:2: unknown global option "turbo" (want one of poller, loops,`},
 		{"unknown poller", "{\n\tpoller fastpoll\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
 			`Caddyfile:2: poller: unknown backend "fastpoll" (want auto or one of `},
 		{"auto in split", "{\n\tpoller auto poll\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
@@ -191,8 +304,24 @@ func TestErrors(t *testing.T) {
 			`Caddyfile:2: loops: "many": want a whole number >= 0`},
 		{"bad admin", "{\n\tadmin 2019\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
 			`Caddyfile:2: admin: "2019": want host:port (e.g. 127.0.0.1:2019) or off`},
-		{"bad timeout", "{\n\ttimeouts {\n\t\tread_header 10s\n\t\twrite 5s\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
-			`Caddyfile:4: timeouts: unknown timeout "write" (want read_header, idle, handshake)`},
+		{"global timeouts", "{\n\ttimeouts {\n\t\tread_header 10s\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
+			`Caddyfile:2: timeouts is not a global option: as in Caddy, write servers { timeouts {`},
+		{"bad timeout", "{\n\tservers {\n\t\ttimeouts {\n\t\t\tread_header 10s\n\t\t\tforever 5s\n\t\t}\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
+			`Caddyfile:5: timeouts: unknown timeout "forever" (want read_body, read_header, write, idle`},
+		{"servers address", "{\n\tservers :443 {\n\t\tmax_header_size 8KB\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
+			`Caddyfile:2: servers :443: options for one listener are not supported by pollproxy`},
+		{"servers unsupported", "{\n\tservers {\n\t\tprotocols h1 h2\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
+			`Caddyfile:3: servers: protocols is not supported by pollproxy`},
+		{"servers unknown", "{\n\tservers {\n\t\tturbo\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
+			`Caddyfile:3: servers: unknown option "turbo"`},
+		{"trusted source", "{\n\tservers {\n\t\ttrusted_proxies cloudflare\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
+			`Caddyfile:3: servers: trusted_proxies: the cloudflare source is not supported by pollproxy`},
+		{"trusted range", "{\n\tservers {\n\t\ttrusted_proxies static 10.0.0.0/99\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
+			`Caddyfile:3: servers: trusted_proxies: "10.0.0.0/99": want an IP address or a CIDR range`},
+		{"client_ip_headers", "{\n\tservers {\n\t\tclient_ip_headers\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
+			`Caddyfile:3: servers: client_ip_headers: want one or more field names`},
+		{"max_header_size", "{\n\tservers {\n\t\tmax_header_size lots\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
+			`Caddyfile:3: servers: max_header_size: "lots": want a size such as 16KB`},
 		{"bad grace", "{\n\tgrace_period -1s\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
 			`Caddyfile:2: grace_period: "-1s": want a positive duration`},
 		{"bad log format", "{\n\tlog {\n\t\tformat xml\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
@@ -201,8 +330,6 @@ func TestErrors(t *testing.T) {
 			`Caddyfile:2: unexpected EOF`},
 		{"no sites", "{\n\tloops 2\n}\n", `Caddyfile:1: no site block`},
 		{"missing import", site("\timport missing.caddy"), `Caddyfile:2: File to import not found: missing.caddy`},
-		{"unset env", site("\treverse_proxy {$POLLPROXY_TEST_UNSET_UPSTREAM}"),
-			`Caddyfile:2: reverse_proxy: no upstream`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("Caddyfile", []byte(tc.in))
@@ -265,11 +392,11 @@ import sites.caddy
 	if len(c.Sites) != 2 {
 		t.Fatalf("%d sites", len(c.Sites))
 	}
-	rp := c.Sites[0].Proxy
+	rp := *c.Sites[0].Proxies[0]
 	if strings.Join(rp.Upstreams, " ") != "127.0.0.1:7777 127.0.0.1:7778" {
 		t.Errorf("env upstreams %q", rp.Upstreams)
 	}
-	if rp.Policy != proxy.First || len(rp.HeaderUp) != 2 || rp.HeaderUp[1] != op('=', "X-Site", "main") || len(rp.HeaderDown) != 1 {
+	if rp.Policy != proxy.First || len(rp.HeaderUp) != 2 || !sameOp(rp.HeaderUp[1], op(0x3d, "X-Site", "main")) || len(rp.HeaderDown) != 1 {
 		t.Errorf("imported options %+v", rp)
 	}
 	if c.Sites[1].Addrs[0].Host != "imported.localhost" {
@@ -293,5 +420,9 @@ func TestLoadMissingFile(t *testing.T) {
 }
 
 func op(o byte, name, value string) proxy.HeaderOp {
-	return proxy.HeaderOp{Op: o, Name: name, Value: value}
+	return proxy.HeaderOp{Op: o, Name: strings.ToLower(name), Value: value}
+}
+
+func sameOp(a, b proxy.HeaderOp) bool {
+	return a.Op == b.Op && a.Name == b.Name && a.Value == b.Value
 }

@@ -23,7 +23,7 @@ example.localhost {
 	if !cfg.NoExtendedConnect {
 		t.Fatal("h2_extended_connect off not applied")
 	}
-	pc := cfg.Sites[0].Proxy.ProxyConfig(nil)
+	pc := cfg.Sites[0].AllProxies()[0].ProxyConfig(nil)
 	if pc.StreamTimeout != time.Hour || pc.StreamCloseDelay != 5*time.Minute {
 		t.Fatalf("stream options: %v %v", pc.StreamTimeout, pc.StreamCloseDelay)
 	}
@@ -32,7 +32,7 @@ example.localhost {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if def.NoExtendedConnect || def.Sites[0].Proxy.ProxyConfig(nil).StreamTimeout != 0 {
+	if def.NoExtendedConnect || def.Sites[0].AllProxies()[0].ProxyConfig(nil).StreamTimeout != 0 {
 		t.Fatal("RFC 8441 must be on and stream_timeout off by default")
 	}
 

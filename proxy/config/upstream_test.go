@@ -11,7 +11,7 @@ import (
 // is an error with its line.
 func TestUnixUpstream(t *testing.T) {
 	c := mustParse(t, "localhost:8443 {\n\treverse_proxy unix//run/app.sock 127.0.0.1:8080\n}\n")
-	if got := c.Sites[0].Proxy.Upstreams; !slices.Equal(got, []string{"unix//run/app.sock", "127.0.0.1:8080"}) {
+	if got := c.Sites[0].AllProxies()[0].Upstreams; !slices.Equal(got, []string{"unix//run/app.sock", "127.0.0.1:8080"}) {
 		t.Fatalf("upstreams %q", got)
 	}
 	_, err := Parse("Caddyfile", []byte("localhost:8443 {\n\treverse_proxy unix/\n}\n"))
@@ -40,13 +40,13 @@ func TestActiveHealthOptions(t *testing.T) {
 	}
 }
 `)
-	a := c.Sites[0].Proxy.ActiveHealth
+	a := c.Sites[0].AllProxies()[0].ActiveHealth
 	if a.URI != "/healthz?full=1" || a.Port != 8081 || a.Interval != 10*time.Second || a.Timeout != 2*time.Second ||
 		a.Status != "2xx" || a.Body.String() != "^ok" || a.Passes != 2 || a.Fails != 3 ||
 		a.Headers.Get("Host") != "health.internal" || len(a.Headers.Values("X-Check")) != 2 || !a.Enabled() {
 		t.Fatalf("active health %+v", a)
 	}
-	if c.Sites[0].Proxy.ProxyConfig(nil).ActiveHealth.URI != a.URI {
+	if c.Sites[0].AllProxies()[0].ProxyConfig(nil).ActiveHealth.URI != a.URI {
 		t.Fatal("ProxyConfig lost the active health settings")
 	}
 	for in, want := range map[string]string{

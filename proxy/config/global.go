@@ -1,0 +1,241 @@
+package config
+
+import (
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/proxy/route"
+)
+
+var globalOptions = []string{"poller", "loops", "admin", "email", "acme_ca", "storage",
+	"default_bind", "http_port", "servers", "grace_period", "log", "h2_extended_connect",
+	"ab_interval"}
+
+func (p *parser) global(b caddyfile.ServerBlock) {
+	c := p.cfg
+	for _, seg := range b.Segments {
+		d := caddyfile.NewDispenser(seg)
+		d.Next()
+		name := d.Val()
+		switch name {
+		case "poller":
+			args := d.RemainingArgs()
+			if len(args) == 0 {
+				p.errf(d, "poller: want a backend (auto, %s) or several for an A/B split across loops", strings.Join(netpoll.Available(), ", "))
+			}
+			for _, a := range args {
+				if err := netpoll.ValidName(a); err != nil {
+					p.errf(d, "poller: unknown backend %q (want auto or one of %s)", a, strings.Join(netpoll.Available(), ", "))
+				}
+			}
+			if len(args) > 1 {
+				for _, a := range args {
+					if a == netpoll.Auto {
+						p.errf(d, "poller: an A/B split names its backends (auto is only allowed alone)")
+						break
+					}
+				}
+			}
+			c.Pollers = args
+		case "loops":
+			c.Loops = p.intArg(d, name, 0)
+		case "admin":
+			if v, ok := p.oneArg(d, name, "host:port or off"); ok {
+				if v == "off" {
+					c.Admin = ""
+				} else if _, _, err := net.SplitHostPort(v); err != nil {
+					p.errf(d, "admin: %q: want host:port (e.g. 127.0.0.1:2019) or off", v)
+				} else {
+					c.Admin = v
+				}
+			}
+		case "email":
+			if v, ok := p.oneArg(d, name, "an e-mail address"); ok {
+				if !strings.Contains(v, "@") {
+					p.errf(d, "email: %q is not an e-mail address", v)
+				}
+				c.Email = v
+			}
+		case "acme_ca":
+			if v, ok := p.oneArg(d, name, "an ACME directory URL"); ok {
+				if !strings.HasPrefix(v, "https://") && !strings.HasPrefix(v, "http://") {
+					p.errf(d, "acme_ca: %q: want an ACME directory URL (https://...)", v)
+				}
+				c.ACMECA = v
+			}
+		case "storage":
+			p.storage(d)
+		case "default_bind":
+			if v, ok := p.oneArg(d, name, "a host or IP address"); ok {
+				c.DefaultBind = strings.Trim(v, "[]")
+			}
+		case "http_port":
+			if v, ok := p.oneArg(d, name, "a port or off"); ok {
+				if v == "off" {
+					c.HTTPPort = 0
+				} else if n, err := strconv.Atoi(v); err != nil || n <= 0 || n > 65535 {
+					p.errf(d, "http_port: %q: want a port number (1-65535) or off", v)
+				} else {
+					c.HTTPPort = n
+				}
+			}
+		case "grace_period":
+			c.GracePeriod = p.durationArg(d, name)
+		case "servers":
+			p.servers(d)
+		case "timeouts":
+			p.errf(d, "timeouts is not a global option: as in Caddy, write servers { timeouts { read_header 10s  idle 60s } }")
+			skipBlock(d)
+		case "log":
+			p.log(d)
+		case "h2_extended_connect":
+			p.extendedConnect(d)
+		case "ab_interval":
+			c.ABInterval = p.abInterval(d)
+		default:
+			if unsupportedGlobal[name] {
+				p.errf(d, "%s is not supported by pollproxy", name)
+			} else {
+				p.errf(d, "unknown global option %q (want one of %s)", name, strings.Join(globalOptions, ", "))
+			}
+			d.RemainingArgs()
+			skipBlock(d)
+		}
+	}
+}
+
+// servers is Caddy's servers global option. pollproxy applies it to
+// every listener; a listener address after "servers" is refused.
+func (p *parser) servers(d *caddyfile.Dispenser) {
+	if args := d.RemainingArgs(); len(args) > 0 {
+		p.errf(d, "servers %s: options for one listener are not supported by pollproxy (write servers { ... } for all)", args[0])
+	}
+	c := p.cfg
+	for n := d.Nesting(); d.NextBlock(n); {
+		sub := d.Val()
+		label := "servers: " + sub
+		switch sub {
+		case "timeouts":
+			p.timeouts(d)
+		case "trusted_proxies":
+			args := d.RemainingArgs()
+			if len(args) == 0 || args[0] != "static" {
+				if len(args) > 0 {
+					p.errf(d, "%s: the %s source is not supported by pollproxy (want static RANGES...)", label, args[0])
+				} else {
+					p.errf(d, "%s: want static followed by IP ranges or private_ranges", label)
+				}
+				skipBlock(d)
+				continue
+			}
+			ranges, err := route.ParseRanges(args[1:])
+			if err != nil {
+				p.errf(d, "%s: %v", label, err)
+			}
+			if len(args) == 1 {
+				p.errf(d, "%s: static needs IP ranges or private_ranges", label)
+			}
+			c.TrustedProxies = append(c.TrustedProxies, ranges...)
+			if at, ok := openedBlock(d); ok {
+				p.errAt(at, "%s: a block of ranges is not supported by pollproxy (list them on the line)", label)
+			}
+		case "client_ip_headers":
+			args := d.RemainingArgs()
+			if len(args) == 0 {
+				p.errf(d, "%s: want one or more field names", label)
+			}
+			c.ClientIPHeaders = append(c.ClientIPHeaders, args...)
+		case "max_header_size":
+			if v, ok := p.oneArg(d, label, "a size such as 16KB"); ok {
+				n, err := parseSize(v)
+				if err != nil || n <= 0 {
+					p.errf(d, "%s: %q: want a size such as 16KB or 1MiB", label, v)
+				}
+				c.MaxHeaderSize = n
+			}
+		default:
+			p.notOurs(d, "servers: ", sub, unsupportedServers, "timeouts, trusted_proxies, client_ip_headers, max_header_size")
+		}
+	}
+}
+
+// parseSize reads a byte size as Caddy writes them: 4096, 16KB, 1MiB.
+func parseSize(v string) (int, error) {
+	units := []struct {
+		suffix string
+		mult   int
+	}{{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"kb", 1000}, {"mb", 1000 * 1000}, {"gb", 1000 * 1000 * 1000}, {"k", 1000}, {"m", 1000 * 1000}, {"b", 1}}
+	s := strings.ToLower(strings.TrimSpace(v))
+	mult := 1
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, err
+	}
+	return int(n * float64(mult)), nil
+}
+
+func (p *parser) timeouts(d *caddyfile.Dispenser) {
+	if d.CountRemainingArgs() > 0 {
+		p.errf(d, "timeouts: want a block: timeouts { read_body 10s  read_header 10s  write 30s  idle 5m }")
+		d.RemainingArgs()
+	}
+	t := &p.cfg.Timeouts
+	for n := d.Nesting(); d.NextBlock(n); {
+		sub := d.Val()
+		switch sub {
+		case "read_body":
+			p.cfg.ReadBodyTimeout = p.durationArg(d, "timeouts: "+sub)
+		case "read_header":
+			t.ReadHeader = p.durationArg(d, "timeouts: "+sub)
+		case "write":
+			t.Write = p.durationArg(d, "timeouts: "+sub)
+		case "idle":
+			t.Idle = p.durationArg(d, "timeouts: "+sub)
+		case "handshake":
+			t.Handshake = p.durationArg(d, "timeouts: "+sub)
+		default:
+			p.errf(d, "timeouts: unknown timeout %q (want read_body, read_header, write, idle, or pollproxy's handshake)", sub)
+			d.RemainingArgs()
+			skipBlock(d)
+		}
+	}
+}
+
+func (p *parser) log(d *caddyfile.Dispenser) {
+	l := &Log{Format: "json", Output: "stderr"}
+	p.cfg.Log = l
+	if d.CountRemainingArgs() > 0 {
+		p.errf(d, "log: want no argument, or a block: log { format json|common  output stderr|stdout|FILE }")
+		d.RemainingArgs()
+	}
+	for n := d.Nesting(); d.NextBlock(n); {
+		sub := d.Val()
+		switch sub {
+		case "format":
+			if v, ok := p.oneArg(d, "log: format", "json or common"); ok {
+				if v != "json" && v != "common" {
+					p.errf(d, "log: format: unknown format %q (want json, common)", v)
+				}
+				l.Format = v
+			}
+		case "output":
+			if v, ok := p.oneArg(d, "log: output", "stderr, stdout or a file name"); ok {
+				l.Output = v
+			}
+		default:
+			p.errf(d, "log: unknown option %q (want format, output)", sub)
+			d.RemainingArgs()
+			skipBlock(d)
+		}
+	}
+}

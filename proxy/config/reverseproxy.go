@@ -1,0 +1,284 @@
+package config
+
+import (
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/route"
+)
+
+var proxyOptions = append([]string{"to", "lb_policy", "lb_retries", "lb_try_duration", "lb_try_interval",
+	"max_fails", "fail_duration", "unhealthy_status", "unhealthy_latency", "header_up", "header_down",
+	"flush_interval", "transport", "stream_timeout", "stream_close_delay"}, activeHealthOptions...)
+
+// reverseProxy reads one reverse_proxy directive (its matcher already
+// taken off the line).
+func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
+	rp := Proxy{Pos: dpos(d)}
+	errs := len(p.errs)
+	p.upstreams(d, &rp)
+	for n := d.Nesting(); d.NextBlock(n); {
+		sub := d.Val()
+		label := "reverse_proxy: " + sub
+		switch sub {
+		case "to":
+			if d.CountRemainingArgs() == 0 {
+				p.errf(d, "%s: want one or more upstreams (host:port)", label)
+			}
+			p.upstreams(d, &rp)
+		case "lb_policy":
+			p.lbPolicy(d, &rp, label)
+		case "lb_retries":
+			if rp.Retries = p.intArg(d, label, 0); rp.Retries == 0 {
+				rp.Retries = -1 // an explicit 0: no retry at all
+			}
+		case "lb_try_duration":
+			rp.TryDuration = p.durationArg(d, label)
+		case "lb_try_interval":
+			rp.TryInterval = p.durationArg(d, label)
+		case "max_fails":
+			rp.Health.MaxFails = p.intArg(d, label, 1)
+		case "fail_duration":
+			rp.Health.FailDuration = p.durationArg(d, label)
+		case "unhealthy_status":
+			args := d.RemainingArgs()
+			if len(args) == 0 {
+				p.errf(d, "%s: want status codes such as 500 or 5xx", label)
+			}
+			for _, a := range args {
+				code, ok := statusArg(a)
+				if !ok {
+					p.errf(d, "%s: %q: want a status code (100-599) or a class such as 5xx", label, a)
+				}
+				rp.Health.UnhealthyStatus = append(rp.Health.UnhealthyStatus, code)
+			}
+		case "unhealthy_latency":
+			rp.Health.UnhealthyLatency = p.durationArg(d, label)
+		case "header_up", "header_down":
+			args := d.RemainingArgs()
+			op, err := route.ParseHeaderOp(args, sub == "header_down")
+			if err != nil {
+				p.errf(d, "%s: %v", label, err)
+				continue
+			}
+			if sub == "header_up" {
+				rp.HeaderUp = append(rp.HeaderUp, op)
+			} else {
+				rp.HeaderDown = append(rp.HeaderDown, op)
+			}
+		case "flush_interval":
+			if v, ok := p.oneArg(d, label, "a duration or -1"); ok && v != "-1" {
+				if dur, err := time.ParseDuration(v); err != nil {
+					p.errf(d, "%s: %q: want a duration such as 100ms, or -1", label, v)
+				} else {
+					rp.FlushInterval = dur
+				}
+			}
+		case "transport":
+			p.transport(d, &rp)
+		case "health_uri", "health_port", "health_interval", "health_timeout", "health_status",
+			"health_body", "health_headers", "health_passes", "health_fails":
+			p.activeHealth(d, &rp, sub)
+		case "stream_timeout", "stream_close_delay":
+			p.streamOption(d, &rp)
+		case "keepalive", "keepalive_timeout", "max_conns", "dial_timeout", "response_header_timeout", "read_timeout":
+			p.errf(d, "%s: as in Caddy, this belongs in transport http { ... }", label)
+			d.RemainingArgs()
+		default:
+			p.notOurs(d, "reverse_proxy: ", sub, unsupportedProxy, "one of "+strings.Join(proxyOptions, ", "))
+		}
+	}
+	if len(rp.Upstreams) == 0 && len(p.errs) == errs {
+		p.errAt(rp.Pos, "reverse_proxy: no upstream (want: reverse_proxy host:port [host:port...])")
+	}
+	return rp
+}
+
+// statusArg reads 503 or a class such as 5xx (returned as 5).
+func statusArg(a string) (int, bool) {
+	if len(a) == 3 && strings.HasSuffix(a, "xx") && a[0] >= '1' && a[0] <= '5' {
+		return int(a[0] - '0'), true
+	}
+	n, err := strconv.Atoi(a)
+	return n, err == nil && n >= 100 && n <= 599
+}
+
+func (p *parser) lbPolicy(d *caddyfile.Dispenser, rp *Proxy, label string) {
+	args := d.RemainingArgs()
+	if len(args) == 0 {
+		p.errf(d, "%s: want a policy (%s)", label, proxy.PolicyNames)
+		return
+	}
+	pol := proxy.Policy(args[0])
+	rp.Policy = pol
+	switch {
+	case args[0] == "weighted_round_robin":
+		p.errf(d, "%s: weighted_round_robin is not supported by pollproxy", label)
+	case !proxy.ValidPolicy(pol):
+		p.errf(d, "%s: unknown policy %q (want %s)", label, args[0], proxy.PolicyNames)
+	case pol == proxy.HeaderHash || pol == proxy.QueryHash:
+		if len(args) != 2 {
+			p.errf(d, "%s: %s wants one argument: the %s", label, pol, map[proxy.Policy]string{proxy.HeaderHash: "field name", proxy.QueryHash: "query key"}[pol])
+		} else {
+			rp.PolicyArg = args[1]
+			if pol == proxy.HeaderHash {
+				rp.PolicyArg = strings.ToLower(args[1])
+			}
+		}
+	case pol == proxy.Cookie:
+		if len(args) > 3 {
+			p.errf(d, "%s: cookie takes a name and a secret at most", label)
+		}
+		if len(args) > 1 {
+			rp.PolicyArg = args[1]
+		}
+		if len(args) > 2 {
+			rp.CookieSecret = args[2]
+		}
+	case pol == proxy.RandomChoose:
+		if len(args) > 2 {
+			p.errf(d, "%s: random_choose takes one number", label)
+		} else if len(args) == 2 {
+			if n, err := strconv.Atoi(args[1]); err != nil || n < 1 {
+				p.errf(d, "%s: random_choose %q: want a whole number >= 1", label, args[1])
+			}
+			rp.PolicyArg = args[1]
+		}
+	default:
+		if len(args) > 1 {
+			p.errf(d, "%s: %s takes no argument", label, pol)
+		}
+	}
+	if at, ok := openedBlock(d); ok {
+		p.errAt(at, "%s: a policy block (fallback ...) is not supported by pollproxy; the fallback is random, as Caddy's default", label)
+	}
+}
+
+var transportOptions = []string{"dial_timeout", "response_header_timeout", "read_timeout", "write_timeout",
+	"keepalive", "keepalive_idle_conns", "keepalive_idle_conns_per_host", "max_conns_per_host", "versions"}
+
+func (p *parser) transport(d *caddyfile.Dispenser, rp *Proxy) {
+	args := d.RemainingArgs()
+	if len(args) != 1 || args[0] != "http" {
+		if len(args) == 1 {
+			p.errf(d, "reverse_proxy: transport %s is not supported by pollproxy (want transport http { ... })", args[0])
+		} else {
+			p.errf(d, "reverse_proxy: transport: want http and a block")
+		}
+		skipBlock(d)
+		return
+	}
+	for n := d.Nesting(); d.NextBlock(n); {
+		sub := d.Val()
+		label := "transport http: " + sub
+		switch sub {
+		case "dial_timeout":
+			rp.DialTimeout = p.durationArg(d, label)
+		case "response_header_timeout":
+			rp.ResponseHeaderTimeout = p.durationArg(d, label)
+		case "read_timeout":
+			rp.ReadTimeout = p.durationArg(d, label)
+		case "write_timeout":
+			rp.WriteTimeout = p.durationArg(d, label)
+		case "keepalive":
+			if v, ok := p.oneArg(d, label, "a duration or off"); ok {
+				if v == "off" {
+					rp.KeepAliveOff = true
+				} else if dur, err := time.ParseDuration(v); err != nil || dur <= 0 {
+					p.errf(d, "%s: %q: want a duration such as 2m, or off", label, v)
+				} else {
+					rp.KeepAliveTimeout = dur
+				}
+			}
+		case "keepalive_idle_conns", "keepalive_idle_conns_per_host":
+			v := p.intArg(d, label, 1)
+			if rp.KeepAlive == 0 || v < rp.KeepAlive {
+				rp.KeepAlive = v
+			}
+		case "max_conns_per_host":
+			rp.MaxConns = p.intArg(d, label, 1)
+		case "versions":
+			for _, v := range d.RemainingArgs() {
+				if v != "1.1" {
+					p.errf(d, "%s: HTTP version %s to upstreams is not supported by pollproxy (it speaks 1.1)", label, v)
+				}
+			}
+		default:
+			p.notOurs(d, "transport http: ", sub, unsupportedTransport, "one of "+strings.Join(transportOptions, ", "))
+		}
+	}
+}
+
+// upstreams reads the remaining arguments on the line as upstreams, in
+// Caddy's forms: host:port, :port (localhost), host (port 80),
+// http://host[:port], and port ranges (host:8001-8003).
+func (p *parser) upstreams(d *caddyfile.Dispenser, rp *Proxy) {
+	for d.NextArg() {
+		v := d.Val()
+		switch {
+		case strings.HasPrefix(v, "https://"):
+			p.errf(d, "reverse_proxy: upstream %q: https:// upstreams are not supported by pollproxy (it speaks plain HTTP/1.1 to origins)", v)
+			continue
+		case strings.HasPrefix(v, "h2c://"):
+			p.errf(d, "reverse_proxy: upstream %q: h2c:// upstreams are not supported by pollproxy (it speaks HTTP/1.1 to origins)", v)
+			continue
+		case strings.HasPrefix(v, "unix/"):
+			if _, ok := proxy.UnixSocketPath(v); !ok {
+				p.errf(d, "reverse_proxy: upstream %q: want unix//path/to/socket", v)
+			} else {
+				rp.Upstreams = append(rp.Upstreams, v)
+			}
+			continue
+		case strings.Contains(v, "{"):
+			p.errf(d, "reverse_proxy: upstream %q: placeholders in upstreams are not supported by pollproxy", v)
+			continue
+		case strings.Contains(v, "://") && !strings.HasPrefix(v, "http://"):
+			p.errf(d, "reverse_proxy: upstream %q: scheme not supported by pollproxy (want http:// or none)", v)
+			continue
+		}
+		hp := strings.TrimPrefix(v, "http://")
+		if strings.ContainsAny(strings.TrimSuffix(hp, "/"), "/?#") {
+			p.errf(d, "reverse_proxy: upstream %q: upstream addresses cannot have paths, as in Caddy (change the path with rewrite or uri)", v)
+			continue
+		}
+		hp = strings.TrimSuffix(hp, "/")
+		host, port, err := net.SplitHostPort(hp)
+		if err != nil {
+			if strings.Contains(hp, ":") && !strings.HasPrefix(hp, "[") {
+				p.errf(d, "reverse_proxy: upstream %q: want host:port", v)
+				continue
+			}
+			host, port = strings.Trim(hp, "[]"), "80"
+		}
+		if host == "" {
+			host = "localhost"
+		}
+		lo, hi, ok := portRange(port)
+		if !ok {
+			p.errf(d, "reverse_proxy: upstream %q: want host:port with a port in 1-65535", v)
+			continue
+		}
+		for n := lo; n <= hi; n++ {
+			rp.Upstreams = append(rp.Upstreams, net.JoinHostPort(host, strconv.Itoa(n)))
+		}
+	}
+}
+
+// portRange reads "8080" or "8001-8006".
+func portRange(s string) (lo, hi int, ok bool) {
+	a, b, isRange := strings.Cut(s, "-")
+	lo, err1 := strconv.Atoi(a)
+	hi, err2 := lo, error(nil)
+	if isRange {
+		hi, err2 = strconv.Atoi(b)
+	}
+	if err1 != nil || err2 != nil || lo <= 0 || hi > 65535 || hi < lo || hi-lo > 1024 {
+		return 0, 0, false
+	}
+	return lo, hi, true
+}

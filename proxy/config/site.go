@@ -1,0 +1,423 @@
+package config
+
+import (
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/pollproxy/pollproxy/proxy/route"
+	"github.com/pollproxy/pollproxy/proxy/static"
+	"github.com/pollproxy/pollproxy/proxy/stream"
+)
+
+var siteDirectives = []string{"reverse_proxy", "handle", "handle_path", "route", "redir", "respond",
+	"header", "request_header", "uri", "rewrite", "abort", "tls", "@name (a named matcher)"}
+
+// directiveOrder is Caddy's default order of the directives pollproxy
+// implements (handle_path sorts as handle).
+var directiveOrder = map[string]int{
+	"header": 1, "redir": 2, "rewrite": 3, "uri": 4, "request_header": 5,
+	"handle": 6, "route": 7, "abort": 8, "respond": 9, "reverse_proxy": 10,
+}
+
+// value is one routing directive before sorting: Caddy's "config value".
+type value struct {
+	directive string   // as sorted: handle_path is handle
+	paths     []string // the patterns when the matcher is one path matcher
+	matched   bool     // the directive has a matcher
+	node      route.Node
+}
+
+func (p *parser) site(b caddyfile.ServerBlock) {
+	s := &Site{Pos: tokPos(b.Keys[0])}
+	for _, k := range b.Keys {
+		a, err := parseAddress(k.Text)
+		if err != nil {
+			p.errAt(tokPos(k), "site address %q: %v", k.Text, err)
+			continue
+		}
+		s.Addrs = append(s.Addrs, a)
+	}
+	p.named = map[string]route.Matcher{}
+	var ds []*caddyfile.Dispenser
+	seenTLS := false
+	for _, seg := range b.Segments {
+		d := caddyfile.NewDispenser(seg)
+		d.Next()
+		if d.Val() == "tls" {
+			if seenTLS {
+				p.errf(d, "tls: a site has one tls directive (the first is at %s)", s.TLS.Pos)
+				continue
+			}
+			seenTLS = true
+			s.TLS = p.tls(d)
+			continue
+		}
+		d.Reset()
+		ds = append(ds, d)
+	}
+	errs := len(p.errs)
+	nodes := p.routeList(s, ds, true)
+	s.Routes = &route.Table{Nodes: nodes, Proxies: len(s.Proxies)}
+	if len(s.Proxies) == 0 && !answers(nodes) && len(p.errs) == errs {
+		p.errAt(s.Pos, "site %s: no reverse_proxy, respond or redir (want e.g. reverse_proxy :8080)", strings.Join(b.GetKeysText(), ", "))
+	}
+	p.cfg.Sites = append(p.cfg.Sites, s)
+}
+
+// answers reports whether some route answers requests.
+func answers(nodes []route.Node) bool {
+	for _, n := range nodes {
+		switch n.Kind {
+		case route.Respond, route.Redirect, route.Abort, route.Proxy:
+			return true
+		case route.Group:
+			if answers(n.Children) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// routeList compiles one level of directives: named matchers first (they
+// may be used before they are defined), then each directive; sorted into
+// Caddy's directive order unless this is a route block.
+func (p *parser) routeList(s *Site, ds []*caddyfile.Dispenser, ordered bool) []route.Node {
+	var rest []*caddyfile.Dispenser
+	for _, d := range ds {
+		d.Next()
+		if strings.HasPrefix(d.Val(), "@") {
+			p.namedMatcher(d)
+			continue
+		}
+		d.Reset()
+		rest = append(rest, d)
+	}
+	var vals []value
+	for _, d := range rest {
+		if v, ok := p.directive(s, d); ok {
+			vals = append(vals, v)
+		}
+	}
+	if ordered {
+		sortValues(vals)
+	}
+	handles := 0
+	for _, v := range vals {
+		if v.directive == "handle" {
+			handles++
+		}
+	}
+	nodes := make([]route.Node, len(vals))
+	for i, v := range vals {
+		nodes[i] = v.node
+		switch {
+		case v.directive == "handle" && handles > 1:
+			nodes[i].Exclusive = 1
+		case v.directive == "rewrite":
+			nodes[i].Exclusive = 2
+		}
+	}
+	return nodes
+}
+
+// sortValues is Caddy's sortRoutes: directive order first; within one
+// directive, a single path matcher sorts longest (trailing * trimmed)
+// first, and routes with a matcher before those without.
+func sortValues(vals []value) {
+	sort.SliceStable(vals, func(i, j int) bool {
+		a, b := vals[i], vals[j]
+		if a.directive != b.directive {
+			return directiveOrder[a.directive] < directiveOrder[b.directive]
+		}
+		if len(a.paths) == 1 && len(b.paths) == 1 {
+			at, bt := strings.TrimSuffix(a.paths[0], "*"), strings.TrimSuffix(b.paths[0], "*")
+			if at == bt {
+				return len(a.paths[0]) < len(b.paths[0])
+			}
+			if len(at) == len(bt) {
+				return at < bt
+			}
+			return len(at) > len(bt)
+		}
+		return a.matched && !b.matched
+	})
+}
+
+// directive compiles one site directive.
+func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
+	d.Next()
+	name := d.Val()
+	v := value{directive: name}
+	if _, known := directiveOrder[name]; !known && name != "handle_path" {
+		switch {
+		case name == "tls":
+			p.errf(d, "tls: belongs at the top of a site block, not inside %s", "a route")
+		case unsupportedDirectives[name]:
+			p.errf(d, "%s is not supported by pollproxy", name)
+		default:
+			p.errf(d, "unknown directive %q (want one of %s)", name, strings.Join(siteDirectives, ", "))
+		}
+		d.RemainingArgs()
+		skipBlock(d)
+		return v, false
+	}
+	m, paths, matched, ok := p.matcherToken(d)
+	if !ok {
+		d.RemainingArgs()
+		skipBlock(d)
+		return v, false
+	}
+	v.node.Match, v.paths, v.matched = m, paths, matched
+	n := &v.node
+	switch name {
+	case "reverse_proxy":
+		rp := p.reverseProxy(d)
+		n.Kind, n.Proxy = route.Proxy, len(s.Proxies)
+		s.Proxies = append(s.Proxies, &rp)
+	case "handle", "route", "handle_path":
+		if args := d.RemainingArgs(); len(args) > 0 {
+			p.errf(d, "%s: want a matcher and a block, not %q", name, args[0])
+		}
+		if name == "handle_path" {
+			v.directive = "handle"
+			if len(paths) != 1 || !matched {
+				p.errf(d, "handle_path: want one path prefix, e.g. handle_path /api/* { ... }")
+			} else {
+				n.Strip = strings.TrimSuffix(paths[0], "*")
+			}
+		}
+		var sub []*caddyfile.Dispenser
+		for nest := d.Nesting(); d.NextBlock(nest); {
+			sub = append(sub, d.NewFromNextSegment())
+		}
+		n.Kind = route.Group
+		n.Children = p.routeList(s, sub, name != "route")
+	case "redir":
+		p.redir(d, n)
+	case "respond":
+		p.respond(d, n)
+	case "header", "request_header":
+		p.header(d, n, name)
+	case "rewrite":
+		args := d.RemainingArgs()
+		if len(args) != 1 {
+			p.errf(d, "rewrite: want [matcher] target, e.g. rewrite /old /new or rewrite * /index.html")
+			return v, false
+		}
+		t, err := route.ParseTemplate(args[0], route.TemplateOptions{})
+		if err != nil {
+			p.errf(d, "rewrite: %v", err)
+			return v, false
+		}
+		n.Kind, n.To = route.Rewrite, t
+	case "uri":
+		p.uri(d, n)
+	case "abort":
+		if args := d.RemainingArgs(); len(args) > 0 {
+			p.errf(d, "abort: takes only a matcher")
+		}
+		n.Kind = route.Abort
+	}
+	if at, ok := openedBlock(d); ok {
+		p.errAt(at, "%s: takes no block here", name)
+	}
+	return v, true
+}
+
+// redir reads redir [matcher] to [code], with Caddy's codes: temporary
+// (302, the default), permanent (301), html, or a 3xx number.
+func (p *parser) redir(d *caddyfile.Dispenser, n *route.Node) {
+	args := d.RemainingArgs()
+	if len(args) == 0 || len(args) > 2 {
+		p.errf(d, "redir: want [matcher] to [temporary|permanent|html|3xx]")
+		return
+	}
+	n.Kind, n.Status = route.Redirect, http.StatusFound
+	if len(args) == 2 {
+		switch c := args[1]; c {
+		case "temporary":
+		case "permanent":
+			n.Status = http.StatusMovedPermanently
+		case "html":
+			n.HTML, n.Status = true, 200
+		default:
+			code, err := strconv.Atoi(c)
+			if err != nil || code < 300 || code > 308 {
+				p.errf(d, "redir: %q: want temporary, permanent, html or a status in 300-308", c)
+				return
+			}
+			n.Status = code
+		}
+	}
+	t, err := route.ParseTemplate(args[0], route.TemplateOptions{})
+	if err != nil {
+		p.errf(d, "redir: %v", err)
+		return
+	}
+	n.To = t
+	if loc, ok := t.Literal(); ok {
+		n.Static = route.Redirector(n.Status, loc, n.HTML)
+	}
+}
+
+// respond reads respond [matcher] [status|body [status]] { body close }.
+func (p *parser) respond(d *caddyfile.Dispenser, n *route.Node) {
+	args := d.RemainingArgs()
+	status, body := 200, ""
+	switch len(args) {
+	case 0:
+	case 1:
+		if code, err := strconv.Atoi(args[0]); err == nil && len(args[0]) == 3 {
+			status = code
+		} else {
+			body = args[0]
+		}
+	case 2:
+		body = args[0]
+		code, err := strconv.Atoi(args[1])
+		if err != nil {
+			p.errf(d, "respond: status %q: want a number such as 404", args[1])
+			return
+		}
+		status = code
+	default:
+		p.errf(d, "respond: want [matcher] [body] [status]")
+		return
+	}
+	for nest := d.Nesting(); d.NextBlock(nest); {
+		switch sub := d.Val(); sub {
+		case "body":
+			if v, ok := p.oneArg(d, "respond: body", "the body"); ok {
+				body = v
+			}
+		case "close":
+			p.errf(d, "respond: close is not supported by pollproxy")
+		default:
+			p.errf(d, "respond: unknown option %q (want body)", sub)
+			d.RemainingArgs()
+		}
+	}
+	if status < 100 || status > 599 || (status < 200 && status != 103 && status != 100) {
+		p.errf(d, "respond: status %d: want 200-599", status)
+		return
+	}
+	if strings.Contains(body, "{") {
+		if _, err := route.ParseTemplate(body, route.TemplateOptions{}); err != nil || !strings.Contains(body, "\\{") {
+			p.errf(d, "respond: placeholders in bodies are not supported by pollproxy")
+			return
+		}
+	}
+	fields := []stream.Field{{Name: "content-length", Value: strconv.Itoa(len(body))}}
+	if body != "" {
+		fields = append([]stream.Field{{Name: "content-type", Value: "text/plain; charset=utf-8"}}, fields...)
+	}
+	n.Kind, n.Status = route.Respond, status
+	n.Static = static.NewResponse(status, fields, []byte(body))
+}
+
+// header reads header / request_header: one edit on the line, or a block
+// of them (header also takes "defer", which pollproxy always does).
+func (p *parser) header(d *caddyfile.Dispenser, n *route.Node, name string) {
+	response := name == "header"
+	n.Kind = route.EditRequest
+	if response {
+		n.Kind = route.EditResponse
+	}
+	add := func(args []string) {
+		op, err := route.ParseHeaderOp(args, response)
+		if err != nil {
+			p.errf(d, "%s: %v", name, err)
+			return
+		}
+		n.Ops = append(n.Ops, op)
+	}
+	if args := d.RemainingArgs(); len(args) > 0 {
+		add(args)
+	}
+	for nest := d.Nesting(); d.NextBlock(nest); {
+		if d.Val() == "defer" && response {
+			continue
+		}
+		if d.Val() == "match" {
+			p.errf(d, "%s: match is not supported by pollproxy", name)
+			skipBlock(d)
+			continue
+		}
+		args := append([]string{d.Val()}, d.RemainingArgs()...)
+		add(args)
+	}
+	if len(n.Ops) == 0 {
+		p.errf(d, "%s: want a field edit, e.g. %s Strict-Transport-Security max-age=31536000", name, name)
+	}
+}
+
+// uri reads uri [matcher] strip_prefix|strip_suffix|replace ...
+func (p *parser) uri(d *caddyfile.Dispenser, n *route.Node) {
+	args := d.RemainingArgs()
+	n.Kind = route.URI
+	if len(args) == 0 {
+		p.errf(d, "uri: want strip_prefix, strip_suffix or replace")
+		return
+	}
+	switch args[0] {
+	case "strip_prefix", "strip_suffix":
+		if len(args) != 2 {
+			p.errf(d, "uri: %s wants one argument", args[0])
+			return
+		}
+		n.URIOp, n.Find = route.StripSuffix, args[1]
+		if args[0] == "strip_prefix" {
+			n.URIOp = route.StripPrefix
+			if !strings.HasPrefix(n.Find, "/") {
+				n.Find = "/" + n.Find
+			}
+		}
+	case "replace":
+		if len(args) != 3 && len(args) != 4 {
+			p.errf(d, "uri: replace wants find replacement [limit]")
+			return
+		}
+		n.URIOp, n.Find, n.ReplBy = route.Replace, args[1], args[2]
+		if len(args) == 4 {
+			l, err := strconv.Atoi(args[3])
+			if err != nil || l < 0 {
+				p.errf(d, "uri: replace limit %q: want a whole number", args[3])
+			}
+			n.Limit = l
+		}
+	case "path_regexp", "query":
+		p.errf(d, "uri: %s is not supported by pollproxy", args[0])
+	default:
+		p.errf(d, "uri: unknown operation %q (want strip_prefix, strip_suffix, replace)", args[0])
+	}
+}
+
+func (p *parser) tls(d *caddyfile.Dispenser) TLS {
+	t := TLS{Pos: dpos(d)}
+	args := d.RemainingArgs()
+	switch {
+	case len(args) == 0:
+	case len(args) == 1 && args[0] == "internal":
+		t.Mode = TLSInternal
+	case len(args) == 1 && strings.Contains(args[0], "@"):
+		t.Mode, t.Email = TLSACME, args[0]
+	case len(args) == 2:
+		t.Mode, t.Cert, t.Key = TLSFiles, args[0], args[1]
+	default:
+		p.errf(d, "tls: want internal, CERT_FILE KEY_FILE, or an ACME account e-mail")
+	}
+	block := false
+	for nest := d.Nesting(); d.NextBlock(nest); {
+		block = true
+		p.notOurs(d, "tls: ", d.Val(), unsupportedTLS, "no block: internal, CERT_FILE KEY_FILE or an e-mail")
+	}
+	if len(args) == 0 && !block {
+		p.errAt(t.Pos, "tls: want internal, CERT_FILE KEY_FILE, or an ACME account e-mail")
+	}
+	return t
+}

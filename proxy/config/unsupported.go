@@ -1,0 +1,63 @@
+package config
+
+// Caddy's names that pollproxy does not implement. A Caddyfile that uses
+// one fails validation with "<name> is not supported by pollproxy" and
+// its line, so a Caddy user learns what is missing rather than reading a
+// message that suggests a typo.
+
+import "github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+// notOurs reports an option pollproxy does not know: "not supported by
+// pollproxy" for one of Caddy's (in caddy), "unknown" with what is
+// expected otherwise; then skips the rest of its line and its block.
+func (p *parser) notOurs(d *caddyfile.Dispenser, prefix, name string, caddy map[string]bool, want string) {
+	if caddy[name] {
+		p.errf(d, "%s%s is not supported by pollproxy", prefix, name)
+	} else {
+		p.errf(d, "%sunknown option %q (want %s)", prefix, name, want)
+	}
+	d.RemainingArgs()
+	skipBlock(d)
+}
+
+func set(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+var unsupportedGlobal = set("debug", "http_port_https", "https_port", "order", "storage_clean_interval",
+	"renew_interval", "ocsp_interval", "ocsp_stapling", "auto_https", "local_certs", "skip_install_trust",
+	"acme_ca_root", "acme_eab", "acme_dns", "cert_issuer", "key_type", "on_demand_tls", "preferred_chains",
+	"pki", "events", "persist_config", "filesystem", "metrics", "cert_lifetime", "grace_period_http",
+	"shutdown_delay", "default_sni", "fallback_sni", "dns", "ech", "tracing", "ocsp", "renewal_window_ratio")
+
+var unsupportedServers = set("listener_wrappers", "protocols", "strict_sni_host", "keepalive_interval",
+	"keepalive_idle", "keepalive_count", "trusted_proxies_strict", "log_credentials", "metrics", "name",
+	"enable_full_duplex", "trace", "listen_protocols", "0rtt", "max_header_bytes")
+
+var unsupportedDirectives = set("abort_with", "acme_server", "basic_auth", "basicauth", "bind", "encode",
+	"error", "file_server", "forward_auth", "fs", "handle_errors", "import", "intercept", "invoke", "log",
+	"log_append", "log_name", "log_skip", "log_level", "map", "method", "metrics", "php_fastcgi", "push",
+	"request_body", "root", "skip_log", "templates", "tracing", "try_files", "vars", "copy_response",
+	"copy_response_headers", "timeouts")
+
+var unsupportedMatchers = set("file", "vars", "vars_regexp", "tls", "path_regexp_all")
+
+var unsupportedProxy = set("dynamic", "trusted_proxies", "buffer_requests", "buffer_responses",
+	"request_buffers", "response_buffers", "max_buffer_size", "handle_response", "replace_status",
+	"method", "rewrite", "unhealthy_request_count", "verbose_logs", "stream_buffer_size",
+	"weighted_round_robin", "health_path", "health_follow_redirects", "health_method",
+	"health_request_body", "health_upstream", "health_query")
+
+var unsupportedTransport = set("read_buffer", "write_buffer", "max_response_header", "proxy_protocol",
+	"dial_fallback_delay", "expect_continue_timeout", "resolvers", "tls", "tls_client_auth",
+	"tls_insecure_skip_verify", "tls_curves", "tls_timeout", "tls_trust_pool", "tls_trusted_ca_certs",
+	"tls_server_name", "tls_renegotiation", "tls_except_ports", "keepalive_interval", "compression",
+	"local_address", "forward_proxy_url", "network_proxy", "max_idle_conns")
+
+var unsupportedTLS = set("protocols", "ciphers", "curves", "alpn", "load", "ca", "ca_root", "key_type",
+	"dns", "propagation_delay", "propagation_timeout", "resolvers", "dns_ttl", "dns_challenge_override_domain",
+	"on_demand", "client_auth", "issuer", "get_certificate", "insecure_secrets_log", "eab", "reuse_private_keys")

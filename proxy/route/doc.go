@@ -1,0 +1,12 @@
+// Package route holds what a Caddyfile's routing compiles to: request
+// matchers (path, host, method, header, query, remote_ip, client_ip, not,
+// CEL expressions), header operations with Caddy's syntax, placeholders,
+// and the per-site route table that a loop evaluates for every request.
+//
+// Everything here is built once per (re)load and only read afterwards, so
+// one compiled table is shared by every loop; what is per loop (the
+// reverse proxies a table ends in, scratch space) lives in the Handler
+// made for that loop. Evaluating a table allocates nothing unless a
+// directive rewrites the path or edits response headers (one small
+// wrapper per request) or a CEL expression runs.
+package route

@@ -1,0 +1,221 @@
+package route
+
+// CEL expressions, compiled once per (re)load as Caddy compiles them:
+// placeholders ({method}, {path}, {header.X} ...) become calls that read
+// the request, and matcher functions (path('/api/*'), method('GET'),
+// host(...), protocol(...), remote_ip(...), client_ip(...),
+// path_regexp(...), header({'Field': 'value'}), query({'key': 'value'}))
+// receive the request as a hidden first argument. A CEL evaluation
+// allocates; a site that must not allocate per request uses the plain
+// matchers instead.
+
+import (
+	"fmt"
+	"reflect"
+	"regexp"
+	"strings"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+)
+
+// reqType is the opaque type of the hidden request argument.
+var reqType = cel.OpaqueType("pollproxy.request")
+
+// reqVal carries a matcher context through CEL.
+type reqVal struct{ c *Ctx }
+
+func (v reqVal) ConvertToNative(reflect.Type) (any, error) { return v.c, nil }
+func (v reqVal) ConvertToType(ref.Type) ref.Val            { return types.NewErr("a request converts to nothing") }
+func (v reqVal) Equal(ref.Val) ref.Val                     { return types.False }
+func (v reqVal) Type() ref.Type                            { return reqType }
+func (v reqVal) Value() any                                { return v.c }
+
+// stringMatchers are the matcher functions taking strings, and how each
+// builds its matcher from them.
+var stringMatchers = map[string]func(args []string) (Matcher, error){
+	"path": func(a []string) (Matcher, error) { return NewPath(a) },
+	"host": func(a []string) (Matcher, error) { return NewHost(a), nil },
+	"method": func(a []string) (Matcher, error) {
+		m := make(Method, len(a))
+		for i, s := range a {
+			m[i] = strings.ToUpper(s)
+		}
+		return m, nil
+	},
+	"protocol": func(a []string) (Matcher, error) { return Protocol(a[0]), nil },
+	"remote_ip": func(a []string) (Matcher, error) {
+		r, err := ParseRanges(a)
+		return RemoteIP(r), err
+	},
+	"client_ip": func(a []string) (Matcher, error) {
+		r, err := ParseRanges(a)
+		return ClientIP(r), err
+	},
+	"path_regexp": func(a []string) (Matcher, error) {
+		re, err := regexp.Compile(a[len(a)-1])
+		return PathRegexp{Re: re}, err
+	},
+}
+
+var celEnv = func() *cel.Env {
+	opts := []cel.EnvOption{cel.Variable("req", reqType),
+		cel.Function("ph", cel.Overload("ph_req_string", []*cel.Type{reqType, cel.StringType}, cel.StringType,
+			cel.BinaryBinding(func(r, name ref.Val) ref.Val {
+				t, err := ParseTemplate("{"+string(name.(types.String))+"}", TemplateOptions{})
+				if err != nil {
+					return types.NewErr("%v", err)
+				}
+				return types.String(t.Expand(r.(reqVal).c.Req))
+			}))),
+	}
+	for name, build := range stringMatchers {
+		for n := 1; n <= 6; n++ {
+			args := []*cel.Type{reqType}
+			for i := 0; i < n; i++ {
+				args = append(args, cel.StringType)
+			}
+			build := build
+			opts = append(opts, cel.Function(name, cel.Overload(fmt.Sprintf("%s_%d", name, n), args, cel.BoolType,
+				cel.FunctionBinding(func(vs ...ref.Val) ref.Val {
+					strs := make([]string, len(vs)-1)
+					for i, v := range vs[1:] {
+						strs[i] = string(v.(types.String))
+					}
+					m, err := build(strs)
+					if err != nil {
+						return types.NewErr("%v", err)
+					}
+					return types.Bool(m.Match(vs[0].(reqVal).c))
+				}))))
+		}
+	}
+	mapFn := func(name string, build func(map[string][]string) Matcher) cel.EnvOption {
+		return cel.Function(name, cel.Overload(name+"_map", []*cel.Type{reqType, cel.MapType(cel.StringType, cel.DynType)}, cel.BoolType,
+			cel.BinaryBinding(func(r, m ref.Val) ref.Val {
+				native, err := m.ConvertToNative(reflect.TypeOf(map[string]any{}))
+				if err != nil {
+					return types.NewErr("%v", err)
+				}
+				vals := map[string][]string{}
+				for k, v := range native.(map[string]any) {
+					switch v := v.(type) {
+					case string:
+						vals[k] = append(vals[k], v)
+					case []any:
+						for _, e := range v {
+							vals[k] = append(vals[k], fmt.Sprint(e))
+						}
+					default:
+						vals[k] = append(vals[k], fmt.Sprint(v))
+					}
+				}
+				return types.Bool(build(vals).Match(r.(reqVal).c))
+			})))
+	}
+	opts = append(opts,
+		mapFn("header", func(m map[string][]string) Matcher {
+			var h Header
+			for k, v := range m {
+				h = append(h, HeaderField{Name: strings.ToLower(k), Values: v})
+			}
+			return h
+		}),
+		mapFn("query", func(m map[string][]string) Matcher {
+			var q Query
+			for k, v := range m {
+				q = append(q, QueryParam{Key: k, Values: v})
+			}
+			return q
+		}))
+	env, err := cel.NewEnv(opts...)
+	if err != nil {
+		panic(err)
+	}
+	return env
+}()
+
+// matcherCall finds a matcher function called at i in src.
+var matcherCall = regexp.MustCompile(`^(path|host|method|protocol|remote_ip|client_ip|path_regexp|header|query)\s*\(`)
+
+// rewriteCEL turns Caddy's expression syntax into plain CEL: {name} into
+// ph(req, "name"), f(args) into f(req, args), outside string literals.
+func rewriteCEL(src string) string {
+	var b strings.Builder
+	var quote byte
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		switch {
+		case quote != 0:
+			b.WriteByte(c)
+			if c == '\\' && i+1 < len(src) {
+				i++
+				b.WriteByte(src[i])
+			} else if c == quote {
+				quote = 0
+			}
+			continue
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '{':
+			if end := strings.IndexByte(src[i:], '}'); end > 0 && !strings.ContainsAny(src[i+1:i+end], " :'\",{") {
+				fmt.Fprintf(&b, "ph(req, %q)", src[i+1:i+end])
+				i += end
+				continue
+			}
+		default:
+			prevIdent := i > 0 && (isIdent(src[i-1]) || src[i-1] == '.')
+			if m := matcherCall.FindString(src[i:]); m != "" && !prevIdent {
+				b.WriteString(m)
+				b.WriteString("req, ")
+				i += len(m) - 1
+				continue
+			}
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+func isIdent(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// Expression is a compiled CEL matcher.
+type Expression struct {
+	Source string
+	prg    cel.Program
+}
+
+// CompileExpression compiles a Caddy expression matcher; the error names
+// what CEL refused.
+func CompileExpression(src string) (Matcher, error) {
+	ast, iss := celEnv.Compile(rewriteCEL(src))
+	if iss.Err() != nil {
+		return nil, fmt.Errorf("expression %s: %v", src, iss.Err())
+	}
+	if ast.OutputType() != cel.BoolType {
+		return nil, fmt.Errorf("expression %s: is %s, want a bool", src, ast.OutputType())
+	}
+	prg, err := celEnv.Program(ast)
+	if err != nil {
+		return nil, fmt.Errorf("expression %s: %v", src, err)
+	}
+	for _, p := range regexp.MustCompile(`\{[a-z_.]+[A-Za-z0-9_.-]*\}`).FindAllString(src, -1) {
+		if _, err := ParseTemplate(p, TemplateOptions{}); err != nil {
+			return nil, fmt.Errorf("expression %s: %v", src, err)
+		}
+	}
+	return &Expression{Source: src, prg: prg}, nil
+}
+
+// Match implements Matcher: an evaluation error is no match.
+func (e *Expression) Match(c *Ctx) bool {
+	out, _, err := e.prg.Eval(map[string]any{"req": reqVal{c}})
+	if err != nil {
+		return false
+	}
+	b, ok := out.(types.Bool)
+	return ok && bool(b)
+}

@@ -1,0 +1,169 @@
+package route
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/pollproxy/pollproxy/proxy/field"
+	"github.com/pollproxy/pollproxy/proxy/stream"
+)
+
+// HeaderOp is one field edit in Caddy's syntax (header, header_up,
+// header_down):
+//
+//	Name value         set (replace every value)
+//	+Name value        add
+//	-Name              delete; -Prefix*, -*Suffix, -*part* and -* too
+//	?Name value        set unless present (response edits only)
+//	>Name value        set (Caddy's "defer"; pollproxy always edits a
+//	                   response when its head is written)
+//	Name regexp repl   replace what regexp matches in each value
+type HeaderOp struct {
+	Op    byte   // '=' set, '+' add, '-' delete, '?' default, '~' replace
+	Name  string // lower case; a delete may start or end with '*'
+	Value string // the value as written (set, add, default)
+	Tmpl  Template
+	Re    *regexp.Regexp // replace
+	Repl  string
+}
+
+// ParseHeaderOp compiles one edit from its arguments (one to three).
+// response allows '?' and '>' and refuses placeholders that read request
+// fields.
+func ParseHeaderOp(args []string, response bool) (HeaderOp, error) {
+	if len(args) == 0 || len(args) > 3 {
+		return HeaderOp{}, fmt.Errorf("want Name value (set), +Name value (add), -Name (delete) or Name regexp replacement")
+	}
+	name := args[0]
+	op := HeaderOp{Op: '='}
+	if len(args) == 3 {
+		op.Op = '~'
+		name = strings.TrimLeft(name, "+-?>")
+	} else if name != "" {
+		switch name[0] {
+		case '+', '-', '?', '>':
+			op.Op, name = name[0], name[1:]
+		}
+	}
+	if op.Op == '>' {
+		op.Op = '='
+	}
+	if op.Op == '?' && !response {
+		return op, fmt.Errorf("?%s: the default form only applies to response fields", name)
+	}
+	op.Name = strings.ToLower(name)
+	valid := op.Name
+	if op.Op == '-' {
+		valid = strings.Trim(valid, "*")
+		if valid == "" && op.Name == "*" {
+			valid = "x"
+		}
+	}
+	if !field.ValidName(valid) {
+		return op, fmt.Errorf("%q is not a valid field name", name)
+	}
+	switch {
+	case op.Op == '-' && len(args) != 1:
+		return op, fmt.Errorf("-%s deletes the field and takes no value", name)
+	case op.Op != '-' && len(args) == 1:
+		return op, fmt.Errorf("%s needs a value (or -%s to delete it)", args[0], name)
+	}
+	opt := TemplateOptions{NoRequestFields: response}
+	switch op.Op {
+	case '~':
+		re, err := regexp.Compile(args[1])
+		if err != nil {
+			return op, fmt.Errorf("regexp %q: %v", args[1], err)
+		}
+		op.Re, op.Repl = re, args[2]
+	case '=', '+', '?':
+		if strings.ContainsAny(args[1], "\r\n\x00") {
+			return op, fmt.Errorf("the value of %s has a CR, LF or NUL", name)
+		}
+		t, err := ParseTemplate(args[1], opt)
+		if err != nil {
+			return op, err
+		}
+		op.Value, op.Tmpl = args[1], t
+	}
+	return op, nil
+}
+
+func (op *HeaderOp) value(r *stream.Request) string {
+	if op.Tmpl.parts == nil {
+		return op.Value
+	}
+	if r == nil {
+		s, _ := op.Tmpl.Literal()
+		return s
+	}
+	return op.Tmpl.Expand(r)
+}
+
+// deletes reports whether a delete op covers the field name (lower case):
+// the same wildcards as the header matcher's values.
+func (op *HeaderOp) deletes(name string) bool { return wildcard(op.Name, name) }
+
+// ApplyHeaderOps edits fs (lower-case names) in Caddy's order: delete-all,
+// adds, sets, deletes, replacements; placeholders are filled from r (which
+// may be nil for response edits that use none). It reuses fs's array.
+func ApplyHeaderOps(fs []stream.Field, ops []HeaderOp, r *stream.Request) []stream.Field {
+	for i := range ops {
+		if ops[i].Op == '-' && ops[i].Name == "*" {
+			fs = fs[:0]
+		}
+	}
+	for i := range ops {
+		if op := &ops[i]; op.Op == '+' {
+			fs = append(fs, stream.Field{Name: op.Name, Value: op.value(r)})
+		}
+	}
+	for i := range ops {
+		op := &ops[i]
+		if op.Op != '=' && op.Op != '?' {
+			continue
+		}
+		if op.Op == '?' && has(fs, op.Name) {
+			continue
+		}
+		fs = remove(fs, func(n string) bool { return n == op.Name })
+		fs = append(fs, stream.Field{Name: op.Name, Value: op.value(r)})
+	}
+	for i := range ops {
+		if op := &ops[i]; op.Op == '-' && op.Name != "*" {
+			fs = remove(fs, op.deletes)
+		}
+	}
+	for i := range ops {
+		op := &ops[i]
+		if op.Op != '~' {
+			continue
+		}
+		for j := range fs {
+			if fs[j].Name == op.Name {
+				fs[j].Value = op.Re.ReplaceAllString(fs[j].Value, op.Repl)
+			}
+		}
+	}
+	return fs
+}
+
+func has(fs []stream.Field, name string) bool {
+	for _, f := range fs {
+		if f.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func remove(fs []stream.Field, drop func(string) bool) []stream.Field {
+	kept := fs[:0]
+	for _, f := range fs {
+		if !drop(f.Name) {
+			kept = append(kept, f)
+		}
+	}
+	return kept
+}

@@ -1,0 +1,218 @@
+package route
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/pollproxy/pollproxy/proxy/stream"
+)
+
+// phKind is one placeholder pollproxy can fill from a request.
+type phKind uint8
+
+const (
+	phLiteral phKind = iota
+	phHost
+	phHostport
+	phPort
+	phURI
+	phPath
+	phQuery
+	phMethod
+	phScheme
+	phRemoteHost
+	phRemotePort
+	phRemote
+	phClientIP
+	phHeader // the request field named by part.text
+)
+
+// placeholders maps Caddy's names (short and long) to what they read.
+var placeholders = map[string]phKind{
+	"host": phHost, "http.request.host": phHost,
+	"hostport": phHostport, "http.request.hostport": phHostport,
+	"http.request.port": phPort,
+	"uri":               phURI, "http.request.uri": phURI,
+	"path": phPath, "http.request.uri.path": phPath,
+	"query": phQuery, "http.request.uri.query": phQuery,
+	"method": phMethod, "http.request.method": phMethod,
+	"scheme": phScheme, "http.request.scheme": phScheme,
+	"remote_host": phRemoteHost, "http.request.remote.host": phRemoteHost,
+	"remote_port": phRemotePort, "http.request.remote.port": phRemotePort,
+	"remote": phRemote, "http.request.remote": phRemote,
+	"client_ip": phClientIP, "http.vars.client_ip": phClientIP,
+}
+
+type part struct {
+	kind phKind
+	text string
+}
+
+// Template is a value with Caddy placeholders ({host}, {uri},
+// {header.X-Name} ...) compiled once; Append fills it from a request.
+type Template struct {
+	parts []part
+	raw   string
+}
+
+// TemplateOptions says which placeholders a place in the Caddyfile allows.
+type TemplateOptions struct {
+	// NoRequestFields refuses {header.*}: response edits run after the
+	// request's fields may be gone.
+	NoRequestFields bool
+}
+
+// ParseTemplate compiles s. A placeholder pollproxy cannot fill is an
+// error naming it, never a literal left in the output.
+func ParseTemplate(s string, opt TemplateOptions) (Template, error) {
+	t := Template{raw: s}
+	lit := strings.Builder{}
+	flush := func() {
+		if lit.Len() > 0 {
+			t.parts = append(t.parts, part{kind: phLiteral, text: lit.String()})
+			lit.Reset()
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '\\' && i+1 < len(s) && (s[i+1] == '{' || s[i+1] == '}') {
+			lit.WriteByte(s[i+1])
+			i++
+			continue
+		}
+		if c != '{' {
+			lit.WriteByte(c)
+			continue
+		}
+		end := strings.IndexByte(s[i:], '}')
+		if end < 0 {
+			lit.WriteString(s[i:])
+			break
+		}
+		name := s[i+1 : i+end]
+		i += end
+		var p part
+		switch {
+		case strings.HasPrefix(name, "header."), strings.HasPrefix(name, "http.request.header."):
+			if opt.NoRequestFields {
+				return t, fmt.Errorf("placeholder {%s}: request fields in response edits are not supported by pollproxy", name)
+			}
+			p = part{kind: phHeader, text: strings.ToLower(name[strings.LastIndex(name, "header.")+len("header."):])}
+		default:
+			k, ok := placeholders[name]
+			if !ok {
+				return t, fmt.Errorf("placeholder {%s} is not supported by pollproxy", name)
+			}
+			p = part{kind: k}
+		}
+		flush()
+		t.parts = append(t.parts, p)
+	}
+	flush()
+	return t, nil
+}
+
+// Literal returns the template's text when it has no placeholder.
+func (t Template) Literal() (string, bool) {
+	switch len(t.parts) {
+	case 0:
+		return "", true
+	case 1:
+		if t.parts[0].kind == phLiteral {
+			return t.parts[0].text, true
+		}
+	}
+	return "", false
+}
+
+// String is the template as written.
+func (t Template) String() string { return t.raw }
+
+// Append appends the template filled from r to dst.
+func (t Template) Append(dst []byte, r *stream.Request) []byte {
+	for _, p := range t.parts {
+		switch p.kind {
+		case phLiteral:
+			dst = append(dst, p.text...)
+		case phHost:
+			dst = append(dst, HostOnly(r.Authority)...)
+		case phHostport:
+			dst = append(dst, r.Authority...)
+		case phPort:
+			if i := strings.LastIndexByte(r.Authority, ':'); i >= 0 && !strings.HasSuffix(r.Authority, "]") {
+				dst = append(dst, r.Authority[i+1:]...)
+			} else if r.Scheme == "http" {
+				dst = append(dst, "80"...)
+			} else {
+				dst = append(dst, "443"...)
+			}
+		case phURI:
+			dst = append(dst, r.Path...)
+		case phPath:
+			dst = append(dst, PathOnly(r.Path)...)
+		case phQuery:
+			dst = append(dst, QueryOnly(r.Path)...)
+		case phMethod:
+			dst = append(dst, r.Method...)
+		case phScheme:
+			dst = append(dst, r.Scheme...)
+		case phRemoteHost, phClientIP:
+			dst = r.RemoteAddr.Addr().AppendTo(dst)
+		case phRemotePort:
+			dst = strconv.AppendUint(dst, uint64(r.RemoteAddr.Port()), 10)
+		case phRemote:
+			dst = r.RemoteAddr.AppendTo(dst)
+		case phHeader:
+			if v, ok := r.Get(p.text); ok {
+				dst = append(dst, v...)
+			}
+		}
+	}
+	return dst
+}
+
+// Expand returns the template filled from r: the literal itself, without
+// allocating, when it has no placeholder.
+func (t Template) Expand(r *stream.Request) string {
+	if s, ok := t.Literal(); ok {
+		return s
+	}
+	return string(t.Append(nil, r))
+}
+
+// PathOnly is the path of a request target, without its query.
+func PathOnly(target string) string {
+	if i := strings.IndexByte(target, '?'); i >= 0 {
+		return target[:i]
+	}
+	return target
+}
+
+// QueryOnly is the query of a request target, without the '?'.
+func QueryOnly(target string) string {
+	if i := strings.IndexByte(target, '?'); i >= 0 {
+		return target[i+1:]
+	}
+	return ""
+}
+
+// HostOnly strips the port and brackets of an authority, lowercases it and
+// drops a trailing dot, allocating only when it is not already in that
+// form.
+func HostOnly(a string) string {
+	if n := len(a); n > 0 && a[0] == '[' {
+		if i := strings.IndexByte(a, ']'); i > 0 {
+			a = a[1:i]
+		}
+	} else if i := strings.LastIndexByte(a, ':'); i >= 0 && strings.IndexByte(a, ':') == i {
+		a = a[:i]
+	}
+	a = strings.TrimSuffix(a, ".")
+	for i := 0; i < len(a); i++ {
+		if c := a[i]; c >= 'A' && c <= 'Z' {
+			return strings.ToLower(a)
+		}
+	}
+	return a
+}

@@ -1,0 +1,305 @@
+package route
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/pollproxy/pollproxy/proxy/static"
+	"github.com/pollproxy/pollproxy/proxy/stream"
+)
+
+// Kind is what a route does when it matches.
+type Kind uint8
+
+// Route kinds, one per routing directive.
+const (
+	// EditResponse edits the response's fields (the header directive).
+	EditResponse Kind = iota + 1
+	// EditRequest edits the request's fields (request_header).
+	EditRequest
+	// Rewrite replaces the request target (rewrite).
+	Rewrite
+	// URI edits the request path (uri strip_prefix, strip_suffix, replace).
+	URI
+	// Redirect answers with a redirect (redir); terminal.
+	Redirect
+	// Respond answers with a fixed response (respond); terminal.
+	Respond
+	// Abort resets the stream (abort); terminal.
+	Abort
+	// Proxy hands the request to a reverse proxy (reverse_proxy); terminal.
+	Proxy
+	// Group runs nested routes (handle, handle_path, route).
+	Group
+)
+
+// URI operations.
+const (
+	StripPrefix byte = 'p'
+	StripSuffix byte = 's'
+	Replace     byte = 'r'
+)
+
+// Node is one compiled route: a matcher set and what to do.
+type Node struct {
+	// Match is the route's matcher set; nil matches every request.
+	Match Matcher
+	// Exclusive is a group number (Caddy's route group): of the routes of
+	// one list with the same non-zero number, only the first that matches
+	// runs. handle, handle_path and rewrite are grouped this way.
+	Exclusive int
+	Kind      Kind
+
+	Ops []HeaderOp // EditResponse, EditRequest
+
+	To Template // Rewrite; Redirect's target
+
+	URIOp        byte   // URI
+	Find, ReplBy string // URI: the prefix, suffix or search text; Replace's replacement
+	Limit        int    // URI Replace: at most this many (0: all)
+
+	Status int             // Redirect, Respond
+	Static *static.Handler // Respond; Redirect with a literal target
+	HTML   bool            // Redirect "html": a page that redirects
+
+	Proxy int // index of the reverse proxy in Handler's list
+
+	Strip    string // Group (handle_path): the prefix removed first
+	Children []Node // Group
+}
+
+// Table is one site's compiled routes, shared read-only by every loop.
+type Table struct {
+	Nodes []Node
+	// Proxies is how many reverse proxies the routes reach.
+	Proxies int
+}
+
+// Handler is one loop's evaluator of a Table.
+type Handler struct {
+	t        *Table
+	proxies  []stream.Handler
+	clientFn ClientIPFunc
+	ctx      Ctx
+	resp     []*Node // response edits matched for the request in progress
+	fields   []stream.Field
+	buf      []byte
+}
+
+// NewHandler returns t's evaluator for one loop, ending in that loop's
+// reverse proxies (indexed by Node.Proxy). clientIP derives the client
+// address for client_ip matchers (nil: the peer's).
+func NewHandler(t *Table, proxies []stream.Handler, clientIP ClientIPFunc) *Handler {
+	return &Handler{t: t, proxies: proxies, clientFn: clientIP}
+}
+
+// Serve runs the routes over one request. Without a terminal route that
+// matches, the answer is an empty 200, as in Caddy.
+func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
+	h.ctx.Reset(req, h.clientFn)
+	h.resp = h.resp[:0]
+	n := h.run(h.t.Nodes)
+	if len(h.resp) > 0 {
+		w = h.wrap(w, req)
+	}
+	if n == nil {
+		return empty.Serve(req, w)
+	}
+	switch n.Kind {
+	case Proxy:
+		return h.proxies[n.Proxy].Serve(req, w)
+	case Respond:
+		return n.Static.Serve(req, w)
+	case Redirect:
+		return h.redirect(n, req, w)
+	case Abort:
+		w.Reset(stream.CodeInternal)
+		return nil
+	}
+	return empty.Serve(req, w)
+}
+
+// run evaluates a list of routes and returns the terminal route that
+// answers, or nil.
+func (h *Handler) run(nodes []Node) *Node {
+	var done uint64 // exclusive groups that already ran (at most 64 per list)
+	for i := range nodes {
+		n := &nodes[i]
+		bit := uint64(0)
+		if n.Exclusive > 0 {
+			bit = 1 << (uint(n.Exclusive-1) & 63)
+			if done&bit != 0 {
+				continue
+			}
+		}
+		if n.Match != nil && !n.Match.Match(&h.ctx) {
+			continue
+		}
+		done |= bit
+		switch n.Kind {
+		case EditResponse:
+			h.resp = append(h.resp, n)
+		case EditRequest:
+			r := h.ctx.Req
+			r.Header = ApplyHeaderOps(append([]stream.Field(nil), r.Header...), n.Ops, r)
+		case Rewrite:
+			h.rewrite(n)
+		case URI:
+			h.uri(n)
+		case Group:
+			if n.Strip != "" {
+				h.setPath(stripPrefix(h.ctx.Req.Path, n.Strip))
+			}
+			if t := h.run(n.Children); t != nil {
+				return t
+			}
+		default:
+			return n
+		}
+	}
+	return nil
+}
+
+func (h *Handler) setPath(p string) {
+	if p != h.ctx.Req.Path {
+		h.ctx.Req.Path = p
+		h.ctx.pathChanged()
+	}
+}
+
+// stripPrefix removes prefix from target's path (without case, as the
+// path matcher compares), keeping the query and a leading slash.
+func stripPrefix(target, prefix string) string {
+	p := PathOnly(target)
+	if !hasPrefixFold(p, prefix) {
+		return target
+	}
+	rest := target[len(prefix):]
+	if rest == "" || rest[0] != '/' {
+		return "/" + rest
+	}
+	return rest
+}
+
+func (h *Handler) uri(n *Node) {
+	target := h.ctx.Req.Path
+	p, q := PathOnly(target), target[len(PathOnly(target)):]
+	switch n.URIOp {
+	case StripPrefix:
+		h.setPath(stripPrefix(target, n.Find))
+		return
+	case StripSuffix:
+		if strings.HasSuffix(p, n.Find) {
+			h.setPath(p[:len(p)-len(n.Find)] + q)
+		}
+	case Replace:
+		limit := n.Limit
+		if limit == 0 {
+			limit = -1
+		}
+		if strings.Contains(p, n.Find) {
+			h.setPath(strings.Replace(p, n.Find, n.ReplBy, limit) + q)
+		}
+	}
+}
+
+// rewrite replaces the target as Caddy's rewrite does: a target without
+// a query keeps the request's query; one with a query replaces it.
+func (h *Handler) rewrite(n *Node) {
+	r := h.ctx.Req
+	to := n.To.Expand(r)
+	if to == "" {
+		return
+	}
+	if !strings.Contains(n.To.raw, "?") {
+		if q := QueryOnly(r.Path); q != "" {
+			to += "?" + q
+		}
+	} else {
+		to = strings.TrimSuffix(to, "?")
+	}
+	if to[0] != '/' && to[0] != '?' {
+		to = "/" + to
+	}
+	if to[0] == '?' {
+		to = PathOnly(r.Path) + to
+	}
+	h.setPath(to)
+}
+
+func (h *Handler) redirect(n *Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
+	if n.Static != nil {
+		return n.Static.Serve(req, w)
+	}
+	return Redirector(n.Status, n.To.Expand(req), n.HTML).Serve(req, w)
+}
+
+// Redirector is a response redirecting to loc with status (or, html, a
+// page that redirects in the browser, as Caddy's "redir ... html").
+func Redirector(status int, loc string, html bool) *static.Handler {
+	if html {
+		body := []byte(`<!DOCTYPE html><html><head><title>Redirecting...</title><script>window.location.replace("` +
+			jsEscape(loc) + `");</script><meta http-equiv="refresh" content="0; URL='` + htmlEscape(loc) +
+			`'"></head><body>Redirecting to <a href="` + htmlEscape(loc) + `">` + htmlEscape(loc) + `</a>...</body></html>` + "\n")
+		return static.NewResponse(200, []stream.Field{
+			{Name: "content-type", Value: "text/html; charset=utf-8"},
+			{Name: "content-length", Value: strconv.Itoa(len(body))},
+		}, body)
+	}
+	return static.NewResponse(status, []stream.Field{
+		{Name: "location", Value: loc},
+		{Name: "content-length", Value: "0"},
+	}, nil)
+}
+
+var htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;")
+
+func htmlEscape(s string) string { return htmlEscaper.Replace(s) }
+
+var jsEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "<", `\x3c`, ">", `\x3e`)
+
+func jsEscape(s string) string { return jsEscaper.Replace(s) }
+
+// empty is the answer when no terminal route matched.
+var empty = static.NewResponse(200, []stream.Field{{Name: "content-length", Value: "0"}}, nil)
+
+// respWriter applies response edits when the head is written.
+type respWriter struct {
+	stream.ResponseWriter
+	h     *Handler
+	ops   [4]*Node
+	more  []*Node
+	n     int
+	req   stream.Request // the request's scalars, for placeholders
+	wrote bool
+}
+
+func (h *Handler) wrap(w stream.ResponseWriter, req *stream.Request) stream.ResponseWriter {
+	rw := &respWriter{ResponseWriter: w, h: h, n: len(h.resp)}
+	if len(h.resp) <= len(rw.ops) {
+		copy(rw.ops[:], h.resp)
+	} else {
+		rw.more = append([]*Node(nil), h.resp...)
+	}
+	rw.req = *req
+	rw.req.Header = nil
+	return rw
+}
+
+// WriteHeader applies the matched header directives to a final head.
+func (rw *respWriter) WriteHeader(status int, fields []stream.Field, end bool) error {
+	if status < 200 || rw.wrote {
+		return rw.ResponseWriter.WriteHeader(status, fields, end)
+	}
+	rw.wrote = true
+	fs := append(rw.h.fields[:0], fields...)
+	nodes := rw.ops[:rw.n]
+	if rw.more != nil {
+		nodes = rw.more
+	}
+	for _, n := range nodes {
+		fs = ApplyHeaderOps(fs, n.Ops, &rw.req)
+	}
+	rw.h.fields = fs[:0]
+	return rw.ResponseWriter.WriteHeader(status, fs, end)
+}
