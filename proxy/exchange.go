@@ -51,16 +51,18 @@ type exchange struct {
 	log                         observe.RequestLog // request facts kept for the observer
 	logging                     bool               // an observer waits for log
 	tun                         *tunnelState       // set for a request that asked to upgrade
+	link                        inflightLink       // in the handler's inflight list (retire.go)
 }
 
 // waitKind is what the exchange's timer is guarding.
 type waitKind uint8
 
 const (
-	waitQueue  waitKind = iota // a free connection in the pool's queue
-	waitHeader                 // the response head
-	waitRead                   // the next bytes of the response body
-	waitTunnel                 // any byte of an open tunnel (stream_timeout)
+	waitQueue   waitKind = iota // a free connection in the pool's queue
+	waitHeader                  // the response head
+	waitRead                    // the next bytes of the response body
+	waitTunnel                  // any byte of an open tunnel (stream_timeout)
+	waitRemoved                 // the client's end of a tunnel a reload removed
 )
 
 // arm (re)starts the exchange's timer for one kind of wait.
@@ -82,11 +84,14 @@ func (ex *exchange) timedOut() {
 		ex.readTimedOut()
 	case waitTunnel:
 		ex.tunnelTimedOut()
+	case waitRemoved:
+		ex.removedTimedOut()
 	}
 }
 
 // observe reports the finished exchange, once.
 func (ex *exchange) observe() {
+	ex.h.live.remove(ex)
 	if ex.tun != nil {
 		ex.tunnelEnded()
 	}
@@ -222,6 +227,7 @@ func (ex *exchange) OnAbort(error) {
 }
 
 func (ex *exchange) abortBackend() {
+	ex.h.live.remove(ex)
 	ex.finished = true
 	ex.timer.Stop()
 	if ex.queued != nil {

@@ -79,7 +79,8 @@ type Handler struct {
 	lastIP     netip.Addr
 	lastIPText string
 
-	tunnels tunnelSet // the loop's open tunnels, for reload and metrics
+	tunnels tunnelSet // the loop's open tunnels, for the metrics
+	live    inflight  // exchanges in flight, closed by Retire when removed
 }
 
 // NewHandler returns the proxy for loop l. cfg should have its defaults
@@ -107,6 +108,7 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 			Authority: req.Authority, Path: req.Path, Remote: req.RemoteAddr, Start: h.loop.Now(),
 		}
 	}
+	h.live.add(ex)
 	if req.Upgrade != "" {
 		if !ex.startUpgrade(req) {
 			return nil

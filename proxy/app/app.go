@@ -113,6 +113,7 @@ type Instance struct {
 	alog      *accesslog.Logger
 	servers   map[string]*server.Server // by configured listen address
 	upstreams map[string]*proxy.Upstream
+	running   *plan // the plan serving now, whose handlers the next reload retires
 	closed    bool
 }
 
@@ -307,6 +308,7 @@ func (in *Instance) reload(file string) error {
 			srv.Shutdown(ctx)
 		}()
 	}
+	retire(in.running, p)
 	in.reloadPollers(in.cfg.Pollers, cfg.Pollers)
 	in.warnRestart(cfg)
 	if p.alog != nil && !p.newLog {

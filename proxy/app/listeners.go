@@ -35,6 +35,7 @@ func (in *Instance) newHandler(p *plan, l *config.Listener) func(*netpoll.Loop) 
 			pc := p.sites[s]
 			pc.Observer = in.observer(loop, p, s)
 			h := proxy.NewHandler(loop, pc)
+			p.track(loop, s, h)
 			bySite[s] = h
 			return h
 		}
