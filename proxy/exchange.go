@@ -58,17 +58,19 @@ type exchange struct {
 	logging                     bool               // an observer waits for log
 	tun                         *tunnelState       // set for a request that asked to upgrade
 	bodyTimer                   *netpoll.Timer     // read_body: the client's body must end in time
+	link                        inflightLink       // in the handler's inflight list (retire.go)
 }
 
 // waitKind is what the exchange's timer is guarding.
 type waitKind uint8
 
 const (
-	waitQueue  waitKind = iota // a free connection in the pool's queue
-	waitHeader                 // the response head
-	waitRead                   // the next bytes of the response body
-	waitTunnel                 // any byte of an open tunnel (stream_timeout)
-	waitRetry                  // lb_try_interval before another upstream
+	waitQueue   waitKind = iota // a free connection in the pool's queue
+	waitHeader                  // the response head
+	waitRead                    // the next bytes of the response body
+	waitTunnel                  // any byte of an open tunnel (stream_timeout)
+	waitRetry                   // lb_try_interval before another upstream
+	waitRemoved                 // the client's end of a tunnel a reload removed
 )
 
 // arm (re)starts the exchange's timer for one kind of wait.
@@ -92,11 +94,14 @@ func (ex *exchange) timedOut() {
 		ex.tunnelTimedOut()
 	case waitRetry:
 		ex.begin(ex.lastFailed)
+	case waitRemoved:
+		ex.removedTimedOut()
 	}
 }
 
 // observe reports the finished exchange, once.
 func (ex *exchange) observe() {
+	ex.h.live.remove(ex)
 	if ex.bodyTimer != nil { // every way an exchange ends reports it
 		ex.bodyTimer.Stop()
 	}
@@ -239,6 +244,7 @@ func (ex *exchange) OnAbort(error) {
 }
 
 func (ex *exchange) abortBackend() {
+	ex.h.live.remove(ex)
 	ex.finished = true
 	ex.timer.Stop()
 	if ex.queued != nil {

@@ -118,7 +118,8 @@ type Handler struct {
 	lastIP     netip.Addr
 	lastIPText string
 
-	tunnels tunnelSet // the loop's open tunnels, for reload and metrics
+	tunnels tunnelSet // the loop's open tunnels, for the metrics
+	live    inflight  // exchanges in flight, closed by Retire when removed
 }
 
 // NewHandler returns the proxy for loop l. cfg should have its defaults
@@ -159,6 +160,7 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 			ex.log.ClientIP = ClientIP(req.RemoteAddr.Addr(), req.Header, h.cfg.TrustedProxies, h.cfg.ClientIPHeaders)
 		}
 	}
+	h.live.add(ex)
 	if req.Upgrade != "" {
 		if !ex.startUpgrade(req, trusted) {
 			return nil

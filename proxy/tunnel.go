@@ -337,8 +337,9 @@ func (bc *backendConn) tunnelDrained() {
 	}
 }
 
-// tunnelSet is one loop's open tunnels: counted for the metrics, and
-// found again when a reload removes what they use.
+// tunnelSet is one loop's open tunnels, counted for the metrics. A
+// reload finds them, with every other exchange in flight, in the
+// handler's inflight list (retire.go).
 type tunnelSet struct {
 	list []*exchange
 }

@@ -120,6 +120,7 @@ type Instance struct {
 	servers   map[string]*server.Server // by configured listen address
 	upstreams map[string]*proxy.Upstream
 	watch     upstreamWatch // re-resolution off the loops (upstreams.go)
+	running   *plan         // the plan serving now, whose handlers the next reload retires
 	closed    bool
 }
 
@@ -325,6 +326,7 @@ func (in *Instance) reload(file string) error {
 			srv.Shutdown(ctx)
 		}()
 	}
+	retire(in.running, p)
 	in.reloadPollers(in.cfg.Pollers, cfg.Pollers)
 	in.warnRestart(cfg)
 	if p.alog != nil && !p.newLog {

@@ -39,7 +39,9 @@ func (in *Instance) newHandler(p *plan, l *config.Listener) func(*netpoll.Loop) 
 			for _, rp := range s.AllProxies() {
 				pc := p.proxies[rp]
 				pc.Observer = obs
-				proxies = append(proxies, proxy.NewHandler(loop, pc))
+				ph := proxy.NewHandler(loop, pc)
+				p.track(loop, s, ph)
+				proxies = append(proxies, ph)
 			}
 			h := siteHandler(s.Table(), proxies, clientIPFunc(p.cfg))
 			bySite[s] = h

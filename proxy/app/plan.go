@@ -24,7 +24,8 @@ type plan struct {
 	proxies   map[*config.Proxy]proxy.Config
 	siteUps   map[*config.Site][]*proxy.Upstream
 	alog      *accesslog.Logger
-	newLog    bool // alog was opened for this plan
+	newLog    bool          // alog was opened for this plan
+	built     builtHandlers // its per-loop proxy handlers, retired by the next reload (streams.go)
 }
 
 // resolveTimeout bounds the resolution of one upstream name.
@@ -118,6 +119,7 @@ func (in *Instance) commit(p *plan) {
 	old := in.alog
 	in.cfg, in.upstreams, in.alog = p.cfg, p.upstreams, p.alog
 	in.watch.update(p)
+	in.running = p
 	if old != nil && old != p.alog {
 		// Requests in flight on the old handlers may still finish into
 		// the old log; give them the grace period.

@@ -1,0 +1,98 @@
+package app
+
+import (
+	"sync"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/config"
+)
+
+// Long streams across a reload. Every per-loop proxy handler a plan
+// builds is recorded with its site. After a reload has given every loop
+// its new handlers, each old one is retired: what it has in flight keeps
+// running if the same site (a site sharing an address with it) still
+// routes to the same upstream (same name, same resolved address), and is
+// closed after its stream_close_delay otherwise (proxy.Handler.Retire).
+
+// builtHandlers are the proxy handlers one plan built, on every loop.
+type builtHandlers struct {
+	mu   sync.Mutex // the loops build their handlers concurrently
+	list []builtHandler
+}
+
+type builtHandler struct {
+	site *config.Site
+	loop *netpoll.Loop
+	h    *proxy.Handler
+}
+
+// track records a handler built for site s on loop l.
+func (p *plan) track(l *netpoll.Loop, s *config.Site, h *proxy.Handler) {
+	p.built.mu.Lock()
+	p.built.list = append(p.built.list, builtHandler{site: s, loop: l, h: h})
+	p.built.mu.Unlock()
+}
+
+// retire tells every handler old built, and every older one still
+// serving something, which of its upstreams the new plan keeps for its
+// site. Handlers with something still in flight move to the new plan's
+// list, so the next reload checks them again against its configuration.
+func retire(old, now *plan) {
+	if old == nil {
+		return
+	}
+	old.built.mu.Lock()
+	list := old.built.list
+	old.built.list = nil
+	old.built.mu.Unlock()
+	keeps := map[*config.Site]func(*proxy.Upstream) bool{}
+	var wg sync.WaitGroup
+	for _, b := range list {
+		keep, ok := keeps[b.site]
+		if !ok {
+			keep = keptUpstreams(b.site, now)
+			keeps[b.site] = keep
+		}
+		wg.Add(1)
+		b.loop.Post(func() {
+			defer wg.Done()
+			b.h.Retire(keep)
+			if b.h.InFlight() > 0 {
+				now.track(b.loop, b.site, b.h)
+			}
+		})
+	}
+	// The next reload must find what this one carried over.
+	wg.Wait()
+}
+
+// keptUpstreams is what the new plan still routes site's requests to:
+// the upstreams of every new site sharing an address with it; nil when
+// there is none.
+func keptUpstreams(site *config.Site, now *plan) func(*proxy.Upstream) bool {
+	set := map[*proxy.Upstream]bool{}
+	for _, ns := range now.cfg.Sites {
+		if !sharesAddress(site, ns) {
+			continue
+		}
+		for _, up := range now.siteUps[ns] {
+			set[up] = true
+		}
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	return func(up *proxy.Upstream) bool { return set[up] }
+}
+
+func sharesAddress(a, b *config.Site) bool {
+	for _, x := range a.Addrs {
+		for _, y := range b.Addrs {
+			if x.Host == y.Host && x.Port == y.Port {
+				return true
+			}
+		}
+	}
+	return false
+}
