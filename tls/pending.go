@@ -25,7 +25,7 @@ type storageHealth interface {
 // again when no "reachable again" notice came: a storage that answers
 // PING but failed the certificate's commands, or a notice that raced with
 // the names being put aside.
-const waitRetryInterval = 30 * time.Second
+const waitRetryInterval = time.Minute
 
 // waitList holds the names whose certificates could not be loaded,
 // issued or ordered because the storage did not answer when they were
