@@ -15,8 +15,10 @@ import (
 // Redis (tls/redisstore): Up reports whether its last command succeeded,
 // Ping asks it, and OnReachable registers a function to run, on a
 // goroutine of its own, when it answers again after it did not.
+// Before its first command it is neither Up nor Down.
 type storageHealth interface {
 	Up() bool
+	Down() bool
 	Ping(context.Context) error
 	OnReachable(func())
 }
@@ -26,6 +28,12 @@ type storageHealth interface {
 // PING but failed the certificate's commands, or a notice that raced with
 // the names being put aside.
 const waitRetryInterval = time.Minute
+
+// waitRetrySpacing is the least time between two retries that left names
+// waiting: a Redis that answers PING but fails other commands (out of
+// memory, say) comes back and goes away with every command, and each
+// return would otherwise set off another round.
+const waitRetrySpacing = 5 * time.Second
 
 // waitList holds the names whose certificates could not be loaded,
 // issued or ordered because the storage did not answer when they were
@@ -74,11 +82,18 @@ func (w *waitList) wake() {
 }
 
 // storageAway reports whether c's storage is one that can be away and
-// does not answer now. A storage last seen up is not asked again.
+// does not answer now. It asks only a storage not yet heard from: one
+// last seen down is taken as down (its health check notices its return
+// within a second or so, and OnReachable then retries), so that a server
+// that drops packets, where each command waits out its timeout, costs
+// one timeout at start rather than one per site.
 func (c *Certs) storageAway() bool {
 	w := c.wait
-	if w == nil || w.health.Up() {
+	switch {
+	case w == nil || w.health.Up():
 		return false
+	case w.health.Down():
+		return true
 	}
 	// Bounded by the storage's own command timeout; c.ctx ends it at
 	// Close.
@@ -121,16 +136,22 @@ func (c *Certs) retryWaiting() {
 		case <-w.kick:
 		case <-t.C:
 		}
-		c.retryOnce()
+		if c.retryOnce() {
+			select {
+			case <-c.ctx.Done():
+				return
+			case <-time.After(waitRetrySpacing):
+			}
+		}
 	}
 }
 
 // retryOnce loads or obtains every waiting name's certificate, if the
-// storage answers (those that fail again wait for the next notice or
-// tick): a local CA name synchronously (the CA itself comes
+// storage answers: a local CA name synchronously (the CA itself comes
 // from storage), an ACME name by loading it from storage or, when storage
-// has none, by starting certmagic's background order.
-func (c *Certs) retryOnce() {
+// has none, by starting certmagic's background order. Names that fail
+// again wait for the next notice or tick; it reports whether some did.
+func (c *Certs) retryOnce() bool {
 	w := c.wait
 	w.mu.Lock()
 	todo := make([]string, 0, len(w.names))
@@ -139,10 +160,11 @@ func (c *Certs) retryOnce() {
 	}
 	w.mu.Unlock()
 	if len(todo) == 0 || c.storageAway() {
-		return
+		return false
 	}
 	sort.Strings(todo)
 	var done []string
+	failed := false
 	for _, n := range todo {
 		w.mu.Lock()
 		it, ok := w.names[n]
@@ -152,6 +174,7 @@ func (c *Certs) retryOnce() {
 		}
 		err := c.retryName(n, it)
 		if err != nil {
+			failed = true
 			w.log.Warn("certificate still waiting for the storage", "name", n, "error", err)
 			continue
 		}
@@ -166,6 +189,7 @@ func (c *Certs) retryOnce() {
 		w.log.Info("certificate storage answers: certificates loaded, issued or ordered for the names that waited",
 			"names", strings.Join(done, ","))
 	}
+	return failed
 }
 
 func (c *Certs) retryName(n string, it waiting) error {
