@@ -98,6 +98,13 @@ type CertConfig struct {
 // up a certificate renewed by another when its own copy comes due: its
 // maintenance pass (every 10 minutes) reads storage before renewing.
 //
+// A shared storage that can be away (tls/redisstore) is not waited for:
+// a name whose certificate cannot be loaded or issued because it does not
+// answer is put aside, its handshakes fail, every other name is served,
+// and it is loaded, issued or ordered as soon as the storage says it
+// answers again. Nothing is issued meanwhile, so the local CA stays the
+// one in the shared storage.
+//
 // Whoever can read the storage can mint certificates that machines trusting
 // the local root accept: keep it private (certmagic writes directories 0700
 // and files 0600).

@@ -108,6 +108,18 @@ func (c *Certs) deferWhileAway(mode string, ctx context.Context, names []string)
 		return false
 	}
 	w := c.wait
+	// A name already in memory (a reload) keeps being served and
+	// renewed from there: it does not wait.
+	var missing []string
+	for _, n := range names {
+		if len(c.cache.AllMatchingCertificates(n)) == 0 {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) == 0 {
+		return true
+	}
+	names = missing
 	w.mu.Lock()
 	for _, n := range names {
 		w.names[n] = waiting{mode: mode, ctx: ctx}

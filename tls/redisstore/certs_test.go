@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"bytes"
+	"context"
 	stdtls "crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
@@ -21,7 +22,7 @@ import (
 // down: the add succeeds, handshakes for the name fail (no CA is made up
 // meanwhile), and once Redis returns the name is served within seconds
 // with a certificate under the root that was already in Redis, not a new
-// one.
+// one. Added again in a later outage, it keeps being served from memory.
 func TestCertsWaitForRedis(t *testing.T) {
 	srv := redistest.Start(t)
 
@@ -106,6 +107,22 @@ func TestCertsWaitForRedis(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "certificates loaded, issued or ordered for the names that waited") {
 		t.Fatalf("no recovery log line for the waiting names:\n%s", logs.String())
+	}
+
+	// Added again (a reload) while Redis is away: the certificate in
+	// memory keeps being served, and the name does not wait.
+	srv.Stop()
+	if st.Ping(context.Background()) == nil || !st.Down() {
+		t.Fatal("the storage does not know Redis is down")
+	}
+	if err := certs.AddInternal("wait.localhost"); err != nil {
+		t.Fatalf("AddInternal again with Redis down: %v", err)
+	}
+	if n := strings.Count(logs.String(), "these names get their certificates when it answers"); n != 1 {
+		t.Fatalf("a name served from memory was put aside again (%d log lines):\n%s", n, logs.String())
+	}
+	if _, err := dial(); err != nil {
+		t.Fatalf("wait.localhost after a second outage: %v", err)
 	}
 }
 
