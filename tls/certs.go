@@ -98,6 +98,13 @@ type CertConfig struct {
 // up a certificate renewed by another when its own copy comes due: its
 // maintenance pass (every 10 minutes) reads storage before renewing.
 //
+// A shared storage that can be away (tls/redisstore) is not waited for:
+// a name whose certificate cannot be loaded or issued because it does not
+// answer is put aside, its handshakes fail, every other name is served,
+// and it is loaded, issued or ordered as soon as the storage says it
+// answers again. Nothing is issued meanwhile, so the local CA stays the
+// one in the shared storage.
+//
 // Whoever can read the storage can mint certificates that machines trusting
 // the local root accept: keep it private (certmagic writes directories 0700
 // and files 0600).
@@ -124,6 +131,8 @@ type Certs struct {
 
 	mu    sync.RWMutex
 	modes map[string]string // name → "internal" or "acme"
+
+	wait *waitList // names waiting for a storage that was away; nil for files
 
 	closeOnce sync.Once
 }
@@ -212,6 +221,7 @@ func NewCerts(cfg CertConfig) (*Certs, error) {
 		Logger:                  zl,
 	})
 	c.acme.Issuers = []certmagic.Issuer{c.issuer}
+	c.watchStorage(logger)
 	return c, nil
 }
 
@@ -326,14 +336,25 @@ func (c *Certs) add(ctx context.Context, addACME func(context.Context, ...string
 // names, wildcards or IP addresses): one leaf per name, valid
 // LocalLeafValidity, renewed in the background, loaded from storage when
 // still good. The CA is created on first use. Issuing takes milliseconds.
+//
+// When a shared storage (Redis) does not answer, the names wait for it
+// rather than fail: AddInternal returns nil, their handshakes fail until
+// the storage answers, and then their certificates are issued by the CA
+// in storage (never by one made up meanwhile).
 func (c *Certs) AddInternal(names ...string) error {
 	names, err := c.claim(modeInternal, names)
 	if err != nil {
 		return err
 	}
+	if c.deferWhileAway(modeInternal, c.ctx, names) {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(c.ctx, addTimeout)
 	defer cancel()
 	if err := c.internal.ManageSync(ctx, names); err != nil {
+		if c.deferWhileAway(modeInternal, c.ctx, names) {
+			return nil
+		}
 		c.unclaim(names)
 		return fmt.Errorf("tls: local CA certificates for %s: %w", strings.Join(names, ", "), err)
 	}
@@ -361,7 +382,9 @@ func (c *Certs) AddACME(ctx context.Context, names ...string) error {
 // AddACMEAsync is AddACME without the wait: certificates are obtained in
 // the background (with certmagic's retries), and handshakes for a name
 // fail until its certificate is there. ctx bounds the background work;
-// Close cancels it too.
+// Close cancels it too. When a shared storage (Redis) does not answer,
+// the names wait for it, as with AddInternal, and are loaded from it or
+// ordered as soon as it answers.
 func (c *Certs) AddACMEAsync(ctx context.Context, names ...string) error {
 	names, err := c.claim(modeACME, names)
 	if err != nil {
@@ -369,6 +392,9 @@ func (c *Certs) AddACMEAsync(ctx context.Context, names ...string) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(c.ctx, cancel)
+	if c.deferWhileAway(modeACME, ctx, names) {
+		return nil
+	}
 	if err := c.acme.ManageAsync(ctx, names); err != nil {
 		stop()
 		cancel()

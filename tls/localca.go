@@ -157,12 +157,16 @@ func (ca *localCA) load(ctx context.Context, needInterm bool) (*caChain, error) 
 		// other instances.
 		_ = ca.storage.Unlock(context.WithoutCancel(ctx), localCALockName)
 	}()
-	if ca.storage.Exists(ctx, localRootCertKey) {
+	// Load, not Exists: Exists is false when a shared storage does not
+	// answer, and a root created then would replace the cluster's.
+	if _, err := ca.storage.Load(ctx, localRootCertKey); err == nil {
 		// Never replace a root that exists, even if its key is missing
 		// or damaged: clients trust it. Say so instead.
 		if c, err = ca.read(ctx); err != nil {
 			return nil, err
 		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("tls: local CA: loading %s: %w", localRootCertKey, err)
 	} else if c, err = ca.createRoot(ctx); err != nil {
 		return nil, err
 	}

@@ -80,3 +80,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 
 // Up reports whether Redis answered the storage's last command.
 func (s *Storage) Up() bool { return s.stats.state.Load() == stateUp }
+
+// Down reports whether Redis failed the storage's last command. Before
+// the first command both Up and Down are false.
+func (s *Storage) Down() bool { return s.stats.state.Load() == stateDown }

@@ -34,7 +34,11 @@
 // handshake pool. When Redis cannot be reached (any command fails, or the
 // periodic PING does) the storage logs one error, sets the
 // pollproxy_storage_up gauge to 0 and counts the failure; it logs again
-// when Redis answers. A lock whose lease cannot be renewed, or that was
+// when Redis answers. While it does not answer the health check PINGs
+// every Options.DownInterval, so its return is noticed within about a
+// second, and the functions registered with OnReachable then run: Certs
+// (tls) uses that to load or obtain at once the certificates it could not
+// while Redis was away. A lock whose lease cannot be renewed, or that was
 // found taken by another owner, is logged and counted too.
 package redisstore
 
@@ -64,6 +68,7 @@ const (
 	DefaultLockTTL        = 60 * time.Second
 	DefaultLockPoll       = time.Second
 	DefaultHealthInterval = 10 * time.Second
+	DefaultDownInterval   = time.Second
 )
 
 // Options configure a Storage. Only Addrs is required.
@@ -92,6 +97,10 @@ type Options struct {
 	// HealthInterval is how often an idle storage PINGs Redis, so that an
 	// outage is reported even when nothing reads or writes.
 	HealthInterval time.Duration
+	// DownInterval is how often the health check PINGs while Redis does
+	// not answer, so that its return is noticed (and OnReachable's
+	// functions run) soon after. Default DefaultDownInterval.
+	DownInterval time.Duration
 	// Logger receives the outage and lock reports. Nil: slog.Default().
 	Logger *slog.Logger
 }
@@ -108,6 +117,7 @@ type Storage struct {
 	mu     sync.Mutex
 	locks  map[string]*heldLock // by lock name, locks this Storage holds
 	closed bool                 // Close released the locks
+	onUp   []func()             // OnReachable's functions
 
 	stop chan struct{}
 	done chan struct{}
@@ -144,6 +154,9 @@ func New(opts Options) (*Storage, error) {
 	}
 	if opts.HealthInterval <= 0 {
 		opts.HealthInterval = DefaultHealthInterval
+	}
+	if opts.DownInterval <= 0 {
+		opts.DownInterval = DefaultDownInterval
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -215,19 +228,40 @@ func (s *Storage) Ping(ctx context.Context) error {
 	return s.check(ctx, "ping", s.rdb.Ping(ctx).Err())
 }
 
+// OnReachable registers f to run each time Redis answers again after it
+// did not (a failed command or PING, then a successful one), on a
+// goroutine of its own: the storage's users retry then what failed,
+// rather than on a timer of their own. An instance whose Redis is
+// unreachable when it starts learns this way that it is back.
+func (s *Storage) OnReachable(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onUp = append(s.onUp, f)
+}
+
 func (s *Storage) health() {
 	defer close(s.done)
-	t := time.NewTicker(s.opts.HealthInterval)
+	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeout)
-		s.Ping(ctx)
-		cancel()
 		select {
 		case <-s.stop:
 			return
 		case <-t.C:
 		}
+		// The client's own dial and read timeouts (Timeout) end a PING to
+		// a silent server before this context does, so that check counts
+		// it as an outage rather than as a caller giving up.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*s.opts.Timeout)
+		s.Ping(ctx)
+		cancel()
+		// An absent Redis is probed more often, so that its return is
+		// noticed soon; failed PINGs to a refusing port cost nothing.
+		next := s.opts.HealthInterval
+		if !s.Up() {
+			next = min(next, s.opts.DownInterval)
+		}
+		t.Reset(next)
 	}
 }
 
@@ -239,6 +273,12 @@ func (s *Storage) check(ctx context.Context, op string, err error) error {
 	if err == nil || errors.Is(err, redis.Nil) {
 		if s.stats.markUp() {
 			s.log.Info("certificate storage reachable again", "addr", strings.Join(s.opts.Addrs, ","))
+			s.mu.Lock()
+			fns := s.onUp
+			s.mu.Unlock()
+			for _, f := range fns {
+				go f()
+			}
 		}
 		return err
 	}

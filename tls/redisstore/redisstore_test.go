@@ -221,6 +221,8 @@ func TestStorageUnreachable(t *testing.T) {
 	})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(s.Collector())
+	reachable := make(chan struct{}, 4)
+	s.OnReachable(func() { reachable <- struct{}{} })
 	if err := s.Store(ctx, "a", []byte("1")); err != nil {
 		t.Fatal(err)
 	}
@@ -241,6 +243,9 @@ func TestStorageUnreachable(t *testing.T) {
 	if s.Up() {
 		t.Fatal("Up with Redis down")
 	}
+	if len(reachable) != 0 {
+		t.Fatal("OnReachable's function ran while Redis was up from the start")
+	}
 	if _, ok := logs.Await("certificate storage unreachable", 10*time.Second, nil); !ok {
 		t.Fatalf("no outage log line:\n%s", logs.String())
 	}
@@ -259,6 +264,16 @@ func TestStorageUnreachable(t *testing.T) {
 	}
 	if text := gather(t, reg); !strings.Contains(text, "pollproxy_storage_up 1") {
 		t.Fatalf("metrics after the outage:\n%s", text)
+	}
+	select {
+	case <-reachable:
+	case <-time.After(10 * time.Second):
+		t.Fatal("OnReachable's function did not run when Redis returned")
+	}
+	select {
+	case <-reachable:
+		t.Fatal("OnReachable's function ran twice for one return")
+	case <-time.After(300 * time.Millisecond):
 	}
 	if got, err := s.Load(ctx, "a"); err != nil || string(got) != "1" {
 		t.Fatalf("after recovery: %q %v", got, err)
