@@ -13,7 +13,7 @@ import (
 
 // costIters is the busy loop injected into every wait of loop 1: about
 // 20 µs on this kind of machine, measured below rather than assumed.
-const costIters = 15000
+const costIters = 60000
 
 // spinCost measures one injected busy loop, the median of many runs.
 func spinCost() time.Duration {
