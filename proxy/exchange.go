@@ -16,6 +16,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/field"
 	"github.com/pollproxy/pollproxy/proxy/h1"
 	"github.com/pollproxy/pollproxy/proxy/observe"
+	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -141,7 +142,15 @@ func (ex *exchange) attach(p *pool, bc *backendConn, reused bool) {
 		bc.parser.ExpectUpgrade()
 	}
 	ex.sentAt = ex.h.loop.Now()
-	bc.send(ex.head, 0)
+	if ex.h.upHead {
+		// header_up used {upstream_hostport} and the like: the marks in
+		// the head are filled for this upstream, straight into the
+		// connection's output, so a retry elsewhere gets its own.
+		bc.out = route.FillUpstream(bc.out, ex.head, p.up.dialAddress())
+		bc.send(nil, 0)
+	} else {
+		bc.send(ex.head, 0)
+	}
 	if len(ex.early) > 0 && (ex.tun == nil || ex.tun.open) {
 		bc.send(ex.early, ex.earlyBody)
 		ex.early, ex.earlyBody = nil, 0

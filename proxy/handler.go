@@ -118,6 +118,10 @@ type Handler struct {
 	lastIP     netip.Addr
 	lastIPText string
 
+	// upHead: header_up fills upstream placeholders, so request heads carry
+	// marks that attach fills for the upstream picked (translate.go).
+	upHead bool
+
 	tunnels tunnelSet // the loop's open tunnels, for the metrics
 	live    inflight  // exchanges in flight, closed by Retire when removed
 }
@@ -125,7 +129,7 @@ type Handler struct {
 // NewHandler returns the proxy for loop l. cfg should have its defaults
 // applied (WithDefaults).
 func NewHandler(l *netpoll.Loop, cfg Config) *Handler {
-	h := &Handler{loop: l, cfg: cfg, group: group{policy: cfg.Policy, rnd: uint64(l.ID())*0x9e3779b97f4a7c15 + 1, choose: 2}}
+	h := &Handler{loop: l, cfg: cfg, upHead: route.UsesUpstream(cfg.HeaderUp), group: group{policy: cfg.Policy, rnd: uint64(l.ID())*0x9e3779b97f4a7c15 + 1, choose: 2}}
 	if cfg.Policy == RandomChoose && cfg.PolicyArg != "" {
 		if n, err := strconv.Atoi(cfg.PolicyArg); err == nil && n > 0 {
 			h.group.choose = n
