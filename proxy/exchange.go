@@ -512,6 +512,19 @@ func (ex *exchange) bodyTimedOut() {
 	ex.fail(408, "request timeout: the request body did not arrive in time")
 }
 
+// writeTimedOut: writing the request to the origin stayed blocked for
+// transport http's write_timeout. As in Caddy, whose write deadline
+// surfaces as a timeout, the client gets a 504 (a reset if a response head
+// already went out); the connection was closed and the upstream counts a
+// failure.
+func (ex *exchange) writeTimedOut() {
+	if ex.finished {
+		return
+	}
+	ex.pool.up.failed(ex.h.cfg.Health, ex.h.loop.Now())
+	ex.fail(504, "gateway timeout: writing the request to upstream timed out")
+}
+
 func (ex *exchange) queueTimedOut() {
 	ex.fail(503, "service unavailable: no upstream connection became free in time")
 }

@@ -30,8 +30,9 @@ type Config struct {
 	ConnectTimeout        time.Duration
 	ResponseHeaderTimeout time.Duration
 	ReadTimeout           time.Duration
-	// WriteTimeout is transport http's write_timeout: how long a request
-	// body write to the origin may stay blocked. Carried, not yet enforced.
+	// WriteTimeout is transport http's write_timeout: how long a write of
+	// the request to the origin may stay blocked (no byte taken); then the
+	// connection is closed and the client gets a 504. Never a tunnel's.
 	WriteTimeout time.Duration
 	// HeaderUp and HeaderDown edit request and response fields (Caddy's
 	// header_up and header_down).
