@@ -1,16 +1,23 @@
 package app
 
 import (
+	"bytes"
+	stdtls "crypto/tls"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 )
 
 // stuckOrigin accepts connections and reads nothing until told to, so a
@@ -105,6 +112,80 @@ func TestTransportWriteTimeout(t *testing.T) {
 				}
 				if n >= 256<<20 {
 					t.Errorf("origin got the whole body (%d bytes)", n)
+				}
+			})
+		}
+	})
+}
+
+// bigOrigin answers every request with size bytes.
+func bigOrigin(t *testing.T, size int) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", fmt.Sprint(size))
+		io.Copy(w, &endless{n: size})
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
+
+// TestServersWriteTimeout: servers { timeouts { write } } closes a client
+// connection whose socket took no byte for that long: a client that asks
+// for a large response and stops reading finds the connection reset long
+// before the response could have been read whole.
+func TestServersWriteTimeout(t *testing.T) {
+	const size = 256 << 20
+	origin := bigOrigin(t, size)
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		dir := t.TempDir()
+		certFile, keyFile, roots := filePair(t, dir)
+		port := servertest.FreePort(t)
+		file := filepath.Join(dir, "Caddyfile")
+		os.WriteFile(file, []byte(fmt.Sprintf("{\n\tpoller %s\n\tloops 1\n\tadmin off\n\tstorage %s\n\tdefault_bind 127.0.0.1\n\tservers {\n\t\ttimeouts {\n\t\t\twrite 300ms\n\t\t}\n\t}\n}\n\nlocalhost:%d {\n\ttls %s %s\n\treverse_proxy %s\n}\n",
+			backend, filepath.Join(dir, "storage"), port, certFile, keyFile, origin)), 0o644)
+		start(t, file, Options{})
+		for _, proto := range []string{"http/1.1", "h2"} {
+			t.Run(proto, func(t *testing.T) {
+				raw, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+				if err != nil {
+					t.Fatal(err)
+				}
+				raw.(*net.TCPConn).SetReadBuffer(4 << 10)
+				c := stdtls.Client(raw, &stdtls.Config{RootCAs: roots, ServerName: "localhost", NextProtos: []string{proto}})
+				defer c.Close()
+				if err := c.Handshake(); err != nil {
+					t.Fatal(err)
+				}
+				if proto == "h2" {
+					// A preface, settings with a large window, and a GET.
+					fr := http2.NewFramer(c, c)
+					c.Write([]byte(http2.ClientPreface))
+					fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1<<31 - 1})
+					fr.WriteWindowUpdate(0, 1<<31-1-65535)
+					var hb bytes.Buffer
+					enc := hpack.NewEncoder(&hb)
+					for _, f := range [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "localhost"}, {":path", "/big"}} {
+						enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+					}
+					fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hb.Bytes(), EndStream: true, EndHeaders: true})
+				} else {
+					fmt.Fprintf(c, "GET /big HTTP/1.1\r\nHost: localhost\r\n\r\n")
+				}
+				// Not reading: the proxy's writes block, and after the write
+				// timeout it resets the connection.
+				time.Sleep(1500 * time.Millisecond)
+				c.SetReadDeadline(time.Now().Add(20 * time.Second))
+				n, err := io.Copy(io.Discard, c)
+				if ne, ok := err.(net.Error); ok && ne.Timeout() {
+					t.Fatalf("connection still open after %d bytes", n)
+				}
+				if n >= size {
+					t.Errorf("read the whole response (%d bytes): nothing timed out", n)
 				}
 			})
 		}
