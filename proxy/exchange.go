@@ -16,6 +16,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/field"
 	"github.com/pollproxy/pollproxy/proxy/h1"
 	"github.com/pollproxy/pollproxy/proxy/observe"
+	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -141,7 +142,15 @@ func (ex *exchange) attach(p *pool, bc *backendConn, reused bool) {
 		bc.parser.ExpectUpgrade()
 	}
 	ex.sentAt = ex.h.loop.Now()
-	bc.send(ex.head, 0)
+	if ex.h.upHead {
+		// header_up used {upstream_hostport} and the like: the marks in
+		// the head are filled for this upstream, straight into the
+		// connection's output, so a retry elsewhere gets its own.
+		bc.out = route.FillUpstream(bc.out, ex.head, p.up.dialAddress())
+		bc.send(nil, 0)
+	} else {
+		bc.send(ex.head, 0)
+	}
 	if len(ex.early) > 0 && (ex.tun == nil || ex.tun.open) {
 		bc.send(ex.early, ex.earlyBody)
 		ex.early, ex.earlyBody = nil, 0
@@ -501,6 +510,19 @@ func (ex *exchange) bodyTimedOut() {
 		bc.close()
 	}
 	ex.fail(408, "request timeout: the request body did not arrive in time")
+}
+
+// writeTimedOut: writing the request to the origin stayed blocked for
+// transport http's write_timeout. As in Caddy, whose write deadline
+// surfaces as a timeout, the client gets a 504 (a reset if a response head
+// already went out); the connection was closed and the upstream counts a
+// failure.
+func (ex *exchange) writeTimedOut() {
+	if ex.finished {
+		return
+	}
+	ex.pool.up.failed(ex.h.cfg.Health, ex.h.loop.Now())
+	ex.fail(504, "gateway timeout: writing the request to upstream timed out")
 }
 
 func (ex *exchange) queueTimedOut() {

@@ -145,15 +145,22 @@ func (bc *backendConn) send(p []byte, body int) {
 }
 
 func (bc *backendConn) flush() {
+	wrote := false
 	for bc.outOff < len(bc.out) {
 		n, err := netpoll.RawWrite(bc.desc.FD(), bc.out[bc.outOff:])
 		if n > 0 {
 			bc.outOff += n
+			wrote = true
 		}
 		if err == nil || err == unix.EINTR {
 			continue
 		}
 		if err == unix.EAGAIN {
+			// write_timeout: how long a write may stay blocked, counted
+			// from the last progress. A tunnel has its own idle timer.
+			if wt := bc.pool.h.cfg.WriteTimeout; wt > 0 && !bc.tunnel && (wrote || !bc.writeWait) {
+				bc.timer.Reset(wt)
+			}
 			bc.writeWait = true
 			bc.setInterest()
 			return
@@ -164,6 +171,9 @@ func (bc *backendConn) flush() {
 	bc.out, bc.outOff = bc.out[:0], 0
 	if bc.writeWait {
 		bc.writeWait = false
+		if bc.state == bcBusy {
+			bc.timer.Stop() // the write_timeout, if one was armed
+		}
 		bc.setInterest()
 	}
 	if bc.outBody > 0 && bc.ex != nil {
@@ -271,8 +281,9 @@ func (bc *backendConn) goIdle(timeout time.Duration) {
 	bc.timer.Reset(timeout)
 }
 
-// timedOut is the connection's one timer: the connect took too long, or
-// the connection stayed idle too long. The timer is stopped whenever the
+// timedOut is the connection's one timer: the connect took too long, a
+// request write stayed blocked too long (write_timeout), or the
+// connection stayed idle too long. The timer is stopped whenever the
 // connection turns busy.
 func (bc *backendConn) timedOut() {
 	switch bc.state {
@@ -284,7 +295,24 @@ func (bc *backendConn) timedOut() {
 		}
 	case bcIdle:
 		bc.close()
+	case bcBusy:
+		// A request write stayed blocked for write_timeout: the origin
+		// stopped reading. The timer is never armed for a tunnel.
+		if ex := bc.ex; ex != nil && !bc.tunnel {
+			bc.abort()
+			ex.writeTimedOut()
+		}
 	}
+}
+
+// abort closes the connection with a reset: the request bytes the origin
+// stopped taking are discarded, not left for the kernel to keep sending
+// after the close.
+func (bc *backendConn) abort() {
+	if bc.state != bcClosed {
+		unix.SetsockoptLinger(bc.desc.FD(), unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
+	}
+	bc.close()
 }
 
 // close closes the socket and leaves the pool's books right. The exchange,

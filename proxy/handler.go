@@ -30,8 +30,9 @@ type Config struct {
 	ConnectTimeout        time.Duration
 	ResponseHeaderTimeout time.Duration
 	ReadTimeout           time.Duration
-	// WriteTimeout is transport http's write_timeout: how long a request
-	// body write to the origin may stay blocked. Carried, not yet enforced.
+	// WriteTimeout is transport http's write_timeout: how long a write of
+	// the request to the origin may stay blocked (no byte taken); then the
+	// connection is closed and the client gets a 504. Never a tunnel's.
 	WriteTimeout time.Duration
 	// HeaderUp and HeaderDown edit request and response fields (Caddy's
 	// header_up and header_down).
@@ -118,6 +119,10 @@ type Handler struct {
 	lastIP     netip.Addr
 	lastIPText string
 
+	// upHead: header_up fills upstream placeholders, so request heads carry
+	// marks that attach fills for the upstream picked (translate.go).
+	upHead bool
+
 	tunnels tunnelSet // the loop's open tunnels, for the metrics
 	live    inflight  // exchanges in flight, closed by Retire when removed
 }
@@ -125,7 +130,7 @@ type Handler struct {
 // NewHandler returns the proxy for loop l. cfg should have its defaults
 // applied (WithDefaults).
 func NewHandler(l *netpoll.Loop, cfg Config) *Handler {
-	h := &Handler{loop: l, cfg: cfg, group: group{policy: cfg.Policy, rnd: uint64(l.ID())*0x9e3779b97f4a7c15 + 1, choose: 2}}
+	h := &Handler{loop: l, cfg: cfg, upHead: route.UsesUpstream(cfg.HeaderUp), group: group{policy: cfg.Policy, rnd: uint64(l.ID())*0x9e3779b97f4a7c15 + 1, choose: 2}}
 	if cfg.Policy == RandomChoose && cfg.PolicyArg != "" {
 		if n, err := strconv.Atoi(cfg.PolicyArg); err == nil && n > 0 {
 			h.group.choose = n

@@ -45,6 +45,15 @@ type Upstream struct {
 
 var _ observe.Upstream = (*Upstream)(nil)
 
+// dialAddress is what Caddy's {upstream_hostport} names: host:port as
+// configured, or a Unix socket's path.
+func (u *Upstream) dialAddress() string {
+	if u.Path != "" {
+		return u.Path
+	}
+	return u.Name
+}
+
 // Stats returns a snapshot of the counters, for metrics.
 func (u *Upstream) Stats() observe.UpstreamStats {
 	return observe.UpstreamStats{

@@ -117,6 +117,7 @@ func (in *Instance) newServer(cfg *config.Config, p *plan, l *config.Listener) (
 		TLS:              in.tlsCfg,
 		NewHandler:       in.newHandler(p, l),
 		HandshakeTimeout: cfg.Timeouts.Handshake,
+		WriteTimeout:     cfg.Timeouts.Write,
 	}
 	applyServers(&sc, cfg)
 	sc.H1.HeaderTimeout = cfg.Timeouts.ReadHeader

@@ -21,6 +21,7 @@ var proxyOptions = append([]string{"to", "lb_policy", "lb_retries", "lb_try_dura
 func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
 	rp := Proxy{Pos: dpos(d)}
 	errs := len(p.errs)
+	upConflict := false
 	p.upstreams(d, &rp)
 	for n := d.Nesting(); d.NextBlock(n); {
 		sub := d.Val()
@@ -61,13 +62,20 @@ func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
 			rp.Health.UnhealthyLatency = p.durationArg(d, label)
 		case "header_up", "header_down":
 			args := d.RemainingArgs()
-			op, err := route.ParseHeaderOp(args, sub == "header_down")
+			op, err := route.ParseHeaderOp(args, true)
+			if sub == "header_up" {
+				op, err = route.ParseUpstreamHeaderOp(args)
+			}
 			if err != nil {
 				p.errf(d, "%s: %v", label, err)
 				continue
 			}
 			if sub == "header_up" {
 				rp.HeaderUp = append(rp.HeaderUp, op)
+				if err := route.CheckUpstreamOps(rp.HeaderUp); err != nil && !upConflict {
+					upConflict = true // said once, not again for every later line
+					p.errf(d, "%s: %v", label, err)
+				}
 			} else {
 				rp.HeaderDown = append(rp.HeaderDown, op)
 			}

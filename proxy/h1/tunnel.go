@@ -100,3 +100,6 @@ func (c *ServerConn) tunnelMaybeDone() {
 		c.closeNow()
 	}
 }
+
+// CarriesTunnel implements stream.TunnelCarrier: a 101 went out.
+func (c *ServerConn) CarriesTunnel() bool { return c.tunnel }

@@ -381,3 +381,15 @@ func (c *ServerConn) putBuf(b []byte) {
 		c.bufFree = append(c.bufFree, b[:0])
 	}
 }
+
+// CarriesTunnel implements stream.TunnelCarrier: an extended CONNECT
+// stream is open. It walks the streams, which only a firing write timeout
+// asks.
+func (c *ServerConn) CarriesTunnel() bool {
+	for _, s := range c.streams {
+		if s.tunnel {
+			return true
+		}
+	}
+	return false
+}

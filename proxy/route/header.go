@@ -32,6 +32,44 @@ type HeaderOp struct {
 // response allows '?' and '>' and refuses placeholders that read request
 // fields.
 func ParseHeaderOp(args []string, response bool) (HeaderOp, error) {
+	return parseHeaderOp(args, response, false)
+}
+
+// ParseUpstreamHeaderOp compiles one header_up edit: a request edit that
+// runs once an upstream is picked, so its values may use the upstream
+// placeholders ({upstream_hostport} ...).
+func ParseUpstreamHeaderOp(args []string) (HeaderOp, error) {
+	return parseHeaderOp(args, false, true)
+}
+
+// UsesUpstream reports whether any of ops fills an upstream placeholder.
+func UsesUpstream(ops []HeaderOp) bool {
+	for i := range ops {
+		if ops[i].Tmpl.UsesUpstream() {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckUpstreamOps refuses a replacement in a field that another edit sets
+// from an upstream placeholder: the replacement would run before the
+// upstream is known, where Caddy runs it on the filled value.
+func CheckUpstreamOps(ops []HeaderOp) error {
+	for i := range ops {
+		if !ops[i].Tmpl.UsesUpstream() {
+			continue
+		}
+		for j := range ops {
+			if ops[j].Op == '~' && ops[j].Name == ops[i].Name {
+				return fmt.Errorf("replacing in %s, which is set from an upstream placeholder, is not supported by pollproxy", ops[i].Name)
+			}
+		}
+	}
+	return nil
+}
+
+func parseHeaderOp(args []string, response, upstream bool) (HeaderOp, error) {
 	if len(args) == 0 || len(args) > 3 {
 		return HeaderOp{}, fmt.Errorf("want Name value (set), +Name value (add), -Name (delete) or Name regexp replacement")
 	}
@@ -69,7 +107,7 @@ func ParseHeaderOp(args []string, response bool) (HeaderOp, error) {
 	case op.Op != '-' && len(args) == 1:
 		return op, fmt.Errorf("%s needs a value (or -%s to delete it)", args[0], name)
 	}
-	opt := TemplateOptions{NoRequestFields: response}
+	opt := TemplateOptions{NoRequestFields: response, Upstream: upstream}
 	switch op.Op {
 	case '~':
 		re, err := regexp.Compile(args[1])

@@ -1,7 +1,9 @@
 package route
 
 import (
+	"bytes"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 
@@ -26,7 +28,22 @@ const (
 	phRemote
 	phClientIP
 	phHeader // the request field named by part.text
+	// The upstream's address, known only once one is picked: Append
+	// writes a mark (UpstreamMark and a kind byte) that FillUpstream
+	// replaces for each upstream a request tries.
+	phUpstreamHostport
+	phUpstreamHost
+	phUpstreamPort
 )
+
+// UpstreamMark starts the mark Append writes for an upstream placeholder.
+// NUL can never be in a valid field value, so a mark cannot be confused
+// with bytes a client sent.
+const UpstreamMark = 0
+
+// upstreamMarks is the kind byte after UpstreamMark for each upstream
+// placeholder.
+var upstreamMarks = [...]byte{phUpstreamHostport: 'a', phUpstreamHost: 'h', phUpstreamPort: 'p'}
 
 // placeholders maps Caddy's names (short and long) to what they read.
 var placeholders = map[string]phKind{
@@ -42,6 +59,9 @@ var placeholders = map[string]phKind{
 	"remote_port": phRemotePort, "http.request.remote.port": phRemotePort,
 	"remote": phRemote, "http.request.remote": phRemote,
 	"client_ip": phClientIP, "http.vars.client_ip": phClientIP,
+	"upstream_hostport": phUpstreamHostport, "http.reverse_proxy.upstream.hostport": phUpstreamHostport,
+	"http.reverse_proxy.upstream.host": phUpstreamHost,
+	"http.reverse_proxy.upstream.port": phUpstreamPort,
 }
 
 type part struct {
@@ -61,6 +81,9 @@ type TemplateOptions struct {
 	// NoRequestFields refuses {header.*}: response edits run after the
 	// request's fields may be gone.
 	NoRequestFields bool
+	// Upstream allows the upstream placeholders ({upstream_hostport} ...):
+	// only header_up runs once an upstream is picked.
+	Upstream bool
 }
 
 // ParseTemplate compiles s. A placeholder pollproxy cannot fill is an
@@ -103,6 +126,9 @@ func ParseTemplate(s string, opt TemplateOptions) (Template, error) {
 			k, ok := placeholders[name]
 			if !ok {
 				return t, fmt.Errorf("placeholder {%s} is not supported by pollproxy", name)
+			}
+			if k >= phUpstreamHostport && !opt.Upstream {
+				return t, fmt.Errorf("placeholder {%s} outside header_up is not supported by pollproxy", name)
 			}
 			p = part{kind: k}
 		}
@@ -167,9 +193,47 @@ func (t Template) Append(dst []byte, r *stream.Request) []byte {
 			if v, ok := r.Get(p.text); ok {
 				dst = append(dst, v...)
 			}
+		case phUpstreamHostport, phUpstreamHost, phUpstreamPort:
+			dst = append(dst, UpstreamMark, upstreamMarks[p.kind])
 		}
 	}
 	return dst
+}
+
+// UsesUpstream reports whether the template has an upstream placeholder.
+func (t Template) UsesUpstream() bool {
+	for _, p := range t.parts {
+		if p.kind >= phUpstreamHostport {
+			return true
+		}
+	}
+	return false
+}
+
+// FillUpstream appends head to dst with every upstream mark replaced by
+// the upstream's address: hostport as Caddy's dial address ("host:port",
+// or a Unix socket's path), host and port its halves.
+func FillUpstream(dst, head []byte, hostport string) []byte {
+	host, port := hostport, ""
+	if h, p, err := net.SplitHostPort(hostport); err == nil {
+		host, port = h, p
+	}
+	for {
+		i := bytes.IndexByte(head, UpstreamMark)
+		if i < 0 || i+1 >= len(head) {
+			return append(dst, head...)
+		}
+		dst = append(dst, head[:i]...)
+		switch head[i+1] {
+		case upstreamMarks[phUpstreamHostport]:
+			dst = append(dst, hostport...)
+		case upstreamMarks[phUpstreamHost]:
+			dst = append(dst, host...)
+		case upstreamMarks[phUpstreamPort]:
+			dst = append(dst, port...)
+		}
+		head = head[i+2:]
+	}
 }
 
 // Expand returns the template filled from r: the literal itself, without

@@ -76,6 +76,7 @@ type conn struct {
 	hsFed    int
 	hsFull   bool
 	timer    *netpoll.Timer
+	wtArmed  bool // timer is the write timeout (WriteTimeout)
 	closeErr error
 	// A tunnel's half-close: readEOF when the client's stream ended and
 	// the front end kept the connection (stream.EOFReceiver); writeShut
@@ -485,6 +486,7 @@ func (c *conn) Flush() {
 var errClosing = errors.New("closing")
 
 func (c *conn) writeSocket() {
+	wrote := false
 	for {
 		out := c.sess.Output()
 		if len(out) == 0 {
@@ -493,11 +495,15 @@ func (c *conn) writeSocket() {
 		n, err := netpoll.RawWrite(c.desc.FD(), out)
 		if n > 0 {
 			c.sess.Consume(n)
+			wrote = true
 		}
 		if err == nil || err == unix.EINTR {
 			continue
 		}
 		if err == unix.EAGAIN {
+			if wrote || !c.writeBlock {
+				c.armWrite()
+			}
 			if !c.writeBlock {
 				c.writeBlock = true
 				c.desc.SetInterest(c.interest())
@@ -506,6 +512,10 @@ func (c *conn) writeSocket() {
 		}
 		c.destroy(err)
 		return
+	}
+	if c.wtArmed {
+		c.wtArmed = false
+		c.timer.Stop()
 	}
 	if c.writeBlock {
 		c.writeBlock = false
@@ -530,12 +540,48 @@ func (c *conn) writeSocket() {
 	}
 }
 
+// armWrite (re)starts the write timeout when a socket write blocks, from
+// the last byte taken. Only an open or closing connection has one: the
+// timer is otherwise the hello or linger timer.
+func (c *conn) armWrite() {
+	d := c.ls.srv.cfg.WriteTimeout
+	if d <= 0 || c.state != stateOpen && c.state != stateClosing {
+		return
+	}
+	if !c.wtArmed {
+		c.timer.Stop()
+		c.timer = c.ls.loop.AfterFunc(d, c.writeTimedOut)
+		c.wtArmed = true
+		return
+	}
+	c.timer.Reset(d)
+}
+
+// writeTimedOut: the client took no byte for WriteTimeout. The
+// connection is closed, unless it carries a tunnel, which only its own
+// idle timer may end.
+func (c *conn) writeTimedOut() {
+	c.wtArmed = false
+	if tc, ok := c.proto.(stream.TunnelCarrier); ok && c.state == stateOpen && tc.CarriesTunnel() {
+		return
+	}
+	// A reset: the bytes the client stopped taking are dropped, not left
+	// for the kernel to keep sending after the close.
+	unix.SetsockoptLinger(c.desc.FD(), unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
+	c.destroy(errWriteTimeout)
+}
+
+// errWriteTimeout is why a connection closed by the write timeout went.
+var errWriteTimeout = errors.New("write to client timed out")
+
 // linger shuts the write side and discards input for a while, so the
 // client reads our last response before the socket is closed.
 func (c *conn) linger() {
 	c.state = stateLinger
 	unix.Shutdown(c.desc.FD(), unix.SHUT_WR)
 	c.desc.SetInterest(netpoll.Read)
+	c.timer.Stop() // a write timeout: everything was written
+	c.wtArmed = false
 	c.timer = c.ls.loop.AfterFunc(lingerTimeout, func() { c.destroy(nil) })
 	c.desc.Kick(netpoll.EventRead)
 }

@@ -45,6 +45,10 @@ type Config struct {
 	HandshakeWorkers int
 	HandshakeQueue   int
 	HandshakeTimeout time.Duration
+	// WriteTimeout, when set, closes a connection whose socket write stays
+	// blocked that long with no byte taken (Caddy's servers { timeouts {
+	// write } }), unless it carries a tunnel.
+	WriteTimeout time.Duration
 }
 
 // Server serves one address on every loop of a group.

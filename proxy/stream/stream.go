@@ -233,6 +233,13 @@ type EOFReceiver interface {
 	PeerEOF() bool
 }
 
+// TunnelCarrier is implemented by a front end that can say whether it
+// carries a tunnel now, so the connection's own write timeout leaves it
+// alone: a tunnel has its own idle timer (stream_timeout).
+type TunnelCarrier interface {
+	CarriesTunnel() bool
+}
+
 // ServerConn is a front end protocol (HTTP/2 or HTTP/1.1) on one client
 // connection, driven by the connection beneath it.
 type ServerConn interface {
