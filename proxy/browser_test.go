@@ -1,14 +1,14 @@
 package proxy_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"regexp"
 	"strings"
-	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,21 +20,19 @@ import (
 )
 
 // browserPage opens a WebSocket and an EventSource to its own origin,
-// echoes 20 messages and takes 3 events, then writes what it saw into
-// the DOM for --dump-dom.
+// echoes 20 messages and takes 3 events, then reports what it saw to
+// /result.
 const browserPage = `<!doctype html><html><body><p id="result">pending</p><script>
 const out = {ws: 0, sse: 0, via: "", errors: []};
-let wsDone = false, sseDone = false;
+let wsDone = false, sseDone = false, reported = false;
 function report() {
-  if (wsDone && sseDone || out.errors.length) {
-    document.getElementById("result").textContent =
-      "RESULT ws=" + out.ws + " sse=" + out.sse + " via=" + out.via + " errors=" + out.errors.join(",") + " END";
-    fetch("/done");
+  if (!reported && (wsDone && sseDone || out.errors.length)) {
+    reported = true;
+    const r = "RESULT ws=" + out.ws + " sse=" + out.sse + " via=" + out.via + " errors=" + out.errors.join(",") + " END";
+    document.getElementById("result").textContent = r;
+    fetch("/result?" + encodeURIComponent(r));
   }
 }
-// Virtual time stands still while a fetch is pending: /hold keeps the
-// page's --dump-dom from running before the page has its result.
-fetch("/hold");
 const ws = new WebSocket("wss://" + location.host + "/ws");
 ws.onmessage = (m) => {
   if (m.data.startsWith("via:")) { out.via = m.data.slice(4).replace(/ /g, "_"); ws.send("echo 0"); return; }
@@ -51,30 +49,16 @@ es.onerror = () => { if (!sseDone) { out.errors.push("sse-error"); report(); } }
 
 // browserOrigin serves the page, a WebSocket that first says which Via
 // it arrived with and then echoes, an SSE stream of three events, and
-// /hold, answered once the page asked for /done (or after 20 s).
-func browserOrigin(t *testing.T) (*origin, func()) {
-	var mu sync.Mutex
-	done := make(chan struct{})
-	reset := func() {
-		mu.Lock()
-		done = make(chan struct{})
-		mu.Unlock()
-	}
+// /result, whose query (the page's outcome) it sends on the channel.
+func browserOrigin(t *testing.T) (*origin, <-chan string) {
+	results := make(chan string, 4)
 	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		d := done
-		mu.Unlock()
 		switch r.URL.Path {
-		case "/hold":
+		case "/result":
+			q, _ := url.QueryUnescape(r.URL.RawQuery)
 			select {
-			case <-d:
-			case <-time.After(20 * time.Second):
-			}
-		case "/done":
-			select {
-			case <-d:
+			case results <- q:
 			default:
-				close(d)
 			}
 		case "/":
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -108,7 +92,7 @@ func browserOrigin(t *testing.T) (*origin, func()) {
 			http.NotFound(w, r)
 		}
 	})
-	return o, reset
+	return o, results
 }
 
 var browserResult = regexp.MustCompile(`RESULT ws=(\d+) sse=(\d+) via=(\S*) errors=(\S*) END`)
@@ -116,20 +100,21 @@ var browserResult = regexp.MustCompile(`RESULT ws=(\d+) sse=(\d+) via=(\S*) erro
 // TestBrowserWebSocketAndSSE: headless Chromium loads a page through
 // pollproxy that opens a WebSocket and an EventSource, once over h2 (the
 // WebSocket as an RFC 8441 extended CONNECT) and once with HTTP/2 off
-// (an HTTP/1.1 Upgrade). The page writes its outcome into the DOM.
+// (an HTTP/1.1 Upgrade). The page reports its outcome to the origin.
+//
+// The browser runs in real time. An earlier version ran it under
+// --virtual-time-budget and read the result with --dump-dom: over
+// HTTP/1.1 about half of those runs stalled, the WebSocket's first
+// message on Chromium's socket but not handed to the page until the
+// fetch that held virtual time still had ended — the same with Go's
+// httputil.ReverseProxy in pollproxy's place, so Chromium's, not ours.
 func TestBrowserWebSocketAndSSE(t *testing.T) {
-	if os.Getenv("POLLPROXY_BROWSER") == "" {
-		// Known open problem: the HTTP/1.1 run sometimes hangs with the
-		// WebSocket open at the origin and the page still pending (the
-		// h2 run passes); until it is understood the test is opt-in.
-		t.Skip("set POLLPROXY_BROWSER=1 to run the headless Chromium test (its HTTP/1.1 run is flaky, under investigation)")
-	}
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Skip("chromium is not installed (Debian package chromium): the real-browser test needs it")
 	}
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
-		o, reset := browserOrigin(t)
+		o, results := browserOrigin(t)
 		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}})
 		port := e.addr[strings.LastIndexByte(e.addr, ':')+1:]
 		for _, mode := range []struct {
@@ -140,26 +125,43 @@ func TestBrowserWebSocketAndSSE(t *testing.T) {
 			{"h1", "1.1_pollproxy", []string{"--disable-http2"}},
 		} {
 			t.Run(mode.name, func(t *testing.T) {
-				reset()
 				args := []string{"--headless=new", "--no-sandbox", "--disable-gpu",
 					"--disable-background-networking", "--disable-component-update", "--disable-sync",
 					"--no-first-run", "--disable-dev-shm-usage", "--user-data-dir=" + t.TempDir(),
-					"--ignore-certificate-errors", "--virtual-time-budget=30000"}
+					"--ignore-certificate-errors"}
 				args = append(args, mode.flags...)
-				args = append(args, "--dump-dom", "https://127.0.0.1:"+port+"/")
-				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-				defer cancel()
-				cmd := exec.CommandContext(ctx, chromium, args...)
+				args = append(args, "https://127.0.0.1:"+port+"/")
+				cmd := exec.Command(chromium, args...)
 				cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
 				var stderr strings.Builder
 				cmd.Stderr = &stderr
-				dom, err := cmd.Output()
-				if err != nil {
-					t.Fatalf("chromium: %v\n%s", err, stderr.String())
+				if err := cmd.Start(); err != nil {
+					t.Fatalf("chromium: %v", err)
 				}
-				m := browserResult.FindStringSubmatch(string(dom))
+				exited := make(chan struct{})
+				go func() { cmd.Wait(); close(exited) }()
+				defer func() {
+					// SIGTERM lets the browser take its helper processes
+					// down with it; SIGKILL if it does not go.
+					cmd.Process.Signal(syscall.SIGTERM)
+					select {
+					case <-exited:
+					case <-time.After(10 * time.Second):
+						cmd.Process.Kill()
+						<-exited
+					}
+				}()
+				var got string
+				select {
+				case got = <-results:
+				case <-exited:
+					t.Fatalf("chromium exited before the page reported:\n%s", stderr.String())
+				case <-time.After(60 * time.Second):
+					t.Fatalf("the page reported nothing in 60 s; chromium's log:\n%s", stderr.String())
+				}
+				m := browserResult.FindStringSubmatch(got)
 				if m == nil {
-					t.Fatalf("the page wrote no result:\n%s\nchromium's log:\n%s", dom, stderr.String())
+					t.Fatalf("the page reported %q", got)
 				}
 				if m[1] != "20" || m[2] != "3" || m[4] != "" {
 					t.Errorf("page: %s", m[0])

@@ -219,7 +219,7 @@ func (ex *exchange) bodyWritten(n int) {
 func (ex *exchange) OnWritable() {
 	if ex.tun != nil && ex.tun.open {
 		if !ex.finished && ex.stalled() {
-			ex.bc.resume()
+			ex.bc.tunnelWritable()
 		}
 		return
 	}

@@ -312,6 +312,19 @@ func (bc *backendConn) readTunnel() {
 	}
 }
 
+// tunnelWritable: the client takes bytes again. The bytes that wait go
+// first, from here: while they wait the descriptor has no read interest
+// (setInterest), so a kicked read event would be filtered out by the
+// loop and the tunnel would stall for good. Reading then goes on until
+// the socket is drained or the client stalls again, and the interest is
+// brought up to date either way.
+func (bc *backendConn) tunnelWritable() {
+	bc.readTunnel()
+	if bc.state == bcBusy && bc.ex != nil {
+		bc.setInterest()
+	}
+}
+
 // release gives an empty read buffer back to the loop's free list.
 func (bc *backendConn) release() {
 	if bc.in != nil && bc.inStart == bc.inEnd {

@@ -17,7 +17,10 @@
 //     handlers (new requests, also on open connections, use them; requests
 //     in flight finish on the handler they started with), new listen
 //     addresses get listeners, removed ones stop accepting and drain within
-//     grace_period, and the access log is reopened. A changed poller line
+//     grace_period, and the access log is reopened. Long streams
+//     (tunnels, SSE, downloads) keep running when their site and upstream
+//     survive, and close after stream_close_delay otherwise (proxy's
+//     retire.go). A changed poller line
 //     moves the loops to their new backends live (poller.go), as POST
 //     /poller on the admin listener does.
 //   - Shutdown sends GOAWAY, drains every listener within grace_period,
