@@ -98,6 +98,12 @@ func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
 			p.errf(d, "%s: as in Caddy, this belongs in transport http { ... }", label)
 			d.RemainingArgs()
 		default:
+			if strings.HasPrefix(sub, "@") { // Caddy's response matchers, for handle_response
+				p.errf(d, "reverse_proxy: response matcher %s is not supported by pollproxy", sub)
+				d.RemainingArgs()
+				skipBlock(d)
+				continue
+			}
 			p.notOurs(d, "reverse_proxy: ", sub, unsupportedProxy, "one of "+strings.Join(proxyOptions, ", "))
 		}
 	}
