@@ -65,6 +65,8 @@ type Resolver struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
+	changed chan struct{} // Update wakes run to schedule a new set
+
 	mu  sync.Mutex
 	ups []*Upstream
 }
@@ -79,7 +81,7 @@ func NewResolver(interval time.Duration, lookup LookupFunc) *Resolver {
 	if lookup == nil {
 		lookup = netpoll.ResolveTCP
 	}
-	r := &Resolver{interval: interval, lookup: lookup, done: make(chan struct{})}
+	r := &Resolver{interval: interval, lookup: lookup, done: make(chan struct{}), changed: make(chan struct{}, 1)}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	go r.run()
 	return r
@@ -103,6 +105,10 @@ func (r *Resolver) Update(ups []*Upstream) {
 	r.mu.Lock()
 	r.ups = named
 	r.mu.Unlock()
+	select {
+	case r.changed <- struct{}{}:
+	default: // a wake-up is already pending
+	}
 }
 
 // Close stops the refreshing and waits for a lookup in progress.
@@ -111,31 +117,73 @@ func (r *Resolver) Close() {
 	<-r.done
 }
 
+// every is how often u is looked up.
+func (r *Resolver) every(u *Upstream) time.Duration {
+	if d := u.dynamic(); d != nil && d.Refresh > 0 {
+		return d.Refresh
+	}
+	return r.interval
+}
+
+// run looks each upstream up when it is due: every interval, or its own
+// refresh for a dynamic upstream. An upstream is first due one period
+// after it is first seen (the load just resolved it).
 func (r *Resolver) run() {
 	defer close(r.done)
-	t := time.NewTicker(r.interval)
+	next := map[*Upstream]time.Time{}
+	t := time.NewTimer(r.interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-r.ctx.Done():
 			return
 		case <-t.C:
+		case <-r.changed:
+			if !t.Stop() {
+				select {
+				case <-t.C:
+				default:
+				}
+			}
 		}
 		r.mu.Lock()
 		ups := r.ups
 		r.mu.Unlock()
+		wait := r.interval
+		seen := make(map[*Upstream]bool, len(ups))
 		for _, u := range ups {
-			r.refresh(u)
+			seen[u] = true
+			every := r.every(u)
+			due, known := next[u]
+			if !known || due.Sub(time.Now()) > every { // new, or its refresh was shortened
+				due = time.Now().Add(every)
+			}
+			if !time.Now().Before(due) {
+				r.refresh(u, every)
+				due = time.Now().Add(every)
+			}
+			next[u] = due
+			wait = min(wait, time.Until(due))
 		}
+		for u := range next {
+			if !seen[u] {
+				delete(next, u)
+			}
+		}
+		t.Reset(max(wait, time.Millisecond))
 	}
 }
 
-// refresh looks u up once, bounded by the interval so a hung lookup
-// cannot stack up behind itself.
-func (r *Resolver) refresh(u *Upstream) {
-	ctx, cancel := context.WithTimeout(r.ctx, min(r.interval, 10*time.Second))
+// refresh looks u up once, bounded by its period so a hung lookup cannot
+// stack up behind itself.
+func (r *Resolver) refresh(u *Upstream, every time.Duration) {
+	ctx, cancel := context.WithTimeout(r.ctx, min(every, 10*time.Second))
 	defer cancel()
-	if addrs, err := r.lookup(ctx, u.Name); err == nil {
+	lookup := r.lookup
+	if d := u.dynamic(); d != nil && d.Lookup != nil {
+		lookup = d.Lookup
+	}
+	if addrs, err := lookup(ctx, u.Name); err == nil {
 		u.SetAddrs(addrs)
 	}
 }

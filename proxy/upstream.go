@@ -32,6 +32,8 @@ type Upstream struct {
 	addrs atomic.Pointer[[]netip.AddrPort]
 	// activeDown: the active health checks (health.go) failed.
 	activeDown atomic.Bool
+	// dyn: a dynamic upstream's own lookup settings (dynamic.go).
+	dyn atomic.Pointer[Dynamic]
 
 	// Counters for metrics and pool statistics.
 	Requests  atomic.Uint64 // requests sent to this upstream

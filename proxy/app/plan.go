@@ -42,7 +42,7 @@ func (in *Instance) prepare(cfg *config.Config) (*plan, error) {
 		for _, rp := range s.AllProxies() {
 			var ups []*proxy.Upstream
 			for _, name := range rp.Upstreams {
-				up, err := in.upstream(p, name)
+				up, err := in.upstreamFor(p, rp, name)
 				if err != nil {
 					errs = append(errs, &config.Error{Pos: rp.Pos, Msg: fmt.Sprintf("reverse_proxy: upstream %q: %v", name, err)})
 					continue

@@ -180,6 +180,7 @@ type Proxy struct {
 	Stream                StreamOptions      // stream_timeout, stream_close_delay
 	ActiveHealth          proxy.ActiveHealth // health_uri, health_interval, … (health.go)
 	WriteTimeout          time.Duration
+	Dynamic               *DynamicA // dynamic a (dynamic.go); its upstream is in Upstreams
 }
 
 // ProxyConfig returns the reverse proxy's configuration for these

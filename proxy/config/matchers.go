@@ -121,6 +121,11 @@ func (p *parser) matcherSet(lines []line) (route.All, bool) {
 	var remote, client []string
 	var pathLine, remoteLine, clientLine line
 	for _, l := range lines {
+		if unsupportedMatchers[l.typ] { // before its arguments: "@file file" takes none
+			p.errAt(l.pos, "matcher %s is not supported by pollproxy", l.typ)
+			ok = false
+			continue
+		}
 		if len(l.args) == 0 && l.typ != "not" {
 			bad(l, "want arguments")
 			continue
@@ -231,11 +236,7 @@ func (p *parser) matcherSet(lines []line) (route.All, bool) {
 			}
 			set = append(set, m)
 		default:
-			if unsupportedMatchers[l.typ] {
-				p.errAt(l.pos, "matcher %s is not supported by pollproxy", l.typ)
-			} else {
-				p.errAt(l.pos, "unknown matcher %q (want %s)", l.typ, matcherNames)
-			}
+			p.errAt(l.pos, "unknown matcher %q (want %s)", l.typ, matcherNames)
 			ok = false
 		}
 	}

@@ -14,7 +14,7 @@ import (
 
 var proxyOptions = append([]string{"to", "lb_policy", "lb_retries", "lb_try_duration", "lb_try_interval",
 	"max_fails", "fail_duration", "unhealthy_status", "unhealthy_latency", "header_up", "header_down",
-	"flush_interval", "transport", "stream_timeout", "stream_close_delay"}, activeHealthOptions...)
+	"flush_interval", "transport", "stream_timeout", "stream_close_delay", "dynamic"}, activeHealthOptions...)
 
 // reverseProxy reads one reverse_proxy directive (its matcher already
 // taken off the line).
@@ -87,6 +87,8 @@ func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
 					rp.FlushInterval = dur
 				}
 			}
+		case "dynamic":
+			p.dynamic(d, &rp)
 		case "transport":
 			p.transport(d, &rp)
 		case "health_uri", "health_port", "health_interval", "health_timeout", "health_status",
@@ -98,8 +100,17 @@ func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
 			p.errf(d, "%s: as in Caddy, this belongs in transport http { ... }", label)
 			d.RemainingArgs()
 		default:
+			if strings.HasPrefix(sub, "@") { // Caddy's response matchers, for handle_response
+				p.errf(d, "reverse_proxy: response matcher %s is not supported by pollproxy", sub)
+				d.RemainingArgs()
+				skipBlock(d)
+				continue
+			}
 			p.notOurs(d, "reverse_proxy: ", sub, unsupportedProxy, "one of "+strings.Join(proxyOptions, ", "))
 		}
+	}
+	if rp.Dynamic != nil && len(rp.Upstreams) > 1 {
+		p.errAt(rp.Pos, "reverse_proxy: static upstreams beside dynamic (Caddy's fallback) are not supported by pollproxy")
 	}
 	if len(rp.Upstreams) == 0 && len(p.errs) == errs {
 		p.errAt(rp.Pos, "reverse_proxy: no upstream (want: reverse_proxy host:port [host:port...])")

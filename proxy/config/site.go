@@ -62,7 +62,10 @@ func (p *parser) site(b caddyfile.ServerBlock) {
 	errs := len(p.errs)
 	nodes := p.routeList(s, ds, true)
 	s.Routes = &route.Table{Nodes: nodes, Proxies: len(s.Proxies)}
-	if len(s.Proxies) == 0 && !answers(nodes) && len(p.errs) == errs {
+	// A site of directives that answer nothing (only header, rewrite
+	// ...) gets Caddy's empty 200, as Caddy's own examples expect; a
+	// site with no directive at all is surely a mistake.
+	if len(ds) == 0 && len(s.Proxies) == 0 && !answers(nodes) && len(p.errs) == errs {
 		p.errAt(s.Pos, "site %s: no reverse_proxy, respond or redir (want e.g. reverse_proxy :8080)", strings.Join(b.GetKeysText(), ", "))
 	}
 	p.cfg.Sites = append(p.cfg.Sites, s)
@@ -166,7 +169,14 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 		skipBlock(d)
 		return v, false
 	}
-	m, paths, matched, ok := p.matcherToken(d)
+	var m route.Matcher
+	var paths []string
+	matched, ok := false, true
+	// Caddy reads a rewrite with one argument as its target, never as a
+	// matcher: "rewrite /index.html".
+	if name != "rewrite" || d.CountRemainingArgs() != 1 {
+		m, paths, matched, ok = p.matcherToken(d)
+	}
 	if !ok {
 		d.RemainingArgs()
 		skipBlock(d)
@@ -392,6 +402,7 @@ func (p *parser) uri(d *caddyfile.Dispenser, n *route.Node) {
 		}
 	case "path_regexp", "query":
 		p.errf(d, "uri: %s is not supported by pollproxy", args[0])
+		skipBlock(d) // uri query { ... }: said once for the whole block
 	default:
 		p.errf(d, "uri: unknown operation %q (want strip_prefix, strip_suffix, replace)", args[0])
 	}

@@ -46,7 +46,7 @@ var unsupportedDirectives = set("abort_with", "acme_server", "basic_auth", "basi
 
 var unsupportedMatchers = set("file", "vars", "vars_regexp", "tls", "path_regexp_all")
 
-var unsupportedProxy = set("dynamic", "trusted_proxies", "buffer_requests", "buffer_responses",
+var unsupportedProxy = set("trusted_proxies", "buffer_requests", "buffer_responses",
 	"request_buffers", "response_buffers", "max_buffer_size", "handle_response", "replace_status",
 	"method", "rewrite", "unhealthy_request_count", "verbose_logs", "stream_buffer_size",
 	"weighted_round_robin", "health_path", "health_follow_redirects", "health_method",

@@ -57,7 +57,19 @@ var stringMatchers = map[string]func(args []string) (Matcher, error){
 		re, err := regexp.Compile(a[len(a)-1])
 		return PathRegexp{Re: re}, err
 	},
+	// header_regexp([name,] field, regexp): the name only labels captures.
+	"header_regexp": func(a []string) (Matcher, error) {
+		if len(a) < 2 || len(a) > 3 {
+			return nil, fmt.Errorf("header_regexp wants [name,] field, regexp")
+		}
+		re, err := regexp.Compile(a[len(a)-1])
+		return HeaderRegexp{Name: strings.ToLower(a[len(a)-2]), Re: re}, err
+	},
 }
+
+// unsupportedCEL are Caddy's expression functions pollproxy lacks: a
+// call to one is "not supported", not CEL's "undeclared reference".
+var unsupportedCEL = regexp.MustCompile(`(?:^|[^A-Za-z0-9_.])(file|vars|vars_regexp)\s*\(`)
 
 var celEnv = func() *cel.Env {
 	opts := []cel.EnvOption{cel.Variable("req", reqType),
@@ -137,7 +149,7 @@ var celEnv = func() *cel.Env {
 }()
 
 // matcherCall finds a matcher function called at i in src.
-var matcherCall = regexp.MustCompile(`^(path|host|method|protocol|remote_ip|client_ip|path_regexp|header|query)\s*\(`)
+var matcherCall = regexp.MustCompile(`^(path|host|method|protocol|remote_ip|client_ip|path_regexp|header_regexp|header|query)\s*\(`)
 
 // rewriteCEL turns Caddy's expression syntax into plain CEL: {name} into
 // ph(req, "name"), f(args) into f(req, args), outside string literals.
@@ -182,6 +194,9 @@ func isIdent(c byte) bool {
 	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
+// placeholderRef finds the placeholders of an expression.
+var placeholderRef = regexp.MustCompile(`\{[a-z_.]+[A-Za-z0-9_.-]*\}`)
+
 // Expression is a compiled CEL matcher.
 type Expression struct {
 	Source string
@@ -191,6 +206,16 @@ type Expression struct {
 // CompileExpression compiles a Caddy expression matcher; the error names
 // what CEL refused.
 func CompileExpression(src string) (Matcher, error) {
+	if m := unsupportedCEL.FindStringSubmatch(src); m != nil {
+		return nil, fmt.Errorf("expression %s: %s() is not supported by pollproxy", src, m[1])
+	}
+	// Placeholders first: one pollproxy lacks ({err.status_code}) is
+	// "not supported", not a CEL type error about what it would return.
+	for _, p := range placeholderRef.FindAllString(src, -1) {
+		if _, err := ParseTemplate(p, TemplateOptions{}); err != nil {
+			return nil, fmt.Errorf("expression %s: %v", src, err)
+		}
+	}
 	ast, iss := celEnv.Compile(rewriteCEL(src))
 	if iss.Err() != nil {
 		return nil, fmt.Errorf("expression %s: %v", src, iss.Err())
@@ -201,11 +226,6 @@ func CompileExpression(src string) (Matcher, error) {
 	prg, err := celEnv.Program(ast)
 	if err != nil {
 		return nil, fmt.Errorf("expression %s: %v", src, err)
-	}
-	for _, p := range regexp.MustCompile(`\{[a-z_.]+[A-Za-z0-9_.-]*\}`).FindAllString(src, -1) {
-		if _, err := ParseTemplate(p, TemplateOptions{}); err != nil {
-			return nil, fmt.Errorf("expression %s: %v", src, err)
-		}
 	}
 	return &Expression{Source: src, prg: prg}, nil
 }

@@ -211,7 +211,9 @@ func (h *Handler) rewrite(n *Node) {
 	if to == "" {
 		return
 	}
-	if !strings.Contains(n.To.raw, "?") {
+	// A query a placeholder brought into the path ("rewrite /api{uri}")
+	// is the query, as in Caddy; it is not added a second time.
+	if !strings.Contains(n.To.raw, "?") && !strings.Contains(to, "?") {
 		if q := QueryOnly(r.Path); q != "" {
 			to += "?" + q
 		}

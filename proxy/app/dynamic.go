@@ -1,0 +1,44 @@
+package app
+
+import (
+	"context"
+
+	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/config"
+)
+
+// upstreamFor resolves one upstream of rp: a dynamic a upstream with its
+// own lookup (its resolvers, its address family), which the instance's
+// Resolver then repeats every refresh; any other as upstream does.
+func (in *Instance) upstreamFor(p *plan, rp *config.Proxy, name string) (*proxy.Upstream, error) {
+	if rp.Dynamic == nil || name != rp.Dynamic.Upstream() {
+		fresh := p.upstreams[name] == nil
+		up, err := in.upstream(p, name)
+		if err == nil && fresh {
+			up.SetDynamic(nil) // a reload that made it static again
+		}
+		return up, err
+	}
+	da := rp.Dynamic
+	lookup, err := proxy.DNSLookup(da.Resolvers, da.Network, da.DialTimeout)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
+	addrs, err := lookup(ctx, name)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	up := p.upstreams[name]
+	if up == nil {
+		up = in.upstreams[name]
+	}
+	if up == nil {
+		up = &proxy.Upstream{Name: name, Addr: addrs[0]}
+	}
+	up.SetAddrs(addrs)
+	up.SetDynamic(&proxy.Dynamic{Refresh: da.Refresh, Lookup: lookup})
+	p.upstreams[name] = up
+	return up, nil
+}

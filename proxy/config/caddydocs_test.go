@@ -1,0 +1,193 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+// The configuration examples of Caddy's documentation (caddyserver.com/docs:
+// the reverse_proxy, handle, handle_path, route, redir, respond, header,
+// uri and rewrite directive pages and the request matchers page), each as
+// the Caddyfile a Caddy user would write. Every one validates, or fails
+// with "NAME is not supported by pollproxy" on the line that uses NAME.
+
+// docSite is an example given as directives (Caddy's "caddy-d" blocks),
+// in the site block they go in; the example starts on line 2.
+func docSite(directives string) string { return "example.com {\n" + directives + "\n}\n" }
+
+// docMatcher is an example that defines a named matcher: a site that
+// defines it and responds through it, so it is used as Caddy would use it.
+func docMatcher(def string) string {
+	name := strings.Fields(def)[0]
+	return docSite(def + "\nrespond " + name + " \"matched\"")
+}
+
+// docExample is one example: its page, the Caddyfile and "" (it
+// validates) or the error it gives, with its line (a prefix when it ends
+// in "*").
+type docExample struct {
+	page, caddyfile, want string
+}
+
+var caddyDocExamples = []docExample{
+	// reverse_proxy
+	{"reverse_proxy", "example.com {\n\treverse_proxy localhost:9005\n}\n", ""},
+	{"reverse_proxy", "example.com {\n\treverse_proxy node1:80 node2:80 node3:80\n}\n", ""},
+	{"reverse_proxy", "example.com {\n\treverse_proxy /api/* node1:80 node2:80 node3:80 {\n\t\tlb_policy cookie api_sticky\n\t}\n}\n", ""},
+	{"reverse_proxy", "example.com {\n\treverse_proxy node1:80 node2:80 node3:80 {\n\t\thealth_uri /healthz\n\t\tlb_try_duration 5s\n\t}\n}\n", ""},
+	{"reverse_proxy", "example.com {\n\treverse_proxy localhost:8080 {\n\t\ttransport http {\n\t\t\tdial_timeout 2s\n\t\t\tresponse_header_timeout 30s\n\t\t}\n\t}\n}\n", ""},
+	{"reverse_proxy", "example.com {\n\treverse_proxy https://example.com\n}\n", "Caddyfile:2: reverse_proxy: upstream \"https://example.com\": https:// upstreams are not supported by pollproxy (it speaks plain HTTP/1.1 to origins)"},
+	{"reverse_proxy", "example.com {\n\treverse_proxy 10.0.0.1:443 {\n\t\ttransport http {\n\t\t\ttls_insecure_skip_verify\n\t\t}\n\t}\n}\n", "Caddyfile:4: transport http: tls_insecure_skip_verify is not supported by pollproxy"},
+	{"reverse_proxy", "example.com {\n\treverse_proxy 10.0.0.1:443 {\n\t\ttransport http {\n\t\t\ttls_trust_pool file /path/to/cert.pem\n\t\t\ttls_server_name app.example.com\n\t\t}\n\t}\n}\n", "Caddyfile:4: transport http: tls_trust_pool is not supported by pollproxy\nCaddyfile:5: transport http: tls_server_name is not supported by pollproxy"},
+	{"reverse_proxy", "example.com {\n\thandle_path /prefix/* {\n\t\treverse_proxy localhost:9000\n\t}\n}\n", ""},
+	{"reverse_proxy", "example.com {\n\thandle_path /old-prefix/* {\n\t\trewrite /new-prefix{path}\n\t\treverse_proxy localhost:9000\n\t}\n}\n", ""},
+	{"reverse_proxy", "example.com {\n\treverse_proxy localhost:8080 {\n\t\t@accel header X-Accel-Redirect *\n\t\thandle_response @accel {\n\t\t\troot /path/to/private/files\n\t\t\trewrite {rp.header.X-Accel-Redirect}\n\t\t\tmethod GET\n\t\t\tfile_server\n\t\t}\n\t}\n}\n", "Caddyfile:3: reverse_proxy: response matcher @accel is not supported by pollproxy\nCaddyfile:4: reverse_proxy: handle_response is not supported by pollproxy"},
+	{"reverse_proxy", "example.com {\n\treverse_proxy localhost:8080 {\n\t\t@error status 500 503\n\t\thandle_response @error {\n\t\t\troot /path/to/error/pages\n\t\t\trewrite /{rp.status_code}.html\n\t\t\tfile_server\n\t\t}\n\t}\n}\n", "Caddyfile:3: reverse_proxy: response matcher @error is not supported by pollproxy\nCaddyfile:4: reverse_proxy: handle_response is not supported by pollproxy"},
+	{"reverse_proxy", "example.com {\n\treverse_proxy {\n\t\tdynamic a example.com 9000\n\t}\n}\n", ""},
+	{"reverse_proxy", "example.com {\n\treverse_proxy {\n\t\tdynamic srv _api._tcp.example.com\n\t}\n}\n", "Caddyfile:3: reverse_proxy: dynamic srv is not supported by pollproxy"},
+	{"reverse_proxy", "example.com {\n\treverse_proxy node1:80 node2:80 node3:80 {\n\t\thealth_uri /health\n\t\thealth_upstream 127.0.0.1:53336\n\t\thealth_headers {\n\t\t\tFull-Upstream {http.reverse_proxy.active.target_upstream}\n\t\t}\n\t}\n}\n", "Caddyfile:4: reverse_proxy: health_upstream is not supported by pollproxy"},
+	{"reverse_proxy", docSite("reverse_proxy localhost:9000 {\n\tlb_policy header X-Upstream {\n\t\tfallback first\n\t}\n}"), "Caddyfile:3: reverse_proxy: lb_policy: a policy block (fallback ...) is not supported by pollproxy; the fallback is random, as Caddy's default"},
+	{"reverse_proxy", docSite("reverse_proxy localhost:9000 {\n\theader_up Some-Header \"the value\"\n}"), ""},
+	{"reverse_proxy", docSite("reverse_proxy localhost:9000 {\n\theader_down +Some-Header \"first value\"\n\theader_down +Some-Header \"second value\"\n}"), ""},
+	{"reverse_proxy", docSite("reverse_proxy localhost:9000 {\n\theader_up -Some-Header\n}"), ""},
+	{"reverse_proxy", docSite("reverse_proxy localhost:9000 {\n\theader_up -Some-*\n}"), ""},
+	{"reverse_proxy", docSite("reverse_proxy localhost:9000 {\n\theader_up -*\n}"), ""},
+	{"reverse_proxy", docSite("reverse_proxy localhost:9000 {\n\theader_up Some-Header \"^prefix-([A-Za-z0-9]*)$\" \"replaced-$1-suffix\"\n}"), ""},
+	{"reverse_proxy", docSite("reverse_proxy https://example.com {\n\theader_up Host {upstream_hostport}\n}"), "Caddyfile:2: reverse_proxy: upstream \"https://example.com\": https:// upstreams are not supported by pollproxy (it speaks plain HTTP/1.1 to origins)"},
+	{"reverse_proxy", docSite("reverse_proxy https://example.com {\n\theader_up Host {hostport}\n}"), "Caddyfile:2: reverse_proxy: upstream \"https://example.com\": https:// upstreams are not supported by pollproxy (it speaks plain HTTP/1.1 to origins)"},
+
+	// handle
+	{"handle", "example.com {\n\thandle /foo/* {\n\t\tfile_server\n\t}\n\n\thandle {\n\t\treverse_proxy 127.0.0.1:8080\n\t}\n}\n", "Caddyfile:3: file_server is not supported by pollproxy"},
+	{"handle", "example.com {\n\thandle_path /foo/* {\n\t\t# The path has the \"/foo\" prefix stripped\n\t}\n\n\thandle /bar/* {\n\t\t# The path still retains \"/bar\"\n\t}\n}\n", ""},
+	{"handle", "example.com {\n\thandle /foo* {\n\t\thandle /foo/bar* {\n\t\t\t# This block only matches paths under /foo/bar\n\t\t}\n\n\t\thandle {\n\t\t\t# This block matches everything else under /foo/\n\t\t}\n\t}\n\n\thandle {\n\t\t# This block matches everything else (acts as a fallback)\n\t}\n}\n", ""},
+
+	// handle_path
+	{"handle_path", "example.com {\n\t# Serve your API, stripping the /api prefix\n\thandle_path /api/* {\n\t\treverse_proxy localhost:9000\n\t}\n\n\t# Serve your static site\n\thandle {\n\t\troot /srv\n\t\tfile_server\n\t}\n}\n", "Caddyfile:9: root is not supported by pollproxy\nCaddyfile:10: file_server is not supported by pollproxy"},
+
+	// route
+	{"route", "example.com {\n\tfile_server /specific.html\n\tredir https://anothersite.com{uri}\n}\n", "Caddyfile:2: file_server is not supported by pollproxy"},
+	{"route", "example.com {\n\troute {\n\t\tfile_server /specific.html\n\t\tredir https://anothersite.com{uri}\n\t}\n}\n", "Caddyfile:3: file_server is not supported by pollproxy"},
+	{"route", "example.com {\n\troot /srv\n\troute {\n\t\treverse_proxy /api* localhost:9000\n\n\t\ttry_files {path} /index.html\n\t\tfile_server\n\t}\n}\n", "Caddyfile:2: root is not supported by pollproxy\nCaddyfile:6: try_files is not supported by pollproxy\nCaddyfile:7: file_server is not supported by pollproxy"},
+
+	// redir
+	{"redir", "www.example.com {\n\tredir https://example.com\n}\n", ""},
+	{"redir", "www.example.com {\n\tredir https://example.com{uri}\n}\n", ""},
+	{"redir", "www.example.com {\n\tredir https://example.com{uri} permanent\n}\n", ""},
+	{"redir", "example.com {\n\tredir /about-us /about\n\treverse_proxy localhost:9000\n}\n", ""},
+
+	// respond
+	{"respond", "example.com {\n\trespond /health-check 200\n\trespond \"Hello, world!\"\n}\n", ""},
+	{"respond", "example.com {\n\trespond /secret/* \"Access denied\" 403 {\n\t\tclose\n\t}\n}\n", "Caddyfile:3: respond: close is not supported by pollproxy"},
+	{"respond", "example.com {\n\theader Content-Type text/html\n\trespond <<HTML\n\t\t<html>\n\t\t\t<head><title>Foo</title></head>\n\t\t\t<body>Foo</body>\n\t\t</html>\n\t\tHTML 200\n}\n", ""},
+
+	// header
+	{"header", docSite("header Custom-Header \"My value\""), ""},
+	{"header", docSite("header -Hidden"), ""},
+	{"header", docSite("header Location http:// https://"), ""},
+	{"header", docSite("header {\n\t# disable FLoC tracking\n\tPermissions-Policy interest-cohort=()\n\n\t# enable HSTS\n\tStrict-Transport-Security max-age=31536000;\n\n\t# disable clients from sniffing the media type\n\tX-Content-Type-Options nosniff\n\n\t# clickjacking protection\n\tX-Frame-Options DENY\n}"), ""},
+	{"header", docSite("route {\n\theader           Cache-Control max-age=3600\n\theader /static/* Cache-Control max-age=31536000\n}"), ""},
+	{"header", docSite("header ?Cache-Control \"max-age=3600\"\nreverse_proxy upstream:443"), ""},
+	{"header", docSite("@GET method GET\nheader @GET Cache-Control \"max-age=3600\" {\n\tmatch status 2xx\n}\nreverse_proxy upstream:443"), "Caddyfile:4: header: match is not supported by pollproxy"},
+	{"header", docSite("header {\n\t-Cache-Control\n\t-CDN-Cache-Control\n\tmatch status 500\n}\nreverse_proxy upstream:443"), "Caddyfile:5: header: match is not supported by pollproxy"},
+	{"header", docSite("header {\n\tCache-Control \"max-age=3600\"\n\tVary \"Sec-CH-Prefers-Color-Scheme\"\n\tmatch {\n\t\theader Accept-CH \"*Sec-CH-Prefers-Color-Scheme*\"\n\t\theader Critical-CH \"Sec-CH-Prefers-Color-Scheme\"\n\t}\n}\nreverse_proxy upstream:443"), "Caddyfile:5: header: match is not supported by pollproxy"},
+	{"header", docSite("header >Access-Control-Allow-Origin \"\\*\" \"allowed-partner.com\"\nreverse_proxy upstream:443"), ""},
+	{"header", docSite("header Access-Control-Allow-Origin \"allowed-partner.com\" {\n\tmatch header Access-Control-Allow-Origin *\n}\nreverse_proxy upstream:443"), "Caddyfile:3: header: match is not supported by pollproxy"},
+	{"header", docSite("header /no-cache* >Cache-Control no-cache\nreverse_proxy upstream:443"), ""},
+	{"header", docSite("header >Set-Cookie (.*) \"$1; SameSite=None;\""), ""},
+
+	// uri
+	{"uri", docSite("uri strip_prefix /api"), ""},
+	{"uri", docSite("uri strip_suffix .php"), ""},
+	{"uri", docSite("uri replace /docs/ /v1/docs/"), ""},
+	{"uri", docSite("uri path_regexp /{2,} /"), "Caddyfile:2: uri: path_regexp is not supported by pollproxy"},
+	{"uri", docSite("uri query foo bar"), "Caddyfile:2: uri: query is not supported by pollproxy"},
+	{"uri", docSite("uri query -foo"), "Caddyfile:2: uri: query is not supported by pollproxy"},
+	{"uri", docSite("uri query foo>bar"), "Caddyfile:2: uri: query is not supported by pollproxy"},
+	{"uri", docSite("uri query +foo bar"), "Caddyfile:2: uri: query is not supported by pollproxy"},
+	{"uri", docSite("uri query foo ^(ba)r $1z"), "Caddyfile:2: uri: query is not supported by pollproxy"},
+	{"uri", docSite("uri query {\n\t+foo bar\n\t-baz\n\tqux test\n\trenamethis>renamed\n}"), "Caddyfile:2: uri: query is not supported by pollproxy"},
+
+	// rewrite
+	{"rewrite", "example.com {\n\trewrite /index.html\n}\n", ""},
+	{"rewrite", "api.example.com {\n\trewrite /api{uri}\n\treverse_proxy localhost:8080\n}\n", ""},
+	{"rewrite", "example.com {\n\trewrite ?a=b\n}\n", ""},
+	{"rewrite", "example.com {\n\trewrite /api/* ?{query}&a=b\n}\n", ""},
+	{"rewrite", "example.com {\n\trewrite /index.php?{query}&p={path}\n}\n", ""},
+
+	// request matchers
+	{"matchers", docSite("reverse_proxy localhost:9000"), ""},
+	{"matchers", docSite("reverse_proxy * localhost:9000"), ""},
+	{"matchers", docSite("reverse_proxy /api/* localhost:9000"), ""},
+	{"matchers", docSite("@postfoo {\n\tmethod POST\n\tpath /foo/*\n}\nreverse_proxy @postfoo localhost:9000"), ""},
+	{"matchers", docSite("root * /home/www/mysite"), "Caddyfile:2: root is not supported by pollproxy"},
+	{"matchers", docSite("redir /old.html /new.html"), ""},
+	{"matchers", "example.com {\n\t@websockets {\n\t\theader Connection *Upgrade*\n\t\theader Upgrade    websocket\n\t}\n\treverse_proxy @websockets localhost:6001\n\n\treverse_proxy localhost:8080\n}\n", ""},
+	{"matchers", docSite("@post method POST\nreverse_proxy @post localhost:6001"), ""},
+	{"matchers", docMatcher("@not-found `{err.status_code} == 404`"), "Caddyfile:2: expression: expression {err.status_code} == 404: placeholder {err.status_code} is not supported by pollproxy"},
+	{"matchers", docMatcher("@private-ipv4 client_ip 192.168.0.0/16 172.16.0.0/12 10.0.0.0/8 127.0.0.1/8"), ""},
+	{"matchers", "example.com {\n\t@denied not client_ip private_ranges\n\tabort @denied\n\n\trespond \"Hello, you must be from a private network!\"\n}\n", ""},
+	{"matchers", docMatcher("@my-friends `client_ip('12.23.34.45', '23.34.45.56')`"), ""},
+	{"matchers", docMatcher("@mutable `{method}.startsWith(\"P\")`"), ""},
+	{"matchers", docMatcher("@methods expression {method}.startsWith(\"P\")"), ""},
+	{"matchers", docMatcher("@404 expression {err.status_code} == 404"), "Caddyfile:2: expression: expression {err.status_code} == 404: placeholder {err.status_code} is not supported by pollproxy"},
+	// CEL reads \w in a string literal as an escape it lacks: these two fail
+	// in Caddy as well (caddyserver/caddy#6501), here with CEL's own error.
+	{"matchers", docMatcher("@user expression path_regexp('^/user/(\\w*)') || path_regexp('^/(\\w*)')"), "Caddyfile:2: expression: expression path_regexp('^/user/(\\w*)') || path_regexp('^/(\\w*)'): ERROR: <input>:1:18: Syntax error: *"},
+	{"matchers", docMatcher("@user `path_regexp('^/user/(\\w*)') || path_regexp('^/(\\w*)')`"), "Caddyfile:2: expression: expression path_regexp('^/user/(\\w*)') || path_regexp('^/(\\w*)'): ERROR: <input>:1:18: Syntax error: *"},
+	{"matchers", docSite("@api <<CEL\n\t{method} == \"GET\"\n\t&& {path}.startsWith(\"/api/\")\n\tCEL\nrespond @api \"Hello, API!\""), ""},
+	{"matchers", docMatcher("@file file"), "Caddyfile:2: matcher file is not supported by pollproxy"},
+	{"matchers", docMatcher("@html file {\n\ttry_files {path}.html {path} \n}"), "Caddyfile:2: matcher file is not supported by pollproxy"},
+	{"matchers", docMatcher("@html-or-error file {path}.html {path} =404"), "Caddyfile:2: matcher file is not supported by pollproxy"},
+	{"matchers", docMatcher("@file `file()`"), "Caddyfile:2: expression: expression file(): file() is not supported by pollproxy"},
+	{"matchers", docMatcher("@upgrade header Connection *Upgrade*"), ""},
+	{"matchers", docMatcher("@foo {\n\theader Foo bar\n\theader Foo baz\n}"), ""},
+	{"matchers", docMatcher("@not_foo header !Foo"), ""},
+	{"matchers", docMatcher("@websockets `header({'Connection':'*Upgrade*','Upgrade':'websocket'}) || header({':protocol': 'websocket'})`"), ""},
+	{"matchers", docMatcher("@login header_regexp login Cookie login_([a-f0-9]+)"), ""},
+	{"matchers", docMatcher("@login header_regexp Cookie login_([a-f0-9]+)"), ""},
+	{"matchers", docMatcher("@login `header_regexp('login', 'Cookie', 'login_([a-f0-9]+)')`"), ""},
+	{"matchers", docMatcher("@sub host sub.example.com"), ""},
+	{"matchers", docMatcher("@site host example.com www.example.com"), ""},
+	{"matchers", docMatcher("@app `host('app1.example.com', 'app2.example.com')`"), ""},
+	{"matchers", docMatcher("@get method GET"), ""},
+	{"matchers", docMatcher("@put-delete method PUT DELETE"), ""},
+	{"matchers", docMatcher("@read `method('GET', 'HEAD', 'OPTIONS')`"), ""},
+	{"matchers", docMatcher("@not-assets {\n\tnot path /css/* /js/*\n}"), ""},
+	{"matchers", docMatcher("@with-neither {\n\tnot path /api/*\n\tnot method POST\n}"), ""},
+	{"matchers", docMatcher("@without-both {\n\tnot {\n\t\tpath /api/*\n\t\tmethod POST\n\t}\n}"), ""},
+	{"matchers", docMatcher("@without-both `!path('/api*') && !method('POST')`"), ""},
+	{"matchers", docMatcher("@without-both `!(path('/api*') || method('POST'))`"), ""},
+	{"matchers", docMatcher("@assets path /js/* /css/* /images/*"), ""},
+	{"matchers", docMatcher("@favicon path /favicon.ico"), ""},
+	{"matchers", docMatcher("@extensions path *.js *.css"), ""},
+	{"matchers", docMatcher("@assets `path('/js/*', '/css/*', '/images/*')`"), ""},
+	{"matchers", docMatcher("@static path_regexp static \\.([a-f0-9]{6})\\.(css|js)$"), ""},
+	{"matchers", docMatcher("@static path_regexp \\.([a-f0-9]{6})\\.(css|js)$"), ""},
+	{"matchers", docMatcher("@static `path_regexp('\\.([a-f0-9]{6})\\.(css|js)$') && file()`"), "Caddyfile:2: expression: expression path_regexp('\\.([a-f0-9]{6})\\.(css|js)$') && file(): file() is not supported by pollproxy"},
+	{"matchers", docMatcher("@http2 protocol http/2+"), ""},
+	{"matchers", docMatcher("@http2 `protocol('http/2+')`"), ""},
+	{"matchers", docMatcher("@search query q=*"), ""},
+	{"matchers", docMatcher("@sorted query sort=asc sort=desc"), ""},
+	{"matchers", docMatcher("@search-sort `query({'sort': ['asc', 'desc'], 'q': '*'})`"), ""},
+	{"matchers", docMatcher("@private-ipv4 remote_ip 192.168.0.0/16 172.16.0.0/12 10.0.0.0/8 127.0.0.1/8"), ""},
+	{"matchers", "example.com {\n\t@denied not remote_ip private_ranges\n\tabort @denied\n\n\trespond \"Hello, you must be from a private network!\"\n}\n", ""},
+	{"matchers", docMatcher("@my-friends `remote_ip('12.23.34.45', '23.34.45.56')`"), ""},
+	{"matchers", "example.com {\n\tvars combined_header \"{header.Foo}_{header.Bar}\"\n\t@special vars {vars.combined_header} \"123_456\"\n\thandle @special {\n\t\trespond \"You sent Foo=123 and Bar=456!\"\n\t}\n\thandle {\n\t\trespond \"Foo and Bar were not special.\"\n\t}\n}\n", "Caddyfile:2: vars is not supported by pollproxy\nCaddyfile:3: matcher vars is not supported by pollproxy"},
+	{"matchers", docMatcher("@magic `vars({'magic_number': ['3', '5']})`"), "Caddyfile:2: expression: expression vars({'magic_number': ['3', '5']}): vars() is not supported by pollproxy"},
+	{"matchers", docMatcher("@magic vars_regexp magic {magic_number} ^(4.*)"), "Caddyfile:2: matcher vars_regexp is not supported by pollproxy"},
+	{"matchers", docMatcher("@magic vars_regexp {magic_number} ^(4.*)"), "Caddyfile:2: matcher vars_regexp is not supported by pollproxy"},
+	{"matchers", docMatcher("@magic `vars_regexp('magic_number', '^(4.*)')`"), "Caddyfile:2: expression: expression vars_regexp('magic_number', '^(4.*)'): vars_regexp() is not supported by pollproxy"},
+}
+
+func TestCaddyDocExamples(t *testing.T) {
+	for i, x := range caddyDocExamples {
+		_, err := Parse("Caddyfile", []byte(x.caddyfile))
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != x.want && !(strings.HasSuffix(x.want, "*") && strings.HasPrefix(got, x.want[:len(x.want)-1])) {
+			t.Errorf("%s example %d:\n%s\ngot  %q\nwant %q", x.page, i, x.caddyfile, got, x.want)
+		}
+	}
+}
