@@ -284,6 +284,27 @@ func (s *Session) Write(p []byte) (int, error) {
 	return s.conn.Write(p)
 }
 
+// ReleaseIdle lets go of the session's empty ciphertext buffers, so an idle
+// connection does not pin the capacity its last exchange grew them to; the
+// next Feed or Write allocates afresh. It does nothing before the handshake
+// is over or while bytes are buffered, and returns the capacity it let go
+// of. Loop goroutine only.
+func (s *Session) ReleaseIdle() int {
+	if !s.loop.Load() {
+		return 0
+	}
+	n := 0
+	if s.in.len() == 0 {
+		n += cap(s.in.b)
+		s.in.release()
+	}
+	if s.out.len() == 0 {
+		n += cap(s.out.b)
+		s.out.release()
+	}
+	return n
+}
+
 // CloseNotify queues a close_notify alert in Output; afterwards Write fails
 // while Read still works, so the peer's remaining data and its own
 // close_notify can be read. It returns ErrWouldBlock before the handshake is

@@ -212,6 +212,20 @@ func NewServerConn(t stream.Transport, h stream.Handler, cfg ServerConfig) *Serv
 	return c
 }
 
+// ReleaseIdle lets go of the buffers the last exchange grew (pending input,
+// the head scratch, the parser's head buffer) while the connection waits
+// for its next request with nothing buffered; the next request allocates
+// them afresh. The transport calls it from the loop on a connection that has
+// been quiet for a while. It returns the capacity it let go of.
+func (c *ServerConn) ReleaseIdle() int {
+	if c.state != scIdle || len(c.in) > 0 || c.p.hr.started || len(c.p.hr.buf) > 0 {
+		return 0
+	}
+	n := cap(c.in) + cap(c.wbuf) + cap(c.p.hr.buf)
+	c.in, c.wbuf, c.p.hr.buf = nil, nil, nil
+	return n
+}
+
 // Feed implements stream.ServerConn. The transport calls it from the loop
 // only, never from inside a call the connection made, so it needs no
 // guard against re-entry. An empty p takes up input held back in c.in

@@ -626,6 +626,29 @@ func (c *ServerConn) creditConn(n int) {
 	}
 }
 
+// ReleaseIdle lets go of the buffers the last exchanges grew (the frame
+// output and partial-frame input, the header-block scratch, the spare
+// stream send buffers, an emptied stream table) while no stream is open and
+// nothing is buffered; HPACK tables, which are protocol state, stay. The
+// transport calls it from the loop on a connection that has been quiet for
+// a while. It returns (roughly) the bytes it let go of.
+func (c *ServerConn) ReleaseIdle() int {
+	if c.dead || len(c.streams) > 0 || len(c.in) > 0 || len(c.out.b) > 0 ||
+		c.wqHead < len(c.wq) || len(c.writable) > 0 {
+		return 0
+	}
+	n := cap(c.in) + cap(c.out.b) + c.hbuf.Cap()
+	for _, b := range c.bufFree {
+		n += cap(b)
+	}
+	c.in, c.out.b, c.bufFree = nil, nil, nil
+	c.hbuf = bytes.Buffer{} // henc writes to &c.hbuf, which stays
+	c.writable, c.writableSpare = nil, nil
+	c.wq, c.wqHead = nil, 0
+	c.streams = make(map[uint32]*h2Stream)
+	return n
+}
+
 // frameReader hands the Framer exactly one buffered frame.
 type frameReader struct{ b []byte }
 

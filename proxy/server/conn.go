@@ -28,6 +28,11 @@ const (
 	// plainKeep is the capacity of the plaintext staging buffer that an
 	// idle connection keeps.
 	plainKeep = 32 << 10
+	// idleSweep is how often a loop releases the buffers of connections
+	// that saw no traffic since the last sweep: an idle connection costs
+	// its protocol state, not the buffers of its last exchange, while a
+	// busy one keeps them and allocates nothing per request for it.
+	idleSweep = time.Second
 )
 
 // acmeALPN is the protocol of ACME TLS-ALPN-01 validations (RFC 8737).
@@ -55,6 +60,7 @@ type conn struct {
 	state  connState
 
 	plain       []byte // plaintext from the front end, encrypted at Flush
+	active      bool   // bytes moved since the last idle sweep
 	flushQueued bool
 	writeBlock  bool // the socket refused bytes: waiting for writable
 	readPaused  bool
@@ -157,6 +163,7 @@ func (c *conn) readSocket() {
 		}
 		n, err := netpoll.RawRead(c.desc.FD(), rb)
 		if n > 0 {
+			c.active = true
 			if c.state == stateLinger {
 				continue
 			}
@@ -459,6 +466,7 @@ func (c *conn) Flush() {
 		return
 	}
 	if len(c.plain) > 0 {
+		c.active = true
 		if _, err := c.sess.Write(c.plain); err != nil {
 			c.destroy(err)
 			return
@@ -484,6 +492,30 @@ func (c *conn) Flush() {
 }
 
 var errClosing = errors.New("closing")
+
+// idleReleaser is a front end that can let go of buffers an idle
+// connection does not need (h2.ServerConn, h1.ServerConn).
+type idleReleaser interface{ ReleaseIdle() int }
+
+// releaseIdle is the sweep's visit: a connection that moved no bytes since
+// the previous sweep, with nothing queued, gives back its staging buffer,
+// the session's ciphertext buffers and its front end's buffers. It returns
+// the bytes let go of.
+func (c *conn) releaseIdle() int {
+	if c.active {
+		c.active = false
+		return 0
+	}
+	if c.state != stateOpen || len(c.plain) > 0 || c.sess.Buffered() > 0 {
+		return 0
+	}
+	n := cap(c.plain) + c.sess.ReleaseIdle()
+	c.plain = nil
+	if r, ok := c.proto.(idleReleaser); ok {
+		n += r.ReleaseIdle()
+	}
+	return n
+}
 
 func (c *conn) writeSocket() {
 	wrote := false

@@ -63,6 +63,8 @@ type Server struct {
 	hsTimeout time.Duration
 
 	active          atomic.Int64
+	lastCollect     atomic.Int64 // unix ns of the last collectReleased
+	released        atomic.Int64 // bytes the idle sweeps let go of since
 	accepted        atomic.Uint64
 	handshakeErrors atomic.Uint64
 	rejected        atomic.Uint64
@@ -79,7 +81,56 @@ type loopState struct {
 	plainBuf  []byte
 	draining  bool
 	localAddr net.Addr
-	wildcard  bool // listening on every address: ask each socket its own
+	wildcard  bool           // listening on every address: ask each socket its own
+	sweep     *netpoll.Timer // the idle sweep, armed while there are connections
+}
+
+// idleCollect is how many bytes the sweeps must have let go of before a
+// collection is asked for, and idleCollectEvery the least time between two.
+// Idle connections allocate nothing, so without it the released buffers
+// stayed resident until the runtime's two-minute forced collection.
+const (
+	idleCollect      = 1 << 20
+	idleCollectEvery = 10 * time.Second
+)
+
+// collectReleased counts the bytes a sweep let go of and, once they add up
+// to idleCollect, runs a garbage collection off the loops, at most once per
+// idleCollectEvery (what a sweep releases meanwhile waits for the next), so
+// memory released by the idle sweeps is returned.
+func (s *Server) collectReleased(released int) {
+	if s.released.Add(int64(released)) < idleCollect {
+		return
+	}
+	now := time.Now().UnixNano()
+	last := s.lastCollect.Load()
+	if now-last < int64(idleCollectEvery) || !s.lastCollect.CompareAndSwap(last, now) {
+		return
+	}
+	s.released.Store(0)
+	go runtime.GC()
+}
+
+// armSweep starts the idle sweep (conn.releaseIdle) if it is not running.
+func (ls *loopState) armSweep() {
+	if ls.sweep == nil {
+		ls.sweep = ls.loop.AfterFunc(idleSweep, ls.sweepIdle)
+	}
+}
+
+// sweepIdle visits every connection of the loop once a second, and stops
+// while the loop has none.
+func (ls *loopState) sweepIdle() {
+	released := 0
+	for c := range ls.conns {
+		released += c.releaseIdle()
+	}
+	ls.srv.collectReleased(released)
+	if len(ls.conns) == 0 {
+		ls.sweep = nil
+		return
+	}
+	ls.sweep.Reset(idleSweep)
 }
 
 // New opens the listeners and registers them with the group's loops, which
@@ -223,6 +274,7 @@ func (ls *loopState) accept(fd int, remote netip.AddrPort) {
 	}
 	c.desc = d
 	ls.conns[c] = struct{}{}
+	ls.armSweep()
 	s.active.Add(1)
 	// The handshake starts on the pool once the ClientHello is in
 	// (conn.noteHello); until then only this timer and the socket's
