@@ -439,9 +439,9 @@ func TestConnectRefused(t *testing.T) {
 // 504 after ResponseHeaderTimeout.
 func TestResponseHeaderTimeout(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
-		ln := silentOrigin(t)
+		addr := silentOrigin(t)
 		e := startProxy(t, backend, 1, proxy.Config{
-			Upstreams:             []*proxy.Upstream{upstream(t, ln.Addr().String())},
+			Upstreams:             []*proxy.Upstream{upstream(t, addr)},
 			ResponseHeaderTimeout: 150 * time.Millisecond,
 		})
 		cl := e.h2Client(nil)
@@ -457,25 +457,8 @@ func TestResponseHeaderTimeout(t *testing.T) {
 }
 
 // silentOrigin accepts connections, reads them, and never answers.
-func silentOrigin(t *testing.T) net.Listener {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				io.Copy(io.Discard, c)
-				c.Close()
-			}()
-		}
-	}()
-	return ln
+func silentOrigin(t *testing.T) string {
+	return serveLoopback(t, func(c net.Conn) { io.Copy(io.Discard, c) })
 }
 
 // fullBacklog returns the address of a listener whose accept queue is full

@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	pptls "github.com/pollproxy/pollproxy/tls"
 
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 )
@@ -129,16 +128,7 @@ func getBody(t *testing.T, c *http.Client, url string) string {
 func TestRunSignals(t *testing.T) {
 	dir := t.TempDir()
 	a, b := startOrigin(t, "A"), startOrigin(t, "B")
-	cert, err := pptls.SelfSigned([]string{"localhost"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := pptls.WritePEM(cert, certFile, keyFile); err != nil {
-		t.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	roots.AddCert(cert.Leaf)
+	certFile, keyFile, roots := servertest.CertFiles(t)
 	port, adminPort := servertest.FreePort(t), servertest.FreePort(t)
 	file := filepath.Join(dir, "Caddyfile")
 	conf := func(upstream string) []byte {

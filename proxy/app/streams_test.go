@@ -19,7 +19,6 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
-	pptls "github.com/pollproxy/pollproxy/tls"
 )
 
 // streamOrigin is a real WebSocket echo origin at /ws and an SSE stream
@@ -149,16 +148,7 @@ func TestReloadStreams(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		dir := t.TempDir()
 		a, b := streamOrigin(t), streamOrigin(t)
-		cert, err := pptls.SelfSigned([]string{"localhost", "gone.localhost"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-		if err := pptls.WritePEM(cert, certFile, keyFile); err != nil {
-			t.Fatal(err)
-		}
-		roots := x509.NewCertPool()
-		roots.AddCert(cert.Leaf)
+		certFile, keyFile, roots := servertest.CertFiles(t, "localhost", "gone.localhost")
 		port := servertest.FreePort(t)
 		const delay = 600 * time.Millisecond
 		global := fmt.Sprintf("{\n\tloops 2\n\tadmin off\n\tstorage %s\n\tdefault_bind 127.0.0.1\n}\n", filepath.Join(dir, "storage"))

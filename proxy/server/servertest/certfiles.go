@@ -8,12 +8,16 @@ import (
 	pptls "github.com/pollproxy/pollproxy/tls"
 )
 
-// CertFiles writes a self-signed certificate for localhost and its key
-// into the test's temporary directory, for a Caddyfile's "tls CERT KEY",
-// and returns the files and a pool that trusts the certificate.
-func CertFiles(t testing.TB) (certFile, keyFile string, roots *x509.CertPool) {
+// CertFiles writes a self-signed certificate for names (default
+// localhost) and its key into the test's temporary directory, for a
+// Caddyfile's "tls CERT KEY", and returns the files and a pool that trusts
+// the certificate.
+func CertFiles(t testing.TB, names ...string) (certFile, keyFile string, roots *x509.CertPool) {
 	t.Helper()
-	cert, err := pptls.SelfSigned([]string{"localhost"})
+	if len(names) == 0 {
+		names = []string{"localhost"}
+	}
+	cert, err := pptls.SelfSigned(names)
 	if err != nil {
 		t.Fatal(err)
 	}
