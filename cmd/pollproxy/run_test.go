@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 )
 
