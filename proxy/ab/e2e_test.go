@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -37,14 +36,8 @@ func startProxy(t *testing.T, pollers string) *proxyUnderLoad {
 	if _, err := exec.LookPath("h2load"); err != nil {
 		t.Skip("h2load not installed (Debian: nghttp2-client)")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	body := bytes.Repeat([]byte("x"), 1024)
-	origin := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(body) })}
-	go origin.Serve(ln)
-	t.Cleanup(func() { origin.Close() })
+	origin := servertest.Origin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(body) }))
 
 	dir := t.TempDir()
 	certFile, keyFile, _ := servertest.CertFiles(t)
@@ -66,7 +59,7 @@ func startProxy(t *testing.T, pollers string) *proxyUnderLoad {
 	reverse_proxy %s
 	tls %s %s
 }
-`, pollers, p.admin, abInterval, filepath.Join(dir, "storage"), p.listen, ln.Addr(), certFile, keyFile)
+`, pollers, p.admin, abInterval, filepath.Join(dir, "storage"), p.listen, origin, certFile, keyFile)
 	if err := os.WriteFile(file, []byte(caddyfile), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -28,12 +27,8 @@ type origin struct {
 
 func startOrigin(t *testing.T, name string) *origin {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := &origin{name: name, addr: ln.Addr().String(), started: make(chan struct{}, 16), release: make(chan struct{})}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	o := &origin{name: name, started: make(chan struct{}, 16), release: make(chan struct{})}
+	o.addr = servertest.Origin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow" {
 			o.started <- struct{}{}
 			select {
@@ -45,9 +40,7 @@ func startOrigin(t *testing.T, name string) *origin {
 		}
 		w.Header().Set("X-Origin", o.name)
 		fmt.Fprintf(w, "%s %s", o.name, r.Header.Get("X-Site"))
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	}))
 	return o
 }
 

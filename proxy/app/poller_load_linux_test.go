@@ -3,13 +3,14 @@ package app
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 )
 
 // Sizes of the long download: it spans every switch of the test.
@@ -22,12 +23,8 @@ const (
 // startLoadOrigin answers "ok" and serves /big slowly, a chunk at a time.
 func startLoadOrigin(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	chunk := []byte(strings.Repeat("x", bigChunk))
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return servertest.Origin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/big" {
 			io.WriteString(w, "ok")
 			return
@@ -38,10 +35,7 @@ func startLoadOrigin(t *testing.T) string {
 			w.(http.Flusher).Flush()
 			time.Sleep(bigPause)
 		}
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return ln.Addr().String()
+	}))
 }
 
 // TestPollerSwitchUnderLoad switches the loops ten times (epoll, poll,

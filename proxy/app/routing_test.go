@@ -24,19 +24,12 @@ import (
 // X-Debug-Trace field for the edits to remove.
 func echoOrigin(t *testing.T, name string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return servertest.Origin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Server", "origin")
 		w.Header().Set("X-Debug-Trace", "1")
 		w.Header().Set("X-Got-Up", r.Header.Get("X-Up"))
 		fmt.Fprintf(w, "%s %s", name, r.RequestURI)
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return ln.Addr().String()
+	}))
 }
 
 // clients are an HTTP/2 and an HTTP/1.1 client over real TLS to addr.
@@ -197,14 +190,8 @@ func TestRouting(t *testing.T) {
 // TestQuickStart: Caddy's reverse-proxy quick start, "reverse_proxy
 // :9000", proxies to localhost:9000.
 func TestQuickStart(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "quick") })}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	_, upPort, _ := net.SplitHostPort(ln.Addr().String())
+	up := servertest.Origin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "quick") }))
+	_, upPort, _ := net.SplitHostPort(up)
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		port, cls := startSite(t, backend, "\treverse_proxy :"+upPort)
 		for _, c := range cls {

@@ -25,11 +25,7 @@ import (
 // at /sse (an event every 20 ms until the client goes).
 func streamOrigin(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return servertest.Origin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/ws":
 			c, err := websocket.Accept(w, r, nil)
@@ -60,10 +56,7 @@ func streamOrigin(t *testing.T) string {
 				}
 			}
 		}
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return ln.Addr().String()
+	}))
 }
 
 // streamClients dial pollproxy's port whatever the URL's host.

@@ -9,22 +9,17 @@ import (
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 )
 
 // hostOrigin is an HTTP/1.1 app that answers with the Host and X-Up it
 // received, so a test sees exactly what header_up made of them.
 func hostOrigin(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var addr string // set before any request arrives
+	addr = servertest.Origin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "%s|%s|%s|%s", addr, r.Host, r.Header.Get("X-Up"), r.Header.Get("X-Forwarded-Host"))
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	}))
 	return addr
 }
 

@@ -121,17 +121,10 @@ func TestTransportWriteTimeout(t *testing.T) {
 // bigOrigin answers every request with size bytes.
 func bigOrigin(t *testing.T, size int) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return servertest.Origin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", fmt.Sprint(size))
 		io.Copy(w, &endless{n: size})
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return ln.Addr().String()
+	}))
 }
 
 // TestServersWriteTimeout: servers { timeouts { write } } closes a client
