@@ -190,18 +190,7 @@ func TestSlowClientDownload(t *testing.T) {
 		var written atomic.Int64
 		o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
-			buf := make([]byte, 32<<10)
-			p := &pattern{n: size}
-			for {
-				n, _ := p.Read(buf)
-				if n == 0 {
-					return
-				}
-				if _, err := w.Write(buf[:n]); err != nil {
-					return
-				}
-				written.Add(int64(n))
-			}
+			writePattern(w, size, &written)
 		})
 		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}})
 		cl := e.h2Client(nil)

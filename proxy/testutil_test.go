@@ -195,6 +195,24 @@ func (p *pattern) Read(b []byte) (int, error) {
 	return n, nil
 }
 
+// writePattern writes the first n bytes of the pattern to w in 32 KiB
+// writes, counting each in written as it is taken, and stops at the first
+// error: an origin that shows how far a slow reader let it get.
+func writePattern(w io.Writer, n int64, written *atomic.Int64) error {
+	buf := make([]byte, 32<<10)
+	p := &pattern{n: n}
+	for {
+		k, _ := p.Read(buf)
+		if k == 0 {
+			return nil
+		}
+		if _, err := w.Write(buf[:k]); err != nil {
+			return err
+		}
+		written.Add(int64(k))
+	}
+}
+
 func patternSum(n int64) []byte {
 	h := sha256.New()
 	io.Copy(h, &pattern{n: n})

@@ -39,17 +39,8 @@ func bigMessageOrigin(t *testing.T) (*origin, *atomic.Int64) {
 		if err != nil {
 			return
 		}
-		buf := make([]byte, 32<<10)
-		p := &pattern{n: bigMessage}
-		for {
-			n, _ := p.Read(buf)
-			if n == 0 {
-				break
-			}
-			if _, err := mw.Write(buf[:n]); err != nil {
-				return
-			}
-			written.Add(int64(n))
+		if writePattern(mw, bigMessage, &written) != nil {
+			return
 		}
 		if mw.Close() != nil {
 			return
