@@ -62,24 +62,27 @@ func (a ActiveHealth) withDefaults() ActiveHealth {
 	return a
 }
 
-// ValidHealthStatus reports whether s is a status health_status accepts:
-// three digits, or a digit followed by "xx".
-func ValidHealthStatus(s string) bool {
+// ParseStatus reads a status as Caddy's health options write it
+// (health_status, unhealthy_status): three digits from 100 to 599, or a
+// class such as 5xx, returned as its digit (5).
+func ParseStatus(s string) (int, bool) {
 	if len(s) != 3 || s[0] < '1' || s[0] > '5' {
-		return false
+		return 0, false
 	}
 	if s[1:] == "xx" {
-		return true
+		return int(s[0] - '0'), true
 	}
 	n, err := strconv.Atoi(s)
-	return err == nil && n >= 100 && n <= 599
+	return n, err == nil && n >= 100 && n <= 599
 }
 
+// statusIs reports whether got is the status want, or in its class when
+// want is a class digit (ParseStatus).
+func statusIs(want, got int) bool { return want == got || want < 10 && got/100 == want }
+
 func statusMatches(want string, got int) bool {
-	if strings.HasSuffix(want, "xx") {
-		return got/100 == int(want[0]-'0')
-	}
-	return strconv.Itoa(got) == want
+	code, _ := ParseStatus(want)
+	return statusIs(code, got)
 }
 
 // Unhealthy reports whether active checks took u out of rotation.

@@ -114,7 +114,7 @@ func (h *Health) unhealthyResponse(status int, latency time.Duration) bool {
 		return true
 	}
 	for _, s := range h.UnhealthyStatus {
-		if s == status || (s < 10 && status/100 == s) {
+		if statusIs(s, status) {
 			return true
 		}
 	}

@@ -52,7 +52,7 @@ func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
 				p.errf(d, "%s: want status codes such as 500 or 5xx", label)
 			}
 			for _, a := range args {
-				code, ok := statusArg(a)
+				code, ok := proxy.ParseStatus(a)
 				if !ok {
 					p.errf(d, "%s: %q: want a status code (100-599) or a class such as 5xx", label, a)
 				}
@@ -116,15 +116,6 @@ func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
 		p.errAt(rp.Pos, "reverse_proxy: no upstream (want: reverse_proxy host:port [host:port...])")
 	}
 	return rp
-}
-
-// statusArg reads 503 or a class such as 5xx (returned as 5).
-func statusArg(a string) (int, bool) {
-	if len(a) == 3 && strings.HasSuffix(a, "xx") && a[0] >= '1' && a[0] <= '5' {
-		return int(a[0] - '0'), true
-	}
-	n, err := strconv.Atoi(a)
-	return n, err == nil && n >= 100 && n <= 599
 }
 
 func (p *parser) lbPolicy(d *caddyfile.Dispenser, rp *Proxy, label string) {
