@@ -1,0 +1,215 @@
+package h2
+
+import (
+	"encoding/binary"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http2"
+)
+
+// Receive-window autotuning. A fixed window caps one upload at window/RTT
+// (1 MiB at 50 ms: 20 MiB/s) whatever the link, so the windows grow with
+// the measured bandwidth-delay product, the way gRPC's BDP estimator and
+// Cloudflare's nginx patch do it: once a large enough run of DATA has
+// arrived, one PING goes out carrying a payload that marks it as ours; the
+// DATA bytes that arrive until its acknowledgement are what the client
+// managed to send in one round trip. When that sample comes near the
+// stream window (the client was held back by our credit, not by its link)
+// and the bandwidth it implies is the best seen so far (a longer RTT from
+// queueing alone is no reason to grow), the windows grow to a multiple of
+// the sample: a WINDOW_UPDATE for the connection and a new
+// SETTINGS_INITIAL_WINDOW_SIZE for the streams, which RFC 9113 §6.9.2
+// applies to the open streams too.
+//
+// Growth is bounded twice: per connection by Config.MaxConnWindow, and
+// process-wide by a WindowBudget that every connection's growth above its
+// configured ConnWindow is charged to and that gets the bytes back when the
+// connection ends. A window is credit, not a buffer: nothing is allocated
+// when it grows. But credit becomes buffered bytes when the origin is
+// slower than the client (the request body waits in the backend
+// connection's output until the origin's socket takes it, and the client's
+// window reopens only then: see Consumed), so the bound on what a
+// connection can make pollproxy hold is its connection window, and the
+// bound on what all connections together hold beyond their defaults is the
+// budget.
+
+// bdpPingTag starts the payload of our measuring PINGs; a sequence number
+// follows, so a stale or forged acknowledgement is not taken for the one we
+// wait for.
+var bdpPingTag = [4]byte{'p', 'p', 'b', 'w'}
+
+const (
+	// windowGrowth is how many samples the window grows to. gRPC grows to
+	// twice the sample; the sample after a growth still measures the old
+	// window (the client learns of the new one half a round trip later),
+	// so a growth lands only every second round trip, and a factor of 4
+	// gets from 1 MiB to 16 MiB in two growths rather than four.
+	windowGrowth = 4
+	// defaultMaxConnWindow bounds a connection's window (see
+	// Config.MaxConnWindow for why 16 MiB).
+	defaultMaxConnWindow = 16 << 20
+	// DefaultWindowBudgetBytes is the size of DefaultWindowBudget.
+	DefaultWindowBudgetBytes = 256 << 20
+)
+
+// WindowBudget is the receive-window credit that connections may hold
+// beyond their configured Config.ConnWindow, shared by every connection
+// given the same budget: so that 10,000 connections cannot each claim
+// Config.MaxConnWindow. A connection takes from it as its window grows and
+// returns everything it took when it ends. It is safe for concurrent use
+// by connections on different loops.
+type WindowBudget struct {
+	limit int64
+	used  atomic.Int64
+}
+
+// NewWindowBudget returns a budget of limit bytes.
+func NewWindowBudget(limit int64) *WindowBudget {
+	return &WindowBudget{limit: max(limit, 0)}
+}
+
+var defaultWindowBudget = NewWindowBudget(DefaultWindowBudgetBytes)
+
+// DefaultWindowBudget is the process-wide budget of the connections whose
+// Config.WindowBudget is nil: DefaultWindowBudgetBytes (256 MiB), sixteen
+// connections at the 16 MiB maximum, which is more uploads over long fast
+// paths than a proxy sees at once and a bounded worst case when their
+// origins all stall.
+func DefaultWindowBudget() *WindowBudget { return defaultWindowBudget }
+
+// Limit reports the budget's size in bytes.
+func (b *WindowBudget) Limit() int64 { return b.limit }
+
+// Used reports the bytes granted to connections now.
+func (b *WindowBudget) Used() int64 { return b.used.Load() }
+
+// take grants up to want bytes and reports how many.
+func (b *WindowBudget) take(want int64) int64 {
+	for {
+		used := b.used.Load()
+		got := min(want, b.limit-used)
+		if got <= 0 {
+			return 0
+		}
+		if b.used.CompareAndSwap(used, used+got) {
+			return got
+		}
+	}
+}
+
+func (b *WindowBudget) give(n int64) {
+	if n > 0 {
+		b.used.Add(-n)
+	}
+}
+
+// windowTuner is a connection's autotuning state.
+type windowTuner struct {
+	streamWin int64 // the SETTINGS_INITIAL_WINDOW_SIZE advertised now
+	connWin   int64 // the connection window's size now
+	granted   int64 // taken from the budget
+
+	run     int64 // DATA bytes since the last sample: the next starts past a threshold
+	sample  int64 // DATA bytes since the PING went out
+	sentAt  time.Time
+	seq     uint32
+	pinging bool    // a PING of ours is unacknowledged
+	bwMax   float64 // the best bandwidth sampled, bytes per second
+}
+
+func (w *windowTuner) init(cfg *Config) {
+	w.streamWin = int64(cfg.StreamWindow)
+	w.connWin = int64(cfg.ConnWindow)
+}
+
+func (w *windowTuner) pingData() [8]byte {
+	var d [8]byte
+	copy(d[:4], bdpPingTag[:])
+	binary.BigEndian.PutUint32(d[4:], w.seq)
+	return d
+}
+
+// tuneData counts n bytes of DATA (padding included) against the
+// connection window and starts a sample when it is time: no PING is out,
+// the windows can still grow, and a quarter of a stream window arrived
+// since the last one, so small request bodies never cost a PING and a
+// large upload costs at most one per round trip.
+func (c *ServerConn) tuneData(n uint32) {
+	w := &c.win
+	if w.pinging {
+		w.sample += int64(n)
+		return
+	}
+	if c.cfg.MaxConnWindow <= c.cfg.ConnWindow || // autotuning is off
+		w.connWin >= int64(c.cfg.MaxConnWindow) && w.streamWin >= w.connWin {
+		return
+	}
+	w.run += int64(n)
+	if w.run < w.streamWin/4 {
+		return
+	}
+	w.run = 0
+	w.seq++
+	w.pinging = true
+	w.sample = 0
+	w.sentAt = c.clock.Now()
+	c.fr.WritePing(false, w.pingData())
+}
+
+// tunePingAck takes a PING acknowledgement; when it answers our measuring
+// PING the sample ends and the windows may grow. Any other is ignored.
+func (c *ServerConn) tunePingAck(data [8]byte) {
+	w := &c.win
+	if !w.pinging || data != w.pingData() {
+		return
+	}
+	w.pinging = false
+	rtt := c.clock.Now().Sub(w.sentAt)
+	if rtt <= 0 {
+		return // no clock progress: nothing measured
+	}
+	bw := float64(w.sample) / rtt.Seconds()
+	if 3*w.sample < 2*w.streamWin || bw < w.bwMax {
+		return
+	}
+	w.bwMax = bw
+	c.growWindows(windowGrowth * w.sample)
+}
+
+// growWindows raises the connection window towards target, as far as
+// Config.MaxConnWindow and the budget allow, and the stream window to
+// match it (a stream never needs more credit than its connection has).
+func (c *ServerConn) growWindows(target int64) {
+	w := &c.win
+	target = min(target, int64(c.cfg.MaxConnWindow))
+	if need := target - w.connWin; need > 0 {
+		if got := c.cfg.WindowBudget.take(need); got > 0 {
+			w.granted += got
+			w.connWin += got
+			c.inflow.grow(int32(got))
+			c.fr.WriteWindowUpdate(0, uint32(got))
+		}
+	}
+	st := min(target, w.connWin)
+	if st <= w.streamWin {
+		return
+	}
+	delta := st - w.streamWin
+	w.streamWin = st
+	// The client adds delta to every stream's send window when it applies
+	// the setting; we may credit it now, since accepting more than the
+	// client was told is safe.
+	for _, s := range c.streams {
+		if !s.remoteEnded {
+			s.inflow.grow(int32(delta))
+		}
+	}
+	c.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: uint32(st)})
+}
+
+// releaseWindow returns the connection's growth to the budget.
+func (c *ServerConn) releaseWindow() {
+	c.cfg.WindowBudget.give(c.win.granted)
+	c.win.granted = 0
+}
