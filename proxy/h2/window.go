@@ -16,8 +16,9 @@ import (
 // DATA bytes that arrive until its acknowledgement are what the client
 // managed to send in one round trip. When that sample comes near the
 // stream window (the client was held back by our credit, not by its link)
-// and the bandwidth it implies is the best seen so far (a longer RTT from
-// queueing alone is no reason to grow), the windows grow to a multiple of
+// and the bandwidth it implies is (within 7/8) the best seen so far (a
+// sample that is large only because the RTT grew is no reason to grow),
+// the windows grow to a multiple of
 // the sample: a WINDOW_UPDATE for the connection and a new
 // SETTINGS_INITIAL_WINDOW_SIZE for the streams, which RFC 9113 §6.9.2
 // applies to the open streams too.
@@ -170,10 +171,14 @@ func (c *ServerConn) tunePingAck(data [8]byte) {
 		return // no clock progress: nothing measured
 	}
 	bw := float64(w.sample) / rtt.Seconds()
-	if 3*w.sample < 2*w.streamWin || bw < w.bwMax {
+	best := w.bwMax
+	w.bwMax = max(w.bwMax, bw)
+	// A sample within 7/8 of the best still counts as the best: samples
+	// on a loaded machine scatter by a few percent, and one lucky sample
+	// must not freeze the window.
+	if 3*w.sample < 2*w.streamWin || 8*bw < 7*best {
 		return
 	}
-	w.bwMax = bw
 	c.growWindows(windowGrowth * w.sample)
 }
 
