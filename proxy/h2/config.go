@@ -30,13 +30,15 @@ type Config struct {
 
 	// MaxConnWindow bounds receive-window autotuning (window.go): the
 	// connection window, and with it every stream window, grows only up
-	// to it. Default 16 MiB: at 50 ms of round trip one upload can then
-	// reach 320 MiB/s (2.7 Gbit/s), beyond what Linux's default TCP
-	// receive buffer (6 MiB) lets HTTP/1.1 reach on the same path; it is
-	// gRPC's limit and Chromium's session window (15 MiB). It is also the
-	// request body bytes one connection can make pollproxy hold when its
-	// origin reads slower than the client sends. Set it to ConnWindow (or
-	// lower) to turn autotuning off.
+	// to it. Default 32 MiB. A window must cover the path's
+	// bandwidth-delay product plus the time the credit takes to come
+	// back, which here includes the origin's write: 16 MiB (gRPC's limit,
+	// about Chromium's 15 MiB session window) caps one upload at 50 ms at
+	// about 250 MiB/s in practice, under what HTTP/1.1 reaches through
+	// pollproxy on loopback; 32 MiB leaves room. It is also the request
+	// body bytes one connection can make pollproxy hold when its origin
+	// reads slower than the client sends, which WindowBudget bounds across
+	// connections. Set it to ConnWindow (or lower) to turn autotuning off.
 	MaxConnWindow uint32
 
 	// WindowBudget is shared by the connections that may grow their

@@ -42,14 +42,21 @@ var bdpPingTag = [4]byte{'p', 'p', 'b', 'w'}
 
 const (
 	// windowGrowth is how many samples the window grows to. gRPC grows to
-	// twice the sample; the sample after a growth still measures the old
-	// window (the client learns of the new one half a round trip later),
-	// so a growth lands only every second round trip, and a factor of 4
-	// gets from 1 MiB to 16 MiB in two growths rather than four.
-	windowGrowth = 4
+	// twice the sample, keeping the window under twice the path's BDP;
+	// here the ceiling (Config.MaxConnWindow) bounds the overshoot, and a
+	// window-limited sample says only that the path takes at least this
+	// much, so the window grows as slow start would over three round
+	// trips: 1 MiB reaches 32 MiB in two growths. An upload of 100 MiB at
+	// 300 MiB/s lasts only six 50 ms round trips; each one spent growing
+	// costs it a sixth.
+	windowGrowth = 8
+	// sampleEvery: a sample starts once 1/sampleEvery of a stream window
+	// arrived since the last one (64 KiB at the default window): early
+	// enough in an upload, never for the small bodies of most requests.
+	sampleEvery = 16
 	// defaultMaxConnWindow bounds a connection's window (see
-	// Config.MaxConnWindow for why 16 MiB).
-	defaultMaxConnWindow = 16 << 20
+	// Config.MaxConnWindow for why 32 MiB).
+	defaultMaxConnWindow = 32 << 20
 	// DefaultWindowBudgetBytes is the size of DefaultWindowBudget.
 	DefaultWindowBudgetBytes = 256 << 20
 )
@@ -73,10 +80,10 @@ func NewWindowBudget(limit int64) *WindowBudget {
 var defaultWindowBudget = NewWindowBudget(DefaultWindowBudgetBytes)
 
 // DefaultWindowBudget is the process-wide budget of the connections whose
-// Config.WindowBudget is nil: DefaultWindowBudgetBytes (256 MiB), sixteen
-// connections at the 16 MiB maximum, which is more uploads over long fast
-// paths than a proxy sees at once and a bounded worst case when their
-// origins all stall.
+// Config.WindowBudget is nil: DefaultWindowBudgetBytes (256 MiB), eight
+// connections at the 32 MiB maximum, more fast uploads over long paths than
+// a proxy usually carries at once, and a bounded worst case (on top of the
+// default windows) when all their origins stall.
 func DefaultWindowBudget() *WindowBudget { return defaultWindowBudget }
 
 // Limit reports the budget's size in bytes.
@@ -147,7 +154,7 @@ func (c *ServerConn) tuneData(n uint32) {
 		return
 	}
 	w.run += int64(n)
-	if w.run < w.streamWin/4 {
+	if w.run < w.streamWin/sampleEvery {
 		return
 	}
 	w.run = 0

@@ -210,13 +210,13 @@ func (u *uploader) sync() {
 	}
 }
 
-// round is one measurement: a quarter of a stream window (which makes the
-// server send its PING when the last of it arrives), then sample bytes,
+// round is one measurement: 1/sampleEvery of a stream window (which makes
+// the server send its PING when the last of it arrives), then sample bytes,
 // one round trip on the server's clock and the acknowledgement. It returns
 // false when the server sent no PING.
 func (u *uploader) round(sample int64) bool {
 	u.t.Helper()
-	u.send(u.streamSetting/4, nil)
+	u.send(u.streamSetting/sampleEvery, nil)
 	u.sync()
 	if u.pending == nil {
 		return false
@@ -276,7 +276,7 @@ func TestWindowStaysWhenNotLimiting(t *testing.T) {
 // the payload of another) change nothing.
 func TestWindowIgnoresOtherPingAcks(t *testing.T) {
 	u := newUploader(t, Config{WindowBudget: NewWindowBudget(1 << 30)})
-	u.send(u.streamSetting/4, nil)
+	u.send(u.streamSetting/sampleEvery, nil)
 	u.sync()
 	if u.pending == nil {
 		t.Fatal("no measuring PING")
