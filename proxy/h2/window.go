@@ -10,18 +10,16 @@ import (
 
 // Receive-window autotuning. A fixed window caps one upload at window/RTT
 // (1 MiB at 50 ms: 20 MiB/s) whatever the link, so the windows grow with
-// the measured bandwidth-delay product, the way gRPC's BDP estimator and
-// Cloudflare's nginx patch do it: once a large enough run of DATA has
-// arrived, one PING goes out carrying a payload that marks it as ours; the
-// DATA bytes that arrive until its acknowledgement are what the client
-// managed to send in one round trip. When that sample comes near the
-// stream window (the client was held back by our credit, not by its link)
-// and the bandwidth it implies is (within 7/8) the best seen so far (a
-// sample that is large only because the RTT grew is no reason to grow),
-// the windows grow to a multiple of
-// the sample: a WINDOW_UPDATE for the connection and a new
-// SETTINGS_INITIAL_WINDOW_SIZE for the streams, which RFC 9113 §6.9.2
-// applies to the open streams too.
+// the measured bandwidth-delay product, as gRPC's BDP estimator does: once
+// enough DATA has arrived, one PING goes out carrying a payload that marks
+// it as ours; the DATA bytes that arrive until its acknowledgement are what
+// the client managed to send in one round trip. When that sample comes near
+// the stream window (the client was held back by our credit, not by its
+// link) and the bandwidth it implies is (within 7/8) the best seen so far
+// (a sample that is large only because the RTT grew is no reason to grow),
+// the windows grow to a multiple of the sample: a WINDOW_UPDATE for the
+// connection and a new SETTINGS_INITIAL_WINDOW_SIZE for the streams, which
+// RFC 9113 §6.9.2 applies to the open streams too.
 //
 // Growth is bounded twice: per connection by Config.MaxConnWindow, and
 // process-wide by a WindowBudget that every connection's growth above its
@@ -51,8 +49,9 @@ const (
 	// costs it a sixth.
 	windowGrowth = 8
 	// sampleEvery: a sample starts once 1/sampleEvery of a stream window
-	// arrived since the last one (64 KiB at the default window): early
-	// enough in an upload, never for the small bodies of most requests.
+	// arrived since the last one (64 KiB at the default window): early in
+	// an upload, and for small request bodies at most one PING per 64 KiB
+	// of them.
 	sampleEvery = 16
 	// defaultMaxConnWindow bounds a connection's window (see
 	// Config.MaxConnWindow for why 32 MiB).
