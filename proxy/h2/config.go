@@ -24,8 +24,29 @@ type Config struct {
 
 	// ConnWindow is the receive window of the whole connection, raised from
 	// the protocol's 65535 with a WINDOW_UPDATE right after our SETTINGS.
-	// Default 2 MiB.
+	// Default 2 MiB. Both windows are where a connection starts: they grow
+	// with the measured bandwidth-delay product up to MaxConnWindow.
 	ConnWindow uint32
+
+	// MaxConnWindow bounds receive-window autotuning (window.go): the
+	// connection window, and with it every stream window, grows only up
+	// to it. Default 32 MiB. A window must cover the path's
+	// bandwidth-delay product plus the time the credit takes to come
+	// back, which here includes the origin's write: 16 MiB (gRPC's limit,
+	// about Chromium's 15 MiB session window) caps one upload at 50 ms at
+	// about 250 MiB/s in practice, under what HTTP/1.1 reaches through
+	// pollproxy on loopback; 32 MiB leaves room. It is also the request
+	// body bytes one connection can make pollproxy hold when its origin
+	// reads slower than the client sends, which WindowBudget bounds across
+	// connections. Set it to ConnWindow (or lower) to turn autotuning off.
+	MaxConnWindow uint32
+
+	// WindowBudget is shared by the connections that may grow their
+	// window: growth beyond ConnWindow is taken from it and given back
+	// when the connection ends, so many connections cannot each claim
+	// MaxConnWindow. Default (nil): DefaultWindowBudget(), one per
+	// process.
+	WindowBudget *WindowBudget
 
 	// MaxHeaderListSize bounds a decoded request header (or trailer) list,
 	// counted as in RFC 9113 §6.5.2 (name + value + 32 per field). It is
@@ -124,6 +145,11 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ConnWindow > maxWindow {
 		c.ConnWindow = maxWindow
+	}
+	c.MaxConnWindow = cmp.Or(c.MaxConnWindow, defaultMaxConnWindow)
+	c.MaxConnWindow = min(max(c.MaxConnWindow, c.ConnWindow), maxWindow)
+	if c.WindowBudget == nil {
+		c.WindowBudget = defaultWindowBudget
 	}
 	c.MaxHeaderListSize = cmp.Or(c.MaxHeaderListSize, defaultMaxHeaderListSize)
 	c.MaxHeaderBlockBytes = cmp.Or(max(c.MaxHeaderBlockBytes, 0), 2*int(c.MaxHeaderListSize))

@@ -126,6 +126,7 @@ type ServerConn struct {
 
 	// Inbound.
 	inflow inflow
+	win    windowTuner
 
 	clock           stream.Clock
 	flushAsked      bool // Transport.FlushLater called, Flush not yet
@@ -174,6 +175,7 @@ func NewServerConn(t stream.Transport, h stream.Handler, cfg Config) *ServerConn
 	c.dec.SetMaxStringLength(2 * int(c.cfg.MaxHeaderListSize))
 	c.henc = hpack.NewEncoder(&c.hbuf)
 	c.inflow.init(initialWindow)
+	c.win.init(&c.cfg)
 
 	settings := []http2.Setting{
 		{ID: http2.SettingMaxConcurrentStreams, Val: c.cfg.MaxConcurrentStreams},
@@ -402,6 +404,7 @@ func (c *ServerConn) die(err, abortErr error) {
 	stopTimer(c.settingsTimer)
 	stopTimer(c.idleTimer)
 	stopTimer(c.shutdownTimer)
+	c.releaseWindow()
 	for _, s := range c.streams {
 		c.closeStream(s, closedByUs, abortErr)
 	}

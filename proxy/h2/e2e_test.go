@@ -155,7 +155,8 @@ func (e *echoHandler) Serve(req *stream.Request, w stream.ResponseWriter) stream
 }
 
 func TestPOSTEchoBackpressure(t *testing.T) {
-	cfg := Config{Scheme: "http", StreamWindow: 65535, ConnWindow: 128 << 10, StreamSendBuffer: 32 << 10}
+	// Fixed windows (no autotuning): the bound under test is StreamWindow.
+	cfg := Config{Scheme: "http", StreamWindow: 65535, ConnWindow: 128 << 10, MaxConnWindow: 128 << 10, StreamSendBuffer: 32 << 10}
 	eh := &echoHandler{tick: time.Millisecond, window: 65535}
 	conn, ts := startServer(t, eh, cfg, true, 0)
 	eh.ts = ts

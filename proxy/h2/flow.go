@@ -29,6 +29,12 @@ func (f *inflow) take(n uint32) bool {
 	return true
 }
 
+// grow widens the window by n bytes the peer is told about separately (a
+// WINDOW_UPDATE or a new SETTINGS_INITIAL_WINDOW_SIZE of autotuning).
+func (f *inflow) grow(n int32) {
+	f.avail += min(n, maxWindow-f.avail-f.unsent)
+}
+
 // add returns n consumed bytes to the window and reports the WINDOW_UPDATE
 // increment to send now, or 0 to keep batching small updates.
 func (f *inflow) add(n int) int32 {

@@ -16,6 +16,7 @@ func (c *ServerConn) processData(f *http2.DataFrame) error {
 	if !c.inflow.take(n) {
 		return connErr{http2.ErrCodeFlowControl, "DATA beyond the connection window"}
 	}
+	c.tuneData(n)
 	s := c.streams[id]
 	if s == nil || s.remoteEnded {
 		c.creditConn(int(n))
@@ -207,8 +208,12 @@ func (c *ServerConn) processSettings(f *http2.SettingsFrame) error {
 
 func (c *ServerConn) processPing(f *http2.PingFrame) error {
 	if f.IsAck() {
+		// Ours (the shutdown's, the window tuner's) or unsolicited, which
+		// RFC 9113 §6.7 has us ignore.
 		if f.Data == shutdownPingData && c.shutdown {
 			c.sendFinalGoAway()
+		} else {
+			c.tunePingAck(f.Data)
 		}
 		return nil
 	}

@@ -269,7 +269,7 @@ func (c *ServerConn) startRequest() error {
 	req.Upgrade = hb.protocol
 	s.tunnel = hb.has&hasProtocol != 0
 	s.remoteEnded = hb.endStream
-	s.inflow.init(int32(c.cfg.StreamWindow))
+	s.inflow.init(int32(c.win.streamWin))
 	s.outWin = c.peerInitialWindow
 	c.streams[s.id] = s
 	ev := c.h.Serve(req, s)

@@ -1,0 +1,226 @@
+package h2
+
+import (
+	"encoding/binary"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http2"
+)
+
+// Receive-window autotuning. A fixed window caps one upload at window/RTT
+// (1 MiB at 50 ms: 20 MiB/s) whatever the link, so the windows grow with
+// the measured bandwidth-delay product, as gRPC's BDP estimator does: once
+// enough DATA has arrived, one PING goes out carrying a payload that marks
+// it as ours; the DATA bytes that arrive until its acknowledgement are what
+// the client managed to send in one round trip. When that sample comes near
+// the stream window (the client was held back by our credit, not by its
+// link) and the bandwidth it implies is (within 7/8) the best seen so far
+// (a sample that is large only because the RTT grew is no reason to grow),
+// the windows grow to a multiple of the sample: a WINDOW_UPDATE for the
+// connection and a new SETTINGS_INITIAL_WINDOW_SIZE for the streams, which
+// RFC 9113 §6.9.2 applies to the open streams too.
+//
+// Growth is bounded twice: per connection by Config.MaxConnWindow, and
+// process-wide by a WindowBudget that every connection's growth above its
+// configured ConnWindow is charged to and that gets the bytes back when the
+// connection ends. A window is credit, not a buffer: nothing is allocated
+// when it grows. But credit becomes buffered bytes when the origin is
+// slower than the client (the request body waits in the backend
+// connection's output until the origin's socket takes it, and the client's
+// window reopens only then: see Consumed), so the bound on what a
+// connection can make pollproxy hold is its connection window, and the
+// bound on what all connections together hold beyond their defaults is the
+// budget.
+
+// bdpPingTag starts the payload of our measuring PINGs; a sequence number
+// follows, so a stale or forged acknowledgement is not taken for the one we
+// wait for.
+var bdpPingTag = [4]byte{'p', 'p', 'b', 'w'}
+
+const (
+	// windowGrowth is how many samples the window grows to. gRPC grows to
+	// twice the sample, keeping the window under twice the path's BDP;
+	// here the ceiling (Config.MaxConnWindow) bounds the overshoot, and a
+	// window-limited sample says only that the path takes at least this
+	// much, so the window grows as slow start would over three round
+	// trips: 1 MiB reaches 32 MiB in two growths. An upload of 100 MiB at
+	// 300 MiB/s lasts only six 50 ms round trips; each one spent growing
+	// costs it a sixth.
+	windowGrowth = 8
+	// sampleEvery: a sample starts once 1/sampleEvery of a stream window
+	// arrived since the last one (64 KiB at the default window): early in
+	// an upload, and for small request bodies at most one PING per 64 KiB
+	// of them.
+	sampleEvery = 16
+	// defaultMaxConnWindow bounds a connection's window (see
+	// Config.MaxConnWindow for why 32 MiB).
+	defaultMaxConnWindow = 32 << 20
+	// DefaultWindowBudgetBytes is the size of DefaultWindowBudget.
+	DefaultWindowBudgetBytes = 256 << 20
+)
+
+// WindowBudget is the receive-window credit that connections may hold
+// beyond their configured Config.ConnWindow, shared by every connection
+// given the same budget: so that 10,000 connections cannot each claim
+// Config.MaxConnWindow. A connection takes from it as its window grows and
+// returns everything it took when it ends. It is safe for concurrent use
+// by connections on different loops.
+type WindowBudget struct {
+	limit int64
+	used  atomic.Int64
+}
+
+// NewWindowBudget returns a budget of limit bytes.
+func NewWindowBudget(limit int64) *WindowBudget {
+	return &WindowBudget{limit: max(limit, 0)}
+}
+
+var defaultWindowBudget = NewWindowBudget(DefaultWindowBudgetBytes)
+
+// DefaultWindowBudget is the process-wide budget of the connections whose
+// Config.WindowBudget is nil: DefaultWindowBudgetBytes (256 MiB), eight
+// connections at the 32 MiB maximum, more fast uploads over long paths than
+// a proxy usually carries at once, and a bounded worst case (on top of the
+// default windows) when all their origins stall.
+func DefaultWindowBudget() *WindowBudget { return defaultWindowBudget }
+
+// Limit reports the budget's size in bytes.
+func (b *WindowBudget) Limit() int64 { return b.limit }
+
+// Used reports the bytes granted to connections now.
+func (b *WindowBudget) Used() int64 { return b.used.Load() }
+
+// take grants up to want bytes and reports how many.
+func (b *WindowBudget) take(want int64) int64 {
+	for {
+		used := b.used.Load()
+		got := min(want, b.limit-used)
+		if got <= 0 {
+			return 0
+		}
+		if b.used.CompareAndSwap(used, used+got) {
+			return got
+		}
+	}
+}
+
+func (b *WindowBudget) give(n int64) {
+	if n > 0 {
+		b.used.Add(-n)
+	}
+}
+
+// windowTuner is a connection's autotuning state.
+type windowTuner struct {
+	streamWin int64 // the SETTINGS_INITIAL_WINDOW_SIZE advertised now
+	connWin   int64 // the connection window's size now
+	granted   int64 // taken from the budget
+
+	run     int64 // DATA bytes since the last sample: the next starts past a threshold
+	sample  int64 // DATA bytes since the PING went out
+	sentAt  time.Time
+	seq     uint32
+	pinging bool    // a PING of ours is unacknowledged
+	bwMax   float64 // the best bandwidth sampled, bytes per second
+}
+
+func (w *windowTuner) init(cfg *Config) {
+	w.streamWin = int64(cfg.StreamWindow)
+	w.connWin = int64(cfg.ConnWindow)
+}
+
+func (w *windowTuner) pingData() [8]byte {
+	var d [8]byte
+	copy(d[:4], bdpPingTag[:])
+	binary.BigEndian.PutUint32(d[4:], w.seq)
+	return d
+}
+
+// tuneData counts n bytes of DATA (padding included) against the
+// connection window and starts a sample when it is time: no PING is out,
+// the windows can still grow, and a quarter of a stream window arrived
+// since the last one, so small request bodies never cost a PING and a
+// large upload costs at most one per round trip.
+func (c *ServerConn) tuneData(n uint32) {
+	w := &c.win
+	if w.pinging {
+		w.sample += int64(n)
+		return
+	}
+	if c.cfg.MaxConnWindow <= c.cfg.ConnWindow || // autotuning is off
+		w.connWin >= int64(c.cfg.MaxConnWindow) && w.streamWin >= w.connWin {
+		return
+	}
+	w.run += int64(n)
+	if w.run < w.streamWin/sampleEvery {
+		return
+	}
+	w.run = 0
+	w.seq++
+	w.pinging = true
+	w.sample = 0
+	w.sentAt = c.clock.Now()
+	c.fr.WritePing(false, w.pingData())
+}
+
+// tunePingAck takes a PING acknowledgement; when it answers our measuring
+// PING the sample ends and the windows may grow. Any other is ignored.
+func (c *ServerConn) tunePingAck(data [8]byte) {
+	w := &c.win
+	if !w.pinging || data != w.pingData() {
+		return
+	}
+	w.pinging = false
+	rtt := c.clock.Now().Sub(w.sentAt)
+	if rtt <= 0 {
+		return // no clock progress: nothing measured
+	}
+	bw := float64(w.sample) / rtt.Seconds()
+	best := w.bwMax
+	w.bwMax = max(w.bwMax, bw)
+	// A sample within 7/8 of the best still counts as the best: samples
+	// on a loaded machine scatter by a few percent, and one lucky sample
+	// must not freeze the window.
+	if 3*w.sample < 2*w.streamWin || 8*bw < 7*best {
+		return
+	}
+	c.growWindows(windowGrowth * w.sample)
+}
+
+// growWindows raises the connection window towards target, as far as
+// Config.MaxConnWindow and the budget allow, and the stream window to
+// match it (a stream never needs more credit than its connection has).
+func (c *ServerConn) growWindows(target int64) {
+	w := &c.win
+	target = min(target, int64(c.cfg.MaxConnWindow))
+	if need := target - w.connWin; need > 0 {
+		if got := c.cfg.WindowBudget.take(need); got > 0 {
+			w.granted += got
+			w.connWin += got
+			c.inflow.grow(int32(got))
+			c.fr.WriteWindowUpdate(0, uint32(got))
+		}
+	}
+	st := min(target, w.connWin)
+	if st <= w.streamWin {
+		return
+	}
+	delta := st - w.streamWin
+	w.streamWin = st
+	// The client adds delta to every stream's send window when it applies
+	// the setting; we may credit it now, since accepting more than the
+	// client was told is safe.
+	for _, s := range c.streams {
+		if !s.remoteEnded {
+			s.inflow.grow(int32(delta))
+		}
+	}
+	c.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: uint32(st)})
+}
+
+// releaseWindow returns the connection's growth to the budget.
+func (c *ServerConn) releaseWindow() {
+	c.cfg.WindowBudget.give(c.win.granted)
+	c.win.granted = 0
+}

@@ -1,0 +1,346 @@
+package h2
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+
+	"github.com/pollproxy/pollproxy/proxy/stream"
+)
+
+// The window tests upload over TCP to a handler that consumes at once, as
+// an origin faster than the client would. The client answers the server's
+// measuring PINGs itself after moving the server's manual clock by a round
+// trip, so the samples (bytes per round trip) are exact, and it keeps the
+// credit the server advertised: the window sizes it sees once every byte
+// was consumed.
+
+const testRTT = 50 * time.Millisecond
+
+// uploader is one connection and one POST stream whose body never ends.
+type uploader struct {
+	t      testing.TB
+	conn   net.Conn
+	fr     *http2.Framer
+	ts     *testServer
+	frames chan srvFrame
+	id     uint32
+
+	connAvail, streamAvail int64 // send credit
+	streamSetting          int64 // the server's SETTINGS_INITIAL_WINDOW_SIZE
+	sent                   int64
+	ourPings               int       // measuring PINGs seen
+	pending                *[8]byte  // a measuring PING not yet answered
+	syncAck                chan bool // our own PING came back
+	chunk                  []byte
+}
+
+func newUploader(t testing.TB, cfg Config) *uploader {
+	t.Helper()
+	consume := handlerFunc(func(req *stream.Request, w stream.ResponseWriter) stream.Events {
+		return &events{body: func(p []byte) { w.Consumed(len(p)) }}
+	})
+	conn, ts := startServer(t, consume, cfg, true, 0)
+	u := &uploader{t: t, conn: conn, ts: ts, frames: make(chan srvFrame, 64), id: 1,
+		connAvail: initialWindow, streamSetting: initialWindow, chunk: make([]byte, 16384)}
+	u.fr = http2.NewFramer(conn, conn)
+	conn.SetDeadline(time.Now().Add(20 * time.Second))
+	if _, err := io.WriteString(conn, clientPreface); err != nil {
+		t.Fatal(err)
+	}
+	u.fr.WriteSettings()
+	go func() {
+		defer close(u.frames)
+		rd := http2.NewFramer(io.Discard, conn)
+		for {
+			f, err := rd.ReadFrame()
+			if err != nil {
+				return
+			}
+			u.frames <- copyFrame(f)
+		}
+	}()
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb)
+	for _, kv := range [][2]string{{":method", "POST"}, {":scheme", "https"}, {":authority", "a.test"}, {":path", "/up"}} {
+		enc.WriteField(hpack.HeaderField{Name: kv[0], Value: kv[1]})
+	}
+	u.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: u.id, BlockFragment: hb.Bytes(), EndHeaders: true})
+	u.sync() // the server's SETTINGS are applied
+	return u
+}
+
+// srvFrame is what the uploader needs of a frame, copied out of the
+// Framer (which owns its frames only until the next read).
+type srvFrame struct {
+	typ       http2.FrameType
+	ack       bool
+	streamID  uint32
+	increment uint32
+	initWin   uint32
+	hasInit   bool
+	data      [8]byte
+	code      http2.ErrCode
+	debug     string
+}
+
+func copyFrame(f http2.Frame) srvFrame {
+	s := srvFrame{typ: f.Header().Type, streamID: f.Header().StreamID}
+	switch f := f.(type) {
+	case *http2.SettingsFrame:
+		s.ack = f.IsAck()
+		s.initWin, s.hasInit = f.Value(http2.SettingInitialWindowSize)
+	case *http2.WindowUpdateFrame:
+		s.increment = f.Increment
+	case *http2.PingFrame:
+		s.ack, s.data = f.IsAck(), f.Data
+	case *http2.GoAwayFrame:
+		s.code, s.debug = f.ErrCode, string(f.DebugData())
+	case *http2.RSTStreamFrame:
+		s.code = f.ErrCode
+	}
+	return s
+}
+
+// handle applies one frame from the server.
+func (u *uploader) handle(f srvFrame) {
+	switch f.typ {
+	case http2.FrameSettings:
+		if f.ack {
+			return
+		}
+		if f.hasInit {
+			u.streamAvail += int64(f.initWin) - u.streamSetting
+			u.streamSetting = int64(f.initWin)
+		}
+		u.fr.WriteSettingsAck()
+	case http2.FrameWindowUpdate:
+		if f.streamID == 0 {
+			u.connAvail += int64(f.increment)
+		} else {
+			u.streamAvail += int64(f.increment)
+		}
+	case http2.FramePing:
+		switch {
+		case f.ack:
+			u.syncAck <- true
+		case bytes.Equal(f.data[:4], bdpPingTag[:]):
+			if u.pending != nil {
+				u.t.Fatal("a second measuring PING while one is unanswered")
+			}
+			d := f.data
+			u.pending = &d
+			u.ourPings++
+		default:
+			u.t.Fatalf("unexpected PING %x", f.data)
+		}
+	case http2.FrameGoAway:
+		u.t.Fatalf("GOAWAY %v: %s", f.code, f.debug)
+	case http2.FrameRSTStream:
+		u.t.Fatalf("RST_STREAM %v", f.code)
+	}
+}
+
+// next handles one frame, waiting for it when block is set; it reports
+// whether there was one.
+func (u *uploader) next(block bool) bool {
+	u.t.Helper()
+	var f srvFrame
+	var ok bool
+	if block {
+		select {
+		case f, ok = <-u.frames:
+		case <-time.After(10 * time.Second):
+			u.t.Fatal("no frame from the server in 10 s")
+		}
+	} else {
+		select {
+		case f, ok = <-u.frames:
+		default:
+			return false
+		}
+	}
+	if !ok {
+		u.t.Fatal("connection closed")
+	}
+	u.handle(f)
+	return true
+}
+
+// send uploads n bytes within the credit, waiting for more when it runs
+// out; stop, when set, ends it early.
+func (u *uploader) send(n int64, stop func() bool) {
+	u.t.Helper()
+	for n > 0 && (stop == nil || !stop()) {
+		for u.next(false) {
+		}
+		k := min(n, int64(len(u.chunk)), u.connAvail, u.streamAvail)
+		if k <= 0 {
+			u.next(true)
+			continue
+		}
+		if err := u.fr.WriteData(u.id, false, u.chunk[:k]); err != nil {
+			u.t.Fatal(err)
+		}
+		u.connAvail -= k
+		u.streamAvail -= k
+		u.sent += k
+		n -= k
+	}
+}
+
+// sync waits until the server handled everything sent so far and the
+// client everything the server sent before that.
+func (u *uploader) sync() {
+	u.t.Helper()
+	u.syncAck = make(chan bool, 1)
+	u.fr.WritePing(false, [8]byte{'s', 'y', 'n', 'c'})
+	for {
+		select {
+		case <-u.syncAck:
+			return
+		default:
+			u.next(true)
+		}
+	}
+}
+
+// round is one measurement: 1/sampleEvery of a stream window (which makes
+// the server send its PING when the last of it arrives), then sample bytes,
+// one round trip on the server's clock and the acknowledgement. It returns
+// false when the server sent no PING.
+func (u *uploader) round(sample int64) bool {
+	u.t.Helper()
+	u.send(u.streamSetting/sampleEvery, nil)
+	u.sync()
+	if u.pending == nil {
+		return false
+	}
+	u.send(sample, nil)
+	u.ts.advance(testRTT)
+	u.fr.WritePing(true, *u.pending)
+	u.pending = nil
+	u.sync()
+	return true
+}
+
+func TestWindowGrowsToMax(t *testing.T) {
+	budget := NewWindowBudget(1 << 30)
+	const max = 8 << 20
+	u := newUploader(t, Config{MaxConnWindow: max, WindowBudget: budget})
+	if u.streamSetting != defaultStreamWindow || u.connAvail != defaultConnWindow {
+		t.Fatalf("start: stream %d conn %d", u.streamSetting, u.connAvail)
+	}
+	for i := 0; i < 8 && u.round(u.streamSetting); i++ {
+		if u.connAvail > max || u.streamSetting > max {
+			t.Fatalf("round %d: windows conn %d stream %d, over the maximum %d", i, u.connAvail, u.streamSetting, max)
+		}
+	}
+	t.Logf("after %d measuring PINGs: conn window %d, stream window %d", u.ourPings, u.connAvail, u.streamSetting)
+	if u.connAvail != max || u.streamSetting != max {
+		t.Fatalf("windows conn %d stream %d, want both grown to %d", u.connAvail, u.streamSetting, max)
+	}
+	if got := budget.Used(); got != max-defaultConnWindow {
+		t.Errorf("budget used %d, want %d", got, max-defaultConnWindow)
+	}
+	// At the maximum the measuring stops: no more PINGs.
+	pings := u.ourPings
+	u.send(3*max, nil)
+	u.sync()
+	if u.ourPings != pings {
+		t.Errorf("%d more PINGs at the maximum window", u.ourPings-pings)
+	}
+}
+
+// A run that does not fill the window (the client is not held back by our
+// credit) does not grow it.
+func TestWindowStaysWhenNotLimiting(t *testing.T) {
+	u := newUploader(t, Config{WindowBudget: NewWindowBudget(1 << 30)})
+	for i := 0; i < 3; i++ {
+		// Under 2/3 of the window per round trip.
+		if !u.round(defaultStreamWindow / 2) {
+			t.Fatalf("round %d: no measuring PING", i)
+		}
+	}
+	if u.streamSetting != defaultStreamWindow || u.connAvail != defaultConnWindow {
+		t.Fatalf("windows grew: stream %d conn %d", u.streamSetting, u.connAvail)
+	}
+}
+
+// PING acknowledgements that are not the tuner's (unsolicited, stale, or
+// the payload of another) change nothing.
+func TestWindowIgnoresOtherPingAcks(t *testing.T) {
+	u := newUploader(t, Config{WindowBudget: NewWindowBudget(1 << 30)})
+	u.send(u.streamSetting/sampleEvery, nil)
+	u.sync()
+	if u.pending == nil {
+		t.Fatal("no measuring PING")
+	}
+	u.send(u.streamSetting, nil)
+	u.ts.advance(testRTT)
+	wrong := *u.pending
+	wrong[7]++
+	u.fr.WritePing(true, wrong)
+	u.fr.WritePing(true, [8]byte{})
+	u.sync()
+	if u.streamSetting != defaultStreamWindow {
+		t.Fatalf("stream window %d after foreign acknowledgements", u.streamSetting)
+	}
+}
+
+func TestWindowBudgetCapsAndReturns(t *testing.T) {
+	const share = 1 << 20
+	budget := NewWindowBudget(share)
+	cfg := Config{WindowBudget: budget}
+	a := newUploader(t, cfg)
+	for i := 0; i < 4 && a.round(a.streamSetting); i++ {
+	}
+	if a.connAvail != defaultConnWindow+share || budget.Used() != share {
+		t.Fatalf("first connection: window %d, budget used %d; want %d and %d",
+			a.connAvail, budget.Used(), defaultConnWindow+share, share)
+	}
+
+	// The budget is spent: a second connection keeps its configured
+	// connection window (its streams may still grow up to it).
+	b := newUploader(t, cfg)
+	for i := 0; i < 3 && b.round(b.streamSetting); i++ {
+	}
+	if b.connAvail != defaultConnWindow || budget.Used() != share {
+		t.Fatalf("second connection: window %d, budget used %d; want %d and %d",
+			b.connAvail, budget.Used(), defaultConnWindow, share)
+	}
+	if b.streamSetting > defaultConnWindow {
+		t.Fatalf("second connection: stream window %d beyond its connection window", b.streamSetting)
+	}
+
+	// The first connection ends: its share comes back, and the second grows.
+	a.conn.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for budget.Used() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("budget used %d after the connection closed", budget.Used())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if !b.round(b.streamSetting) {
+		t.Fatal("no measuring PING on the second connection")
+	}
+	if b.connAvail != defaultConnWindow+share || budget.Used() != share {
+		t.Fatalf("second connection after the first closed: window %d, budget used %d", b.connAvail, budget.Used())
+	}
+}
+
+// Autotuning off (MaxConnWindow at ConnWindow): no PING, no growth.
+func TestWindowAutotuneOff(t *testing.T) {
+	u := newUploader(t, Config{MaxConnWindow: defaultConnWindow})
+	u.send(8<<20, nil)
+	u.sync()
+	if u.ourPings != 0 || u.streamSetting != defaultStreamWindow {
+		t.Fatalf("%d PINGs, stream window %d", u.ourPings, u.streamSetting)
+	}
+}
