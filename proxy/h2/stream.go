@@ -42,10 +42,63 @@ type h2Stream struct {
 
 var _ stream.ResponseWriter = (*h2Stream)(nil)
 
+// newStream returns a fresh stream: one from the free list (recycle) when
+// there is one, cleared, else a new allocation.
 func (c *ServerConn) newStream(id uint32) *h2Stream {
-	s := &h2Stream{c: c, id: id, declared: -1}
+	var s *h2Stream
+	if n := len(c.freeStreams); n > 0 {
+		s = c.freeStreams[n-1]
+		c.freeStreams[n-1] = nil
+		c.freeStreams = c.freeStreams[:n-1]
+		*s = h2Stream{}
+	} else {
+		s = new(h2Stream)
+	}
+	s.c, s.id, s.declared = c, id, -1
 	s.req.Header = s.hdrArr[:0]
 	return s
+}
+
+// release tells the handler of a closed stream that no event follows
+// (stream.Releaser); once it has let go, the struct can serve a later
+// stream (recycle). A tunnel's is never reused: its handler may end its
+// side later.
+func (c *ServerConn) release(s *h2Stream, r stream.Releaser) {
+	r.OnRelease()
+	if !s.tunnel && !c.dead {
+		c.spent = append(c.spent, s)
+	}
+}
+
+// maxFreeStreams bounds a connection's free list of stream structs (each
+// about 700 bytes); ReleaseIdle empties it.
+const maxFreeStreams = 16
+
+// recycle moves the released streams (see closeStream) that nothing on the
+// connection refers to any more to the free list. flush calls it when it
+// is done: the writable list is empty then, and a stream still on the
+// write queue (closed mid-response, its entry not yet popped) or still the
+// header block's (trailers split across frames) waits for a later flush.
+// The handler promised not to use a released stream (stream.Releaser), and
+// until newStream hands it out again it stays closed, so a stray call
+// returns ErrStreamClosed.
+func (c *ServerConn) recycle() {
+	if c.dead {
+		clear(c.spent)
+		c.spent = c.spent[:0]
+		return
+	}
+	keep := c.spent[:0]
+	for _, s := range c.spent {
+		switch {
+		case s.queued || c.hdr.s == s:
+			keep = append(keep, s)
+		case len(c.freeStreams) < maxFreeStreams:
+			c.freeStreams = append(c.freeStreams, s)
+		}
+	}
+	clear(c.spent[len(keep):])
+	c.spent = keep
 }
 
 func (s *h2Stream) pending() int { return len(s.buf) - s.off }
@@ -245,6 +298,10 @@ func (c *ServerConn) closeStream(s *h2Stream, how uint8, err error) {
 	}
 	if err != nil && s.events != nil && (!s.localEnded || s.tunnel && !s.remoteEnded) {
 		s.events.OnAbort(err)
+	}
+	if r, ok := s.events.(stream.Releaser); ok {
+		s.events = nil
+		c.release(s, r)
 	}
 	if c.shutdown {
 		c.maybeFinishShutdown()

@@ -158,6 +158,20 @@ type Events interface {
 	OnAbort(err error)
 }
 
+// Releaser is implemented by Events that want to reuse their memory for a
+// later request. A front end calls OnRelease once, on the loop, when it is
+// done with the request: no Events call for it follows. In return the
+// handler makes no call on the request's ResponseWriter or Request after
+// OnRelease (work it still has, such as reading the rest of an origin's
+// response, goes on without them), so the front end may reuse both for a
+// later request. OnRelease may come from inside a ResponseWriter call that
+// ended the stream (h2's END_STREAM); it must not call the front end. A request that ends with its connection
+// (Abort, a closed HTTP/1.1 connection) may never see OnRelease; its
+// memory is then simply left to the collector.
+type Releaser interface {
+	OnRelease()
+}
+
 // Handler serves requests on the loop.
 type Handler interface {
 	// Serve starts serving req. It returns the request's event sink, which
