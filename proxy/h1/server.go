@@ -550,24 +550,34 @@ func (c *ServerConn) armTimer() {
 	c.stopTimer()
 	switch want {
 	case tkHeader:
-		c.timer = c.t.Clock().AfterFunc(c.cfg.HeaderTimeout, c.onTimer)
+		c.startTimer(c.cfg.HeaderTimeout)
 	case tkIdle:
-		c.timer = c.t.Clock().AfterFunc(c.cfg.IdleTimeout, c.onTimer)
+		c.startTimer(c.cfg.IdleTimeout)
 	}
 	c.timerKind = want
+}
+
+// startTimer arms the connection's one timer: the same one again when the
+// clock's timers can be re-armed (stream.ResettableTimer), so a kept-alive
+// connection does not allocate a timer per request.
+func (c *ServerConn) startTimer(d time.Duration) {
+	if rt, ok := c.timer.(stream.ResettableTimer); ok {
+		rt.Reset(d)
+		return
+	}
+	c.timer = c.t.Clock().AfterFunc(d, c.onTimer)
 }
 
 func (c *ServerConn) stopTimer() {
 	if c.timer != nil {
 		c.timer.Stop()
-		c.timer = nil
 	}
 	c.timerKind = tkNone
 }
 
 func (c *ServerConn) timerFired() {
 	kind := c.timerKind
-	c.timer, c.timerKind = nil, tkNone
+	c.timerKind = tkNone
 	if c.state != scIdle {
 		return
 	}

@@ -186,6 +186,16 @@ type Timer interface {
 	Stop() bool
 }
 
+// ResettableTimer is a Timer that can be armed again after it stopped or
+// fired, so an owner that arms one timeout after another (an HTTP/1.1
+// connection's header and idle timeouts) allocates its timer once.
+type ResettableTimer interface {
+	Timer
+	// Reset schedules the timer's function to run after d, whether or not
+	// it was pending, and reports whether it was.
+	Reset(d time.Duration) bool
+}
+
 // Clock is the time source of the loop that owns the connection. Front ends
 // read time only through it, so tests can drive every timeout and rate
 // limit with a clock they control.
