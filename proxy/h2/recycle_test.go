@@ -239,6 +239,16 @@ func TestStreamRecycle(t *testing.T) {
 			t.Fatal("stream 15 got a new struct with released ones free")
 		}
 	})
+	rc.ping()
+	check(func() {
+		c := rc.ts.sc
+		if len(c.freeStreams) == 0 {
+			t.Fatal("no free streams before ReleaseIdle")
+		}
+		if c.ReleaseIdle() == 0 || c.freeStreams != nil || c.spent != nil {
+			t.Fatalf("ReleaseIdle kept %d free and %d spent streams", len(c.freeStreams), len(c.spent))
+		}
+	})
 }
 
 // TestStreamNotRecycledWithoutRelease: a handler that does not implement

@@ -71,8 +71,11 @@ func (c *ServerConn) release(s *h2Stream, r stream.Releaser) {
 }
 
 // maxFreeStreams bounds a connection's free list of stream structs (each
-// about 700 bytes); ReleaseIdle empties it.
-const maxFreeStreams = 16
+// about 700 bytes, 22 KiB at most): enough for a client that keeps a few
+// dozen requests in flight (h2load -m 20 with room to spare) to allocate
+// none. A struct only gets there after it served a stream, so the list never
+// holds more than the connection's own recent peak; ReleaseIdle empties it.
+const maxFreeStreams = 32
 
 // recycle moves the released streams (see closeStream) that nothing on the
 // connection refers to any more to the free list. flush calls it when it
