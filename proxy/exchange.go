@@ -167,10 +167,12 @@ func (releasedWriter) Close([]stream.Field) error                  { return stre
 func (releasedWriter) Reset(uint32)                                {}
 func (releasedWriter) Consumed(int)                                {}
 
-// maxFreeExchanges bounds a handler's free list of exchanges: about as many
-// as a loop has requests in flight at once under load, each a few hundred
-// bytes plus its request-head buffer.
-const maxFreeExchanges = 256
+// maxFreeExchanges bounds a handler's free list of exchanges: as many as a
+// loop has requests in flight under heavy load (six h2 connections with a
+// hundred streams each are 600), each about 1.7 KiB with its head buffer
+// and timers, so at most 1.7 MiB per loop, beside the up to 8 MiB of free
+// backend read buffers (maxBufs) the loop keeps for the same load.
+const maxFreeExchanges = 1024
 
 // maxKeptHead is the largest request-head buffer a recycled exchange keeps;
 // a larger one (a request with huge fields) goes to the collector.

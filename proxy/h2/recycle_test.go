@@ -222,7 +222,7 @@ func TestStreamRecycle(t *testing.T) {
 			t.Fatalf("reset stream 11: %d aborts, %d releases, event after release %v", r11.aborts, r11.releases, r11.eventAfterRelease)
 		}
 		c := rc.ts.sc
-		if len(c.freeStreams) > maxFreeStreams || len(c.spent) != 0 {
+		if len(c.freeStreams) > int(c.cfg.MaxConcurrentStreams) || len(c.spent) != 0 {
 			t.Fatalf("%d free, %d spent streams after the queue drained", len(c.freeStreams), len(c.spent))
 		}
 	})

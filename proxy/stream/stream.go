@@ -164,8 +164,9 @@ type Events interface {
 // handler makes no call on the request's ResponseWriter or Request after
 // OnRelease (work it still has, such as reading the rest of an origin's
 // response, goes on without them), so the front end may reuse both for a
-// later request. OnRelease may come from inside a ResponseWriter call that
-// ended the stream (h2's END_STREAM); it must not call the front end. A request that ends with its connection
+// later request. Like every Events call it comes from one of the front
+// end's entry points, never from inside a ResponseWriter call, and it must
+// not call the front end. A request that ends with its connection
 // (Abort, a closed HTTP/1.1 connection) may never see OnRelease; its
 // memory is then simply left to the collector.
 type Releaser interface {
