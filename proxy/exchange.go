@@ -60,6 +60,12 @@ type exchange struct {
 	tun                         *tunnelState       // set for a request that asked to upgrade
 	bodyTimer                   *netpoll.Timer     // read_body: the client's body must end in time
 	link                        inflightLink       // in the handler's inflight list (retire.go)
+
+	// The exchange goes back to its handler's free list (recycle) once
+	// both are true: the front end released it (no more Events, its
+	// ResponseWriter not to be used) and it reported itself to the
+	// observer (nothing left of it on the loop).
+	released, observed bool
 }
 
 // waitKind is what the exchange's timer is guarding.
@@ -102,6 +108,8 @@ func (ex *exchange) timedOut() {
 
 // observe reports the finished exchange, once.
 func (ex *exchange) observe() {
+	defer ex.recycle()
+	ex.observed = true
 	ex.h.live.remove(ex)
 	if ex.bodyTimer != nil { // every way an exchange ends reports it
 		ex.bodyTimer.Stop()
@@ -122,7 +130,89 @@ func (ex *exchange) observe() {
 	ex.h.cfg.Observer.Observe(l)
 }
 
-var _ stream.Events = (*exchange)(nil)
+var (
+	_ stream.Events   = (*exchange)(nil)
+	_ stream.Releaser = (*exchange)(nil)
+)
+
+// OnRelease implements stream.Releaser: the front end is done with the
+// request, and the exchange is recycled once it has been observed. One
+// that has not ended yet — a response without a body ends the client's
+// stream with its head, before the origin's response is complete — runs on
+// to the end of the origin's response with a ResponseWriter that takes
+// nothing, so it never touches the released one. A tunnel keeps its own
+// ending (front ends never reuse a tunnel's stream) and is left to the
+// collector.
+func (ex *exchange) OnRelease() {
+	if ex.released {
+		return
+	}
+	ex.released = true
+	if ex.tun != nil {
+		return
+	}
+	if !ex.finished {
+		ex.w = releasedWriter{}
+		return
+	}
+	ex.recycle()
+}
+
+// releasedWriter stands in for a ResponseWriter the front end took back.
+type releasedWriter struct{}
+
+func (releasedWriter) WriteHeader(int, []stream.Field, bool) error { return stream.ErrStreamClosed }
+func (releasedWriter) Write([]byte) (int, error)                   { return 0, stream.ErrStreamClosed }
+func (releasedWriter) Close([]stream.Field) error                  { return stream.ErrStreamClosed }
+func (releasedWriter) Reset(uint32)                                {}
+func (releasedWriter) Consumed(int)                                {}
+
+// maxFreeExchanges bounds a handler's free list of exchanges: as many as a
+// loop has requests in flight under heavy load (six h2 connections with a
+// hundred streams each are 600), each about 1.7 KiB with its head buffer
+// and timers, so at most 1.7 MiB per loop, beside the up to 8 MiB of free
+// backend read buffers (maxBufs) the loop keeps for the same load.
+const maxFreeExchanges = 1024
+
+// maxKeptHead is the largest request-head buffer a recycled exchange keeps;
+// a larger one (a request with huge fields) goes to the collector.
+const maxKeptHead = 4 * headCap
+
+// recycle puts the exchange on its handler's free list once the front end
+// released it and it was observed: then no front end, backend connection,
+// pool queue, timer or inflight list refers to it any more. Its timer (with
+// the method value it calls), its read_body timer and its request-head
+// buffer stay with it, so the next request allocates none of them.
+func (ex *exchange) recycle() {
+	if !ex.released || !ex.observed || !ex.finished || ex.tun != nil {
+		return
+	}
+	h := ex.h
+	if len(h.freeEx) >= maxFreeExchanges {
+		return
+	}
+	ex.timer.Stop()
+	ex.bodyTimer.Stop()
+	timer, bodyTimer, head := ex.timer, ex.bodyTimer, ex.head[:0]
+	if cap(head) > maxKeptHead {
+		head = nil
+	}
+	// finished stays set: a stray call on a free exchange does nothing.
+	*ex = exchange{timer: timer, bodyTimer: bodyTimer, head: head, finished: true}
+	h.freeEx = append(h.freeEx, ex)
+}
+
+// newExchange takes an exchange from the free list, or allocates one.
+func (h *Handler) newExchange() *exchange {
+	n := len(h.freeEx)
+	if n == 0 {
+		return &exchange{}
+	}
+	ex := h.freeEx[n-1]
+	h.freeEx[n-1] = nil
+	h.freeEx = h.freeEx[:n-1]
+	return ex
+}
 
 // begin picks an upstream and asks its pool for a connection.
 func (ex *exchange) begin(skip *Upstream) {

@@ -123,8 +123,9 @@ type Handler struct {
 	// marks that attach fills for the upstream picked (translate.go).
 	upHead bool
 
-	tunnels tunnelSet // the loop's open tunnels, for the metrics
-	live    inflight  // exchanges in flight, closed by Retire when removed
+	tunnels tunnelSet   // the loop's open tunnels, for the metrics
+	live    inflight    // exchanges in flight, closed by Retire when removed
+	freeEx  []*exchange // finished exchanges for reuse (exchange.recycle)
 }
 
 // NewHandler returns the proxy for loop l. cfg should have its defaults
@@ -152,7 +153,9 @@ func NewHandler(l *netpoll.Loop, cfg Config) *Handler {
 
 // Serve proxies one request.
 func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
-	ex := &exchange{h: h, g: &h.group, w: w, method: req.Method, hasBody: req.HasBody, key: h.key(req), https: req.Scheme == "https"}
+	ex := h.newExchange()
+	*ex = exchange{h: h, g: &h.group, w: w, method: req.Method, hasBody: req.HasBody, key: h.key(req), https: req.Scheme == "https",
+		timer: ex.timer, bodyTimer: ex.bodyTimer, head: ex.head[:0]}
 	trusted := Trusted(req.RemoteAddr.Addr(), h.cfg.TrustedProxies)
 	if h.cfg.Observer != nil {
 		ex.logging = true
@@ -171,14 +174,17 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 			return nil
 		}
 	} else {
-		ex.head, ex.chunked = h.requestHead(req, trusted)
+		ex.head, ex.chunked = h.requestHead(ex.head, req, trusted)
 	}
 	if !req.HasBody && ex.tun == nil {
 		// An upgrade's "body" is the tunnel that may follow the 101.
 		ex.bodyEnded = true
 	} else if h.cfg.ReadBodyTimeout > 0 && ex.tun == nil {
 		// A tunnel has its own idle timer (stream_timeout), never a request's.
-		ex.bodyTimer = h.loop.AfterFunc(h.cfg.ReadBodyTimeout, ex.bodyTimedOut)
+		if ex.bodyTimer == nil {
+			ex.bodyTimer = h.loop.NewTimer(ex.bodyTimedOut)
+		}
+		ex.bodyTimer.Reset(h.cfg.ReadBodyTimeout)
 	}
 	ex.begin(nil)
 	return ex

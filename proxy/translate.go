@@ -19,7 +19,8 @@ import (
 // the translated fields (requestFields) and the body framing, re-chosen
 // here (Content-Length when the length is known, chunked otherwise) so the
 // origin never sees framing a client wrote. chunked reports the latter.
-func (h *Handler) requestHead(req *stream.Request, trusted bool) (head []byte, chunked bool) {
+// The head is appended to dst, a recycled exchange's buffer when it has one.
+func (h *Handler) requestHead(dst []byte, req *stream.Request, trusted bool) (head []byte, chunked bool) {
 	length := h1.LengthNone
 	switch {
 	case req.ContentLength >= 0:
@@ -27,12 +28,16 @@ func (h *Handler) requestHead(req *stream.Request, trusted bool) (head []byte, c
 	case req.HasBody:
 		length, chunked = h1.LengthChunked, true
 	}
-	head = h1.AppendRequestHeadFramed(make([]byte, 0, headCap), req.Method, req.Path, h.requestFields(req, trusted), length)
+	if dst == nil {
+		dst = make([]byte, 0, headCap)
+	}
+	head = h1.AppendRequestHeadFramed(dst, req.Method, req.Path, h.requestFields(req, trusted), length)
 	return head, chunked
 }
 
 // headCap is the first guess at a translated request head's size: most
-// fit, so building one costs a single allocation.
+// fit, so building one costs a single allocation, and none once the
+// exchange is recycled with its buffer.
 const headCap = 1024
 
 // requestFields translates the client's fields for the origin: Host from

@@ -73,3 +73,19 @@ func BenchmarkHandshake(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBufferMixedFills is a session's output buffer under h2 with
+// many requests in flight: each batch of answers is big (here 64 KiB) or
+// small (4 KiB), mixed. A buffer that is dropped at the first small fill
+// grows again at the next big one.
+func BenchmarkBufferMixedFills(b *testing.B) {
+	var q buffer
+	big, small := make([]byte, 64<<10), make([]byte, 4<<10)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, p := range [][]byte{big, small, small, big, small} {
+			q.write(p)
+			q.consume(len(p))
+		}
+	}
+}

@@ -548,10 +548,19 @@ func (f *framer) advance(p []byte) int {
 // end and consumed from the front. Appending never moves bytes already
 // queued, so a slice returned by bytes stays intact until the next consume.
 type buffer struct {
-	b    []byte
-	off  int
-	peak int // most bytes queued since the buffer was last empty
+	b     []byte
+	off   int
+	peak  int // most bytes queued since the buffer was last empty
+	small int // fills in a row that a big buffer did not need
 }
+
+// keepBigFills is how many fills in a row must fit in idleBufferCap before
+// a big buffer is released. Many streams answered in one batch (h2 with a
+// hundred requests in flight) alternate big and small fills; releasing at
+// the first small one made the next big one grow a buffer again, about a
+// KiB of garbage per request. An idle connection's buffer goes with the
+// idle sweep (ReleaseIdle) whatever this count.
+const keepBigFills = 16
 
 func (q *buffer) len() int { return len(q.b) - q.off }
 
@@ -570,14 +579,18 @@ func (q *buffer) consume(n int) {
 	rest := len(q.b) - q.off
 	switch {
 	case rest == 0:
-		// A big buffer goes once a fill that did not need it has been
-		// written: a stream of large writes keeps it (dropping it after
-		// each one made every 256 KiB flush allocate and clear anew),
-		// while the connection's next small exchange releases it.
-		if cap(q.b) > idleBufferCap && q.peak <= idleBufferCap {
-			q.b = nil
-		} else {
-			q.b = q.b[:0]
+		// A big buffer goes once keepBigFills fills in a row did not need
+		// it: a stream of large writes keeps it (dropping it after each
+		// one made every 256 KiB flush allocate and clear anew), and so do
+		// big batches mixed with small ones, while a connection back to
+		// small exchanges releases it.
+		q.b = q.b[:0]
+		if cap(q.b) > idleBufferCap {
+			if q.peak > idleBufferCap {
+				q.small = 0
+			} else if q.small++; q.small >= keepBigFills {
+				q.b, q.small = nil, 0
+			}
 		}
 		q.off, q.peak = 0, 0
 	case q.off >= rest:
@@ -591,5 +604,5 @@ func (q *buffer) consume(n int) {
 
 func (q *buffer) release() {
 	q.b = nil
-	q.off, q.peak = 0, 0
+	q.off, q.peak, q.small = 0, 0, 0
 }

@@ -533,8 +533,9 @@ func TestBufferReuse(t *testing.T) {
 		t.Fatalf("after compaction: %q off %d", q.bytes(), q.off)
 	}
 	q.consume(4)
-	// A big buffer survives a run of big fills (a download) and is
-	// released once a small fill that did not need it is written.
+	// A big buffer survives a run of big fills (a download), and big
+	// fills mixed with small ones (many streams answered per batch); it
+	// is released once keepBigFills small fills in a row did not need it.
 	q.write(make([]byte, 1<<20))
 	q.consume(1 << 20)
 	big := cap(q.b)
@@ -543,10 +544,26 @@ func TestBufferReuse(t *testing.T) {
 	if cap(q.b) != big {
 		t.Fatalf("big buffer reallocated between big fills: cap %d, was %d", cap(q.b), big)
 	}
-	q.write([]byte("small"))
-	q.consume(5)
+	for round := range 3 {
+		for range keepBigFills - 1 {
+			q.write([]byte("small"))
+			q.consume(5)
+		}
+		q.write(make([]byte, 2*idleBufferCap))
+		q.consume(2 * idleBufferCap)
+		if cap(q.b) != big {
+			t.Fatalf("round %d: big buffer released among big fills: cap %d", round, cap(q.b))
+		}
+	}
+	for i := range keepBigFills {
+		if cap(q.b) != big {
+			t.Fatalf("big buffer released after %d small fills, want %d", i, keepBigFills)
+		}
+		q.write([]byte("small"))
+		q.consume(5)
+	}
 	if cap(q.b) != 0 {
-		t.Fatalf("big buffer kept after a small fill: cap %d", cap(q.b))
+		t.Fatalf("big buffer kept after %d small fills: cap %d", keepBigFills, cap(q.b))
 	}
 	// bytes() is capped, so appending to it cannot scribble on the queue.
 	q.write([]byte("abc"))

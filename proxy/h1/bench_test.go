@@ -97,10 +97,13 @@ func respondBench(w stream.ResponseWriter) {
 // benchServerConn feeds one kept-alive request per iteration to a front end
 // serving with serve; after, if not nil, runs once the Feed returned.
 func benchServerConn(b *testing.B, serve func(w stream.ResponseWriter) stream.Events, after func()) {
+	benchServerConnOn(b, &testLoop{noTimers: true}, serve, after)
+}
+
+func benchServerConnOn(b *testing.B, l *testLoop, serve func(w stream.ResponseWriter) stream.Events, after func()) {
 	h := &testHandler{serve: func(h *testHandler, req *stream.Request, w stream.ResponseWriter) stream.Events {
 		return serve(w)
 	}}
-	l := &testLoop{noTimers: true}
 	c := NewServerConn(l, allocHandler{h}, ServerConfig{})
 	b.ReportAllocs()
 	for b.Loop() {
@@ -133,6 +136,17 @@ func BenchmarkServerConnAsync(b *testing.B) {
 		w = rw
 		return nopEvents{}
 	}, func() { respondBench(w) })
+}
+
+// BenchmarkServerConnTimers is BenchmarkServerConn with a clock whose
+// timers are real objects, as the loop's are: the header and idle timeouts
+// armed around every request. The connection re-arms its one timer
+// (stream.ResettableTimer) instead of allocating one per request.
+func BenchmarkServerConnTimers(b *testing.B) {
+	benchServerConnOn(b, &testLoop{}, func(w stream.ResponseWriter) stream.Events {
+		respondBench(w)
+		return nil
+	}, nil)
 }
 
 type nopEvents struct{}

@@ -172,6 +172,7 @@ type ServerConn struct {
 
 	// the exchange in progress
 	ev         stream.Events
+	release    stream.Releaser // the finished exchange's, told at Flush
 	inServe    bool
 	reqDone    bool // request body fully read, or none
 	deliver    bool // body events still go to the handler
@@ -237,12 +238,13 @@ func (c *ServerConn) Feed(p []byte) error {
 	return c.run(p)
 }
 
-// Flush implements stream.ServerConn. The HTTP/1.1 front end has nothing
+// Flush implements stream.ServerConn. The HTTP/1.1 front end has no output
 // to produce at the end of an iteration: heads and body bytes are small
 // enough to serialise as the handler writes them, and go to Transport.Write
 // at once (the transport still writes the socket only once per
-// iteration), so it never calls Transport.FlushLater and Flush is empty.
-func (c *ServerConn) Flush() {}
+// iteration). It asks for Flush only to release a finished exchange's
+// handler (settle).
+func (c *ServerConn) Flush() { c.releaseDone() }
 
 // OnDrained implements stream.ServerConn: the transport's backlog fell, so
 // a handler that was refused bytes may write again. The connection calls
@@ -416,6 +418,7 @@ func (c *ServerConn) begin() error {
 	c.resp, c.framing, c.remaining, c.wantWrite = rsNone, fwNone, 0, false
 	c.upgrade, c.tunnel = req.Upgrade, false
 
+	c.releaseDone() // a pipelined request may start before Flush
 	c.inServe = true
 	ev := c.h.Serve(req, &c.rw)
 	c.inServe = false
@@ -462,8 +465,24 @@ func (c *ServerConn) settle() {
 		return
 	}
 	c.state = scIdle
+	if r, ok := c.ev.(stream.Releaser); ok {
+		// The exchange is over both ways and no event follows, so the
+		// handler may reuse what it kept for it. Told from Flush, an entry
+		// point, because settle may run inside a ResponseWriter call.
+		c.release = r
+		c.t.FlushLater()
+	}
 	c.ev = nil
 	c.p.Reset()
+}
+
+// releaseDone tells the handler of the last exchange that it is over
+// (stream.Releaser).
+func (c *ServerConn) releaseDone() {
+	if r := c.release; r != nil {
+		c.release = nil
+		r.OnRelease()
+	}
 }
 
 // wake follows a ResponseWriter call that may let input move on: the end
@@ -531,24 +550,34 @@ func (c *ServerConn) armTimer() {
 	c.stopTimer()
 	switch want {
 	case tkHeader:
-		c.timer = c.t.Clock().AfterFunc(c.cfg.HeaderTimeout, c.onTimer)
+		c.startTimer(c.cfg.HeaderTimeout)
 	case tkIdle:
-		c.timer = c.t.Clock().AfterFunc(c.cfg.IdleTimeout, c.onTimer)
+		c.startTimer(c.cfg.IdleTimeout)
 	}
 	c.timerKind = want
+}
+
+// startTimer arms the connection's one timer: the same one again when the
+// clock's timers can be re-armed (stream.ResettableTimer), so a kept-alive
+// connection does not allocate a timer per request.
+func (c *ServerConn) startTimer(d time.Duration) {
+	if rt, ok := c.timer.(stream.ResettableTimer); ok {
+		rt.Reset(d)
+		return
+	}
+	c.timer = c.t.Clock().AfterFunc(d, c.onTimer)
 }
 
 func (c *ServerConn) stopTimer() {
 	if c.timer != nil {
 		c.timer.Stop()
-		c.timer = nil
 	}
 	c.timerKind = tkNone
 }
 
 func (c *ServerConn) timerFired() {
 	kind := c.timerKind
-	c.timer, c.timerKind = nil, tkNone
+	c.timerKind = tkNone
 	if c.state != scIdle {
 		return
 	}

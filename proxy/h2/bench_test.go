@@ -47,14 +47,25 @@ func (nopTimer) Stop() bool                                   { return true }
 // BenchmarkGET feeds one HEADERS frame per request (plus the client's
 // WINDOW_UPDATE for the previous body) and lets a handler answer with a
 // 1 KiB body from Serve: decode, validate, serve, encode, frame.
-func BenchmarkGET(b *testing.B) {
+func BenchmarkGET(b *testing.B) { benchGET(b, nil) }
+
+// BenchmarkGETReleased is BenchmarkGET with a handler that implements
+// stream.Releaser, as pollproxy's proxy does: the stream struct is reused.
+func BenchmarkGETReleased(b *testing.B) { benchGET(b, &nopReleaser{}) }
+
+// nopReleaser is Events that ignore everything, released or not.
+type nopReleaser struct{ events }
+
+func (*nopReleaser) OnRelease() {}
+
+func benchGET(b *testing.B, ev stream.Events) {
 	body := bytes.Repeat([]byte("x"), 1024)
 	fields := []stream.Field{{Name: "content-type", Value: "text/plain"}, {Name: "content-length", Value: "1024"}}
 	h := handlerFunc(func(req *stream.Request, w stream.ResponseWriter) stream.Events {
 		w.WriteHeader(200, fields, false)
 		w.Write(body)
 		w.Close(nil)
-		return nil
+		return ev
 	})
 	tr := &memTransport{}
 	sc := NewServerConn(tr, h, Config{IdleTimeout: -1})

@@ -46,6 +46,7 @@ import (
 	"bytes"
 	"net/netip"
 	"time"
+	"unsafe"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -123,6 +124,12 @@ type ServerConn struct {
 	writable          []*h2Stream // streams to tell OnWritable
 	writableSpare     []*h2Stream
 	bufFree           [][]byte
+
+	// Stream structs for reuse: spent holds closed streams whose handler
+	// released them (stream.Releaser) until recycle finds them referenced
+	// by nothing; freeStreams holds them for newStream.
+	spent       []*h2Stream
+	freeStreams []*h2Stream
 
 	// Inbound.
 	inflow inflow
@@ -468,6 +475,9 @@ func (c *ServerConn) flush() {
 		c.transportClosed = true
 		c.t.Close()
 	}
+	if len(c.spent) > 0 {
+		c.recycle()
+	}
 }
 
 // Flush implements stream.ServerConn: the connection calls it at the end of
@@ -649,6 +659,8 @@ func (c *ServerConn) ReleaseIdle() int {
 	c.writable, c.writableSpare = nil, nil
 	c.wq, c.wqHead = nil, 0
 	c.streams = make(map[uint32]*h2Stream)
+	n += len(c.freeStreams) * int(unsafe.Sizeof(h2Stream{}))
+	c.freeStreams, c.spent = nil, nil
 	return n
 }
 

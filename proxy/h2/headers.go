@@ -275,6 +275,8 @@ func (c *ServerConn) startRequest() error {
 	ev := c.h.Serve(req, s)
 	if !s.closed {
 		s.events = ev
+	} else if r, ok := ev.(stream.Releaser); ok {
+		c.release(s, r) // answered within Serve
 	}
 	return nil
 }

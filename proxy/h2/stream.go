@@ -15,8 +15,11 @@ type h2Stream struct {
 	c      *ServerConn
 	id     uint32
 	events stream.Events
-	req    stream.Request
-	hdrArr [12]stream.Field // backs req.Header for most requests
+	// releaser: the closed stream's handler, told it is released at the
+	// next flush (recycle).
+	releaser stream.Releaser
+	req      stream.Request
+	hdrArr   [12]stream.Field // backs req.Header for most requests
 
 	inflow     inflow // receive window
 	unconsumed int    // delivered by OnBody, not yet Consumed
@@ -42,10 +45,71 @@ type h2Stream struct {
 
 var _ stream.ResponseWriter = (*h2Stream)(nil)
 
+// newStream returns a fresh stream: one from the free list (recycle) when
+// there is one, cleared, else a new allocation.
 func (c *ServerConn) newStream(id uint32) *h2Stream {
-	s := &h2Stream{c: c, id: id, declared: -1}
+	var s *h2Stream
+	if n := len(c.freeStreams); n > 0 {
+		s = c.freeStreams[n-1]
+		c.freeStreams[n-1] = nil
+		c.freeStreams = c.freeStreams[:n-1]
+		*s = h2Stream{}
+	} else {
+		s = new(h2Stream)
+	}
+	s.c, s.id, s.declared = c, id, -1
 	s.req.Header = s.hdrArr[:0]
 	return s
+}
+
+// release queues a closed stream whose handler is a stream.Releaser: the
+// handler hears OnRelease from the next flush (an entry point, so the
+// re-entrancy rule holds even when a ResponseWriter call closed the
+// stream), and the struct can then serve a later stream (recycle).
+func (c *ServerConn) release(s *h2Stream, r stream.Releaser) {
+	if c.dead {
+		return // the connection's end: left to the collector
+	}
+	s.releaser = r
+	c.spent = append(c.spent, s)
+}
+
+// The free list of stream structs (each about 700 bytes) is bounded by
+// Config.MaxConcurrentStreams. That costs no memory beyond what the
+// connection already held: a struct gets there only after serving a
+// stream, and newStream takes from it first, so live and free structs
+// together never outnumber the connection's peak of open streams. It keeps
+// that peak until the connection goes idle (ReleaseIdle empties the list),
+// and a client that keeps many requests in flight (h2load -m 100)
+// allocates no stream struct once it reached its peak.
+
+// recycle tells the handlers of the streams closed since the last flush
+// that they are released, and moves the streams that nothing on the
+// connection refers to any more to the free list. flush calls it when it
+// is done: the writable list is empty then, and a stream still on the
+// write queue (closed mid-response, its entry not yet popped) or still the
+// header block's (trailers split across frames) waits for a later flush.
+// A tunnel's struct is never reused: its handler may end its side later.
+// The handler promised not to use a released stream (stream.Releaser), and
+// until newStream hands it out again it stays closed, so a stray call
+// returns ErrStreamClosed.
+func (c *ServerConn) recycle() {
+	keep := c.spent[:0]
+	for _, s := range c.spent {
+		if r := s.releaser; r != nil {
+			s.releaser = nil
+			r.OnRelease()
+		}
+		switch {
+		case c.dead || s.tunnel:
+		case s.queued || c.hdr.s == s:
+			keep = append(keep, s)
+		case len(c.freeStreams) < int(c.cfg.MaxConcurrentStreams):
+			c.freeStreams = append(c.freeStreams, s)
+		}
+	}
+	clear(c.spent[len(keep):])
+	c.spent = keep
 }
 
 func (s *h2Stream) pending() int { return len(s.buf) - s.off }
@@ -245,6 +309,10 @@ func (c *ServerConn) closeStream(s *h2Stream, how uint8, err error) {
 	}
 	if err != nil && s.events != nil && (!s.localEnded || s.tunnel && !s.remoteEnded) {
 		s.events.OnAbort(err)
+	}
+	if r, ok := s.events.(stream.Releaser); ok {
+		s.events = nil
+		c.release(s, r)
 	}
 	if c.shutdown {
 		c.maybeFinishShutdown()

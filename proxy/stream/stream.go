@@ -158,6 +158,21 @@ type Events interface {
 	OnAbort(err error)
 }
 
+// Releaser is implemented by Events that want to reuse their memory for a
+// later request. A front end calls OnRelease once, on the loop, when it is
+// done with the request: no Events call for it follows. In return the
+// handler makes no call on the request's ResponseWriter or Request after
+// OnRelease (work it still has, such as reading the rest of an origin's
+// response, goes on without them), so the front end may reuse both for a
+// later request. Like every Events call it comes from one of the front
+// end's entry points, never from inside a ResponseWriter call, and it must
+// not call the front end. A request that ends with its connection
+// (Abort, a closed HTTP/1.1 connection) may never see OnRelease; its
+// memory is then simply left to the collector.
+type Releaser interface {
+	OnRelease()
+}
+
 // Handler serves requests on the loop.
 type Handler interface {
 	// Serve starts serving req. It returns the request's event sink, which
@@ -170,6 +185,16 @@ type Handler interface {
 type Timer interface {
 	// Stop cancels the timer; it reports whether the timer was still pending.
 	Stop() bool
+}
+
+// ResettableTimer is a Timer that can be armed again after it stopped or
+// fired, so an owner that arms one timeout after another (an HTTP/1.1
+// connection's header and idle timeouts) allocates its timer once.
+type ResettableTimer interface {
+	Timer
+	// Reset schedules the timer's function to run after d, whether or not
+	// it was pending, and reports whether it was.
+	Reset(d time.Duration) bool
 }
 
 // Clock is the time source of the loop that owns the connection. Front ends

@@ -3,6 +3,7 @@
 package streamtest
 
 import (
+	"slices"
 	"time"
 
 	"github.com/pollproxy/pollproxy/proxy/stream"
@@ -24,10 +25,32 @@ type Clock struct {
 }
 
 type timer struct {
+	c       *Clock
 	when    time.Time
 	seq     uint64
 	f       func()
 	stopped bool
+}
+
+var _ stream.ResettableTimer = (*timer)(nil)
+
+// Reset implements stream.ResettableTimer: the timer fires d after the
+// clock's now, pending or not before.
+func (t *timer) Reset(d time.Duration) bool {
+	was := !t.stopped
+	c := t.c
+	c.seq++
+	t.when, t.seq = c.now.Add(d), c.seq
+	if !was {
+		t.stopped = false
+		if !slices.Contains(c.timers, t) { // a stopped timer is dropped lazily
+			c.timers = append(c.timers, t)
+		}
+	}
+	if c.OnSet != nil {
+		c.OnSet()
+	}
+	return was
 }
 
 // Stop implements stream.Timer.
@@ -47,7 +70,7 @@ func (c *Clock) Now() time.Time { return c.now }
 // now+d.
 func (c *Clock) AfterFunc(d time.Duration, f func()) stream.Timer {
 	c.seq++
-	t := &timer{when: c.now.Add(d), seq: c.seq, f: f}
+	t := &timer{c: c, when: c.now.Add(d), seq: c.seq, f: f}
 	c.timers = append(c.timers, t)
 	if c.OnSet != nil {
 		c.OnSet()

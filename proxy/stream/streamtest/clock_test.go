@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
 func TestClockFiresInOrder(t *testing.T) {
@@ -45,5 +47,30 @@ func TestClockFiresInOrder(t *testing.T) {
 	c.Advance(5*time.Millisecond, nil)
 	if c.Pending() != 0 || got[len(got)-1] != "c" {
 		t.Fatalf("after the last deadline: pending %d, fired %v", c.Pending(), got)
+	}
+}
+
+// TestClockReset: a timer re-armed with Reset fires once, at its new
+// deadline, whether it was pending, stopped or had fired.
+func TestClockReset(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := NewClock(start)
+	var at []time.Duration
+	tm := c.AfterFunc(10*time.Millisecond, func() { at = append(at, c.Now().Sub(start)) }).(stream.ResettableTimer)
+	if !tm.Reset(20 * time.Millisecond) { // pending: moved
+		t.Fatal("Reset of a pending timer reports false")
+	}
+	c.Advance(30*time.Millisecond, nil) // fires at 20
+	if tm.Reset(5 * time.Millisecond) { // fired: armed again, at 35
+		t.Fatal("Reset of a fired timer reports true")
+	}
+	tm.Stop()
+	tm.Reset(10 * time.Millisecond) // stopped (still listed): armed once, at 40
+	if n := c.Pending(); n != 1 {
+		t.Fatalf("Pending = %d after stop and reset, want 1", n)
+	}
+	c.Advance(20*time.Millisecond, nil)
+	if want := []time.Duration{20 * time.Millisecond, 40 * time.Millisecond}; !slices.Equal(at, want) {
+		t.Fatalf("fired at %v, want %v", at, want)
 	}
 }
