@@ -170,9 +170,7 @@ func NewServerConn(t stream.Transport, h stream.Handler, cfg Config) *ServerConn
 		remoteAddr:        t.RemoteAddr(),
 		clock:             t.Clock(),
 	}
-	c.fr = http2.NewFramer(&c.out, &c.rd)
-	c.fr.SetMaxReadFrameSize(ourMaxFrameSize)
-	c.fr.SetReuseFrames()
+	c.fr = c.newFramer()
 	c.dec = hpack.NewDecoder(headerTableSize, c.onField)
 	// One field larger than twice the list limit is a connection error
 	// (the decoder cannot skip it); smaller excess is answered with 431.
@@ -638,13 +636,15 @@ func (c *ServerConn) creditConn(n int) {
 }
 
 // ReleaseIdle lets go of the buffers the last exchanges grew (the frame
-// output and partial-frame input, the header-block scratch, the spare
-// stream send buffers, an emptied stream table), the record of recently
-// closed streams and the HPACK encoder with its dynamic table, while no
-// stream is open and nothing is buffered. The HPACK decoder stays: its table
-// is the client's to manage. The transport calls it from the loop on a
-// connection that has been quiet for a while (a second or more). It returns
-// (roughly) the bytes it let go of.
+// output and partial-frame input, the Framer's buffers, the header-block
+// scratch, the spare stream send buffers, an emptied stream table), the
+// record of recently closed streams and the HPACK encoder with its dynamic
+// table, while no stream is open, no header block is in progress and
+// nothing is buffered. The HPACK decoder stays: its table is the client's
+// to manage. The transport calls it from the loop on a connection that has
+// been quiet for a while (a second or more), once per quiet spell: each call
+// that passes the checks makes a new Framer. It returns (roughly) the bytes
+// it let go of.
 //
 // The closed-stream record only serves frames that were in flight when a
 // stream closed; after a quiet second a late one is answered as for any
@@ -652,7 +652,7 @@ func (c *ServerConn) creditConn(n int) {
 // response (encoder), which first empties the client's copy of the table.
 func (c *ServerConn) ReleaseIdle() int {
 	if c.dead || len(c.streams) > 0 || len(c.in) > 0 || len(c.out.b) > 0 ||
-		c.wqHead < len(c.wq) || len(c.writable) > 0 {
+		c.wqHead < len(c.wq) || len(c.writable) > 0 || c.hdr.active {
 		return 0
 	}
 	n := cap(c.in) + cap(c.out.b) + c.hbuf.Cap()
@@ -669,7 +669,21 @@ func (c *ServerConn) ReleaseIdle() int {
 		c.closed, c.closedNext = nil, 0
 	}
 	c.henc = nil // its table's size is not exposed: not counted
+	// x/net's Framer keeps its read buffer at the largest frame it read
+	// and its write buffer at the largest it wrote (16 KiB after an
+	// upload or a large header block), and the last frame read; a new one
+	// starts empty. Between header blocks it holds no other state.
+	c.fr = c.newFramer()
 	return n
+}
+
+// newFramer returns the connection's frame codec over its input and output
+// buffers.
+func (c *ServerConn) newFramer() *http2.Framer {
+	fr := http2.NewFramer(&c.out, &c.rd)
+	fr.SetMaxReadFrameSize(ourMaxFrameSize)
+	fr.SetReuseFrames()
+	return fr
 }
 
 // encoder returns the HPACK encoder, making a new one if ReleaseIdle let go

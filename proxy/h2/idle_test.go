@@ -3,6 +3,7 @@ package h2
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -88,6 +89,34 @@ func TestReleaseIdleEncoder(t *testing.T) {
 	if fourth := exchange(7); fourth[0]&0xe0 == 0x20 || len(fourth) != len(second) {
 		t.Fatalf("head after the new encoder's first: % x, want % x", fourth, second)
 	}
+
+	// Half a header block: nothing is released (the Framer checks that
+	// CONTINUATION follows), and the block completes as usual.
+	block := rc.block(getReq...)
+	rc.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 9, BlockFragment: block[:3], EndStream: true})
+	for start, active := time.Now(), false; !active; {
+		if time.Since(start) > 5*time.Second {
+			t.Fatal("the server did not take the HEADERS frame")
+		}
+		rc.ts.lock(func() {
+			if active = rc.ts.sc.hdr.active; active {
+				if n := rc.ts.sc.ReleaseIdle(); n != 0 {
+					t.Errorf("ReleaseIdle in the middle of a header block released %d bytes", n)
+				}
+			}
+		})
+		time.Sleep(time.Millisecond)
+	}
+	rc.fr.WriteContinuation(9, true, block[3:])
+	for {
+		if f, ok := rc.read().(*http2.HeadersFrame); ok && f.StreamID == 9 {
+			if _, err := dec.DecodeFull(f.HeaderBlockFragment()); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	rc.ping()
 
 	// Stream 1 ended on both sides before the release; its record is gone.
 	rc.raw(http2.FrameData, 0, 1, []byte("late"))
