@@ -11,13 +11,14 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
-// TestReleaseIdleEncoder: after ReleaseIdle let go of the HPACK encoder, the
-// next response head starts with a dynamic table size update to 0 (the
-// client's decoder forgets the old encoder's entries), then the size back,
-// and a client decoder that kept its table all along reads every head
-// right. The closed-stream record is gone too: a late DATA on a stream that
-// ended before the release is a stream error, not a connection error.
-func TestReleaseIdleEncoder(t *testing.T) {
+// TestReleaseIdle: after ReleaseIdle let go of the HPACK encoder, the next
+// response head starts with a dynamic table size update to 0 (the client's
+// decoder forgets the old encoder's entries), then the size back, and a
+// client decoder that kept its table all along reads every head right.
+// Nothing is released in the middle of a header block. The closed-stream
+// record is gone too: a late DATA on a stream that ended before the release
+// is a stream error, not a connection error.
+func TestReleaseIdle(t *testing.T) {
 	fields := []stream.Field{{Name: "x-served-by", Value: "release-idle-test"}, {Name: "cache-control", Value: "no-store"}}
 	h := handlerFunc(func(req *stream.Request, w stream.ResponseWriter) stream.Events {
 		w.WriteHeader(200, fields, false)
