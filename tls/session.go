@@ -96,8 +96,6 @@ type Session struct {
 	ctx      context.Context // handshake context while the worker runs
 	cancel   context.CancelFunc
 
-	state stdtls.ConnectionState // cached at the end of the handshake
-
 	local, remote net.Addr
 }
 
@@ -199,12 +197,14 @@ func (s *Session) HandshakeDone() (done bool, err error) {
 
 // ConnectionState returns crypto/tls's view of the connection, as of the end
 // of the handshake. It is the zero value before then or if the handshake
-// failed.
+// failed. Loop goroutine only, once HandshakeDone reports done: it asks
+// crypto/tls each time rather than keep a copy (192 bytes) in every
+// session for the life of the connection.
 func (s *Session) ConnectionState() stdtls.ConnectionState {
-	if !s.loop.Load() {
+	if !s.loop.Load() || s.hsErr != nil {
 		return stdtls.ConnectionState{}
 	}
-	return s.state
+	return s.conn.ConnectionState()
 }
 
 // ALPN returns the negotiated application protocol ("h2", "http/1.1"), or ""
@@ -372,11 +372,6 @@ func (s *Session) runHandshake(base context.Context) {
 	}
 	cancel()
 
-	var st stdtls.ConnectionState
-	if err == nil {
-		st = s.conn.ConnectionState()
-	}
-
 	s.mu.Lock()
 	switch {
 	case err == nil:
@@ -388,7 +383,6 @@ func (s *Session) runHandshake(base context.Context) {
 		err = ErrPoolClosed
 	}
 	s.hsErr = err
-	s.state = st
 	s.ctx, s.cancel = nil, nil
 	notify := s.notify
 	s.notify = nil

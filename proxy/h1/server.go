@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/pollproxy/pollproxy/proxy/field"
 	"github.com/pollproxy/pollproxy/proxy/stream"
@@ -214,16 +215,21 @@ func NewServerConn(t stream.Transport, h stream.Handler, cfg ServerConfig) *Serv
 }
 
 // ReleaseIdle lets go of the buffers the last exchange grew (pending input,
-// the head scratch, the parser's head buffer) while the connection waits
-// for its next request with nothing buffered; the next request allocates
-// them afresh. The transport calls it from the loop on a connection that has
+// the head scratch, the parser's head buffer, its field spans and tokens)
+// and of the last request (its head's string and field list), while the
+// connection waits for its next request with nothing buffered; the next
+// request allocates them afresh, and would have overwritten the request
+// anyway. The transport calls it from the loop on a connection that has
 // been quiet for a while. It returns the capacity it let go of.
 func (c *ServerConn) ReleaseIdle() int {
 	if c.state != scIdle || len(c.in) > 0 || c.p.hr.started || len(c.p.hr.buf) > 0 {
 		return 0
 	}
-	n := cap(c.in) + cap(c.wbuf) + cap(c.p.hr.buf)
+	n := cap(c.in) + cap(c.wbuf) + cap(c.p.hr.buf) +
+		cap(c.p.spans)*int(unsafe.Sizeof(span{})) + cap(c.p.req.Header)*int(unsafe.Sizeof(stream.Field{}))
 	c.in, c.wbuf, c.p.hr.buf = nil, nil, nil
+	c.p.spans, c.p.tokens = nil, nil
+	c.p.req = stream.Request{}
 	return n
 }
 

@@ -104,13 +104,16 @@ type ServerConn struct {
 	remoteAddr   netip.AddrPort
 
 	dec  *hpack.Decoder
-	henc *hpack.Encoder
+	henc *hpack.Encoder // nil once ReleaseIdle let go of it: see encoder
 	hbuf bytes.Buffer
-	hdr  headerBlock
+	// encTableSize is the dynamic table size the client's decoder allows
+	// our encoder (its SETTINGS_HEADER_TABLE_SIZE, at most ours).
+	encTableSize uint32
+	hdr          headerBlock
 
 	streams     map[uint32]*h2Stream
 	maxClientID uint32
-	closed      [closedRingSize]closedRec
+	closed      *[closedRingSize]closedRec // made on the first close, dropped while idle
 	closedNext  int
 	skipped     [8]idRange
 	skippedNext int
@@ -170,12 +173,11 @@ func NewServerConn(t stream.Transport, h stream.Handler, cfg Config) *ServerConn
 		peerInitialWindow: initialWindow,
 		peerMaxFrame:      ourMaxFrameSize,
 		goAwayLastID:      maxWindow,
+		encTableSize:      headerTableSize,
 		remoteAddr:        t.RemoteAddr(),
 		clock:             t.Clock(),
 	}
-	c.fr = http2.NewFramer(&c.out, &c.rd)
-	c.fr.SetMaxReadFrameSize(ourMaxFrameSize)
-	c.fr.SetReuseFrames()
+	c.fr = c.newFramer()
 	c.dec = hpack.NewDecoder(headerTableSize, c.onField)
 	// One field larger than twice the list limit is a connection error
 	// (the decoder cannot skip it); smaller excess is answered with 431.
@@ -599,11 +601,17 @@ func (c *ServerConn) onIdleTimer() {
 
 // recordClosed remembers how a stream closed, for late frames.
 func (c *ServerConn) recordClosed(id uint32, how uint8) {
+	if c.closed == nil {
+		c.closed = new([closedRingSize]closedRec)
+	}
 	c.closed[c.closedNext] = closedRec{id, how}
 	c.closedNext = (c.closedNext + 1) % closedRingSize
 }
 
 func (c *ServerConn) closedHow(id uint32) uint8 {
+	if c.closed == nil {
+		return 0
+	}
 	for _, r := range c.closed {
 		if r.id == id {
 			return r.how
@@ -640,14 +648,23 @@ func (c *ServerConn) creditConn(n int) {
 }
 
 // ReleaseIdle lets go of the buffers the last exchanges grew (the frame
-// output and partial-frame input, the header-block scratch, the spare
-// stream send buffers, an emptied stream table) while no stream is open and
-// nothing is buffered; HPACK tables, which are protocol state, stay. The
-// transport calls it from the loop on a connection that has been quiet for
-// a while. It returns (roughly) the bytes it let go of.
+// output and partial-frame input, the Framer's buffers, the header-block
+// scratch, the spare stream send buffers, an emptied stream table), the
+// record of recently closed streams and the HPACK encoder with its dynamic
+// table, while no stream is open, no header block is in progress and
+// nothing is buffered. The HPACK decoder stays: its table is the client's
+// to manage. The transport calls it from the loop on a connection that has
+// been quiet for a while (a second or more), once per quiet spell: each call
+// that passes the checks makes a new Framer. It returns (roughly) the bytes
+// it let go of.
+//
+// The closed-stream record only serves frames that were in flight when a
+// stream closed; after a quiet second a late one is answered as for any
+// closed stream the record forgot. The encoder is made again for the next
+// response (encoder), which first empties the client's copy of the table.
 func (c *ServerConn) ReleaseIdle() int {
 	if c.dead || len(c.streams) > 0 || len(c.in) > 0 || len(c.out.b) > 0 ||
-		c.wqHead < len(c.wq) || len(c.writable) > 0 {
+		c.wqHead < len(c.wq) || len(c.writable) > 0 || c.hdr.active {
 		return 0
 	}
 	n := cap(c.in) + cap(c.out.b) + c.hbuf.Cap()
@@ -655,13 +672,46 @@ func (c *ServerConn) ReleaseIdle() int {
 		n += cap(b)
 	}
 	c.in, c.out.b, c.bufFree = nil, nil, nil
-	c.hbuf = bytes.Buffer{} // henc writes to &c.hbuf, which stays
+	c.hbuf = bytes.Buffer{} // a new encoder writes to &c.hbuf
 	c.writable, c.writableSpare = nil, nil
 	c.wq, c.wqHead = nil, 0
 	c.streams = make(map[uint32]*h2Stream)
 	n += len(c.freeStreams) * int(unsafe.Sizeof(h2Stream{}))
 	c.freeStreams, c.spent = nil, nil
+	if c.closed != nil {
+		n += closedRingSize * int(unsafe.Sizeof(closedRec{}))
+		c.closed, c.closedNext = nil, 0
+	}
+	c.henc = nil // its table's size is not exposed: not counted
+	// x/net's Framer keeps its read buffer at the largest frame it read
+	// and its write buffer at the largest it wrote (16 KiB after an
+	// upload or a large header block), and the last frame read; a new one
+	// starts empty. Between header blocks it holds no other state.
+	c.fr = c.newFramer()
 	return n
+}
+
+// newFramer returns the connection's frame codec over its input and output
+// buffers.
+func (c *ServerConn) newFramer() *http2.Framer {
+	fr := http2.NewFramer(&c.out, &c.rd)
+	fr.SetMaxReadFrameSize(ourMaxFrameSize)
+	fr.SetReuseFrames()
+	return fr
+}
+
+// encoder returns the HPACK encoder, making a new one if ReleaseIdle let go
+// of the last. The client's decoder still holds the entries the old encoder
+// added, which the new one does not know, so its first header block starts
+// with a dynamic table size update to 0, emptying the client's table (RFC
+// 7541 §4.2), then one back to the size the client allows.
+func (c *ServerConn) encoder() *hpack.Encoder {
+	if c.henc == nil {
+		c.henc = hpack.NewEncoder(&c.hbuf)
+		c.henc.SetMaxDynamicTableSize(0)
+		c.henc.SetMaxDynamicTableSize(c.encTableSize)
+	}
+	return c.henc
 }
 
 // frameReader hands the Framer exactly one buffered frame.

@@ -185,7 +185,10 @@ func (c *ServerConn) processSettings(f *http2.SettingsFrame) error {
 		}
 		switch st.ID {
 		case http2.SettingHeaderTableSize:
-			c.henc.SetMaxDynamicTableSize(min(st.Val, headerTableSize))
+			c.encTableSize = min(st.Val, headerTableSize)
+			if c.henc != nil {
+				c.henc.SetMaxDynamicTableSize(c.encTableSize)
+			}
 		case http2.SettingInitialWindowSize:
 			delta := int64(st.Val) - c.peerInitialWindow
 			c.peerInitialWindow = int64(st.Val)

@@ -369,8 +369,9 @@ func joinCookies(req *stream.Request) {
 // then resets the stream if the client is still sending.
 func (c *ServerConn) rejectRequest(id uint32, status int, remoteEnded bool) {
 	c.hbuf.Reset()
-	c.henc.WriteField(hpack.HeaderField{Name: ":status", Value: statusText(status)})
-	c.henc.WriteField(hpack.HeaderField{Name: "content-length", Value: "0"})
+	enc := c.encoder()
+	enc.WriteField(hpack.HeaderField{Name: ":status", Value: statusText(status)})
+	enc.WriteField(hpack.HeaderField{Name: "content-length", Value: "0"})
 	c.writeBlock(id, c.hbuf.Bytes(), true)
 	if remoteEnded {
 		c.recordClosed(id, closedDone)
@@ -383,14 +384,15 @@ func (c *ServerConn) rejectRequest(id uint32, status int, remoteEnded bool) {
 // encodeHead HPACK-encodes a response head or trailers into c.hbuf.
 func (c *ServerConn) encodeHead(status int, fields []stream.Field) []byte {
 	c.hbuf.Reset()
+	enc := c.encoder()
 	if status != 0 {
-		c.henc.WriteField(hpack.HeaderField{Name: ":status", Value: statusText(status)})
+		enc.WriteField(hpack.HeaderField{Name: ":status", Value: statusText(status)})
 	}
 	for _, f := range fields {
 		if field.Lookup(f.Name).Has(field.ConnectionSpecific) {
 			continue
 		}
-		c.henc.WriteField(hpack.HeaderField{Name: f.Name, Value: f.Value})
+		enc.WriteField(hpack.HeaderField{Name: f.Name, Value: f.Value})
 	}
 	return c.hbuf.Bytes()
 }

@@ -61,6 +61,7 @@ type conn struct {
 
 	plain       []byte // plaintext from the front end, encrypted at Flush
 	active      bool   // bytes moved since the last idle sweep
+	released    bool   // the sweep released the buffers and no byte moved since
 	flushQueued bool
 	writeBlock  bool // the socket refused bytes: waiting for writable
 	readPaused  bool
@@ -499,14 +500,15 @@ type idleReleaser interface{ ReleaseIdle() int }
 
 // releaseIdle is the sweep's visit: a connection that moved no bytes since
 // the previous sweep, with nothing queued, gives back its staging buffer,
-// the session's ciphertext buffers and its front end's buffers. It returns
-// the bytes let go of.
+// the session's ciphertext buffers and its front end's buffers, once: the
+// next sweeps pass it by until bytes move again. It returns the bytes let
+// go of.
 func (c *conn) releaseIdle() int {
 	if c.active {
-		c.active = false
+		c.active, c.released = false, false
 		return 0
 	}
-	if c.state != stateOpen || len(c.plain) > 0 || c.sess.Buffered() > 0 {
+	if c.released || c.state != stateOpen || len(c.plain) > 0 || c.sess.Buffered() > 0 {
 		return 0
 	}
 	n := cap(c.plain) + c.sess.ReleaseIdle()
@@ -514,6 +516,7 @@ func (c *conn) releaseIdle() int {
 	if r, ok := c.proto.(idleReleaser); ok {
 		n += r.ReleaseIdle()
 	}
+	c.released = true
 	return n
 }
 

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/netip"
 	"runtime"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -85,19 +86,26 @@ type loopState struct {
 	sweep     *netpoll.Timer // the idle sweep, armed while there are connections
 }
 
-// idleCollect is how many bytes the sweeps must have let go of before a
-// collection is asked for, and idleCollectEvery the least time between two.
-// Idle connections allocate nothing, so without it the released buffers
-// stayed resident until the runtime's two-minute forced collection.
+// idleCollect is how many bytes the sweeps must have let go of before
+// memory is returned, and idleCollectEvery the least time between two
+// returns. Idle connections allocate nothing, so without it the released
+// buffers stayed resident until the runtime's two-minute forced collection;
+// and a collection alone leaves the freed pages (the buffers, and the
+// garbage of the handshakes that opened the connections) resident until
+// the background scavenger, which keeps the heap's whole growth room,
+// gets to them.
 const (
 	idleCollect      = 1 << 20
 	idleCollectEvery = 10 * time.Second
 )
 
 // collectReleased counts the bytes a sweep let go of and, once they add up
-// to idleCollect, runs a garbage collection off the loops, at most once per
-// idleCollectEvery (what a sweep releases meanwhile waits for the next), so
-// memory released by the idle sweeps is returned.
+// to idleCollect, returns the free memory to the operating system
+// (debug.FreeOSMemory: a collection, then every free page scavenged) off
+// the loops, at most once per idleCollectEvery (what a sweep releases
+// meanwhile waits for the next). It changes no GC setting: the heap may
+// still grow to its goal when traffic resumes; it gives back what nothing
+// uses now.
 func (s *Server) collectReleased(released int) {
 	if s.released.Add(int64(released)) < idleCollect {
 		return
@@ -108,7 +116,7 @@ func (s *Server) collectReleased(released int) {
 		return
 	}
 	s.released.Store(0)
-	go runtime.GC()
+	go debug.FreeOSMemory()
 }
 
 // armSweep starts the idle sweep (conn.releaseIdle) if it is not running.
