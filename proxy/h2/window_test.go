@@ -257,35 +257,6 @@ func TestWindowGrowsToMax(t *testing.T) {
 	}
 }
 
-// The connection's first DATA starts a sample however small it is (a
-// client's first burst is only its initial 64 KiB window); later ones wait
-// for 1/sampleEvery of a stream window.
-func TestWindowFirstSampleAtFirstData(t *testing.T) {
-	u := newUploader(t, Config{WindowBudget: NewWindowBudget(1 << 30)})
-	u.send(1024, nil)
-	u.sync()
-	if u.pending == nil {
-		t.Fatal("no measuring PING after the connection's first DATA")
-	}
-	u.ts.advance(testRTT)
-	u.fr.WritePing(true, *u.pending)
-	u.pending = nil
-	u.sync()
-	u.send(u.streamSetting/sampleEvery-1, nil)
-	u.sync()
-	if u.pending != nil {
-		t.Fatalf("a measuring PING after %d bytes, under 1/%d of the stream window", u.streamSetting/sampleEvery-1, sampleEvery)
-	}
-	u.send(1, nil)
-	u.sync()
-	if u.pending == nil {
-		t.Fatalf("no measuring PING after 1/%d of the stream window", sampleEvery)
-	}
-	if u.streamSetting != defaultStreamWindow {
-		t.Fatalf("stream window %d after a sample of 1 KiB", u.streamSetting)
-	}
-}
-
 // A run that does not fill the window (the client is not held back by our
 // credit) does not grow it.
 func TestWindowStaysWhenNotLimiting(t *testing.T) {
