@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -20,51 +21,37 @@ var benchResponse = append([]byte("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r
 // proxy's.
 func benchOrigin(b *testing.B) netip.AddrPort {
 	b.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { ln.Close() })
-	go func() {
+	addr := servertest.ServeConns(b, func(c net.Conn) {
+		buf := make([]byte, 16<<10)
+		matched := 0 // bytes of "\r\n\r\n" seen at the end so far
 		for {
-			c, err := ln.Accept()
+			n, err := c.Read(buf)
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 16<<10)
-				matched := 0 // bytes of "\r\n\r\n" seen at the end so far
-				for {
-					n, err := c.Read(buf)
-					if err != nil {
-						return
-					}
-					heads := 0
-					for _, ch := range buf[:n] {
-						switch {
-						case ch == "\r\n\r\n"[matched]:
-							matched++
-						case ch == '\r':
-							matched = 1
-						default:
-							matched = 0
-						}
-						if matched == 4 {
-							heads++
-							matched = 0
-						}
-					}
-					for range heads {
-						if _, err := c.Write(benchResponse); err != nil {
-							return
-						}
-					}
+			heads := 0
+			for _, ch := range buf[:n] {
+				switch {
+				case ch == "\r\n\r\n"[matched]:
+					matched++
+				case ch == '\r':
+					matched = 1
+				default:
+					matched = 0
 				}
-			}()
+				if matched == 4 {
+					heads++
+					matched = 0
+				}
+			}
+			for range heads {
+				if _, err := c.Write(benchResponse); err != nil {
+					return
+				}
+			}
 		}
-	}()
-	return netip.MustParseAddrPort(ln.Addr().String())
+	})
+	return netip.MustParseAddrPort(addr)
 }
 
 // benchWriter is a front end's ResponseWriter that keeps nothing.

@@ -447,7 +447,7 @@ func TestResponseHeaderTimeout(t *testing.T) {
 
 // silentOrigin accepts connections, reads them, and never answers.
 func silentOrigin(t *testing.T) string {
-	return serveLoopback(t, func(c net.Conn) { io.Copy(io.Discard, c) })
+	return servertest.ServeConns(t, func(c net.Conn) { io.Copy(io.Discard, c) })
 }
 
 // fullBacklog returns the address of a listener whose accept queue is full
@@ -567,40 +567,26 @@ func TestOriginClosesMidBody(t *testing.T) {
 // response; dropSecond closes when a second request arrives on a
 // connection, without answering it (the keep-alive race).
 func rawOrigin(t *testing.T, dropSecond bool) (addr string, served *atomic.Int64) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	served = new(atomic.Int64)
-	go func() {
-		for {
-			c, err := ln.Accept()
+	addr = servertest.ServeConns(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for i := 0; ; i++ {
+			req, err := http.ReadRequest(br)
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for i := 0; ; i++ {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					io.Copy(io.Discard, req.Body)
-					if i == 1 && dropSecond {
-						return
-					}
-					served.Add(1)
-					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-					if !dropSecond {
-						return
-					}
-				}
-			}()
+			io.Copy(io.Discard, req.Body)
+			if i == 1 && dropSecond {
+				return
+			}
+			served.Add(1)
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+			if !dropSecond {
+				return
+			}
 		}
-	}()
-	return ln.Addr().String(), served
+	})
+	return addr, served
 }
 
 // TestStaleConnectionRetried: a pooled connection the origin closed

@@ -262,7 +262,7 @@ func TestRFC8441WebSocketEcho(t *testing.T) {
 // usual.
 func TestRFC8441Refusals(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
-		addr := serveLoopback(t, func(conn net.Conn) {
+		addr := servertest.ServeConns(t, func(conn net.Conn) {
 			br := bufio.NewReader(conn)
 			req, err := http.ReadRequest(br)
 			if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 )
 
 // TestTunnelH1BytesBehindUpgrade: a client that sends its first tunnel
@@ -24,7 +25,7 @@ import (
 // client's: any byte held back anywhere hangs the exchange.
 func TestTunnelH1BytesBehindUpgrade(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
-		addr := serveLoopback(t, func(c net.Conn) {
+		addr := servertest.ServeConns(t, func(c net.Conn) {
 			c.SetDeadline(time.Now().Add(20 * time.Second))
 			br := bufio.NewReader(c)
 			if _, err := http.ReadRequest(br); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 )
 
 // echoOrigin is a real WebSocket origin (coder/websocket) that echoes
@@ -172,7 +173,7 @@ func rawUpgrade(t *testing.T, e *proxyEnv, proto, extra string) (net.Conn, *bufi
 // controls each direction's close: it answers 101, then runs f on the
 // switched connection.
 func rawTunnelOrigin(t *testing.T, f func(c *net.TCPConn, br *bufio.Reader)) string {
-	return serveLoopback(t, func(c net.Conn) {
+	return servertest.ServeConns(t, func(c net.Conn) {
 		c.SetDeadline(time.Now().Add(20 * time.Second))
 		br := bufio.NewReader(c)
 		req, err := http.ReadRequest(br)
@@ -182,29 +183,6 @@ func rawTunnelOrigin(t *testing.T, f func(c *net.TCPConn, br *bufio.Reader)) str
 		fmt.Fprintf(c, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\nX-Origin: raw\r\n\r\n", req.Header.Get("Upgrade"))
 		f(c.(*net.TCPConn), br)
 	})
-}
-
-// serveLoopback runs serve on each connection to a loopback listener, closing
-// the connection after it.
-func serveLoopback(t *testing.T, serve func(c net.Conn)) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				serve(c)
-			}()
-		}
-	}()
-	return ln.Addr().String()
 }
 
 // TestTunnelH1HalfClose: each direction ends on its own. The client ends
