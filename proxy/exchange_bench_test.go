@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
@@ -83,14 +82,7 @@ func BenchmarkExchange(b *testing.B) {
 
 func benchExchange(b *testing.B, release bool) {
 	addr := benchOrigin(b)
-	l, err := netpoll.NewLoop(0, netpoll.Available()[0])
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	if err := l.RunOnce(0); err != nil { // set the loop's clock
-		b.Fatal(err)
-	}
+	l := startedLoop(b)
 	h := NewHandler(l, Config{Upstreams: []*Upstream{{Name: addr.String(), Addr: addr}}}.WithDefaults())
 	req := &stream.Request{Method: "GET", Scheme: "https", Authority: "bench.test", Path: "/1k.txt",
 		Header: []stream.Field{{Name: "user-agent", Value: "bench/1.0"}, {Name: "accept", Value: "*/*"}},

@@ -91,14 +91,7 @@ func TestPoolQueueOrder(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			addr, conns := poolTestOrigin(t, closeEach)
-			l, err := netpoll.NewLoop(0, netpoll.Available()[0])
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
-			if err := l.RunOnce(0); err != nil { // set the loop's clock
-				t.Fatal(err)
-			}
+			l := startedLoop(t)
 			up := &Upstream{Name: addr.String(), Addr: addr}
 			h := NewHandler(l, Config{Upstreams: []*Upstream{up}, Pool: PoolConfig{MaxConns: 1}}.WithDefaults())
 			var finished []int
@@ -147,4 +140,20 @@ func TestPoolQueueOrder(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startedLoop returns a loop on the first available poller, closed with the
+// test, after one pass so that its clock is set: the tests and benchmarks
+// then drive it themselves with RunOnce.
+func startedLoop(tb testing.TB) *netpoll.Loop {
+	tb.Helper()
+	l, err := netpoll.NewLoop(0, netpoll.Available()[0])
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { l.Close() })
+	if err := l.RunOnce(0); err != nil {
+		tb.Fatal(err)
+	}
+	return l
 }
