@@ -48,7 +48,6 @@ type bodyReader struct {
 	maxLine   int
 
 	tr       headReader
-	trSpans  []span
 	trailers []stream.Field
 }
 
@@ -65,6 +64,7 @@ func (r *bodyReader) start(mode bodyMode, length int64, lim *Limits) {
 		r.tr.maxLines = lim.MaxFields
 		r.tr.sizeErr = errTrailerTooLarge
 		r.tr.lineErr = errTrailerTooLarge
+		r.tr.noStartLine = true
 		r.tr.reset()
 	}
 }
@@ -220,13 +220,11 @@ func (r *bodyReader) parseTrailers() *Error {
 	if len(buf) == 2 {
 		return nil // "0\r\n\r\n": the usual case costs nothing
 	}
-	var err *Error
-	r.trSpans, err = parseFieldLines(buf, 0, r.trSpans[:0])
-	if err != nil {
-		return err
+	if r.tr.fieldErr != nil {
+		return r.tr.fieldErr
 	}
 	s := string(buf)
-	for _, sp := range r.trSpans {
+	for _, sp := range r.tr.spans {
 		name := s[sp.ns:sp.ne]
 		if field.Lookup(name).Has(field.NotInTrailer) {
 			continue

@@ -7,15 +7,30 @@ import (
 )
 
 // headReader accumulates one header (or trailer) section, line by line,
-// across Feed calls. It copies only the bytes of the section itself, so a
-// read that holds a head and half a body costs one small copy, and it
-// checks every limit as bytes arrive: a peer cannot make it buffer more
-// than the limit by withholding the end of a line.
+// across Feed calls, and validates each field line as it completes. It
+// copies only the bytes of the section itself, so a read that holds a head
+// and half a body costs one small copy, and it checks every limit as bytes
+// arrive: a peer cannot make it buffer more than the limit by withholding
+// the end of a line.
+//
+// A field line that arrives whole in one read is scanned once: name, value
+// and line end in the same pass (scanFieldLine). Any other line (a start
+// line, one split across reads, one with a defect) takes the general path:
+// find its end, then validate it in the buffer (parseFieldLine), which
+// decides which error a defect is.
 type headReader struct {
 	buf       []byte
 	lineStart int // offset in buf of the line being read
 	lines     int // complete non-empty lines so far
+	startEnd  int // offset in buf of the first line's CR, once complete
 	started   bool
+
+	// spans locates the field lines validated so far, names lowercased
+	// in buf. fieldErr is the first field line's defect: it is kept, not
+	// returned, until the parser has checked the start line, so that a
+	// head with several defects reports the same one whatever the reads.
+	spans    []span
+	fieldErr *Error
 
 	maxSize  int
 	maxLine  int
@@ -23,6 +38,8 @@ type headReader struct {
 	// skipLeading drops empty lines before the start line (RFC 9112 §2.2:
 	// a server SHOULD ignore at least one; clients send them after bodies).
 	skipLeading bool
+	// noStartLine makes every line a field line (a trailer section).
+	noStartLine bool
 	sizeErr     *Error // what exceeding maxSize means
 	firstErr    *Error // what an over-long first line means
 	lineErr     *Error // what an over-long later line means
@@ -40,7 +57,10 @@ func (h *headReader) reset() {
 	h.buf = h.buf[:0]
 	h.lineStart = 0
 	h.lines = 0
+	h.startEnd = 0
 	h.started = false
+	h.spans = h.spans[:0]
+	h.fieldErr = nil
 }
 
 // feed consumes bytes of b up to and including the empty line that ends
@@ -48,6 +68,29 @@ func (h *headReader) reset() {
 func (h *headReader) feed(b []byte) (n int, done bool, err *Error) {
 	i := 0
 	for i < len(b) {
+		if h.lineStart == len(h.buf) && (h.lines > 0 || h.noStartLine) {
+			// A field line starts at b[i]: try it whole, in one pass.
+			if sc, ok := scanFieldLine(b[i:]); ok {
+				end := int(sc.end)
+				if len(h.buf)+end > h.maxSize {
+					return i, false, h.sizeErr
+				}
+				base := len(h.buf)
+				h.buf = append(h.buf, b[i:i+end]...)
+				i += end
+				if end-2 > h.maxLine {
+					return i, false, h.longLine()
+				}
+				if err := h.completeLine(); err != nil {
+					return i, false, err
+				}
+				if h.fieldErr == nil {
+					lowerInPlace(h.buf[base : base+int(sc.ne)])
+					h.spans = append(h.spans, sc.at(int32(base)))
+				}
+				continue
+			}
+		}
 		j := bytes.IndexByte(b[i:], '\n')
 		if j < 0 {
 			rest := len(b) - i
@@ -84,14 +127,33 @@ func (h *headReader) feed(b []byte) (n int, done bool, err *Error) {
 		if lineLen > h.maxLine {
 			return i, false, h.longLine()
 		}
-		h.started = true
-		h.lines++
-		if h.lines > h.maxLines {
-			return i, false, errTooManyFields
+		ls := h.lineStart
+		isField := h.lines > 0 || h.noStartLine
+		if err := h.completeLine(); err != nil {
+			return i, false, err
 		}
-		h.lineStart = l
+		switch {
+		case !isField:
+			h.startEnd = l - 2
+		case h.fieldErr == nil:
+			var sp span
+			if sp, h.fieldErr = parseFieldLine(h.buf, ls, l-2); h.fieldErr == nil {
+				h.spans = append(h.spans, sp)
+			}
+		}
 	}
 	return i, false, nil
+}
+
+// completeLine counts a complete non-empty line just appended to h.buf.
+func (h *headReader) completeLine() *Error {
+	h.started = true
+	h.lines++
+	if h.lines > h.maxLines {
+		return errTooManyFields
+	}
+	h.lineStart = len(h.buf)
+	return nil
 }
 
 func (h *headReader) longLine() *Error {
@@ -108,53 +170,90 @@ type span struct {
 	ns, ne, vs, ve int32
 }
 
-// parseFieldLines validates the field lines of buf starting at offset from
-// (each ends in CRLF, the last line of buf is the empty one), lowercases
-// the names in place, and appends their spans.
-func parseFieldLines(buf []byte, from int, spans []span) ([]span, *Error) {
-	end := len(buf) - 2 // the final empty line
-	for ls := from; ls < end; {
-		le := ls + bytes.IndexByte(buf[ls:], '\n') - 1 // the CR
-		c := buf[ls]
-		if c == ' ' || c == '\t' {
-			return spans, errObsFold
-		}
-		i := ls
-		for i < le && field.IsTchar(buf[i]) {
-			i++
-		}
-		switch {
-		case i == le:
-			return spans, errNoColon
-		case buf[i] != ':':
-			switch buf[i] {
-			case ' ', '\t':
-				return spans, errSpaceBeforeCol
-			case '\r':
-				return spans, errBareCR
-			}
-			return spans, errFieldName
-		case i == ls:
-			return spans, errFieldName
-		}
-		lowerInPlace(buf[ls:i])
-		vs, ve := i+1, le
-		for vs < ve && (buf[vs] == ' ' || buf[vs] == '\t') {
-			vs++
-		}
-		for ve > vs && (buf[ve-1] == ' ' || buf[ve-1] == '\t') {
-			ve--
-		}
-		for k := vs; k < ve; k++ {
-			if !field.IsValueByte(buf[k]) {
-				if buf[k] == '\r' {
-					return spans, errBareCR
-				}
-				return spans, errFieldValue
-			}
-		}
-		spans = append(spans, span{int32(ls), int32(i), int32(vs), int32(ve)})
-		ls = le + 2
+// parseFieldLine validates the field line buf[ls:le] (le is its CR),
+// lowercases its name in place, and returns its span.
+func parseFieldLine(buf []byte, ls, le int) (span, *Error) {
+	c := buf[ls]
+	if c == ' ' || c == '\t' {
+		return span{}, errObsFold
 	}
-	return spans, nil
+	i := ls
+	for i < le && field.IsTchar(buf[i]) {
+		i++
+	}
+	switch {
+	case i == le:
+		return span{}, errNoColon
+	case buf[i] != ':':
+		switch buf[i] {
+		case ' ', '\t':
+			return span{}, errSpaceBeforeCol
+		case '\r':
+			return span{}, errBareCR
+		}
+		return span{}, errFieldName
+	case i == ls:
+		return span{}, errFieldName
+	}
+	lowerInPlace(buf[ls:i])
+	vs, ve := i+1, le
+	for vs < ve && (buf[vs] == ' ' || buf[vs] == '\t') {
+		vs++
+	}
+	for ve > vs && (buf[ve-1] == ' ' || buf[ve-1] == '\t') {
+		ve--
+	}
+	for k := vs; k < ve; k++ {
+		if !field.IsValueByte(buf[k]) {
+			if buf[k] == '\r' {
+				return span{}, errBareCR
+			}
+			return span{}, errFieldValue
+		}
+	}
+	return span{int32(ls), int32(i), int32(vs), int32(ve)}, nil
+}
+
+// scanned is a field line found whole by scanFieldLine, its offsets
+// relative to the line's start.
+type scanned struct {
+	ne, vs, ve, end int32
+}
+
+// at returns the span of a scanned line copied to offset base.
+func (s scanned) at(base int32) span {
+	return span{base, base + s.ne, base + s.vs, base + s.ve}
+}
+
+// scanFieldLine reads one field line at the start of p in a single pass:
+// a token, a colon, optional whitespace, value bytes, CRLF. ok is false
+// when p does not hold such a line whole (it is cut short, or it has any
+// defect at all); the general path then decides what it is, so this one
+// never has to know which error a defect is.
+func scanFieldLine(p []byte) (sc scanned, ok bool) {
+	i := 0
+	for i < len(p) && field.IsTchar(p[i]) {
+		i++
+	}
+	if i == 0 || i == len(p) || p[i] != ':' {
+		return sc, false
+	}
+	ne := i
+	i++
+	for i < len(p) && (p[i] == ' ' || p[i] == '\t') {
+		i++
+	}
+	vs := i
+	for i < len(p) && field.IsValueByte(p[i]) {
+		i++
+	}
+	// A value byte run ends at the line's CR, or the line is not simple.
+	if i+1 >= len(p) || p[i] != '\r' || p[i+1] != '\n' {
+		return sc, false
+	}
+	ve := i
+	for ve > vs && (p[ve-1] == ' ' || p[ve-1] == '\t') {
+		ve--
+	}
+	return scanned{int32(ne), int32(vs), int32(ve), int32(i + 2)}, true
 }

@@ -19,8 +19,8 @@ func TestServerReleaseIdle(t *testing.T) {
 	var released int
 	l.do(func() {
 		released = l.conn.ReleaseIdle()
-		if l.conn.p.req.Header != nil || l.conn.p.req.Path != "" || l.conn.p.spans != nil || l.conn.p.hr.buf != nil {
-			t.Errorf("after ReleaseIdle the parser still holds the last request: %+v, %d spans", l.conn.p.req, len(l.conn.p.spans))
+		if l.conn.p.req.Header != nil || l.conn.p.req.Path != "" || l.conn.p.hr.spans != nil || l.conn.p.hr.buf != nil {
+			t.Errorf("after ReleaseIdle the parser still holds the last request: %+v, %d spans", l.conn.p.req, len(l.conn.p.hr.spans))
 		}
 	})
 	if released <= 0 {

@@ -38,7 +38,6 @@ type RequestParser struct {
 	state  uint8
 	hr     headReader
 	br     bodyReader
-	spans  []span
 	tokens []string // Connection options naming hop-by-hop fields
 	req    stream.Request
 	body   []byte
@@ -165,7 +164,7 @@ func (p *RequestParser) Started() bool { return p.state != stHead || p.hr.starte
 // parseHead validates the buffered head and fills p.req.
 func (p *RequestParser) parseHead() *Error {
 	buf := p.hr.buf
-	le := bytes.IndexByte(buf, '\n') - 1
+	le := p.hr.startEnd
 	line := buf[:le]
 
 	sp1 := bytes.IndexByte(line, ' ')
@@ -204,11 +203,10 @@ func (p *RequestParser) parseHead() *Error {
 		return errVersion
 	}
 
-	var err *Error
-	p.spans, err = parseFieldLines(buf, le+2, p.spans[:0])
-	if err != nil {
-		return err
+	if p.hr.fieldErr != nil {
+		return p.hr.fieldErr
 	}
+	spans := p.hr.spans
 
 	// One allocation for the whole head; every string below slices it.
 	s := string(buf)
@@ -255,7 +253,7 @@ func (p *RequestParser) parseHead() *Error {
 	)
 	p.tokens = p.tokens[:0]
 	p.expect = false
-	for _, sp := range p.spans {
+	for _, sp := range spans {
 		name := s[sp.ns:sp.ne]
 		val := s[sp.vs:sp.ve]
 		switch name {
@@ -304,7 +302,7 @@ func (p *RequestParser) parseHead() *Error {
 		return errTE10
 	case hasTE && !chunked:
 		return errBadTE
-	case hasTE && !isOnlyChunked(p.spans, s):
+	case hasTE && !isOnlyChunked(spans, s):
 		return errUnknownTE
 	}
 	if hosts > 1 {
@@ -349,7 +347,7 @@ func (p *RequestParser) parseHead() *Error {
 	// Second pass: the handler's view, without the fields the front end
 	// owns (hop-by-hop ones, Host, Expect).
 	clDone := false
-	for _, sp := range p.spans {
+	for _, sp := range spans {
 		name := s[sp.ns:sp.ne]
 		if field.Lookup(name).Has(field.FrontEndOwned) {
 			continue

@@ -1,7 +1,6 @@
 package h1
 
 import (
-	"bytes"
 	"strconv"
 	"time"
 
@@ -33,7 +32,6 @@ type ResponseParser struct {
 	sawByte bool
 	hr      headReader
 	br      bodyReader
-	spans   []span
 	tokens  []string
 	header  []stream.Field
 	body    []byte
@@ -201,7 +199,7 @@ func (p *ResponseParser) KeepAliveTimeout() time.Duration { return p.kaTimeout }
 // parseHead validates the buffered status line and fields.
 func (p *ResponseParser) parseHead() *Error {
 	buf := p.hr.buf
-	le := bytes.IndexByte(buf, '\n') - 1
+	le := p.hr.startEnd
 	line := buf[:le]
 	// "HTTP/1.1 200 OK"; the SP before an empty reason is often omitted.
 	if len(line) < 12 || line[8] != ' ' || len(line) > 12 && line[12] != ' ' {
@@ -230,11 +228,10 @@ func (p *ResponseParser) parseHead() *Error {
 		}
 	}
 
-	var err *Error
-	p.spans, err = parseFieldLines(buf, le+2, p.spans[:0])
-	if err != nil {
-		return err
+	if p.hr.fieldErr != nil {
+		return p.hr.fieldErr
 	}
+	spans := p.hr.spans
 	s := string(buf)
 	p.reason = s[reasonStart:le]
 
@@ -248,7 +245,7 @@ func (p *ResponseParser) parseHead() *Error {
 	)
 	p.kaTimeout = 0
 	p.tokens = p.tokens[:0]
-	for _, sp := range p.spans {
+	for _, sp := range spans {
 		name := s[sp.ns:sp.ne]
 		val := s[sp.vs:sp.ve]
 		switch name {
@@ -282,7 +279,7 @@ func (p *ResponseParser) parseHead() *Error {
 		return errCLTE
 	case hasTE && p.proto10:
 		return errTE10
-	case hasTE && (!chunked || !isOnlyChunked(p.spans, s)):
+	case hasTE && (!chunked || !isOnlyChunked(spans, s)):
 		// Another transfer coding would reach the client undecoded.
 		return errBadTE
 	}
@@ -317,7 +314,7 @@ func (p *ResponseParser) parseHead() *Error {
 
 	p.header = p.header[:0]
 	clDone := false
-	for _, sp := range p.spans {
+	for _, sp := range spans {
 		name := s[sp.ns:sp.ne]
 		if field.Lookup(name).Has(field.HopByHop) {
 			continue
