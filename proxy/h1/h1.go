@@ -176,14 +176,24 @@ var ErrTruncated = &Error{400, "connection closed inside a message"}
 var ErrNoResponse = &Error{502, "connection closed before any response byte"}
 
 // lowerInPlace lowercases ASCII letters in b; field names are lowercased
-// in the head buffer itself so that no second copy is needed.
+// in the head buffer itself so that no second copy is needed. A table
+// store per byte, not a branch: names mix cases unpredictably.
 func lowerInPlace(b []byte) {
 	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + ('a' - 'A')
-		}
+		b[i] = toLower[c]
 	}
 }
+
+// toLower maps every byte to itself but ASCII uppercase letters.
+var toLower = func() (t [256]byte) {
+	for i := range t {
+		t[i] = byte(i)
+		if 'A' <= i && i <= 'Z' {
+			t[i] += 'a' - 'A'
+		}
+	}
+	return t
+}()
 
 // equalFoldASCII compares a token with a lowercase constant.
 func equalFoldASCII(s, lower string) bool {

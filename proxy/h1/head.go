@@ -2,6 +2,7 @@ package h1
 
 import (
 	"bytes"
+	"encoding/binary"
 
 	"github.com/pollproxy/pollproxy/proxy/field"
 )
@@ -69,26 +70,14 @@ func (h *headReader) feed(b []byte) (n int, done bool, err *Error) {
 	i := 0
 	for i < len(b) {
 		if h.lineStart == len(h.buf) && (h.lines > 0 || h.noStartLine) {
-			// A field line starts at b[i]: try it whole, in one pass.
-			if sc, ok := scanFieldLine(b[i:]); ok {
-				end := int(sc.end)
-				if len(h.buf)+end > h.maxSize {
-					return i, false, h.sizeErr
-				}
-				base := len(h.buf)
-				h.buf = append(h.buf, b[i:i+end]...)
-				i += end
-				if end-2 > h.maxLine {
-					return i, false, h.longLine()
-				}
-				if err := h.completeLine(); err != nil {
-					return i, false, err
-				}
-				if h.fieldErr == nil {
-					lowerInPlace(h.buf[base : base+int(sc.ne)])
-					h.spans = append(h.spans, sc.at(int32(base)))
-				}
-				continue
+			// Field lines start at b[i]: take those that arrived whole.
+			m, err := h.feedFields(b[i:])
+			i += m
+			if err != nil {
+				return i, false, err
+			}
+			if i == len(b) {
+				break
 			}
 		}
 		j := bytes.IndexByte(b[i:], '\n')
@@ -129,9 +118,12 @@ func (h *headReader) feed(b []byte) (n int, done bool, err *Error) {
 		}
 		ls := h.lineStart
 		isField := h.lines > 0 || h.noStartLine
-		if err := h.completeLine(); err != nil {
-			return i, false, err
+		h.started = true
+		h.lines++
+		if h.lines > h.maxLines {
+			return i, false, errTooManyFields
 		}
+		h.lineStart = l
 		switch {
 		case !isField:
 			h.startEnd = l - 2
@@ -145,15 +137,41 @@ func (h *headReader) feed(b []byte) (n int, done bool, err *Error) {
 	return i, false, nil
 }
 
-// completeLine counts a complete non-empty line just appended to h.buf.
-func (h *headReader) completeLine() *Error {
-	h.started = true
-	h.lines++
-	if h.lines > h.maxLines {
-		return errTooManyFields
+// feedFields consumes the well-formed field lines that b begins with and
+// holds whole, each scanned once, and copies them to h.buf together. It
+// stops at the first line it cannot take so (the section's empty line, a
+// line cut short, a defect), which the general path then reads; it checks
+// the limits line by line, as the general path does.
+func (h *headReader) feedFields(b []byte) (n int, err *Error) {
+	base, first := len(h.buf), len(h.spans)
+	for err == nil {
+		sc, ok := scanFieldLine(b[n:])
+		if !ok {
+			break
+		}
+		end := n + int(sc.end)
+		if base+end > h.maxSize {
+			err = h.sizeErr
+			break
+		}
+		if int(sc.end)-2 > h.maxLine {
+			err = h.longLine()
+		} else {
+			h.started = true
+			h.lines++
+			if h.lines > h.maxLines {
+				err = errTooManyFields
+			}
+		}
+		h.spans = append(h.spans, sc.at(int32(base+n)))
+		n = end
 	}
+	h.buf = append(h.buf, b[:n]...)
 	h.lineStart = len(h.buf)
-	return nil
+	for _, sp := range h.spans[first:] {
+		lowerInPlace(h.buf[sp.ns:sp.ne])
+	}
+	return n, err
 }
 
 func (h *headReader) longLine() *Error {
@@ -165,9 +183,11 @@ func (h *headReader) longLine() *Error {
 
 // span locates one field's name and value inside a head buffer; offsets
 // rather than strings so that the whole head becomes one string (one
-// allocation) only after it has been validated.
+// allocation) only after it has been validated. rule is the name's
+// field.Lookup, filled in by the parser's first pass over the fields.
 type span struct {
 	ns, ne, vs, ve int32
+	rule           field.Rule
 }
 
 // parseFieldLine validates the field line buf[ls:le] (le is its CR),
@@ -211,7 +231,7 @@ func parseFieldLine(buf []byte, ls, le int) (span, *Error) {
 			return span{}, errFieldValue
 		}
 	}
-	return span{int32(ls), int32(i), int32(vs), int32(ve)}, nil
+	return span{ns: int32(ls), ne: int32(i), vs: int32(vs), ve: int32(ve)}, nil
 }
 
 // scanned is a field line found whole by scanFieldLine, its offsets
@@ -222,7 +242,7 @@ type scanned struct {
 
 // at returns the span of a scanned line copied to offset base.
 func (s scanned) at(base int32) span {
-	return span{base, base + s.ne, base + s.vs, base + s.ve}
+	return span{ns: base, ne: base + s.ne, vs: base + s.vs, ve: base + s.ve}
 }
 
 // scanFieldLine reads one field line at the start of p in a single pass:
@@ -244,9 +264,7 @@ func scanFieldLine(p []byte) (sc scanned, ok bool) {
 		i++
 	}
 	vs := i
-	for i < len(p) && field.IsValueByte(p[i]) {
-		i++
-	}
+	i = valueRun(p, i)
 	// A value byte run ends at the line's CR, or the line is not simple.
 	if i+1 >= len(p) || p[i] != '\r' || p[i+1] != '\n' {
 		return sc, false
@@ -256,4 +274,27 @@ func scanFieldLine(p []byte) (sc scanned, ok bool) {
 		ve--
 	}
 	return scanned{int32(ne), int32(vs), int32(ve), int32(i + 2)}, true
+}
+
+// valueRun returns the offset of the first byte of p from i on that may not
+// appear in a field value (field.IsValueByte), or len(p). It tests eight
+// bytes at a time for a control byte or DEL and looks at single bytes only
+// in a word that has one: HTAB, which is allowed, or the line's CR.
+func valueRun(p []byte, i int) int {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	for ; i+8 <= len(p); i += 8 {
+		w := binary.LittleEndian.Uint64(p[i:])
+		d := w ^ (0x7f * ones)
+		// Exact as a yes/no: some byte is below 0x20, or equals 0x7f.
+		if (w-0x20*ones)&^w&highs|(d-ones)&^d&highs != 0 {
+			break
+		}
+	}
+	for i < len(p) && field.IsValueByte(p[i]) {
+		i++
+	}
+	return i
 }

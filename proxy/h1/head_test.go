@@ -1,8 +1,11 @@
 package h1
 
 import (
+	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/pollproxy/pollproxy/proxy/field"
 )
 
 // TestHeadFieldLines covers the field-line scanner where its two paths
@@ -121,5 +124,29 @@ func TestHeadFieldLinesRequest(t *testing.T) {
 	}
 	if got := parseRequestAllSplits(t, "GET / HTTP/1.1\r\nHost: h\r\nX : y\r\n\r\n"); got.status != errSpaceBeforeCol.Status {
 		t.Fatalf("space before colon: status %d", got.status)
+	}
+}
+
+// TestValueRun checks the eight-bytes-at-a-time value scan against the
+// byte table: every byte value at every position of a word and its tail.
+func TestValueRun(t *testing.T) {
+	want := func(p []byte, i int) int {
+		for i < len(p) && field.IsValueByte(p[i]) {
+			i++
+		}
+		return i
+	}
+	for c := 0; c < 256; c++ {
+		for pos := 0; pos < 19; pos++ {
+			for _, fill := range []byte{'a', 0x80, 0xff, ' '} {
+				p := bytes.Repeat([]byte{fill}, 19)
+				p[pos] = byte(c)
+				for from := 0; from < 3; from++ {
+					if got, w := valueRun(p, from), want(p, from); got != w {
+						t.Fatalf("byte %#x at %d in %q from %d: %d, want %d", c, pos, p, from, got, w)
+					}
+				}
+			}
+		}
 	}
 }

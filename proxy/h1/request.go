@@ -253,8 +253,14 @@ func (p *RequestParser) parseHead() *Error {
 	)
 	p.tokens = p.tokens[:0]
 	p.expect = false
-	for _, sp := range spans {
+	for k := range spans {
+		sp := &spans[k]
 		name := s[sp.ns:sp.ne]
+		// One table lookup per field, kept for the second pass; a field
+		// without a rule (most of them) is none of the cases below.
+		if sp.rule = field.Lookup(name); sp.rule == 0 {
+			continue
+		}
 		val := s[sp.vs:sp.ve]
 		switch name {
 		case "host":
@@ -289,7 +295,7 @@ func (p *RequestParser) parseHead() *Error {
 			}
 			p.expect = true
 		default:
-			if field.Lookup(name).Has(field.FramingLookalike) {
+			if sp.rule.Has(field.FramingLookalike) {
 				return errUnderscoreFrame
 			}
 		}
@@ -348,12 +354,13 @@ func (p *RequestParser) parseHead() *Error {
 	// owns (hop-by-hop ones, Host, Expect).
 	clDone := false
 	for _, sp := range spans {
-		name := s[sp.ns:sp.ne]
-		if field.Lookup(name).Has(field.FrontEndOwned) {
+		if sp.rule.Has(field.FrontEndOwned) {
 			continue
 		}
-		switch name {
-		case "content-length":
+		name := s[sp.ns:sp.ne]
+		switch {
+		case sp.rule == 0:
+		case name == "content-length":
 			if clDone {
 				continue // identical duplicates collapse into one
 			}

@@ -245,8 +245,14 @@ func (p *ResponseParser) parseHead() *Error {
 	)
 	p.kaTimeout = 0
 	p.tokens = p.tokens[:0]
-	for _, sp := range spans {
+	for k := range spans {
+		sp := &spans[k]
 		name := s[sp.ns:sp.ne]
+		// One table lookup per field, kept for the second pass; a field
+		// without a rule (most of them) is none of the cases below.
+		if sp.rule = field.Lookup(name); sp.rule == 0 {
+			continue
+		}
 		val := s[sp.vs:sp.ve]
 		switch name {
 		case "content-length":
@@ -269,7 +275,7 @@ func (p *ResponseParser) parseHead() *Error {
 		case "keep-alive":
 			p.kaTimeout = parseKeepAliveTimeout(val)
 		default:
-			if field.Lookup(name).Has(field.FramingLookalike) {
+			if sp.rule.Has(field.FramingLookalike) {
 				return errUnderscoreFrame
 			}
 		}
@@ -315,12 +321,13 @@ func (p *ResponseParser) parseHead() *Error {
 	p.header = p.header[:0]
 	clDone := false
 	for _, sp := range spans {
-		name := s[sp.ns:sp.ne]
-		if field.Lookup(name).Has(field.HopByHop) {
+		if sp.rule.Has(field.HopByHop) {
 			continue
 		}
-		switch name {
-		case "content-length":
+		name := s[sp.ns:sp.ne]
+		switch {
+		case sp.rule == 0:
+		case name == "content-length":
 			if clDone || p.contentLength < 0 {
 				continue
 			}
