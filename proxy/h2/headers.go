@@ -398,21 +398,38 @@ func (c *ServerConn) encodeHead(status int, fields []stream.Field) []byte {
 }
 
 // writeBlock writes a header block as HEADERS and as many CONTINUATION
-// frames as the client's SETTINGS_MAX_FRAME_SIZE needs.
+// frames as the client's SETTINGS_MAX_FRAME_SIZE needs. Like DATA, it is
+// framed by hand: through the Framer every block was copied twice (into
+// the Framer's buffer, then into the output).
 func (c *ServerConn) writeBlock(id uint32, block []byte, endStream bool) {
 	max := int(c.peerMaxFrame)
 	first := min(len(block), max)
-	c.fr.WriteHeaders(http2.HeadersFrameParam{
-		StreamID:      id,
-		BlockFragment: block[:first],
-		EndStream:     endStream,
-		EndHeaders:    first == len(block),
-	})
+	var flags http2.Flags
+	if endStream {
+		flags |= http2.FlagHeadersEndStream
+	}
+	if first == len(block) {
+		flags |= http2.FlagHeadersEndHeaders
+	}
+	c.out.b = appendFrameHeader(c.out.b, first, http2.FrameHeaders, flags, id)
+	c.out.b = append(c.out.b, block[:first]...)
 	for rest := block[first:]; len(rest) > 0; {
 		k := min(len(rest), max)
-		c.fr.WriteContinuation(id, k == len(rest), rest[:k])
+		flags = 0
+		if k == len(rest) {
+			flags = http2.FlagContinuationEndHeaders
+		}
+		c.out.b = appendFrameHeader(c.out.b, k, http2.FrameContinuation, flags, id)
+		c.out.b = append(c.out.b, rest[:k]...)
 		rest = rest[k:]
 	}
+}
+
+// appendFrameHeader appends a frame's 9-byte header (RFC 9113 §4.1). The
+// callers keep length within the client's SETTINGS_MAX_FRAME_SIZE.
+func appendFrameHeader(b []byte, length int, typ http2.FrameType, flags http2.Flags, id uint32) []byte {
+	return append(b, byte(length>>16), byte(length>>8), byte(length), byte(typ), byte(flags),
+		byte(id>>24), byte(id>>16), byte(id>>8), byte(id))
 }
 
 // statusTexts holds every status code as its :status value, so encoding

@@ -424,13 +424,11 @@ func (c *ServerConn) sendDirect(s *h2Stream, p []byte) int {
 // writeData appends a DATA frame. It bypasses the Framer to save a copy of
 // the payload through the Framer's own buffer.
 func (c *ServerConn) writeData(id uint32, end bool, p []byte) {
-	var flags byte
+	var flags http2.Flags
 	if end {
-		flags = byte(http2.FlagDataEndStream)
+		flags = http2.FlagDataEndStream
 	}
-	n := len(p)
-	c.out.b = append(c.out.b, byte(n>>16), byte(n>>8), byte(n), byte(http2.FrameData), flags,
-		byte(id>>24), byte(id>>16), byte(id>>8), byte(id))
+	c.out.b = appendFrameHeader(c.out.b, len(p), http2.FrameData, flags, id)
 	c.out.b = append(c.out.b, p...)
 }
 
