@@ -125,12 +125,16 @@ type windowTuner struct {
 	connWin   int64 // the connection window's size now
 	granted   int64 // taken from the budget
 
-	run     int64 // DATA bytes since the last sample: the next starts past a threshold
+	run     int64 // DATA bytes since the last PING: the next goes out past a threshold
 	sample  int64 // DATA bytes since the PING went out
 	sentAt  time.Time
 	seq     uint32
-	pinging bool    // a PING of ours is unacknowledged
-	bwMax   float64 // the best bandwidth sampled, bytes per second
+	pinging bool // a PING of ours is unacknowledged
+	first   bool // the PING out is the first: no round trip was known when it left
+
+	minRTT  time.Duration // the smallest round trip measured; 0 until one is
+	ivStart time.Time     // when the current interval's first DATA arrived
+	ivBytes int64         // DATA bytes in the current interval
 }
 
 func (w *windowTuner) init(cfg *Config) {
@@ -145,35 +149,69 @@ func (w *windowTuner) pingData() [8]byte {
 	return d
 }
 
+// limited reports whether bytes that arrived within span (at most one
+// round trip) say the client was held back by our credit: at least 2/3 of
+// the stream window per smallest round trip. A client that sends that
+// much in a round trip had the window (nearly) used up before any credit
+// could come back, so the path's bandwidth-delay product is at least that.
+func (w *windowTuner) limited(bytes int64, span time.Duration) bool {
+	return 3*float64(bytes)*float64(w.minRTT) >= 2*float64(w.streamWin)*float64(max(span, w.minRTT))
+}
+
 // tuneData counts n bytes of DATA (padding included) against the
-// connection window and starts a sample when it is time: no PING is out,
-// the windows can still grow, and 1/sampleEvery of a stream window arrived
-// since the last sample, so a large upload costs at most one PING per
-// round trip.
+// connection window, judges whether the client is held back by the
+// window, and sends a measuring PING when it is time.
+//
+// Until a round trip is known, a PING goes out at the first DATA: a
+// client's first DATA comes with its first flight, so the PING reaches it
+// with our SETTINGS and is answered before the client sends what those
+// allowed; the round trip is known when that burst arrives. From then on,
+// the DATA is counted in intervals of at most the smallest round trip
+// measured; an interval that collects 2/3 of the stream window grows the
+// windows at once, a round trip earlier than waiting for the next PING's
+// acknowledgement would. The smallest round trip, since a PING that waits
+// behind queued DATA (in the client's socket, in the path) comes back
+// late, and a longer interval would take a queue for a long path. Later
+// PINGs (one per 1/sampleEvery of a stream window of DATA, never two at
+// once) only look for a smaller round trip.
 func (c *ServerConn) tuneData(n uint32) {
 	w := &c.win
-	if w.pinging {
-		w.sample += int64(n)
-		return
-	}
 	if c.cfg.MaxConnWindow <= c.cfg.ConnWindow || // autotuning is off
 		w.connWin >= int64(c.cfg.MaxConnWindow) && w.streamWin >= w.connWin {
 		return
 	}
+	now := c.clock.Now()
+	if w.minRTT > 0 {
+		if w.ivBytes == 0 || now.Sub(w.ivStart) >= w.minRTT {
+			w.ivStart, w.ivBytes = now, 0
+		}
+		w.ivBytes += int64(n)
+		if w.limited(w.ivBytes, 0) {
+			w.ivBytes = 0 // the next interval is judged against the new window
+			// Grow from the window, not from the interval's bytes, which
+			// miss what was in flight when the interval began.
+			c.growWindows(windowGrowth * w.streamWin)
+		}
+	}
+	if w.pinging {
+		w.sample += int64(n)
+		return
+	}
 	w.run += int64(n)
-	if w.run < w.streamWin/sampleEvery {
+	if w.minRTT > 0 && w.run < w.streamWin/sampleEvery {
 		return
 	}
 	w.run = 0
 	w.seq++
 	w.pinging = true
+	w.first = w.minRTT == 0
 	w.sample = 0
-	w.sentAt = c.clock.Now()
+	w.sentAt = now
 	c.fr.WritePing(false, w.pingData())
 }
 
 // tunePingAck takes a PING acknowledgement; when it answers our measuring
-// PING the sample ends and the windows may grow. Any other is ignored.
+// PING it is a round trip measured. Any other is ignored.
 func (c *ServerConn) tunePingAck(data [8]byte) {
 	w := &c.win
 	if !w.pinging || data != w.pingData() {
@@ -184,19 +222,14 @@ func (c *ServerConn) tunePingAck(data [8]byte) {
 	if rtt <= 0 {
 		return // no clock progress: nothing measured
 	}
-	bw := float64(w.sample) / rtt.Seconds()
-	best := w.bwMax
-	w.bwMax = max(w.bwMax, bw)
-	// A sample within 7/8 of the best still counts as the best: samples
-	// on a loaded machine scatter by a few percent, and one lucky sample
-	// must not freeze the window.
-	if 3*w.sample < 2*w.streamWin || 8*bw < 7*best {
-		return
+	if w.minRTT == 0 || rtt < w.minRTT {
+		w.minRTT = rtt
 	}
-	// Held back by the window: the path takes at least a window per round
-	// trip, so grow from the window, not from the sample (which misses
-	// the part of the window that arrived before the PING went out).
-	c.growWindows(windowGrowth * max(w.sample, w.streamWin))
+	// The first PING's sample is judged here, since no round trip was
+	// known to count its DATA in intervals by; later samples were.
+	if w.first && w.limited(w.sample, rtt) {
+		c.growWindows(windowGrowth * max(w.sample, w.streamWin))
+	}
 }
 
 // growWindows raises the connection window towards target, as far as
