@@ -135,6 +135,9 @@ type windowTuner struct {
 	minRTT  time.Duration // the smallest round trip measured; 0 until one is
 	ivStart time.Time     // when the current interval's first DATA arrived
 	ivBytes int64         // DATA bytes in the current interval
+	// Before a round trip is known: when the last DATA arrived and the
+	// longest pause between two, both counted from sentAt.
+	lastData, maxGap time.Duration
 }
 
 func (w *windowTuner) init(cfg *Config) {
@@ -162,18 +165,21 @@ func (w *windowTuner) limited(bytes int64, span time.Duration) bool {
 // connection window, judges whether the client is held back by the
 // window, and sends a measuring PING when it is time.
 //
-// Until a round trip is known, a PING goes out at the first DATA: a
-// client's first DATA comes with its first flight, so the PING reaches it
-// with our SETTINGS and is answered before the client sends what those
-// allowed; the round trip is known when that burst arrives. From then on,
-// the DATA is counted in intervals of at most the smallest round trip
-// measured; an interval that collects 2/3 of the stream window grows the
-// windows at once, a round trip earlier than waiting for the next PING's
-// acknowledgement would. The smallest round trip, since a PING that waits
-// behind queued DATA (in the client's socket, in the path) comes back
-// late, and a longer interval would take a queue for a long path. Later
-// PINGs (one per 1/sampleEvery of a stream window of DATA, never two at
-// once) only look for a smaller round trip.
+// Until a round trip is known, a PING goes out at the first DATA. A
+// client's first DATA comes with its first flight (the default 64 KiB
+// window), so the PING reaches it with our SETTINGS, and its answer comes
+// back with the burst those allowed, a round trip after the first flight:
+// before it, after it, or amid it. From then on, the DATA is counted in
+// intervals of at most the smallest round trip measured; an interval that
+// collects 2/3 of the stream window grows the windows at once, a round
+// trip earlier than waiting for the next PING's acknowledgement would.
+// The smallest round trip, since a PING that waits behind queued DATA
+// (in the client's socket, in the path) comes back late, and a longer
+// interval would take a queue for a long path. Before the first answer
+// the interval restarts at the DATA that ends the longest pause since the
+// PING left: the start of the burst, so that a burst the answer lands
+// amid is judged whole. Later PINGs (one per 1/sampleEvery of a stream
+// window of DATA, never two at once) only look for a smaller round trip.
 func (c *ServerConn) tuneData(n uint32) {
 	w := &c.win
 	if c.cfg.MaxConnWindow <= c.cfg.ConnWindow || // autotuning is off
@@ -181,7 +187,8 @@ func (c *ServerConn) tuneData(n uint32) {
 		return
 	}
 	now := c.clock.Now()
-	if w.minRTT > 0 {
+	switch {
+	case w.minRTT > 0:
 		if w.ivBytes == 0 || now.Sub(w.ivStart) >= w.minRTT {
 			w.ivStart, w.ivBytes = now, 0
 		}
@@ -192,6 +199,14 @@ func (c *ServerConn) tuneData(n uint32) {
 			// miss what was in flight when the interval began.
 			c.growWindows(windowGrowth * w.streamWin)
 		}
+	case w.pinging:
+		at := now.Sub(w.sentAt)
+		if gap := at - w.lastData; gap > w.maxGap {
+			w.maxGap = gap
+			w.ivStart, w.ivBytes = now, 0
+		}
+		w.lastData = at
+		w.ivBytes += int64(n)
 	}
 	if w.pinging {
 		w.sample += int64(n)
@@ -207,6 +222,9 @@ func (c *ServerConn) tuneData(n uint32) {
 	w.first = w.minRTT == 0
 	w.sample = 0
 	w.sentAt = now
+	if w.first {
+		w.ivStart, w.ivBytes, w.lastData, w.maxGap = now, 0, 0, 0
+	}
 	c.fr.WritePing(false, w.pingData())
 }
 
@@ -226,8 +244,11 @@ func (c *ServerConn) tunePingAck(data [8]byte) {
 		w.minRTT = rtt
 	}
 	// The first PING's sample is judged here, since no round trip was
-	// known to count its DATA in intervals by; later samples were.
+	// known to count its DATA in intervals by; later samples were. If it
+	// does not grow the windows, its last interval (which began after the
+	// PING left, so within the round trip) goes on.
 	if w.first && w.limited(w.sample, rtt) {
+		w.ivBytes = 0
 		c.growWindows(windowGrowth * max(w.sample, w.streamWin))
 	}
 }

@@ -421,3 +421,30 @@ func TestWindowJudgesPerSmallestRoundTrip(t *testing.T) {
 		t.Fatalf("windows grew: stream %d conn %d", u.streamSetting, u.connAvail)
 	}
 }
+
+// The first PING's answer may land amid the burst the client sends once
+// our SETTINGS reach it; the burst is judged whole: the interval begins
+// where it began, after the pause that followed the client's first flight.
+func TestWindowJudgesABurstSplitByTheFirstAck(t *testing.T) {
+	u := newUploader(t, Config{WindowBudget: NewWindowBudget(1 << 30)})
+	u.send(initialWindow, nil) // the first flight, before our SETTINGS
+	u.sync()
+	if u.pending == nil {
+		t.Fatal("no measuring PING")
+	}
+	u.ts.advance(testRTT)
+	u.send(defaultStreamWindow/2, nil) // a round trip later: the burst
+	u.sync()
+	u.fr.WritePing(true, *u.pending) // its answer, amid the burst
+	u.pending = nil
+	u.sync()
+	if u.streamSetting != defaultStreamWindow {
+		t.Fatalf("stream window %d after a sample of under 2/3 of the window", u.streamSetting)
+	}
+	u.send(defaultStreamWindow/4, nil) // the rest of the burst
+	u.sync()
+	if u.streamSetting != defaultMaxConnWindow || u.connAvail != defaultMaxConnWindow {
+		t.Fatalf("after a burst of 3/4 of the window within the round trip: stream window %d, connection credit %d; want both %d",
+			u.streamSetting, u.connAvail, defaultMaxConnWindow)
+	}
+}
