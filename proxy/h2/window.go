@@ -10,16 +10,21 @@ import (
 
 // Receive-window autotuning. A fixed window caps one upload at window/RTT
 // (1 MiB at 50 ms: 20 MiB/s) whatever the link, so the windows grow with
-// the measured bandwidth-delay product, as gRPC's BDP estimator does: once
-// enough DATA has arrived, one PING goes out carrying a payload that marks
-// it as ours; the DATA bytes that arrive until its acknowledgement are what
-// the client managed to send in one round trip. When that sample comes near
-// the stream window (the client was held back by our credit, not by its
-// link) and the bandwidth it implies is (within 7/8) the best seen so far
-// (a sample that is large only because the RTT grew is no reason to grow),
-// the windows grow to a multiple of the sample: a WINDOW_UPDATE for the
-// connection and a new SETTINGS_INITIAL_WINDOW_SIZE for the streams, which
-// RFC 9113 §6.9.2 applies to the open streams too.
+// the measured bandwidth-delay product. PINGs carrying a payload that marks
+// them as ours measure the round trip (the smallest one seen counts: a
+// PING that waited behind queued DATA comes back late); the DATA is
+// counted as it arrives, in intervals of at most that round trip, and an
+// interval that holds 2/3 of the stream window says the client was held
+// back by our credit, not by its link: the path takes at least a window
+// per round trip. Then the windows grow at once to a multiple of the
+// window: a WINDOW_UPDATE for the connection and a new
+// SETTINGS_INITIAL_WINDOW_SIZE for the streams, which RFC 9113 §6.9.2
+// applies to the open streams too. Judging the DATA as it arrives, rather
+// than the bytes between a PING and its acknowledgement (gRPC's BDP
+// estimator, which this tuner first followed), grows the windows a round
+// trip sooner: as soon as the burst our SETTINGS allowed has arrived, two
+// round trips after the client's first byte instead of three (see
+// tuneData for the timeline).
 //
 // Growth is bounded twice: per connection by Config.MaxConnWindow, and
 // process-wide by a WindowBudget that every connection's growth above its
@@ -39,27 +44,27 @@ import (
 var bdpPingTag = [4]byte{'p', 'p', 'b', 'w'}
 
 const (
-	// windowGrowth is how many times a window-limited sample (or the
-	// window, the larger) the windows grow to. gRPC grows to twice the
-	// sample, keeping the window under twice the path's BDP; here the
-	// ceiling (Config.MaxConnWindow) and the budget bound the overshoot,
-	// and a window-limited sample says only that the path takes at least
-	// this much, so the first such sample takes the default 1 MiB window
-	// straight to the 32 MiB ceiling, where the PINGs stop. Every round
-	// trip spent growing costs a long-path upload dearly: 100 MiB at 300
-	// MiB/s lasts six 50 ms round trips, and the second sample of an
-	// eightfold growth had its round trip stretched by the data queued
-	// ahead of its acknowledgement. Through scripts/upload's 50 ms relay,
-	// h2 reached 0.58 of HTTP/1.1's speed growing eightfold and 0.64
-	// growing 32-fold in the same run; windows of 32 MiB from the first
-	// byte reached 0.89.
+	// windowGrowth is how many times the window (or the sample that
+	// showed it limiting, the larger) the windows grow to. gRPC grows to
+	// twice the sample, keeping the window under twice the path's BDP;
+	// here the ceiling (Config.MaxConnWindow) and the budget bound the
+	// overshoot, and a window-limited interval says only that the path
+	// takes at least this much, so the first one takes the default 1 MiB
+	// window straight to the 32 MiB ceiling, where the measuring stops.
+	// Every round trip spent growing costs a long-path upload dearly: 100
+	// MiB at 300 MiB/s lasts six 50 ms round trips, and the second sample
+	// of an eightfold growth had its round trip stretched by the data
+	// queued ahead of its acknowledgement. Through scripts/upload's 50 ms
+	// relay, h2 reached 0.58 of HTTP/1.1's speed growing eightfold and
+	// 0.64 growing 32-fold in the same run; windows of 32 MiB from the
+	// first byte reached 0.89.
 	windowGrowth = 32
-	// sampleEvery: a sample starts once 1/sampleEvery of a stream window
-	// arrived since the last one (64 KiB at the default window): early in
-	// an upload, and for small request bodies at most one PING per 64 KiB
-	// of them. (Starting the first sample at the connection's first DATA
-	// gains nothing: the client answers that PING before it sends what our
-	// SETTINGS allowed, so the sample is its initial 64 KiB.)
+	// sampleEvery: once a round trip is known, a PING goes out when
+	// 1/sampleEvery of a stream window arrived since the last (64 KiB at
+	// the default window), never two at once: at most one per round trip
+	// in a large upload, and for small request bodies at most one per 64
+	// KiB of them. They only look for a smaller round trip. The first goes
+	// out at the connection's first DATA (see tuneData).
 	sampleEvery = 16
 	// defaultMaxConnWindow bounds a connection's window (see
 	// Config.MaxConnWindow for why 32 MiB).
@@ -180,6 +185,16 @@ func (w *windowTuner) limited(bytes int64, span time.Duration) bool {
 // PING left: the start of the burst, so that a burst the answer lands
 // amid is judged whole. Later PINGs (one per 1/sampleEvery of a stream
 // window of DATA, never two at once) only look for a smaller round trip.
+//
+// The timeline of an upload, in round trips from the client's first byte:
+// the first flight arrives at 0.5, with the PING going out beside our
+// SETTINGS; the client has them at 1 and sends the window they allowed,
+// which arrives at 1.5 with (or near) the PING's answer, and the grown
+// windows go out then and reach the client at 2. Judging the PING's sample
+// at its answer instead, the first sample is the first flight, the second
+// PING leaves at 1.5 and its answer at 2.5 grows the windows, which reach
+// the client at 3. Credit sooner than 2 would be credit before any
+// measurement.
 func (c *ServerConn) tuneData(n uint32) {
 	w := &c.win
 	if c.cfg.MaxConnWindow <= c.cfg.ConnWindow || // autotuning is off
