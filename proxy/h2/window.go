@@ -10,16 +10,21 @@ import (
 
 // Receive-window autotuning. A fixed window caps one upload at window/RTT
 // (1 MiB at 50 ms: 20 MiB/s) whatever the link, so the windows grow with
-// the measured bandwidth-delay product, as gRPC's BDP estimator does: once
-// enough DATA has arrived, one PING goes out carrying a payload that marks
-// it as ours; the DATA bytes that arrive until its acknowledgement are what
-// the client managed to send in one round trip. When that sample comes near
-// the stream window (the client was held back by our credit, not by its
-// link) and the bandwidth it implies is (within 7/8) the best seen so far
-// (a sample that is large only because the RTT grew is no reason to grow),
-// the windows grow to a multiple of the sample: a WINDOW_UPDATE for the
-// connection and a new SETTINGS_INITIAL_WINDOW_SIZE for the streams, which
-// RFC 9113 §6.9.2 applies to the open streams too.
+// the measured bandwidth-delay product. PINGs carrying a payload that marks
+// them as ours measure the round trip (the smallest one seen counts: a
+// PING that waited behind queued DATA comes back late); the DATA is
+// counted as it arrives, in intervals of at most that round trip, and an
+// interval that holds 2/3 of the stream window says the client was held
+// back by our credit, not by its link: the path takes at least a window
+// per round trip. Then the windows grow at once to a multiple of the
+// window: a WINDOW_UPDATE for the connection and a new
+// SETTINGS_INITIAL_WINDOW_SIZE for the streams, which RFC 9113 §6.9.2
+// applies to the open streams too. Judging the DATA as it arrives, rather
+// than the bytes between a PING and its acknowledgement (gRPC's BDP
+// estimator, which this tuner first followed), grows the windows a round
+// trip sooner: as soon as the burst our SETTINGS allowed has arrived, two
+// round trips after the client's first byte instead of three (see
+// tuneData for the timeline).
 //
 // Growth is bounded twice: per connection by Config.MaxConnWindow, and
 // process-wide by a WindowBudget that every connection's growth above its
@@ -39,27 +44,27 @@ import (
 var bdpPingTag = [4]byte{'p', 'p', 'b', 'w'}
 
 const (
-	// windowGrowth is how many times a window-limited sample (or the
-	// window, the larger) the windows grow to. gRPC grows to twice the
-	// sample, keeping the window under twice the path's BDP; here the
-	// ceiling (Config.MaxConnWindow) and the budget bound the overshoot,
-	// and a window-limited sample says only that the path takes at least
-	// this much, so the first such sample takes the default 1 MiB window
-	// straight to the 32 MiB ceiling, where the PINGs stop. Every round
-	// trip spent growing costs a long-path upload dearly: 100 MiB at 300
-	// MiB/s lasts six 50 ms round trips, and the second sample of an
-	// eightfold growth had its round trip stretched by the data queued
-	// ahead of its acknowledgement. Through scripts/upload's 50 ms relay,
-	// h2 reached 0.58 of HTTP/1.1's speed growing eightfold and 0.64
-	// growing 32-fold in the same run; windows of 32 MiB from the first
-	// byte reached 0.89.
+	// windowGrowth is how many times the window (or the sample that
+	// showed it limiting, the larger) the windows grow to. gRPC grows to
+	// twice the sample, keeping the window under twice the path's BDP;
+	// here the ceiling (Config.MaxConnWindow) and the budget bound the
+	// overshoot, and a window-limited interval says only that the path
+	// takes at least this much, so the first one takes the default 1 MiB
+	// window straight to the 32 MiB ceiling, where the measuring stops.
+	// Every round trip spent growing costs a long-path upload dearly: 100
+	// MiB at 300 MiB/s lasts six 50 ms round trips, and the second sample
+	// of an eightfold growth had its round trip stretched by the data
+	// queued ahead of its acknowledgement. Through scripts/upload's 50 ms
+	// relay, h2 reached 0.58 of HTTP/1.1's speed growing eightfold and
+	// 0.64 growing 32-fold in the same run; windows of 32 MiB from the
+	// first byte reached 0.89.
 	windowGrowth = 32
-	// sampleEvery: a sample starts once 1/sampleEvery of a stream window
-	// arrived since the last one (64 KiB at the default window): early in
-	// an upload, and for small request bodies at most one PING per 64 KiB
-	// of them. (Starting the first sample at the connection's first DATA
-	// gains nothing: the client answers that PING before it sends what our
-	// SETTINGS allowed, so the sample is its initial 64 KiB.)
+	// sampleEvery: once a round trip is known, a PING goes out when
+	// 1/sampleEvery of a stream window arrived since the last (64 KiB at
+	// the default window), never two at once: at most one per round trip
+	// in a large upload, and for small request bodies at most one per 64
+	// KiB of them. They only look for a smaller round trip. The first goes
+	// out at the connection's first DATA (see tuneData).
 	sampleEvery = 16
 	// defaultMaxConnWindow bounds a connection's window (see
 	// Config.MaxConnWindow for why 32 MiB).
@@ -125,12 +130,19 @@ type windowTuner struct {
 	connWin   int64 // the connection window's size now
 	granted   int64 // taken from the budget
 
-	run     int64 // DATA bytes since the last sample: the next starts past a threshold
+	run     int64 // DATA bytes since the last PING: the next goes out past a threshold
 	sample  int64 // DATA bytes since the PING went out
 	sentAt  time.Time
 	seq     uint32
-	pinging bool    // a PING of ours is unacknowledged
-	bwMax   float64 // the best bandwidth sampled, bytes per second
+	pinging bool // a PING of ours is unacknowledged
+	first   bool // the PING out is the first: no round trip was known when it left
+
+	minRTT  time.Duration // the smallest round trip measured; 0 until one is
+	ivStart time.Time     // when the current interval's first DATA arrived
+	ivBytes int64         // DATA bytes in the current interval
+	// Before a round trip is known: when the last DATA arrived and the
+	// longest pause between two, both counted from sentAt.
+	lastData, maxGap time.Duration
 }
 
 func (w *windowTuner) init(cfg *Config) {
@@ -145,35 +157,94 @@ func (w *windowTuner) pingData() [8]byte {
 	return d
 }
 
+// limited reports whether bytes that arrived within span (at most one
+// round trip) say the client was held back by our credit: at least 2/3 of
+// the stream window per smallest round trip. A client that sends that
+// much in a round trip had the window (nearly) used up before any credit
+// could come back, so the path's bandwidth-delay product is at least that.
+func (w *windowTuner) limited(bytes int64, span time.Duration) bool {
+	return 3*float64(bytes)*float64(w.minRTT) >= 2*float64(w.streamWin)*float64(max(span, w.minRTT))
+}
+
 // tuneData counts n bytes of DATA (padding included) against the
-// connection window and starts a sample when it is time: no PING is out,
-// the windows can still grow, and 1/sampleEvery of a stream window arrived
-// since the last sample, so a large upload costs at most one PING per
-// round trip.
+// connection window, judges whether the client is held back by the
+// window, and sends a measuring PING when it is time.
+//
+// Until a round trip is known, a PING goes out at the first DATA. A
+// client's first DATA comes with its first flight (the default 64 KiB
+// window), so the PING reaches it with our SETTINGS, and its answer comes
+// back with the burst those allowed, a round trip after the first flight:
+// before it, after it, or amid it. From then on, the DATA is counted in
+// intervals of at most the smallest round trip measured; an interval that
+// collects 2/3 of the stream window grows the windows at once, a round
+// trip earlier than waiting for the next PING's acknowledgement would.
+// The smallest round trip, since a PING that waits behind queued DATA
+// (in the client's socket, in the path) comes back late, and a longer
+// interval would take a queue for a long path. Before the first answer
+// the interval restarts at the DATA that ends the longest pause since the
+// PING left: the start of the burst, so that a burst the answer lands
+// amid is judged whole. Later PINGs (one per 1/sampleEvery of a stream
+// window of DATA, never two at once) only look for a smaller round trip.
+//
+// The timeline of an upload, in round trips from the client's first byte:
+// the first flight arrives at 0.5, with the PING going out beside our
+// SETTINGS; the client has them at 1 and sends the window they allowed,
+// which arrives at 1.5 with (or near) the PING's answer, and the grown
+// windows go out then and reach the client at 2. Judging the PING's sample
+// at its answer instead, the first sample is the first flight, the second
+// PING leaves at 1.5 and its answer at 2.5 grows the windows, which reach
+// the client at 3. Credit sooner than 2 would be credit before any
+// measurement.
 func (c *ServerConn) tuneData(n uint32) {
 	w := &c.win
-	if w.pinging {
-		w.sample += int64(n)
-		return
-	}
 	if c.cfg.MaxConnWindow <= c.cfg.ConnWindow || // autotuning is off
 		w.connWin >= int64(c.cfg.MaxConnWindow) && w.streamWin >= w.connWin {
 		return
 	}
+	now := c.clock.Now()
+	switch {
+	case w.minRTT > 0:
+		if w.ivBytes == 0 || now.Sub(w.ivStart) >= w.minRTT {
+			w.ivStart, w.ivBytes = now, 0
+		}
+		w.ivBytes += int64(n)
+		if w.limited(w.ivBytes, 0) {
+			w.ivBytes = 0 // the next interval is judged against the new window
+			// Grow from the window, not from the interval's bytes, which
+			// miss what was in flight when the interval began.
+			c.growWindows(windowGrowth * w.streamWin)
+		}
+	case w.pinging:
+		at := now.Sub(w.sentAt)
+		if gap := at - w.lastData; gap > w.maxGap {
+			w.maxGap = gap
+			w.ivStart, w.ivBytes = now, 0
+		}
+		w.lastData = at
+		w.ivBytes += int64(n)
+	}
+	if w.pinging {
+		w.sample += int64(n)
+		return
+	}
 	w.run += int64(n)
-	if w.run < w.streamWin/sampleEvery {
+	if w.minRTT > 0 && w.run < w.streamWin/sampleEvery {
 		return
 	}
 	w.run = 0
 	w.seq++
 	w.pinging = true
+	w.first = w.minRTT == 0
 	w.sample = 0
-	w.sentAt = c.clock.Now()
+	w.sentAt = now
+	if w.first {
+		w.ivStart, w.ivBytes, w.lastData, w.maxGap = now, 0, 0, 0
+	}
 	c.fr.WritePing(false, w.pingData())
 }
 
 // tunePingAck takes a PING acknowledgement; when it answers our measuring
-// PING the sample ends and the windows may grow. Any other is ignored.
+// PING it is a round trip measured. Any other is ignored.
 func (c *ServerConn) tunePingAck(data [8]byte) {
 	w := &c.win
 	if !w.pinging || data != w.pingData() {
@@ -184,19 +255,17 @@ func (c *ServerConn) tunePingAck(data [8]byte) {
 	if rtt <= 0 {
 		return // no clock progress: nothing measured
 	}
-	bw := float64(w.sample) / rtt.Seconds()
-	best := w.bwMax
-	w.bwMax = max(w.bwMax, bw)
-	// A sample within 7/8 of the best still counts as the best: samples
-	// on a loaded machine scatter by a few percent, and one lucky sample
-	// must not freeze the window.
-	if 3*w.sample < 2*w.streamWin || 8*bw < 7*best {
-		return
+	if w.minRTT == 0 || rtt < w.minRTT {
+		w.minRTT = rtt
 	}
-	// Held back by the window: the path takes at least a window per round
-	// trip, so grow from the window, not from the sample (which misses
-	// the part of the window that arrived before the PING went out).
-	c.growWindows(windowGrowth * max(w.sample, w.streamWin))
+	// The first PING's sample is judged here, since no round trip was
+	// known to count its DATA in intervals by; later samples were. If it
+	// does not grow the windows, its last interval (which began after the
+	// PING left, so within the round trip) goes on.
+	if w.first && w.limited(w.sample, rtt) {
+		w.ivBytes = 0
+		c.growWindows(windowGrowth * max(w.sample, w.streamWin))
+	}
 }
 
 // growWindows raises the connection window towards target, as far as

@@ -211,8 +211,9 @@ func (u *uploader) sync() {
 }
 
 // round is one measurement: 1/sampleEvery of a stream window (which makes
-// the server send its PING when the last of it arrives), then sample bytes,
-// one round trip on the server's clock and the acknowledgement. It returns
+// the server send its PING: at the first DATA frame while it knows no
+// round trip, when the last of it arrives after), then sample bytes, one
+// round trip on the server's clock and the acknowledgement. It returns
 // false when the server sent no PING.
 func (u *uploader) round(sample int64) bool {
 	u.t.Helper()
@@ -222,6 +223,7 @@ func (u *uploader) round(sample int64) bool {
 		return false
 	}
 	u.send(sample, nil)
+	u.sync() // all of it arrived within the round trip
 	u.ts.advance(testRTT)
 	u.fr.WritePing(true, *u.pending)
 	u.pending = nil
@@ -342,5 +344,107 @@ func TestWindowAutotuneOff(t *testing.T) {
 	u.sync()
 	if u.ourPings != 0 || u.streamSetting != defaultStreamWindow {
 		t.Fatalf("%d PINGs, stream window %d", u.ourPings, u.streamSetting)
+	}
+}
+
+// The first measuring PING goes out with the first DATA frame, so the
+// round trip is known by the time the client's first window-sized burst
+// arrives; and once it is known, a round trip's worth of DATA that fills
+// 2/3 of the stream window grows the windows as it arrives, without
+// waiting for the next PING's acknowledgement.
+func TestWindowGrowsBeforeTheAck(t *testing.T) {
+	u := newUploader(t, Config{WindowBudget: NewWindowBudget(1 << 30)})
+	u.send(int64(len(u.chunk)), nil)
+	u.sync()
+	if u.pending == nil {
+		t.Fatal("no measuring PING after the first DATA frame")
+	}
+	// Its sample is small (the client's first flight): a round trip,
+	// nothing grown.
+	u.ts.advance(testRTT)
+	u.fr.WritePing(true, *u.pending)
+	u.pending = nil
+	u.sync()
+	if u.streamSetting != defaultStreamWindow {
+		t.Fatalf("stream window %d after a small first sample", u.streamSetting)
+	}
+
+	// Now a window's worth within the round trip: the next PING goes out
+	// after 1/sampleEvery of it, and the windows grow before its answer.
+	u.send(defaultStreamWindow, nil)
+	u.sync()
+	if u.pending == nil {
+		t.Fatal("no second measuring PING")
+	}
+	if u.streamSetting != defaultMaxConnWindow || u.connAvail != defaultMaxConnWindow {
+		t.Fatalf("before the second acknowledgement: stream window %d, connection credit %d; want both %d",
+			u.streamSetting, u.connAvail, defaultMaxConnWindow)
+	}
+}
+
+// The DATA is judged per smallest round trip: a PING answered late (it
+// waited behind queued DATA) does not lengthen the interval, and half a
+// window per round trip, however long it goes on, grows nothing.
+func TestWindowJudgesPerSmallestRoundTrip(t *testing.T) {
+	u := newUploader(t, Config{WindowBudget: NewWindowBudget(1 << 30)})
+	if !u.round(0) { // a round trip of testRTT
+		t.Fatal("no measuring PING")
+	}
+	// The second PING comes back four round trips late.
+	u.send(defaultStreamWindow/sampleEvery, nil)
+	u.sync()
+	if u.pending == nil {
+		t.Fatal("no second measuring PING")
+	}
+	u.ts.advance(4 * testRTT)
+	u.fr.WritePing(true, *u.pending)
+	u.pending = nil
+	u.sync()
+
+	// Half a window per round trip for three round trips, the third PING
+	// answered at the end: its sample is 3/2 of a window in two round
+	// trips, and a four-round-trip interval would hold all of it.
+	for i := 0; i < 3; i++ {
+		if i > 0 {
+			u.ts.advance(testRTT)
+		}
+		u.send(defaultStreamWindow/2, nil)
+		u.sync()
+	}
+	if u.pending == nil {
+		t.Fatal("no third measuring PING")
+	}
+	u.fr.WritePing(true, *u.pending)
+	u.pending = nil
+	u.sync()
+	if u.streamSetting != defaultStreamWindow || u.connAvail != defaultConnWindow {
+		t.Fatalf("windows grew: stream %d conn %d", u.streamSetting, u.connAvail)
+	}
+}
+
+// The first PING's answer may land amid the burst the client sends once
+// our SETTINGS reach it; the burst is judged whole: the interval begins
+// where it began, after the pause that followed the client's first flight.
+func TestWindowJudgesABurstSplitByTheFirstAck(t *testing.T) {
+	u := newUploader(t, Config{WindowBudget: NewWindowBudget(1 << 30)})
+	u.send(initialWindow, nil) // the first flight, before our SETTINGS
+	u.sync()
+	if u.pending == nil {
+		t.Fatal("no measuring PING")
+	}
+	u.ts.advance(testRTT)
+	u.send(defaultStreamWindow/2, nil) // a round trip later: the burst
+	u.sync()
+	u.fr.WritePing(true, *u.pending) // its answer, amid the burst
+	u.pending = nil
+	u.sync()
+	if u.streamSetting != defaultStreamWindow {
+		t.Fatalf("stream window %d after a sample of under 2/3 of the window", u.streamSetting)
+	}
+	u.send(defaultStreamWindow/4, nil) // the rest of the burst
+	u.sync()
+	if u.streamSetting != defaultMaxConnWindow || u.connAvail != defaultMaxConnWindow {
+		t.Fatalf("after a burst of 3/4 of the window within the round trip: stream window %d, connection credit %d; want both %d",
+			u.streamSetting, u.connAvail, defaultMaxConnWindow)
 	}
 }
