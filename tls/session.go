@@ -558,10 +558,12 @@ func (memAddr) String() string  { return "memory" }
 const recordHeaderLen = 5
 
 // framer follows TLS record boundaries in a stream of ciphertext.
+// Its fields are small so that a Session stays in the allocator's 320-byte
+// size class.
 type framer struct {
 	hdr  [recordHeaderLen]byte
-	hdrN int // header bytes seen of the current record
-	left int // body bytes still to come once the header is complete
+	hdrN uint8  // header bytes seen of the current record
+	left uint16 // body bytes still to come once the header is complete
 }
 
 // advance consumes a prefix of p that ends no later than the current
@@ -571,15 +573,15 @@ func (f *framer) advance(p []byte) int {
 	for n < len(p) {
 		if f.hdrN < recordHeaderLen {
 			k := copy(f.hdr[f.hdrN:], p[n:])
-			f.hdrN += k
+			f.hdrN += uint8(k)
 			n += k
 			if f.hdrN < recordHeaderLen {
 				return n
 			}
-			f.left = int(f.hdr[3])<<8 | int(f.hdr[4])
+			f.left = uint16(f.hdr[3])<<8 | uint16(f.hdr[4])
 		}
-		k := min(f.left, len(p)-n)
-		f.left -= k
+		k := min(int(f.left), len(p)-n)
+		f.left -= uint16(k)
 		n += k
 		if f.left == 0 {
 			f.hdrN = 0 // record complete: stop at its end
