@@ -103,6 +103,18 @@ func TestUploadPaddedFramesSplitAcrossRecords(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	// answer writes the reader's answers; they may come after the test
+	// closed the connection, so their errors are not the test's.
+	answer := func(f func() error) {
+		wmu.Lock()
+		defer wmu.Unlock()
+		f()
+	}
+	// The preface goes first: the reader answers the server's SETTINGS.
+	if _, err := io.WriteString(conn, http2.ClientPreface); err != nil {
+		t.Fatal(err)
+	}
+	write(func() error { return wfr.WriteSettings() })
 	go func() {
 		rfr := http2.NewFramer(nil, conn)
 		rfr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
@@ -111,14 +123,16 @@ func TestUploadPaddedFramesSplitAcrossRecords(t *testing.T) {
 			mu.Lock()
 			switch f := f.(type) {
 			case nil:
-				readErr = err
+				if readErr == nil {
+					readErr = err
+				}
 			case *http2.SettingsFrame:
 				if v, ok := f.Value(http2.SettingInitialWindowSize); ok {
 					streamCredit += int64(v) - setting
 					setting = int64(v)
 				}
 				if !f.IsAck() {
-					go write(wfr.WriteSettingsAck)
+					go answer(wfr.WriteSettingsAck)
 				}
 			case *http2.WindowUpdateFrame:
 				if f.StreamID == 0 {
@@ -130,11 +144,13 @@ func TestUploadPaddedFramesSplitAcrossRecords(t *testing.T) {
 			case *http2.PingFrame:
 				if !f.IsAck() {
 					data := f.Data
-					go write(func() error { return wfr.WritePing(true, data) })
+					go answer(func() error { return wfr.WritePing(true, data) })
 				}
 			case *http2.MetaHeadersFrame:
 				status = f.PseudoValue("status")
-			case *http2.GoAwayFrame, *http2.RSTStreamFrame:
+			case *http2.GoAwayFrame:
+				readErr = fmt.Errorf("pollproxy sent %v: %s", f, f.DebugData())
+			case *http2.RSTStreamFrame:
 				readErr = fmt.Errorf("pollproxy sent %v", f)
 			}
 			cond.Broadcast()
@@ -145,10 +161,6 @@ func TestUploadPaddedFramesSplitAcrossRecords(t *testing.T) {
 		}
 	}()
 
-	if _, err := io.WriteString(conn, http2.ClientPreface); err != nil {
-		t.Fatal(err)
-	}
-	write(func() error { return wfr.WriteSettings() })
 	var hb bytes.Buffer
 	enc := hpack.NewEncoder(&hb)
 	for _, kv := range [][2]string{{":method", "POST"}, {":scheme", "https"}, {":authority", "localhost"},
