@@ -62,6 +62,9 @@ func newClientSession(cfg *stdtls.Config) *Session {
 type loopOpts struct {
 	feedOneByte  bool // Feed (and Read after) every byte separately
 	writeOneByte bool // write Output to the socket one byte per syscall
+	// lend hands socket bytes over with Lend and Keep once the handshake
+	// is done, as the server loop does, instead of Feed.
+	lend bool
 	// onData is called with plaintext read by the loop; nil echoes it.
 	onData func(s *Session, p []byte)
 	// onEOF is called when the client's close_notify is read; nil
@@ -120,10 +123,29 @@ func serveLoop(t testing.TB, sock net.Conn, pool *HandshakePool, cfg *stdtls.Con
 		quit := make(chan struct{})
 		defer close(quit)
 		rx := make(chan []byte)
+		// The socket is read into two buffers taken in turn, each back
+		// from the loop (and scribbled over) once the loop is done with
+		// it: a session that kept a reference to bytes it was lent reads
+		// garbage.
+		free := make(chan []byte, 2)
+		free <- make([]byte, 64<<10)
+		free <- make([]byte, 64<<10)
+		giveBack := func(b []byte) {
+			b = b[:cap(b)]
+			for i := range b {
+				b[i] = 0xa5
+			}
+			free <- b
+		}
 		go func() {
 			defer close(rx)
 			for {
-				buf := make([]byte, 64<<10)
+				var buf []byte
+				select {
+				case buf = <-free:
+				case <-quit:
+					return
+				}
 				n, err := sock.Read(buf)
 				if n > 0 {
 					select {
@@ -202,18 +224,30 @@ func serveLoop(t testing.TB, sock net.Conn, pool *HandshakePool, cfg *stdtls.Con
 				if o.feedOneByte {
 					chunk = 1
 				}
+				whole := b
 				for len(b) > 0 {
-					if err := s.Feed(b[:chunk]); err != nil {
-						res.err = err
-						return
+					var fin bool
+					if o.lend && handshook {
+						if err := s.Lend(b[:chunk]); err != nil {
+							res.err = err
+							return
+						}
+						fin = step()
+						s.Keep()
+					} else {
+						if err := s.Feed(b[:chunk]); err != nil {
+							res.err = err
+							return
+						}
+						fin = step()
 					}
 					b = b[chunk:]
-					fin := step()
 					flush()
 					if fin {
 						return
 					}
 				}
+				giveBack(whole)
 			case <-wake:
 				fin := step()
 				flush()

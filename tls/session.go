@@ -78,7 +78,11 @@ type Session struct {
 
 	in  buffer // ciphertext from the socket, not yet read by crypto/tls
 	out buffer // ciphertext for the socket
-	rec framer // record framing of the bytes given to crypto/tls
+	// lent (loop phase) is ciphertext the loop lent with Lend, read by
+	// crypto/tls after in and straight from the loop's buffer; Keep
+	// copies what is left of it into in.
+	lent []byte
+	rec  framer // record framing of the bytes given to crypto/tls
 
 	// starved (loop phase) is set when crypto/tls is known to hold
 	// nothing it could return without more ciphertext from in: Read
@@ -145,6 +149,43 @@ func (s *Session) Feed(p []byte) error {
 	s.in.write(p)
 	s.cond.Signal()
 	return nil
+}
+
+// Lend hands over ciphertext read from the socket without copying it: p
+// stays the loop's, and Read decrypts records straight from it, so the bytes
+// of whole records are copied once (into crypto/tls) rather than twice. The
+// loop must call Keep before it touches p again; Keep copies the bytes
+// Read did not get to (a partial record, or all of them when the front end
+// stopped reading) into the session's own buffer. Loop phase only, once
+// HandshakeDone reports done; before that, and for bytes that are not
+// read at once, use Feed. The errors are Feed's.
+func (s *Session) Lend(p []byte) error {
+	if !s.loop.Load() {
+		return ErrWouldBlock
+	}
+	if s.lent != nil {
+		panic("tls: Lend before Keep")
+	}
+	switch {
+	case s.closed:
+		return net.ErrClosed
+	case s.hsErr != nil:
+		return s.hsErr
+	case s.in.len()+len(p) > MaxBufferedInput:
+		return ErrInputLimit
+	}
+	s.lent = p
+	return nil
+}
+
+// Keep ends a Lend: the lent bytes Read did not consume are copied into the
+// session, and the loop may reuse its buffer. After Close it only forgets
+// them. Loop goroutine only.
+func (s *Session) Keep() {
+	if len(s.lent) > 0 && !s.closed {
+		s.in.write(s.lent)
+	}
+	s.lent = nil
 }
 
 // Output returns the ciphertext waiting for the socket. The slice stays
@@ -243,7 +284,7 @@ func (s *Session) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	if s.starved && s.in.len() == 0 {
+	if s.starved && s.in.len() == 0 && len(s.lent) == 0 {
 		// Skips a crypto/tls call that could only fail with
 		// ErrWouldBlock, and its allocation (see starved).
 		return 0, ErrWouldBlock
@@ -332,6 +373,7 @@ func (s *Session) Close() {
 		s.closed = true
 		s.in.release()
 		s.out.release()
+		s.lent = nil
 		return
 	}
 	s.mu.Lock()
@@ -402,10 +444,19 @@ type wire Session
 func (w *wire) Read(p []byte) (int, error) {
 	s := (*Session)(w)
 	if s.loop.Load() {
-		if s.in.len() == 0 {
-			return 0, ErrWouldBlock
+		switch {
+		case s.in.len() > 0:
+			return w.deliver(p), nil
+		case len(s.lent) > 0:
+			// Straight from the loop's buffer (Lend): in is empty,
+			// so these bytes come next in the stream.
+			in := s.lent[:min(len(p), len(s.lent))]
+			n := s.rec.advance(in)
+			copy(p, in[:n])
+			s.lent = s.lent[n:]
+			return n, nil
 		}
-		return w.deliver(p), nil
+		return 0, ErrWouldBlock
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -507,10 +558,12 @@ func (memAddr) String() string  { return "memory" }
 const recordHeaderLen = 5
 
 // framer follows TLS record boundaries in a stream of ciphertext.
+// Its fields are small so that a Session stays in the allocator's 320-byte
+// size class.
 type framer struct {
 	hdr  [recordHeaderLen]byte
-	hdrN int // header bytes seen of the current record
-	left int // body bytes still to come once the header is complete
+	hdrN uint8  // header bytes seen of the current record
+	left uint16 // body bytes still to come once the header is complete
 }
 
 // advance consumes a prefix of p that ends no later than the current
@@ -520,15 +573,15 @@ func (f *framer) advance(p []byte) int {
 	for n < len(p) {
 		if f.hdrN < recordHeaderLen {
 			k := copy(f.hdr[f.hdrN:], p[n:])
-			f.hdrN += k
+			f.hdrN += uint8(k)
 			n += k
 			if f.hdrN < recordHeaderLen {
 				return n
 			}
-			f.left = int(f.hdr[3])<<8 | int(f.hdr[4])
+			f.left = uint16(f.hdr[3])<<8 | uint16(f.hdr[4])
 		}
-		k := min(f.left, len(p)-n)
-		f.left -= k
+		k := min(int(f.left), len(p)-n)
+		f.left -= uint16(k)
 		n += k
 		if f.left == 0 {
 			f.hdrN = 0 // record complete: stop at its end

@@ -122,10 +122,11 @@ func TestLargeTransfer(t *testing.T) {
 		for _, tc := range []struct {
 			size    int
 			oneByte bool
-		}{{1 << 20, false}, {64 << 10, true}} {
-			t.Run(fmt.Sprintf("%s/%d/oneByte=%v", ver.name, tc.size, tc.oneByte), func(t *testing.T) {
+			lend    bool
+		}{{1 << 20, false, false}, {64 << 10, true, false}, {4 << 20, false, true}, {64 << 10, true, true}} {
+			t.Run(fmt.Sprintf("%s/%d/oneByte=%v/lend=%v", ver.name, tc.size, tc.oneByte, tc.lend), func(t *testing.T) {
 				ln := listen(t)
-				res := accept(t, ln, pool, serverConfig(t), loopOpts{feedOneByte: tc.oneByte})
+				res := accept(t, ln, pool, serverConfig(t), loopOpts{feedOneByte: tc.oneByte, lend: tc.lend})
 				c := dial(t, ln, clientConfig(t, ver.v, "h2"))
 				payload := make([]byte, tc.size)
 				for i := range payload {
@@ -656,5 +657,121 @@ func TestPairRandomChunks(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestLendRandomChunks lends the server ciphertext in random chunks from one
+// scratch buffer, reads a random number of records from each (none, as a
+// front end that paused reading, up to all), calls Keep and scribbles over
+// the scratch buffer: every byte must arrive intact and in order, so the
+// session neither lost the bytes it did not read nor kept a reference to
+// the lent ones.
+func TestLendRandomChunks(t *testing.T) {
+	pool := newPool(t, 2, 4, 5*time.Second)
+	for _, ver := range versions {
+		for seed := range uint64(4) {
+			t.Run(fmt.Sprintf("%s/seed=%d", ver.name, seed), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(seed, 7))
+				p := newPair(t, pool, clientConfig(t, ver.v, "h2"), serverConfig(t), false)
+				if err := p.handshake(); err != nil {
+					t.Fatal(err)
+				}
+				var sent, got bytes.Buffer
+				scratch := make([]byte, 64<<10)
+				buf := make([]byte, 32<<10)
+				// read reads at most max records' worth of plaintext;
+				// it reports whether the session wanted more input.
+				read := func(max int) bool {
+					for range max {
+						n, err := p.s.Read(buf)
+						got.Write(buf[:n])
+						if n == 0 {
+							if !errors.Is(err, ErrWouldBlock) {
+								t.Fatalf("Read: %v", err)
+							}
+							return true
+						}
+					}
+					return false
+				}
+				for range 40 {
+					msg := make([]byte, 1+rng.IntN(100000))
+					for k := range msg {
+						msg[k] = byte(rng.Uint32())
+					}
+					if _, err := p.c.Write(msg); err != nil {
+						t.Fatal(err)
+					}
+					sent.Write(msg)
+					for out := p.c.Output(); len(out) > 0; out = p.c.Output() {
+						c := copy(scratch[:1+rng.IntN(len(scratch))], out)
+						p.c.Consume(c)
+						if err := p.s.Lend(scratch[:c]); err != nil {
+							t.Fatal(err)
+						}
+						if rng.IntN(4) == 0 {
+							read(rng.IntN(3)) // paused, or slow
+						} else {
+							read(1000)
+						}
+						p.s.Keep()
+						for k := range scratch[:c] {
+							scratch[k] = 0xa5
+						}
+					}
+				}
+				if err := p.s.Lend(nil); err != nil {
+					t.Fatal(err)
+				}
+				for !read(1000) {
+				}
+				p.s.Keep()
+				if !bytes.Equal(got.Bytes(), sent.Bytes()) {
+					t.Fatalf("server got %d bytes of %d, or other bytes", got.Len(), sent.Len())
+				}
+				if p.s.in.len() != 0 {
+					t.Fatalf("input left: %d bytes", p.s.in.len())
+				}
+			})
+		}
+	}
+}
+
+// TestLendLimitAndClose: Lend is refused before the handshake, over the
+// input limit (counting what Keep left in the session) and after Close,
+// where Keep only forgets the bytes.
+func TestLendLimitAndClose(t *testing.T) {
+	s := NewServerSession(serverConfig(t), nil, nil)
+	if err := s.Lend([]byte{1}); !errors.Is(err, ErrWouldBlock) {
+		t.Fatalf("Lend before the handshake = %v", err)
+	}
+	pool := newPool(t, 2, 4, 5*time.Second)
+	p := newPair(t, pool, clientConfig(t, stdtls.VersionTLS13, "h2"), serverConfig(t), false)
+	if err := p.handshake(); err != nil {
+		t.Fatal(err)
+	}
+	// A paused front end: nothing is read, Keep holds it all.
+	junk := make([]byte, MaxBufferedInput-10)
+	if err := p.s.Lend(junk); err != nil {
+		t.Fatal(err)
+	}
+	p.s.Keep()
+	if err := p.s.Lend(make([]byte, 11)); !errors.Is(err, ErrInputLimit) {
+		t.Fatalf("Lend over the limit = %v", err)
+	}
+	p.s.Keep()
+	if p.s.in.len() != len(junk) {
+		t.Fatalf("kept %d bytes, want %d", p.s.in.len(), len(junk))
+	}
+	if err := p.s.Lend(make([]byte, 10)); err != nil {
+		t.Fatalf("Lend up to the limit = %v", err)
+	}
+	p.s.Close()
+	p.s.Keep()
+	if p.s.in.len() != 0 || p.s.lent != nil {
+		t.Fatalf("after Close: %d bytes kept, lent %v", p.s.in.len(), p.s.lent != nil)
+	}
+	if err := p.s.Lend([]byte{1}); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Lend after Close = %v", err)
 	}
 }

@@ -93,10 +93,11 @@ type ServerConn struct {
 	h   stream.Handler
 	cfg Config
 
-	fr  *http2.Framer
-	rd  frameReader
-	out outBuf
-	in  []byte // an incomplete frame
+	fr   *http2.Framer
+	rd   frameReader
+	out  outBuf
+	in   []byte   // an incomplete frame (of a DATA frame, its prefix only)
+	data dataRead // the DATA frame whose body is being read
 
 	prefaceLeft  int
 	gotSettings  bool // the first frame was SETTINGS
@@ -246,19 +247,29 @@ func (c *ServerConn) feed(p []byte) {
 		p = p[n:]
 	}
 	for len(p) > 0 && !c.dead {
+		if c.data.active {
+			p = c.dataPayload(p)
+			continue
+		}
 		if len(c.in) == 0 && len(p) >= frameHeaderLen {
 			// Fast path: frames straight from p.
 			if !c.checkFrameLen(p) {
 				return
 			}
-			need := frameHeaderLen + frameLen(p)
-			if len(p) >= need {
+			if http2.FrameType(p[3]) == http2.FrameData {
+				if k := dataPrefixLen(p); len(p) >= k {
+					c.startData(p[:k])
+					p = p[k:]
+					continue
+				}
+			} else if need := frameHeaderLen + frameLen(p); len(p) >= need {
 				c.processFrame(p[:need])
 				p = p[need:]
 				continue
 			}
 		}
-		// Slow path: collect one frame in c.in, never more.
+		// Slow path: collect one frame in c.in, never more; of a DATA
+		// frame only the prefix, its body is read as it comes.
 		if len(c.in) < frameHeaderLen {
 			k := min(frameHeaderLen-len(c.in), len(p))
 			c.in = append(c.in, p[:k]...)
@@ -271,6 +282,10 @@ func (c *ServerConn) feed(p []byte) {
 			}
 		}
 		need := frameHeaderLen + frameLen(c.in)
+		isData := http2.FrameType(c.in[3]) == http2.FrameData
+		if isData {
+			need = dataPrefixLen(c.in)
+		}
 		if cap(c.in) < need {
 			in := make([]byte, len(c.in), need)
 			copy(in, c.in)
@@ -282,7 +297,11 @@ func (c *ServerConn) feed(p []byte) {
 		if len(c.in) < need {
 			return
 		}
-		c.processFrame(c.in)
+		if isData {
+			c.startData(c.in)
+		} else {
+			c.processFrame(c.in)
+		}
 		c.in = c.in[:0]
 	}
 }
@@ -302,17 +321,9 @@ func (c *ServerConn) checkFrameLen(hdr []byte) bool {
 func (c *ServerConn) processFrame(b []byte) {
 	typ := http2.FrameType(b[3])
 	flags := http2.Flags(b[4])
-	id := uint32(b[5]&0x7f)<<24 | uint32(b[6])<<16 | uint32(b[7])<<8 | uint32(b[8])
-	if c.hdr.active && (typ != http2.FrameContinuation || id != c.hdr.id) {
-		c.handleError(connErr{http2.ErrCodeProtocol, "expected CONTINUATION"})
+	id := streamID(b)
+	if !c.frameAllowed(typ, flags, id) {
 		return
-	}
-	if !c.gotSettings {
-		if typ != http2.FrameSettings || flags.Has(http2.FlagSettingsAck) {
-			c.handleError(connErr{http2.ErrCodeProtocol, "first frame is not SETTINGS"})
-			return
-		}
-		c.gotSettings = true
 	}
 	if typ == http2.FramePriority && len(b) != frameHeaderLen+5 {
 		// A stream error per RFC 9113 §6.3 (the Framer makes it a
@@ -331,8 +342,6 @@ func (c *ServerConn) processFrame(b []byte) {
 		return
 	}
 	switch f := f.(type) {
-	case *http2.DataFrame:
-		err = c.processData(f)
 	case *http2.HeadersFrame:
 		err = c.processHeaders(f)
 	case *http2.ContinuationFrame:
@@ -359,6 +368,29 @@ func (c *ServerConn) processFrame(b []byte) {
 	if err != nil {
 		c.handleError(err)
 	}
+}
+
+// streamID returns the stream identifier of frame header b.
+func streamID(b []byte) uint32 {
+	return uint32(b[5]&0x7f)<<24 | uint32(b[6])<<16 | uint32(b[7])<<8 | uint32(b[8])
+}
+
+// frameAllowed checks that a frame of type typ may come now: inside a
+// header block only its CONTINUATION may, and the first frame must be
+// SETTINGS. Otherwise it answers the connection error and reports false.
+func (c *ServerConn) frameAllowed(typ http2.FrameType, flags http2.Flags, id uint32) bool {
+	if c.hdr.active && (typ != http2.FrameContinuation || id != c.hdr.id) {
+		c.handleError(connErr{http2.ErrCodeProtocol, "expected CONTINUATION"})
+		return false
+	}
+	if !c.gotSettings {
+		if typ != http2.FrameSettings || flags.Has(http2.FlagSettingsAck) {
+			c.handleError(connErr{http2.ErrCodeProtocol, "first frame is not SETTINGS"})
+			return false
+		}
+		c.gotSettings = true
+	}
+	return true
 }
 
 // handleError is the one place where errors become frames.
@@ -418,6 +450,7 @@ func (c *ServerConn) die(err, abortErr error) {
 		c.closeStream(s, closedByUs, abortErr)
 	}
 	c.in = nil
+	c.data = dataRead{}
 }
 
 func stopTimer(t stream.Timer) {
@@ -642,6 +675,10 @@ func (c *ServerConn) isSkipped(id uint32) bool {
 
 // creditConn returns n received bytes to the connection window.
 func (c *ServerConn) creditConn(n int) {
+	if c.data.active {
+		c.inflow.hold(n) // decided at the frame's end: see dataRead
+		return
+	}
 	if inc := c.inflow.add(n); inc > 0 && !c.dead {
 		c.fr.WriteWindowUpdate(0, uint32(inc))
 	}
@@ -663,7 +700,7 @@ func (c *ServerConn) creditConn(n int) {
 // closed stream the record forgot. The encoder is made again for the next
 // response (encoder), which first empties the client's copy of the table.
 func (c *ServerConn) ReleaseIdle() int {
-	if c.dead || len(c.streams) > 0 || len(c.in) > 0 || len(c.out.b) > 0 ||
+	if c.dead || len(c.streams) > 0 || len(c.in) > 0 || c.data.active || len(c.out.b) > 0 ||
 		c.wqHead < len(c.wq) || len(c.writable) > 0 || c.hdr.active {
 		return 0
 	}

@@ -41,12 +41,24 @@ func (f *inflow) add(n int) int32 {
 	if n <= 0 {
 		return 0
 	}
+	f.hold(n)
+	return f.release()
+}
+
+// hold returns n consumed bytes to the window without deciding on a
+// WINDOW_UPDATE yet; release decides.
+func (f *inflow) hold(n int) {
 	if n > maxWindow-int(f.avail)-int(f.unsent) {
 		// Cannot happen for a well-behaved caller; never overflow.
 		n = maxWindow - int(f.avail) - int(f.unsent)
 	}
-	f.unsent += int32(n)
-	if f.unsent < inflowMinRefresh && f.unsent < f.avail {
+	f.unsent += int32(max(n, 0))
+}
+
+// release reports the WINDOW_UPDATE increment to send now for the bytes
+// returned so far, or 0 to keep batching small updates.
+func (f *inflow) release() int32 {
+	if f.unsent == 0 || f.unsent < inflowMinRefresh && f.unsent < f.avail {
 		return 0
 	}
 	inc := f.unsent

@@ -7,9 +7,15 @@ import (
 // This file holds one method per frame type. Each returns nil, a streamErr
 // or a connErr; handleError turns the errors into frames.
 
-func (c *ServerConn) processData(f *http2.DataFrame) error {
-	id := f.StreamID
-	n := f.Length // padding included: it counts against the windows
+// processData handles the header of a DATA frame on stream id: n is the
+// frame's length (padding included: it counts against the windows),
+// dataLen the body bytes it carries, end its END_STREAM flag. It takes the
+// whole frame from the windows and checks it against the stream, before
+// any of the body arrives (see dataRead): nil means the body goes to the
+// stream as it comes, errSkipData that the frame is dropped (its bytes are
+// already credited back), other errors are a streamErr or a connErr, and
+// the body is dropped too.
+func (c *ServerConn) processData(id, n uint32, dataLen int, end bool) error {
 	if id > c.maxClientID {
 		return connErr{http2.ErrCodeProtocol, "DATA on an idle stream"}
 	}
@@ -25,7 +31,7 @@ func (c *ServerConn) processData(f *http2.DataFrame) error {
 		}
 		switch c.closedHow(id) {
 		case closedByUs:
-			return nil // in flight when we reset it
+			return errSkipData // in flight when we reset it
 		case closedDone:
 			return connErr{http2.ErrCodeStreamClosed, "DATA on a closed stream"}
 		}
@@ -35,36 +41,32 @@ func (c *ServerConn) processData(f *http2.DataFrame) error {
 		c.creditConn(int(n))
 		return streamErr{id, http2.ErrCodeFlowControl, "DATA beyond the stream window"}
 	}
-	data := f.Data()
-	if pad := int(n) - len(data); pad > 0 {
+	if pad := int(n) - dataLen; pad > 0 {
 		s.credit(pad)
 	}
-	if len(data) == 0 && !f.StreamEnded() {
+	if dataLen == 0 && !end {
 		if err := c.glitch(); err != nil {
 			return err
 		}
 	}
-	s.recv += int64(len(data))
-	if s.declared >= 0 && (s.recv > s.declared || f.StreamEnded() && s.recv != s.declared) {
-		c.creditConn(len(data))
+	s.recv += int64(dataLen)
+	if s.declared >= 0 && (s.recv > s.declared || end && s.recv != s.declared) {
+		c.creditConn(dataLen)
 		return streamErr{id, http2.ErrCodeProtocol, "body length differs from content-length"}
 	}
-	if len(data) > 0 {
-		if s.events == nil || s.localEnded && !s.tunnel {
-			// Nobody reads it: give the window back at once.
-			s.credit(len(data))
-		} else {
-			s.unconsumed += len(data)
-			s.events.OnBody(data)
-			if s.closed {
-				return nil
-			}
-		}
-	}
-	if f.StreamEnded() {
-		c.remoteEnd(s, nil)
-	}
 	return nil
+}
+
+// dataBody hands body bytes of the DATA frame being read to its open
+// stream s, or gives their window back when nobody reads them.
+func (c *ServerConn) dataBody(s *h2Stream, b []byte) {
+	if s.events == nil || s.localEnded && !s.tunnel {
+		// Nobody reads it: give the window back at once.
+		s.credit(len(b))
+		return
+	}
+	s.unconsumed += len(b)
+	s.events.OnBody(b)
 }
 
 // remoteEnd handles the client's END_STREAM.

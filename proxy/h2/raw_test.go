@@ -29,7 +29,14 @@ type rawClient struct {
 
 func newRaw(t testing.TB, h stream.Handler, cfg Config, settings ...http2.Setting) *rawClient {
 	t.Helper()
-	conn, ts := startServer(t, h, cfg, false, 0)
+	return newRawSplit(t, h, cfg, -1, settings...)
+}
+
+// newRawSplit is newRaw over TCP, the server fed in pieces of at most
+// splitMax bytes (0: as read); splitMax -1 is newRaw's in-memory pipe.
+func newRawSplit(t testing.TB, h stream.Handler, cfg Config, splitMax int, settings ...http2.Setting) *rawClient {
+	t.Helper()
+	conn, ts := startServer(t, h, cfg, splitMax >= 0, max(splitMax, 0))
 	rc := &rawClient{t: t, conn: conn, ts: ts}
 	rc.fr = http2.NewFramer(conn, conn)
 	rc.fr.AllowIllegalWrites = true

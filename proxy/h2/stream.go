@@ -119,7 +119,9 @@ func (s *h2Stream) pending() int { return len(s.buf) - s.off }
 func (s *h2Stream) credit(n int) {
 	c := s.c
 	if !s.remoteEnded {
-		if inc := s.inflow.add(n); inc > 0 {
+		if c.data.active && c.data.id == s.id {
+			s.inflow.hold(n) // decided at the frame's end: see dataRead
+		} else if inc := s.inflow.add(n); inc > 0 {
 			c.fr.WriteWindowUpdate(s.id, uint32(inc))
 		}
 	}

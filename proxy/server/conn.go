@@ -168,18 +168,28 @@ func (c *conn) readSocket() {
 			if c.state == stateLinger {
 				continue
 			}
-			if c.state == stateHandshake {
-				c.hsFed += n
-			}
-			if ferr := c.sess.Feed(rb[:n]); ferr != nil {
-				c.destroy(ferr)
-				return
-			}
-			if !c.hsStarted && c.state == stateHandshake && !c.noteHello(buf[:n]) {
-				return
-			}
 			if c.state == stateOpen {
-				if ok, _ := c.decrypt(); !ok {
+				// Records are decrypted straight from the read buffer;
+				// only a partial record's bytes (or all of them when the
+				// front end stopped reading) are copied into the session.
+				if ferr := c.sess.Lend(rb[:n]); ferr != nil {
+					c.destroy(ferr)
+					return
+				}
+				ok, _ := c.decrypt()
+				c.sess.Keep()
+				if !ok {
+					return
+				}
+			} else {
+				if c.state == stateHandshake {
+					c.hsFed += n
+				}
+				if ferr := c.sess.Feed(rb[:n]); ferr != nil {
+					c.destroy(ferr)
+					return
+				}
+				if !c.hsStarted && c.state == stateHandshake && !c.noteHello(buf[:n]) {
 					return
 				}
 			}
