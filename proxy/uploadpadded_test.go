@@ -176,9 +176,12 @@ func TestUploadPaddedFramesSplitAcrossRecords(t *testing.T) {
 	for off := 0; off < size; {
 		n := 1 + rng.IntN(16384)
 		var p []byte
-		switch rng.IntN(4) {
-		case 0: // unpadded
-		case 1: // padded, no body
+		// An empty DATA frame is a glitch to pollproxy (1,000 per 10 s end
+		// the connection with ENHANCE_YOUR_CALM): one frame in eight, a
+		// few hundred in all, keeps the test under that bound.
+		switch rng.IntN(8) {
+		case 0, 1: // unpadded
+		case 2: // padded, no body
 			n = 0
 			p = pad[:rng.IntN(256)]
 		default:
@@ -230,11 +233,11 @@ func TestUploadPaddedFramesSplitAcrossRecords(t *testing.T) {
 	}
 	// Everything was consumed, padding included: the client's connection
 	// credit is back to the whole window (2 MiB, or the stream window it
-	// grew to, which never exceeds it) but for small updates still
-	// batched.
+	// grew to, which never exceeds it) but for what is still batched: less
+	// than a quarter of the window (see inflow.release in proxy/h2).
 	mu.Lock()
 	defer mu.Unlock()
-	if full := max(2<<20, setting); connCredit < full-4<<10 {
+	if full := max(2<<20, setting); 4*connCredit <= 3*full {
 		t.Fatalf("connection credit %d at the end, want about %d (spent %d, given back %d)", connCredit, full, charged, returned)
 	}
 }

@@ -127,11 +127,13 @@ func TestDataFrameErrors(t *testing.T) {
 			}, http2.ErrCodeProtocol, false},
 			{"beyond the stream window, padding counted", Config{StreamWindow: 65535}, func(rc *rawClient) {
 				open(rc)
+				// 64,000 bytes, then 1,400 with 256 of padding: within
+				// the window but for the padding.
 				chunk := make([]byte, 16000)
 				for range 4 {
-					rc.fr.WriteDataPadded(1, false, chunk, make([]byte, 100))
+					rc.fr.WriteData(1, false, chunk)
 				}
-				rc.fr.WriteDataPadded(1, false, make([]byte, 1000), make([]byte, 255))
+				rc.fr.WriteDataPadded(1, false, make([]byte, 1400), make([]byte, 255))
 			}, http2.ErrCodeFlowControl, true},
 			{"beyond the connection window", Config{StreamWindow: 1 << 20, ConnWindow: 65535, MaxConnWindow: 65535}, func(rc *rawClient) {
 				open(rc)
