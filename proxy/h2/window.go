@@ -66,6 +66,12 @@ const (
 	// KiB of them. They only look for a smaller round trip. The first goes
 	// out at the connection's first DATA (see tuneData).
 	sampleEvery = 16
+	// ampleRate, bytes per second, is the most a window is grown to
+	// carry (see ampleWindow): 1 GiB/s, more than a 10 Gbit/s link and
+	// than one loop decrypts, so windows grow to 1 MiB per millisecond of
+	// round trip (32 MiB, the ceiling, at 31 ms), and the default 1 MiB
+	// stream window does not grow at round trips under a millisecond.
+	ampleRate = 1 << 30
 	// defaultMaxConnWindow bounds a connection's window (see
 	// Config.MaxConnWindow for why 32 MiB).
 	defaultMaxConnWindow = 32 << 20
@@ -162,8 +168,26 @@ func (w *windowTuner) pingData() [8]byte {
 // the stream window per smallest round trip. A client that sends that
 // much in a round trip had the window (nearly) used up before any credit
 // could come back, so the path's bandwidth-delay product is at least that.
+// A window that already carries ampleRate at the smallest round trip is
+// never limited (see ampleWindow).
 func (w *windowTuner) limited(bytes int64, span time.Duration) bool {
+	if w.streamWin >= w.ampleWindow() {
+		return false
+	}
 	return 3*float64(bytes)*float64(w.minRTT) >= 2*float64(w.streamWin)*float64(max(span, w.minRTT))
+}
+
+// ampleWindow is the window that carries ampleRate at the smallest round
+// trip, the most the windows grow to. On loopback and in a LAN a burst of
+// a window within a round trip says only that the loop read a socket's
+// backlog at once (the origin's socket took a burst, the credit went back
+// in one piece, the client answered with a burst), and the round trip a
+// PING measures there is mostly the loops' own latency: growing 32-fold
+// on it bought no speed, and let an origin slower than the client make
+// pollproxy hold the 32 MiB (a 100 MiB upload over loopback took 1.7 times
+// as long when it happened, and the heap grew by 94 MiB).
+func (w *windowTuner) ampleWindow() int64 {
+	return int64(ampleRate * w.minRTT.Seconds())
 }
 
 // tuneData counts n bytes of DATA (padding included) against the
@@ -273,7 +297,7 @@ func (c *ServerConn) tunePingAck(data [8]byte) {
 // match it (a stream never needs more credit than its connection has).
 func (c *ServerConn) growWindows(target int64) {
 	w := &c.win
-	target = min(target, int64(c.cfg.MaxConnWindow))
+	target = min(target, int64(c.cfg.MaxConnWindow), w.ampleWindow())
 	if need := target - w.connWin; need > 0 {
 		if got := c.cfg.WindowBudget.take(need); got > 0 {
 			w.granted += got

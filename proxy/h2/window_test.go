@@ -461,6 +461,34 @@ func TestWindowJudgesABurstSplitByTheFirstAck(t *testing.T) {
 	}
 }
 
+// Windows grow to carry ampleRate at the round trip, no further: a path
+// of 5 ms gets 5.4 MiB, not the 32 MiB ceiling, and one under a
+// millisecond (loopback, a LAN, where the default window already carries
+// a gigabyte a second) none at all, however fast the DATA comes.
+func TestWindowGrowsToAmpleRate(t *testing.T) {
+	for _, tc := range []struct {
+		rtt  time.Duration
+		want int64
+	}{
+		{5 * time.Millisecond, ampleRate / 200},
+		{500 * time.Microsecond, defaultStreamWindow},
+	} {
+		t.Run(tc.rtt.String(), func(t *testing.T) {
+			budget := NewWindowBudget(1 << 30)
+			u := newUploader(t, Config{WindowBudget: budget})
+			u.rtt = tc.rtt
+			for i := 0; i < 4 && u.round(u.streamSetting); i++ {
+			}
+			if u.streamSetting != tc.want {
+				t.Fatalf("stream window %d after window-sized samples at %v, want %d", u.streamSetting, tc.rtt, tc.want)
+			}
+			if conn := max(tc.want, defaultConnWindow); budget.Used() != conn-defaultConnWindow {
+				t.Fatalf("budget used %d, want %d", budget.Used(), conn-defaultConnWindow)
+			}
+		})
+	}
+}
+
 // Consumed bytes go back in WINDOW_UPDATEs of a quarter of the window or
 // more, not one per DATA frame: 16 MiB through a 2 MiB connection window
 // (autotuning off) takes about 32 of them, and the upload never waits for
