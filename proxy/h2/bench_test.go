@@ -58,6 +58,25 @@ type nopReleaser struct{ events }
 
 func (*nopReleaser) OnRelease() {}
 
+// benchConn starts a server connection on a memory transport and feeds it
+// a client's preface and SETTINGS (and the ACK of the server's); in is
+// empty then, and fr writes the client's next frames into it.
+func benchConn(b *testing.B, h stream.Handler) (*ServerConn, *memTransport, *bytes.Buffer, *http2.Framer) {
+	tr := &memTransport{}
+	sc := NewServerConn(tr, h, Config{IdleTimeout: -1})
+	in := new(bytes.Buffer)
+	fr := http2.NewFramer(in, nil)
+	in.WriteString(clientPreface)
+	fr.WriteSettings()
+	fr.WriteSettingsAck()
+	if err := sc.Feed(in.Bytes()); err != nil {
+		b.Fatal(err)
+	}
+	tr.endIteration(sc)
+	in.Reset()
+	return sc, tr, in, fr
+}
+
 func benchGET(b *testing.B, ev stream.Events) {
 	body := bytes.Repeat([]byte("x"), 1024)
 	fields := []stream.Field{{Name: "content-type", Value: "text/plain"}, {Name: "content-length", Value: "1024"}}
@@ -67,18 +86,7 @@ func benchGET(b *testing.B, ev stream.Events) {
 		w.Close(nil)
 		return ev
 	})
-	tr := &memTransport{}
-	sc := NewServerConn(tr, h, Config{IdleTimeout: -1})
-
-	var in bytes.Buffer
-	fr := http2.NewFramer(&in, nil)
-	in.WriteString(clientPreface)
-	fr.WriteSettings()
-	fr.WriteSettingsAck()
-	if err := sc.Feed(in.Bytes()); err != nil {
-		b.Fatal(err)
-	}
-	tr.endIteration(sc)
+	sc, tr, in, fr := benchConn(b, h)
 	var hb bytes.Buffer
 	enc := hpack.NewEncoder(&hb)
 	encode := func() []byte {

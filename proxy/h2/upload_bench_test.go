@@ -24,13 +24,7 @@ func BenchmarkUpload(b *testing.B) {
 			w.Consumed(len(p))
 		}}
 	})
-	tr := &memTransport{}
-	sc := NewServerConn(tr, h, Config{IdleTimeout: -1})
-	var in bytes.Buffer
-	fr := http2.NewFramer(&in, nil)
-	in.WriteString(clientPreface)
-	fr.WriteSettings()
-	fr.WriteSettingsAck()
+	sc, tr, in, fr := benchConn(b, h)
 	var hb bytes.Buffer
 	enc := hpack.NewEncoder(&hb)
 	for _, f := range [][2]string{{":method", "POST"}, {":scheme", "https"}, {":authority", "example.test"}, {":path", "/upload"}} {
