@@ -107,6 +107,9 @@ type ServerConn struct {
 	dec  *hpack.Decoder
 	henc *hpack.Encoder // nil once ReleaseIdle let go of it: see encoder
 	hbuf bytes.Buffer
+	// lastHead is the last response head encoded as indices alone, for
+	// encodeHead to reuse; nil until one is, and after ReleaseIdle.
+	lastHead *headCache
 	// encTableSize is the dynamic table size the client's decoder allows
 	// our encoder (its SETTINGS_HEADER_TABLE_SIZE, at most ours).
 	encTableSize uint32
@@ -720,6 +723,7 @@ func (c *ServerConn) ReleaseIdle() int {
 		c.closed, c.closedNext = nil, 0
 	}
 	c.henc = nil // its table's size is not exposed: not counted
+	c.lastHead = nil
 	// x/net's Framer keeps its read buffer at the largest frame it read
 	// and its write buffer at the largest it wrote (16 KiB after an
 	// upload or a large header block), and the last frame read; a new one

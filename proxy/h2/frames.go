@@ -189,6 +189,7 @@ func (c *ServerConn) processSettings(f *http2.SettingsFrame) error {
 		case http2.SettingHeaderTableSize:
 			c.encTableSize = min(st.Val, headerTableSize)
 			if c.henc != nil {
+				c.forgetHead() // the next block starts with a size update
 				c.henc.SetMaxDynamicTableSize(c.encTableSize)
 			}
 		case http2.SettingInitialWindowSize:

@@ -370,8 +370,8 @@ func joinCookies(req *stream.Request) {
 func (c *ServerConn) rejectRequest(id uint32, status int, remoteEnded bool) {
 	c.hbuf.Reset()
 	enc := c.encoder()
-	enc.WriteField(hpack.HeaderField{Name: ":status", Value: statusText(status)})
-	enc.WriteField(hpack.HeaderField{Name: "content-length", Value: "0"})
+	c.writeField(enc, ":status", statusText(status))
+	c.writeField(enc, "content-length", "0")
 	c.writeBlock(id, c.hbuf.Bytes(), true)
 	if remoteEnded {
 		c.recordClosed(id, closedDone)
@@ -381,20 +381,87 @@ func (c *ServerConn) rejectRequest(id uint32, status int, remoteEnded bool) {
 	c.recordClosed(id, closedByUs)
 }
 
-// encodeHead HPACK-encodes a response head or trailers into c.hbuf.
+// encodeHead HPACK-encodes a response head or trailers into c.hbuf, or
+// returns the block of the last head when this one is the same (see
+// headCache). The block is valid until the next encodeHead.
 func (c *ServerConn) encodeHead(status int, fields []stream.Field) []byte {
+	h := c.lastHead
+	if h != nil && h.valid && h.status == status && sameFields(h.fields, fields) {
+		return h.block
+	}
 	c.hbuf.Reset()
 	enc := c.encoder()
+	indexed := true
 	if status != 0 {
-		enc.WriteField(hpack.HeaderField{Name: ":status", Value: statusText(status)})
+		indexed = c.writeField(enc, ":status", statusText(status))
 	}
 	for _, f := range fields {
 		if field.Lookup(f.Name).Has(field.ConnectionSpecific) {
 			continue
 		}
-		enc.WriteField(hpack.HeaderField{Name: f.Name, Value: f.Value})
+		indexed = c.writeField(enc, f.Name, f.Value) && indexed
 	}
-	return c.hbuf.Bytes()
+	b := c.hbuf.Bytes()
+	if indexed {
+		if h == nil {
+			h = new(headCache)
+			c.lastHead = h
+		}
+		h.valid, h.status = true, status
+		h.fields = append(h.fields[:0], fields...)
+		h.block = append(h.block[:0], b...)
+	}
+	return b
+}
+
+// headCache is the last head whose header block was table indices alone.
+// Such a block changed nothing in the encoder's dynamic table, so as long
+// as nothing else changes it (a field added to it, a size update, a new
+// encoder) the same head encodes to the same bytes, and encodeHead reuses
+// them instead of asking x/net's encoder to look every field up again: it
+// hashes each name and each name-value pair into its maps, 3.5% of the CPU
+// at h2 -c 6 -m 20, where the origin's heads repeat but for the rare new
+// date. Allocated on first use, dropped by ReleaseIdle.
+type headCache struct {
+	valid  bool
+	status int
+	fields []stream.Field // the head's fields as given (their strings are immutable)
+	block  []byte
+}
+
+// sameFields reports whether a and b are the same fields in the same order.
+func sameFields(a, b []stream.Field) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name || a[i].Value != b[i].Value {
+			return false
+		}
+	}
+	return true
+}
+
+// writeField encodes one field into c.hbuf and reports whether it went out
+// as an index (RFC 7541 §6.1: the first bit set), which leaves the dynamic
+// table as it was. Anything else (a literal, which may add an entry and
+// evict others; a table size update ahead of it) may have changed the
+// table under the cached head's indices, so the cache is dropped.
+func (c *ServerConn) writeField(enc *hpack.Encoder, name, value string) bool {
+	start := c.hbuf.Len()
+	enc.WriteField(hpack.HeaderField{Name: name, Value: value})
+	if c.hbuf.Bytes()[start]&0x80 != 0 {
+		return true
+	}
+	c.forgetHead()
+	return false
+}
+
+// forgetHead drops the cached head: the encoder's table may have changed.
+func (c *ServerConn) forgetHead() {
+	if c.lastHead != nil {
+		c.lastHead.valid = false
+	}
 }
 
 // writeBlock writes a header block as HEADERS and as many CONTINUATION
