@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 )
 
 // recorder is an origin that logs the exact bytes of every connection and
@@ -16,34 +18,21 @@ import (
 // parser is strict on purpose: anything an HTTP/1.1 implementation could
 // read two ways is an error, so it shows what pollproxy forwarded.
 type recorder struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	conns []*bytes.Buffer
+	address string
+	mu      sync.Mutex
+	conns   []*bytes.Buffer
 }
 
 func newRecorder(t testing.TB) *recorder {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &recorder{ln: ln}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go r.serve(c)
-		}
-	}()
+	r := &recorder{}
+	r.address = servertest.ServeConns(t, r.serve)
 	return r
 }
 
-func (r *recorder) addr() string { return r.ln.Addr().String() }
+func (r *recorder) addr() string { return r.address }
 
+// serve records one connection; ServeConns closes it afterwards.
 func (r *recorder) serve(c net.Conn) {
-	defer c.Close()
 	rec := &bytes.Buffer{}
 	r.mu.Lock()
 	r.conns = append(r.conns, rec)
