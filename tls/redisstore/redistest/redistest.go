@@ -8,6 +8,7 @@ package redistest
 import (
 	"bufio"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -61,12 +62,7 @@ func Start(t testing.TB) *Server {
 	if err != nil {
 		t.Skip("redis-server is not installed (Debian package redis-server); skipping the tests against a real Redis")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	port := freePort(t)
 	s := &Server{t: t, bin: bin, dir: t.TempDir(), port: port, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
 	s.Restart()
 	t.Cleanup(func() {
@@ -76,6 +72,35 @@ func Start(t testing.TB) *Server {
 		}
 	})
 	return s
+}
+
+// freePort returns a free loopback port below the kernel's ephemeral
+// range. Restart binds the same port again after Stop, and while the
+// server is down the client under test keeps dialing it: with the port
+// inside the ephemeral range, one of those dials can be given that very
+// port as its source and connect to itself (TCP simultaneous open), and
+// the restart then fails with "address already in use".
+func freePort(t testing.TB) int {
+	t.Helper()
+	lo := 32768 // Linux's default start of the range
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				lo = n
+			}
+		}
+	}
+	const first = 20000
+	for range 200 {
+		p := first + rand.IntN(max(lo-first, 1))
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err == nil {
+			ln.Close()
+			return p
+		}
+	}
+	t.Fatalf("no free loopback port in %d-%d", first, lo-1)
+	return 0
 }
 
 // Stop stops the server with SIGTERM (it flushes its append-only file)
