@@ -259,14 +259,8 @@ func (c *ServerConn) feed(p []byte) {
 			if !c.checkFrameLen(p) {
 				return
 			}
-			if http2.FrameType(p[3]) == http2.FrameData {
-				if k := dataPrefixLen(p); len(p) >= k {
-					c.startData(p[:k])
-					p = p[k:]
-					continue
-				}
-			} else if need := frameHeaderLen + frameLen(p); len(p) >= need {
-				c.processFrame(p[:need])
+			if need := pieceLen(p); len(p) >= need {
+				c.processPiece(p[:need])
 				p = p[need:]
 				continue
 			}
@@ -284,11 +278,7 @@ func (c *ServerConn) feed(p []byte) {
 				return
 			}
 		}
-		need := frameHeaderLen + frameLen(c.in)
-		isData := http2.FrameType(c.in[3]) == http2.FrameData
-		if isData {
-			need = dataPrefixLen(c.in)
-		}
+		need := pieceLen(c.in)
 		if cap(c.in) < need {
 			in := make([]byte, len(c.in), need)
 			copy(in, c.in)
@@ -300,12 +290,27 @@ func (c *ServerConn) feed(p []byte) {
 		if len(c.in) < need {
 			return
 		}
-		if isData {
-			c.startData(c.in)
-		} else {
-			c.processFrame(c.in)
-		}
+		c.processPiece(c.in)
 		c.in = c.in[:0]
+	}
+}
+
+// pieceLen is how many bytes of the frame whose header is h are processed
+// at once: a DATA frame's prefix (its body is read as it comes, see
+// dataread.go), any other frame whole.
+func pieceLen(h []byte) int {
+	if http2.FrameType(h[3]) == http2.FrameData {
+		return dataPrefixLen(h)
+	}
+	return frameHeaderLen + frameLen(h)
+}
+
+// processPiece processes the pieceLen bytes that start a frame.
+func (c *ServerConn) processPiece(b []byte) {
+	if http2.FrameType(b[3]) == http2.FrameData {
+		c.startData(b)
+	} else {
+		c.processFrame(b)
 	}
 }
 
