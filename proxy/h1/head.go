@@ -69,7 +69,7 @@ func (h *headReader) reset() {
 func (h *headReader) feed(b []byte) (n int, done bool, err *Error) {
 	i := 0
 	for i < len(b) {
-		if h.lineStart == len(h.buf) && (h.lines > 0 || h.noStartLine) {
+		if h.lineStart == len(h.buf) && h.fieldsNext() {
 			// Field lines start at b[i]: take those that arrived whole.
 			m, err := h.feedFields(b[i:])
 			i += m
@@ -113,15 +113,10 @@ func (h *headReader) feed(b []byte) (n int, done bool, err *Error) {
 			}
 			return i, true, nil
 		}
-		if lineLen > h.maxLine {
-			return i, false, h.longLine()
-		}
 		ls := h.lineStart
-		isField := h.lines > 0 || h.noStartLine
-		h.started = true
-		h.lines++
-		if h.lines > h.maxLines {
-			return i, false, errTooManyFields
+		isField := h.fieldsNext()
+		if err := h.countLine(lineLen); err != nil {
+			return i, false, err
 		}
 		h.lineStart = l
 		switch {
@@ -154,15 +149,7 @@ func (h *headReader) feedFields(b []byte) (n int, err *Error) {
 			err = h.sizeErr
 			break
 		}
-		if int(sc.end)-2 > h.maxLine {
-			err = h.longLine()
-		} else {
-			h.started = true
-			h.lines++
-			if h.lines > h.maxLines {
-				err = errTooManyFields
-			}
-		}
+		err = h.countLine(int(sc.end) - 2)
 		h.spans = append(h.spans, sc.at(int32(base+n)))
 		n = end
 	}
@@ -172,6 +159,24 @@ func (h *headReader) feedFields(b []byte) (n int, err *Error) {
 		lowerInPlace(h.buf[sp.ns:sp.ne])
 	}
 	return n, err
+}
+
+// fieldsNext reports whether the next line is a field line: the start
+// line is read, or the section has none (trailers).
+func (h *headReader) fieldsNext() bool { return h.lines > 0 || h.noStartLine }
+
+// countLine checks a complete, non-empty line of lineLen bytes (CRLF not
+// counted) against the line limits and counts it.
+func (h *headReader) countLine(lineLen int) *Error {
+	if lineLen > h.maxLine {
+		return h.longLine()
+	}
+	h.started = true
+	h.lines++
+	if h.lines > h.maxLines {
+		return errTooManyFields
+	}
+	return nil
 }
 
 func (h *headReader) longLine() *Error {
