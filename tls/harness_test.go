@@ -76,10 +76,11 @@ type loopOpts struct {
 type loopResult struct {
 	hsErr  error
 	state  stdtls.ConnectionState
-	eof    bool  // read the client's close_notify
-	err    error // a read error other than EOF
-	read   int64 // plaintext bytes read
-	closed bool  // socket closed by the peer
+	rtt    time.Duration // HandshakeRTT once the handshake was done
+	eof    bool          // read the client's close_notify
+	err    error         // a read error other than EOF
+	read   int64         // plaintext bytes read
+	closed bool          // socket closed by the peer
 }
 
 // serveLoop plays an event loop for one accepted socket: a reader goroutine
@@ -188,6 +189,7 @@ func serveLoop(t testing.TB, sock net.Conn, pool *HandshakePool, cfg *stdtls.Con
 				}
 				handshook = true
 				res.state = s.ConnectionState()
+				res.rtt = s.HandshakeRTT()
 				if err != nil {
 					res.hsErr = err
 					return true

@@ -97,6 +97,11 @@ type Session struct {
 
 	notify   func()
 	deadline time.Time
+	// flightAt is when the handshake last wrote to the client and no
+	// answer has come since; rtt is the shortest wait for an answer
+	// seen (see HandshakeRTT). Guarded by mu until the hand-off.
+	flightAt time.Time
+	rtt      time.Duration
 	ctx      context.Context // handshake context while the worker runs
 	cancel   context.CancelFunc
 
@@ -145,6 +150,12 @@ func (s *Session) Feed(p []byte) error {
 	}
 	if s.in.len()+len(p) > MaxBufferedInput {
 		return ErrInputLimit
+	}
+	if !s.flightAt.IsZero() {
+		if d := time.Since(s.flightAt); d > 0 && (s.rtt == 0 || d < s.rtt) {
+			s.rtt = d
+		}
+		s.flightAt = time.Time{}
 	}
 	s.in.write(p)
 	s.cond.Signal()
@@ -234,6 +245,25 @@ func (s *Session) HandshakeDone() (done bool, err error) {
 		return false, nil
 	}
 	return true, s.hsErr
+}
+
+// HandshakeRTT reports the round trip the handshake measured: the
+// shortest time from the server's last handshake write to the next bytes
+// from the client (a full TLS 1.3 handshake has one such wait: the
+// server's flight, then the client's Finished), or 0 when none was
+// measured (a handshake that needed no answer after a write of ours, or
+// one that failed). It is the whole path's round trip as the client's
+// TCP peer sees it, which the kernel's own estimate is not when a relay
+// or a load balancer sits in between, and it comes with every
+// connection before its first request. It includes the client's time to
+// check our certificate, so it can exceed the path's; it is shorter only
+// for a client that sends before it is answered. Loop goroutine only,
+// once HandshakeDone reports done.
+func (s *Session) HandshakeRTT() time.Duration {
+	if !s.loop.Load() {
+		return 0
+	}
+	return s.rtt
 }
 
 // ConnectionState returns crypto/tls's view of the connection, as of the end
@@ -507,6 +537,7 @@ func (w *wire) Write(p []byte) (int, error) {
 		return 0, net.ErrClosed
 	}
 	s.out.write(p)
+	s.flightAt = time.Now()
 	notify := s.notify
 	s.mu.Unlock()
 	if notify != nil {
