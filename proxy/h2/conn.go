@@ -189,6 +189,9 @@ func NewServerConn(t stream.Transport, h stream.Handler, cfg Config) *ServerConn
 	c.henc = hpack.NewEncoder(&c.hbuf)
 	c.inflow.init(initialWindow)
 	c.win.init(&c.cfg)
+	if p, ok := t.(stream.PathRTT); ok {
+		c.win.hsRTT = p.HandshakeRTT()
+	}
 
 	settings := []http2.Setting{
 		{ID: http2.SettingMaxConcurrentStreams, Val: c.cfg.MaxConcurrentStreams},

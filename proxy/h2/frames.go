@@ -54,6 +54,9 @@ func (c *ServerConn) processData(id, n uint32, dataLen int, end bool) error {
 		c.creditConn(dataLen)
 		return streamErr{id, http2.ErrCodeProtocol, "body length differs from content-length"}
 	}
+	if c.settingsAckPending {
+		c.tuneFirstFlight(s, n, end)
+	}
 	return nil
 }
 

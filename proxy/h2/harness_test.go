@@ -30,6 +30,7 @@ type testTransport struct {
 	inflight    int
 	closed      bool
 	flushWanted bool // FlushLater was called: Flush at the end of the iteration
+	hsRTT       time.Duration
 	maxSeen     int  // largest Buffered() seen
 	feedErr     error
 	done        chan struct{}
@@ -73,6 +74,10 @@ func (t *testTransport) endIteration() {
 		}
 	}
 }
+
+// HandshakeRTT plays the round trip a TLS handshake measured
+// (stream.PathRTT); 0 unless a test sets it.
+func (t *testTransport) HandshakeRTT() time.Duration { return t.hsRTT }
 
 func (t *testTransport) RemoteAddr() netip.AddrPort {
 	return netip.MustParseAddrPort("192.0.2.1:4321")
@@ -236,6 +241,13 @@ func (s *testServer) sampleMem(m *int) {
 // startServer serves h on one end of conn pair and returns the other end.
 func startServer(t testing.TB, h stream.Handler, cfg Config, tcp bool, splitMax int) (net.Conn, *testServer) {
 	t.Helper()
+	return startServerRTT(t, h, cfg, tcp, splitMax, 0)
+}
+
+// startServerRTT is startServer over a transport whose handshake measured
+// the round trip hsRTT (0: none).
+func startServerRTT(t testing.TB, h stream.Handler, cfg Config, tcp bool, splitMax int, hsRTT time.Duration) (net.Conn, *testServer) {
+	t.Helper()
 	var client, server net.Conn
 	if tcp {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -264,7 +276,7 @@ func startServer(t testing.TB, h stream.Handler, cfg Config, tcp bool, splitMax 
 		client, server = net.Pipe()
 	}
 	ts := &testServer{}
-	tr := &testTransport{mu: &ts.mu, conn: server, clock: newManualClock(), wake: make(chan struct{}, 1), done: make(chan struct{})}
+	tr := &testTransport{mu: &ts.mu, conn: server, clock: newManualClock(), wake: make(chan struct{}, 1), done: make(chan struct{}), hsRTT: hsRTT}
 	tr.clock.OnSet = func() {
 		select {
 		case tr.wake <- struct{}{}:

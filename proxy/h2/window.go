@@ -24,7 +24,9 @@ import (
 // estimator, which this tuner first followed), grows the windows a round
 // trip sooner: as soon as the burst our SETTINGS allowed has arrived, two
 // round trips after the client's first byte instead of three (see
-// tuneData for the timeline).
+// tuneData for the timeline). When the TLS handshake measured the round
+// trip, the client's first flight is judged as well, a round trip sooner
+// still (tuneFirstFlight).
 //
 // Growth is bounded twice: per connection by Config.MaxConnWindow, and
 // process-wide by a WindowBudget that every connection's growth above its
@@ -149,6 +151,15 @@ type windowTuner struct {
 	// Before a round trip is known: when the last DATA arrived and the
 	// longest pause between two, both counted from sentAt.
 	lastData, maxGap time.Duration
+
+	// The first flight (see tuneFirstFlight): the round trip the TLS
+	// handshake measured (0: none), the DATA bytes that arrived before
+	// the client acknowledged our SETTINGS, from when, and whether they
+	// were judged.
+	hsRTT       time.Duration
+	early       int64
+	earlyAt     time.Time
+	earlyJudged bool
 }
 
 func (w *windowTuner) init(cfg *Config) {
@@ -171,14 +182,14 @@ func (w *windowTuner) pingData() [8]byte {
 // A window that already carries ampleRate at the smallest round trip is
 // never limited (see ampleWindow).
 func (w *windowTuner) limited(bytes int64, span time.Duration) bool {
-	if w.streamWin >= w.ampleWindow() {
+	if w.streamWin >= ampleWindow(w.minRTT) {
 		return false
 	}
 	return 3*float64(bytes)*float64(w.minRTT) >= 2*float64(w.streamWin)*float64(max(span, w.minRTT))
 }
 
-// ampleWindow is the window that carries ampleRate at the smallest round
-// trip, the most the windows grow to. On loopback and in a LAN a burst of
+// ampleWindow is the window that carries ampleRate at the round trip rtt
+// (the smallest measured), the most the windows grow to. On loopback and in a LAN a burst of
 // a window within a round trip says only that the loop read a socket's
 // backlog at once (the origin's socket took a burst, the credit went back
 // in one piece, the client answered with a burst), and the round trip a
@@ -186,8 +197,8 @@ func (w *windowTuner) limited(bytes int64, span time.Duration) bool {
 // on it bought no speed, and let an origin slower than the client make
 // pollproxy hold the 32 MiB (a 100 MiB upload over loopback took 1.7 times
 // as long when it happened, and the heap grew by 94 MiB).
-func (w *windowTuner) ampleWindow() int64 {
-	return int64(ampleRate * w.minRTT.Seconds())
+func ampleWindow(rtt time.Duration) int64 {
+	return int64(ampleRate * rtt.Seconds())
 }
 
 // tuneData counts n bytes of DATA (padding included) against the
@@ -217,8 +228,10 @@ func (w *windowTuner) ampleWindow() int64 {
 // windows go out then and reach the client at 2. Judging the PING's sample
 // at its answer instead, the first sample is the first flight, the second
 // PING leaves at 1.5 and its answer at 2.5 grows the windows, which reach
-// the client at 3. Credit sooner than 2 would be credit before any
-// measurement.
+// the client at 3. When the TLS handshake measured the round trip, the
+// first flight itself is judged (tuneFirstFlight) and the grown windows
+// reach the client at 1, with our SETTINGS' answer to its first flight;
+// sooner would be credit before any measurement.
 func (c *ServerConn) tuneData(n uint32) {
 	w := &c.win
 	if c.cfg.MaxConnWindow <= c.cfg.ConnWindow || // autotuning is off
@@ -236,7 +249,7 @@ func (c *ServerConn) tuneData(n uint32) {
 			w.ivBytes = 0 // the next interval is judged against the new window
 			// Grow from the window, not from the interval's bytes, which
 			// miss what was in flight when the interval began.
-			c.growWindows(windowGrowth * w.streamWin)
+			c.growWindows(windowGrowth*w.streamWin, w.minRTT)
 		}
 	case w.pinging:
 		at := now.Sub(w.sentAt)
@@ -288,16 +301,63 @@ func (c *ServerConn) tunePingAck(data [8]byte) {
 	// PING left, so within the round trip) goes on.
 	if w.first && w.limited(w.sample, rtt) {
 		w.ivBytes = 0
-		c.growWindows(windowGrowth * max(w.sample, w.streamWin))
+		c.growWindows(windowGrowth*max(w.sample, w.streamWin), w.minRTT)
+	}
+}
+
+// tuneFirstFlight judges the DATA that arrives before the client has
+// acknowledged our SETTINGS (the first flight, sent with the client's
+// Finished): the client sent it under the protocol's default windows
+// (65,535 bytes), not knowing ours yet. When all of that arrives within
+// the round trip the TLS handshake measured (see stream.PathRTT), the
+// default window held the client back, and the windows grow at once, as
+// tuneData grows them on a limited interval, to the multiple of our
+// stream window that windowGrowth gives and at most to ampleWindow of
+// that round trip. The grown windows go out with our SETTINGS' first
+// answer, so they reach the client one round trip after its first byte,
+// when the burst our SETTINGS allow would have: the round trip of
+// measuring that burst (tuneData's timeline) is saved. No PING is waited
+// for: the handshake has measured the round trip already, and it is not
+// shorter than the path's (it includes the client's work on our
+// certificate), so it errs towards more credit, within the same bounds
+// as any growth (Config.MaxConnWindow, the WindowBudget).
+//
+// Only a body that the window our SETTINGS give cannot carry grows them:
+// one whose stream is not ended and whose declared content-length (if
+// any) has more than a stream window still to come. A form's 50 KiB
+// POST fills the default window as well; it does not need 32 MiB of
+// credit, nor to hold that much of the budget for the connection's life.
+// A first flight spread over more than the round trip is the client's
+// own pace, not a window's.
+func (c *ServerConn) tuneFirstFlight(s *h2Stream, n uint32, end bool) {
+	w := &c.win
+	if w.earlyJudged || w.hsRTT <= 0 || c.cfg.MaxConnWindow <= c.cfg.ConnWindow {
+		return
+	}
+	now := c.clock.Now()
+	if w.early == 0 {
+		w.earlyAt = now
+	}
+	w.early += int64(n)
+	switch {
+	case now.Sub(w.earlyAt) > w.hsRTT:
+		w.earlyJudged = true
+	case w.early >= initialWindow:
+		w.earlyJudged = true
+		if end || s.declared >= 0 && s.declared-s.recv <= w.streamWin {
+			return
+		}
+		c.growWindows(windowGrowth*w.streamWin, w.hsRTT)
 	}
 }
 
 // growWindows raises the connection window towards target, as far as
-// Config.MaxConnWindow and the budget allow, and the stream window to
-// match it (a stream never needs more credit than its connection has).
-func (c *ServerConn) growWindows(target int64) {
+// Config.MaxConnWindow, ampleWindow at the round trip rtt and the budget
+// allow, and the stream window to match it (a stream never needs more
+// credit than its connection has).
+func (c *ServerConn) growWindows(target int64, rtt time.Duration) {
 	w := &c.win
-	target = min(target, int64(c.cfg.MaxConnWindow), w.ampleWindow())
+	target = min(target, int64(c.cfg.MaxConnWindow), ampleWindow(rtt))
 	if need := target - w.connWin; need > 0 {
 		if got := c.cfg.WindowBudget.take(need); got > 0 {
 			w.granted += got

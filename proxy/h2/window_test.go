@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net"
+	"strconv"
 	"testing"
 	"time"
 
@@ -40,16 +41,32 @@ type uploader struct {
 	chunk                  []byte
 	rtt                    time.Duration // what round advances the server's clock by
 	connUpdates            int           // connection WINDOW_UPDATEs seen
+	// holdAcks keeps the SETTINGS acknowledgements back (counted in
+	// acksOwed): a client whose first flight is still on its way.
+	holdAcks bool
+	acksOwed int
 }
 
 func newUploader(t testing.TB, cfg Config) *uploader {
 	t.Helper()
+	u := dialUploader(t, cfg, 0)
+	u.request(-1, false)
+	u.sync() // the server's SETTINGS are applied
+	return u
+}
+
+// dialUploader connects to a server whose transport reports hsRTT as its
+// handshake's round trip and sends the preface and an empty SETTINGS; it
+// reads nothing yet.
+func dialUploader(t testing.TB, cfg Config, hsRTT time.Duration) *uploader {
+	t.Helper()
 	consume := handlerFunc(func(req *stream.Request, w stream.ResponseWriter) stream.Events {
 		return &events{body: func(p []byte) { w.Consumed(len(p)) }}
 	})
-	conn, ts := startServer(t, consume, cfg, true, 0)
+	conn, ts := startServerRTT(t, consume, cfg, true, 0, hsRTT)
 	u := &uploader{t: t, conn: conn, ts: ts, frames: make(chan srvFrame, 64), id: 1,
-		connAvail: initialWindow, streamSetting: initialWindow, chunk: make([]byte, 16384), rtt: testRTT}
+		connAvail: initialWindow, streamAvail: initialWindow, streamSetting: initialWindow,
+		chunk: make([]byte, 16384), rtt: testRTT}
 	u.fr = http2.NewFramer(conn, conn)
 	conn.SetDeadline(time.Now().Add(20 * time.Second))
 	if _, err := io.WriteString(conn, clientPreface); err != nil {
@@ -67,14 +84,21 @@ func newUploader(t testing.TB, cfg Config) *uploader {
 			u.frames <- copyFrame(f)
 		}
 	}()
+	return u
+}
+
+// request opens the upload's stream: a POST with content-length cl (none
+// when negative), ended at once when end is set.
+func (u *uploader) request(cl int64, end bool) {
 	var hb bytes.Buffer
 	enc := hpack.NewEncoder(&hb)
 	for _, kv := range [][2]string{{":method", "POST"}, {":scheme", "https"}, {":authority", "a.test"}, {":path", "/up"}} {
 		enc.WriteField(hpack.HeaderField{Name: kv[0], Value: kv[1]})
 	}
-	u.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: u.id, BlockFragment: hb.Bytes(), EndHeaders: true})
-	u.sync() // the server's SETTINGS are applied
-	return u
+	if cl >= 0 {
+		enc.WriteField(hpack.HeaderField{Name: "content-length", Value: strconv.FormatInt(cl, 10)})
+	}
+	u.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: u.id, BlockFragment: hb.Bytes(), EndHeaders: true, EndStream: end})
 }
 
 // srvFrame is what the uploader needs of a frame, copied out of the
@@ -119,6 +143,10 @@ func (u *uploader) handle(f srvFrame) {
 		if f.hasInit {
 			u.streamAvail += int64(f.initWin) - u.streamSetting
 			u.streamSetting = int64(f.initWin)
+		}
+		if u.holdAcks {
+			u.acksOwed++
+			return
 		}
 		u.fr.WriteSettingsAck()
 	case http2.FrameWindowUpdate:
@@ -502,4 +530,68 @@ func TestWindowUpdatesBatched(t *testing.T) {
 		t.Fatalf("%d connection WINDOW_UPDATEs for %d bytes, want at most %d", u.connUpdates, size, most+1)
 	}
 	t.Logf("%d connection WINDOW_UPDATEs for %d MiB", u.connUpdates, size>>20)
+}
+
+// TestWindowGrowsOnTheFirstFlight checks the first-flight rule
+// (tuneFirstFlight): a client that sends the protocol's default window of
+// DATA before it has acknowledged our SETTINGS, over a path whose
+// handshake took a long round trip, gets the grown windows at once, before
+// any PING was answered; and no other first flight does.
+func TestWindowGrowsOnTheFirstFlight(t *testing.T) {
+	const grown = 32 << 20 // windowGrowth times the default stream window
+	cases := []struct {
+		name  string
+		hsRTT time.Duration
+		cl    int64         // content-length, none when negative
+		end   bool          // END_STREAM on the flight's last frame
+		gap   time.Duration // between the flight's frames
+		grow  bool
+	}{
+		{name: "long path, unknown length", hsRTT: testRTT, cl: -1, grow: true},
+		{name: "long path, length beyond a window", hsRTT: testRTT, cl: 100 << 20, grow: true},
+		{name: "length within a window", hsRTT: testRTT, cl: 512 << 10},
+		{name: "body ends with the flight", hsRTT: testRTT, cl: -1, end: true},
+		{name: "no handshake round trip", cl: -1},
+		{name: "short path", hsRTT: 500 * time.Microsecond, cl: -1},
+		{name: "flight at the client's own pace", hsRTT: testRTT, cl: -1, gap: 30 * time.Millisecond},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			budget := NewWindowBudget(1 << 30)
+			u := dialUploader(t, Config{WindowBudget: budget}, tc.hsRTT)
+			u.holdAcks = true
+			u.request(tc.cl, false)
+			for left := int64(initialWindow); left > 0; {
+				k := min(left, int64(len(u.chunk)))
+				left -= k
+				if err := u.fr.WriteData(u.id, tc.end && left == 0, u.chunk[:k]); err != nil {
+					t.Fatal(err)
+				}
+				u.connAvail -= k
+				u.streamAvail -= k
+				u.sent += k
+				if tc.gap > 0 && left > 0 {
+					u.sync()
+					u.ts.advance(tc.gap)
+				}
+			}
+			u.sync() // every frame the flight earned is here, no ACK sent
+			if u.ourPings > 1 {
+				t.Fatalf("%d measuring PINGs: the growth waited for a measurement", u.ourPings)
+			}
+			grew := u.streamSetting == grown && u.connAvail+u.sent >= grown-initialWindow
+			if grew != tc.grow {
+				t.Fatalf("after the first flight: stream window %d, connection credit %d (of which %d sent); grown: %v, want %v",
+					u.streamSetting, u.connAvail, u.sent, grew, tc.grow)
+			}
+			if want := int64(0); tc.grow {
+				want = grown - defaultConnWindow
+				if got := budget.Used(); got != want {
+					t.Fatalf("budget used %d, want %d", got, want)
+				}
+			} else if got := budget.Used(); got != want {
+				t.Fatalf("budget used %d, want %d", got, want)
+			}
+		})
+	}
 }

@@ -456,6 +456,11 @@ func (c *conn) Clock() stream.Clock { return loopClock{c.ls.loop} }
 // RemoteAddr is the client's address.
 func (c *conn) RemoteAddr() netip.AddrPort { return c.remote }
 
+// HandshakeRTT is the round trip the TLS handshake measured.
+func (c *conn) HandshakeRTT() time.Duration { return c.sess.HandshakeRTT() }
+
+var _ stream.PathRTT = (*conn)(nil)
+
 func (c *conn) queueFlush() {
 	if !c.flushQueued {
 		c.flushQueued = true

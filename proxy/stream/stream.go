@@ -247,6 +247,16 @@ type HalfCloser interface {
 	CloseWrite()
 }
 
+// PathRTT is implemented by a Transport that measured the round trip to
+// its client before the front end started: a TLS handshake's flight and
+// the client's answer (see tls.Session.HandshakeRTT). The h2 front end
+// uses it to judge the client's first flight, before a PING of its own
+// could have measured anything.
+type PathRTT interface {
+	// HandshakeRTT is the round trip measured, or 0 when none was.
+	HandshakeRTT() time.Duration
+}
+
 // EOFReceiver is implemented by a front end that can use the end of the
 // client's byte stream while it still writes (an HTTP/1.1 tunnel).
 type EOFReceiver interface {
