@@ -31,7 +31,7 @@ type testTransport struct {
 	closed      bool
 	flushWanted bool // FlushLater was called: Flush at the end of the iteration
 	hsRTT       time.Duration
-	maxSeen     int  // largest Buffered() seen
+	maxSeen     int // largest Buffered() seen
 	feedErr     error
 	done        chan struct{}
 }

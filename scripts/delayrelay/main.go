@@ -2,7 +2,8 @@
 // netem is not available: it listens on a loopback address, connects every
 // accepted connection to a target and delays every chunk by -delay in each
 // direction (25 ms each way: a 50 ms round trip). Delays overlap, so order
-// and bandwidth are kept; at most -inflight bytes wait per direction.
+// and bandwidth are kept; at most -inflight bytes wait per direction. With
+// -mbit it is also a link of that rate each way.
 // scripts/upload puts it between the client and pollproxy.
 //
 // It runs until interrupted, or for -for when that is set.
@@ -24,6 +25,7 @@ func main() {
 	target := flag.String("target", "", "address to relay to, HOST:PORT (required)")
 	delay := flag.Duration("delay", 25*time.Millisecond, "delay added to every chunk, each way")
 	inflight := flag.Int("inflight", 64<<20, "bytes held per direction at most")
+	mbit := flag.Float64("mbit", 0, "link rate each way in Mbit/s (0: unlimited, as fast as loopback)")
 	limit := flag.Duration("for", 0, "exit after this long (0: until interrupted)")
 	flag.Parse()
 	if *target == "" {
@@ -35,6 +37,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "delayrelay:", err)
 		os.Exit(1)
 	}
+	r.SetRate(int64(*mbit * 1e6 / 8))
 	fmt.Println(r.Addr())
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)

@@ -18,11 +18,14 @@ const relayChunk = 64 << 10
 // delays overlap (order and bandwidth are kept, only latency is added) and
 // a round trip through the relay takes twice the delay. What a direction
 // holds is bounded (MaxInFlight): past it the reader stops, which the
-// sender sees as a path that takes no more bytes in flight.
+// sender sees as a path that takes no more bytes in flight. With SetRate
+// it is also a link of that rate: each chunk leaves once the ones before it
+// have, at the rate, and then takes the delay.
 type DelayRelay struct {
 	ln          net.Listener
 	target      string
 	delay       time.Duration
+	rate        atomic.Int64 // bytes per second each way; 0: unlimited
 	maxChunks   int
 	bufs        sync.Pool
 	wg          sync.WaitGroup
@@ -62,6 +65,14 @@ func NewDelayRelay(addr, target string, delay time.Duration, maxInFlight int) (*
 	go r.accept()
 	return r, nil
 }
+
+// SetRate makes each direction a link of bytesPerSecond (0: unlimited,
+// the default) for the connections accepted after it: a chunk is sent
+// once the link has sent the chunks before it, taking its length at that
+// rate, and arrives the delay after that. The sender sees a path whose
+// bandwidth-delay product is the rate times the round trip, as a real
+// long path has, rather than one as fast as loopback.
+func (r *DelayRelay) SetRate(bytesPerSecond int64) { r.rate.Store(max(bytesPerSecond, 0)) }
 
 // Addr is the relay's listening address, for the client.
 func (r *DelayRelay) Addr() string { return r.ln.Addr().String() }
@@ -154,16 +165,30 @@ func (p *relayPair) direction(src, dst net.Conn) {
 	go p.deliver(q, dst)
 	defer r.wg.Done()
 	defer close(q)
+	rate := r.rate.Load()
+	var linkFree time.Time // when the link has sent what it was given
+	// sent is when a chunk of n bytes read now has left the link.
+	sent := func(n int) time.Time {
+		now := time.Now()
+		if rate == 0 {
+			return now
+		}
+		if linkFree.Before(now) {
+			linkFree = now
+		}
+		linkFree = linkFree.Add(time.Duration(int64(n) * int64(time.Second) / rate))
+		return linkFree
+	}
 	for {
 		buf := r.bufs.Get().(*[relayChunk]byte)
 		n, err := src.Read(buf[:])
 		if n > 0 {
-			q <- delayed{buf, n, time.Now().Add(r.delay)}
+			q <- delayed{buf, n, sent(n).Add(r.delay)}
 		} else {
 			r.bufs.Put(buf)
 		}
 		if err != nil {
-			q <- delayed{due: time.Now().Add(r.delay)}
+			q <- delayed{due: sent(0).Add(r.delay)}
 			return
 		}
 	}
