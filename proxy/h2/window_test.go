@@ -532,6 +532,30 @@ func TestWindowUpdatesBatched(t *testing.T) {
 	t.Logf("%d connection WINDOW_UPDATEs for %d MiB", u.connUpdates, size>>20)
 }
 
+// TestWindowUpdatesOfGrownWindows: a grown window's consumed bytes go back
+// at most maxUpdateBatch at a time, not a quarter of the window, so the
+// client keeps nearly the whole window as credit.
+func TestWindowUpdatesOfGrownWindows(t *testing.T) {
+	const max = 16 << 20
+	u := newUploader(t, Config{MaxConnWindow: max, WindowBudget: NewWindowBudget(1 << 30)})
+	for i := 0; i < 4 && u.streamSetting < max && u.round(u.streamSetting); i++ {
+	}
+	if u.streamSetting != max {
+		t.Fatalf("stream window %d, want it grown to %d", u.streamSetting, max)
+	}
+	const size = 8 << 20
+	u.connUpdates = 0
+	u.send(size, nil)
+	u.sync()
+	if held := max - u.connAvail; held > maxUpdateBatch {
+		t.Fatalf("the client holds %d of the %d window: %d held back, over %d", u.connAvail, max, held, maxUpdateBatch)
+	}
+	if least := size / maxUpdateBatch; u.connUpdates < least-1 {
+		t.Fatalf("%d connection WINDOW_UPDATEs for %d bytes, want about %d", u.connUpdates, size, least)
+	}
+	t.Logf("%d connection WINDOW_UPDATEs for %d MiB", u.connUpdates, size>>20)
+}
+
 // TestWindowGrowsOnTheFirstFlight checks the first-flight rule
 // (tuneFirstFlight): a client that sends the protocol's default window of
 // DATA before it has acknowledged our SETTINGS, over a path whose
