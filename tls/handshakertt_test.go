@@ -6,6 +6,7 @@ import (
 	"net"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // slowWriter is a client's socket whose every write waits first: a client
@@ -63,5 +64,13 @@ func TestHandshakeRTT(t *testing.T) {
 				t.Errorf("a client answering at once: HandshakeRTT %v (the late one's %v)", quick, slow)
 			}
 		})
+	}
+}
+
+// TestSessionSize: a Session stays in the 320-byte allocation class, which
+// every connection pays for while it is idle (scripts/idle).
+func TestSessionSize(t *testing.T) {
+	if n := unsafe.Sizeof(Session{}); n > 320 {
+		t.Fatalf("Session is %d bytes, past the 320-byte allocation class", n)
 	}
 }

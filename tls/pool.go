@@ -97,7 +97,7 @@ func (p *HandshakePool) Start(s *Session, notify func()) error {
 	}
 	s.started = true
 	s.notify = notify
-	s.deadline = time.Now().Add(p.timeout)
+	s.deadline = monotonic() + p.timeout
 	s.mu.Unlock()
 
 	err := p.enqueue(s)

@@ -4,12 +4,21 @@ import (
 	"bytes"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
+
+// TestServerConnSize: a ServerConn stays in the 1,280-byte allocation
+// class, which every idle h2 connection pays for (scripts/idle).
+func TestServerConnSize(t *testing.T) {
+	if n := unsafe.Sizeof(ServerConn{}); n > 1280 {
+		t.Fatalf("ServerConn is %d bytes, past the 1,280-byte allocation class", n)
+	}
+}
 
 // TestReleaseIdle: after ReleaseIdle let go of the HPACK encoder, the next
 // response head starts with a dynamic table size update to 0 (the client's

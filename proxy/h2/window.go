@@ -144,6 +144,8 @@ type windowTuner struct {
 	seq     uint32
 	pinging bool // a PING of ours is unacknowledged
 	first   bool // the PING out is the first: no round trip was known when it left
+	// earlyJudged: the first flight was judged (see tuneFirstFlight).
+	earlyJudged bool
 
 	minRTT  time.Duration // the smallest round trip measured; 0 until one is
 	ivStart time.Time     // when the current interval's first DATA arrived
@@ -153,13 +155,12 @@ type windowTuner struct {
 	lastData, maxGap time.Duration
 
 	// The first flight (see tuneFirstFlight): the round trip the TLS
-	// handshake measured (0: none), the DATA bytes that arrived before
-	// the client acknowledged our SETTINGS, from when, and whether they
-	// were judged.
-	hsRTT       time.Duration
-	early       int64
-	earlyAt     time.Time
-	earlyJudged bool
+	// handshake measured (0: none) and the DATA bytes that arrived before
+	// the client acknowledged our SETTINGS. (Its start is the first
+	// PING's sentAt; the fields fit h2.ServerConn in its allocation class
+	// still, 1,280 bytes, which idle connections pay for.)
+	hsRTT time.Duration
+	early int64
 }
 
 func (w *windowTuner) init(cfg *Config) {
@@ -328,19 +329,17 @@ func (c *ServerConn) tunePingAck(data [8]byte) {
 // POST fills the default window as well; it does not need 32 MiB of
 // credit, nor to hold that much of the budget for the connection's life.
 // A first flight spread over more than the round trip is the client's
-// own pace, not a window's.
+// own pace, not a window's. It is judged while the first PING, which
+// tuneData sent at the first DATA (unless autotuning is off), is
+// unanswered; after that, the round trip it measured serves better.
 func (c *ServerConn) tuneFirstFlight(s *h2Stream, n uint32, end bool) {
 	w := &c.win
-	if w.earlyJudged || w.hsRTT <= 0 || c.cfg.MaxConnWindow <= c.cfg.ConnWindow {
+	if w.earlyJudged || w.hsRTT <= 0 || !w.first || !w.pinging {
 		return
-	}
-	now := c.clock.Now()
-	if w.early == 0 {
-		w.earlyAt = now
 	}
 	w.early += int64(n)
 	switch {
-	case now.Sub(w.earlyAt) > w.hsRTT:
+	case c.clock.Now().Sub(w.sentAt) > w.hsRTT:
 		w.earlyJudged = true
 	case w.early >= initialWindow:
 		w.earlyJudged = true
