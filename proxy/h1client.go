@@ -51,10 +51,13 @@ type backendConn struct {
 	inStart   int
 	inEnd     int
 	writeWait bool // the socket refused bytes: waiting for writable
-	parseOwed bool // the exchange stalled mid-parse and must be fed again
-	eof       bool
-	idleSince time.Time
-	kaTimeout time.Duration // the origin's Keep-Alive: timeout=N on the last response
+	// flushQueued: out waits for the end of the loop's iteration (see
+	// send).
+	flushQueued bool
+	parseOwed   bool // the exchange stalled mid-parse and must be fed again
+	eof         bool
+	idleSince   time.Time
+	kaTimeout   time.Duration // the origin's Keep-Alive: timeout=N on the last response
 	// hup: the kernel reported the origin's close (FIN) while busy. The
 	// reads that follow may stop at the end of the response without
 	// reaching EOF, and an edge-triggered poller raises no new edge for a
@@ -106,6 +109,14 @@ func (bc *backendConn) HandleEvent(ev netpoll.Event) {
 	}
 }
 
+// sendBatch is the most request bytes send holds for the end of the
+// iteration: a client read's worth.
+const sendBatch = 64 << 10
+
+// idleOutCap is the most request-buffer capacity an idle connection keeps
+// for its next request head.
+const idleOutCap = 4 << 10
+
 // peekAfter is how long a connection must have been idle before reuse
 // checks it with a peek. Under load connections are idle for microseconds
 // and their readiness events have been seen; the system call is spent only
@@ -135,11 +146,37 @@ func (bc *backendConn) peek() (closed, dead bool) {
 }
 
 // send queues request bytes; body bytes count towards the client's window
-// until they are written.
+// until they are written. A head, or a body's last chunk, goes out at once
+// (with whatever waits before it): the origin can start on it. Body bytes
+// wait for the end of the loop's iteration (Flush), or until sendBatch
+// bytes wait, so that what one read from the client brought is one write
+// to the origin: a 64 KiB read
+// carries four TLS records of body, each handed over on its own, and an
+// h2 upload's DATA frames straddle records, which makes eight pieces.
+// Written as they came, a 100 MiB upload cost 6,400 writes to the origin
+// over HTTP/1.1 and 12,800 over h2. The bound keeps the batches, and the
+// credit the client gets back as they are written, to a read's size when
+// one iteration reads a client's socket many times over.
 func (bc *backendConn) send(p []byte, body int) {
 	bc.out = append(bc.out, p...)
 	bc.outBody += body
-	if bc.state == bcBusy && !bc.writeWait {
+	if bc.state != bcBusy || bc.writeWait {
+		return
+	}
+	if body == 0 || len(bc.out)-bc.outOff >= sendBatch {
+		bc.flush()
+		return
+	}
+	if !bc.flushQueued {
+		bc.flushQueued = true
+		bc.pool.loop.FlushLater(bc)
+	}
+}
+
+// Flush writes what send queued in this iteration (netpoll.Flusher).
+func (bc *backendConn) Flush() {
+	bc.flushQueued = false
+	if bc.state == bcBusy && !bc.writeWait && bc.outOff < len(bc.out) {
 		bc.flush()
 	}
 }
@@ -277,6 +314,9 @@ func (bc *backendConn) goIdle(timeout time.Duration) {
 	bc.idleSince = bc.pool.loop.Now()
 	bc.pool.h.putBuf(bc.in) // an idle connection holds no buffer
 	bc.in = nil
+	if cap(bc.out) > idleOutCap {
+		bc.out = nil // an upload's batches; a request head needs less
+	}
 	bc.desc.SetInterest(netpoll.Read)
 	bc.timer.Reset(timeout)
 }
