@@ -1,7 +1,6 @@
 package netpoll
 
 import (
-	"container/heap"
 	"errors"
 	"fmt"
 	"runtime"
@@ -139,7 +138,9 @@ type Loop struct {
 
 	timers   timerHeap
 	timerSeq uint64
+	npending int // timers pending (the heap may hold stopped ones too)
 	clock    time.Time
+	epoch    time.Time // timer deadlines count from it
 
 	taskMu       sync.Mutex
 	tasks        []func()
@@ -167,13 +168,15 @@ func NewLoop(id int, backend string) (*Loop, error) {
 	if err != nil {
 		return nil, err
 	}
+	now := time.Now()
 	l := &Loop{
 		id:     id,
 		poller: p,
 		edge:   p.EdgeTriggered(),
 		waker:  p.(switchable).wakeup(),
 		ready:  make([]Ready, 512),
-		clock:  time.Now(),
+		clock:  now,
+		epoch:  now,
 		done:   make(chan struct{}),
 	}
 	l.setName(p.Name())
@@ -260,6 +263,10 @@ func (l *Loop) NewTimer(f func()) *Timer {
 // precision than one iteration, and this saves a clock read per timer.
 func (l *Loop) now() time.Time { return l.clock }
 
+// nowNs is now in a timer's units, nanoseconds since the loop's epoch
+// (monotonic: both times carry the monotonic clock reading).
+func (l *Loop) nowNs() int64 { return int64(l.clock.Sub(l.epoch)) }
+
 // Now returns the loop's idea of the current time (the start of the current
 // iteration).
 func (l *Loop) Now() time.Time { return l.clock }
@@ -305,10 +312,11 @@ func (l *Loop) nextTimeout() time.Duration {
 	if pending > 0 {
 		return 0
 	}
-	if len(l.timers) == 0 {
+	when, ok := l.timers.next()
+	if !ok {
 		return -1
 	}
-	d := l.timers[0].when.Sub(time.Now())
+	d := time.Duration(when - int64(time.Since(l.epoch)))
 	if d < 0 {
 		d = 0
 	}
@@ -387,17 +395,13 @@ func (l *Loop) dispatch(r Ready) int {
 }
 
 func (l *Loop) runTimers() {
-	if len(l.timers) == 0 {
+	if _, ok := l.timers.next(); !ok {
 		l.ntimers.Store(0)
 		return
 	}
-	now := time.Now()
-	l.clock = now
-	for len(l.timers) > 0 && !l.timers[0].when.After(now) {
-		t := heap.Pop(&l.timers).(*Timer)
-		t.f()
-	}
-	l.ntimers.Store(int64(len(l.timers)))
+	l.clock = time.Now()
+	l.timers.expire(l, l.nowNs())
+	l.ntimers.Store(int64(l.npending))
 }
 
 func (l *Loop) runTasks() {
