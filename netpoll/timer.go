@@ -18,6 +18,7 @@ type Timer struct {
 	when    int64  // deadline while pending, ns since the loop's epoch
 	seq     uint64 // breaks ties so timers due at the same instant fire in order
 	index   int    // position of its heap entry, -1 when it has none
+	at      int64  // its heap entry's deadline, so Reset need not load the entry
 	pending bool
 	f       func()
 	loop    *Loop
@@ -50,9 +51,9 @@ func (t *Timer) Reset(d time.Duration) bool {
 	switch {
 	case t.index < 0:
 		h.push(timerEntry{t.when, t.seq, t})
-	case t.when < h.s[t.index].when:
+	case t.when < t.at:
 		// Earlier than its entry: the entry must move up to it.
-		h.s[t.index].when, h.s[t.index].seq = t.when, t.seq
+		h.s[t.index].when, h.s[t.index].seq, t.at = t.when, t.seq, t.when
 		h.up(t.index)
 	}
 	return was
@@ -81,7 +82,7 @@ type timerHeap struct {
 }
 
 func (h *timerHeap) push(e timerEntry) {
-	e.t.index = len(h.s)
+	e.t.index, e.t.at = len(h.s), e.when
 	h.s = append(h.s, e)
 	h.up(len(h.s) - 1)
 }
@@ -179,7 +180,7 @@ func (h *timerHeap) expire(l *Loop, now int64) {
 		case !t.pending:
 			h.popMin()
 		case t.when != h.s[0].when || t.seq != h.s[0].seq:
-			h.s[0].when, h.s[0].seq = t.when, t.seq
+			h.s[0].when, h.s[0].seq, t.at = t.when, t.seq, t.when
 			h.down(0)
 		default:
 			h.popMin()
