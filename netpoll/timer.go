@@ -15,14 +15,18 @@ import "time"
 // and is then dropped (stopped) or moved to the new one. Only a Reset to an
 // earlier deadline, or of a timer without an entry, touches the heap.
 type Timer struct {
-	when    int64  // deadline while pending, ns since the loop's epoch
-	seq     uint64 // breaks ties so timers due at the same instant fire in order
+	loop    *Loop
+	pending bool
 	index   int    // position of its heap entry, -1 when it has none
 	at      int64  // its heap entry's deadline, so Reset need not load the entry
-	pending bool
+	when    int64  // deadline while pending, ns since the loop's epoch
+	seq     uint64 // breaks ties so timers due at the same instant fire in order
 	f       func()
-	loop    *Loop
 }
+
+// Initialized reports whether the timer belongs to a loop (NewTimer or
+// InitTimer made it).
+func (t *Timer) Initialized() bool { return t.loop != nil }
 
 // Stop cancels the timer and reports whether it was pending.
 func (t *Timer) Stop() bool {
