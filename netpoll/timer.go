@@ -7,7 +7,7 @@ import "time"
 //
 // A request arms its timer when it starts and stops it when it ends, with
 // the same timeout each time, so the deadline only ever moves later, and a
-// heap operation per Reset and per Stop costed as much as the rest of the
+// heap operation per Reset and per Stop cost as much as the rest of the
 // loop's own bookkeeping (at h2 -c 6 -m 20 some 250 timers are pending, and
 // each comparison used to load two cold Timers). So both are lazy: Stop
 // only marks the timer, and Reset to a deadline no earlier than the one its
@@ -28,7 +28,9 @@ type Timer struct {
 // InitTimer made it).
 func (t *Timer) Initialized() bool { return t.loop != nil }
 
-// Stop cancels the timer and reports whether it was pending.
+// Stop cancels the timer and reports whether it was pending. Its heap
+// entry, and so a reference to t, may stay until the old deadline passes
+// or the heap is compacted.
 func (t *Timer) Stop() bool {
 	if t == nil || !t.pending {
 		return false
