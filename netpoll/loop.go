@@ -1,7 +1,6 @@
 package netpoll
 
 import (
-	"container/heap"
 	"errors"
 	"fmt"
 	"runtime"
@@ -139,7 +138,9 @@ type Loop struct {
 
 	timers   timerHeap
 	timerSeq uint64
+	npending int // timers pending (the heap may hold stopped ones too)
 	clock    time.Time
+	epoch    time.Time // timer deadlines count from it
 
 	taskMu       sync.Mutex
 	tasks        []func()
@@ -167,13 +168,15 @@ func NewLoop(id int, backend string) (*Loop, error) {
 	if err != nil {
 		return nil, err
 	}
+	now := time.Now()
 	l := &Loop{
 		id:     id,
 		poller: p,
 		edge:   p.EdgeTriggered(),
 		waker:  p.(switchable).wakeup(),
 		ready:  make([]Ready, 512),
-		clock:  time.Now(),
+		clock:  now,
+		epoch:  now,
 		done:   make(chan struct{}),
 	}
 	l.setName(p.Name())
@@ -253,12 +256,32 @@ func (l *Loop) AfterFunc(d time.Duration, f func()) *Timer {
 // arms and stops one timer many times (a request's successive timeouts)
 // allocates it once and calls Reset.
 func (l *Loop) NewTimer(f func()) *Timer {
-	return &Timer{index: -1, f: f, loop: l}
+	t := new(Timer)
+	l.InitTimer(t, f)
+	return t
+}
+
+// InitTimer makes *t a timer for f that is not scheduled yet, for an owner
+// that holds its Timer by value: the Timer then shares the owner's cache
+// lines, which a request touches anyway, instead of being one more cold
+// object per Reset and Stop. The loop keeps t's address until t fires or,
+// after Stop, until its old deadline passes, so t must stay where it is
+// and be reused only there (assigning an owner's struct over itself with
+// the Timer's own value, as a free list does, is harmless).
+func (l *Loop) InitTimer(t *Timer, f func()) {
+	if t.loop != nil && t.index >= 0 {
+		panic("netpoll: InitTimer of a timer the loop still holds")
+	}
+	*t = Timer{loop: l, index: -1, f: f}
 }
 
 // now is the time the current iteration started: timers do not need more
 // precision than one iteration, and this saves a clock read per timer.
 func (l *Loop) now() time.Time { return l.clock }
+
+// nowNs is now in a timer's units, nanoseconds since the loop's epoch
+// (monotonic: both times carry the monotonic clock reading).
+func (l *Loop) nowNs() int64 { return int64(l.clock.Sub(l.epoch)) }
 
 // Now returns the loop's idea of the current time (the start of the current
 // iteration).
@@ -305,10 +328,11 @@ func (l *Loop) nextTimeout() time.Duration {
 	if pending > 0 {
 		return 0
 	}
-	if len(l.timers) == 0 {
+	when, ok := l.timers.next()
+	if !ok {
 		return -1
 	}
-	d := l.timers[0].when.Sub(time.Now())
+	d := time.Duration(when - int64(time.Since(l.epoch)))
 	if d < 0 {
 		d = 0
 	}
@@ -387,17 +411,13 @@ func (l *Loop) dispatch(r Ready) int {
 }
 
 func (l *Loop) runTimers() {
-	if len(l.timers) == 0 {
+	if _, ok := l.timers.next(); !ok {
 		l.ntimers.Store(0)
 		return
 	}
-	now := time.Now()
-	l.clock = now
-	for len(l.timers) > 0 && !l.timers[0].when.After(now) {
-		t := heap.Pop(&l.timers).(*Timer)
-		t.f()
-	}
-	l.ntimers.Store(int64(len(l.timers)))
+	l.clock = time.Now()
+	l.timers.expire(l, l.nowNs())
+	l.ntimers.Store(int64(l.npending))
 }
 
 func (l *Loop) runTasks() {

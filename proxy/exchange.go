@@ -49,8 +49,8 @@ type exchange struct {
 	gotByte                     bool // a response byte arrived on this attempt
 	headSent                    bool // the client has a final response head
 	finished                    bool
-	pending                     []byte         // response body the client has not taken yet
-	timer                       *netpoll.Timer // one per exchange, re-armed for each wait
+	pending                     []byte        // response body the client has not taken yet
+	timer                       netpoll.Timer // one per exchange, re-armed for each wait; held by value (InitTimer)
 	waiting                     waitKind
 	status                      int
 	bytesOut                    int64
@@ -82,8 +82,8 @@ const (
 
 // arm (re)starts the exchange's timer for one kind of wait.
 func (ex *exchange) arm(kind waitKind, d time.Duration) {
-	if ex.timer == nil {
-		ex.timer = ex.h.loop.NewTimer(ex.timedOut)
+	if !ex.timer.Initialized() {
+		ex.h.loop.InitTimer(&ex.timer, ex.timedOut)
 	}
 	ex.waiting = kind
 	ex.timer.Reset(d)

@@ -40,7 +40,7 @@ type backendConn struct {
 	desc     *netpoll.Desc
 	state    bcState
 	ex       *exchange
-	timer    *netpoll.Timer // connect timeout, then idle timeout: one per connection
+	timer    netpoll.Timer // connect timeout, then idle timeout: one per connection, by value (InitTimer)
 	requests int
 	parser   h1.ResponseParser
 

@@ -275,7 +275,7 @@ func (p *pool) dial() (*backendConn, error) {
 	p.open++
 	p.up.OpenConns.Add(1)
 	p.up.Connects.Add(1)
-	bc.timer = p.loop.NewTimer(bc.timedOut) // the method value is made once, here
+	p.loop.InitTimer(&bc.timer, bc.timedOut) // the method value is made once, here
 	bc.timer.Reset(p.h.cfg.ConnectTimeout)
 	return bc, nil
 }
