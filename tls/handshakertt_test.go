@@ -32,13 +32,7 @@ func TestHandshakeRTT(t *testing.T) {
 			measure := func(delay time.Duration) time.Duration {
 				ln := listen(t)
 				res := accept(t, ln, pool, serverConfig(t), loopOpts{})
-				raw, err := net.Dial("tcp", ln.Addr().String())
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer raw.Close()
-				raw.SetDeadline(time.Now().Add(10 * time.Second))
-				c := stdtls.Client(slowWriter{raw, delay}, clientConfig(t, ver.v, "h2"))
+				c := stdtls.Client(slowWriter{dialRaw(t, ln), delay}, clientConfig(t, ver.v, "h2"))
 				if err := c.Handshake(); err != nil {
 					t.Fatalf("client handshake: %v", err)
 				}

@@ -19,8 +19,9 @@ var versions = []struct {
 	v    uint16
 }{{"TLS1.2", stdtls.VersionTLS12}, {"TLS1.3", stdtls.VersionTLS13}}
 
-// dial connects a real crypto/tls client to ln.
-func dial(t *testing.T, ln net.Listener, cfg *stdtls.Config) *stdtls.Conn {
+// dialRaw connects a socket to ln, closed when the test ends, with a 10 s
+// deadline.
+func dialRaw(t *testing.T, ln net.Listener) net.Conn {
 	t.Helper()
 	raw, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
@@ -28,7 +29,13 @@ func dial(t *testing.T, ln net.Listener, cfg *stdtls.Config) *stdtls.Conn {
 	}
 	t.Cleanup(func() { raw.Close() })
 	raw.SetDeadline(time.Now().Add(10 * time.Second))
-	c := stdtls.Client(raw, cfg)
+	return raw
+}
+
+// dial connects a real crypto/tls client to ln.
+func dial(t *testing.T, ln net.Listener, cfg *stdtls.Config) *stdtls.Conn {
+	t.Helper()
+	c := stdtls.Client(dialRaw(t, ln), cfg)
 	if err := c.Handshake(); err != nil {
 		t.Fatalf("client handshake: %v", err)
 	}
@@ -93,13 +100,7 @@ func TestDataWithFinished(t *testing.T) {
 		t.Run(ver.name, func(t *testing.T) {
 			ln := listen(t)
 			res := accept(t, ln, pool, serverConfig(t), loopOpts{})
-			raw, err := net.Dial("tcp", ln.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer raw.Close()
-			raw.SetDeadline(time.Now().Add(10 * time.Second))
-			c := stdtls.Client(raw, clientConfig(t, ver.v, "h2"))
+			c := stdtls.Client(dialRaw(t, ln), clientConfig(t, ver.v, "h2"))
 			// Write runs the handshake and sends data at once.
 			if _, err := c.Write([]byte("early")); err != nil {
 				t.Fatal(err)
