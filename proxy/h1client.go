@@ -150,13 +150,13 @@ func (bc *backendConn) peek() (closed, dead bool) {
 // (with whatever waits before it): the origin can start on it. Body bytes
 // wait for the end of the loop's iteration (Flush), or until sendBatch
 // bytes wait, so that what one read from the client brought is one write
-// to the origin: a 64 KiB read
-// carries four TLS records of body, each handed over on its own, and an
-// h2 upload's DATA frames straddle records, which makes eight pieces.
-// Written as they came, a 100 MiB upload cost 6,400 writes to the origin
-// over HTTP/1.1 and 12,800 over h2. The bound keeps the batches, and the
-// credit the client gets back as they are written, to a read's size when
-// one iteration reads a client's socket many times over.
+// to the origin: a 64 KiB read carries four TLS records of body, each
+// handed over on its own, and an h2 upload's DATA frames straddle records,
+// which makes eight pieces. Written as they came, a 100 MiB upload cost
+// 6,400 writes to the origin over HTTP/1.1 and 12,800 over h2. The bound
+// keeps the batches, and the credit the client gets back as they are
+// written, to a read's size when one iteration reads a client's socket
+// many times over.
 func (bc *backendConn) send(p []byte, body int) {
 	bc.out = append(bc.out, p...)
 	bc.outBody += body

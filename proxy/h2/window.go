@@ -190,14 +190,15 @@ func (w *windowTuner) limited(bytes int64, span time.Duration) bool {
 }
 
 // ampleWindow is the window that carries ampleRate at the round trip rtt
-// (the smallest measured), the most the windows grow to. On loopback and in a LAN a burst of
-// a window within a round trip says only that the loop read a socket's
-// backlog at once (the origin's socket took a burst, the credit went back
-// in one piece, the client answered with a burst), and the round trip a
-// PING measures there is mostly the loops' own latency: growing 32-fold
-// on it bought no speed, and let an origin slower than the client make
-// pollproxy hold the 32 MiB (a 100 MiB upload over loopback took 1.7 times
-// as long when it happened, and the heap grew by 94 MiB).
+// (the smallest measured, or the handshake's), the most the windows grow
+// to. On loopback and in a LAN a burst of a window within a round trip
+// says only that the loop read a socket's backlog at once (the origin's
+// socket took a burst, the credit went back in one piece, the client
+// answered with a burst), and the round trip a PING measures there is
+// mostly the loops' own latency: growing 32-fold on it bought no speed,
+// and let an origin slower than the client make pollproxy hold the 32 MiB
+// (a 100 MiB upload over loopback took 1.7 times as long when it happened,
+// and the heap grew by 94 MiB).
 func ampleWindow(rtt time.Duration) int64 {
 	return int64(ampleRate * rtt.Seconds())
 }
@@ -314,10 +315,11 @@ func (c *ServerConn) tunePingAck(data [8]byte) {
 // default window held the client back, and the windows grow at once, as
 // tuneData grows them on a limited interval, to the multiple of our
 // stream window that windowGrowth gives and at most to ampleWindow of
-// that round trip. The grown windows go out with our SETTINGS' first
-// answer, so they reach the client one round trip after its first byte,
-// when the burst our SETTINGS allow would have: the round trip of
-// measuring that burst (tuneData's timeline) is saved. No PING is waited
+// that round trip. The grown windows go out right behind our SETTINGS
+// (which leave when the handshake ends, as the first flight arrives), so
+// they reach the client one round trip after its first byte, with the
+// SETTINGS: the round trip of sending and measuring the burst those
+// SETTINGS allow (tuneData's timeline) is saved. No PING is waited
 // for: the handshake has measured the round trip already, and it is not
 // shorter than the path's (it includes the client's work on our
 // certificate), so it errs towards more credit, within the same bounds
