@@ -93,7 +93,7 @@ type ServerConn struct {
 	h   stream.Handler
 	cfg Config
 
-	fr   *http2.Framer
+	fr   *http2.Framer // nil after ReleaseIdle until a frame needs it: see framer
 	rd   frameReader
 	out  outBuf
 	in   []byte   // an incomplete frame (of a DATA frame, its prefix only)
@@ -181,7 +181,6 @@ func NewServerConn(t stream.Transport, h stream.Handler, cfg Config) *ServerConn
 		remoteAddr:        t.RemoteAddr(),
 		clock:             t.Clock(),
 	}
-	c.fr = c.newFramer()
 	c.dec = hpack.NewDecoder(headerTableSize, c.onField)
 	// One field larger than twice the list limit is a connection error
 	// (the decoder cannot skip it); smaller excess is answered with 431.
@@ -203,9 +202,9 @@ func NewServerConn(t stream.Transport, h stream.Handler, cfg Config) *ServerConn
 	if !c.cfg.NoExtendedConnect {
 		settings = append(settings, http2.Setting{ID: http2.SettingEnableConnectProtocol, Val: 1})
 	}
-	c.fr.WriteSettings(settings...)
+	c.framer().WriteSettings(settings...)
 	if inc := c.cfg.ConnWindow - initialWindow; inc > 0 {
-		c.fr.WriteWindowUpdate(0, inc)
+		c.framer().WriteWindowUpdate(0, inc)
 		c.inflow.init(int32(c.cfg.ConnWindow))
 	}
 	c.settingsAckPending = true
@@ -347,9 +346,9 @@ func (c *ServerConn) processFrame(b []byte) {
 		return
 	}
 	c.rd.b = b
-	f, err := c.fr.ReadFrame()
+	f, err := c.framer().ReadFrame()
 	if err != nil {
-		c.handleError(mapFramerError(err, c.fr.ErrorDetail(), typ))
+		c.handleError(mapFramerError(err, c.framer().ErrorDetail(), typ))
 		return
 	}
 	switch f := f.(type) {
@@ -429,7 +428,7 @@ func (c *ServerConn) handleError(err error) {
 
 // resetStream sends RST_STREAM and closes the stream, telling its handler.
 func (c *ServerConn) resetStream(id uint32, code http2.ErrCode, reason string) {
-	c.fr.WriteRSTStream(id, code)
+	c.framer().WriteRSTStream(id, code)
 	if s := c.streams[id]; s != nil {
 		c.closeStream(s, closedByUs, &ResetError{Code: code, Reason: reason})
 	} else {
@@ -443,7 +442,7 @@ func (c *ServerConn) goAwayAndClose(code http2.ErrCode, reason string) {
 	if code != http2.ErrCodeNo {
 		debug = []byte(reason)
 	}
-	c.fr.WriteGoAway(c.maxClientID, code, debug)
+	c.framer().WriteGoAway(c.maxClientID, code, debug)
 	cerr := &ConnError{Code: code, Reason: reason}
 	c.die(cerr, cerr)
 	c.closeAfterFlush = true
@@ -573,8 +572,8 @@ func (c *ServerConn) startShutdown(twoStep bool) {
 		c.sendFinalGoAway()
 		return
 	}
-	c.fr.WriteGoAway(maxWindow, http2.ErrCodeNo, nil)
-	c.fr.WritePing(false, shutdownPingData)
+	c.framer().WriteGoAway(maxWindow, http2.ErrCodeNo, nil)
+	c.framer().WritePing(false, shutdownPingData)
 	c.shutdownTimer = c.clock.AfterFunc(c.cfg.ShutdownPingTimeout, c.onShutdownTimer)
 }
 
@@ -593,7 +592,7 @@ func (c *ServerConn) sendFinalGoAway() {
 	stopTimer(c.shutdownTimer)
 	c.finalGoAway = true
 	c.goAwayLastID = c.maxClientID
-	c.fr.WriteGoAway(c.maxClientID, http2.ErrCodeNo, nil)
+	c.framer().WriteGoAway(c.maxClientID, http2.ErrCodeNo, nil)
 	c.maybeFinishShutdown()
 }
 
@@ -691,7 +690,7 @@ func (c *ServerConn) creditConn(n int) {
 		return
 	}
 	if inc := c.inflow.add(n); inc > 0 && !c.dead {
-		c.fr.WriteWindowUpdate(0, uint32(inc))
+		c.framer().WriteWindowUpdate(0, uint32(inc))
 	}
 }
 
@@ -734,19 +733,23 @@ func (c *ServerConn) ReleaseIdle() int {
 	c.lastHead = nil
 	// x/net's Framer keeps its read buffer at the largest frame it read
 	// and its write buffer at the largest it wrote (16 KiB after an
-	// upload or a large header block), and the last frame read; a new one
-	// starts empty. Between header blocks it holds no other state.
-	c.fr = c.newFramer()
+	// upload or a large header block), and the last frame read. Between
+	// header blocks it holds no other state, so the next frame read or
+	// written makes a new one (framer); until then an idle connection
+	// holds none, 336 bytes less than an empty one.
+	c.fr = nil
 	return n
 }
 
-// newFramer returns the connection's frame codec over its input and output
-// buffers.
-func (c *ServerConn) newFramer() *http2.Framer {
-	fr := http2.NewFramer(&c.out, &c.rd)
-	fr.SetMaxReadFrameSize(ourMaxFrameSize)
-	fr.SetReuseFrames()
-	return fr
+// framer returns the connection's frame codec over its input and output
+// buffers, making a new one if ReleaseIdle let go of the last.
+func (c *ServerConn) framer() *http2.Framer {
+	if c.fr == nil {
+		c.fr = http2.NewFramer(&c.out, &c.rd)
+		c.fr.SetMaxReadFrameSize(ourMaxFrameSize)
+		c.fr.SetReuseFrames()
+	}
+	return c.fr
 }
 
 // encoder returns the HPACK encoder, making a new one if ReleaseIdle let go

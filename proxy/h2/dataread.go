@@ -125,11 +125,11 @@ func (c *ServerConn) endData() {
 	s := c.streams[d.id]
 	if s != nil && !s.remoteEnded {
 		if inc := s.inflow.release(); inc > 0 {
-			c.fr.WriteWindowUpdate(s.id, uint32(inc))
+			c.framer().WriteWindowUpdate(s.id, uint32(inc))
 		}
 	}
 	if inc := c.inflow.release(); inc > 0 {
-		c.fr.WriteWindowUpdate(0, uint32(inc))
+		c.framer().WriteWindowUpdate(0, uint32(inc))
 	}
 	if s != nil && d.end && !d.skip {
 		c.remoteEnd(s, nil)

@@ -211,7 +211,7 @@ func (c *ServerConn) processSettings(f *http2.SettingsFrame) error {
 			c.peerMaxFrame = st.Val
 		}
 	}
-	c.fr.WriteSettingsAck()
+	c.framer().WriteSettingsAck()
 	return nil
 }
 
@@ -229,7 +229,7 @@ func (c *ServerConn) processPing(f *http2.PingFrame) error {
 	if err := c.glitch(); err != nil {
 		return err
 	}
-	c.fr.WritePing(true, f.Data)
+	c.framer().WritePing(true, f.Data)
 	return nil
 }
 

@@ -208,7 +208,7 @@ func (c *ServerConn) endHeaderBlock() error {
 	hb := &c.hdr
 	switch hb.kind {
 	case blockRefuse:
-		c.fr.WriteRSTStream(hb.id, http2.ErrCodeRefusedStream)
+		c.framer().WriteRSTStream(hb.id, http2.ErrCodeRefusedStream)
 		c.recordClosed(hb.id, closedByUs)
 	case blockError:
 		return streamErr{hb.id, hb.errCode, hb.errReason}
@@ -377,7 +377,7 @@ func (c *ServerConn) rejectRequest(id uint32, status int, remoteEnded bool) {
 		c.recordClosed(id, closedDone)
 		return
 	}
-	c.fr.WriteRSTStream(id, http2.ErrCodeNo)
+	c.framer().WriteRSTStream(id, http2.ErrCodeNo)
 	c.recordClosed(id, closedByUs)
 }
 

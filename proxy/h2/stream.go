@@ -122,7 +122,7 @@ func (s *h2Stream) credit(n int) {
 		if c.data.active && c.data.id == s.id {
 			s.inflow.hold(n) // decided at the frame's end: see dataRead
 		} else if inc := s.inflow.add(n); inc > 0 {
-			c.fr.WriteWindowUpdate(s.id, uint32(inc))
+			c.framer().WriteWindowUpdate(s.id, uint32(inc))
 		}
 	}
 	c.creditConn(n)
@@ -242,7 +242,7 @@ func (s *h2Stream) Reset(code uint32) {
 	if c.dead || s.closed {
 		return
 	}
-	c.fr.WriteRSTStream(s.id, http2.ErrCode(code))
+	c.framer().WriteRSTStream(s.id, http2.ErrCode(code))
 	c.closeStream(s, closedByUs, nil)
 	c.later()
 }
@@ -286,7 +286,7 @@ func (c *ServerConn) localEnd(s *h2Stream) {
 	if s.tunnel && s.headersDone {
 		return // half-closed (local): the client's direction goes on
 	}
-	c.fr.WriteRSTStream(s.id, http2.ErrCodeNo)
+	c.framer().WriteRSTStream(s.id, http2.ErrCodeNo)
 	c.closeStream(s, closedByUs, nil)
 }
 

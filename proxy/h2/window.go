@@ -279,7 +279,7 @@ func (c *ServerConn) tuneData(n uint32) {
 	if w.first {
 		w.ivStart, w.ivBytes, w.lastData, w.maxGap = now, 0, 0, 0
 	}
-	c.fr.WritePing(false, w.pingData())
+	c.framer().WritePing(false, w.pingData())
 }
 
 // tunePingAck takes a PING acknowledgement; when it answers our measuring
@@ -364,7 +364,7 @@ func (c *ServerConn) growWindows(target int64, rtt time.Duration) {
 			w.granted += got
 			w.connWin += got
 			c.inflow.grow(int32(got))
-			c.fr.WriteWindowUpdate(0, uint32(got))
+			c.framer().WriteWindowUpdate(0, uint32(got))
 		}
 	}
 	st := min(target, w.connWin)
@@ -381,7 +381,7 @@ func (c *ServerConn) growWindows(target int64, rtt time.Duration) {
 			s.inflow.grow(int32(delta))
 		}
 	}
-	c.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: uint32(st)})
+	c.framer().WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: uint32(st)})
 }
 
 // releaseWindow returns the connection's growth to the budget.
