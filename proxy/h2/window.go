@@ -327,9 +327,10 @@ func (c *ServerConn) tunePingAck(data [8]byte) {
 //
 // Only a body that the window our SETTINGS give cannot carry grows them:
 // one whose stream is not ended and whose declared content-length (if
-// any) has more than a stream window still to come. A form's 50 KiB
-// POST fills the default window as well; it does not need 32 MiB of
-// credit, nor to hold that much of the budget for the connection's life.
+// any) has more than a stream window still to come, and no further than
+// that length. A form's 50 KiB POST fills the default window as well; it
+// does not need 32 MiB of credit, nor a 4 MiB upload more than 4, nor to
+// hold more of the budget for the connection's life.
 // A first flight spread over more than the round trip is the client's
 // own pace, not a window's. It is judged while the first PING, which
 // tuneData sent at the first DATA (unless autotuning is off), is
@@ -348,7 +349,13 @@ func (c *ServerConn) tuneFirstFlight(s *h2Stream, n uint32, end bool) {
 		if end || s.declared >= 0 && s.declared-s.recv <= w.streamWin {
 			return
 		}
-		c.growWindows(windowGrowth*w.streamWin, w.hsRTT)
+		target := windowGrowth * w.streamWin
+		if s.declared >= 0 {
+			// No more than the whole body needs: a stream window of its
+			// length carries the rest without waiting for credit.
+			target = min(target, s.declared)
+		}
+		c.growWindows(target, w.hsRTT)
 	}
 }
 
