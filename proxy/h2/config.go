@@ -44,7 +44,10 @@ type Config struct {
 	// WindowBudget is shared by the connections that may grow their
 	// window: growth beyond ConnWindow is taken from it and given back
 	// when the connection ends, so many connections cannot each claim
-	// MaxConnWindow. Default (nil): DefaultWindowBudget(), one per
+	// MaxConnWindow. A connection holding some with no stream open goes
+	// away (GOAWAY) two seconds after another was refused a grant, as at
+	// its IdleTimeout, so that finished uploads do not keep the budget
+	// from new ones. Default (nil): DefaultWindowBudget(), one per
 	// process.
 	WindowBudget *WindowBudget
 

@@ -632,12 +632,15 @@ func (c *ServerConn) onIdleTimer() {
 	wait := c.cfg.IdleTimeout
 	if len(c.streams) == 0 && !c.shutdown {
 		idle := c.clock.Now().Sub(c.idleSince)
-		if idle >= c.cfg.IdleTimeout {
+		if idle >= c.cfg.IdleTimeout || c.budgetWanted(idle) {
 			c.startShutdown(false)
 			c.flush()
 			return
 		}
 		wait = c.cfg.IdleTimeout - idle
+		if c.win.granted > 0 {
+			wait = min(wait, windowHoldIdle)
+		}
 	}
 	c.idleTimer = c.clock.AfterFunc(wait, c.onIdleTimer)
 }

@@ -308,6 +308,7 @@ func (c *ServerConn) closeStream(s *h2Stream, how uint8, err error) {
 	}
 	if len(c.streams) == 0 && c.idleTimer != nil {
 		c.idleSince = c.clock.Now()
+		c.holdIdle()
 	}
 	if err != nil && s.events != nil && (!s.localEnded || s.tunnel && !s.remoteEnded) {
 		s.events.OnAbort(err)

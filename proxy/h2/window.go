@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+
+	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
 // Receive-window autotuning. A fixed window caps one upload at window/RTT
@@ -85,11 +87,15 @@ const (
 // beyond their configured Config.ConnWindow, shared by every connection
 // given the same budget: so that 10,000 connections cannot each claim
 // Config.MaxConnWindow. A connection takes from it as its window grows and
-// returns everything it took when it ends. It is safe for concurrent use
-// by connections on different loops.
+// returns everything it took when it ends; one that holds some while it
+// has no stream goes away when others were refused (see windowHoldIdle).
+// It is safe for concurrent use by connections on different loops.
 type WindowBudget struct {
 	limit int64
 	used  atomic.Int64
+	// shortfalls counts the grants that gave less than was asked: a
+	// connection held back by the budget.
+	shortfalls atomic.Uint64
 }
 
 // NewWindowBudget returns a budget of limit bytes.
@@ -112,15 +118,16 @@ func (b *WindowBudget) Limit() int64 { return b.limit }
 // Used reports the bytes granted to connections now.
 func (b *WindowBudget) Used() int64 { return b.used.Load() }
 
-// take grants up to want bytes and reports how many.
+// take grants up to want bytes and reports how many; a grant short of
+// want is counted as a shortfall.
 func (b *WindowBudget) take(want int64) int64 {
 	for {
 		used := b.used.Load()
-		got := min(want, b.limit-used)
-		if got <= 0 {
-			return 0
-		}
-		if b.used.CompareAndSwap(used, used+got) {
+		got := max(min(want, b.limit-used), 0)
+		if got == 0 || b.used.CompareAndSwap(used, used+got) {
+			if got < want {
+				b.shortfalls.Add(1)
+			}
 			return got
 		}
 	}
@@ -161,6 +168,10 @@ type windowTuner struct {
 	// still, 1,280 bytes, which idle connections pay for.)
 	hsRTT time.Duration
 	early int64
+
+	// shortSeen is the budget's shortfall count when the connection last
+	// looked, while it holds a grant and no stream (see holdIdle).
+	shortSeen uint64
 }
 
 func (w *windowTuner) init(cfg *Config) {
@@ -395,4 +406,54 @@ func (c *ServerConn) growWindows(target int64, rtt time.Duration) {
 func (c *ServerConn) releaseWindow() {
 	c.cfg.WindowBudget.give(c.win.granted)
 	c.win.granted = 0
+}
+
+// windowHoldIdle is how long a connection may hold a grant from the
+// WindowBudget with no stream open while other connections are refused
+// some: then it goes away (a GOAWAY, as at its Config.IdleTimeout) and the
+// grant comes back. Credit cannot be taken back in h2 (a WINDOW_UPDATE
+// only adds, and a smaller SETTINGS_INITIAL_WINDOW_SIZE leaves the
+// connection window alone), so until the client spends it, closing is
+// the only way to free it; and a client that finished a large upload over
+// a long path holds up to Config.MaxConnWindow of it for nothing until its
+// idle timeout (2 min). Without the rule, eight such connections kept
+// every later upload at the default windows for two minutes; a 64 KiB
+// first flight (tuneFirstFlight) was enough to claim a share. When no
+// connection is refused, the grant stays, and the client's next upload
+// on the connection starts at the grown windows. Two seconds: a client's
+// next request in a sequence (the next file of a batch, the page after a
+// form) comes sooner, and a refused upload does not run at the default
+// windows for much longer than that.
+const windowHoldIdle = 2 * time.Second
+
+// holdIdle is called when the connection's last stream closed: one that
+// holds a grant looks at the budget's shortfalls windowHoldIdle from now,
+// and every windowHoldIdle after, on its idle timer (budgetWanted).
+func (c *ServerConn) holdIdle() {
+	if c.win.granted == 0 || c.idleTimer == nil {
+		return
+	}
+	c.win.shortSeen = c.cfg.WindowBudget.shortfalls.Load()
+	if c.cfg.IdleTimeout <= windowHoldIdle {
+		return // the idle timeout comes first
+	}
+	if rt, ok := c.idleTimer.(stream.ResettableTimer); ok {
+		rt.Reset(windowHoldIdle)
+		return
+	}
+	c.idleTimer.Stop()
+	c.idleTimer = c.clock.AfterFunc(windowHoldIdle, c.onIdleTimer)
+}
+
+// budgetWanted reports whether the connection, idle for idle and holding
+// a grant, should go away for it: some other connection was refused a
+// grant since the last look (holdIdle or the previous call).
+func (c *ServerConn) budgetWanted(idle time.Duration) bool {
+	if c.win.granted == 0 || idle < windowHoldIdle {
+		return false
+	}
+	n := c.cfg.WindowBudget.shortfalls.Load()
+	wanted := n != c.win.shortSeen
+	c.win.shortSeen = n
+	return wanted
 }

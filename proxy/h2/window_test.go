@@ -377,6 +377,68 @@ func TestWindowBudgetCapsAndReturns(t *testing.T) {
 	}
 }
 
+// A connection that holds a grant and has no stream open gives it back
+// by going away once another connection was refused some; while nobody
+// is, it keeps it.
+func TestWindowGrantOfAnIdleConnectionGoesBack(t *testing.T) {
+	const share = 1 << 20
+	budget := NewWindowBudget(share)
+	cfg := Config{WindowBudget: budget}
+	a := newUploader(t, cfg)
+	for i := 0; i < 4 && a.round(a.streamSetting); i++ {
+	}
+	if budget.Used() != share {
+		t.Fatalf("first connection: budget used %d, want %d", budget.Used(), share)
+	}
+	a.fr.WriteRSTStream(a.id, http2.ErrCodeCancel)
+	a.sync()
+
+	// Nobody is refused: the grant stays (a GOAWAY would fail handle).
+	a.ts.advance(3 * windowHoldIdle)
+	a.sync()
+	if budget.Used() != share {
+		t.Fatalf("idle, nobody refused: budget used %d, want %d", budget.Used(), share)
+	}
+
+	// A second connection is held back by the budget...
+	b := newUploader(t, cfg)
+	for i := 0; i < 3 && b.round(b.streamSetting); i++ {
+	}
+	if !b.holds(defaultConnWindow) || budget.shortfalls.Load() == 0 {
+		t.Fatalf("second connection: window %d, %d shortfalls; want %d and some",
+			b.connAvail, budget.shortfalls.Load(), defaultConnWindow)
+	}
+	// ...and at its next look the idle one goes away, gracefully.
+	a.ts.advance(windowHoldIdle)
+	var goAway *srvFrame
+	timeout := time.After(10 * time.Second)
+	for goAway == nil {
+		select {
+		case f, ok := <-a.frames:
+			if !ok {
+				t.Fatal("connection closed without a GOAWAY")
+			}
+			if f.typ == http2.FrameGoAway {
+				goAway = &f
+			}
+		case <-timeout:
+			t.Fatal("no GOAWAY from the idle connection holding the grant")
+		}
+	}
+	if goAway.code != http2.ErrCodeNo {
+		t.Fatalf("GOAWAY %v, want NO_ERROR", goAway.code)
+	}
+	if budget.Used() != 0 {
+		t.Fatalf("budget used %d after the GOAWAY", budget.Used())
+	}
+	if !b.round(b.streamSetting) {
+		t.Fatal("no measuring PING on the second connection")
+	}
+	if !b.holds(defaultConnWindow+share) || budget.Used() != share {
+		t.Fatalf("second connection after the first went away: window %d, budget used %d", b.connAvail, budget.Used())
+	}
+}
+
 // Autotuning off (MaxConnWindow at ConnWindow): no PING, no growth.
 func TestWindowAutotuneOff(t *testing.T) {
 	u := newUploader(t, Config{MaxConnWindow: defaultConnWindow})
