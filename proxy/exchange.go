@@ -258,19 +258,20 @@ func (ex *exchange) OnBody(p []byte) {
 }
 
 func (ex *exchange) sendBody(p []byte, body int) {
-	var framed []byte
-	if ex.chunked && body > 0 {
-		framed = h1.AppendChunk(ex.h.scratch[:0], p)
-		ex.h.scratch = framed[:0]
-	} else {
-		framed = p
+	chunk := ex.chunked && body > 0
+	switch {
+	case ex.bc == nil || ex.tun != nil && !ex.tun.open:
+		if chunk {
+			ex.early = h1.AppendChunk(ex.early, p)
+		} else {
+			ex.early = append(ex.early, p...)
+		}
+		ex.earlyBody += body
+	case chunk:
+		ex.bc.sendChunk(p)
+	default:
+		ex.bc.send(p, body)
 	}
-	if ex.bc != nil && (ex.tun == nil || ex.tun.open) {
-		ex.bc.send(framed, body)
-		return
-	}
-	ex.early = append(ex.early, framed...)
-	ex.earlyBody += body
 }
 
 // OnBodyEnd ends a chunked request body, with the client's trailers.

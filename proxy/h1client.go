@@ -159,6 +159,21 @@ func (bc *backendConn) peek() (closed, dead bool) {
 // many times over.
 func (bc *backendConn) send(p []byte, body int) {
 	bc.out = append(bc.out, p...)
+	bc.queued(body)
+}
+
+// sendChunk queues body bytes p as one chunk of a chunked body, framed in
+// the output itself: copied once, as send copies them, where framing them
+// first in a scratch buffer copied an h2 upload with no content-length
+// twice.
+func (bc *backendConn) sendChunk(p []byte) {
+	bc.out = h1.AppendChunk(bc.out, p)
+	bc.queued(len(p))
+}
+
+// queued decides on writing out what send or sendChunk appended, of which
+// body bytes of body.
+func (bc *backendConn) queued(body int) {
 	bc.outBody += body
 	if bc.state != bcBusy || bc.writeWait {
 		return

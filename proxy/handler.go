@@ -106,15 +106,14 @@ func (c Config) WithDefaults() Config {
 // HeaderOp is one field edit in Caddy's syntax (route.HeaderOp).
 type HeaderOp = route.HeaderOp
 
-// Handler is the reverse proxy on one loop: that loop's pools, free
-// buffers and scratch space. Create one per loop with NewHandler.
+// Handler is the reverse proxy on one loop: that loop's pools and free
+// buffers. Create one per loop with NewHandler.
 type Handler struct {
-	loop    *netpoll.Loop
-	cfg     Config
-	group   group
-	bufs    [][]byte
-	fields  []stream.Field
-	scratch []byte
+	loop   *netpoll.Loop
+	cfg    Config
+	group  group
+	bufs   [][]byte
+	fields []stream.Field
 
 	lastIP     netip.Addr
 	lastIPText string

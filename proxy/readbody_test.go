@@ -2,6 +2,8 @@ package proxy_test
 
 import (
 	"bufio"
+	"bytes"
+	"crypto/sha256"
 	stdtls "crypto/tls"
 	"fmt"
 	"io"
@@ -90,4 +92,38 @@ func mustRequest(method, url string, body io.Reader) *http.Request {
 		panic(err)
 	}
 	return req
+}
+
+// TestBodyWithoutLength: a request body of unknown length (h2 DATA with no
+// content-length, HTTP/1.1 chunked) reaches the origin whole as a chunked
+// body, several DATA frames and records of it, then the body after it on
+// the same origin connection.
+func TestBodyWithoutLength(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+			h := sha256.New()
+			n, err := io.Copy(h, r.Body)
+			fmt.Fprintf(w, "%v %d %x %v", r.TransferEncoding, n, h.Sum(nil), err)
+		})
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}})
+		body := make([]byte, 1<<20+17)
+		for i := range body {
+			body[i] = byte(i * 7)
+		}
+		sum := sha256.Sum256(body)
+		want := fmt.Sprintf("[chunked] %d %x <nil>", len(body), sum)
+		for _, c := range []struct {
+			name string
+			cl   *http.Client
+		}{{"h2", e.h2Client(nil)}, {"h1", e.h1Client()}} {
+			for i := 0; i < 2; i++ {
+				// An io.Reader without a length: no content-length.
+				req := mustRequest("POST", "https://localhost/upload", io.MultiReader(bytes.NewReader(body)))
+				res, b := do(t, c.cl, req)
+				if res.StatusCode != 200 || string(b) != want {
+					t.Fatalf("%s, upload %d: %d %q, want %q", c.name, i, res.StatusCode, b, want)
+				}
+			}
+		}
+	})
 }
