@@ -92,6 +92,7 @@ localhost:%[4]d {
 		`pollproxy_upstream_reuse_ratio{poller="epoll,poll",upstream="` + a.addr + `"}`,
 		`pollproxy_connections_active{listen="127.0.0.1:` + fmt.Sprint(port) + `",poller="epoll,poll"}`,
 		`pollproxy_build_info{poller="epoll,poll"`,
+		`pollproxy_h2_window_budget_bytes{poller="epoll,poll"} 2.68435456e+08`,
 		`process_cpu_seconds_total`,
 	} {
 		if !strings.Contains(m, want) {

@@ -12,6 +12,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy"
 	"github.com/pollproxy/pollproxy/proxy/accesslog"
 	"github.com/pollproxy/pollproxy/proxy/config"
+	"github.com/pollproxy/pollproxy/proxy/h2"
 	"github.com/pollproxy/pollproxy/proxy/metrics"
 	pptls "github.com/pollproxy/pollproxy/tls"
 )
@@ -130,7 +131,7 @@ func (in *Instance) commit(p *plan) {
 	}
 	in.pollerMu.Lock() // a switch on the admin listener must not interleave
 	defer in.pollerMu.Unlock()
-	src := metrics.Source{Pollers: in.pollerSet, Group: in.group}
+	src := metrics.Source{Pollers: in.pollerSet, Group: in.group, WindowBudget: h2.DefaultWindowBudget()}
 	for addr, srv := range in.servers {
 		src.Servers = append(src.Servers, metrics.NamedServer{Listen: addr, Server: srv})
 	}

@@ -94,8 +94,9 @@ type WindowBudget struct {
 	limit int64
 	used  atomic.Int64
 	// shortfalls counts the grants that gave less than was asked: a
-	// connection held back by the budget.
-	shortfalls atomic.Uint64
+	// connection held back by the budget. goAways counts the idle
+	// connections that went away to give theirs back.
+	shortfalls, goAways atomic.Uint64
 }
 
 // NewWindowBudget returns a budget of limit bytes.
@@ -117,6 +118,15 @@ func (b *WindowBudget) Limit() int64 { return b.limit }
 
 // Used reports the bytes granted to connections now.
 func (b *WindowBudget) Used() int64 { return b.used.Load() }
+
+// Shortfalls reports how many grants gave a connection less than it asked
+// for since the budget was made: windows the budget kept from growing.
+func (b *WindowBudget) Shortfalls() uint64 { return b.shortfalls.Load() }
+
+// GoAways reports how many connections holding a grant with no stream open
+// went away to give it back, since the budget was made (see
+// windowHoldIdle).
+func (b *WindowBudget) GoAways() uint64 { return b.goAways.Load() }
 
 // take grants up to want bytes and reports how many; a grant short of
 // want is counted as a shortfall.
@@ -455,5 +465,8 @@ func (c *ServerConn) budgetWanted(idle time.Duration) bool {
 	n := c.cfg.WindowBudget.shortfalls.Load()
 	wanted := n != c.win.shortSeen
 	c.win.shortSeen = n
+	if wanted {
+		c.cfg.WindowBudget.goAways.Add(1)
+	}
 	return wanted
 }

@@ -404,9 +404,9 @@ func TestWindowGrantOfAnIdleConnectionGoesBack(t *testing.T) {
 	b := newUploader(t, cfg)
 	for i := 0; i < 3 && b.round(b.streamSetting); i++ {
 	}
-	if !b.holds(defaultConnWindow) || budget.shortfalls.Load() == 0 {
-		t.Fatalf("second connection: window %d, %d shortfalls; want %d and some",
-			b.connAvail, budget.shortfalls.Load(), defaultConnWindow)
+	if !b.holds(defaultConnWindow) || budget.Shortfalls() == 0 || budget.GoAways() != 0 {
+		t.Fatalf("second connection: window %d, %d shortfalls, %d went away; want %d, some and none",
+			b.connAvail, budget.Shortfalls(), budget.GoAways(), defaultConnWindow)
 	}
 	// ...and at its next look the idle one goes away, gracefully.
 	a.ts.advance(windowHoldIdle)
@@ -428,8 +428,8 @@ func TestWindowGrantOfAnIdleConnectionGoesBack(t *testing.T) {
 	if goAway.code != http2.ErrCodeNo {
 		t.Fatalf("GOAWAY %v, want NO_ERROR", goAway.code)
 	}
-	if budget.Used() != 0 {
-		t.Fatalf("budget used %d after the GOAWAY", budget.Used())
+	if budget.Used() != 0 || budget.GoAways() != 1 {
+		t.Fatalf("budget used %d after the GOAWAY, %d connections went away; want 0 and 1", budget.Used(), budget.GoAways())
 	}
 	if !b.round(b.streamSetting) {
 		t.Fatal("no measuring PING on the second connection")

@@ -31,6 +31,7 @@ import (
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy/ab"
+	"github.com/pollproxy/pollproxy/proxy/h2"
 	"github.com/pollproxy/pollproxy/proxy/observe"
 	"github.com/pollproxy/pollproxy/proxy/server"
 )
@@ -48,6 +49,9 @@ type Source struct {
 	// AccessLogDropped, when set, counts access log records dropped
 	// because the writer fell behind.
 	AccessLogDropped func() uint64
+	// WindowBudget, when set, is the h2 receive-window budget the
+	// servers' connections share (h2.DefaultWindowBudget).
+	WindowBudget *h2.WindowBudget
 }
 
 // NamedServer is one listener's server.
@@ -277,6 +281,11 @@ var (
 	descRetries    = prometheus.NewDesc("pollproxy_upstream_retries_total", "Requests retried after a reused connection failed.", upLabels, nil)
 	descBroken     = prometheus.NewDesc("pollproxy_upstream_broken_responses_total", "Responses the upstream broke off after their head went to the client (the client's stream was reset).", upLabels, nil)
 
+	descBudget      = prometheus.NewDesc("pollproxy_h2_window_budget_bytes", "Receive-window credit h2 connections may hold beyond their default windows, all together.", []string{"poller"}, nil)
+	descBudgetUsed  = prometheus.NewDesc("pollproxy_h2_window_budget_used_bytes", "Of the window budget, the credit granted to connections now.", []string{"poller"}, nil)
+	descBudgetShort = prometheus.NewDesc("pollproxy_h2_window_budget_shortfalls_total", "Window growths the budget granted in part or not at all: uploads held to smaller windows.", []string{"poller"}, nil)
+	descBudgetGone  = prometheus.NewDesc("pollproxy_h2_window_budget_goaways_total", "Idle h2 connections that went away (GOAWAY) to give their grant back to refused ones.", []string{"poller"}, nil)
+
 	descDropped = prometheus.NewDesc("pollproxy_accesslog_dropped_total", "Access log records dropped because the writer fell behind.", []string{"poller"}, nil)
 	descInfo    = prometheus.NewDesc("pollproxy_build_info", "Always 1; poller is the process's backend set (join with process_cpu_seconds_total on instance).", []string{"poller", "version"}, nil)
 )
@@ -290,7 +299,8 @@ type collector struct{ m *Metrics }
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descWaits, descEvents, descWakeups, descAdds, descMods, descDels,
 		descDescriptors, descTimers, descLoopCPU, descActive, descAccepted, descHandshakeE, descRejected,
-		descOpen, descReuseRatio, descUpRequests, descConnects, descFailures, descRetries, descBroken, descDropped, descInfo} {
+		descOpen, descReuseRatio, descUpRequests, descConnects, descFailures, descRetries, descBroken, descDropped, descInfo,
+		descBudget, descBudgetUsed, descBudgetShort, descBudgetGone} {
 		ch <- d
 	}
 }
@@ -342,5 +352,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if s.AccessLogDropped != nil {
 		counter(descDropped, s.AccessLogDropped(), s.Pollers)
+	}
+	if b := s.WindowBudget; b != nil {
+		gauge(descBudget, float64(b.Limit()), s.Pollers)
+		gauge(descBudgetUsed, float64(b.Used()), s.Pollers)
+		counter(descBudgetShort, b.Shortfalls(), s.Pollers)
+		counter(descBudgetGone, b.GoAways(), s.Pollers)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/proxy/h2"
 	"github.com/pollproxy/pollproxy/proxy/observe"
 )
 
@@ -25,7 +26,7 @@ func TestObserverAndCollector(t *testing.T) {
 	up := &fakeUpstream{Name: "127.0.0.1:8080", Requests: 4, Reuses: 3, Broken: 1, OpenConns: 2}
 	m := New("test")
 	m.SetSource(Source{Pollers: strings.Join(backends[:2], ","), Group: g, Upstreams: []observe.Upstream{up},
-		AccessLogDropped: func() uint64 { return 7 }})
+		AccessLogDropped: func() uint64 { return 7 }, WindowBudget: h2.NewWindowBudget(64 << 20)})
 	for i, l := range g.Loops() {
 		o := m.ForLoop(l, []observe.Upstream{up})
 		o.Observe(&observe.RequestLog{Upstream: up.Name, Status: 200, Duration: time.Millisecond, Reused: true, BytesOut: 10})
@@ -60,6 +61,10 @@ func TestObserverAndCollector(t *testing.T) {
 		`pollproxy_upstream_reuse_ratio{poller="` + p0 + "," + p1 + `",upstream="127.0.0.1:8080"} 0.75`,
 		`pollproxy_upstream_broken_responses_total{poller="` + p0 + "," + p1 + `",upstream="127.0.0.1:8080"} 1`,
 		`pollproxy_accesslog_dropped_total{poller="` + p0 + "," + p1 + `"} 7`,
+		`pollproxy_h2_window_budget_bytes{poller="` + p0 + "," + p1 + `"} 6.7108864e+07`,
+		`pollproxy_h2_window_budget_used_bytes{poller="` + p0 + "," + p1 + `"} 0`,
+		`pollproxy_h2_window_budget_shortfalls_total{poller="` + p0 + "," + p1 + `"} 0`,
+		`pollproxy_h2_window_budget_goaways_total{poller="` + p0 + "," + p1 + `"} 0`,
 		`pollproxy_build_info{poller="` + p0 + "," + p1 + `",version="test"} 1`,
 		`process_cpu_seconds_total`,
 	} {
