@@ -335,8 +335,10 @@ func TestWindowIgnoresOtherPingAcks(t *testing.T) {
 	}
 }
 
-func TestWindowBudgetCapsAndReturns(t *testing.T) {
-	const share = 1 << 20
+// spendBudget makes a budget of share bytes and an uploader whose windows
+// grew until it holds all of it.
+func spendBudget(t *testing.T, share int64) (*WindowBudget, Config, *uploader) {
+	t.Helper()
 	budget := NewWindowBudget(share)
 	cfg := Config{WindowBudget: budget}
 	a := newUploader(t, cfg)
@@ -346,6 +348,12 @@ func TestWindowBudgetCapsAndReturns(t *testing.T) {
 		t.Fatalf("first connection: window %d, budget used %d; want %d and %d",
 			a.connAvail, budget.Used(), defaultConnWindow+share, share)
 	}
+	return budget, cfg, a
+}
+
+func TestWindowBudgetCapsAndReturns(t *testing.T) {
+	const share = 1 << 20
+	budget, cfg, a := spendBudget(t, share)
 
 	// The budget is spent: a second connection keeps its configured
 	// connection window (its streams may still grow up to it).
@@ -382,14 +390,7 @@ func TestWindowBudgetCapsAndReturns(t *testing.T) {
 // is, it keeps it.
 func TestWindowGrantOfAnIdleConnectionGoesBack(t *testing.T) {
 	const share = 1 << 20
-	budget := NewWindowBudget(share)
-	cfg := Config{WindowBudget: budget}
-	a := newUploader(t, cfg)
-	for i := 0; i < 4 && a.round(a.streamSetting); i++ {
-	}
-	if budget.Used() != share {
-		t.Fatalf("first connection: budget used %d, want %d", budget.Used(), share)
-	}
+	budget, cfg, a := spendBudget(t, share)
 	a.fr.WriteRSTStream(a.id, http2.ErrCodeCancel)
 	a.sync()
 
