@@ -158,8 +158,32 @@ func (bc *backendConn) peek() (closed, dead bool) {
 // written, to a read's size when one iteration reads a client's socket
 // many times over.
 func (bc *backendConn) send(p []byte, body int) {
+	bc.reserve(len(p))
 	bc.out = append(bc.out, p...)
 	bc.queued(body)
+}
+
+// reserve makes room in out for n more bytes. What waits for a slow
+// origin's socket can reach the client's whole window (32 MiB grown), and
+// append grows a buffer that large by a quarter at a time, copying all of
+// it, the bytes already written included: one upload of 160 MiB to an
+// origin reading slower than the client allocated 164 MB for a buffer that
+// ended at 33. Here the written bytes are dropped first, in place when
+// what waits is small next to the buffer, and a buffer that must grow
+// doubles, so an upload copies and allocates about its peak once more.
+func (bc *backendConn) reserve(n int) {
+	if len(bc.out)+n <= cap(bc.out) {
+		return
+	}
+	waiting := len(bc.out) - bc.outOff
+	if waiting+n <= cap(bc.out)/2 {
+		copy(bc.out, bc.out[bc.outOff:])
+		bc.out, bc.outOff = bc.out[:waiting], 0
+		return
+	}
+	out := make([]byte, waiting, max(2*cap(bc.out), waiting+n, 512))
+	copy(out, bc.out[bc.outOff:])
+	bc.out, bc.outOff = out, 0
 }
 
 // sendChunk queues body bytes p as one chunk of a chunked body, framed in
@@ -167,9 +191,14 @@ func (bc *backendConn) send(p []byte, body int) {
 // first in a scratch buffer copied an h2 upload with no content-length
 // twice.
 func (bc *backendConn) sendChunk(p []byte) {
+	bc.reserve(len(p) + chunkFraming)
 	bc.out = h1.AppendChunk(bc.out, p)
 	bc.queued(len(p))
 }
+
+// chunkFraming is the most a chunk's framing adds to its bytes: a size
+// line of up to 16 hex digits and two CRLFs.
+const chunkFraming = 16 + 4
 
 // queued decides on writing out what send or sendChunk appended, of which
 // body bytes of body.
