@@ -426,9 +426,9 @@ func (c *ServerConn) releaseWindow() {
 // connection window alone), so until the client spends it, closing is
 // the only way to free it; and a client that finished a large upload over
 // a long path holds up to Config.MaxConnWindow of it for nothing until its
-// idle timeout (2 min). Without the rule, eight such connections kept
-// every later upload at the default windows for two minutes; a 64 KiB
-// first flight (tuneFirstFlight) was enough to claim a share. When no
+// idle timeout (2 min). Without the rule, eight such connections could
+// keep every later upload at the default windows for two minutes; a 64
+// KiB first flight (tuneFirstFlight) is enough to claim a share. When no
 // connection is refused, the grant stays, and the client's next upload
 // on the connection starts at the grown windows. Two seconds: a client's
 // next request in a sequence (the next file of a batch, the page after a
