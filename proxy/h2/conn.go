@@ -642,7 +642,18 @@ func (c *ServerConn) onIdleTimer() {
 			wait = min(wait, windowHoldIdle)
 		}
 	}
-	c.idleTimer = c.clock.AfterFunc(wait, c.onIdleTimer)
+	c.armIdle(wait)
+}
+
+// armIdle sets the idle timer to fire in d, re-arming the one it has where
+// the clock's timers allow it (stream.ResettableTimer, as the loop's do).
+func (c *ServerConn) armIdle(d time.Duration) {
+	if rt, ok := c.idleTimer.(stream.ResettableTimer); ok {
+		rt.Reset(d)
+		return
+	}
+	c.idleTimer.Stop()
+	c.idleTimer = c.clock.AfterFunc(d, c.onIdleTimer)
 }
 
 // recordClosed remembers how a stream closed, for late frames.

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
-
-	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
 // Receive-window autotuning. A fixed window caps one upload at window/RTT
@@ -447,12 +445,7 @@ func (c *ServerConn) holdIdle() {
 	if c.cfg.IdleTimeout <= windowHoldIdle {
 		return // the idle timeout comes first
 	}
-	if rt, ok := c.idleTimer.(stream.ResettableTimer); ok {
-		rt.Reset(windowHoldIdle)
-		return
-	}
-	c.idleTimer.Stop()
-	c.idleTimer = c.clock.AfterFunc(windowHoldIdle, c.onIdleTimer)
+	c.armIdle(windowHoldIdle)
 }
 
 // budgetWanted reports whether the connection, idle for idle and holding
