@@ -30,6 +30,7 @@ package h1
 
 import (
 	"cmp"
+	"encoding/binary"
 	"strconv"
 
 	"github.com/pollproxy/pollproxy/proxy/field"
@@ -175,13 +176,32 @@ var ErrTruncated = &Error{400, "connection closed inside a message"}
 // may be retried safely.
 var ErrNoResponse = &Error{502, "connection closed before any response byte"}
 
-// lowerInPlace lowercases ASCII letters in b; field names are lowercased
-// in the head buffer itself so that no second copy is needed. A table
-// store per byte, not a branch: names mix cases unpredictably.
+// lowerInPlace lowercases ASCII letters in b, a validated token (every
+// byte below 0x80); field names are lowercased in the head buffer itself
+// so that no second copy is needed. A name of eight bytes or more goes a
+// word at a time, its last word overlapping the one before (lowercasing
+// twice changes nothing); a shorter one a table store per byte, not a
+// branch: names mix cases unpredictably.
 func lowerInPlace(b []byte) {
-	for i, c := range b {
-		b[i] = toLower[c]
+	if len(b) < 8 {
+		for i, c := range b {
+			b[i] = toLower[c]
+		}
+		return
 	}
+	for i := 0; i < len(b); i += 8 {
+		i = min(i, len(b)-8)
+		binary.LittleEndian.PutUint64(b[i:], lowerWord(binary.LittleEndian.Uint64(b[i:])))
+	}
+}
+
+// lowerWord lowercases the eight ASCII bytes of w at once: a byte's high
+// bit, after adding 0x80-'A' and 0x80-'Z'-1, says whether it is at least
+// 'A' and above 'Z'; no byte below 0x80 carries into the next one.
+func lowerWord(w uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	upper := (w + (0x80-'A')*ones) &^ (w + (0x80-'Z'-1)*ones) & highs
+	return w | upper>>2
 }
 
 // toLower maps every byte to itself but ASCII uppercase letters.

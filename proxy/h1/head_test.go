@@ -150,3 +150,33 @@ func TestValueRun(t *testing.T) {
 		}
 	}
 }
+
+// TestLowerInPlace checks the word-at-a-time lowercasing against the byte
+// table: every token byte at every position of names from one to twenty
+// bytes long (the overlapping last word included), and that no byte
+// outside the name changes.
+func TestLowerInPlace(t *testing.T) {
+	for n := 1; n <= 20; n++ {
+		for c := 0; c < 0x80; c++ {
+			if !field.IsTchar(byte(c)) {
+				continue
+			}
+			for pos := 0; pos < n; pos++ {
+				buf := bytes.Repeat([]byte{'Q'}, n+10)
+				name := buf[1 : 1+n]
+				for i := range name {
+					name[i] = "AbZz-09_Mx"[i%10]
+				}
+				name[pos] = byte(c)
+				want := append([]byte(nil), buf...)
+				for i := 1; i <= n; i++ {
+					want[i] = toLower[want[i]]
+				}
+				lowerInPlace(name)
+				if !bytes.Equal(buf, want) {
+					t.Fatalf("length %d, byte %#x at %d: %q, want %q", n, c, pos, buf, want)
+				}
+			}
+		}
+	}
+}
