@@ -199,10 +199,13 @@ func lowerInPlace(b []byte) {
 // bit, after adding 0x80-'A' and 0x80-'Z'-1, says whether it is at least
 // 'A' and above 'Z'; no byte below 0x80 carries into the next one.
 func lowerWord(w uint64) uint64 {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	upper := (w + (0x80-'A')*ones) &^ (w + (0x80-'Z'-1)*ones) & highs
+	upper := (w + (0x80-'A')*byteOnes) &^ (w + (0x80-'Z'-1)*byteOnes) & byteHighs
 	return w | upper>>2
 }
+
+// byteOnes and byteHighs are the lowest and the highest bit of every byte
+// of a word, for the scans that look at eight bytes at once.
+const byteOnes, byteHighs = 0x0101010101010101, 0x8080808080808080
 
 // toLower maps every byte to itself but ASCII uppercase letters.
 var toLower = func() (t [256]byte) {

@@ -286,15 +286,11 @@ func scanFieldLine(p []byte) (sc scanned, ok bool) {
 // bytes at a time for a control byte or DEL and looks at single bytes only
 // in a word that has one: HTAB, which is allowed, or the line's CR.
 func valueRun(p []byte, i int) int {
-	const (
-		ones  = 0x0101010101010101
-		highs = 0x8080808080808080
-	)
 	for ; i+8 <= len(p); i += 8 {
 		w := binary.LittleEndian.Uint64(p[i:])
-		d := w ^ (0x7f * ones)
+		d := w ^ (0x7f * byteOnes)
 		// Exact as a yes/no: some byte is below 0x20, or equals 0x7f.
-		if (w-0x20*ones)&^w&highs|(d-ones)&^d&highs != 0 {
+		if (w-0x20*byteOnes)&^w&byteHighs|(d-byteOnes)&^d&byteHighs != 0 {
 			break
 		}
 	}
