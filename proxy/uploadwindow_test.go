@@ -2,7 +2,6 @@ package proxy_test
 
 import (
 	"bytes"
-	stdtls "crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
@@ -38,16 +37,7 @@ func TestUploadWindowsGrowOverALongPath(t *testing.T) {
 		fmt.Fprint(w, n)
 	})
 	e := startProxy(t, "", 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}})
-	relay, err := servertest.NewDelayRelay("127.0.0.1:0", e.addr, 50*time.Millisecond, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer relay.Close()
-	conn, err := stdtls.Dial("tcp", relay.Addr(), e.tlsConfig("h2"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := servertest.DialDelayed(t, e.addr, 50*time.Millisecond, e.tlsConfig("h2"))
 	conn.SetDeadline(time.Now().Add(60 * time.Second))
 
 	// The reader applies pollproxy's frames to the credit the writer

@@ -2,12 +2,10 @@ package server_test
 
 import (
 	"bytes"
-	stdtls "crypto/tls"
 	"testing"
 	"time"
 
 	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/hpack"
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
@@ -23,27 +21,13 @@ import (
 func TestFirstFlightGrowsWindows(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		e := startEnv(t, backend, 1, newRoutes().forLoop, nil)
-		relay, err := servertest.NewDelayRelay("127.0.0.1:0", e.addr, 30*time.Millisecond, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer relay.Close()
-		tc, err := stdtls.Dial("tcp", relay.Addr(), e.tlsConfig("h2"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tc.Close()
+		tc := servertest.DialDelayed(t, e.addr, 30*time.Millisecond, e.tlsConfig("h2"))
 		tc.SetDeadline(time.Now().Add(10 * time.Second))
 		var out bytes.Buffer // the whole first flight, written at once
 		out.WriteString(http2.ClientPreface)
 		fr := http2.NewFramer(&out, tc)
 		fr.WriteSettings()
-		var hb bytes.Buffer
-		enc := hpack.NewEncoder(&hb)
-		for _, f := range [][2]string{{":method", "POST"}, {":scheme", "https"}, {":authority", "localhost"}, {":path", "/slow"}} {
-			enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
-		}
-		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hb.Bytes(), EndHeaders: true})
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: requestBlock("POST", "/slow"), EndHeaders: true})
 		chunk := make([]byte, 16384)
 		for left := 65535; left > 0; left -= len(chunk) {
 			fr.WriteData(1, false, chunk[:min(left, len(chunk))])

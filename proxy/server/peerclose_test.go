@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/hpack"
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
@@ -38,12 +37,7 @@ func TestPeerCloseWithLastBytes(t *testing.T) {
 			out.WriteString(http2.ClientPreface)
 			fr := http2.NewFramer(&out, nil)
 			fr.WriteSettings()
-			var hb bytes.Buffer
-			enc := hpack.NewEncoder(&hb)
-			for _, f := range [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "localhost"}, {":path", "/hello"}} {
-				enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
-			}
-			fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hb.Bytes(), EndStream: true, EndHeaders: true})
+			fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: requestBlock("GET", "/hello"), EndStream: true, EndHeaders: true})
 			// Keep the loop busy while the bytes and the FIN arrive, so
 			// that it finds both in the socket at once.
 			busy := make(chan struct{})

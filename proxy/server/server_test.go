@@ -349,12 +349,7 @@ func TestShutdownGraceful(t *testing.T) {
 		io.WriteString(tc, http2.ClientPreface)
 		fr := http2.NewFramer(tc, tc)
 		fr.WriteSettings()
-		var hb bytes.Buffer
-		enc := hpack.NewEncoder(&hb)
-		for _, f := range [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "localhost"}, {":path", "/slow"}} {
-			enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
-		}
-		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hb.Bytes(), EndStream: true, EndHeaders: true})
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: requestBlock("GET", "/slow"), EndStream: true, EndHeaders: true})
 
 		select {
 		case <-r.slowStarted:
@@ -520,4 +515,16 @@ func TestBodyRightBehindHandshake(t *testing.T) {
 			}
 		}
 	})
+}
+
+// requestBlock is the header block of an https request to localhost, as a
+// fresh HPACK encoder writes it: a client's first request, for tests that
+// write frames by hand.
+func requestBlock(method, path string) []byte {
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb)
+	for _, f := range [][2]string{{":method", method}, {":scheme", "https"}, {":authority", "localhost"}, {":path", path}} {
+		enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	return hb.Bytes()
 }
