@@ -30,7 +30,7 @@ func (l *Loop) CPU() time.Duration { return time.Duration(l.cpu.Load()) }
 func (l *Loop) RefreshCPU(done func()) {
 	l.Post(func() {
 		if ThreadCPUSupported {
-			l.cpuAt = time.Now()
+			l.cpuAt = l.now()
 			l.cpu.Store(threadCPU())
 		}
 		if done != nil {
