@@ -425,29 +425,43 @@ func TestConnectRefused(t *testing.T) {
 }
 
 // TestResponseHeaderTimeout: an origin that accepts and never answers →
-// 504 after ResponseHeaderTimeout.
+// 504 once ResponseHeaderTimeout has passed since the request went out,
+// not a moment before.
 func TestResponseHeaderTimeout(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
-		addr := silentOrigin(t)
-		e := startProxy(t, backend, 1, proxy.Config{
-			Upstreams:             []*proxy.Upstream{upstream(t, addr)},
-			ResponseHeaderTimeout: 150 * time.Millisecond,
-		})
-		cl := e.h2Client(nil)
-		start := time.Now()
-		res, b := get(t, cl, e.url("/"))
-		if res.StatusCode != 504 {
-			t.Fatalf("status %d %q, want 504", res.StatusCode, b)
+		addr, reached := silentOrigin(t)
+		const timeout = 150 * time.Millisecond
+		up := upstream(t, addr)
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{up}, ResponseHeaderTimeout: timeout})
+		clock := e.manualClock()
+		done := goDo(e.h2Client(nil), mustRequest("GET", e.url("/"), nil))
+		<-reached // the request went out, and its timer with it
+		clock.Advance(timeout - time.Millisecond)
+		// Advance returns after the due timers ran, and a timeout closes
+		// the origin connection on the loop: so it is still open here.
+		if n := up.Stats().OpenConns; n != 1 {
+			t.Fatalf("%d origin connections open a moment before the timeout, want 1", n)
 		}
-		if d := time.Since(start); d > 3*time.Second {
-			t.Fatalf("504 took %v", d)
+		clock.Advance(time.Millisecond)
+		r := <-done
+		if r.err != nil || r.res.StatusCode != 504 {
+			t.Fatalf("%v %v %q, want 504", r.err, r.res, r.body)
 		}
 	})
 }
 
-// silentOrigin accepts connections, reads them, and never answers.
-func silentOrigin(t *testing.T) string {
-	return servertest.ServeConns(t, func(c net.Conn) { io.Copy(io.Discard, c) })
+// silentOrigin accepts connections, reads them, and never answers; reached
+// gets a value when a connection's first bytes arrived.
+func silentOrigin(t *testing.T) (addr string, reached <-chan struct{}) {
+	ch := make(chan struct{}, 16)
+	addr = servertest.ServeConns(t, func(c net.Conn) {
+		var b [1]byte
+		if _, err := c.Read(b[:]); err == nil {
+			ch <- struct{}{}
+		}
+		io.Copy(io.Discard, c)
+	})
+	return addr, ch
 }
 
 // fullBacklog returns the address of a listener whose accept queue is full
@@ -482,26 +496,30 @@ func fullBacklog(t *testing.T) (addr string, ok bool) {
 	return addr, false
 }
 
-// TestConnectTimeout: a connect that gets no answer → 504 after
-// ConnectTimeout.
+// TestConnectTimeout: a connect that gets no answer → 504 once
+// ConnectTimeout has passed since it began.
 func TestConnectTimeout(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		addr, ok := fullBacklog(t)
 		if !ok {
 			t.Skip("this kernel completes connects to a listener with a full backlog; no way to make a local connect hang")
 		}
-		e := startProxy(t, backend, 1, proxy.Config{
-			Upstreams:      []*proxy.Upstream{upstream(t, addr)},
-			ConnectTimeout: 150 * time.Millisecond,
-		})
-		cl := e.h2Client(nil)
-		start := time.Now()
-		res, b := get(t, cl, e.url("/"))
-		if res.StatusCode != 504 {
-			t.Fatalf("status %d %q, want 504", res.StatusCode, b)
+		const timeout = 150 * time.Millisecond
+		up := upstream(t, addr)
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{up}, ConnectTimeout: timeout})
+		clock := e.manualClock()
+		done := goDo(e.h2Client(nil), mustRequest("GET", e.url("/"), nil))
+		waitFor(t, func() bool { return up.Stats().Connects == 1 }, "the connect to start")
+		clock.Advance(timeout - time.Millisecond)
+		// Advance returns after the due timers ran, and a timeout closes
+		// the origin connection on the loop: so it is still open here.
+		if n := up.Stats().OpenConns; n != 1 {
+			t.Fatalf("%d origin connections open a moment before the timeout, want 1", n)
 		}
-		if d := time.Since(start); d > 3*time.Second {
-			t.Fatalf("504 took %v", d)
+		clock.Advance(time.Millisecond)
+		r := <-done
+		if r.err != nil || r.res.StatusCode != 504 {
+			t.Fatalf("%v %v %q, want 504", r.err, r.res, r.body)
 		}
 	})
 }

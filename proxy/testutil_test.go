@@ -18,6 +18,7 @@ import (
 	"golang.org/x/net/http2"
 
 	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/netpoll/looptest"
 	"github.com/pollproxy/pollproxy/proxy"
 	"github.com/pollproxy/pollproxy/proxy/server"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
@@ -91,6 +92,34 @@ func (e *proxyEnv) h1Client() *http.Client {
 }
 
 func (e *proxyEnv) url(path string) string { return "https://" + e.addr + path }
+
+// manualClock gives the proxy's loops a clock that moves only when the
+// test advances it: the proxy's timeouts then fire at a step of the test,
+// never because a loaded machine was slow.
+func (e *proxyEnv) manualClock() *looptest.Clock { return looptest.NewClock(e.group.Loops()...) }
+
+// exchangeResult is what a request sent in the background came to.
+type exchangeResult struct {
+	res  *http.Response
+	body []byte
+	err  error
+}
+
+// goDo sends req with cl on another goroutine, so that the test can move
+// the proxy's clock while the request waits; the result comes on the
+// channel.
+func goDo(cl *http.Client, req *http.Request) <-chan exchangeResult {
+	ch := make(chan exchangeResult, 1)
+	go func() {
+		var r exchangeResult
+		if r.res, r.err = cl.Do(req); r.err == nil {
+			r.body, r.err = io.ReadAll(r.res.Body)
+			r.res.Body.Close()
+		}
+		ch <- r
+	}()
+	return ch
+}
 
 // origin is a real net/http server on loopback that records what reached
 // it.
