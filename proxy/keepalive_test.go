@@ -71,7 +71,9 @@ func goIdleOrigin(t *testing.T) string {
 // them first — below the Node origin's announced Keep-Alive timeout, and
 // below the Go origin's once it has seen that origin close one — so bursts
 // of requests at every gap around the origin's timeout get no 502 and need
-// no retry.
+// no retry. It runs on real time, sleeps included: what it tests is the
+// race between the proxy's idle close and the origin's own timer, which
+// no test clock moves (TestPoolIdleTimeout tests the proxy's side alone).
 func TestKeepAliveRaceAvoided(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		for _, c := range []struct {
@@ -108,6 +110,7 @@ func TestKeepAliveRaceAvoided(t *testing.T) {
 				burst()
 				if c.learn {
 					// The origin closes the idle connections; pollproxy learns.
+					// Real time: the origin's own idle timer must run out.
 					time.Sleep(originKeepAlive + originKeepAlive/2)
 					if d := up.IdleCap(); d <= 0 || d >= originKeepAlive {
 						t.Fatalf("learned idle cap %v, want under %v", d, originKeepAlive)
@@ -115,17 +118,78 @@ func TestKeepAliveRaceAvoided(t *testing.T) {
 					burst()
 				}
 				// Past our cap, before the origin's close: pollproxy closed them.
+				// Real time, to stay before the origin's own timer.
 				time.Sleep(originKeepAlive * 9 / 10)
 				if n := up.OpenConns.Load(); n != 0 {
 					t.Errorf("%d connections still open %v after the burst: the origin would close them first", n, originKeepAlive*9/10)
 				}
 				for _, gap := range []time.Duration{700, 800, 950, 1000, 1050, 1200} {
 					burst()
+					// Real time: gaps around the origin's own idle timer.
 					time.Sleep(gap * time.Millisecond)
 				}
 				burst()
 				if s := up.Stats(); s.Retries != 0 || s.Failures != 0 || s.Broken != 0 {
 					t.Errorf("upstream %+v: want no retry, failure or broken response", s)
+				}
+			})
+		}
+	})
+}
+
+// TestPoolIdleTimeout: the pool closes a kept-alive origin connection
+// once it has been idle for the pool's IdleTimeout, not a moment before,
+// and the next request opens a new one; an origin that announces a
+// shorter Keep-Alive timeout has its connections closed before that.
+func TestPoolIdleTimeout(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		const idle = 10 * time.Second
+		const announced = 4 * time.Second
+		for _, c := range []struct {
+			name    string
+			header  string        // what the origin announces
+			closeBy time.Duration // when the proxy must have closed
+			exact   bool          // and not a moment before
+		}{
+			{"pool", "", idle, true},
+			{"announced", "timeout=4", announced - time.Millisecond, false},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+					if c.header != "" {
+						w.Header().Set("Keep-Alive", c.header)
+					}
+					io.WriteString(w, "ok")
+				})
+				up := upstream(t, o.addr)
+				e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{up},
+					Pool: proxy.PoolConfig{IdleTimeout: idle}})
+				clock := e.manualClock()
+				cl := e.h2Client(nil)
+				// The response's last byte reached the client after the
+				// connection went idle: its idle timer runs from now.
+				if res, b := get(t, cl, e.url("/")); res.StatusCode != 200 || string(b) != "ok" {
+					t.Fatalf("%d %q", res.StatusCode, b)
+				}
+				if c.exact {
+					clock.Advance(c.closeBy - time.Millisecond)
+					// Advance returns after the due timers ran, and they
+					// close on the loop: the connection is still open.
+					if n := up.Stats().OpenConns; n != 1 {
+						t.Fatalf("%d origin connections open a moment before the idle timeout, want 1", n)
+					}
+					clock.Advance(time.Millisecond)
+				} else {
+					clock.Advance(c.closeBy)
+				}
+				if n := up.Stats().OpenConns; n != 0 {
+					t.Fatalf("%d origin connections open after %v idle, want 0", n, c.closeBy)
+				}
+				if res, b := get(t, cl, e.url("/")); res.StatusCode != 200 || string(b) != "ok" {
+					t.Fatalf("after the idle close: %d %q", res.StatusCode, b)
+				}
+				if s := up.Stats(); s.Connects != 2 || s.Retries != 0 {
+					t.Fatalf("upstream %+v: want a second connection and no retry", s)
 				}
 			})
 		}

@@ -116,6 +116,26 @@ func (c *h2Raw) next(id uint32) http2.Frame {
 	}
 }
 
+// sync sends a PING and reads until its acknowledgement, returning the
+// other frames read on the way: everything the server wrote before it
+// handled the PING.
+func (c *h2Raw) sync() (before []http2.Frame) {
+	c.t.Helper()
+	data := [8]byte{'s', 'y', 'n', 'c'}
+	if err := c.fr.WritePing(false, data); err != nil {
+		c.t.Fatal(err)
+	}
+	for {
+		f := c.read()
+		if p, ok := f.(*http2.PingFrame); ok && p.IsAck() && p.Data == data {
+			return before
+		}
+		if f.Header().StreamID != 0 {
+			before = append(before, f)
+		}
+	}
+}
+
 // status reads the response head of stream id.
 func (c *h2Raw) status(id uint32) (string, []hpack.HeaderField) {
 	c.t.Helper()
