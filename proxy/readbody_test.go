@@ -18,22 +18,39 @@ import (
 )
 
 // TestReadBodyTimeout: a request body that stops arriving gets a 408
-// after ReadBodyTimeout (Caddy's read_body) on h2 and HTTP/1.1; the
-// origin's connection, which holds half a request, is closed and never
-// reused; the upstream is not marked as failing; the next request is
-// served.
+// once ReadBodyTimeout (Caddy's read_body) has passed, not a moment
+// before, on h2 and HTTP/1.1; the origin's connection, which holds half a
+// request, is closed and never reused; the upstream is not marked as
+// failing; the next request is served.
 func TestReadBodyTimeout(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		bodyErrs := make(chan error, 4)
+		reached := make(chan struct{}, 4) // the origin has the first 10 bytes of a body
 		o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+			io.ReadFull(r.Body, make([]byte, 10))
+			reached <- struct{}{}
 			_, err := io.ReadAll(r.Body)
-			if r.Method == "POST" {
-				bodyErrs <- err
-			}
+			bodyErrs <- err
 			io.WriteString(w, "ok")
 		})
 		up := upstream(t, o.addr)
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{up}, ReadBodyTimeout: 300 * time.Millisecond})
+		const timeout = 300 * time.Millisecond
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{up}, ReadBodyTimeout: timeout})
+		clock := e.manualClock()
+		// expire moves the clock to the body's timeout once the origin has
+		// what was sent of it (so the proxy has no more to forward), with
+		// a stop a moment before, where the origin connection is still
+		// open: Advance returns after the due timers ran, and a timeout
+		// closes it on the loop.
+		expire := func(proto string) {
+			t.Helper()
+			<-reached
+			clock.Advance(timeout - time.Millisecond)
+			if n := up.Stats().OpenConns; n != 1 {
+				t.Fatalf("%s: %d origin connections open a moment before the timeout, want 1", proto, n)
+			}
+			clock.Advance(time.Millisecond)
+		}
 
 		// h2: a body of 100 bytes declared, 10 sent.
 		pr, pw := io.Pipe()
@@ -41,9 +58,10 @@ func TestReadBodyTimeout(t *testing.T) {
 		req, _ := http.NewRequest("POST", "https://localhost/upload", pr)
 		req.ContentLength = 100
 		go pw.Write([]byte("0123456789"))
-		res, b := do(t, e.h2Client(nil), req)
-		if res.StatusCode != 408 {
-			t.Fatalf("h2 slow body: %d %q, want 408", res.StatusCode, b)
+		done := goDo(e.h2Client(nil), req)
+		expire("h2")
+		if r := <-done; r.err != nil || r.res.StatusCode != 408 {
+			t.Fatalf("h2 slow body: %v %v %q, want 408", r.err, r.res, r.body)
 		}
 		if err := <-bodyErrs; err == nil {
 			t.Fatal("h2: the origin read a whole body")
@@ -57,8 +75,9 @@ func TestReadBodyTimeout(t *testing.T) {
 		defer c.Close()
 		c.SetDeadline(time.Now().Add(10 * time.Second))
 		fmt.Fprintf(c, "POST /upload HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n0123456789")
+		expire("h1")
 		br := bufio.NewReader(c)
-		res, err = http.ReadResponse(br, nil)
+		res, err := http.ReadResponse(br, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,7 +93,7 @@ func TestReadBodyTimeout(t *testing.T) {
 		}
 
 		// A body that ends in time, and a GET, reuse nothing half-sent.
-		res, b = do(t, e.h2Client(nil), mustRequest("POST", "https://localhost/upload", strings.NewReader("whole")))
+		res, b := do(t, e.h2Client(nil), mustRequest("POST", "https://localhost/upload", strings.NewReader("whole")))
 		if res.StatusCode != 200 || string(b) != "ok" {
 			t.Fatalf("after the timeouts: %d %q", res.StatusCode, b)
 		}
