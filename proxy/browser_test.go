@@ -85,6 +85,8 @@ func browserOrigin(t *testing.T) (*origin, <-chan string) {
 			for i := 0; i < 3; i++ {
 				fmt.Fprintf(w, "data: event %d\n\n", i)
 				w.(http.Flusher).Flush()
+				// Real time: the origin paces its own events, so the
+				// browser sees them arrive apart, as a live feed would.
 				time.Sleep(50 * time.Millisecond)
 			}
 			<-r.Context().Done() // the page closes it

@@ -205,16 +205,7 @@ func TestSlowClientDownload(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Stop reading until the origin stops making progress.
-		last := int64(-1)
-		for i := 0; i < 100; i++ {
-			time.Sleep(20 * time.Millisecond)
-			if w := written.Load(); w == last {
-				break
-			} else {
-				last = w
-			}
-		}
-		stalled := written.Load()
+		stalled := awaitStall(&written)
 		pause := hw.Growth()
 		n, err := io.Copy(h, res.Body)
 		growth := hw.Stop()
@@ -530,6 +521,7 @@ func TestConnectTimeout(t *testing.T) {
 func TestOriginClosesMidBody(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		slowSeen := make(chan struct{}, 1)
+		brokenSeen := make(chan struct{}) // the client saw /broken reset: /slow may answer
 		o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
 			switch r.URL.Path {
 			case "/broken":
@@ -539,7 +531,7 @@ func TestOriginClosesMidBody(t *testing.T) {
 				panic(http.ErrAbortHandler) // net/http closes the connection
 			case "/slow":
 				slowSeen <- struct{}{}
-				time.Sleep(300 * time.Millisecond)
+				<-brokenSeen
 				io.WriteString(w, "slow ok")
 			}
 		})
@@ -571,6 +563,7 @@ func TestOriginClosesMidBody(t *testing.T) {
 		if res.StatusCode != 200 || !errors.As(err, &se) || se.Code != http2.ErrCodeInternal {
 			t.Fatalf("broken: status %d, %d bytes, err %v: want RST_STREAM(INTERNAL_ERROR)", res.StatusCode, n, err)
 		}
+		close(brokenSeen)
 		if err := <-slow; err != nil {
 			t.Fatalf("concurrent stream: %v", err)
 		}
@@ -632,7 +625,9 @@ func TestStaleConnectionRetried(t *testing.T) {
 						t.Fatalf("request %d: %d %q", i, res.StatusCode, b)
 					}
 					if !drop {
-						time.Sleep(5 * time.Millisecond)
+						// The origin closes after each response: wait
+						// until the proxy has seen it close the idle one.
+						waitFor(t, func() bool { return up.Stats().OpenConns == 0 }, "the proxy to see the origin's close")
 					}
 				}
 				t.Logf("%s: retries %d, connects %d, served %d", name, up.Retries.Load(), up.Connects.Load(), served.Load())
@@ -832,6 +827,7 @@ http {
 		if time.Now().After(deadline) {
 			t.Fatalf("nginx not listening on %s: %s", addr, out.Bytes())
 		}
+		// Real time: nginx starts on its own; nothing tells us when it listens.
 		time.Sleep(10 * time.Millisecond)
 	}
 }

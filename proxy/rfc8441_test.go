@@ -324,6 +324,7 @@ func TestRFC8441Refusals(t *testing.T) {
 func TestRFC8441HalfCloseAndReset(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		originSaw := make(chan string, 4)
+		resetMe := make(chan struct{}, 1) // the origin read the line that asks for a reset
 		addr := rawTunnelOrigin(t, func(c *net.TCPConn, br *bufio.Reader) {
 			first, _ := br.ReadString('\n')
 			switch first {
@@ -335,6 +336,7 @@ func TestRFC8441HalfCloseAndReset(t *testing.T) {
 				fmt.Fprintf(c, "after EOF: %s", all)
 				c.CloseWrite()
 			case "reset-me\n":
+				resetMe <- struct{}{}
 				_, err := io.ReadAll(br)
 				originSaw <- fmt.Sprint("read ended: ", err)
 			case "die\n":
@@ -361,7 +363,7 @@ func TestRFC8441HalfCloseAndReset(t *testing.T) {
 			t.Fatalf("status %s", st)
 		}
 		c.fr.WriteData(3, false, []byte("reset-me\n"))
-		time.Sleep(50 * time.Millisecond)
+		<-resetMe
 		c.fr.WriteRSTStream(3, http2.ErrCodeCancel)
 		select {
 		case s := <-originSaw:

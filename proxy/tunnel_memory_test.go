@@ -55,6 +55,9 @@ func bigMessageOrigin(t *testing.T) (*origin, *atomic.Int64) {
 func awaitStall(written *atomic.Int64) int64 {
 	last := int64(-1)
 	for i := 0; i < 100; i++ {
+		// Real time: what stalls is the origin's writes, once the kernel's
+		// buffers are full, and nothing reports that; no proxy timer is
+		// involved, so no test clock can stand in for the wait.
 		time.Sleep(20 * time.Millisecond)
 		if w := written.Load(); w == last {
 			break

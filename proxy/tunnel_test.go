@@ -284,6 +284,8 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for: %s", what)
 		}
+		// Real time: cond is made true by other goroutines (the loop, an
+		// origin), not by a timer; this only paces the polling.
 		time.Sleep(10 * time.Millisecond)
 	}
 }
