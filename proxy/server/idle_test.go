@@ -9,17 +9,26 @@ import (
 	"time"
 
 	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/netpoll/looptest"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 )
 
 // TestIdleConnectionsReleaseAndResume: a connection that stays quiet across
 // the idle sweeps gives back its buffers (the session's, the staging
 // buffer, the front end's) and then serves on, on the same connection:
-// small and large responses and an upload, over h2 and HTTP/1.1.
+// small and large responses and an upload, over h2 and HTTP/1.1. The
+// sweeps run when the test moves the loop's clock on.
 func TestIdleConnectionsReleaseAndResume(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		r := newRoutes()
 		e := startEnv(t, backend, 1, r.forLoop, nil)
+		clock := looptest.NewClock(e.group.Loops()...)
+		// sweeps runs the loop's idle sweep (one a second) twice: the
+		// first clears the activity mark, the second releases.
+		sweeps := func() {
+			clock.Advance(time.Second)
+			clock.Advance(time.Second)
+		}
 		for _, proto := range []string{"h2", "http/1.1"} {
 			var dials atomic.Int32
 			cl := e.h2Client(&dials, nil)
@@ -47,11 +56,9 @@ func TestIdleConnectionsReleaseAndResume(t *testing.T) {
 				}
 			}
 			exchange(0)
-			// two sweeps at least: the first clears the activity mark,
-			// the second releases
-			time.Sleep(2500 * time.Millisecond)
+			sweeps()
 			exchange(1)
-			time.Sleep(2500 * time.Millisecond)
+			sweeps()
 			exchange(2)
 			if n := dials.Load(); n != 1 {
 				t.Fatalf("%s: %d connections, want the one kept alive across the sweeps", proto, n)

@@ -44,12 +44,16 @@ func TestPeerCloseWithLastBytes(t *testing.T) {
 			e.group.Loops()[0].Post(func() { <-busy })
 			c.Write(out.Bytes())
 			raw.(*net.TCPConn).CloseWrite()
+			// Real time: loopback delivers the bytes and the FIN on its
+			// own, and nothing tells the client they are in the
+			// server's socket; no timer of the server is involved.
 			time.Sleep(20 * time.Millisecond)
 			close(busy)
 			defer c.Close()
 		}
 		deadline := time.Now().Add(5 * time.Second)
 		for e.srv.Stats().Active > 0 && time.Now().Before(deadline) {
+			// Real time: polls a count the loop changes, paced.
 			time.Sleep(10 * time.Millisecond)
 		}
 		if n := e.srv.Stats().Active; n != 0 {

@@ -174,6 +174,7 @@ func TestH2LargeResponseSlowReader(t *testing.T) {
 				t.Fatal(err)
 			}
 			if i%4 == 0 {
+				// Real time: the client's own pace, a slow reader's.
 				time.Sleep(20 * time.Millisecond)
 			}
 		}
