@@ -265,6 +265,8 @@ func TestReloadListeners(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the removed port still answers after draining")
 		}
+		// Real time: the old listener closes when the reload's drain
+		// ends, off the loops; this paces the polling.
 		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -160,6 +160,8 @@ func TestClusterStartsWithoutRedis(t *testing.T) {
 		if rootPEM, err = st.Load(ctx, "pollproxy/ca/local/root.crt"); err != nil && time.Since(back) > bound {
 			t.Fatalf("no local CA root in Redis %v after it returned: %v", bound, err)
 		}
+		// Real time: Redis, certmagic and the instance retry on their
+		// own timers, off the loops; this paces the polling.
 		time.Sleep(100 * time.Millisecond)
 	}
 	localRoots := x509.NewCertPool()

@@ -54,6 +54,8 @@ func startBalancer(t *testing.T, port int, backends ...string) *balancer {
 				var err error
 				for try := 0; try < 50 && u == nil; try++ {
 					if try > 0 {
+						// Real time: a stand-in balancer waiting for a
+						// backend process to listen.
 						time.Sleep(100 * time.Millisecond)
 					}
 					for i := range uint64(len(b.backends)) {
@@ -133,6 +135,8 @@ func awaitLeaf(t *testing.T, addr, name string, roots *x509.CertPool, d time.Dur
 		if time.Now().After(deadline) {
 			t.Fatalf("%s at %s: no verified certificate after %v: %v", name, addr, d, err)
 		}
+		// Real time: ACME orders run off the loops, against Pebble's own
+		// timers; this paces the polling.
 		time.Sleep(200 * time.Millisecond)
 	}
 }
@@ -215,6 +219,7 @@ func TestClusterSharedRedis(t *testing.T) {
 	srv.Restart()
 	keys, err := st.List(ctx, "certificates", true)
 	for i := 0; err != nil && i < 50; i++ {
+		// Real time: the Redis server restarting, another process.
 		time.Sleep(100 * time.Millisecond)
 		keys, err = st.List(ctx, "certificates", true)
 	}

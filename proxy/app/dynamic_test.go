@@ -145,6 +145,8 @@ func TestDynamicA(t *testing.T) {
 				if time.Now().After(deadline) {
 					t.Fatalf("%s after the change: %q, want 200 b", proto, got)
 				}
+				// Real time: upstreams are re-resolved on a goroutine's
+				// timer, off the loops; this paces the polling.
 				time.Sleep(20 * time.Millisecond)
 			}
 		}

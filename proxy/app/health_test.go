@@ -53,6 +53,8 @@ localhost:%d {
 			if time.Now().After(deadline) {
 				t.Fatal("B still served after its health checks failed")
 			}
+			// Real time: active health checks run on goroutines' timers,
+			// off the loops; this paces the polling.
 			time.Sleep(20 * time.Millisecond)
 		}
 	})

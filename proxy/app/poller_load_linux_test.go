@@ -33,6 +33,8 @@ func startLoadOrigin(t *testing.T) string {
 		for i := 0; i < bigChunks; i++ {
 			w.Write(chunk)
 			w.(http.Flusher).Flush()
+			// Real time: the origin's own pace keeps the download
+			// streaming across the switches.
 			time.Sleep(bigPause)
 		}
 	}))
@@ -103,6 +105,7 @@ func TestPollerSwitchUnderLoad(t *testing.T) {
 	plan := []string{"poll", "epoll", "epoll poll", "poll", "epoll", "poll epoll", "epoll", "poll", "epoll poll", "epoll"}
 	var moves int
 	for _, p := range plan {
+		// Real time: traffic flows between the switches; a load test.
 		time.Sleep(60 * time.Millisecond)
 		evs, err := s.in.SwitchPollers(strings.Fields(p))
 		if err != nil {
@@ -123,6 +126,7 @@ func TestPollerSwitchUnderLoad(t *testing.T) {
 	if got, want := <-big, fmt.Sprintf("%d <nil>", bigChunks*bigChunk); got != want {
 		t.Errorf("long download across the switches: %s, want %s", got, want)
 	}
+	// Real time: load after the last switch, before the clients stop.
 	time.Sleep(100 * time.Millisecond)
 	stop.Store(true)
 	wg.Wait()

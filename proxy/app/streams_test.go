@@ -17,6 +17,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/netpoll/looptest"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 )
@@ -113,6 +114,9 @@ func echoUntilClosed(t *testing.T, c *websocket.Conn, limit time.Duration) time.
 		if err := echo(c, fmt.Sprintf("m%d", i)); err != nil {
 			return time.Now()
 		}
+		// Real time: what closes c here is the shutdown's grace period, a
+		// deadline kept off the loops (Instance.Shutdown), which no loop
+		// clock moves; this paces the echoes.
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("still open after %v", limit)
@@ -134,9 +138,10 @@ func streamSite(host string, port int, origin, delay, cert, key string) string {
 
 // TestReloadStreams: WebSockets and an SSE stream keep running across a
 // reload that keeps their site and upstream; the ones whose site or
-// upstream the reload removed close after stream_close_delay, not before,
-// in a way the client sees (the WebSocket read ends, the SSE body
-// breaks), and the kept ones go on echoing.
+// upstream the reload removed close once stream_close_delay has passed,
+// not a moment before, in a way the client sees (the WebSocket read ends,
+// the SSE body breaks), and the kept ones go on echoing. The delay runs
+// on the loops' clock, which the test moves.
 func TestReloadStreams(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		dir := t.TempDir()
@@ -152,6 +157,7 @@ func TestReloadStreams(t *testing.T) {
 		write(streamSite("localhost", port, a, "600ms", certFile, keyFile),
 			streamSite("gone.localhost", port, a, "600ms", certFile, keyFile))
 		r := start(t, file, Options{Pollers: []string{backend}})
+		clock := looptest.NewClock(r.in.group.Loops()...)
 		sc := newStreamClients(t, port, roots)
 
 		kept := sc.ws(t, fmt.Sprintf("wss://localhost:%d/ws", port))
@@ -162,20 +168,31 @@ func TestReloadStreams(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		events := bufio.NewReader(resp.Body)
-		sseErr := make(chan time.Time, 1)
+		sseErr := make(chan struct{})
 		go func() {
+			defer close(sseErr)
 			for {
 				if _, err := events.ReadString('\n'); err != nil {
-					sseErr <- time.Now()
 					return
 				}
 			}
 		}()
+		sseOpen := func(when string) {
+			t.Helper()
+			select {
+			case <-sseErr:
+				t.Fatalf("SSE stream ended %s", when)
+			default:
+			}
+		}
 		for i, c := range []*websocket.Conn{kept, gone} {
 			if err := echo(c, "before"); err != nil {
 				t.Fatalf("ws %d before the reload: %v", i, err)
 			}
 		}
+		// Reload returns once every loop has armed its handlers' close
+		// delay, and Advance once the timers due have run and what they
+		// wrote is on its way: a stream they closed fails its next echo.
 
 		// A reload that changes nothing these streams use: all stay.
 		write(streamSite("localhost", port, a, "600ms", certFile, keyFile),
@@ -184,34 +201,31 @@ func TestReloadStreams(t *testing.T) {
 		if err := r.in.Reload(); err != nil {
 			t.Fatalf("reload: %v", err)
 		}
-		time.Sleep(2 * delay)
+		clock.Advance(2 * delay)
 		for i, c := range []*websocket.Conn{kept, gone} {
 			if err := echo(c, "after a reload keeping it"); err != nil {
 				t.Fatalf("ws %d after a reload that kept its site: %v", i, err)
 			}
 		}
-		select {
-		case <-sseErr:
-			t.Fatal("SSE stream ended by a reload that kept its site")
-		default:
-		}
+		sseOpen("by a reload that kept its site")
 
 		// gone.localhost removed: its tunnel and its SSE stream close
 		// after the delay, and only then.
 		write(streamSite("localhost", port, a, "600ms", certFile, keyFile))
-		reloaded := time.Now()
 		if err := r.in.Reload(); err != nil {
 			t.Fatalf("reload: %v", err)
 		}
-		closedAt := echoUntilClosed(t, gone, 10*time.Second)
-		if d := closedAt.Sub(reloaded); d < delay {
-			t.Errorf("a removed site's WebSocket closed %v after the reload, before stream_close_delay %v", d, delay)
+		clock.Advance(delay - time.Millisecond)
+		if err := echo(gone, "a moment before the delay"); err != nil {
+			t.Fatalf("a removed site's WebSocket closed before stream_close_delay: %v", err)
+		}
+		sseOpen("before stream_close_delay")
+		clock.Advance(time.Millisecond)
+		if err := echo(gone, "at the delay"); err == nil {
+			t.Fatal("a removed site's WebSocket still echoes after stream_close_delay")
 		}
 		select {
-		case at := <-sseErr:
-			if d := at.Sub(reloaded); d < delay {
-				t.Errorf("a removed site's SSE stream broke %v after the reload, before %v", d, delay)
-			}
+		case <-sseErr:
 		case <-time.After(10 * time.Second):
 			t.Fatal("a removed site's SSE stream still open")
 		}
@@ -224,12 +238,16 @@ func TestReloadStreams(t *testing.T) {
 		// localhost moved to origin b: its tunnel to a closes after the
 		// delay; a new one reaches b.
 		write(streamSite("localhost", port, b, "600ms", certFile, keyFile))
-		reloaded = time.Now()
 		if err := r.in.Reload(); err != nil {
 			t.Fatalf("reload: %v", err)
 		}
-		if d := echoUntilClosed(t, kept, 10*time.Second).Sub(reloaded); d < delay {
-			t.Errorf("a removed upstream's WebSocket closed %v after the reload, before %v", d, delay)
+		clock.Advance(delay - time.Millisecond)
+		if err := echo(kept, "a moment before the delay"); err != nil {
+			t.Fatalf("a removed upstream's WebSocket closed before stream_close_delay: %v", err)
+		}
+		clock.Advance(time.Millisecond)
+		if err := echo(kept, "at the delay"); err == nil {
+			t.Fatal("a removed upstream's WebSocket still echoes after stream_close_delay")
 		}
 		fresh := sc.ws(t, fmt.Sprintf("wss://localhost:%d/ws", port))
 		if err := echo(fresh, "to b"); err != nil {

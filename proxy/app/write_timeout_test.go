@@ -170,7 +170,10 @@ func TestServersWriteTimeout(t *testing.T) {
 					fmt.Fprintf(c, "GET /big HTTP/1.1\r\nHost: localhost\r\n\r\n")
 				}
 				// Not reading: the proxy's writes block, and after the write
-				// timeout it resets the connection.
+				// timeout it resets the connection. Real time: the timer
+				// starts when the kernel's buffers have filled, which
+				// nothing reports, so a test clock could not be moved
+				// after it; five times the timeout covers that.
 				time.Sleep(1500 * time.Millisecond)
 				c.SetReadDeadline(time.Now().Add(20 * time.Second))
 				n, err := io.Copy(io.Discard, c)
