@@ -265,8 +265,9 @@ func TestReloadListeners(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the removed port still answers after draining")
 		}
-		// Real time: the old listener closes when the reload's drain
-		// ends, off the loops; this paces the polling.
+		// Real time: the removed server closes on a goroutine of its
+		// own once drained, no loop timer involved; this paces the
+		// polling.
 		time.Sleep(50 * time.Millisecond)
 	}
 }
