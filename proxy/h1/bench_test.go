@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/pollproxy/pollproxy/proxy/stream"
+	"github.com/pollproxy/pollproxy/proxy/stream/streamtest"
 )
 
 // benchRequest is a typical browser request head of about 400 bytes.
@@ -107,7 +108,7 @@ func respondBench(w stream.ResponseWriter) {
 // benchServerConn feeds one kept-alive request per iteration to a front end
 // serving with serve; after, if not nil, runs once the Feed returned.
 func benchServerConn(b *testing.B, serve func(w stream.ResponseWriter) stream.Events, after func()) {
-	benchServerConnOn(b, &testLoop{noTimers: true}, serve, after)
+	benchServerConnOn(b, &testLoop{Transport: &streamtest.Transport{NoTimers: true}}, serve, after)
 }
 
 func benchServerConnOn(b *testing.B, l *testLoop, serve func(w stream.ResponseWriter) stream.Events, after func()) {
@@ -117,8 +118,7 @@ func benchServerConnOn(b *testing.B, l *testLoop, serve func(w stream.ResponseWr
 	c := NewServerConn(l, allocHandler{h}, ServerConfig{})
 	b.ReportAllocs()
 	for b.Loop() {
-		l.out.Reset()
-		l.flushed = 0
+		l.Pending = l.Pending[:0]
 		if err := c.Feed(benchRequest); err != nil {
 			b.Fatal(err)
 		}
@@ -153,7 +153,7 @@ func BenchmarkServerConnAsync(b *testing.B) {
 // armed around every request. The connection re-arms its one timer
 // (stream.ResettableTimer) instead of allocating one per request.
 func BenchmarkServerConnTimers(b *testing.B) {
-	benchServerConnOn(b, &testLoop{}, func(w stream.ResponseWriter) stream.Events {
+	benchServerConnOn(b, &testLoop{Transport: streamtest.NewTransport()}, func(w stream.ResponseWriter) stream.Events {
 		respondBench(w)
 		return nil
 	}, nil)

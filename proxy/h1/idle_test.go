@@ -17,7 +17,7 @@ func TestServerReleaseIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 	var released int
-	l.do(func() {
+	l.Step(func() {
 		released = l.conn.ReleaseIdle()
 		if l.conn.p.req.Header != nil || l.conn.p.req.Path != "" || l.conn.p.hr.spans != nil || l.conn.p.hr.buf != nil {
 			t.Errorf("after ReleaseIdle the parser still holds the last request: %+v, %d spans", l.conn.p.req, len(l.conn.p.hr.spans))
@@ -31,7 +31,7 @@ func TestServerReleaseIdle(t *testing.T) {
 	if err := l.feed(t, "GET /second HTTP/1.1\r\nHost: example.org\r\n"); err != nil {
 		t.Fatal(err)
 	}
-	l.do(func() {
+	l.Step(func() {
 		if n := l.conn.ReleaseIdle(); n != 0 {
 			t.Errorf("ReleaseIdle released %d bytes in the middle of a head", n)
 		}

@@ -3,7 +3,6 @@ package h1
 import (
 	"bytes"
 	"errors"
-	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,122 +12,31 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/stream/streamtest"
 )
 
-// testLoop is an in-memory stream.Transport that stands in for the event
-// loop, single-threaded as the loop is. Each call into the connection is a
-// step (do): after it, the loop delivers what the real one would before
-// the next event — the Feed owed after PauseRead(false), with no new
-// bytes, and the Flush asked for with FlushLater. Time is a manual clock:
-// Now is fake, AfterFunc registers a timer, and advance moves time on and
-// fires the timers that fall due, each as a step of its own.
+// testLoop is the connection under test on streamtest's in-memory
+// transport, which plays the event loop, single-threaded as the loop is:
+// each call into the connection is a step (Step), after which the
+// transport delivers what the real loop would before the next event, and
+// time is a manual clock (Advance fires the timers that fall due, each as
+// a step of its own).
 type testLoop struct {
-	out      bytes.Buffer
-	flushed  int // bytes of out "on the socket"; the rest is Buffered
-	closed   bool
-	paused   bool
-	pauses   int // PauseRead(true) calls
-	resumes  int // PauseRead(false) calls
-	conn     *ServerConn
-	writeCnt int
-	noTimers bool // a clock whose timers never fire, for allocation counts
-
-	feedOwed  bool  // PauseRead(false): a Feed is owed, bytes or not
-	flushOwed bool  // FlushLater: the front end's Flush is owed
-	feeds     int   // owed Feeds delivered
-	feedErr   error // the first error an owed Feed returned
-
-	clock *streamtest.Clock
+	*streamtest.Transport
+	conn *ServerConn
 }
 
-// epoch is the manual clock's start.
-var epoch = time.Date(2024, 5, 27, 10, 0, 0, 0, time.UTC)
-
-func (l *testLoop) Write(p []byte) { l.out.Write(p); l.writeCnt++ }
-func (l *testLoop) Buffered() int  { return l.out.Len() - l.flushed }
-func (l *testLoop) Close()         { l.closed = true }
-func (l *testLoop) FlushLater()    { l.flushOwed = true }
-
-// PauseRead follows the real transport: resuming never feeds inline, it
-// owes a Feed that the loop delivers after the current step, paused or
-// not before.
-func (l *testLoop) PauseRead(p bool) {
-	l.paused = p
-	if p {
-		l.pauses++
-		return
-	}
-	l.resumes++
-	l.feedOwed = true
-}
-
-func (l *testLoop) Clock() stream.Clock {
-	if l.noTimers {
-		return nopClock{}
-	}
-	return l.clk()
-}
-func (l *testLoop) RemoteAddr() netip.AddrPort { return netip.MustParseAddrPort("192.0.2.1:4242") }
-
-type nopClock struct{}
-
-// nopTimer never fires: allocation counts leave the timers out.
-type nopTimer struct{}
-
-func (nopTimer) Stop() bool { return false }
-
-func (nopClock) AfterFunc(time.Duration, func()) stream.Timer { return nopTimer{} }
-func (nopClock) Now() time.Time                               { return epoch }
-
-// clk is the loop's manual clock, started at epoch on first use.
-func (l *testLoop) clk() *streamtest.Clock {
-	if l.clock == nil {
-		l.clock = streamtest.NewClock(epoch)
-	}
-	return l.clock
-}
-
-// advance moves the clock on by d, firing every timer that falls due on
-// the way, earliest first, each as a loop step at its own time.
-func (l *testLoop) advance(d time.Duration) { l.clk().Advance(d, l.do) }
-
-// pendingTimers counts the timers still to fire.
-func (l *testLoop) pendingTimers() int { return l.clk().Pending() }
-
-// do runs f as one loop step, then delivers what the loop owes the
-// connection before its next event: Feeds owed after PauseRead(false)
-// (while reading is not paused again, as the real connection does) and
-// the Flush asked for, until nothing is owed.
-func (l *testLoop) do(f func()) {
-	f()
-	for {
-		switch {
-		case l.closed:
-			return // the real connection drops its front end on Close
-		case l.feedOwed && !l.paused:
-			l.feedOwed = false
-			l.feeds++
-			if err := l.conn.Feed(nil); err != nil {
-				if l.feedErr == nil {
-					l.feedErr = err
-				}
-				l.closed = true
-			}
-		case l.flushOwed:
-			l.flushOwed = false
-			l.conn.Flush()
-		default:
-			return
-		}
-	}
+// newTestLoop returns a loop that records everything the connection
+// writes, for output.
+func newTestLoop() *testLoop {
+	l := &testLoop{Transport: streamtest.NewTransport()}
+	l.Record = true
+	return l
 }
 
 func (l *testLoop) feed(t *testing.T, s string) error {
 	t.Helper()
-	var err error
-	l.do(func() { err = l.conn.Feed([]byte(s)) })
-	return err
+	return l.Feed([]byte(s))
 }
 
-func (l *testLoop) output() string { return l.out.String() }
+func (l *testLoop) output() string { return string(l.Output) }
 
 // must checks cond between loop steps: every transition, including one
 // taken up from an owed Feed, has happened by then.
@@ -194,8 +102,11 @@ func respond(body string) func(*testHandler, *stream.Request, stream.ResponseWri
 func itoa(n int) string { return strconv.Itoa(n) }
 
 func newTestConn(h *testHandler, cfg ServerConfig) *testLoop {
-	l := &testLoop{}
-	l.do(func() { l.conn = NewServerConn(l, h, cfg) })
+	l := newTestLoop()
+	l.Step(func() {
+		l.conn = NewServerConn(l, h, cfg)
+		l.Conn = l.conn
+	})
 	return l
 }
 
@@ -279,9 +190,9 @@ func TestServerKeepAlive(t *testing.T) {
 			t.Fatalf("response %d: %+v", i, r)
 		}
 	}
-	if l.closed || len(h.reqs) != 3 || h.reqs[2].Path != "/2" || h.reqs[0].Authority != "example.com" ||
+	if l.Closed || len(h.reqs) != 3 || h.reqs[2].Path != "/2" || h.reqs[0].Authority != "example.com" ||
 		h.reqs[0].Scheme != "https" || h.reqs[0].RemoteAddr.Port() != 4242 {
-		t.Fatalf("closed %v, reqs %+v", l.closed, h.reqs)
+		t.Fatalf("closed %v, reqs %+v", l.Closed, h.reqs)
 	}
 }
 
@@ -297,7 +208,7 @@ func TestServerPipelining(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 1; i <= 3; i++ {
-		l.do(func() {
+		l.Step(func() {
 			if len(h.reqs) != i {
 				t.Fatalf("before response %d: %d requests served", i, len(h.reqs))
 			}
@@ -314,7 +225,7 @@ func TestServerPipelining(t *testing.T) {
 			l.must(t, "next request", func() bool { return len(h.reqs) == i+1 })
 		}
 	}
-	l.must(t, "close", func() bool { return l.closed })
+	l.must(t, "close", func() bool { return l.Closed })
 	rs := readResponses(t, l.output(), true, "GET", "HEAD", "GET")
 	if rs[1].body != "" || rs[1].get("content-length") != "2" || rs[2].keep || rs[2].get("connection") != "" {
 		t.Fatalf("responses %+v", rs)
@@ -333,20 +244,20 @@ func TestServerPipelineBufferPauses(t *testing.T) {
 	if err := l.feed(t, strings.Repeat(one, 10)); err != nil {
 		t.Fatal(err)
 	}
-	l.do(func() {
-		if !l.paused || len(h.reqs) != 1 {
-			t.Fatalf("paused %v, %d served", l.paused, len(h.reqs))
+	l.Step(func() {
+		if !l.Paused || len(h.reqs) != 1 {
+			t.Fatalf("paused %v, %d served", l.Paused, len(h.reqs))
 		}
 	})
 	for i := 1; i <= 10; i++ {
-		l.do(func() {
+		l.Step(func() {
 			h.ws[i-1].WriteHeader(204, nil, true)
 		})
 		if i < 10 {
 			l.must(t, "next", func() bool { return len(h.reqs) == i+1 })
 		}
 	}
-	l.must(t, "unpaused", func() bool { return !l.paused })
+	l.must(t, "unpaused", func() bool { return !l.Paused })
 	if rs := readResponses(t, l.output(), false, strings.Split(strings.Repeat("GET ", 10), " ")[:10]...); rs[9].status != 204 {
 		t.Fatal(rs)
 	}
@@ -378,9 +289,9 @@ func TestServerChunkedUploadBackpressure(t *testing.T) {
 	if err := l.feed(t, in); err != nil {
 		t.Fatal(err)
 	}
-	l.do(func() {
-		if !l.paused || ev.body.Len() != 16 {
-			t.Fatalf("paused %v after %d bytes", l.paused, ev.body.Len())
+	l.Step(func() {
+		if !l.Paused || ev.body.Len() != 16 {
+			t.Fatalf("paused %v after %d bytes", l.Paused, ev.body.Len())
 		}
 		if r := h.reqs[0]; r.ContentLength != -1 || !r.HasBody {
 			t.Fatalf("request %+v", r)
@@ -388,7 +299,7 @@ func TestServerChunkedUploadBackpressure(t *testing.T) {
 	})
 	for step := 0; step < 20; step++ {
 		var done bool
-		l.do(func() {
+		l.Step(func() {
 			done = ev.ended
 			if !done {
 				n := ev.body.Len()
@@ -409,9 +320,9 @@ func TestServerChunkedUploadBackpressure(t *testing.T) {
 	if ev.body.String() != body.String() || len(ev.trailers) != 1 || ev.trailers[0].Name != "x-client" {
 		t.Fatalf("body %q trailers %v", ev.body.String(), ev.trailers)
 	}
-	l.do(func() {
-		if l.pauses == 0 || l.paused {
-			t.Fatalf("pauses %d, paused %v", l.pauses, l.paused)
+	l.Step(func() {
+		if l.Pauses == 0 || l.Paused {
+			t.Fatalf("pauses %d, paused %v", l.Pauses, l.Paused)
 		}
 	})
 	rs := readResponses(t, l.output(), false, "POST")
@@ -458,8 +369,8 @@ func TestServerExpectContinue(t *testing.T) {
 	l2 := newTestConn(h2, ServerConfig{})
 	l2.feed(t, "PUT /f HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 4000000\r\n\r\n")
 	rs = readResponses(t, l2.output(), true, "PUT")
-	if len(rs[0].infos) != 0 || rs[0].status != 413 || rs[0].keep || !l2.closed {
-		t.Fatalf("%+v closed %v", rs[0], l2.closed)
+	if len(rs[0].infos) != 0 || rs[0].status != 413 || rs[0].keep || !l2.Closed {
+		t.Fatalf("%+v closed %v", rs[0], l2.Closed)
 	}
 }
 
@@ -507,8 +418,8 @@ func TestServerConnectionClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := readResponses(t, l.output(), true, "GET")
-	if rs[0].keep || !l.closed || len(h.reqs) != 1 {
-		t.Fatalf("%+v closed %v reqs %d", rs[0], l.closed, len(h.reqs))
+	if rs[0].keep || !l.Closed || len(h.reqs) != 1 {
+		t.Fatalf("%+v closed %v reqs %d", rs[0], l.Closed, len(h.reqs))
 	}
 }
 
@@ -527,7 +438,7 @@ func TestServerHTTP10(t *testing.T) {
 		t.Fatalf("%q", out)
 	}
 	rs := readResponses(t, out, true, "GET")
-	if rs[0].body != "close-delimited" || !l.closed || h.reqs[0].Proto != "HTTP/1.0" {
+	if rs[0].body != "close-delimited" || !l.Closed || h.reqs[0].Proto != "HTTP/1.0" {
 		t.Fatalf("%+v", rs[0])
 	}
 
@@ -535,7 +446,7 @@ func TestServerHTTP10(t *testing.T) {
 	h = &testHandler{serve: respond("x")}
 	l = newTestConn(h, ServerConfig{})
 	l.feed(t, "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
-	if out := l.output(); !strings.Contains(out, "connection: keep-alive") || l.closed {
+	if out := l.output(); !strings.Contains(out, "connection: keep-alive") || l.Closed {
 		t.Fatalf("%q", out)
 	}
 }
@@ -562,13 +473,13 @@ func TestServerHeaderTimeout(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		l.feed(t, "X") // at 0, 10 and 20 ms
 		if i < 2 {
-			l.advance(10 * time.Millisecond)
+			l.Advance(10 * time.Millisecond)
 		}
 	}
-	l.advance(9 * time.Millisecond)
-	l.must(t, "open 29 ms in", func() bool { return !l.closed })
-	l.advance(time.Millisecond)
-	l.must(t, "timeout at 30 ms", func() bool { return l.closed })
+	l.Advance(9 * time.Millisecond)
+	l.must(t, "open 29 ms in", func() bool { return !l.Closed })
+	l.Advance(time.Millisecond)
+	l.must(t, "timeout at 30 ms", func() bool { return l.Closed })
 	if out := l.output(); !strings.HasPrefix(out, "HTTP/1.1 408 Request Timeout\r\n") || !strings.Contains(out, "connection: close") {
 		t.Fatalf("%q", out)
 	}
@@ -580,10 +491,10 @@ func TestServerHeaderTimeout(t *testing.T) {
 	l = newTestConn(h, ServerConfig{HeaderTimeout: time.Hour, IdleTimeout: 20 * time.Millisecond})
 	l.feed(t, "GET / HTTP/1.1\r\nHost: h\r\n\r\n")
 	before := l.output()
-	l.advance(19 * time.Millisecond)
-	l.must(t, "open 19 ms in", func() bool { return !l.closed })
-	l.advance(time.Millisecond)
-	l.must(t, "idle close at 20 ms", func() bool { return l.closed })
+	l.Advance(19 * time.Millisecond)
+	l.must(t, "open 19 ms in", func() bool { return !l.Closed })
+	l.Advance(time.Millisecond)
+	l.must(t, "idle close at 20 ms", func() bool { return l.Closed })
 	if l.output() != before {
 		t.Fatalf("idle close wrote %q", l.output()[len(before):])
 	}
@@ -607,9 +518,9 @@ func TestServerBadRequests(t *testing.T) {
 		l := newTestConn(h, ServerConfig{MaxRequestBody: 1000})
 		err := l.feed(t, tc.in)
 		out := l.output()
-		if err == nil || !l.closed || !strings.HasPrefix(out, "HTTP/1.1 "+tc.status+" ") ||
+		if err == nil || !l.Closed || !strings.HasPrefix(out, "HTTP/1.1 "+tc.status+" ") ||
 			!strings.Contains(out, "connection: close") || len(h.reqs) != 0 {
-			t.Errorf("%.40q: err %v closed %v out %q", tc.in, err, l.closed, out)
+			t.Errorf("%.40q: err %v closed %v out %q", tc.in, err, l.Closed, out)
 		}
 		readResponses(t, out, true, "GET")
 	}
@@ -625,7 +536,7 @@ func TestServerBadChunkMidBody(t *testing.T) {
 	}}
 	l := newTestConn(h, ServerConfig{})
 	err := l.feed(t, "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\nzz\r\n")
-	if err == nil || ev.aborted == nil || !l.closed || !strings.HasPrefix(l.output(), "HTTP/1.1 400 ") {
+	if err == nil || ev.aborted == nil || !l.Closed || !strings.HasPrefix(l.output(), "HTTP/1.1 400 ") {
 		t.Fatalf("err %v aborted %v out %q", err, ev.aborted, l.output())
 	}
 }
@@ -642,7 +553,7 @@ func TestServerWriteBackpressure(t *testing.T) {
 	l.feed(t, "GET / HTTP/1.1\r\nHost: h\r\n\r\n")
 	payload := bytes.Repeat([]byte("z"), 3000)
 	var sent int
-	l.do(func() {
+	l.Step(func() {
 		n, err := w.Write(payload)
 		if err != nil || n >= len(payload) || n == 0 {
 			t.Fatalf("first write %d %v", n, err)
@@ -653,14 +564,14 @@ func TestServerWriteBackpressure(t *testing.T) {
 		}
 	})
 	for sent < len(payload) {
-		l.do(func() {
-			l.flushed = l.out.Len()
+		l.Step(func() {
+			l.Pending = l.Pending[:0]
 			l.conn.OnDrained()
 			n, _ := w.Write(payload[sent:])
 			sent += n
 		})
 	}
-	l.do(func() {
+	l.Step(func() {
 		w.Close(nil)
 		if ev.writable == 0 {
 			t.Fatal("no OnWritable")
@@ -682,14 +593,14 @@ func TestServerEarlyResponseDiscardsBody(t *testing.T) {
 	l.feed(t, "cde")
 	l.feed(t, "GET /next HTTP/1.1\r\nHost: h\r\n\r\n")
 	l.must(t, "next", func() bool { return len(h.reqs) == 2 })
-	if l.closed || h.reqs[1].Path != "/next" {
+	if l.Closed || h.reqs[1].Path != "/next" {
 		t.Fatal("connection not reused after a discarded body")
 	}
 
 	// Too large to discard: the connection closes after the response.
 	l = newTestConn(h, ServerConfig{MaxDiscard: 10})
 	l.feed(t, "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 500\r\n\r\nab")
-	if !l.closed {
+	if !l.Closed {
 		t.Fatal("large unread body kept the connection")
 	}
 }
@@ -702,11 +613,11 @@ func TestServerAbortAndReset(t *testing.T) {
 	l := newTestConn(h, ServerConfig{})
 	l.feed(t, "GET / HTTP/1.1\r\nHost: h\r\n\r\n")
 	gone := errors.New("peer reset")
-	l.do(func() { l.conn.Abort(gone) })
+	l.Step(func() { l.conn.Abort(gone) })
 	if ev.aborted != gone {
 		t.Fatalf("aborted %v", ev.aborted)
 	}
-	l.do(func() {
+	l.Step(func() {
 		if err := h.ws[0].WriteHeader(200, nil, true); err != stream.ErrStreamClosed {
 			t.Fatalf("write after abort: %v", err)
 		}
@@ -715,9 +626,9 @@ func TestServerAbortAndReset(t *testing.T) {
 	ev = &testEvents{}
 	l = newTestConn(h, ServerConfig{})
 	l.feed(t, "GET / HTTP/1.1\r\nHost: h\r\n\r\n")
-	l.do(func() { h.ws[1].Reset(stream.CodeCancel) })
-	if !l.closed || ev.aborted != nil {
-		t.Fatalf("reset: closed %v aborted %v", l.closed, ev.aborted)
+	l.Step(func() { h.ws[1].Reset(stream.CodeCancel) })
+	if !l.Closed || ev.aborted != nil {
+		t.Fatalf("reset: closed %v aborted %v", l.Closed, ev.aborted)
 	}
 }
 
@@ -727,17 +638,17 @@ func TestServerShutdown(t *testing.T) {
 	}}
 	l := newTestConn(h, ServerConfig{})
 	l.feed(t, "GET / HTTP/1.1\r\nHost: h\r\n\r\n")
-	l.do(func() { l.conn.Shutdown() })
-	if l.closed {
+	l.Step(func() { l.conn.Shutdown() })
+	if l.Closed {
 		t.Fatal("closed with a request in flight")
 	}
-	l.do(func() { h.ws[0].WriteHeader(200, nil, true) })
-	if !l.closed || !strings.Contains(l.output(), "connection: close") {
-		t.Fatalf("closed %v out %q", l.closed, l.output())
+	l.Step(func() { h.ws[0].WriteHeader(200, nil, true) })
+	if !l.Closed || !strings.Contains(l.output(), "connection: close") {
+		t.Fatalf("closed %v out %q", l.Closed, l.output())
 	}
 	l = newTestConn(h, ServerConfig{})
-	l.do(func() { l.conn.Shutdown() })
-	if !l.closed {
+	l.Step(func() { l.conn.Shutdown() })
+	if !l.Closed {
 		t.Fatal("idle connection not closed by Shutdown")
 	}
 }
@@ -768,12 +679,12 @@ func TestServerAllocs(t *testing.T) {
 		w.Close(nil)
 		return nil
 	}
-	l := &testLoop{noTimers: true}
+	l := &testLoop{Transport: &streamtest.Transport{NoTimers: true}}
 	c := NewServerConn(l, allocHandler{h}, ServerConfig{})
-	l.conn = c
+	l.conn, l.Conn = c, c
 	in := []byte("GET /x HTTP/1.1\r\nHost: h\r\nUser-Agent: bench\r\nAccept: */*\r\n\r\n")
 	a := testing.AllocsPerRun(200, func() {
-		l.out.Reset()
+		l.Pending = l.Pending[:0]
 		c.Feed(in)
 	})
 	// One string for the head; timers are the loop's business.
@@ -782,8 +693,8 @@ func TestServerAllocs(t *testing.T) {
 	}
 	// Nor does a request cost the loop anything more: no resumed reads,
 	// no Feed owed, no Flush asked for.
-	if l.resumes != 0 || l.pauses != 0 || l.feedOwed || l.flushOwed {
-		t.Fatalf("resumes %d pauses %d feed owed %v flush owed %v", l.resumes, l.pauses, l.feedOwed, l.flushOwed)
+	if l.Resumes != 0 || l.Pauses != 0 || l.FeedOwed || l.FlushOwed {
+		t.Fatalf("resumes %d pauses %d feed owed %v flush owed %v", l.Resumes, l.Pauses, l.FeedOwed, l.FlushOwed)
 	}
 }
 
@@ -797,15 +708,15 @@ func TestServerAsyncAnswerCostsNoFeed(t *testing.T) {
 	l := newTestConn(h, ServerConfig{IdleTimeout: time.Second})
 	for i := 0; i < 3; i++ {
 		l.feed(t, "GET / HTTP/1.1\r\nHost: h\r\n\r\n")
-		l.must(t, "served", func() bool { return len(h.reqs) == i+1 && l.pendingTimers() == 0 })
-		l.do(func() { h.ws[i].WriteHeader(204, nil, true) })
-		l.must(t, "idle timer armed", func() bool { return l.pendingTimers() == 1 })
+		l.must(t, "served", func() bool { return len(h.reqs) == i+1 && l.Time.Pending() == 0 })
+		l.Step(func() { h.ws[i].WriteHeader(204, nil, true) })
+		l.must(t, "idle timer armed", func() bool { return l.Time.Pending() == 1 })
 	}
-	if l.resumes != 0 || l.feeds != 0 || l.closed {
-		t.Fatalf("resumes %d feeds %d closed %v", l.resumes, l.feeds, l.closed)
+	if l.Resumes != 0 || l.Feeds != 0 || l.Closed {
+		t.Fatalf("resumes %d feeds %d closed %v", l.Resumes, l.Feeds, l.Closed)
 	}
-	l.advance(time.Second)
-	l.must(t, "idle close", func() bool { return l.closed })
+	l.Advance(time.Second)
+	l.must(t, "idle close", func() bool { return l.Closed })
 }
 
 // allocHandler skips testHandler's recording, which allocates.
@@ -822,15 +733,15 @@ func TestServerIdleTimerRestarts(t *testing.T) {
 	l := newTestConn(h, ServerConfig{IdleTimeout: 60 * time.Millisecond})
 	for i := 0; i < 4; i++ {
 		l.feed(t, "GET / HTTP/1.1\r\nHost: h\r\n\r\n")
-		l.advance(30 * time.Millisecond)
-		if l.closed {
+		l.Advance(30 * time.Millisecond)
+		if l.Closed {
 			t.Fatalf("closed %d ms into a busy connection", 30*(i+1))
 		}
 	}
-	l.advance(29 * time.Millisecond)
-	l.must(t, "open 59 ms after the last exchange", func() bool { return !l.closed })
-	l.advance(time.Millisecond)
-	l.must(t, "idle close 60 ms after the last exchange", func() bool { return l.closed })
+	l.Advance(29 * time.Millisecond)
+	l.must(t, "open 59 ms after the last exchange", func() bool { return !l.Closed })
+	l.Advance(time.Millisecond)
+	l.must(t, "idle close 60 ms after the last exchange", func() bool { return l.Closed })
 }
 
 // TestServerBodyEndWithFullWindow: the end of a body costs no window, so a
@@ -849,9 +760,9 @@ func TestServerBodyEndWithFullWindow(t *testing.T) {
 		for i := 0; i < len(in); i++ {
 			l.feed(t, in[i:i+1])
 		}
-		l.do(func() {
-			if !ev.ended || ev.body.String() != "hello" || l.paused {
-				t.Fatalf("%q: ended %v body %q paused %v", in, ev.ended, ev.body.String(), l.paused)
+		l.Step(func() {
+			if !ev.ended || ev.body.String() != "hello" || l.Paused {
+				t.Fatalf("%q: ended %v body %q paused %v", in, ev.ended, ev.body.String(), l.Paused)
 			}
 		})
 	}
@@ -884,8 +795,8 @@ func TestServerSplitInvariance(t *testing.T) {
 		for _, p := range pieces {
 			l.feed(t, p)
 		}
-		l.must(t, "close", func() bool { return l.closed })
-		return l.output(), l.closed
+		l.must(t, "close", func() bool { return l.Closed })
+		return l.output(), l.Closed
 	}
 	want, _ := run([]string{in})
 	rs := readResponses(t, want, true, "GET", "POST", "PUT", "HEAD", "GET")
@@ -930,19 +841,19 @@ func TestServerDrainedEndsExchange(t *testing.T) {
 	}}
 	l := newTestConn(h, ServerConfig{WriteHighWater: 1000})
 	l.feed(t, "GET /1 HTTP/1.1\r\nHost: h\r\n\r\nGET /2 HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
-	for step := 0; step < 10 && !l.closed; step++ {
-		l.do(func() {
+	for step := 0; step < 10 && !l.Closed; step++ {
+		l.Step(func() {
 			served := len(h.reqs)
-			l.flushed = l.out.Len()
+			l.Pending = l.Pending[:0]
 			l.conn.OnDrained()
 			if len(h.reqs) != served {
 				t.Fatal("next request started inside OnDrained")
 			}
 		})
 	}
-	l.must(t, "both served, then closed", func() bool { return len(h.reqs) == 2 && l.closed })
-	if evs[0].writable == 0 || l.feeds == 0 {
-		t.Fatalf("writable %d, owed feeds %d", evs[0].writable, l.feeds)
+	l.must(t, "both served, then closed", func() bool { return len(h.reqs) == 2 && l.Closed })
+	if evs[0].writable == 0 || l.Feeds == 0 {
+		t.Fatalf("writable %d, owed feeds %d", evs[0].writable, l.Feeds)
 	}
 	rs := readResponses(t, l.output(), true, "GET", "GET")
 	if rs[0].body != string(payload) || rs[1].body != string(payload) || rs[1].keep {
