@@ -2,47 +2,14 @@ package h2
 
 import (
 	"bytes"
-	"net/netip"
 	"testing"
-	"time"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/pollproxy/pollproxy/proxy/stream"
+	"github.com/pollproxy/pollproxy/proxy/stream/streamtest"
 )
-
-// memTransport collects output in memory: the state machine without sockets.
-// The benchmark plays the loop: Flush after each Feed when it was asked for.
-type memTransport struct {
-	n           int
-	flushWanted bool
-}
-
-func (t *memTransport) Write(p []byte)             { t.n += len(p) }
-func (t *memTransport) Buffered() int              { return 0 }
-func (t *memTransport) PauseRead(bool)             {}
-func (t *memTransport) Close()                     {}
-func (t *memTransport) Clock() stream.Clock        { return nopClock{} }
-func (t *memTransport) RemoteAddr() netip.AddrPort { return netip.AddrPort{} }
-
-var benchTime = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-
-// endIteration calls Flush if it was asked for, as the loop would.
-func (t *memTransport) endIteration(sc *ServerConn) {
-	if t.flushWanted {
-		t.flushWanted = false
-		sc.Flush()
-	}
-}
-
-type nopClock struct{}
-type nopTimer struct{}
-
-func (nopClock) AfterFunc(time.Duration, func()) stream.Timer { return nopTimer{} }
-func (nopClock) Now() time.Time                               { return benchTime }
-func (t *memTransport) FlushLater()                           { t.flushWanted = true }
-func (nopTimer) Stop() bool                                   { return true }
 
 // BenchmarkGET feeds one HEADERS frame per request (plus the client's
 // WINDOW_UPDATE for the previous body) and lets a handler answer with a
@@ -61,9 +28,12 @@ func (*nopReleaser) OnRelease() {}
 // benchConn starts a server connection on a memory transport and feeds it
 // a client's preface and SETTINGS (and the ACK of the server's); in is
 // empty then, and fr writes the client's next frames into it.
-func benchConn(b *testing.B, h stream.Handler) (*ServerConn, *memTransport, *bytes.Buffer, *http2.Framer) {
-	tr := &memTransport{}
+func benchConn(b *testing.B, h stream.Handler) (*ServerConn, *streamtest.Transport, *bytes.Buffer, *http2.Framer) {
+	// The transport keeps no output and its timers never fire: the state
+	// machine without sockets, the benchmark playing the loop.
+	tr := &streamtest.Transport{Discard: true, NoTimers: true}
 	sc := NewServerConn(tr, h, Config{IdleTimeout: -1})
+	tr.Conn = sc
 	in := new(bytes.Buffer)
 	fr := http2.NewFramer(in, nil)
 	in.WriteString(clientPreface)
@@ -72,7 +42,7 @@ func benchConn(b *testing.B, h stream.Handler) (*ServerConn, *memTransport, *byt
 	if err := sc.Feed(in.Bytes()); err != nil {
 		b.Fatal(err)
 	}
-	tr.endIteration(sc)
+	tr.EndStep()
 	in.Reset()
 	return sc, tr, in, fr
 }
@@ -106,7 +76,7 @@ func benchGET(b *testing.B, ev stream.Events) {
 	if err := sc.Feed(in.Bytes()); err != nil {
 		b.Fatal(err)
 	}
-	tr.endIteration(sc)
+	tr.EndStep()
 	b.ReportAllocs()
 	b.ResetTimer()
 	id := uint32(3)
@@ -119,11 +89,11 @@ func benchGET(b *testing.B, ev stream.Events) {
 		if err := sc.Feed(msg); err != nil {
 			b.Fatal(err)
 		}
-		tr.endIteration(sc)
+		tr.EndStep()
 		id += 2
 	}
 	b.StopTimer()
-	if len(sc.streams) != 0 || tr.n < b.N*1024 {
-		b.Fatalf("streams left %d, output %d", len(sc.streams), tr.n)
+	if len(sc.streams) != 0 || tr.Written < b.N*1024 {
+		b.Fatalf("streams left %d, output %d", len(sc.streams), tr.Written)
 	}
 }

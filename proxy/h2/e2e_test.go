@@ -208,8 +208,8 @@ func TestLargeResponse(t *testing.T) {
 	}
 	ts.lock(func() {
 		// DATA stops at the high-water mark; one frame may overshoot.
-		if ts.tr.maxSeen > 64<<10+32<<10 {
-			t.Errorf("transport buffered up to %d bytes, high water 64 KiB", ts.tr.maxSeen)
+		if ts.tr.MaxBuffered > 64<<10+32<<10 {
+			t.Errorf("transport buffered up to %d bytes, high water 64 KiB", ts.tr.MaxBuffered)
 		}
 	})
 }

@@ -2,11 +2,9 @@ package h2_test
 
 import (
 	"bytes"
-	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -16,70 +14,17 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/stream/streamtest"
 )
 
-// The fuzz targets drive h2.ServerConn through its exported API only: an
-// in-memory stream.Transport that plays the loop (Flush at the end of every
-// step when it was asked for), a manual clock whose timers fire when the
-// test says so, and a handler that checks every request it is given.
+// The fuzz targets drive h2.ServerConn through its exported API only:
+// streamtest's in-memory transport that plays the loop (Flush at the end
+// of every step when it was asked for), its manual clock whose timers fire
+// when the test says so, and a handler that checks every request it is
+// given.
 
-// fire moves the clock to the earliest pending deadline, running what
-// falls due there, each timer as one step of the loop.
-func (t *fzTransport) fire(sc *h2.ServerConn) {
-	c := t.clock
-	if next, ok := c.Next(); ok {
-		c.Advance(next.Sub(c.Now()), func(f func()) {
-			f()
-			t.endStep(sc)
-		})
-	}
-}
-
-type fzTransport struct {
-	out         []byte
-	maxOut      int
-	closed      bool
-	clock       *streamtest.Clock
-	written     int
-	flushWanted bool
-}
-
-func (t *fzTransport) FlushLater() { t.flushWanted = true }
-
-// endStep ends a step of the loop: Flush if it was asked for, as the
-// connection does before it writes the socket.
-func (t *fzTransport) endStep(sc *h2.ServerConn) {
-	for i := 0; t.flushWanted && !t.closed; i++ {
-		if i == 1000 {
-			panic("h2: the front end asked for Flush 1000 times in a row")
-		}
-		t.flushWanted = false
-		sc.Flush()
-	}
-}
-
-// feed is one read event: Feed, then the end of the step.
-func (t *fzTransport) feed(sc *h2.ServerConn, p []byte) error {
-	err := sc.Feed(p)
-	t.endStep(sc)
-	return err
-}
-
-func (t *fzTransport) Write(p []byte) {
-	t.out = append(t.out, p...)
-	t.written += len(p)
-	t.maxOut = max(t.maxOut, len(t.out))
-}
-func (t *fzTransport) Buffered() int              { return len(t.out) }
-func (t *fzTransport) PauseRead(bool)             {}
-func (t *fzTransport) Close()                     { t.closed = true }
-func (t *fzTransport) Clock() stream.Clock        { return t.clock }
-func (t *fzTransport) RemoteAddr() netip.AddrPort { return netip.MustParseAddrPort("192.0.2.7:5555") }
-
-// drain plays the socket taking everything written so far.
-func (t *fzTransport) drain(sc *h2.ServerConn) {
-	if len(t.out) > 0 {
-		t.out = t.out[:0]
-		sc.OnDrained()
-		t.endStep(sc)
+// drain plays the socket taking what is queued, if anything, and the
+// connection's OnDrained after it.
+func drain(tr *streamtest.Transport) {
+	if len(tr.Pending) > 0 {
+		tr.Drain()
 	}
 }
 
@@ -265,15 +210,16 @@ func clientStart() []byte {
 	return b.Bytes()
 }
 
-func newFz(t *testing.T) (*h2.ServerConn, *fzTransport, *fzHandler) {
-	tr := &fzTransport{clock: streamtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
+func newFz(t *testing.T) (*h2.ServerConn, *streamtest.Transport, *fzHandler) {
+	tr := streamtest.NewTransport()
 	h := &fzHandler{t: t}
 	sc := h2.NewServerConn(tr, h, fzConfig)
-	tr.endStep(sc)
-	if err := tr.feed(sc, clientStart()); err != nil {
+	tr.Conn = sc
+	tr.EndStep()
+	if err := tr.Feed(clientStart()); err != nil {
 		t.Fatalf("preface: %v", err)
 	}
-	tr.drain(sc)
+	drain(tr)
 	return sc, tr, h
 }
 
@@ -337,8 +283,8 @@ func FuzzRequestHeaders(f *testing.F) {
 				fr.WriteData(1, true, tail)
 			}
 		}
-		tr.feed(sc, b.Bytes())
-		tr.drain(sc)
+		tr.Feed(b.Bytes())
+		drain(tr)
 		if h.served > 1 {
 			t.Fatalf("one HEADERS frame served %d requests", h.served)
 		}
@@ -364,18 +310,18 @@ func FuzzFrames(f *testing.F) {
 			step = int(split)
 		}
 		for i := 0; i < len(data); i += step {
-			if tr.feed(sc, data[i:min(len(data), i+step)]) != nil {
+			if tr.Feed(data[i:min(len(data), i+step)]) != nil {
 				break
 			}
 			if split%3 != 0 {
-				tr.drain(sc)
+				drain(tr)
 			}
 			if split%5 == 4 {
-				tr.fire(sc)
+				tr.Fire()
 			}
 		}
-		tr.fire(sc)
-		tr.drain(sc)
+		tr.Fire()
+		drain(tr)
 		if h.maxOpen > int(fzConfig.MaxConcurrentStreams) {
 			t.Fatalf("%d streams open at once, limit %d", h.maxOpen, fzConfig.MaxConcurrentStreams)
 		}
@@ -384,8 +330,8 @@ func FuzzFrames(f *testing.F) {
 		}
 		// Output may pass the limit by what one Feed produces before the
 		// check; the answers to one 16 KiB frame are far below 64 KiB.
-		if limit := 4*256<<10 + len(data)*8 + 64<<10; tr.maxOut > limit {
-			t.Fatalf("%d bytes of output queued, limit %d", tr.maxOut, limit)
+		if limit := 4*256<<10 + len(data)*8 + 64<<10; tr.MaxBuffered > limit {
+			t.Fatalf("%d bytes of output queued, limit %d", tr.MaxBuffered, limit)
 		}
 		sc.Abort(nil)
 	})

@@ -3,7 +3,6 @@ package h2
 import (
 	"math/rand"
 	"net"
-	"net/netip"
 	"sync"
 	"testing"
 	"time"
@@ -15,72 +14,22 @@ import (
 // The harness stands in for the event loop: one mutex plays the loop, so
 // Feed, transport callbacks, timers and handler calls never run at once.
 // Every stretch of work under the mutex is one loop iteration: it ends with
-// endIteration, which calls Flush when the front end asked for it, as the
-// real connection does before it writes the socket. Time is a manual clock
-// that moves only when a test advances it.
+// the transport's EndStep, which calls Flush when the front end asked for
+// it, as the real connection does before it writes the socket, and then
+// OnDrained when that left nothing queued. The transport is streamtest's,
+// its time a manual clock that moves only when a test advances it; the
+// harness adds a real connection that a writer and a reader goroutine
+// pump under the mutex.
 
 type testTransport struct {
-	mu          *sync.Mutex
-	cond        *sync.Cond
-	conn        net.Conn
-	sc          *ServerConn
-	clock       *streamtest.Clock
-	wake        chan struct{} // signalled when a timer is set (autoAdvance)
-	buf         []byte        // queued output, guarded by mu
-	inflight    int
-	closed      bool
-	flushWanted bool // FlushLater was called: Flush at the end of the iteration
-	hsRTT       time.Duration
-	maxSeen     int // largest Buffered() seen
-	feedErr     error
-	done        chan struct{}
-}
-
-func (t *testTransport) Write(p []byte) {
-	t.buf = append(t.buf, p...)
-	if b := t.Buffered(); b > t.maxSeen {
-		t.maxSeen = b
-	}
-	t.cond.Signal()
-}
-
-func (t *testTransport) Buffered() int { return len(t.buf) + t.inflight }
-
-func (t *testTransport) PauseRead(bool) {}
-
-func (t *testTransport) Close() {
-	t.closed = true
-	t.cond.Signal()
-}
-
-func (t *testTransport) Clock() stream.Clock { return t.clock }
-
-// FlushLater asks for sc.Flush at the end of this iteration.
-func (t *testTransport) FlushLater() { t.flushWanted = true }
-
-// endIteration ends a stretch of work on the "loop" (the caller holds the
-// mutex) as the real connection ends an iteration: Flush if it was asked
-// for, then OnDrained when that left nothing queued. A front end that keeps
-// asking without end would spin a real loop: that panics here.
-func (t *testTransport) endIteration() {
-	for i := 0; t.flushWanted && !t.closed; i++ {
-		if i == 1000 {
-			panic("h2: the front end asked for Flush 1000 times in a row")
-		}
-		t.flushWanted = false
-		t.sc.Flush()
-		if len(t.buf) == 0 && t.inflight == 0 && !t.closed {
-			t.sc.OnDrained()
-		}
-	}
-}
-
-// HandshakeRTT plays the round trip a TLS handshake measured
-// (stream.PathRTT); 0 unless a test sets it.
-func (t *testTransport) HandshakeRTT() time.Duration { return t.hsRTT }
-
-func (t *testTransport) RemoteAddr() netip.AddrPort {
-	return netip.MustParseAddrPort("192.0.2.1:4321")
+	*streamtest.Transport
+	mu      *sync.Mutex
+	cond    *sync.Cond // signalled when output is queued or the transport closes
+	conn    net.Conn
+	sc      *ServerConn
+	wake    chan struct{} // signalled when a timer is set (autoAdvance)
+	feedErr error
+	done    chan struct{}
 }
 
 // writer moves queued output to the socket outside of the lock.
@@ -88,31 +37,31 @@ func (t *testTransport) writer() {
 	defer close(t.done)
 	t.mu.Lock()
 	for {
-		for len(t.buf) == 0 && !t.closed {
+		for len(t.Pending) == 0 && !t.Closed {
 			t.cond.Wait()
 		}
-		if len(t.buf) == 0 && t.closed {
+		if len(t.Pending) == 0 && t.Closed {
 			t.mu.Unlock()
 			t.conn.Close()
 			return
 		}
-		b := t.buf
-		t.buf = nil
-		t.inflight = len(b)
+		b := t.Pending
+		t.Pending = nil
+		t.InFlight = len(b)
 		t.mu.Unlock()
 		_, err := t.conn.Write(b)
 		t.mu.Lock()
-		t.inflight = 0
+		t.InFlight = 0
 		if err != nil {
-			t.closed = true
+			t.Closed = true
 			t.sc.Abort(err)
 			t.mu.Unlock()
 			t.conn.Close()
 			return
 		}
-		if !t.closed && len(t.buf) < 64<<10 {
+		if !t.Closed && len(t.Pending) < 64<<10 {
 			t.sc.OnDrained()
-			t.endIteration()
+			t.EndStep()
 		}
 	}
 }
@@ -125,7 +74,7 @@ func (t *testTransport) reader(splitMax int) {
 		n, err := t.conn.Read(buf)
 		t.mu.Lock()
 		p := buf[:n]
-		for len(p) > 0 && !t.closed {
+		for len(p) > 0 && !t.Closed {
 			k := len(p)
 			if splitMax > 0 {
 				k = min(k, 1+rnd.Intn(splitMax))
@@ -137,32 +86,16 @@ func (t *testTransport) reader(splitMax int) {
 			}
 			p = p[k:]
 		}
-		t.endIteration()
+		t.EndStep()
 		if err != nil {
 			t.sc.Abort(err)
-			t.closed = true
+			t.Closed = true
 			t.cond.Signal()
 			t.mu.Unlock()
 			return
 		}
 		t.mu.Unlock()
 	}
-}
-
-// newManualClock returns the harness's time: it moves only when a test
-// advances it.
-func newManualClock() *streamtest.Clock {
-	return streamtest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-}
-
-// advance moves the clock of tr by d, firing every timer that falls due on
-// the way (those set by the callbacks too), each followed by the end of
-// its iteration. The caller holds the loop mutex.
-func (tr *testTransport) advance(d time.Duration) {
-	tr.clock.Advance(d, func(f func()) {
-		f()
-		tr.endIteration()
-	})
 }
 
 type testServer struct {
@@ -176,12 +109,13 @@ func (s *testServer) lock(f func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f()
-	s.tr.endIteration()
+	s.tr.EndStep()
 }
 
-// advance moves the manual clock by d on the "loop" (see testTransport.advance).
+// advance moves the manual clock by d on the "loop", firing every timer
+// that falls due on the way, each as an iteration of its own.
 func (s *testServer) advance(d time.Duration) {
-	s.lock(func() { s.tr.advance(d) })
+	s.lock(func() { s.tr.Advance(d) })
 }
 
 // autoAdvance plays the passage of time for tests whose client blocks
@@ -200,13 +134,13 @@ func (s *testServer) autoAdvance(t testing.TB, limit time.Duration) {
 			case <-s.tr.wake:
 			}
 			s.lock(func() {
-				c := s.tr.clock
-				for !s.tr.closed {
+				c := s.tr.Time
+				for !s.tr.Closed {
 					next, ok := c.Next()
 					if !ok || next.Sub(c.Now()) > limit {
 						return
 					}
-					s.tr.advance(next.Sub(c.Now()))
+					s.tr.Advance(next.Sub(c.Now()))
 				}
 			})
 		}
@@ -276,26 +210,30 @@ func startServerRTT(t testing.TB, h stream.Handler, cfg Config, tcp bool, splitM
 		client, server = net.Pipe()
 	}
 	ts := &testServer{}
-	tr := &testTransport{mu: &ts.mu, conn: server, clock: newManualClock(), wake: make(chan struct{}, 1), done: make(chan struct{}), hsRTT: hsRTT}
-	tr.clock.OnSet = func() {
+	tr := &testTransport{Transport: streamtest.NewTransport(), mu: &ts.mu, conn: server, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	tr.RTT = hsRTT
+	tr.DrainedAfterFlush = true
+	tr.Time.OnSet = func() {
 		select {
 		case tr.wake <- struct{}{}:
 		default:
 		}
 	}
 	tr.cond = sync.NewCond(&ts.mu)
+	tr.OnWrite = func([]byte) { tr.cond.Signal() }
+	tr.OnClose = tr.cond.Signal
 	ts.tr = tr
 	ts.mu.Lock()
 	ts.sc = NewServerConn(tr, h, cfg)
-	tr.sc = ts.sc
-	tr.endIteration()
+	tr.sc, tr.Conn = ts.sc, ts.sc
+	tr.EndStep()
 	ts.mu.Unlock()
 	go tr.writer()
 	go tr.reader(splitMax)
 	t.Cleanup(func() {
 		client.Close()
 		ts.lock(func() {
-			tr.closed = true
+			tr.Closed = true
 			tr.cond.Signal()
 		})
 		<-tr.done

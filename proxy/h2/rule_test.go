@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"net/netip"
 	"testing"
 	"time"
 
@@ -76,61 +75,6 @@ func (r rwCheck) Consumed(n int) {
 	r.w.Consumed(n)
 }
 
-// stepTransport plays the loop step by step, in memory: the test feeds,
-// drains (the socket took everything) and fires timers; each step ends
-// with Flush when it was asked for.
-type stepTransport struct {
-	st          *ruleState
-	clock       *streamtest.Clock
-	out         []byte // not yet "on the socket"
-	all         []byte // everything written
-	flushWanted bool
-	closed      bool
-}
-
-func (t *stepTransport) Write(p []byte) {
-	t.st.event("Transport.Write")
-	t.out = append(t.out, p...)
-	t.all = append(t.all, p...)
-}
-func (t *stepTransport) Buffered() int              { return len(t.out) }
-func (t *stepTransport) FlushLater()                { t.flushWanted = true }
-func (t *stepTransport) PauseRead(bool)             {}
-func (t *stepTransport) Close()                     { t.closed = true }
-func (t *stepTransport) Clock() stream.Clock        { return t.clock }
-func (t *stepTransport) RemoteAddr() netip.AddrPort { return netip.MustParseAddrPort("192.0.2.9:9") }
-
-func (t *stepTransport) endStep(sc *ServerConn) {
-	for i := 0; t.flushWanted && !t.closed; i++ {
-		if i == 100 {
-			t.st.t.Fatal("Flush asked for 100 times in a row")
-		}
-		t.flushWanted = false
-		sc.Flush()
-	}
-}
-
-func (t *stepTransport) feed(sc *ServerConn, p []byte) error {
-	err := sc.Feed(p)
-	t.endStep(sc)
-	return err
-}
-
-// drain plays the socket taking everything, and the connection's
-// OnDrained after it.
-func (t *stepTransport) drain(sc *ServerConn) {
-	t.out = t.out[:0]
-	sc.OnDrained()
-	t.endStep(sc)
-}
-
-func (t *stepTransport) fire(sc *ServerConn, d time.Duration) {
-	t.clock.Advance(d, func(f func()) {
-		f()
-		t.endStep(sc)
-	})
-}
-
 // clientFrames builds client input.
 type clientFrames struct {
 	b   bytes.Buffer
@@ -193,19 +137,25 @@ func serverFrames(t *testing.T, out []byte) (data map[uint32]int, ended map[uint
 	}
 }
 
-func newStepConn(t *testing.T, h func(st *ruleState) stream.Handler, cfg Config, settings ...http2.Setting) (*ServerConn, *stepTransport, *clientFrames) {
+func newStepConn(t *testing.T, h func(st *ruleState) stream.Handler, cfg Config, settings ...http2.Setting) (*ServerConn, *streamtest.Transport, *clientFrames) {
 	st := &ruleState{t: t}
-	tr := &stepTransport{st: st, clock: newManualClock()}
+	// The transport plays the loop step by step, in memory: the test
+	// feeds, drains (the socket took everything) and fires timers; each
+	// step ends with Flush when it was asked for.
+	tr := streamtest.NewTransport()
+	tr.Record = true
+	tr.OnWrite = func([]byte) { st.event("Transport.Write") }
 	sc := NewServerConn(tr, h(st), cfg)
-	tr.endStep(sc)
+	tr.Conn = sc
+	tr.EndStep()
 	cf := newClientFrames()
 	cf.b.WriteString(clientPreface)
 	cf.fr.WriteSettings(settings...)
 	cf.fr.WriteSettingsAck()
-	if err := tr.feed(sc, cf.take()); err != nil {
+	if err := tr.Feed(cf.take()); err != nil {
 		t.Fatal(err)
 	}
-	tr.drain(sc)
+	tr.Drain()
 	return sc, tr, cf
 }
 
@@ -217,7 +167,7 @@ func TestResponseWriterNeverCallsBack(t *testing.T) {
 	const bodyLen = 200 << 10
 	const streams = 4
 	pumps := map[uint32]*bodySender{}
-	var tr *stepTransport
+	var tr *streamtest.Transport
 	h := func(st *ruleState) stream.Handler {
 		return handlerFunc(func(req *stream.Request, w stream.ResponseWriter) stream.Events {
 			rw := rwCheck{w, st}
@@ -230,10 +180,10 @@ func TestResponseWriterNeverCallsBack(t *testing.T) {
 			tick = func() {
 				bs.pump()
 				if !bs.done {
-					tr.clock.AfterFunc(time.Millisecond, tick)
+					tr.Time.AfterFunc(time.Millisecond, tick)
 				}
 			}
-			tr.clock.AfterFunc(time.Millisecond, tick)
+			tr.Time.AfterFunc(time.Millisecond, tick)
 			return &events{
 				writable: func() { st.event("OnWritable"); bs.pump() },
 				abort:    func(error) { st.event("OnAbort") },
@@ -248,22 +198,22 @@ func TestResponseWriterNeverCallsBack(t *testing.T) {
 	for i := 0; i < streams; i++ {
 		cf.get(uint32(2*i+1), "/")
 	}
-	if err := tr.feed(sc, cf.take()); err != nil {
+	if err := tr.Feed(cf.take()); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 10000 && len(sc.streams) > 0; i++ {
 		if i%3 == 0 {
 			// The socket took everything; timers run before OnDrained,
 			// so their Writes find room.
-			tr.out = tr.out[:0]
-			tr.fire(sc, time.Millisecond)
+			tr.Pending = tr.Pending[:0]
+			tr.Advance(time.Millisecond)
 		}
-		tr.drain(sc)
+		tr.Drain()
 	}
 	if len(sc.streams) != 0 {
 		t.Fatalf("%d streams still open", len(sc.streams))
 	}
-	data, ended, _, _ := serverFrames(t, tr.all)
+	data, ended, _, _ := serverFrames(t, tr.Output)
 	for i := 0; i < streams; i++ {
 		id := uint32(2*i + 1)
 		if data[id] != bodyLen || !ended[id] {
@@ -271,9 +221,9 @@ func TestResponseWriterNeverCallsBack(t *testing.T) {
 		}
 	}
 	// Nothing left to produce: OnDrained asks for nothing.
-	tr.out = tr.out[:0]
+	tr.Pending = tr.Pending[:0]
 	sc.OnDrained()
-	if tr.flushWanted {
+	if tr.FlushOwed {
 		t.Fatal("OnDrained with nothing to do asked for a Flush")
 	}
 }
@@ -290,26 +240,26 @@ func TestWritableAfterWriteReturns(t *testing.T) {
 			return &events{writable: func() { st.event("OnWritable"); writable++ }}
 		})
 	}
-	sc, tr, cf := newStepConn(t, h, Config{HighWater: 4 << 10, StreamSendBuffer: 4 << 10})
+	_, tr, cf := newStepConn(t, h, Config{HighWater: 4 << 10, StreamSendBuffer: 4 << 10})
 	cf.get(1, "/")
-	if err := tr.feed(sc, cf.take()); err != nil {
+	if err := tr.Feed(cf.take()); err != nil {
 		t.Fatal(err)
 	}
-	tr.drain(sc)
+	tr.Drain()
 	// From outside of Feed: one DATA frame framed (the budget lets one
 	// frame overshoot), 4 KiB queued, the rest refused.
 	n, err := w.Write(pattern(64 << 10))
 	if err != nil || n != maxDataFrame+4<<10 {
 		t.Fatalf("Write took %d: %v", n, err)
 	}
-	if len(tr.out) != 0 || !tr.flushWanted {
-		t.Fatalf("Write produced %d bytes itself, asked for Flush: %v", len(tr.out), tr.flushWanted)
+	if len(tr.Pending) != 0 || !tr.FlushOwed {
+		t.Fatalf("Write produced %d bytes itself, asked for Flush: %v", len(tr.Pending), tr.FlushOwed)
 	}
-	tr.endStep(sc) // the end of the iteration: the batch goes out
+	tr.EndStep() // the end of the iteration: the batch goes out
 	if writable != 0 {
 		t.Fatal("OnWritable before the socket took anything")
 	}
-	tr.drain(sc)
+	tr.Drain()
 	if writable != 1 {
 		t.Fatalf("OnWritable %d times after the drain", writable)
 	}
@@ -328,21 +278,21 @@ func TestFeedWritesShutdownCompletedByWriter(t *testing.T) {
 	}
 	sc, tr, cf := newStepConn(t, h, Config{})
 	cf.get(1, "/")
-	if err := tr.feed(sc, cf.take()); err != nil {
+	if err := tr.Feed(cf.take()); err != nil {
 		t.Fatal(err)
 	}
 	sc.Shutdown()
-	tr.endStep(sc)
+	tr.EndStep()
 	cf.fr.WritePing(true, shutdownPingData) // the final GOAWAY follows
-	if err := tr.feed(sc, cf.take()); err != nil {
+	if err := tr.Feed(cf.take()); err != nil {
 		t.Fatal(err)
 	}
-	tr.drain(sc)
+	tr.Drain()
 	// From outside of Feed: the last stream ends, the connection is done.
 	if err := w.WriteHeader(204, nil, true); err != nil {
 		t.Fatal(err)
 	}
-	if tr.closed {
+	if tr.Closed {
 		t.Fatal("closed from inside a ResponseWriter call")
 	}
 	// The client's bytes arrive before the end of the iteration.
@@ -350,10 +300,10 @@ func TestFeedWritesShutdownCompletedByWriter(t *testing.T) {
 	if err := sc.Feed(cf.take()); !errors.Is(err, ErrConnClosed) {
 		t.Fatalf("Feed: %v", err)
 	}
-	if !tr.closed {
+	if !tr.Closed {
 		t.Fatal("transport not closed")
 	}
-	_, ended, heads, g := serverFrames(t, tr.all)
+	_, ended, heads, g := serverFrames(t, tr.Output)
 	if heads[1] != 1 || !ended[1] || g == nil || g.LastStreamID != 1 {
 		t.Fatalf("stream 1 HEADERS %d ended %v, GOAWAY %+v", heads[1], ended[1], g)
 	}

@@ -34,7 +34,7 @@ func BenchmarkUpload(b *testing.B) {
 	if err := sc.Feed(in.Bytes()); err != nil {
 		b.Fatal(err)
 	}
-	tr.endIteration(sc)
+	tr.EndStep()
 	in.Reset()
 	payload := bytes.Repeat([]byte("u"), 16384)
 	for range 64 {
@@ -49,7 +49,7 @@ func BenchmarkUpload(b *testing.B) {
 			if err := sc.Feed(p[:k]); err != nil {
 				b.Fatal(err)
 			}
-			tr.endIteration(sc)
+			tr.EndStep()
 			p = p[k:]
 		}
 	}

@@ -46,6 +46,10 @@ type Transport struct {
 	FeedOwed        bool // PauseRead(false) was called: a Feed is owed
 	Feeds           int  // owed Feeds delivered
 	FeedErr         error
+	// DrainedAfterFlush has a Flush that leaves nothing buffered followed
+	// by OnDrained, as the real connection does once the socket took
+	// everything: for a test whose "socket" takes bytes on its own.
+	DrainedAfterFlush bool
 
 	// Time is the clock the front end reads and its timers run on.
 	Time *Clock
@@ -161,6 +165,9 @@ func (t *Transport) Step(f func()) {
 		case t.FlushOwed:
 			t.FlushOwed = false
 			t.Conn.Flush()
+			if t.DrainedAfterFlush && t.Buffered() == 0 && !t.Closed {
+				t.Conn.OnDrained()
+			}
 		default:
 			return
 		}
