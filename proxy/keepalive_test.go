@@ -172,13 +172,7 @@ func TestPoolIdleTimeout(t *testing.T) {
 					t.Fatalf("%d %q", res.StatusCode, b)
 				}
 				if c.exact {
-					clock.Advance(c.closeBy - time.Millisecond)
-					// Advance returns after the due timers ran, and they
-					// close on the loop: the connection is still open.
-					if n := up.Stats().OpenConns; n != 1 {
-						t.Fatalf("%d origin connections open a moment before the idle timeout, want 1", n)
-					}
-					clock.Advance(time.Millisecond)
+					advancePast(t, clock, c.closeBy, up, 1, "idle")
 				} else {
 					clock.Advance(c.closeBy)
 				}

@@ -98,6 +98,19 @@ func (e *proxyEnv) url(path string) string { return "https://" + e.addr + path }
 // never because a loaded machine was slow.
 func (e *proxyEnv) manualClock() *looptest.Clock { return looptest.NewClock(e.group.Loops()...) }
 
+// advancePast moves clock to a moment before d, where the upstream must
+// still hold open origin connections (Advance returns after the due timers
+// ran, and a timeout closes its origin connection on the loop), and then
+// to d.
+func advancePast(t *testing.T, clock *looptest.Clock, d time.Duration, up *proxy.Upstream, open int64, what string) {
+	t.Helper()
+	clock.Advance(d - time.Millisecond)
+	if n := up.Stats().OpenConns; n != open {
+		t.Fatalf("%s: %d origin connections open a moment before %v, want %d", what, n, d, open)
+	}
+	clock.Advance(time.Millisecond)
+}
+
 // exchangeResult is what a request sent in the background came to.
 type exchangeResult struct {
 	res  *http.Response

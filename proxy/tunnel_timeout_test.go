@@ -43,18 +43,6 @@ func TestTunnelTimers(t *testing.T) {
 		clock := e.manualClock()
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		// quietPast moves the clock to a moment before stream_timeout
-		// after the last bytes moved, where the tunnel's origin connection
-		// is still open (Advance returns after the due timers ran, and
-		// the tunnel's closes it on the loop), and then to it.
-		quietPast := func(proto string) {
-			t.Helper()
-			clock.Advance(streamTimeout - time.Millisecond)
-			if n := up.Stats().OpenConns; n != 1 {
-				t.Fatalf("%s: %d origin connections open a moment before stream_timeout, want 1", proto, n)
-			}
-			clock.Advance(time.Millisecond)
-		}
 
 		// HTTP/1.1: quiet for 4× the idle timer, under stream_timeout. The
 		// echo is read back before each step, so the bytes have moved
@@ -69,8 +57,8 @@ func TestTunnelTimers(t *testing.T) {
 				t.Fatalf("h1 echo after a quiet spell: %q %v", m, err)
 			}
 		}
-		// Then quiet up to stream_timeout: closed.
-		quietPast("h1")
+		// Then quiet up to stream_timeout (and not a moment less): closed.
+		advancePast(t, clock, streamTimeout, up, 1, "h1 tunnel")
 		if _, _, err := c.Read(ctx); err == nil {
 			t.Fatal("h1 read: a tunnel quiet past stream_timeout stayed open")
 		}
@@ -102,7 +90,7 @@ func TestTunnelTimers(t *testing.T) {
 				buf = append(buf, d...)
 			}
 		}
-		quietPast("h2")
+		advancePast(t, clock, streamTimeout, up, 1, "h2 tunnel")
 		if _, _, rst := h.readData(1, -1); rst == 0 {
 			t.Fatal("h2: a tunnel quiet past stream_timeout was not reset")
 		}
