@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the tests' HTTP/2 client is x/net's Transport: unlike net/http's HTTP/2 it dials once however many requests wait, and its errors are x/net's (http2.StreamError); tests count dials and match those errors.
+
 package proxy_test
 
 import (

@@ -79,13 +79,6 @@ func backendSet(backends []string) string {
 	return strings.Join(names, ",")
 }
 
-// currentPollerSet reads the backend set a switch may be changing.
-func (in *Instance) currentPollerSet() string {
-	in.pollerMu.Lock()
-	defer in.pollerMu.Unlock()
-	return in.pollerSet
-}
-
 // reloadPollers applies a poller line that changed since the running
 // configuration's; an unchanged line leaves the loops where a command-line
 // override or POST /poller put them.

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 countingH2 is x/net's Transport: unlike net/http's HTTP/2 it dials once however many requests wait, so a second dial means a lost connection.
+
 package app
 
 import (
@@ -25,14 +27,13 @@ import (
 // backends to switch between and the addresses to reach it.
 type switchSetup struct {
 	*running
-	file      string
-	conf      func(poller string) []byte
-	roots     *x509.CertPool
-	addr      string // the HTTPS listener
-	base      string // https://localhost:port
-	admin     string
-	from, to  string
-	originURL string
+	file     string
+	conf     func(poller string) []byte
+	roots    *x509.CertPool
+	addr     string // the HTTPS listener
+	base     string // https://localhost:port
+	admin    string
+	from, to string
 }
 
 func startSwitchable(t *testing.T, origin string, loops int) *switchSetup {
