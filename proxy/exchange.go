@@ -18,6 +18,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/observe"
 	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/stream"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // exchange is one proxied request: the client's stream on one side, a
@@ -44,7 +45,7 @@ type exchange struct {
 	tries                       int       // upstreams tried after a failed connect
 	firstTry                    time.Time // when the first connect failed (lb_try_duration)
 	sentAt                      time.Time // when the request head was handed to a connection
-	lastFailed                  *Upstream
+	lastFailed                  *upstream.Upstream
 	reused, retried, failedOver bool
 	gotByte                     bool // a response byte arrived on this attempt
 	headSent                    bool // the client has a final response head
@@ -215,7 +216,7 @@ func (h *Handler) newExchange() *exchange {
 }
 
 // begin picks an upstream and asks its pool for a connection.
-func (ex *exchange) begin(skip *Upstream) {
+func (ex *exchange) begin(skip *upstream.Upstream) {
 	p := ex.g.pick(ex.h.loop.Now(), skip, &ex.key)
 	if !p.acquire(ex, false) {
 		ex.fail(503, "upstream queue full")
@@ -236,7 +237,7 @@ func (ex *exchange) attach(p *pool, bc *backendConn, reused bool) {
 		// header_up used {upstream_hostport} and the like: the marks in
 		// the head are filled for this upstream, straight into the
 		// connection's output, so a retry elsewhere gets its own.
-		bc.out = route.FillUpstream(bc.out, ex.head, p.up.dialAddress())
+		bc.out = route.FillUpstream(bc.out, ex.head, p.up.HostPort())
 		bc.send(nil, 0)
 	} else {
 		bc.send(ex.head, 0)
@@ -424,8 +425,8 @@ func (ex *exchange) responseHead(p *h1.ResponseParser) {
 		ex.upgradeRefused()
 	}
 	ex.status = p.Status()
-	if hc := &ex.h.cfg.Health; hc.unhealthyResponse(ex.status, ex.h.loop.Now().Sub(ex.sentAt)) {
-		ex.pool.up.failed(*hc, ex.h.loop.Now())
+	if hc := &ex.h.cfg.Health; hc.UnhealthyResponse(ex.status, ex.h.loop.Now().Sub(ex.sentAt)) {
+		ex.pool.up.Failed(*hc, ex.h.loop.Now())
 	}
 	ex.timer.Stop()
 	if ex.h.cfg.ReadTimeout > 0 {
@@ -488,7 +489,7 @@ func (ex *exchange) backendFailed(err error) {
 		}
 		return
 	}
-	ex.pool.up.failed(ex.h.cfg.Health, ex.h.loop.Now())
+	ex.pool.up.Failed(ex.h.cfg.Health, ex.h.loop.Now())
 	if ex.headSent {
 		// Counted, and told to the access log by reset; never logged here:
 		// a log write on the loop would stall every stream it serves.
@@ -517,7 +518,7 @@ func (ex *exchange) badResponse(err error) {
 	if bc := ex.bc; bc != nil {
 		bc.close()
 	}
-	ex.pool.up.failed(ex.h.cfg.Health, ex.h.loop.Now())
+	ex.pool.up.Failed(ex.h.cfg.Health, ex.h.loop.Now())
 	if ex.headSent {
 		ex.reset("malformed response body from upstream")
 		return
@@ -533,7 +534,7 @@ func (ex *exchange) connectFailed(err error) {
 	}
 	up := ex.pool.up
 	now := ex.h.loop.Now()
-	up.failed(ex.h.cfg.Health, now)
+	up.Failed(ex.h.cfg.Health, now)
 	if ex.tries == 0 {
 		ex.firstTry = now
 	}
@@ -585,7 +586,7 @@ func (ex *exchange) headerTimedOut() {
 	if bc := ex.bc; bc != nil {
 		bc.close()
 	}
-	ex.pool.up.failed(ex.h.cfg.Health, ex.h.loop.Now())
+	ex.pool.up.Failed(ex.h.cfg.Health, ex.h.loop.Now())
 	ex.fail(504, "gateway timeout: upstream sent no response head in time")
 }
 
@@ -612,7 +613,7 @@ func (ex *exchange) writeTimedOut() {
 	if ex.finished {
 		return
 	}
-	ex.pool.up.failed(ex.h.cfg.Health, ex.h.loop.Now())
+	ex.pool.up.Failed(ex.h.cfg.Health, ex.h.loop.Now())
 	ex.fail(504, "gateway timeout: writing the request to upstream timed out")
 }
 

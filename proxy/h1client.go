@@ -93,7 +93,7 @@ func (bc *backendConn) HandleEvent(ev netpoll.Event) {
 		// An orderly close is the origin's idle timeout: learn it, so the
 		// next connections close first.
 		if closed, _ := bc.peek(); closed {
-			bc.pool.up.learnIdleClose(bc.pool.loop.Now().Sub(bc.idleSince))
+			bc.pool.up.LearnIdleClose(bc.pool.loop.Now().Sub(bc.idleSince))
 		}
 		bc.close()
 	case bcBusy:
@@ -131,7 +131,7 @@ func (bc *backendConn) dead(now time.Time) bool {
 	}
 	closed, dead := bc.peek()
 	if closed {
-		bc.pool.up.learnIdleClose(now.Sub(bc.idleSince))
+		bc.pool.up.LearnIdleClose(now.Sub(bc.idleSince))
 	}
 	return dead
 }

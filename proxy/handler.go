@@ -10,19 +10,21 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/observe"
 	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/stream"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // Config is one reverse-proxy route: where requests go and how.
 type Config struct {
 	// Upstreams are the origins, shared by every loop.
-	Upstreams []*Upstream
+	Upstreams []*upstream.Upstream
 	// Policy spreads requests across upstreams (default round_robin).
 	Policy Policy
 	Pool   PoolConfig
-	Health Health
+	Health upstream.Health
 	// ActiveHealth configures active health checks of the upstreams; a
-	// HealthChecker outside the loops runs them (proxy/app starts one).
-	ActiveHealth ActiveHealth
+	// upstream.HealthChecker outside the loops runs them (proxy/app
+	// starts one).
+	ActiveHealth upstream.ActiveHealth
 	// ConnectTimeout bounds a connect and a wait in the pool's queue (504
 	// or 503); ResponseHeaderTimeout bounds the wait for the response head
 	// once the request is sent (504); ReadTimeout, when set, bounds the
@@ -66,8 +68,8 @@ type Config struct {
 	StreamCloseDelay time.Duration
 
 	// TrustedProxies are the peers whose client-address fields are
-	// believed (Caddy's servers { trusted_proxies }; PrivateRanges is its
-	// private_ranges). Without any, X-Forwarded-For, -Proto and -Host sent
+	// believed (Caddy's servers { trusted_proxies }; route.PrivateRanges
+	// is its private_ranges). Without any, X-Forwarded-For, -Proto and -Host sent
 	// by a client are replaced, not kept.
 	TrustedProxies []netip.Prefix
 	// ClientIPHeaders are the fields a trusted proxy names the client in,
@@ -155,7 +157,7 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 	ex := h.newExchange()
 	*ex = exchange{h: h, g: &h.group, w: w, method: req.Method, hasBody: req.HasBody, key: h.key(req), https: req.Scheme == "https",
 		timer: ex.timer, bodyTimer: ex.bodyTimer, head: ex.head[:0]}
-	trusted := Trusted(req.RemoteAddr.Addr(), h.cfg.TrustedProxies)
+	trusted := route.Trusted(req.RemoteAddr.Addr(), h.cfg.TrustedProxies)
 	if h.cfg.Observer != nil {
 		ex.logging = true
 		ex.log = observe.RequestLog{
@@ -164,7 +166,7 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 			ClientIP: req.RemoteAddr.Addr().Unmap(),
 		}
 		if trusted {
-			ex.log.ClientIP = ClientIP(req.RemoteAddr.Addr(), req.Header, h.cfg.TrustedProxies, h.cfg.ClientIPHeaders)
+			ex.log.ClientIP = route.ClientAddr(req.RemoteAddr.Addr(), req.Header, h.cfg.TrustedProxies, h.cfg.ClientIPHeaders)
 		}
 	}
 	h.live.add(ex)

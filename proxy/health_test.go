@@ -11,10 +11,11 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // awaitHealth waits for the active checks to give up's verdict.
-func awaitHealth(t *testing.T, up *proxy.Upstream, unhealthy bool) {
+func awaitHealth(t *testing.T, up *upstream.Upstream, unhealthy bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for up.Unhealthy() != unhealthy {
@@ -53,15 +54,15 @@ func TestActiveHealth(t *testing.T) {
 				io.WriteString(w, "B")
 			}
 		})
-		upA, upB := upstream(t, a.addr), upstream(t, b.addr)
-		e := startProxy(t, backend, 2, proxy.Config{Upstreams: []*proxy.Upstream{upA, upB}})
+		upA, upB := upstreamAt(t, a.addr), upstreamAt(t, b.addr)
+		e := startProxy(t, backend, 2, proxy.Config{Upstreams: []*upstream.Upstream{upA, upB}})
 
-		hc := proxy.NewHealthChecker()
+		hc := upstream.NewHealthChecker()
 		defer hc.Close()
-		cfg := proxy.ActiveHealth{URI: "/healthz", Interval: 20 * time.Millisecond, Timeout: time.Second,
+		cfg := upstream.ActiveHealth{URI: "/healthz", Interval: 20 * time.Millisecond, Timeout: time.Second,
 			Body: regexp.MustCompile(`^ok$`), Passes: 2, Fails: 2,
 			Headers: http.Header{"Host": {"health.internal"}, "X-Check": {"1"}}}
-		hc.Update(map[*proxy.Upstream]proxy.ActiveHealth{upB: cfg})
+		hc.Update(map[*upstream.Upstream]upstream.ActiveHealth{upB: cfg})
 
 		seen := func(n int) map[string]int {
 			t.Helper()

@@ -17,6 +17,7 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // originKeepAlive is how long the origins below keep an idle connection.
@@ -80,8 +81,8 @@ func TestKeepAliveRaceAvoided(t *testing.T) {
 			learn  bool
 		}{{"node", nodeOrigin, false}, {"go", goIdleOrigin, true}} {
 			t.Run(c.name, func(t *testing.T) {
-				up := upstream(t, c.origin(t))
-				e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{up},
+				up := upstreamAt(t, c.origin(t))
+				e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{up},
 					Pool: proxy.PoolConfig{IdleTimeout: 30 * time.Second}})
 				cl := e.h2Client(nil)
 				burst := func() {

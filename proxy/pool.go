@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // PoolConfig bounds one loop's connections to one upstream.
@@ -57,7 +58,7 @@ func (c PoolConfig) withDefaults() PoolConfig {
 // speaking out of turn, and is dropped).
 type pool struct {
 	loop    *netpoll.Loop
-	up      *Upstream
+	up      *upstream.Upstream
 	cfg     PoolConfig
 	h       *Handler
 	idle    []*backendConn // most recently used last: reuse the warmest
@@ -193,7 +194,7 @@ func (p *pool) idleTimeout(bc *backendConn) time.Duration {
 		d = c
 	}
 	if bc.kaTimeout > 0 {
-		d = min(d, belowOrigin(bc.kaTimeout))
+		d = min(d, upstream.IdleBelow(bc.kaTimeout))
 	}
 	return d
 }
@@ -259,7 +260,7 @@ func (p *pool) dial() (*backendConn, error) {
 	if p.up.Path != "" {
 		fd, err = netpoll.ConnectUnix(p.up.Path)
 	} else {
-		fd, err = netpoll.Connect(p.up.dialAddr(p.dials))
+		fd, err = netpoll.Connect(p.up.DialAddr(p.dials))
 		p.dials++
 	}
 	if err != nil {

@@ -30,6 +30,7 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 var discardLog = log.New(io.Discard, "", 0)
@@ -67,7 +68,7 @@ func TestRequestTranslation(t *testing.T) {
 			w.Header().Set("X-Down", "kept")
 			io.WriteString(w, "ok")
 		})
-		e := startProxy(t, backend, 2, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}})
+		e := startProxy(t, backend, 2, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}})
 
 		cl := e.h2Client(nil)
 		req, _ := http.NewRequest("POST", "https://app.example:8443/p/a?x=1&y=%20", strings.NewReader("hello body"))
@@ -155,7 +156,7 @@ func TestUploadStreamsBounded(t *testing.T) {
 			sum.Store(h.Sum(nil))
 			io.WriteString(w, strconv.FormatInt(n, 10))
 		})
-		e := startProxy(t, backend, 2, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}})
+		e := startProxy(t, backend, 2, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}})
 		cl := e.h2Client(nil)
 		get(t, cl, e.url("/warm"))
 		hw := servertest.WatchHeap(t)
@@ -192,7 +193,7 @@ func TestSlowClientDownload(t *testing.T) {
 			w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
 			writePattern(w, size, &written)
 		})
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}})
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}})
 		cl := e.h2Client(nil)
 		hw := servertest.WatchHeap(t)
 		res, err := cl.Get(e.url("/big"))
@@ -251,9 +252,9 @@ func TestPooledConnections(t *testing.T) {
 			w.Header().Set("Content-Length", "2")
 			io.WriteString(w, "ok")
 		})
-		up := upstream(t, o.addr)
+		up := upstreamAt(t, o.addr)
 		e := startProxy(t, backend, loops, proxy.Config{
-			Upstreams: []*proxy.Upstream{up},
+			Upstreams: []*upstream.Upstream{up},
 			Pool:      proxy.PoolConfig{MaxConns: maxIdle, MaxIdle: maxIdle},
 		})
 		var next atomic.Int64
@@ -312,7 +313,7 @@ func TestChunkedTrailers(t *testing.T) {
 			w.Header().Set("X-Checksum", "abc123")
 			w.Header().Set("X-Count", "5")
 		})
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}})
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}})
 		cl := e.h2Client(nil)
 		for i := 0; i < 2; i++ { // the second over the reused connection
 			res, b := get(t, cl, e.url("/chunked"))
@@ -340,7 +341,7 @@ func TestEarlyHints(t *testing.T) {
 			w.Header().Set("Content-Type", "text/plain")
 			io.WriteString(w, "final")
 		})
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}})
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}})
 		cl := e.h2Client(nil)
 		var hints []string
 		var codes []int
@@ -378,7 +379,7 @@ func TestNoBodyResponses(t *testing.T) {
 				io.WriteString(w, "body")
 			}
 		})
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}})
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}})
 		for _, cl := range []*http.Client{e.h2Client(nil), e.h1Client()} {
 			for _, c := range []struct {
 				method, path string
@@ -413,7 +414,7 @@ func TestNoBodyResponses(t *testing.T) {
 // TestConnectRefused: nothing listening → 502.
 func TestConnectRefused(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, closedAddr(t))}})
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, closedAddr(t))}})
 		cl := e.h2Client(nil)
 		for i := 0; i < 2; i++ {
 			res, b := get(t, cl, e.url("/"))
@@ -430,7 +431,7 @@ func TestResponseHeaderTimeout(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		addr := silentOrigin(t)
 		e := startProxy(t, backend, 1, proxy.Config{
-			Upstreams:             []*proxy.Upstream{upstream(t, addr)},
+			Upstreams:             []*upstream.Upstream{upstreamAt(t, addr)},
 			ResponseHeaderTimeout: 150 * time.Millisecond,
 		})
 		cl := e.h2Client(nil)
@@ -491,7 +492,7 @@ func TestConnectTimeout(t *testing.T) {
 			t.Skip("this kernel completes connects to a listener with a full backlog; no way to make a local connect hang")
 		}
 		e := startProxy(t, backend, 1, proxy.Config{
-			Upstreams:      []*proxy.Upstream{upstream(t, addr)},
+			Upstreams:      []*upstream.Upstream{upstreamAt(t, addr)},
 			ConnectTimeout: 150 * time.Millisecond,
 		})
 		cl := e.h2Client(nil)
@@ -525,7 +526,7 @@ func TestOriginClosesMidBody(t *testing.T) {
 				io.WriteString(w, "slow ok")
 			}
 		})
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}})
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}})
 		var dials atomic.Int32
 		cl := e.h2Client(&dials)
 		slow := make(chan error, 1)
@@ -597,8 +598,8 @@ func TestStaleConnectionRetried(t *testing.T) {
 			name := map[bool]string{false: "close-after-response", true: "close-on-next-request"}[drop]
 			t.Run(name, func(t *testing.T) {
 				addr, served := rawOrigin(t, drop)
-				up := upstream(t, addr)
-				e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{up}})
+				up := upstreamAt(t, addr)
+				e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{up}})
 				cl := e.h2Client(nil)
 				const n = 20
 				for i := 0; i < n; i++ {
@@ -630,13 +631,13 @@ func TestStaleConnectionRetried(t *testing.T) {
 }
 
 // countingOrigins starts n origins that count their requests.
-func countingOrigins(t *testing.T, n int) ([]*origin, []*proxy.Upstream) {
+func countingOrigins(t *testing.T, n int) ([]*origin, []*upstream.Upstream) {
 	var os []*origin
-	var ups []*proxy.Upstream
+	var ups []*upstream.Upstream
 	for i := 0; i < n; i++ {
 		o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
 		os = append(os, o)
-		ups = append(ups, upstream(t, o.addr))
+		ups = append(ups, upstreamAt(t, o.addr))
 	}
 	return os, ups
 }
@@ -677,7 +678,7 @@ func TestLeastConn(t *testing.T) {
 			io.WriteString(w, "fast")
 		})
 		e := startProxy(t, backend, 1, proxy.Config{
-			Upstreams: []*proxy.Upstream{upstream(t, slow.addr), upstream(t, quick.addr)},
+			Upstreams: []*upstream.Upstream{upstreamAt(t, slow.addr), upstreamAt(t, quick.addr)},
 			Policy:    proxy.LeastConnections,
 		})
 		cl := e.h2Client(nil)
@@ -734,10 +735,10 @@ func TestPassiveHealth(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		const maxFails = 2
 		good := newOrigin(t, nil)
-		down, up := upstream(t, closedAddr(t)), upstream(t, good.addr)
+		down, up := upstreamAt(t, closedAddr(t)), upstreamAt(t, good.addr)
 		e := startProxy(t, backend, 2, proxy.Config{
-			Upstreams: []*proxy.Upstream{down, up},
-			Health:    proxy.Health{MaxFails: maxFails, FailDuration: time.Minute},
+			Upstreams: []*upstream.Upstream{down, up},
+			Health:    upstream.Health{MaxFails: maxFails, FailDuration: time.Minute},
 		})
 		cl := e.h2Client(nil)
 		const n = 20
@@ -833,8 +834,8 @@ func TestNginxOrigin(t *testing.T) {
 	}
 	addr := startNginx(t, root)
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
-		up := upstream(t, addr)
-		e := startProxy(t, backend, 2, proxy.Config{Upstreams: []*proxy.Upstream{up}})
+		up := upstreamAt(t, addr)
+		e := startProxy(t, backend, 2, proxy.Config{Upstreams: []*upstream.Upstream{up}})
 		const requests, workers = 2000, 16
 		clients := []*http.Client{e.h2Client(nil), e.h2Client(nil)}
 		var next, failures atomic.Int64

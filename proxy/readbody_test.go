@@ -15,6 +15,7 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // TestReadBodyTimeout: a request body that stops arriving gets a 408
@@ -32,8 +33,8 @@ func TestReadBodyTimeout(t *testing.T) {
 			}
 			io.WriteString(w, "ok")
 		})
-		up := upstream(t, o.addr)
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{up}, ReadBodyTimeout: 300 * time.Millisecond})
+		up := upstreamAt(t, o.addr)
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{up}, ReadBodyTimeout: 300 * time.Millisecond})
 
 		// h2: a body of 100 bytes declared, 10 sent.
 		pr, pw := io.Pipe()
@@ -105,7 +106,7 @@ func TestBodyWithoutLength(t *testing.T) {
 			n, err := io.Copy(h, r.Body)
 			fmt.Fprintf(w, "%v %d %x %v", r.TransferEncoding, n, h.Sum(nil), err)
 		})
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}})
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}})
 		body := make([]byte, 1<<20+17)
 		for i := range body {
 			body[i] = byte(i * 7)

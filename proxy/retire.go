@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/pollproxy/pollproxy/proxy/stream"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // removedLinger bounds how long a removed tunnel waits for the client to
@@ -81,7 +82,7 @@ func (l *inflight) remove(ex *exchange) {
 // new configuration; everything else is closed after the handler's
 // StreamCloseDelay (see the comment at the top of this file). A nil keep
 // keeps nothing: the site is gone.
-func (h *Handler) Retire(keep func(*Upstream) bool) {
+func (h *Handler) Retire(keep func(*upstream.Upstream) bool) {
 	if h.cfg.StreamCloseDelay <= 0 {
 		h.closeRemoved(keep)
 		return
@@ -99,7 +100,7 @@ func (h *Handler) InFlight() int {
 	return n
 }
 
-func (h *Handler) closeRemoved(keep func(*Upstream) bool) {
+func (h *Handler) closeRemoved(keep func(*upstream.Upstream) bool) {
 	var doomed []*exchange
 	for ex := h.live.head; ex != nil; ex = ex.link.next {
 		if up := ex.upstream(); up == nil || keep == nil || !keep(up) {
@@ -113,7 +114,7 @@ func (h *Handler) closeRemoved(keep func(*Upstream) bool) {
 }
 
 // upstream is where the exchange is going, or nil before it picked one.
-func (ex *exchange) upstream() *Upstream {
+func (ex *exchange) upstream() *upstream.Upstream {
 	switch {
 	case ex.pool != nil:
 		return ex.pool.up

@@ -22,6 +22,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/server"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 	"github.com/pollproxy/pollproxy/proxy/stream"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // proxyEnv is pollproxy serving TLS on loopback with the reverse proxy on
@@ -37,13 +38,13 @@ type proxyEnv struct {
 	certFile string
 }
 
-func upstream(t *testing.T, addr string) *proxy.Upstream {
+func upstreamAt(t *testing.T, addr string) *upstream.Upstream {
 	t.Helper()
 	ap, err := netip.ParseAddrPort(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &proxy.Upstream{Name: addr, Addr: ap}
+	return &upstream.Upstream{Name: addr, Addr: ap}
 }
 
 // startProxy runs loops loops over backend with proxy.NewHandler(cfg) on

@@ -136,14 +136,13 @@ func (ex *exchange) switched(p *h1.ResponseParser) {
 			fields = kept
 			if !ok || accept != webSocketAccept(t.key) {
 				bc.close()
-				ex.pool.up.failed(ex.h.cfg.Health, ex.h.loop.Now())
+				ex.pool.up.Failed(ex.h.cfg.Health, ex.h.loop.Now())
 				ex.tun = nil
 				ex.fail(502, "bad gateway: upstream's Sec-WebSocket-Accept does not match")
 				return
 			}
 		}
 	}
-	ex.pool.up.succeeded()
 	ex.pool.detach(bc)
 	ex.status = 101
 	ex.headSent = true

@@ -13,6 +13,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/server"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 	"github.com/pollproxy/pollproxy/proxy/stream"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // startTunnelProxy runs pollproxy with short client-side timers (h1
@@ -35,7 +36,7 @@ func startTunnelProxy(t *testing.T, backend string, cfg proxy.Config) *proxyEnv 
 func TestTunnelTimers(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		o, _ := echoOrigin(t)
-		e := startTunnelProxy(t, backend, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)},
+		e := startTunnelProxy(t, backend, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)},
 			StreamTimeout: 600 * time.Millisecond})
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()

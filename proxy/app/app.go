@@ -47,13 +47,13 @@ import (
 	"sync"
 
 	"github.com/pollproxy/pollproxy/netpoll"
-	"github.com/pollproxy/pollproxy/proxy"
 	"github.com/pollproxy/pollproxy/proxy/ab"
 	"github.com/pollproxy/pollproxy/proxy/accesslog"
 	"github.com/pollproxy/pollproxy/proxy/config"
 	"github.com/pollproxy/pollproxy/proxy/metrics"
 	"github.com/pollproxy/pollproxy/proxy/server"
 	"github.com/pollproxy/pollproxy/proxy/stream"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 	pptls "github.com/pollproxy/pollproxy/tls"
 )
 
@@ -121,7 +121,7 @@ type Instance struct {
 	http      *http.Server // ACME HTTP-01 answers and redirects to HTTPS
 	alog      *accesslog.Logger
 	servers   map[string]*server.Server // by configured listen address
-	upstreams map[string]*proxy.Upstream
+	upstreams map[string]*upstream.Upstream
 	watch     upstreamWatch // re-resolution off the loops (upstreams.go)
 	running   *plan         // the plan serving now, whose handlers the next reload retires
 	closed    bool
@@ -163,7 +163,7 @@ func (in *Instance) start(cfg *config.Config) error {
 		in.ab.Start()
 	}
 	in.servers = map[string]*server.Server{}
-	in.upstreams = map[string]*proxy.Upstream{}
+	in.upstreams = map[string]*upstream.Upstream{}
 
 	if in.opts.TLS != nil {
 		in.tlsCfg = in.opts.TLS

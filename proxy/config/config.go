@@ -33,6 +33,7 @@ import (
 
 	"github.com/pollproxy/pollproxy/proxy"
 	"github.com/pollproxy/pollproxy/proxy/route"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 	pptls "github.com/pollproxy/pollproxy/tls"
 )
 
@@ -161,7 +162,7 @@ type Proxy struct {
 	TryDuration, TryInterval time.Duration
 	// Health is passive health: max_fails, fail_duration,
 	// unhealthy_status, unhealthy_latency.
-	Health               proxy.Health
+	Health               upstream.Health
 	HeaderUp, HeaderDown []proxy.HeaderOp
 	// FlushInterval is accepted for Caddy's sake: pollproxy always
 	// forwards response bytes as they arrive (Caddy's -1).
@@ -177,15 +178,15 @@ type Proxy struct {
 	DialTimeout           time.Duration
 	ResponseHeaderTimeout time.Duration
 	ReadTimeout           time.Duration
-	Stream                StreamOptions      // stream_timeout, stream_close_delay
-	ActiveHealth          proxy.ActiveHealth // health_uri, health_interval, … (health.go)
+	Stream                StreamOptions         // stream_timeout, stream_close_delay
+	ActiveHealth          upstream.ActiveHealth // health_uri, health_interval, … (health.go)
 	WriteTimeout          time.Duration
 	Dynamic               *DynamicA // dynamic a (dynamic.go); its upstream is in Upstreams
 }
 
 // ProxyConfig returns the reverse proxy's configuration for these
 // resolved upstreams, defaults applied.
-func (p Proxy) ProxyConfig(ups []*proxy.Upstream) proxy.Config {
+func (p Proxy) ProxyConfig(ups []*upstream.Upstream) proxy.Config {
 	pool := proxy.PoolConfig{MaxConns: p.MaxConns, MaxIdle: p.KeepAlive, IdleTimeout: p.KeepAliveTimeout}
 	if p.KeepAliveOff {
 		pool.MaxRequests = 1

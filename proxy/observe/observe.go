@@ -36,7 +36,7 @@ type RequestLog struct {
 	TunnelEnd string
 
 	// ClientIP is the client's address as the proxy derived it: Remote's,
-	// or the one a trusted proxy named (proxy.ClientIP).
+	// or the one a trusted proxy named (route.ClientAddr).
 	ClientIP netip.Addr
 }
 
@@ -82,7 +82,7 @@ type Upstream interface {
 }
 
 // Upstreams converts a slice of upstreams of one concrete type (the
-// proxy's []*proxy.Upstream) for the APIs that take []Upstream.
+// []*upstream.Upstream of proxy/upstream) for the APIs that take []Upstream.
 func Upstreams[U Upstream](ups []U) []Upstream {
 	out := make([]Upstream, len(ups))
 	for i, u := range ups {
