@@ -3,8 +3,9 @@
 // timeout learned from the origin), and the work that runs on goroutines
 // of its own, off the loops: active health checks and DNS re-resolution.
 // Loops read it through atomics and never wait for it; nothing here runs
-// on a loop but the few methods the data path calls (Failed, Healthy,
-// LearnIdleClose, DialAddr, HostPort, IdleCap, IdleBelow).
+// on a loop but the counters and the few methods the data path calls
+// (Failed, Healthy, LearnIdleClose, DialAddr, HostPort, IdleCap,
+// Health.UnhealthyResponse and IdleBelow).
 //
 // One job per file:
 //

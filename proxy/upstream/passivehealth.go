@@ -19,8 +19,9 @@ func (h *Health) on() bool { return h.FailDuration > 0 && h.MaxFails >= 0 }
 
 // Healthy reports whether a loop's balancer may pick u: neither passive
 // checks (failures remembered) nor active ones (activehealth.go) hold it
-// down. It takes the loop's time for the balancer's sake but reads only
-// atomics: the failures are forgotten on runtime timers.
+// down. It reads only atomics, so every loop may ask at once. The loop's
+// time it is given is not used today: failures are forgotten on runtime
+// timers (Failed), not by comparing times.
 func (u *Upstream) Healthy(time.Time) bool {
 	m := u.maxFails.Load()
 	return (m <= 0 || u.fails.Load() < m) && !u.activeDown.Load()
@@ -28,8 +29,9 @@ func (u *Upstream) Healthy(time.Time) bool {
 
 // Failed counts a failure of a request to u (a refused connect, a timeout,
 // a broken or unhealthy response) and, with passive checks on, remembers
-// it for h.FailDuration. A loop calls it; the forgetting runs on a runtime
-// timer, off the loops, and only decrements an atomic.
+// it for h.FailDuration. A loop calls it, with its time (not used today);
+// the forgetting runs on a runtime timer, off the loops, and only
+// decrements an atomic.
 func (u *Upstream) Failed(h Health, _ time.Time) {
 	u.Failures.Add(1)
 	if !h.on() {
