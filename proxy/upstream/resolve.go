@@ -156,7 +156,7 @@ func (r *Resolver) run() {
 			seen[u] = true
 			every := r.every(u)
 			due, known := next[u]
-			if !known || due.Sub(time.Now()) > every { // new, or its refresh was shortened
+			if !known || time.Until(due) > every { // new, or its refresh was shortened
 				due = time.Now().Add(every)
 			}
 			if !time.Now().Before(due) {
