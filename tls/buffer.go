@@ -19,9 +19,10 @@ type buffer struct {
 // keepBigFills is how many fills in a row must fit in idleBufferCap before
 // a big buffer is released. Many streams answered in one batch (h2 with a
 // hundred requests in flight) alternate big and small fills; releasing at
-// the first small one made the next big one grow a buffer again, about a
-// KiB of garbage per request. An idle connection's buffer goes with the
-// idle sweep (ReleaseIdle) whatever this count.
+// the first small one made the next big one grow a buffer again, garbage
+// on every request (docs/performance.md has how much). An idle
+// connection's buffer goes with the idle sweep (ReleaseIdle) whatever this
+// count.
 const keepBigFills = 16
 
 func (q *buffer) len() int { return len(q.b) - q.off }

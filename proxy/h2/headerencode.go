@@ -64,9 +64,10 @@ func (c *ServerConn) encodeHead(status int, fields []stream.Field) []byte {
 // as nothing else changes it (a field added to it, a size update, a new
 // encoder) the same head encodes to the same bytes, and encodeHead reuses
 // them instead of asking x/net's encoder to look every field up again: it
-// hashes each name and each name-value pair into its maps, 3.5% of the CPU
-// at h2 -c 6 -m 20, where the origin's heads repeat but for the rare new
-// date. Allocated on first use, dropped by ReleaseIdle.
+// hashes each name and each name-value pair into its maps, a visible share
+// of the CPU under load (docs/performance.md), where the origin's heads
+// repeat but for the rare new date. Allocated on first use, dropped by
+// ReleaseIdle.
 type headCache struct {
 	valid  bool
 	status int
