@@ -9,6 +9,12 @@
 // package tls/certs, whose dependencies (zap, and Redis through
 // tls/redisstore) never reach a loop.
 //
+// Files: session.go is the Session the loop drives; wire.go the in-memory
+// net.Conn crypto/tls runs over, with the record framer that keeps it from
+// reading ahead; buffer.go the reusable byte queue for ciphertext in and
+// out; pool.go the handshake workers; config.go the server configuration,
+// certificate files and self-signed certificates.
+//
 // # Two phases
 //
 // Handshake phase. crypto/tls cannot resume a handshake after a would-block,
