@@ -521,7 +521,8 @@ func TestFeedLimitAndClose(t *testing.T) {
 
 func TestErrWouldBlockIsTemporary(t *testing.T) {
 	var ne net.Error
-	if !errors.As(ErrWouldBlock, &ne) || !ne.Timeout() || !ne.Temporary() { //nolint:staticcheck // crypto/tls relies on Temporary
+	//lint:ignore SA1019 crypto/tls relies on Temporary (readRecordOrCCS)
+	if !errors.As(ErrWouldBlock, &ne) || !ne.Timeout() || !ne.Temporary() {
 		t.Fatal("ErrWouldBlock must be a temporary net.Error")
 	}
 	if !strings.Contains(ErrHandshakeTimeout.Error(), "timed out") {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -18,18 +17,19 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/net/http2"
-
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
-// h2Client speaks h2c with prior knowledge over conn, the real x/net client.
+// h2Client speaks h2c with prior knowledge over conn: net/http's HTTP/2
+// client, which is x/net's.
 func h2Client(conn net.Conn) *http.Client {
 	var used atomic.Bool
-	tr := &http2.Transport{
-		AllowHTTP:                  true,
-		StrictMaxConcurrentStreams: true,
-		DialTLSContext: func(ctx context.Context, network, addr string, cfg *tls.Config) (net.Conn, error) {
+	var protos http.Protocols
+	protos.SetUnencryptedHTTP2(true)
+	tr := &http.Transport{
+		Protocols: &protos,
+		HTTP2:     &http.HTTP2Config{StrictMaxConcurrentRequests: true},
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			if used.Swap(true) {
 				return nil, errors.New("only one connection")
 			}
@@ -103,8 +103,7 @@ func (e *echoHandler) Serve(req *stream.Request, w stream.ResponseWriter) stream
 	var trailers []stream.Field
 	w.WriteHeader(200, nil, false)
 	var timer stream.Timer
-	var flush func()
-	flush = func() {
+	flush := func() {
 		for len(pending) > 0 {
 			n, err := w.Write(pending)
 			if err != nil || n == 0 {
