@@ -422,11 +422,11 @@ func (c *Manager) AddFilePair(certFile, keyFile string) error {
 	return nil
 }
 
-// TLSConfig returns a server configuration like pptls.ServerConfig's (TLS 1.2 at
-// least, the same TLS 1.2 suites, ALPN h2 then http/1.1) that also offers
-// ACMETLSALPNProtocol and picks the certificate by SNI among everything
-// added to c. Each call returns a new Config; all share c's certificates,
-// including ones added later.
+// TLSConfig returns a server configuration like tls.ServerConfig's (TLS
+// 1.2 at least, the same TLS 1.2 suites, ALPN h2 then http/1.1) that also
+// offers ACMETLSALPNProtocol and picks the certificate by SNI among
+// everything added to c. Each call returns a new Config; all share c's
+// certificates, including ones added later.
 func (c *Manager) TLSConfig() *stdtls.Config {
 	cfg := pptls.ServerConfig(nil)
 	cfg.NextProtos = append(cfg.NextProtos, ACMETLSALPNProtocol)
