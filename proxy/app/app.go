@@ -54,7 +54,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/server"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 	"github.com/pollproxy/pollproxy/proxy/upstream"
-	pptls "github.com/pollproxy/pollproxy/tls"
+	tlscerts "github.com/pollproxy/pollproxy/tls/certs"
 )
 
 // Load parses the Caddyfile at file and checks the files it names
@@ -100,7 +100,7 @@ type Options struct {
 
 	// EditCerts, when set, adjusts the certificate manager's settings
 	// before it starts: tests point ACME at their CA's roots and ports.
-	EditCerts func(*pptls.CertConfig)
+	EditCerts func(*tlscerts.Config)
 }
 
 // Instance is a running configuration. Its methods are not safe for
@@ -113,7 +113,7 @@ type Instance struct {
 	group     *netpoll.Group
 	pollerSet string     // the process's backends, "epoll" or "epoll,poll"
 	pollerMu  sync.Mutex // guards pollerSet: POST /poller switches from the admin listener
-	certs     *pptls.Certs
+	certs     *tlscerts.Manager
 	tlsCfg    *stdtls.Config
 	metrics   *metrics.Metrics // nil without an admin listener
 	ab        *ab.Sampler      // the A/B samples; nil without an admin listener
@@ -172,7 +172,7 @@ func (in *Instance) start(cfg *config.Config) error {
 		if err != nil {
 			return err
 		}
-		cc := pptls.CertConfig{
+		cc := tlscerts.Config{
 			StorageDir: cfg.Storage,
 			Storage:    storage,
 			Email:      accountEmail(cfg),
@@ -185,7 +185,7 @@ func (in *Instance) start(cfg *config.Config) error {
 		if in.opts.EditCerts != nil {
 			in.opts.EditCerts(&cc)
 		}
-		in.certs, err = pptls.NewCerts(cc)
+		in.certs, err = tlscerts.New(cc)
 		if err != nil {
 			return err
 		}

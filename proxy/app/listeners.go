@@ -17,7 +17,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/server"
 	"github.com/pollproxy/pollproxy/proxy/stream"
-	pptls "github.com/pollproxy/pollproxy/tls"
+	tlscerts "github.com/pollproxy/pollproxy/tls/certs"
 )
 
 // newHandler builds one listener's per-loop handler: a router over the
@@ -189,7 +189,7 @@ func usesACME(cfg *config.Config) bool {
 			return true
 		case config.TLSAuto:
 			for _, a := range s.Addrs {
-				if a.Host != "" && !pptls.UsesInternalByDefault(a.Host) {
+				if a.Host != "" && !tlscerts.UsesInternalByDefault(a.Host) {
 					return true
 				}
 			}

@@ -15,7 +15,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/h2"
 	"github.com/pollproxy/pollproxy/proxy/metrics"
 	"github.com/pollproxy/pollproxy/proxy/upstream"
-	pptls "github.com/pollproxy/pollproxy/tls"
+	tlscerts "github.com/pollproxy/pollproxy/tls/certs"
 )
 
 // plan is a configuration made ready to serve: upstreams resolved,
@@ -170,11 +170,11 @@ func errorAt(s *config.Site, err error) *config.Error {
 }
 
 // addCerts manages every site's certificate with the policy of its tls
-// option; by default tls.Certs' (the local CA for names no public CA
+// option; by default certs.Manager's (the local CA for names no public CA
 // issues for, ACME in the background for the others). Certificates are
 // only ever added: one that a reload no longer names stays until the next
 // start.
-func addCerts(certs *pptls.Certs, cfg *config.Config) error {
+func addCerts(certs *tlscerts.Manager, cfg *config.Config) error {
 	var errs config.Errors
 	ctx := context.Background()
 	for _, s := range cfg.Sites {

@@ -114,13 +114,12 @@ func (h *held) OnAbort(error)            { h.aborted = true }
 // and reports a body byte Consumed only once the response accepted it, so
 // a client that does not read its response stops its own upload.
 type echo struct {
-	r        *routes
-	w        stream.ResponseWriter
-	pending  []byte // body bytes the response did not take yet: pending[off:]
-	off      int
-	ended    bool
-	trailers []stream.Field
-	done     bool
+	r       *routes
+	w       stream.ResponseWriter
+	pending []byte // body bytes the response did not take yet: pending[off:]
+	off     int
+	ended   bool
+	done    bool
 }
 
 func newEcho(r *routes, req *stream.Request, w stream.ResponseWriter) *echo {

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 x/net's http2.Transport dials one connection for concurrent requests (net/http's dialed a second under -race); these tests count or forbid dials.
+
 package server_test
 
 import (
