@@ -164,14 +164,8 @@ func resetting(code uint32, r observe.Reason, detail string) outcome {
 }
 
 // clientGone is the ending of an exchange whose client went away or
-// refused a write.
-func clientGone(err error) outcome {
-	o := outcome{reason: observe.ReasonClientGone}
-	if err != nil {
-		o.detail = err.Error()
-	}
-	return o
-}
+// refused a write: nothing is left to tell it.
+func clientGone() outcome { return outcome{tell: tellNothing, reason: observe.ReasonClientGone} }
 
 // end is the one way an exchange ends, whatever ends it: its timers
 // stop, it leaves its pool's queue, its backend connection goes back to
@@ -475,7 +469,7 @@ func (ex *exchange) OnWritable() {
 	}
 	n, err := ex.w.Write(ex.pending)
 	if err != nil {
-		ex.end(clientGone(nil))
+		ex.end(clientGone())
 		return
 	}
 	ex.bytesOut += int64(n)
@@ -492,7 +486,7 @@ func (ex *exchange) stalled() bool {
 }
 
 // OnAbort: the client went away. A connection mid-exchange cannot be reused.
-func (ex *exchange) OnAbort(error) { ex.end(clientGone(nil)) }
+func (ex *exchange) OnAbort(error) { ex.end(clientGone()) }
 
 // gotBytes: the origin sent bytes on this attempt; the body's read timer
 // starts again.
@@ -535,7 +529,7 @@ func (ex *exchange) responseHead(p *h1.ResponseParser) {
 		fields = append(fields, stream.Field{Name: "set-cookie", Value: ex.cookie()})
 	}
 	if err := ex.w.WriteHeader(ex.status, fields, !p.HasBody()); err != nil {
-		ex.end(clientGone(nil))
+		ex.end(clientGone())
 	}
 }
 
@@ -546,7 +540,7 @@ func (ex *exchange) responseHead(p *h1.ResponseParser) {
 func (ex *exchange) responseBody(body []byte) bool {
 	k, err := ex.w.Write(body)
 	if err != nil {
-		ex.end(clientGone(nil))
+		ex.end(clientGone())
 		return false
 	}
 	ex.bytesOut += int64(k)

@@ -205,7 +205,7 @@ func (ex *exchange) tunnelMaybeDone() {
 	if ex.phase != phaseTunnel || !t.clientDone || !t.originDone || bc != nil && !bc.writeShut() {
 		return
 	}
-	ex.end(outcome{})
+	ex.end(outcome{tell: tellNothing}) // the origin's own end: ReasonNone
 }
 
 // tunnelOut hands the origin's bytes to the client, and reports how many
