@@ -189,9 +189,10 @@ func (bc *backendConn) peek() (closed, dead bool) {
 // to the origin: a 64 KiB read carries four TLS records of body, each
 // handed over on its own, and an h2 upload's DATA frames straddle records,
 // which makes eight pieces: written as they came, each would be a system
-// call (docs/performance.md counts them, under backendConn.send). The bound keeps the batches, and
-// the credit the client gets back as they are written, to a read's size
-// when one iteration reads a client's socket many times over.
+// call (docs/performance.md counts them, under backendConn.send). The
+// bound keeps the batches, and the credit the client gets back as they
+// are written, to a read's size when one iteration reads a client's
+// socket many times over.
 func (bc *backendConn) send(p []byte, body int) {
 	bc.reserve(len(p))
 	bc.out = append(bc.out, p...)
@@ -210,9 +211,10 @@ func (bc *backendConn) sendFilled(head []byte, addr string) {
 // append grows a buffer that large by a quarter at a time, copying all of
 // it, the bytes already written included: an upload then allocates many
 // times what it ever holds (docs/performance.md has one upload's figures,
-// under backendConn.reserve). Here the written bytes are dropped first, in place when
-// what waits is small next to the buffer, and a buffer that must grow
-// doubles, so an upload copies and allocates about its peak once more.
+// under backendConn.reserve). Here the written bytes are dropped first,
+// in place when what waits is small next to the buffer, and a buffer that
+// must grow doubles, so an upload copies and allocates about its peak
+// once more.
 func (bc *backendConn) reserve(n int) {
 	if len(bc.out)+n <= cap(bc.out) {
 		return

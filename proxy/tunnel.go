@@ -29,8 +29,8 @@ import (
 )
 
 // tunnelState is what an exchange keeps for a request that asked to
-// upgrade.
-// Whether the tunnel is open is the exchange's phase (phaseTunnel).
+// upgrade. Whether the tunnel is open is the exchange's phase
+// (phaseTunnel).
 type tunnelState struct {
 	extended   bool   // an h2 extended CONNECT: 200 to the client, key checked
 	key        string // the Sec-WebSocket-Key pollproxy sent (extended websocket)
