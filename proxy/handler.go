@@ -124,6 +124,9 @@ type Handler struct {
 	// marks that attach fills for the upstream picked (translate.go).
 	upHead bool
 
+	// failures is the Observer's upstream failure counter, if it has one.
+	failures observe.FailureObserver
+
 	tunnels tunnelSet   // the loop's open tunnels, for the metrics
 	live    inflight    // exchanges in flight, closed by Retire when removed
 	freeEx  []*exchange // finished exchanges for reuse (exchange.recycle)
@@ -133,6 +136,7 @@ type Handler struct {
 // applied (WithDefaults).
 func NewHandler(l *netpoll.Loop, cfg Config) *Handler {
 	h := &Handler{loop: l, cfg: cfg, upHead: route.UsesUpstream(cfg.HeaderUp), group: group{policy: cfg.Policy, rnd: uint64(l.ID())*0x9e3779b97f4a7c15 + 1, choose: 2}}
+	h.failures, _ = cfg.Observer.(observe.FailureObserver)
 	if cfg.Policy == RandomChoose && cfg.PolicyArg != "" {
 		if n, err := strconv.Atoi(cfg.PolicyArg); err == nil && n > 0 {
 			h.group.choose = n
@@ -159,7 +163,6 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 		timer: ex.timer, bodyTimer: ex.bodyTimer, head: ex.head[:0]}
 	trusted := route.Trusted(req.RemoteAddr.Addr(), h.cfg.TrustedProxies)
 	if h.cfg.Observer != nil {
-		ex.logging = true
 		ex.log = observe.RequestLog{
 			Loop: h.loop.ID(), Poller: h.loop.Backend(), Proto: req.Proto, Method: req.Method,
 			Authority: req.Authority, Path: req.Path, Remote: req.RemoteAddr, Start: h.loop.Now(),

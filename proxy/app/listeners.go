@@ -111,6 +111,13 @@ func (o bothObservers) Observe(r *observe.RequestLog) {
 	o.l.Observe(r)
 }
 
+// UpstreamFailed and TunnelOpened are the metrics' alone.
+func (o bothObservers) UpstreamFailed(upstream string, r observe.Reason) {
+	o.m.UpstreamFailed(upstream, r)
+}
+
+func (o bothObservers) TunnelOpened(r *observe.RequestLog) { o.m.TunnelOpened(r) }
+
 func (in *Instance) newServer(cfg *config.Config, p *plan, l *config.Listener) (*server.Server, error) {
 	sc := server.Config{
 		Addr:             l.Addr,
