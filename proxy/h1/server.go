@@ -228,7 +228,7 @@ func (c *ServerConn) ReleaseIdle() int {
 	n := cap(c.in) + cap(c.wbuf) + cap(c.p.hr.buf) +
 		cap(c.p.hr.spans)*int(unsafe.Sizeof(span{})) + cap(c.p.req.Header)*int(unsafe.Sizeof(stream.Field{}))
 	c.in, c.wbuf, c.p.hr.buf = nil, nil, nil
-	c.p.hr.spans, c.p.tokens = nil, nil
+	c.p.hr.spans, c.p.fr.tokens = nil, nil
 	c.p.req = stream.Request{}
 	return n
 }
@@ -696,14 +696,13 @@ func (w *responseWriter) WriteHeader(status int, fields []stream.Field, endStrea
 		return nil
 	}
 
-	cl := int64(-1)
+	// The handler's Content-Length is read by the parsers' rule; the
+	// framing on the wire is the front end's (field.NotToClient).
+	var fr framing
+	fr.reset()
 	for _, f := range fields {
-		if f.Name == "content-length" {
-			n, ok := field.ParseContentLength(f.Value)
-			if !ok || cl >= 0 && n != cl {
-				return ErrBodyLength
-			}
-			cl = n
+		if f.Name == "content-length" && fr.addLength(f.Value) != framingOK {
+			return ErrBodyLength
 		}
 	}
 	if c.expect && !c.sent100 && !c.reqDone {
@@ -714,31 +713,36 @@ func (w *responseWriter) WriteHeader(status int, fields []stream.Field, endStrea
 	}
 	b := appendStatusLine(c.wbuf[:0], status)
 	b = appendResponseFields(b, fields)
-	switch {
-	case c.isHead || status == 304:
-		// The representation's length may be announced; no body follows.
-		c.framing = fwNone
-		if cl >= 0 {
-			b = appendContentLength(b, cl)
+	c.framing = fwNone
+	switch responseBody(status, c.isHead, fr.body(false)) {
+	case bodyNone:
+		// HEAD, 204, 304, or an announced empty body. The response to a
+		// HEAD and a 304 may announce the representation's length; a 204
+		// has none (RFC 9110 §8.6).
+		if fr.length >= 0 && (c.isHead || status != 204) {
+			b = appendContentLength(b, fr.length)
 		}
-	case status == 204:
-		c.framing = fwNone
-	case endStream:
-		if cl > 0 {
+		if fr.length == 0 && !endStream && !c.isHead && status != 304 {
+			c.framing, c.remaining = fwLength, 0 // a Write is refused, not dropped
+		}
+	case bodyLength:
+		if endStream {
 			return ErrBodyLength
 		}
-		c.framing = fwNone
-		b = appendContentLength(b, 0)
-	case cl >= 0:
-		c.framing = fwLength
-		c.remaining = cl
-		b = appendContentLength(b, cl)
-	case !c.http10:
-		c.framing = fwChunked
-		b = append(b, "transfer-encoding: chunked\r\n"...)
+		c.framing, c.remaining = fwLength, fr.length
+		b = appendContentLength(b, fr.length)
 	default:
-		c.framing = fwClose
-		c.keepAlive = false
+		// No length given: the front end frames the body itself.
+		switch {
+		case endStream:
+			b = appendContentLength(b, 0)
+		case !c.http10:
+			c.framing = fwChunked
+			b = append(b, "transfer-encoding: chunked\r\n"...)
+		default:
+			c.framing = fwClose
+			c.keepAlive = false
+		}
 	}
 	if c.shutdown || status == 408 {
 		// A 408 says the server stopped waiting for this client (RFC 9110
