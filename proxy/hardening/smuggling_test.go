@@ -33,8 +33,21 @@ type smuggle struct {
 	maySee func(q recReq) error
 }
 
+// verdict is what a hostile request may lead to (smuggle's fields of the
+// same names).
+type verdict struct {
+	normalised func(q recReq) error
+	headSent   bool
+	maySee     func(q recReq) error
+}
+
 func req(method string, extra ...string) []string {
 	return append([]string{":method", method, ":scheme", "https", ":authority", "localhost", ":path", "{path}"}, extra...)
+}
+
+// extendedConnect is an RFC 8441 request for protocol.
+func extendedConnect(protocol string) []string {
+	return []string{":method", "CONNECT", ":protocol", protocol, ":scheme", "https", ":authority", "localhost", ":path", "{path}"}
 }
 
 // bodyIs accepts a request that reached the origin with exactly body.
@@ -140,6 +153,13 @@ var smuggles = []smuggle{
 	{name: "unknown pseudo-header", kv: req("GET", ":foo", "bar")},
 	{name: "response pseudo-header", kv: req("GET", ":status", "200")},
 	{name: "protocol pseudo-header", kv: req("GET", ":protocol", "websocket")},
+	// An h2c tunnel would carry requests pollproxy never routes or checks
+	// (field.UpgradeToken): the extended CONNECT is refused, as the
+	// HTTP/1.1 front end refuses "Upgrade: h2c" (TestSmugglingH1).
+	{name: "extended CONNECT for h2c", kv: extendedConnect("h2c"),
+		data: []string{"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"}},
+	{name: "extended CONNECT for H2C", kv: extendedConnect("H2C"),
+		data: []string{"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"}},
 	{name: "missing method", kv: []string{":scheme", "https", ":authority", "localhost", ":path", "{path}"}},
 	{name: "missing path", kv: []string{":method", "GET", ":scheme", "https", ":authority", "localhost"}},
 	{name: "bad scheme", kv: []string{":method", "GET", ":scheme", "ht tp", ":authority", "localhost", ":path", "{path}"}},
@@ -196,70 +216,200 @@ func TestSmuggling(t *testing.T) {
 					answer = ev.status
 				}
 
-				follow := fmt.Sprintf("/follow-%d", i)
-				if st, _, err := e.get(follow); err != nil || st != 200 {
-					t.Fatalf("follow-up request: %d %v", st, err)
+				verdict{sc.normalised, sc.headSent, sc.maySee}.judge(t, e, rec, i, refused, answer)
+			})
+		}
+	})
+}
+
+// judge checks what the origin saw of case i, answered as answer (refused
+// tells whether that was a refusal), against v. A well-formed request
+// after it, through the same loop and pool, proves that no backend
+// connection was left desynchronised.
+func (v verdict) judge(t *testing.T, e *env, rec *recorder, i int, refused bool, answer string) {
+	t.Helper()
+	path := fmt.Sprintf("/case-%d", i)
+	follow := fmt.Sprintf("/follow-%d", i)
+	if st, _, err := e.get(follow); err != nil || st != 200 {
+		t.Fatalf("follow-up request: %d %v", st, err)
+	}
+	var reqs []recReq
+	var err error
+	ok := eventually(2*time.Second, func() bool {
+		reqs, err = rec.requests()
+		for _, q := range reqs {
+			if q.target == follow {
+				return true
+			}
+		}
+		return err != nil
+	})
+	if err != nil {
+		t.Fatalf("origin received bytes it could misparse: %v", err)
+	}
+	if !ok {
+		t.Fatalf("the follow-up request never reached the origin as a request of its own")
+	}
+	var mine []recReq
+	for _, q := range reqs {
+		if !ourTarget.MatchString(q.target) {
+			t.Fatalf("origin saw request %s %q", q.method, q.target)
+		}
+		for _, f := range q.fields {
+			if strings.EqualFold(f[0], "x-injected") || strings.Contains(f[1], "smuggled") {
+				t.Fatalf("origin saw injected field %q: %q", f[0], f[1])
+			}
+		}
+		if q.target == path {
+			mine = append(mine, q)
+		}
+	}
+	t.Logf("answer: %s; origin saw %d request(s) for it", answer, len(mine))
+	switch {
+	case refused && v.headSent:
+		// The head may have gone out; the request must not have
+		// completed as a request of its own with a body we refused.
+		switch {
+		case len(mine) > 1:
+			t.Fatalf("origin saw the refused request %d times", len(mine))
+		case len(mine) == 1 && v.maySee == nil:
+			t.Fatalf("origin saw the refused request complete: %+v", mine[0])
+		case len(mine) == 1:
+			if err := v.maySee(mine[0]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	case refused:
+		if len(mine) > 0 {
+			t.Fatalf("refused (%s) but the origin saw it: %+v", answer, mine[0])
+		}
+	case v.normalised == nil:
+		t.Fatalf("answer %s, want a refusal; origin saw %d", answer, len(mine))
+	default:
+		if len(mine) != 1 {
+			t.Fatalf("normalised request seen %d times", len(mine))
+		}
+		if err := v.normalised(mine[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// h1Smuggle is one hostile HTTP/1.1 request, written by hand; "{path}"
+// stands for the case's own path. Each one goes through the HTTP/1.1
+// front end's framing scanner (proxy/h1/framing.go).
+type h1Smuggle struct {
+	name string
+	raw  string
+	// status is the refusal the front end answers with, exactly; 0 means
+	// the request is forwarded (200 from the origin) and normalised must
+	// accept what the origin saw.
+	status     int
+	normalised func(q recReq) error
+	// headSent: the head is valid and may reach the origin before the
+	// body turns out to be malformed.
+	headSent bool
+}
+
+// h1Head is the start of a request to the case's path.
+func h1Head(method string) string {
+	return method + " {path} HTTP/1.1\r\nHost: localhost\r\n"
+}
+
+const smuggled = "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n"
+
+var h1Smuggles = []h1Smuggle{
+	{name: "content-length with transfer-encoding", status: 400,
+		raw: h1Head("POST") + "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + smuggled},
+	{name: "transfer-encoding with content-length", status: 400,
+		raw: h1Head("POST") + "Transfer-Encoding: chunked\r\nContent-Length: 40\r\n\r\n0\r\n\r\n" + smuggled},
+	{name: "chunked not last", status: 400,
+		raw: h1Head("POST") + "Transfer-Encoding: chunked, identity\r\n\r\n0\r\n\r\n" + smuggled},
+	{name: "chunked twice", status: 400,
+		raw: h1Head("POST") + "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + smuggled},
+	{name: "no chunked", status: 400,
+		raw: h1Head("POST") + "Transfer-Encoding: gzip\r\n\r\n0\r\n\r\n" + smuggled},
+	{name: "chunked misspelt", status: 400,
+		raw: h1Head("POST") + "Transfer-Encoding: xchunked\r\n\r\n0\r\n\r\n" + smuggled},
+	{name: "empty coding", status: 400,
+		raw: h1Head("POST") + "Transfer-Encoding: , chunked\r\n\r\n0\r\n\r\n" + smuggled},
+	{name: "unknown coding before chunked", status: 501,
+		raw: h1Head("POST") + "Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n" + smuggled},
+	{name: "transfer-encoding folded", status: 400,
+		raw: h1Head("POST") + "Transfer-Encoding:\r\n chunked\r\n\r\n0\r\n\r\n" + smuggled},
+	{name: "transfer-encoding space before colon", status: 400,
+		raw: h1Head("POST") + "Transfer-Encoding : chunked\r\n\r\n0\r\n\r\n" + smuggled},
+	{name: "transfer_encoding", status: 400,
+		raw: h1Head("POST") + "Transfer_Encoding: chunked\r\n\r\n0\r\n\r\n" + smuggled},
+	{name: "content_length", status: 400,
+		raw: h1Head("POST") + "Content_Length: 40\r\n\r\n" + smuggled},
+	{name: "transfer-encoding in HTTP/1.0", status: 400,
+		raw: "POST {path} HTTP/1.0\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + smuggled},
+	{name: "two content-lengths", status: 400,
+		raw: h1Head("POST") + "Content-Length: 5\r\nContent-Length: 40\r\n\r\nhello" + smuggled},
+	{name: "content-length list that differs", status: 400,
+		raw: h1Head("POST") + "Content-Length: 5, 40\r\n\r\nhello" + smuggled},
+	{name: "content-length sign", status: 400,
+		raw: h1Head("POST") + "Content-Length: +5\r\n\r\nhello"},
+	{name: "content-length hex", status: 400,
+		raw: h1Head("POST") + "Content-Length: 0x5\r\n\r\nhello"},
+	{name: "content-length bare LF", status: 400,
+		raw: h1Head("POST") + "Content-Length: 5\n\r\nhello"},
+	{name: "content-length list", raw: h1Head("POST") + "Content-Length: 5, 5\r\n\r\nhello",
+		normalised: func(q recReq) error {
+			if cl := q.get("content-length"); len(cl) != 1 || cl[0] != "5" {
+				return fmt.Errorf("content-length %q", cl)
+			}
+			return bodyIs("hello")(q)
+		}},
+	{name: "content-length leading zeros", raw: h1Head("POST") + "Content-Length: 005\r\n\r\nhello",
+		normalised: func(q recReq) error {
+			if cl := q.get("content-length"); len(cl) != 1 || cl[0] != "5" {
+				return fmt.Errorf("content-length %q", cl)
+			}
+			return bodyIs("hello")(q)
+		}},
+	{name: "chunk size with 0x", status: 400, headSent: true,
+		raw: h1Head("POST") + "Transfer-Encoding: chunked\r\n\r\n0x5\r\nhello\r\n0\r\n\r\n"},
+	{name: "connection names a field", raw: h1Head("GET") + "Connection: x-a\r\nX-A: 1\r\n\r\n",
+		normalised: noField("connection", "x-a")},
+	{name: "unsupported expectation", status: 417, raw: h1Head("GET") + "Expect: 200-ok\r\n\r\n"},
+	// An h2c tunnel would carry requests pollproxy never routes or checks
+	// (field.UpgradeToken): the upgrade is ignored, and the request goes
+	// on as an ordinary one, never with the client's Upgrade.
+	{name: "upgrade to h2c",
+		raw: h1Head("GET") + "Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n\r\n",
+		normalised: noField("upgrade", "connection", "http2-settings")},
+	{name: "upgrade to H2C", raw: h1Head("GET") + "Connection: Upgrade\r\nUpgrade: H2C\r\n\r\n",
+		normalised: noField("upgrade", "connection")},
+}
+
+// The HTTP/1.1 smuggling suite: each request above gets exactly its
+// refusal, or is forwarded in a normalised form, and the origin never
+// sees an extra request or an injected field (verdict.judge).
+func TestSmugglingH1(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		rec := newRecorder(t)
+		e := startProxy(t, backend, rec.addr(), setup{loops: 1})
+		for i, sc := range h1Smuggles {
+			t.Run(sc.name, func(t *testing.T) {
+				conn := e.dialH1(t)
+				raw := strings.ReplaceAll(sc.raw, "{path}", fmt.Sprintf("/case-%d", i))
+				if _, err := conn.Write([]byte(raw)); err != nil {
+					t.Fatal(err)
 				}
-				var reqs []recReq
-				var err error
-				ok := eventually(2*time.Second, func() bool {
-					reqs, err = rec.requests()
-					for _, q := range reqs {
-						if q.target == follow {
-							return true
-						}
-					}
-					return err != nil
-				})
+				st, err := readStatus(conn, 5*time.Second)
 				if err != nil {
-					t.Fatalf("origin received bytes it could misparse: %v", err)
+					t.Fatalf("no answer: %v", err)
 				}
-				if !ok {
-					t.Fatalf("the follow-up request never reached the origin as a request of its own")
+				want := sc.status
+				if want == 0 {
+					want = 200
 				}
-				var mine []recReq
-				for _, q := range reqs {
-					if !ourTarget.MatchString(q.target) {
-						t.Fatalf("origin saw request %s %q", q.method, q.target)
-					}
-					for _, f := range q.fields {
-						if strings.EqualFold(f[0], "x-injected") || strings.Contains(f[1], "smuggled") {
-							t.Fatalf("origin saw injected field %q: %q", f[0], f[1])
-						}
-					}
-					if q.target == path {
-						mine = append(mine, q)
-					}
+				if st != want {
+					t.Fatalf("status %d, want %d", st, want)
 				}
-				t.Logf("answer: %s; origin saw %d request(s) for it", answer, len(mine))
-				switch {
-				case refused && sc.headSent:
-					// The head may have gone out; the request must not have
-					// completed as a request of its own with a body we refused.
-					switch {
-					case len(mine) > 1:
-						t.Fatalf("origin saw the refused request %d times", len(mine))
-					case len(mine) == 1 && sc.maySee == nil:
-						t.Fatalf("origin saw the refused request complete: %+v", mine[0])
-					case len(mine) == 1:
-						if err := sc.maySee(mine[0]); err != nil {
-							t.Fatal(err)
-						}
-					}
-				case refused:
-					if len(mine) > 0 {
-						t.Fatalf("refused (%s) but the origin saw it: %+v", answer, mine[0])
-					}
-				case sc.normalised == nil:
-					t.Fatalf("answer %s, want a refusal; origin saw %d", answer, len(mine))
-				default:
-					if len(mine) != 1 {
-						t.Fatalf("normalised request seen %d times", len(mine))
-					}
-					if err := sc.normalised(mine[0]); err != nil {
-						t.Fatal(err)
-					}
-				}
+				verdict{normalised: sc.normalised, headSent: sc.headSent}.judge(t, e, rec, i, sc.status != 0, fmt.Sprint(st))
 			})
 		}
 	})
