@@ -10,7 +10,9 @@
 //
 //   - RequestParser reads requests from HTTP/1.x clients (the front end).
 //   - ServerConn is the HTTP/1.1 front end itself: a stream.ServerConn that
-//     drives a stream.Handler over a stream.Transport.
+//     drives a stream.Handler over a stream.Transport (serverconn.go, its
+//     input state machine; responsewriter.go, the handler's
+//     ResponseWriter; tunnel.go, both after a 101).
 //   - ResponseParser reads responses from HTTP/1.1 origins (the backend side
 //     of the reverse proxy).
 //   - AppendRequestHeadFramed, AppendChunk and friends serialise requests
@@ -23,9 +25,14 @@
 // Content-Length together with Transfer-Encoding, conflicting lengths,
 // transfer codings other than a lone "chunked", malformed chunk sizes. Lines
 // must end in CRLF; the RFC 9112 §2.2 tolerance for a bare LF is not
-// extended, because origins disagree about it. Which fields are hop-by-hop,
-// framing or forbidden in trailers, and what a token or field value may
-// hold, is proxy/field's, shared with the HTTP/2 front end.
+// extended, because origins disagree about it. The framing rules are
+// written once (framing.go): one scan of a head's fields serves the
+// request parser, the response parser and the ServerConn's
+// ResponseWriter, and each side only maps a defect to its own answer
+// (a 400, 417 or 501 to a client, a 502 for an origin's response). Which
+// fields are hop-by-hop, framing or forbidden in trailers, what a token
+// or field value may hold and which protocol an upgrade may ask for is
+// proxy/field's, shared with the HTTP/2 front end.
 package h1
 
 import (
