@@ -186,37 +186,50 @@ var ourTarget = regexp.MustCompile(`^/(case|follow)-\d+$`)
 // injected field. A well-formed request after each one, through the same
 // loop and pool, proves that no backend connection was left desynchronised.
 func TestSmuggling(t *testing.T) {
+	names := make([]string, len(smuggles))
+	for i, sc := range smuggles {
+		names[i] = sc.name
+	}
+	eachCase(t, names, func(t *testing.T, e *env, i int, path string) (verdict, bool, string) {
+		sc := smuggles[i]
+		kv := append([]string(nil), sc.kv...)
+		for j := range kv {
+			kv[j] = strings.ReplaceAll(kv[j], "{path}", path)
+		}
+		rc := e.dialH2(t)
+		endHead := len(sc.data) == 0 && len(sc.trailers) == 0
+		rc.headers(1, endHead, kv...)
+		for j, d := range sc.data {
+			last := j == len(sc.data)-1 && len(sc.trailers) == 0
+			rc.do(func(fr *http2.Framer) error { return fr.WriteData(1, last, []byte(d)) })
+		}
+		if len(sc.trailers) > 0 {
+			rc.headers(1, true, sc.trailers...)
+		}
+		ev := rc.response(1)
+		refused := (ev.typ == http2.FrameRSTStream && ev.code == http2.ErrCodeProtocol) ||
+			(ev.typ == http2.FrameHeaders && ev.status == "400") ||
+			(ev.typ == http2.FrameGoAway && ev.code == http2.ErrCodeProtocol)
+		answer := fmt.Sprintf("%v %v %s", ev.typ, ev.code, ev.status)
+		if ev.typ == http2.FrameHeaders {
+			answer = ev.status
+		}
+		return verdict{sc.normalised, sc.headSent, sc.maySee}, refused, answer
+	})
+}
+
+// eachCase runs every case on every poller backend through a proxy in
+// front of a fresh recorder (the checks count what reached it): send
+// sends case i to path and returns its verdict, whether it was refused
+// and the answer, which verdict.judge then checks.
+func eachCase(t *testing.T, names []string, send func(t *testing.T, e *env, i int, path string) (v verdict, refused bool, answer string)) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
-		// A recorder per backend: the checks count what reached it.
 		rec := newRecorder(t)
 		e := startProxy(t, backend, rec.addr(), setup{loops: 1})
-		for i, sc := range smuggles {
-			t.Run(sc.name, func(t *testing.T) {
-				path := fmt.Sprintf("/case-%d", i)
-				kv := append([]string(nil), sc.kv...)
-				for j := range kv {
-					kv[j] = strings.ReplaceAll(kv[j], "{path}", path)
-				}
-				rc := e.dialH2(t)
-				endHead := len(sc.data) == 0 && len(sc.trailers) == 0
-				rc.headers(1, endHead, kv...)
-				for j, d := range sc.data {
-					last := j == len(sc.data)-1 && len(sc.trailers) == 0
-					rc.do(func(fr *http2.Framer) error { return fr.WriteData(1, last, []byte(d)) })
-				}
-				if len(sc.trailers) > 0 {
-					rc.headers(1, true, sc.trailers...)
-				}
-				ev := rc.response(1)
-				refused := (ev.typ == http2.FrameRSTStream && ev.code == http2.ErrCodeProtocol) ||
-					(ev.typ == http2.FrameHeaders && ev.status == "400") ||
-					(ev.typ == http2.FrameGoAway && ev.code == http2.ErrCodeProtocol)
-				answer := fmt.Sprintf("%v %v %s", ev.typ, ev.code, ev.status)
-				if ev.typ == http2.FrameHeaders {
-					answer = ev.status
-				}
-
-				verdict{sc.normalised, sc.headSent, sc.maySee}.judge(t, e, rec, i, refused, answer)
+		for i, name := range names {
+			t.Run(name, func(t *testing.T) {
+				v, refused, answer := send(t, e, i, fmt.Sprintf("/case-%d", i))
+				v.judge(t, e, rec, i, refused, answer)
 			})
 		}
 	})
@@ -378,7 +391,7 @@ var h1Smuggles = []h1Smuggle{
 	// (field.UpgradeToken): the upgrade is ignored, and the request goes
 	// on as an ordinary one, never with the client's Upgrade.
 	{name: "upgrade to h2c",
-		raw: h1Head("GET") + "Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n\r\n",
+		raw:        h1Head("GET") + "Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\n\r\n",
 		normalised: noField("upgrade", "connection", "http2-settings")},
 	{name: "upgrade to H2C", raw: h1Head("GET") + "Connection: Upgrade\r\nUpgrade: H2C\r\n\r\n",
 		normalised: noField("upgrade", "connection")},
@@ -388,29 +401,27 @@ var h1Smuggles = []h1Smuggle{
 // refusal, or is forwarded in a normalised form, and the origin never
 // sees an extra request or an injected field (verdict.judge).
 func TestSmugglingH1(t *testing.T) {
-	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
-		rec := newRecorder(t)
-		e := startProxy(t, backend, rec.addr(), setup{loops: 1})
-		for i, sc := range h1Smuggles {
-			t.Run(sc.name, func(t *testing.T) {
-				conn := e.dialH1(t)
-				raw := strings.ReplaceAll(sc.raw, "{path}", fmt.Sprintf("/case-%d", i))
-				if _, err := conn.Write([]byte(raw)); err != nil {
-					t.Fatal(err)
-				}
-				st, err := readStatus(conn, 5*time.Second)
-				if err != nil {
-					t.Fatalf("no answer: %v", err)
-				}
-				want := sc.status
-				if want == 0 {
-					want = 200
-				}
-				if st != want {
-					t.Fatalf("status %d, want %d", st, want)
-				}
-				verdict{normalised: sc.normalised, headSent: sc.headSent}.judge(t, e, rec, i, sc.status != 0, fmt.Sprint(st))
-			})
+	names := make([]string, len(h1Smuggles))
+	for i, sc := range h1Smuggles {
+		names[i] = sc.name
+	}
+	eachCase(t, names, func(t *testing.T, e *env, i int, path string) (verdict, bool, string) {
+		sc := h1Smuggles[i]
+		conn := e.dialH1(t)
+		if _, err := conn.Write([]byte(strings.ReplaceAll(sc.raw, "{path}", path))); err != nil {
+			t.Fatal(err)
 		}
+		st, err := readStatus(conn, 5*time.Second)
+		if err != nil {
+			t.Fatalf("no answer: %v", err)
+		}
+		want := sc.status
+		if want == 0 {
+			want = 200
+		}
+		if st != want {
+			t.Fatalf("status %d, want %d", st, want)
+		}
+		return verdict{normalised: sc.normalised, headSent: sc.headSent}, sc.status != 0, fmt.Sprint(st)
 	})
 }
