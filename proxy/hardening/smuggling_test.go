@@ -1,7 +1,11 @@
 package hardening
 
 import (
+	"bufio"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -11,6 +15,7 @@ import (
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 )
 
 // smuggle is one hostile request. kv is the whole header list, pseudo-
@@ -423,5 +428,89 @@ func TestSmugglingH1(t *testing.T) {
 			t.Fatalf("status %d, want %d", st, want)
 		}
 		return verdict{normalised: sc.normalised, headSent: sc.headSent}, sc.status != 0, fmt.Sprint(st)
+	})
+}
+
+// smuggledResponse follows each refused response below on its
+// connection: a client that got it was answered with bytes of another
+// response, as a proxy that framed the first one otherwise would do.
+const smuggledResponse = "HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nsmuggled"
+
+// hostileResponses are origin responses that could be framed two ways.
+// Each goes through the response parser's side of the framing scanner
+// and reaches the client as a 502, or normalised with its body.
+var hostileResponses = []struct {
+	name, raw string
+	body      string // "": refused with a 502
+}{
+	{name: "content-length with transfer-encoding",
+		raw: "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + smuggledResponse},
+	{name: "transfer-encoding with content-length",
+		raw: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 50\r\n\r\n0\r\n\r\n" + smuggledResponse},
+	{name: "chunked not last",
+		raw: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, identity\r\n\r\n0\r\n\r\n" + smuggledResponse},
+	{name: "chunked twice",
+		raw: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + smuggledResponse},
+	{name: "no chunked",
+		raw: "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n0\r\n\r\n" + smuggledResponse},
+	{name: "unknown coding before chunked",
+		raw: "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n" + smuggledResponse},
+	{name: "transfer_encoding",
+		raw: "HTTP/1.1 200 OK\r\nTransfer_Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n" + smuggledResponse},
+	{name: "transfer-encoding in HTTP/1.0",
+		raw: "HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + smuggledResponse},
+	{name: "two content-lengths",
+		raw: "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nContent-Length: 50\r\n\r\n" + smuggledResponse},
+	{name: "content-length list that differs",
+		raw: "HTTP/1.1 200 OK\r\nContent-Length: 0, 50\r\n\r\n" + smuggledResponse},
+	{name: "content-length sign",
+		raw: "HTTP/1.1 200 OK\r\nContent-Length: +0\r\n\r\n" + smuggledResponse},
+	{name: "content-length list", raw: "HTTP/1.1 200 OK\r\nContent-Length: 5, 5\r\n\r\nhello", body: "hello"},
+	{name: "content-length leading zeros", raw: "HTTP/1.1 200 OK\r\nContent-Length: 005\r\n\r\nhello", body: "hello"},
+}
+
+// The response smuggling suite: an origin answers /resp-N with
+// hostileResponses[N] and anything else with a plain 200 "ok". Each
+// hostile response gets the client a 502 (or its normalised body), and a
+// request after it gets the origin's "ok", never bytes of the smuggled
+// response behind it.
+func TestSmugglingResponses(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		origin := servertest.ServeConns(t, func(c net.Conn) {
+			br := bufio.NewReader(c)
+			for {
+				req, err := http.ReadRequest(br)
+				if err != nil {
+					return
+				}
+				io.Copy(io.Discard, req.Body)
+				answer := okResponse
+				var i int
+				if _, err := fmt.Sscanf(req.URL.Path, "/resp-%d", &i); err == nil && i < len(hostileResponses) {
+					answer = hostileResponses[i].raw
+				}
+				if _, err := c.Write([]byte(answer)); err != nil {
+					return
+				}
+			}
+		})
+		e := startProxy(t, backend, origin, setup{loops: 1})
+		for i, hr := range hostileResponses {
+			t.Run(hr.name, func(t *testing.T) {
+				st, body, err := e.get(fmt.Sprintf("/resp-%d", i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				switch {
+				case hr.body == "" && st != 502:
+					t.Fatalf("status %d (%q), want 502", st, body)
+				case hr.body != "" && (st != 200 || body != hr.body):
+					t.Fatalf("%d %q, want 200 %q", st, body, hr.body)
+				}
+				if st, body, err := e.get("/follow"); err != nil || st != 200 || body != "ok" {
+					t.Fatalf("follow-up request: %d %q %v", st, body, err)
+				}
+			})
+		}
 	})
 }
