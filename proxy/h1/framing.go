@@ -78,6 +78,10 @@ var responseFramingErrs = func() (t [numFramingErrs]*Error) {
 	return t
 }()
 
+// scannedSets are the field sets every name scan looks at belongs to:
+// the framing fields, the connection's, and the front end's own.
+const scannedSets = field.Framing | field.FramingLookalike | field.ConnectionSpecific | field.FrontEndOwned
+
 // reset prepares f for the next head, keeping the tokens' storage.
 func (f *framing) reset() {
 	*f = framing{length: -1, tokens: f.tokens[:0]}
@@ -93,8 +97,9 @@ func (f *framing) scan(spans []span, s string, proto10, request bool) framingErr
 		sp := &spans[k]
 		name := s[sp.ns:sp.ne]
 		// One table lookup per field, kept for the forwarding pass; a
-		// field without a rule (most of them) is none of the cases below.
-		if sp.rule = field.Lookup(name); sp.rule == 0 {
+		// field in none of the sets below (most of them) is none of the
+		// cases of the switch.
+		if sp.rule = field.Lookup(name); sp.rule&scannedSets == 0 {
 			continue
 		}
 		val := s[sp.vs:sp.ve]

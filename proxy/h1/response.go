@@ -238,7 +238,10 @@ func (p *ResponseParser) parseHead() *Error {
 	if err := fr.scan(spans, s, p.proto10, false); err != framingOK {
 		return responseFramingErrs[err]
 	}
-	p.kaTimeout = parseKeepAliveTimeout(fr.keepAliveP)
+	p.kaTimeout = 0
+	if fr.keepAliveP != "" {
+		p.kaTimeout = parseKeepAliveTimeout(fr.keepAliveP)
+	}
 	p.keepAlive = fr.persistent(p.proto10)
 	p.contentLength = fr.length
 	if p.status < 200 || p.status == 204 {
