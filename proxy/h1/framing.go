@@ -82,17 +82,19 @@ var responseFramingErrs = func() (t [numFramingErrs]*Error) {
 // the framing fields, the connection's, and the front end's own.
 const scannedSets = field.Framing | field.FramingLookalike | field.ConnectionSpecific | field.FrontEndOwned
 
-// reset prepares f for the next head, keeping the tokens' storage.
-func (f *framing) reset() {
-	*f = framing{length: -1, tokens: f.tokens[:0]}
+// newFraming returns an empty framing that keeps Connection options in
+// tokens' storage. A parser scans into a framing of its own stack and
+// keeps only the tokens' storage across heads: what one head's scan found
+// is read while its head is parsed, and never after.
+func newFraming(tokens []string) framing {
+	return framing{length: -1, tokens: tokens[:0]}
 }
 
 // scan reads the fields of one head (spans into s) once: it records each
-// span's field.Lookup rule for the forwarding pass, fills f, and returns
-// the first defect. The Expect rule applies to HTTP/1.1 requests only
-// (request, !proto10).
+// span's field.Lookup rule for the forwarding pass, fills f (from
+// newFraming), and returns the first defect. The Expect rule applies to
+// HTTP/1.1 requests only (request, !proto10).
 func (f *framing) scan(spans []span, s string, proto10, request bool) framingErr {
-	f.reset()
 	for k := range spans {
 		sp := &spans[k]
 		name := s[sp.ns:sp.ne]

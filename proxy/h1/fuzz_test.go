@@ -153,7 +153,7 @@ func FuzzFraming(f *testing.F) {
 		if !ok {
 			return
 		}
-		var req, resp framing
+		req, resp := newFraming(nil), newFraming(nil)
 		reqErr := req.scan(spans, s, proto10, true)
 		respErr := resp.scan(spans, s, proto10, false)
 		if reqErr != respErr && reqErr != badExpectation {
@@ -171,8 +171,7 @@ func FuzzFraming(f *testing.F) {
 		}
 
 		// The ResponseWriter reads only the Content-Length fields.
-		var w framing
-		w.reset()
+		w := newFraming(nil)
 		wErr := framingOK
 		for _, sp := range spans {
 			if s[sp.ns:sp.ne] == "content-length" {

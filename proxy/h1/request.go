@@ -36,7 +36,7 @@ type RequestParser struct {
 	state  uint8
 	hr     headReader
 	br     bodyReader
-	fr     framing
+	tokens []string // storage for the Connection options (framing.tokens)
 	req    stream.Request
 	body   []byte
 
@@ -239,8 +239,10 @@ func (p *RequestParser) parseHead() *Error {
 
 	// One pass over the fields decides framing and connection handling;
 	// the second builds the handler's view.
-	fr := &p.fr
-	if err := fr.scan(spans, s, proto10, true); err != framingOK {
+	fr := newFraming(p.tokens)
+	err := fr.scan(spans, s, proto10, true)
+	p.tokens = fr.tokens
+	if err != framingOK {
 		return requestFramingErrs[err]
 	}
 	if fr.hosts > 1 {

@@ -31,7 +31,7 @@ type ResponseParser struct {
 	sawByte bool
 	hr      headReader
 	br      bodyReader
-	fr      framing
+	tokens  []string // storage for the Connection options (framing.tokens)
 	header  []stream.Field
 	body    []byte
 
@@ -234,8 +234,10 @@ func (p *ResponseParser) parseHead() *Error {
 	s := string(buf)
 	p.reason = s[reasonStart:le]
 
-	fr := &p.fr
-	if err := fr.scan(spans, s, p.proto10, false); err != framingOK {
+	fr := newFraming(p.tokens)
+	err := fr.scan(spans, s, p.proto10, false)
+	p.tokens = fr.tokens
+	if err != framingOK {
 		return responseFramingErrs[err]
 	}
 	p.kaTimeout = 0

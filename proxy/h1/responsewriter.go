@@ -87,8 +87,7 @@ func (w *responseWriter) WriteHeader(status int, fields []stream.Field, endStrea
 
 	// The handler's Content-Length is read by the parsers' rule; the
 	// framing on the wire is the front end's (field.NotToClient).
-	var fr framing
-	fr.reset()
+	fr := newFraming(nil)
 	for _, f := range fields {
 		if f.Name == "content-length" && fr.addLength(f.Value) != framingOK {
 			return ErrBodyLength

@@ -199,7 +199,7 @@ func (c *ServerConn) ReleaseIdle() int {
 	n := cap(c.in) + cap(c.wbuf) + cap(c.p.hr.buf) +
 		cap(c.p.hr.spans)*int(unsafe.Sizeof(span{})) + cap(c.p.req.Header)*int(unsafe.Sizeof(stream.Field{}))
 	c.in, c.wbuf, c.p.hr.buf = nil, nil, nil
-	c.p.hr.spans, c.p.fr.tokens = nil, nil
+	c.p.hr.spans, c.p.tokens = nil, nil
 	c.p.req = stream.Request{}
 	return n
 }
