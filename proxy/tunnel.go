@@ -51,7 +51,7 @@ func (ex *exchange) startUpgrade(req *stream.Request, trusted bool) bool {
 	t := &tunnelState{extended: req.Method == "CONNECT"}
 	ex.tun = t
 	ex.method = "GET"
-	if t.extended && !upgradeToken(req.Upgrade) {
+	if t.extended && !field.UpgradeToken(req.Upgrade) {
 		ex.tun = nil
 		ex.end(answer(400, observe.ReasonBadProtocol, ""))
 		return false
@@ -79,12 +79,6 @@ func (ex *exchange) startUpgrade(req *stream.Request, trusted bool) bool {
 	ex.head = h1.AppendRequestHeadFramed(make([]byte, 0, headCap), "GET", req.Path, fs, h1.LengthNone)
 	ex.chunked = false
 	return true
-}
-
-// upgradeToken reports whether a protocol name can be put in Upgrade.
-func upgradeToken(v string) bool {
-	name, version, slash := strings.Cut(v, "/")
-	return field.ValidName(name) && (!slash || field.ValidName(version))
 }
 
 func newWebSocketKey() string {
