@@ -33,8 +33,8 @@ func NewGroup(n int, backends []string) (*Group, error) {
 	// A loop spends its idle time blocked in the poller's wait. When no P
 	// is idle, the runtime's sysmon takes the blocked loop's P away every
 	// 20µs and keeps polling at that rate, stealing the loop's core; one
-	// spare P lets it back off (measured: 110-171 against 67-139 µs of CPU
-	// per request at one stream in flight, pinned to one core).
+	// spare P lets it back off (the CPU it saves is in
+	// docs/performance.md).
 	if runtime.GOMAXPROCS(0) < n+1 {
 		runtime.GOMAXPROCS(n + 1)
 	}

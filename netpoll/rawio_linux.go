@@ -13,9 +13,9 @@ import (
 // exitsyscall pair of unix.Read), which a loop pays several times per
 // request. It is recvfrom without an address rather than read: read goes
 // through the kernel's generic file path (vfs_read, the file-position
-// lookup of fdget_pos) before it reaches the socket, ~2% of the proxy's CPU
-// at h2 -m 20 in perf, which recvfrom enters directly. Errors are
-// unix.Errno values, as from unix.Read.
+// lookup of fdget_pos) before it reaches the socket, which recvfrom enters
+// directly (the cost is in docs/performance.md). Errors are unix.Errno
+// values, as from unix.Read.
 func RawRead(fd int, p []byte) (int, error) {
 	var ptr unsafe.Pointer
 	if len(p) > 0 {

@@ -7,13 +7,13 @@ import "time"
 //
 // A request arms its timer when it starts and stops it when it ends, with
 // the same timeout each time, so the deadline only ever moves later, and a
-// heap operation per Reset and per Stop cost as much as the rest of the
-// loop's own bookkeeping (at h2 -c 6 -m 20 some 250 timers are pending, and
-// each comparison used to load two cold Timers). So both are lazy: Stop
-// only marks the timer, and Reset to a deadline no earlier than the one its
-// heap entry holds only records it. The entry surfaces at its old deadline
-// and is then dropped (stopped) or moved to the new one. Only a Reset to an
-// earlier deadline, or of a timer without an entry, touches the heap.
+// heap operation per Reset and per Stop, each comparison loading two cold
+// Timers, showed in profiles under load (docs/performance.md). So both are
+// lazy: Stop only marks the timer, and Reset to a deadline no earlier than
+// the one its heap entry holds only records it. The entry surfaces at its
+// old deadline and is then dropped (stopped) or moved to the new one. Only
+// a Reset to an earlier deadline, or of a timer without an entry, touches
+// the heap.
 type Timer struct {
 	loop    *Loop
 	pending bool

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/pollproxy/pollproxy/proxy/stream"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // Policy names a load-balancing policy, with Caddy's names.
@@ -169,18 +170,18 @@ func (g *group) random() uint64 {
 }
 
 // usable reports whether pools[i] may be picked in this pass.
-func (g *group) usable(i int, pass int, now time.Time, skip *Upstream) bool {
+func (g *group) usable(i int, pass int, now time.Time, skip *upstream.Upstream) bool {
 	p := g.pools[i]
 	if p.up == skip && len(g.pools) > 1 {
 		return false
 	}
-	return pass == 1 || p.up.healthy(now)
+	return pass == 1 || p.up.Healthy(now)
 }
 
 // pick chooses a pool among the healthy upstreams (all of them when none
 // is healthy, so a full outage still gets tried rather than refused), never
 // one listed in skip. It runs on the loop.
-func (g *group) pick(now time.Time, skip *Upstream, k *pickKey) *pool {
+func (g *group) pick(now time.Time, skip *upstream.Upstream, k *pickKey) *pool {
 	n := len(g.pools)
 	for pass := 0; pass < 2; pass++ {
 		if p := g.pickPass(pass, now, skip, k); p != nil {
@@ -190,7 +191,7 @@ func (g *group) pick(now time.Time, skip *Upstream, k *pickKey) *pool {
 	return g.pools[g.next%n]
 }
 
-func (g *group) pickPass(pass int, now time.Time, skip *Upstream, k *pickKey) *pool {
+func (g *group) pickPass(pass int, now time.Time, skip *upstream.Upstream, k *pickKey) *pool {
 	n := len(g.pools)
 	policy := g.policy
 	switch policy {

@@ -19,6 +19,7 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // Clients with large windows (browsers open megabytes; h2load and nghttp a
@@ -46,7 +47,7 @@ func TestLargeResponsesLargeWindows(t *testing.T) {
 	for name, addr := range origins {
 		t.Run(name, func(t *testing.T) {
 			polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
-				e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, addr)}})
+				e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, addr)}})
 				const conns, inFlight, perConn = 4, 4, 24
 				var wg sync.WaitGroup
 				errs := make(chan error, conns)

@@ -17,6 +17,7 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // browserPage opens a WebSocket and an EventSource to its own origin,
@@ -117,7 +118,7 @@ func TestBrowserWebSocketAndSSE(t *testing.T) {
 	}
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		o, results := browserOrigin(t)
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}})
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}})
 		port := e.addr[strings.LastIndexByte(e.addr, ':')+1:]
 		for _, mode := range []struct {
 			name, via string

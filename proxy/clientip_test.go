@@ -11,50 +11,9 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy"
 	"github.com/pollproxy/pollproxy/proxy/observe"
-	"github.com/pollproxy/pollproxy/proxy/stream"
+	"github.com/pollproxy/pollproxy/proxy/route"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
-
-// TestClientIP: the derivation on its own, as Caddy does it — the peer
-// unless it is a trusted proxy, then the leftmost valid address of the
-// first client-address field present.
-func TestClientIP(t *testing.T) {
-	peer := netip.MustParseAddr("127.0.0.1")
-	private := proxy.PrivateRanges()
-	f := func(kv ...string) []stream.Field {
-		var fs []stream.Field
-		for i := 0; i < len(kv); i += 2 {
-			fs = append(fs, stream.Field{Name: kv[i], Value: kv[i+1]})
-		}
-		return fs
-	}
-	for _, c := range []struct {
-		name    string
-		peer    netip.Addr
-		header  []stream.Field
-		trusted []netip.Prefix
-		headers []string
-		want    string
-	}{
-		{"untrusted", peer, f("x-forwarded-for", "6.6.6.6"), nil, nil, "127.0.0.1"},
-		{"untrusted public peer", netip.MustParseAddr("203.0.113.9"), f("x-forwarded-for", "6.6.6.6"), private, nil, "203.0.113.9"},
-		{"trusted leftmost", peer, f("x-forwarded-for", "6.6.6.6, 10.0.0.2"), private, nil, "6.6.6.6"},
-		{"trusted mapped peer", netip.MustParseAddr("::ffff:10.1.2.3"), f("x-forwarded-for", "6.6.6.6"), private, nil, "6.6.6.6"},
-		{"skips garbage", peer, f("x-forwarded-for", "unknown, [2001:db8::1]:443"), private, nil, "2001:db8::1"},
-		{"port and zone", peer, f("x-forwarded-for", "198.51.100.7:5555"), private, nil, "198.51.100.7"},
-		{"zone", peer, f("x-forwarded-for", "fe80::1%eth0"), private, nil, "fe80::1"},
-		{"second line", peer, f("x-forwarded-for", "junk", "x-forwarded-for", "192.0.2.1"), private, nil, "192.0.2.1"},
-		{"no field", peer, nil, private, nil, "127.0.0.1"},
-		{"named header", peer, f("x-forwarded-for", "6.6.6.6", "x-real-ip", "192.0.2.44"), private, []string{"X-Real-IP", "X-Forwarded-For"}, "192.0.2.44"},
-		{"named header falls back", peer, f("x-forwarded-for", "6.6.6.6"), private, []string{"X-Real-IP", "X-Forwarded-For"}, "6.6.6.6"},
-		{"ipv6 loopback trusted", netip.MustParseAddr("::1"), f("x-forwarded-for", "6.6.6.6"), private, nil, "6.6.6.6"},
-		{"ula trusted", netip.MustParseAddr("fd12::5"), f("x-forwarded-for", "6.6.6.6"), private, nil, "6.6.6.6"},
-		{"narrow list", peer, f("x-forwarded-for", "6.6.6.6"), []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, nil, "127.0.0.1"},
-	} {
-		if got := proxy.ClientIP(c.peer, c.header, c.trusted, c.headers); got.String() != c.want {
-			t.Errorf("%s: ClientIP = %s, want %s", c.name, got, c.want)
-		}
-	}
-}
 
 // logRecorder is an Observer keeping what the access log would print.
 type logRecorder struct {
@@ -113,13 +72,13 @@ func TestForwardedFields(t *testing.T) {
 			xff, proto, host, client string
 		}{
 			{"untrusted", nil, nil, "127.0.0.1", "https", "app.example", "127.0.0.1"},
-			{"trusted", proxy.PrivateRanges(), nil, "6.6.6.6, 192.0.2.1, 127.0.0.1", "http", "forged.example", "6.6.6.6"},
+			{"trusted", route.PrivateRanges(), nil, "6.6.6.6, 192.0.2.1, 127.0.0.1", "http", "forged.example", "6.6.6.6"},
 			{"X-Real-IP", []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, []string{"X-Real-IP"},
 				"6.6.6.6, 192.0.2.1, 127.0.0.1", "http", "forged.example", "198.51.100.3"},
 			{"other proxy trusted", []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, nil, "127.0.0.1", "https", "app.example", "127.0.0.1"},
 		} {
 			rec := &logRecorder{}
-			e := startProxy(t, backend, 2, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}, Observer: rec,
+			e := startProxy(t, backend, 2, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}, Observer: rec,
 				TrustedProxies: c.trusted, ClientIPHeaders: c.ipHeaders})
 			send(e.h2Client(nil), "https://app.example/a")
 			check("h2 "+c.name, rec, c.xff, c.proto, c.host, c.client)

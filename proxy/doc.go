@@ -2,10 +2,17 @@
 // HTTP/2 and HTTP/1.1 front ends by forwarding them, translated to strict
 // HTTP/1.1, over per-loop pools of kept-alive connections to the origins.
 //
+// The package is the per-loop data path: everything in it runs on the
+// loop that owns the request, so it imports nothing that locks, waits or
+// spawns (imports_test.go holds it to that). What runs on goroutines of
+// its own (upstream state shared by every loop, active health checks,
+// DNS re-resolution) is in proxy/upstream; routing by host and the
+// client-address rules, built once per (re)load, are in proxy/route.
+//
 // One job per file, in the order a request meets them:
 //
-//   - router.go: the Router picks a site's handler by host.
-//   - handler.go: the Handler (one per loop) and its Config.
+//   - handler.go: the Handler (one per loop) and its Config; it serves a
+//     request the site's route table sent to the proxy.
 //   - translate.go: the request head for the origin and the response
 //     fields for the client, built in one place on proxy/field's rules.
 //   - balance.go: the group of a loop's pools for one upstream set, and the
@@ -16,8 +23,10 @@
 //     the loop for its life.
 //   - exchange.go: one proxied request, between the client's stream and a
 //     backend connection, with backpressure both ways.
-//   - upstream.go: the Upstream shared by every loop, its passive health
-//     and counters.
+//   - tunnel.go: an exchange the origin switched to another protocol (a
+//     WebSocket): a byte tunnel both ways on the loop.
+//   - retire.go: a handler a reload replaced, finishing what it started
+//     and closing what went to a removed upstream.
 //
 // Calls go one way: an exchange asks a pool for a connection and drives
 // it; a connection tells its exchange what happened on the socket; a pool

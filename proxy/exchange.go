@@ -16,118 +16,259 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/field"
 	"github.com/pollproxy/pollproxy/proxy/h1"
 	"github.com/pollproxy/pollproxy/proxy/observe"
-	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/stream"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // exchange is one proxied request: the client's stream on one side, a
 // backend connection on the other, and the flow of bytes between them with
-// backpressure both ways. It lives on the loop that owns both.
+// backpressure both ways. It lives on the loop that owns both. Its phase
+// says where it is; every way it ends goes through end.
 type exchange struct {
-	h                *Handler
-	g                *group
-	w                stream.ResponseWriter
-	method           string
-	head             []byte // the translated request head, kept for a retry
-	hasBody, chunked bool
+	h       *Handler
+	g       *group
+	w       stream.ResponseWriter
+	method  string
+	head    []byte // the translated request head, kept for a retry
+	hasBody bool
+	chunked bool
+	https   bool
 
 	early     []byte // body bytes framed before a connection was bound
 	earlyBody int
-	bodyEnded bool
+	bodyEnded bool // the client's body (or its direction of a tunnel) ended
 
-	pool   *pool
-	bc     *backendConn
-	queued *pool // waiting for a connection of this pool
+	phase phase
+	pool  *pool        // the pool it waits in or got its connection from
+	bc    *backendConn // its connection, in phaseSent, phaseStreaming and phaseTunnel
 
-	key                         pickKey
-	https                       bool
-	tries                       int       // upstreams tried after a failed connect
-	firstTry                    time.Time // when the first connect failed (lb_try_duration)
-	sentAt                      time.Time // when the request head was handed to a connection
-	lastFailed                  *Upstream
-	reused, retried, failedOver bool
-	gotByte                     bool // a response byte arrived on this attempt
-	headSent                    bool // the client has a final response head
-	finished                    bool
-	pending                     []byte        // response body the client has not taken yet
-	timer                       netpoll.Timer // one per exchange, re-armed for each wait; held by value (InitTimer)
-	waiting                     waitKind
-	status                      int
-	bytesOut                    int64
-	errText                     string
-	log                         observe.RequestLog // request facts kept for the observer
-	logging                     bool               // an observer waits for log
-	tun                         *tunnelState       // set for a request that asked to upgrade
-	bodyTimer                   *netpoll.Timer     // read_body: the client's body must end in time
-	link                        inflightLink       // in the handler's inflight list (retire.go)
+	key        pickKey
+	tries      int       // upstreams tried after a failed connect
+	firstTry   time.Time // when the first connect failed (lb_try_duration)
+	sentAt     time.Time // when the request head was handed to a connection
+	lastFailed *upstream.Upstream
+	reused     bool // this attempt's connection was kept alive
+	retried    bool // the one retry on a fresh connection was spent
+	gotByte    bool // a response byte arrived on this attempt
 
-	// The exchange goes back to its handler's free list (recycle) once
-	// both are true: the front end released it (no more Events, its
-	// ResponseWriter not to be used) and it reported itself to the
-	// observer (nothing left of it on the loop).
-	released, observed bool
+	pending   []byte        // response body the client has not taken yet
+	timer     netpoll.Timer // one per exchange, guarding what its phase waits for; held by value (InitTimer)
+	status    int
+	bytesOut  int64
+	log       observe.RequestLog // request facts kept for the observer
+	tun       *tunnelState       // set for a request that asked to upgrade
+	bodyTimer *netpoll.Timer     // read_body: the client's body must end in time
+	link      inflightLink       // in the handler's inflight list (retire.go)
+
+	// released: the front end is done with the request (OnRelease). The
+	// exchange goes back to its handler's free list (recycle) once it is
+	// also done.
+	released bool
 }
 
-// waitKind is what the exchange's timer is guarding.
-type waitKind uint8
+// phase is where an exchange is. It also says what the exchange's one
+// timer guards (timedOut). Connecting is the backend connection's state,
+// not the exchange's: a request is handed to a connection at once, and
+// waits in its output until the connect completes.
+type phase uint8
 
 const (
-	waitQueue   waitKind = iota // a free connection in the pool's queue
-	waitHeader                  // the response head
-	waitRead                    // the next bytes of the response body
-	waitTunnel                  // any byte of an open tunnel (stream_timeout)
-	waitRetry                   // lb_try_interval before another upstream
-	waitRemoved                 // the client's end of a tunnel a reload removed
+	// phaseNew: no connection or queue yet — just served, or waiting
+	// lb_try_interval before another upstream (the timer).
+	phaseNew phase = iota
+	// phaseQueued: in its pool's queue for a connection (the timer:
+	// connect_timeout).
+	phaseQueued
+	// phaseSent: bound to a connection, which has the request; waiting
+	// for the response head (response_header_timeout).
+	phaseSent
+	// phaseStreaming: the response head went to the client; the body
+	// follows (read_timeout, when set).
+	phaseStreaming
+	// phaseTunnel: the origin switched protocols; bytes flow both ways
+	// (stream_timeout, when set).
+	phaseTunnel
+	// phaseDone: ended. Nothing more goes to the origin; only a tunnel a
+	// reload removed still waits for the client to end its direction
+	// (removedLinger).
+	phaseDone
 )
 
-// arm (re)starts the exchange's timer for one kind of wait.
-func (ex *exchange) arm(kind waitKind, d time.Duration) {
+// arm (re)starts the exchange's timer for what its phase waits for.
+func (ex *exchange) arm(d time.Duration) {
 	if !ex.timer.Initialized() {
 		ex.h.loop.InitTimer(&ex.timer, ex.timedOut)
 	}
-	ex.waiting = kind
 	ex.timer.Reset(d)
 }
 
 func (ex *exchange) timedOut() {
-	switch ex.waiting {
-	case waitQueue:
-		ex.queueTimedOut()
-	case waitHeader:
-		ex.headerTimedOut()
-	case waitRead:
-		ex.readTimedOut()
-	case waitTunnel:
-		ex.tunnelTimedOut()
-	case waitRetry:
+	switch ex.phase {
+	case phaseNew:
 		ex.begin(ex.lastFailed)
-	case waitRemoved:
-		ex.removedTimedOut()
+	case phaseQueued:
+		ex.end(answer(503, observe.ReasonQueueTimeout, ""))
+	case phaseSent:
+		ex.upstreamFailed(observe.ReasonHeaderTimeout)
+		ex.end(answer(504, observe.ReasonHeaderTimeout, ""))
+	case phaseStreaming:
+		ex.end(resetting(stream.CodeInternal, observe.ReasonReadTimeout, ""))
+	case phaseTunnel:
+		ex.end(resetting(stream.CodeCancel, observe.ReasonStreamTimeout, ""))
+	case phaseDone:
+		if ex.tun != nil {
+			ex.removedTimedOut()
+		}
 	}
 }
 
-// observe reports the finished exchange, once.
-func (ex *exchange) observe() {
-	defer ex.recycle()
-	ex.observed = true
-	ex.h.live.remove(ex)
-	if ex.bodyTimer != nil { // every way an exchange ends reports it
-		ex.bodyTimer.Stop()
-	}
-	if ex.tun != nil {
-		ex.tunnelEnded()
-	}
-	if !ex.logging {
+// outcome is how an exchange ends: what the client is told, why, and
+// what becomes of the backend connection.
+type outcome struct {
+	tell     tell
+	status   int            // tellAnswer: the status of pollproxy's answer
+	code     uint32         // tellReset: the stream's reset code
+	reason   observe.Reason // why, for the access log; ReasonNone when the origin's response completed
+	detail   string         // what the reason names, such as a socket error
+	reusable bool           // the backend connection may serve another request
+	trailers []stream.Field // tellClose: the response's trailers
+}
+
+// tell is what an ending does to the client's stream.
+type tell uint8
+
+const (
+	// tellNothing: the client is gone, or both directions of its tunnel
+	// ended already.
+	tellNothing tell = iota
+	// tellClose: the origin's response is complete; so is the client's.
+	tellClose
+	// tellAnswer: pollproxy answers with a short error response, or
+	// resets the stream (stream.CodeInternal) when a response head
+	// already went out.
+	tellAnswer
+	// tellReset: the stream is reset.
+	tellReset
+	// tellEndOurs: a tunnel's direction toward the client ends as if the
+	// origin had closed it; the client gets removedLinger to end its own.
+	tellEndOurs
+)
+
+// answer is an ending in pollproxy's own error response.
+func answer(status int, r observe.Reason, detail string) outcome {
+	return outcome{tell: tellAnswer, status: status, reason: r, detail: detail}
+}
+
+// resetting is an ending in a stream reset.
+func resetting(code uint32, r observe.Reason, detail string) outcome {
+	return outcome{tell: tellReset, code: code, reason: r, detail: detail}
+}
+
+// clientGone is the ending of an exchange whose client went away or
+// refused a write: nothing is left to tell it.
+func clientGone() outcome { return outcome{tell: tellNothing, reason: observe.ReasonClientGone} }
+
+// end is the one way an exchange ends, whatever ends it: its timers
+// stop, it leaves its pool's queue, its backend connection goes back to
+// the pool or is closed, the client hears of it, and the observer gets
+// the exchange's report. Later calls do nothing.
+func (ex *exchange) end(o outcome) {
+	was := ex.phase
+	if was == phaseDone {
 		return
 	}
-	ex.logging = false
+	ex.phase = phaseDone
+	ex.timer.Stop()
+	if ex.bodyTimer != nil {
+		ex.bodyTimer.Stop()
+	}
+	if was == phaseQueued {
+		ex.pool.dequeue(ex)
+	}
+	// The connection goes first: the front end may start the next
+	// pipelined request from inside Close.
+	if bc := ex.bc; bc != nil {
+		ex.bc = nil
+		if o.reusable {
+			bc.done()
+		} else {
+			bc.close()
+		}
+	}
+	switch o.tell {
+	case tellClose:
+		ex.w.Close(o.trailers)
+	case tellAnswer:
+		if was >= phaseStreaming {
+			ex.status = 0
+			ex.w.Reset(stream.CodeInternal)
+			break
+		}
+		ex.answer(o.status, o.reason.Text(o.detail))
+	case tellReset:
+		if was != phaseTunnel { // a tunnel's log keeps its 101
+			ex.status = 0
+		}
+		ex.w.Reset(o.code)
+	case tellEndOurs:
+		t := ex.tun
+		if !t.originDone {
+			t.originDone = true
+			ex.w.Close(nil)
+		}
+		if !t.clientDone {
+			ex.arm(removedLinger)
+		}
+	}
+	ex.report(&o, was == phaseTunnel)
+	ex.recycle()
+}
+
+// answer sends pollproxy's own short error response.
+func (ex *exchange) answer(status int, text string) {
+	ex.status = status
+	body := make([]byte, 0, len(text)+1)
+	body = append(append(body, text...), '\n')
+	ex.w.WriteHeader(status, []stream.Field{
+		{Name: "content-type", Value: "text/plain; charset=utf-8"},
+		{Name: "content-length", Value: strconv.Itoa(len(body))},
+	}, false)
+	ex.w.Write(body)
+	ex.w.Close(nil)
+}
+
+// report takes the ended exchange off its handler's books and tells the
+// observer.
+func (ex *exchange) report(o *outcome, tunnel bool) {
+	ex.h.live.remove(ex)
+	if tunnel {
+		ex.h.tunnels.remove(ex)
+	}
+	obs := ex.h.cfg.Observer
+	if obs == nil {
+		return
+	}
 	l := &ex.log
-	l.Status, l.BytesOut, l.Reused, l.Error = ex.status, ex.bytesOut, ex.reused, ex.errText
+	l.Status, l.BytesOut, l.Reused = ex.status, ex.bytesOut, ex.reused
+	l.Reason, l.Detail = o.reason, o.detail
+	if tunnel {
+		l.Tunnel, l.BytesIn = true, ex.tun.bytesIn
+	}
 	if ex.pool != nil {
 		l.Upstream = ex.pool.up.Name
 	}
 	l.Duration = ex.h.loop.Now().Sub(l.Start)
-	ex.h.cfg.Observer.Observe(l)
+	obs.Observe(l)
+}
+
+// upstreamFailed counts a failure of the exchange's upstream: its passive
+// health, and the failure metric by reason.
+func (ex *exchange) upstreamFailed(r observe.Reason) {
+	up := ex.pool.up
+	up.Failed(ex.h.cfg.Health, ex.h.loop.Now())
+	if f := ex.h.failures; f != nil {
+		f.UpstreamFailed(up.Name, r)
+	}
 }
 
 var (
@@ -136,13 +277,12 @@ var (
 )
 
 // OnRelease implements stream.Releaser: the front end is done with the
-// request, and the exchange is recycled once it has been observed. One
-// that has not ended yet — a response without a body ends the client's
-// stream with its head, before the origin's response is complete — runs on
-// to the end of the origin's response with a ResponseWriter that takes
-// nothing, so it never touches the released one. A tunnel keeps its own
-// ending (front ends never reuse a tunnel's stream) and is left to the
-// collector.
+// request, and the exchange is recycled once it has ended. One that has
+// not ended yet — a response without a body ends the client's stream with
+// its head, before the origin's response is complete — runs on to the end
+// of the origin's response with a ResponseWriter that takes nothing, so it
+// never touches the released one. A tunnel keeps its own ending (front
+// ends never reuse a tunnel's stream) and is left to the collector.
 func (ex *exchange) OnRelease() {
 	if ex.released {
 		return
@@ -151,7 +291,7 @@ func (ex *exchange) OnRelease() {
 	if ex.tun != nil {
 		return
 	}
-	if !ex.finished {
+	if ex.phase != phaseDone {
 		ex.w = releasedWriter{}
 		return
 	}
@@ -169,9 +309,9 @@ func (releasedWriter) Consumed(int)                                {}
 
 // maxFreeExchanges bounds a handler's free list of exchanges: as many as a
 // loop has requests in flight under heavy load (six h2 connections with a
-// hundred streams each are 600), each about 1.7 KiB with its head buffer
-// and timers, so at most 1.7 MiB per loop, beside the up to 8 MiB of free
-// backend read buffers (maxBufs) the loop keeps for the same load.
+// hundred streams each are 600), so that such a load allocates none; the
+// bound keeps what an idle loop holds small next to its free backend read
+// buffers (maxBufs).
 const maxFreeExchanges = 1024
 
 // maxKeptHead is the largest request-head buffer a recycled exchange keeps;
@@ -179,12 +319,12 @@ const maxFreeExchanges = 1024
 const maxKeptHead = 4 * headCap
 
 // recycle puts the exchange on its handler's free list once the front end
-// released it and it was observed: then no front end, backend connection,
-// pool queue, timer or inflight list refers to it any more. Its timer (with
+// released it and it ended: then no front end, backend connection, pool
+// queue, timer or inflight list refers to it any more. Its timer (with
 // the method value it calls), its read_body timer and its request-head
 // buffer stay with it, so the next request allocates none of them.
 func (ex *exchange) recycle() {
-	if !ex.released || !ex.observed || !ex.finished || ex.tun != nil {
+	if !ex.released || ex.phase != phaseDone || ex.tun != nil {
 		return
 	}
 	h := ex.h
@@ -197,8 +337,8 @@ func (ex *exchange) recycle() {
 	if cap(head) > maxKeptHead {
 		head = nil
 	}
-	// finished stays set: a stray call on a free exchange does nothing.
-	*ex = exchange{timer: timer, bodyTimer: bodyTimer, head: head, finished: true}
+	// The phase stays done: a stray call on a free exchange does nothing.
+	*ex = exchange{timer: timer, bodyTimer: bodyTimer, head: head, phase: phaseDone}
 	h.freeEx = append(h.freeEx, ex)
 }
 
@@ -215,42 +355,50 @@ func (h *Handler) newExchange() *exchange {
 }
 
 // begin picks an upstream and asks its pool for a connection.
-func (ex *exchange) begin(skip *Upstream) {
-	p := ex.g.pick(ex.h.loop.Now(), skip, &ex.key)
-	if !p.acquire(ex, false) {
-		ex.fail(503, "upstream queue full")
+func (ex *exchange) begin(skip *upstream.Upstream) {
+	ex.acquire(ex.g.pick(ex.h.loop.Now(), skip, &ex.key), false)
+}
+
+// acquire asks pool p for a connection (a fresh one when asked): the
+// pool binds one (attach), queues the exchange, or has no room left.
+func (ex *exchange) acquire(p *pool, fresh bool) {
+	ex.pool, ex.phase = p, phaseNew
+	switch p.acquire(ex, fresh) {
+	case poolQueued:
+		ex.phase = phaseQueued
+		ex.arm(ex.h.cfg.ConnectTimeout)
+	case poolFull:
+		ex.end(answer(503, observe.ReasonQueueFull, ""))
 	}
 }
 
-// attach starts the exchange on a connection: the request head, then any
-// body that already arrived.
-func (ex *exchange) attach(p *pool, bc *backendConn, reused bool) {
-	ex.pool, ex.bc, ex.reused, ex.queued = p, bc, reused, nil
-	ex.gotByte = false
-	bc.parser.Reset(ex.method)
-	if ex.tun != nil {
-		bc.parser.ExpectUpgrade()
-	}
+// attach starts the exchange on a connection of its pool: the request
+// head, then any body that already arrived.
+func (ex *exchange) attach(bc *backendConn, reused bool) {
+	ex.bc, ex.reused, ex.gotByte, ex.phase = bc, reused, false, phaseSent
 	ex.sentAt = ex.h.loop.Now()
+	// Armed before anything is sent: a write that fails at once ends or
+	// retries the exchange from inside send, and must find the timer of
+	// the phase it left behind.
+	ex.arm(ex.h.cfg.ResponseHeaderTimeout)
+	bc.request(ex.method, ex.tun != nil)
 	if ex.h.upHead {
 		// header_up used {upstream_hostport} and the like: the marks in
 		// the head are filled for this upstream, straight into the
 		// connection's output, so a retry elsewhere gets its own.
-		bc.out = route.FillUpstream(bc.out, ex.head, p.up.dialAddress())
-		bc.send(nil, 0)
+		bc.sendFilled(ex.head, ex.pool.up.HostPort())
 	} else {
 		bc.send(ex.head, 0)
 	}
-	if len(ex.early) > 0 && (ex.tun == nil || ex.tun.open) {
+	if len(ex.early) > 0 && ex.tun == nil && ex.bc == bc {
 		bc.send(ex.early, ex.earlyBody)
 		ex.early, ex.earlyBody = nil, 0
 	}
-	ex.arm(waitHeader, ex.h.cfg.ResponseHeaderTimeout)
 }
 
 // OnBody forwards request body bytes, framed for the origin.
 func (ex *exchange) OnBody(p []byte) {
-	if ex.finished {
+	if ex.phase == phaseDone {
 		ex.w.Consumed(len(p)) // answered already: drain and drop
 		return
 	}
@@ -260,7 +408,7 @@ func (ex *exchange) OnBody(p []byte) {
 func (ex *exchange) sendBody(p []byte, body int) {
 	chunk := ex.chunked && body > 0
 	switch {
-	case ex.bc == nil || ex.tun != nil && !ex.tun.open:
+	case ex.bc == nil || ex.tun != nil && ex.phase != phaseTunnel:
 		if chunk {
 			ex.early = h1.AppendChunk(ex.early, p)
 		} else {
@@ -284,7 +432,7 @@ func (ex *exchange) OnBodyEnd(trailers []stream.Field) {
 		ex.clientEnded()
 		return
 	}
-	if ex.finished || !ex.chunked {
+	if ex.phase == phaseDone || !ex.chunked {
 		return
 	}
 	valid := trailers[:0:0]
@@ -299,8 +447,8 @@ func (ex *exchange) OnBodyEnd(trailers []stream.Field) {
 // bodyWritten reports body bytes that reached the origin's socket: only now
 // may the client send that many more.
 func (ex *exchange) bodyWritten(n int) {
-	if t := ex.tun; t != nil && t.open {
-		t.bytesIn += int64(n)
+	if ex.phase == phaseTunnel {
+		ex.tun.bytesIn += int64(n)
 		ex.tunnelActive()
 	}
 	ex.w.Consumed(n)
@@ -308,18 +456,21 @@ func (ex *exchange) bodyWritten(n int) {
 
 // OnWritable resumes a response the client had stopped taking.
 func (ex *exchange) OnWritable() {
-	if ex.tun != nil && ex.tun.open {
-		if !ex.finished && ex.stalled() {
+	switch ex.phase {
+	case phaseTunnel:
+		if ex.stalled() {
 			ex.bc.tunnelWritable()
 		}
 		return
+	case phaseDone:
+		return
 	}
-	if ex.finished || len(ex.pending) == 0 {
+	if len(ex.pending) == 0 {
 		return
 	}
 	n, err := ex.w.Write(ex.pending)
 	if err != nil {
-		ex.abortBackend()
+		ex.end(clientGone())
 		return
 	}
 	ex.bytesOut += int64(n)
@@ -329,92 +480,34 @@ func (ex *exchange) OnWritable() {
 	}
 }
 
+// stalled reports whether bytes from the origin wait for the client: its
+// connection is then not read.
 func (ex *exchange) stalled() bool {
-	return len(ex.pending) > 0 || ex.tun != nil && ex.tun.open && ex.bc != nil && ex.bc.inStart < ex.bc.inEnd
+	return len(ex.pending) > 0 || ex.phase == phaseTunnel && ex.bc != nil && ex.bc.buffered()
 }
 
 // OnAbort: the client went away. A connection mid-exchange cannot be reused.
-func (ex *exchange) OnAbort(error) {
-	if ex.finished {
-		return
-	}
-	ex.errText = "client went away"
-	ex.abortBackend()
-	ex.observe()
-}
+func (ex *exchange) OnAbort(error) { ex.end(clientGone()) }
 
-func (ex *exchange) abortBackend() {
-	ex.h.live.remove(ex)
-	ex.finished = true
-	ex.timer.Stop()
-	if ex.queued != nil {
-		ex.queued.dequeue(ex)
-		ex.queued = nil
-	}
-	if ex.bc != nil {
-		ex.bc.close()
-	}
-}
-
+// gotBytes: the origin sent bytes on this attempt; the body's read timer
+// starts again.
 func (ex *exchange) gotBytes() {
 	ex.gotByte = true
-	if ex.tun != nil && ex.tun.open {
-		ex.tunnelActive()
-		return
-	}
-	if ex.headSent && ex.h.cfg.ReadTimeout > 0 {
+	if ex.phase == phaseStreaming && ex.h.cfg.ReadTimeout > 0 {
 		ex.timer.Reset(ex.h.cfg.ReadTimeout)
 	}
 }
 
-// parse runs the response parser over the connection's buffered bytes. It
-// returns true when it needs more input, false when the exchange stalled
-// (the client's window is full), finished or failed.
-func (ex *exchange) parse() bool {
-	bc := ex.bc
-	p := &bc.parser
-	for {
-		n, ev, err := p.Feed(bc.in[bc.inStart:bc.inEnd])
-		bc.inStart += n
-		if err != nil {
-			ex.badResponse(err)
-			return false
-		}
-		switch ev {
-		case h1.EventNone:
-			return true
-		case h1.EventInfo:
-			// 100 Continue is pollproxy's business with the origin; Early
-			// Hints are the client's.
-			if p.Status() == 103 {
-				ex.w.WriteHeader(103, p.Header(), false)
-			}
-		case h1.EventHead:
-			ex.responseHead(p)
-			if ex.finished {
-				return false
-			}
-		case h1.EventBody:
-			body := p.Body()
-			k, err := ex.w.Write(body)
-			if err != nil {
-				ex.abortBackend()
-				return false
-			}
-			ex.bytesOut += int64(k)
-			if k < len(body) {
-				ex.pending = body[k:]
-				bc.parseOwed = true
-				bc.setInterest()
-				return false
-			}
-		case h1.EventDone:
-			ex.complete(p.KeepAlive(), p.Trailers())
-			return false
-		}
+// informational passes an informational response on: 100 Continue is
+// pollproxy's business with the origin; Early Hints are the client's.
+func (ex *exchange) informational(p *h1.ResponseParser) {
+	if p.Status() == 103 {
+		ex.w.WriteHeader(103, p.Header(), false)
 	}
 }
 
+// responseHead passes the response head on, or opens the tunnel an
+// upgrade asked for.
 func (ex *exchange) responseHead(p *h1.ResponseParser) {
 	if p.Switched() {
 		ex.switched(p)
@@ -424,79 +517,72 @@ func (ex *exchange) responseHead(p *h1.ResponseParser) {
 		ex.upgradeRefused()
 	}
 	ex.status = p.Status()
-	if hc := &ex.h.cfg.Health; hc.unhealthyResponse(ex.status, ex.h.loop.Now().Sub(ex.sentAt)) {
-		ex.pool.up.failed(*hc, ex.h.loop.Now())
+	if hc := &ex.h.cfg.Health; hc.UnhealthyResponse(ex.status, ex.h.loop.Now().Sub(ex.sentAt)) {
+		ex.upstreamFailed(observe.ReasonUnhealthy)
 	}
+	ex.phase = phaseStreaming
 	ex.timer.Stop()
 	if ex.h.cfg.ReadTimeout > 0 {
-		ex.arm(waitRead, ex.h.cfg.ReadTimeout)
+		ex.arm(ex.h.cfg.ReadTimeout)
 	}
 	fields := ex.h.responseFields(p.Header())
 	if ex.g.policy == Cookie && ex.key.cookie != ex.pool.index {
 		fields = append(fields, stream.Field{Name: "set-cookie", Value: ex.cookie()})
 	}
-	ex.headSent = true
 	if err := ex.w.WriteHeader(ex.status, fields, !p.HasBody()); err != nil {
-		ex.abortBackend()
+		ex.end(clientGone())
 	}
 }
 
-// complete ends the response and gives the connection back when both the
-// response and our request were complete, so the next request on it starts
-// on a clean boundary.
-func (ex *exchange) complete(keepAlive bool, trailers []stream.Field) {
-	ex.finished = true
-	ex.timer.Stop()
-	bc := ex.bc
-	ex.bc = nil
-	// Release before Close: the front end may start the next pipelined
-	// request from inside Close.
-	bc.done(keepAlive && (ex.bodyEnded || !ex.hasBody))
-	ex.w.Close(trailers)
-	ex.observe()
-}
-
-// originEOF: the origin closed the connection.
-func (ex *exchange) originEOF() {
-	ev, err := ex.bc.parser.EOF()
-	if ev == h1.EventDone {
-		ex.complete(false, nil)
-		return
+// responseBody hands response body bytes to the client. It reports
+// whether the client took them all; when it did not, the exchange either
+// keeps the rest until OnWritable (and the connection stops reading) or
+// ended.
+func (ex *exchange) responseBody(body []byte) bool {
+	k, err := ex.w.Write(body)
+	if err != nil {
+		ex.end(clientGone())
+		return false
 	}
-	ex.backendFailed(err)
+	ex.bytesOut += int64(k)
+	if k < len(body) {
+		ex.pending = body[k:]
+		return false
+	}
+	return true
 }
 
-// backendFailed handles a connection that broke before the response was
-// complete: retried once on a fresh connection when that is safe, 502 when
-// the client has no head yet, a stream reset otherwise.
+// responseDone ends the response. The connection goes back to the pool
+// when both the response and our request were complete, so the next
+// request on it starts on a clean boundary.
+func (ex *exchange) responseDone(keepAlive bool, trailers []stream.Field) {
+	ex.end(outcome{tell: tellClose, reusable: keepAlive && (ex.bodyEnded || !ex.hasBody), trailers: trailers})
+}
+
+// backendFailed handles a connection that broke (and closed) before the
+// response was complete: retried once on a fresh connection when that is
+// safe, 502 when the client has no head yet, a stream reset otherwise.
 func (ex *exchange) backendFailed(err error) {
-	if ex.finished {
-		return
-	}
-	if bc := ex.bc; bc != nil {
-		bc.close()
-	}
-	if ex.tun != nil && ex.tun.open {
-		ex.tunnelBroken("origin: " + errText(err))
-		return
-	}
-	if ex.canRetry() {
+	ex.bc = nil
+	switch {
+	case ex.phase == phaseDone:
+	case ex.phase == phaseTunnel:
+		ex.end(resetting(stream.CodeCancel, observe.ReasonTunnelBroken, errText(err)))
+	case ex.canRetry():
 		ex.retried = true
 		ex.pool.up.Retries.Add(1)
-		if !ex.pool.acquire(ex, true) {
-			ex.fail(503, "upstream queue full")
-		}
-		return
-	}
-	ex.pool.up.failed(ex.h.cfg.Health, ex.h.loop.Now())
-	if ex.headSent {
-		// Counted, and told to the access log by reset; never logged here:
-		// a log write on the loop would stall every stream it serves.
+		ex.acquire(ex.pool, true)
+	case ex.phase == phaseStreaming:
+		// Counted, and told to the access log by the report; never
+		// logged here: a log write on the loop would stall every stream
+		// it serves.
+		ex.upstreamFailed(observe.ReasonBrokenMidResponse)
 		ex.pool.up.Broken.Add(1)
-		ex.reset("upstream broke mid-response: " + errText(err))
-		return
+		ex.end(resetting(stream.CodeInternal, observe.ReasonBrokenMidResponse, errText(err)))
+	default:
+		ex.upstreamFailed(observe.ReasonBroken)
+		ex.end(answer(502, observe.ReasonBroken, errText(err)))
 	}
-	ex.fail(502, "bad gateway: "+errText(err))
 }
 
 // canRetry: a reused connection that failed before a single response byte
@@ -513,46 +599,52 @@ func (ex *exchange) canRetry() bool {
 	return false
 }
 
-func (ex *exchange) badResponse(err error) {
-	if bc := ex.bc; bc != nil {
-		bc.close()
-	}
-	ex.pool.up.failed(ex.h.cfg.Health, ex.h.loop.Now())
-	if ex.headSent {
-		ex.reset("malformed response body from upstream")
+// badResponse: the origin's response could not be parsed; its connection
+// is closed.
+func (ex *exchange) badResponse() {
+	if ex.phase == phaseStreaming {
+		ex.upstreamFailed(observe.ReasonBadBody)
+		ex.end(resetting(stream.CodeInternal, observe.ReasonBadBody, ""))
 		return
 	}
-	ex.fail(502, "bad gateway: malformed response from upstream")
+	ex.upstreamFailed(observe.ReasonBadResponse)
+	ex.end(answer(502, observe.ReasonBadResponse, ""))
 }
 
-// connectFailed: the connection never came up. With more than one
-// upstream the request moves to another one once (nothing was sent yet).
+// connectFailed: the connection never came up (and is closed). With more
+// than one upstream the request moves to another one once (nothing was
+// sent yet).
 func (ex *exchange) connectFailed(err error) {
-	if ex.finished {
+	ex.bc = nil
+	if ex.phase == phaseDone {
 		return
 	}
 	up := ex.pool.up
 	now := ex.h.loop.Now()
-	up.failed(ex.h.cfg.Health, now)
+	reason := observe.ReasonConnect
+	if errors.Is(err, errConnectTimeout) {
+		reason = observe.ReasonConnectTimeout
+	}
+	ex.upstreamFailed(reason)
 	if ex.tries == 0 {
 		ex.firstTry = now
 	}
 	if ex.mayRetry(now) {
 		ex.tries++
-		ex.failedOver = true
 		ex.lastFailed = up
+		ex.phase = phaseNew
 		if ex.h.cfg.TryDuration > 0 {
-			ex.arm(waitRetry, ex.h.cfg.TryInterval)
+			ex.arm(ex.h.cfg.TryInterval)
 			return
 		}
 		ex.begin(up)
 		return
 	}
-	if errors.Is(err, errConnectTimeout) {
-		ex.fail(504, "gateway timeout: connect to upstream timed out")
+	if reason == observe.ReasonConnectTimeout {
+		ex.end(answer(504, reason, ""))
 		return
 	}
-	ex.fail(502, "bad gateway: "+errText(err))
+	ex.end(answer(502, reason, errText(err)))
 }
 
 // mayRetry: Caddy's lb_retries and lb_try_duration. Without either, a
@@ -581,89 +673,32 @@ func (ex *exchange) cookie() string {
 	return v
 }
 
-func (ex *exchange) headerTimedOut() {
-	if bc := ex.bc; bc != nil {
-		bc.close()
-	}
-	ex.pool.up.failed(ex.h.cfg.Health, ex.h.loop.Now())
-	ex.fail(504, "gateway timeout: upstream sent no response head in time")
-}
-
 // bodyTimedOut: the client's body did not end within read_body. The
 // origin has part of a request, so its connection is closed, never
 // reused, and the upstream is not blamed; the client gets a 408 (a reset
 // if a response head already went out).
 func (ex *exchange) bodyTimedOut() {
-	if ex.finished || ex.bodyEnded {
+	if ex.bodyEnded {
 		return
 	}
-	if bc := ex.bc; bc != nil {
-		bc.close()
-	}
-	ex.fail(408, "request timeout: the request body did not arrive in time")
+	ex.end(answer(408, observe.ReasonBodyTimeout, ""))
 }
 
 // writeTimedOut: writing the request to the origin stayed blocked for
-// transport http's write_timeout. As in Caddy, whose write deadline
-// surfaces as a timeout, the client gets a 504 (a reset if a response head
-// already went out); the connection was closed and the upstream counts a
-// failure.
+// transport http's write_timeout, and the connection was closed. As in
+// Caddy, whose write deadline surfaces as a timeout, the client gets a
+// 504 (a reset if a response head already went out) and the upstream
+// counts a failure.
 func (ex *exchange) writeTimedOut() {
-	if ex.finished {
+	ex.bc = nil
+	if ex.phase == phaseDone {
 		return
 	}
-	ex.pool.up.failed(ex.h.cfg.Health, ex.h.loop.Now())
-	ex.fail(504, "gateway timeout: writing the request to upstream timed out")
+	ex.upstreamFailed(observe.ReasonWriteTimeout)
+	ex.end(answer(504, observe.ReasonWriteTimeout, ""))
 }
 
-func (ex *exchange) queueTimedOut() {
-	ex.fail(503, "service unavailable: no upstream connection became free in time")
-}
-
-func (ex *exchange) readTimedOut() {
-	if bc := ex.bc; bc != nil {
-		bc.close()
-	}
-	ex.reset("upstream read timed out")
-}
-
-// reset aborts the client's stream after its head went out.
-func (ex *exchange) reset(why string) {
-	ex.finished = true
-	ex.timer.Stop()
-	ex.status, ex.errText = 0, why
-	ex.w.Reset(stream.CodeInternal)
-	ex.observe()
-}
-
-// fail answers the client with a short error response (or resets the
-// stream when a head already went out).
-func (ex *exchange) fail(status int, msg string) {
-	if ex.finished {
-		return
-	}
-	ex.finished = true
-	ex.timer.Stop()
-	if ex.queued != nil {
-		ex.queued.dequeue(ex)
-		ex.queued = nil
-	}
-	if ex.headSent {
-		ex.reset(msg)
-		return
-	}
-	ex.status, ex.errText = status, msg
-	ex.headSent = true
-	body := msg + "\n"
-	ex.w.WriteHeader(status, []stream.Field{
-		{Name: "content-type", Value: "text/plain; charset=utf-8"},
-		{Name: "content-length", Value: strconv.Itoa(len(body))},
-	}, false)
-	ex.w.Write([]byte(body))
-	ex.w.Close(nil)
-	ex.observe()
-}
-
+// errText is a socket error as the access log and a 502's body name it.
 func errText(err error) string {
 	switch {
 	case err == nil:

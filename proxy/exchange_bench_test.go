@@ -8,6 +8,7 @@ import (
 
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 	"github.com/pollproxy/pollproxy/proxy/stream"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // benchResponse is the origin's answer to every request: 1 KiB, kept alive.
@@ -83,7 +84,7 @@ func BenchmarkExchange(b *testing.B) {
 func benchExchange(b *testing.B, release bool) {
 	addr := benchOrigin(b)
 	l := startedLoop(b)
-	h := NewHandler(l, Config{Upstreams: []*Upstream{{Name: addr.String(), Addr: addr}}}.WithDefaults())
+	h := NewHandler(l, Config{Upstreams: []*upstream.Upstream{{Name: addr.String(), Addr: addr}}}.WithDefaults())
 	req := &stream.Request{Method: "GET", Scheme: "https", Authority: "bench.test", Path: "/1k.txt",
 		Header: []stream.Field{{Name: "user-agent", Value: "bench/1.0"}, {Name: "accept", Value: "*/*"}},
 		Proto:  "HTTP/2.0", ContentLength: -1, RemoteAddr: netip.MustParseAddrPort("127.0.0.1:40000")}

@@ -2,8 +2,9 @@ package proxy
 
 // The h1 client: a backend connection and its use of the HTTP/1.1 codec
 // (proxy/h1's request serialiser and response parser). It reads and writes
-// the socket and reports what happened to its exchange; what a response
-// means for the client is the exchange's business.
+// the socket, drives the response parser over what it read, and reports
+// each part of the response to its exchange; what a response means for
+// the client is the exchange's business.
 
 import (
 	"errors"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy/h1"
+	"github.com/pollproxy/pollproxy/proxy/route"
 )
 
 type bcState uint8
@@ -70,6 +72,40 @@ type backendConn struct {
 	shutDone bool
 }
 
+// newBackendConn registers a connecting socket fd with p's loop; the
+// connect completes (or fails) on its first event, or times out after
+// the handler's ConnectTimeout.
+func newBackendConn(p *pool, fd int) (*backendConn, error) {
+	bc := &backendConn{pool: p, state: bcConnecting}
+	d, err := p.loop.Register(fd, bc, netpoll.Write)
+	if err != nil {
+		return nil, err
+	}
+	bc.desc = d
+	p.loop.InitTimer(&bc.timer, bc.timedOut) // the method value is made once, here
+	bc.timer.Reset(p.h.cfg.ConnectTimeout)
+	return bc, nil
+}
+
+// bind gives the connection to ex: a new one (still connecting) or one
+// taken from the idle list.
+func (bc *backendConn) bind(ex *exchange) {
+	bc.ex = ex
+	if bc.state == bcIdle {
+		bc.timer.Stop() // the idle timeout
+		bc.state = bcBusy
+	}
+}
+
+// request readies the response parser for a request with this method
+// (one that asked to upgrade may be answered 101).
+func (bc *backendConn) request(method string, upgrade bool) {
+	bc.parser.Reset(method)
+	if upgrade {
+		bc.parser.ExpectUpgrade()
+	}
+}
+
 // HandleEvent runs the connection's state machine on the loop.
 func (bc *backendConn) HandleEvent(ev netpoll.Event) {
 	switch bc.state {
@@ -93,7 +129,7 @@ func (bc *backendConn) HandleEvent(ev netpoll.Event) {
 		// An orderly close is the origin's idle timeout: learn it, so the
 		// next connections close first.
 		if closed, _ := bc.peek(); closed {
-			bc.pool.up.learnIdleClose(bc.pool.loop.Now().Sub(bc.idleSince))
+			bc.pool.up.LearnIdleClose(bc.pool.loop.Now().Sub(bc.idleSince))
 		}
 		bc.close()
 	case bcBusy:
@@ -131,7 +167,7 @@ func (bc *backendConn) dead(now time.Time) bool {
 	}
 	closed, dead := bc.peek()
 	if closed {
-		bc.pool.up.learnIdleClose(now.Sub(bc.idleSince))
+		bc.pool.up.LearnIdleClose(now.Sub(bc.idleSince))
 	}
 	return dead
 }
@@ -152,25 +188,33 @@ func (bc *backendConn) peek() (closed, dead bool) {
 // bytes wait, so that what one read from the client brought is one write
 // to the origin: a 64 KiB read carries four TLS records of body, each
 // handed over on its own, and an h2 upload's DATA frames straddle records,
-// which makes eight pieces. Written as they came, a 100 MiB upload cost
-// 6,400 writes to the origin over HTTP/1.1 and 12,800 over h2. The bound
-// keeps the batches, and the credit the client gets back as they are
-// written, to a read's size when one iteration reads a client's socket
-// many times over.
+// which makes eight pieces: written as they came, each would be a system
+// call (docs/performance.md counts them, under backendConn.send). The
+// bound keeps the batches, and the credit the client gets back as they
+// are written, to a read's size when one iteration reads a client's
+// socket many times over.
 func (bc *backendConn) send(p []byte, body int) {
 	bc.reserve(len(p))
 	bc.out = append(bc.out, p...)
 	bc.queued(body)
 }
 
+// sendFilled queues a request head whose upstream placeholders (header_up)
+// are filled for the upstream at addr on the way into the output.
+func (bc *backendConn) sendFilled(head []byte, addr string) {
+	bc.out = route.FillUpstream(bc.out, head, addr)
+	bc.queued(0)
+}
+
 // reserve makes room in out for n more bytes. What waits for a slow
 // origin's socket can reach the client's whole window (32 MiB grown), and
 // append grows a buffer that large by a quarter at a time, copying all of
-// it, the bytes already written included: one upload of 160 MiB to an
-// origin reading slower than the client allocated 164 MB for a buffer that
-// ended at 33. Here the written bytes are dropped first, in place when
-// what waits is small next to the buffer, and a buffer that must grow
-// doubles, so an upload copies and allocates about its peak once more.
+// it, the bytes already written included: an upload then allocates many
+// times what it ever holds (docs/performance.md has one upload's figures,
+// under backendConn.reserve). Here the written bytes are dropped first,
+// in place when what waits is small next to the buffer, and a buffer that
+// must grow doubles, so an upload copies and allocates about its peak
+// once more.
 func (bc *backendConn) reserve(n int) {
 	if len(bc.out)+n <= cap(bc.out) {
 		return
@@ -278,8 +322,8 @@ func (bc *backendConn) setInterest() {
 	bc.desc.SetInterest(want)
 }
 
-// readResponse reads what the origin sent and hands it to the exchange,
-// which stops the reading while its client cannot take more.
+// readResponse reads what the origin sent and parses it, which stops
+// while the exchange's client cannot take more.
 func (bc *backendConn) readResponse() {
 	if bc.tunnel {
 		bc.readTunnel()
@@ -294,7 +338,7 @@ func (bc *backendConn) readResponse() {
 		// reports the end of the response only when fed again.
 		if bc.inStart < bc.inEnd || bc.parseOwed {
 			bc.parseOwed = false
-			if !bc.ex.parse() {
+			if !bc.parse() {
 				return // stalled or finished
 			}
 			if bc.tunnel {
@@ -304,7 +348,7 @@ func (bc *backendConn) readResponse() {
 			continue
 		}
 		if bc.eof {
-			bc.ex.originEOF()
+			bc.originEOF()
 			return
 		}
 		bc.inStart, bc.inEnd = 0, 0
@@ -325,6 +369,55 @@ func (bc *backendConn) readResponse() {
 	}
 }
 
+// parse runs the response parser over the buffered bytes and hands each
+// part of the response to the exchange. It returns true when it needs
+// more input, false when the exchange stalled (its client's window is
+// full), ended or failed.
+func (bc *backendConn) parse() bool {
+	ex, p := bc.ex, &bc.parser
+	for {
+		n, ev, err := p.Feed(bc.in[bc.inStart:bc.inEnd])
+		bc.inStart += n
+		if err != nil {
+			ex.badResponse()
+			return false
+		}
+		switch ev {
+		case h1.EventNone:
+			return true
+		case h1.EventInfo:
+			ex.informational(p)
+		case h1.EventHead:
+			ex.responseHead(p)
+			if bc.ex != ex {
+				return false // ended
+			}
+		case h1.EventBody:
+			if !ex.responseBody(p.Body()) {
+				if bc.ex == ex { // stalled: fed again once the client takes more
+					bc.parseOwed = true
+					bc.setInterest()
+				}
+				return false
+			}
+		case h1.EventDone:
+			ex.responseDone(p.KeepAlive(), p.Trailers())
+			return false
+		}
+	}
+}
+
+// originEOF: the origin closed the connection. That ends a response
+// whose length is the connection's; any other is broken.
+func (bc *backendConn) originEOF() {
+	ev, err := bc.parser.EOF()
+	if ev == h1.EventDone {
+		bc.ex.responseDone(false, nil)
+		return
+	}
+	bc.broken(err)
+}
+
 // resume continues a stalled response once the client took more.
 func (bc *backendConn) resume() {
 	bc.setInterest()
@@ -340,15 +433,18 @@ func (bc *backendConn) broken(err error) {
 	}
 }
 
-// done finishes the exchange's use of the connection: back to the pool when
-// the response said the connection may be reused, closed otherwise.
-func (bc *backendConn) done(reusable bool) {
+// done finishes the exchange's use of a connection whose response said it
+// may be reused: back to the pool, unless what is left on it says
+// otherwise (bytes nobody asked for, request bytes unwritten, the
+// origin's close).
+func (bc *backendConn) done() {
 	bc.requests++
 	bc.kaTimeout = bc.parser.KeepAliveTimeout()
-	if !reusable || bc.inStart < bc.inEnd || bc.outOff < len(bc.out) || bc.eof || bc.hup {
+	if bc.inStart < bc.inEnd || bc.outOff < len(bc.out) || bc.eof || bc.hup {
 		bc.close()
 		return
 	}
+	bc.ex = nil
 	bc.inStart, bc.inEnd = 0, 0
 	bc.pool.release(bc)
 }
@@ -399,17 +495,15 @@ func (bc *backendConn) abort() {
 	bc.close()
 }
 
-// close closes the socket and leaves the pool's books right. The exchange,
-// if any, is detached first; callers that must tell it keep a reference.
+// close closes the socket and leaves the pool's books right. The
+// connection lets go of its exchange; one that closes on its own (a
+// socket error, a timeout) then tells the exchange, which lets go of it.
 func (bc *backendConn) close() {
 	if bc.state == bcClosed {
 		return
 	}
 	wasActive := bc.ex != nil
-	if bc.ex != nil {
-		bc.ex.bc = nil
-		bc.ex = nil
-	}
+	bc.ex = nil
 	bc.state = bcClosed
 	bc.timer.Stop()
 	bc.desc.Close()

@@ -10,19 +10,21 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/observe"
 	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/stream"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // Config is one reverse-proxy route: where requests go and how.
 type Config struct {
 	// Upstreams are the origins, shared by every loop.
-	Upstreams []*Upstream
+	Upstreams []*upstream.Upstream
 	// Policy spreads requests across upstreams (default round_robin).
 	Policy Policy
 	Pool   PoolConfig
-	Health Health
+	Health upstream.Health
 	// ActiveHealth configures active health checks of the upstreams; a
-	// HealthChecker outside the loops runs them (proxy/app starts one).
-	ActiveHealth ActiveHealth
+	// upstream.HealthChecker outside the loops runs them (proxy/app
+	// starts one).
+	ActiveHealth upstream.ActiveHealth
 	// ConnectTimeout bounds a connect and a wait in the pool's queue (504
 	// or 503); ResponseHeaderTimeout bounds the wait for the response head
 	// once the request is sent (504); ReadTimeout, when set, bounds the
@@ -66,8 +68,8 @@ type Config struct {
 	StreamCloseDelay time.Duration
 
 	// TrustedProxies are the peers whose client-address fields are
-	// believed (Caddy's servers { trusted_proxies }; PrivateRanges is its
-	// private_ranges). Without any, X-Forwarded-For, -Proto and -Host sent
+	// believed (Caddy's servers { trusted_proxies }; route.PrivateRanges
+	// is its private_ranges). Without any, X-Forwarded-For, -Proto and -Host sent
 	// by a client are replaced, not kept.
 	TrustedProxies []netip.Prefix
 	// ClientIPHeaders are the fields a trusted proxy names the client in,
@@ -122,6 +124,9 @@ type Handler struct {
 	// marks that attach fills for the upstream picked (translate.go).
 	upHead bool
 
+	// failures is the Observer's upstream failure counter, if it has one.
+	failures observe.FailureObserver
+
 	tunnels tunnelSet   // the loop's open tunnels, for the metrics
 	live    inflight    // exchanges in flight, closed by Retire when removed
 	freeEx  []*exchange // finished exchanges for reuse (exchange.recycle)
@@ -131,6 +136,7 @@ type Handler struct {
 // applied (WithDefaults).
 func NewHandler(l *netpoll.Loop, cfg Config) *Handler {
 	h := &Handler{loop: l, cfg: cfg, upHead: route.UsesUpstream(cfg.HeaderUp), group: group{policy: cfg.Policy, rnd: uint64(l.ID())*0x9e3779b97f4a7c15 + 1, choose: 2}}
+	h.failures, _ = cfg.Observer.(observe.FailureObserver)
 	if cfg.Policy == RandomChoose && cfg.PolicyArg != "" {
 		if n, err := strconv.Atoi(cfg.PolicyArg); err == nil && n > 0 {
 			h.group.choose = n
@@ -155,16 +161,15 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 	ex := h.newExchange()
 	*ex = exchange{h: h, g: &h.group, w: w, method: req.Method, hasBody: req.HasBody, key: h.key(req), https: req.Scheme == "https",
 		timer: ex.timer, bodyTimer: ex.bodyTimer, head: ex.head[:0]}
-	trusted := Trusted(req.RemoteAddr.Addr(), h.cfg.TrustedProxies)
+	trusted := route.Trusted(req.RemoteAddr.Addr(), h.cfg.TrustedProxies)
 	if h.cfg.Observer != nil {
-		ex.logging = true
 		ex.log = observe.RequestLog{
 			Loop: h.loop.ID(), Poller: h.loop.Backend(), Proto: req.Proto, Method: req.Method,
 			Authority: req.Authority, Path: req.Path, Remote: req.RemoteAddr, Start: h.loop.Now(),
 			ClientIP: req.RemoteAddr.Addr().Unmap(),
 		}
 		if trusted {
-			ex.log.ClientIP = ClientIP(req.RemoteAddr.Addr(), req.Header, h.cfg.TrustedProxies, h.cfg.ClientIPHeaders)
+			ex.log.ClientIP = route.ClientAddr(req.RemoteAddr.Addr(), req.Header, h.cfg.TrustedProxies, h.cfg.ClientIPHeaders)
 		}
 	}
 	h.live.add(ex)

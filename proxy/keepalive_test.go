@@ -17,6 +17,7 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // originKeepAlive is how long the origins below keep an idle connection.
@@ -82,8 +83,8 @@ func TestKeepAliveRaceAvoided(t *testing.T) {
 			learn  bool
 		}{{"node", nodeOrigin, false}, {"go", goIdleOrigin, true}} {
 			t.Run(c.name, func(t *testing.T) {
-				up := upstream(t, c.origin(t))
-				e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{up},
+				up := upstreamAt(t, c.origin(t))
+				e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{up},
 					Pool: proxy.PoolConfig{IdleTimeout: 30 * time.Second}})
 				cl := e.h2Client(nil)
 				burst := func() {
@@ -161,8 +162,8 @@ func TestPoolIdleTimeout(t *testing.T) {
 					}
 					io.WriteString(w, "ok")
 				})
-				up := upstream(t, o.addr)
-				e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{up},
+				up := upstreamAt(t, o.addr)
+				e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{up},
 					Pool: proxy.PoolConfig{IdleTimeout: idle}})
 				clock := e.manualClock()
 				cl := e.h2Client(nil)

@@ -17,6 +17,7 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // rawH2 is one h2 connection to the proxy over real TLS, written frame by
@@ -111,7 +112,7 @@ func TestOversizedHeaders(t *testing.T) {
 	curl, curlErr := exec.LookPath("curl")
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		o := newOrigin(t, nil)
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}})
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}})
 		cookie := "session=" + strings.Repeat("c", 70<<10)
 
 		r := e.dialRawH2(t)

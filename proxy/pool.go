@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // PoolConfig bounds one loop's connections to one upstream.
@@ -38,8 +39,7 @@ func (c PoolConfig) withDefaults() PoolConfig {
 	if c.MaxIdle <= 0 {
 		// Idle connections cost a descriptor and no buffer. A cap below
 		// the concurrency a loop sees makes every burst open and close
-		// connections (measured: 25,000 connects for 50,000 h2 requests
-		// at 120 streams with a cap of 32, against 134 with 256).
+		// connections (docs/performance.md has the count).
 		c.MaxIdle = c.MaxConns
 	}
 	if c.MaxIdle > c.MaxConns {
@@ -57,7 +57,7 @@ func (c PoolConfig) withDefaults() PoolConfig {
 // speaking out of turn, and is dropped).
 type pool struct {
 	loop    *netpoll.Loop
-	up      *Upstream
+	up      *upstream.Upstream
 	cfg     PoolConfig
 	h       *Handler
 	idle    []*backendConn // most recently used last: reuse the warmest
@@ -73,22 +73,27 @@ type pool struct {
 // load is the least-connections measure: requests in flight or waiting.
 func (p *pool) load() int { return p.active + len(p.waiters) }
 
+// acquired is what a pool did with a request for a connection.
+type acquired uint8
+
+const (
+	poolBound  acquired = iota // a connection was bound (attach), or the dial failed (connectFailed)
+	poolQueued                 // the exchange waits in the queue
+	poolFull                   // no connection and no room in the queue
+)
+
 // acquire binds ex to a connection: an idle one unless fresh is asked for,
 // a new one while under MaxConns, else a place in the queue. While others
-// wait, ex joins them: first come, first served. It reports false when the
-// queue is full too.
-func (p *pool) acquire(ex *exchange, fresh bool) bool {
-	ex.pool = p
+// wait, ex joins them: first come, first served.
+func (p *pool) acquire(ex *exchange, fresh bool) acquired {
 	if len(p.waiters) == 0 && p.take(ex, fresh) {
-		return true
+		return poolBound
 	}
 	if len(p.waiters) >= p.cfg.MaxQueue {
-		return false
+		return poolFull
 	}
 	p.waiters = append(p.waiters, ex)
-	ex.queued = p
-	ex.arm(waitQueue, p.h.cfg.ConnectTimeout)
-	return true
+	return poolQueued
 }
 
 // take binds ex to an idle connection (unless fresh is asked for) or a new
@@ -98,7 +103,6 @@ func (p *pool) take(ex *exchange, fresh bool) bool {
 		for len(p.idle) > 0 {
 			bc := p.idle[len(p.idle)-1]
 			p.idle = p.idle[:len(p.idle)-1]
-			bc.timer.Stop()
 			if bc.dead(p.loop.Now()) {
 				bc.close()
 				continue
@@ -123,20 +127,15 @@ func (p *pool) take(ex *exchange, fresh bool) bool {
 func (p *pool) bind(ex *exchange, bc *backendConn, reused bool) {
 	p.active++
 	p.up.Requests.Add(1)
-	bc.ex = ex
-	if bc.state == bcIdle {
-		bc.state = bcBusy
-	}
-	ex.attach(p, bc, reused)
+	bc.bind(ex)
+	ex.attach(bc, reused)
 }
 
 // detach takes a connection that now carries a tunnel off the pool's
 // books: it never comes back, and must not hold a slot of MaxConns (ten
 // thousand WebSockets would starve every other request). Its slot serves
 // a waiting request at the end of the iteration.
-func (p *pool) detach(bc *backendConn) {
-	bc.tunnel = true
-	bc.timer.Stop()
+func (p *pool) detach() {
 	p.open--
 	p.active--
 	if len(p.waiters) > 0 {
@@ -161,7 +160,6 @@ func (p *pool) dequeue(ex *exchange) {
 // full), and a waiting request gets it at the end of the iteration.
 func (p *pool) release(bc *backendConn) {
 	p.active--
-	bc.ex = nil
 	if p.cfg.MaxRequests > 0 && bc.requests >= p.cfg.MaxRequests {
 		bc.close()
 		return
@@ -193,17 +191,15 @@ func (p *pool) idleTimeout(bc *backendConn) time.Duration {
 		d = c
 	}
 	if bc.kaTimeout > 0 {
-		d = min(d, belowOrigin(bc.kaTimeout))
+		d = min(d, upstream.IdleBelow(bc.kaTimeout))
 	}
 	return d
 }
 
 func (p *pool) dequeueFirst() {
-	ex := p.waiters[0]
 	copy(p.waiters, p.waiters[1:])
 	p.waiters[len(p.waiters)-1] = nil
 	p.waiters = p.waiters[:len(p.waiters)-1]
-	ex.queued = nil
 }
 
 // forget drops a closed connection from the pool's books; its slot lets a
@@ -259,23 +255,19 @@ func (p *pool) dial() (*backendConn, error) {
 	if p.up.Path != "" {
 		fd, err = netpoll.ConnectUnix(p.up.Path)
 	} else {
-		fd, err = netpoll.Connect(p.up.dialAddr(p.dials))
+		fd, err = netpoll.Connect(p.up.DialAddr(p.dials))
 		p.dials++
 	}
 	if err != nil {
 		return nil, err
 	}
-	bc := &backendConn{pool: p, state: bcConnecting}
-	d, err := p.loop.Register(fd, bc, netpoll.Write)
+	bc, err := newBackendConn(p, fd)
 	if err != nil {
 		unix.Close(fd)
 		return nil, err
 	}
-	bc.desc = d
 	p.open++
 	p.up.OpenConns.Add(1)
 	p.up.Connects.Add(1)
-	p.loop.InitTimer(&bc.timer, bc.timedOut) // the method value is made once, here
-	bc.timer.Reset(p.h.cfg.ConnectTimeout)
 	return bc, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy/stream"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // poolTestWriter records one response and the order it finished in.
@@ -92,8 +93,8 @@ func TestPoolQueueOrder(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			addr, conns := poolTestOrigin(t, closeEach)
 			l := startedLoop(t)
-			up := &Upstream{Name: addr.String(), Addr: addr}
-			h := NewHandler(l, Config{Upstreams: []*Upstream{up}, Pool: PoolConfig{MaxConns: 1}}.WithDefaults())
+			up := &upstream.Upstream{Name: addr.String(), Addr: addr}
+			h := NewHandler(l, Config{Upstreams: []*upstream.Upstream{up}, Pool: PoolConfig{MaxConns: 1}}.WithDefaults())
 			var finished []int
 			const n = 4
 			ws := make([]*poolTestWriter, n)

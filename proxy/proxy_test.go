@@ -29,7 +29,9 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/observe"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 var discardLog = log.New(io.Discard, "", 0)
@@ -67,7 +69,7 @@ func TestRequestTranslation(t *testing.T) {
 			w.Header().Set("X-Down", "kept")
 			io.WriteString(w, "ok")
 		})
-		e := startProxy(t, backend, 2, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}})
+		e := startProxy(t, backend, 2, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}})
 
 		cl := e.h2Client(nil)
 		req, _ := http.NewRequest("POST", "https://app.example:8443/p/a?x=1&y=%20", strings.NewReader("hello body"))
@@ -155,7 +157,7 @@ func TestUploadStreamsBounded(t *testing.T) {
 			sum.Store(h.Sum(nil))
 			io.WriteString(w, strconv.FormatInt(n, 10))
 		})
-		e := startProxy(t, backend, 2, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}})
+		e := startProxy(t, backend, 2, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}})
 		cl := e.h2Client(nil)
 		get(t, cl, e.url("/warm"))
 		hw := servertest.WatchHeap(t)
@@ -192,7 +194,7 @@ func TestSlowClientDownload(t *testing.T) {
 			w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
 			writePattern(w, size, &written)
 		})
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}})
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}})
 		cl := e.h2Client(nil)
 		hw := servertest.WatchHeap(t)
 		res, err := cl.Get(e.url("/big"))
@@ -242,9 +244,9 @@ func TestPooledConnections(t *testing.T) {
 			w.Header().Set("Content-Length", "2")
 			io.WriteString(w, "ok")
 		})
-		up := upstream(t, o.addr)
+		up := upstreamAt(t, o.addr)
 		e := startProxy(t, backend, loops, proxy.Config{
-			Upstreams: []*proxy.Upstream{up},
+			Upstreams: []*upstream.Upstream{up},
 			Pool:      proxy.PoolConfig{MaxConns: maxIdle, MaxIdle: maxIdle},
 		})
 		var next atomic.Int64
@@ -303,7 +305,7 @@ func TestChunkedTrailers(t *testing.T) {
 			w.Header().Set("X-Checksum", "abc123")
 			w.Header().Set("X-Count", "5")
 		})
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}})
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}})
 		cl := e.h2Client(nil)
 		for i := 0; i < 2; i++ { // the second over the reused connection
 			res, b := get(t, cl, e.url("/chunked"))
@@ -331,7 +333,7 @@ func TestEarlyHints(t *testing.T) {
 			w.Header().Set("Content-Type", "text/plain")
 			io.WriteString(w, "final")
 		})
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}})
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}})
 		cl := e.h2Client(nil)
 		var hints []string
 		var codes []int
@@ -369,7 +371,7 @@ func TestNoBodyResponses(t *testing.T) {
 				io.WriteString(w, "body")
 			}
 		})
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}})
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}})
 		for _, cl := range []*http.Client{e.h2Client(nil), e.h1Client()} {
 			for _, c := range []struct {
 				method, path string
@@ -404,7 +406,7 @@ func TestNoBodyResponses(t *testing.T) {
 // TestConnectRefused: nothing listening → 502.
 func TestConnectRefused(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, closedAddr(t))}})
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, closedAddr(t))}})
 		cl := e.h2Client(nil)
 		for i := 0; i < 2; i++ {
 			res, b := get(t, cl, e.url("/"))
@@ -422,8 +424,8 @@ func TestResponseHeaderTimeout(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		addr, reached := silentOrigin(t)
 		const timeout = 150 * time.Millisecond
-		up := upstream(t, addr)
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{up}, ResponseHeaderTimeout: timeout})
+		up := upstreamAt(t, addr)
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{up}, ResponseHeaderTimeout: timeout})
 		clock := e.manualClock()
 		done := goDo(e.h2Client(nil), mustRequest("GET", e.url("/"), nil))
 		<-reached // the request went out, and its timer with it
@@ -490,8 +492,8 @@ func TestConnectTimeout(t *testing.T) {
 			t.Skip("this kernel completes connects to a listener with a full backlog; no way to make a local connect hang")
 		}
 		const timeout = 150 * time.Millisecond
-		up := upstream(t, addr)
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{up}, ConnectTimeout: timeout})
+		up := upstreamAt(t, addr)
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{up}, ConnectTimeout: timeout})
 		clock := e.manualClock()
 		done := goDo(e.h2Client(nil), mustRequest("GET", e.url("/"), nil))
 		waitFor(t, func() bool { return up.Stats().Connects == 1 }, "the connect to start")
@@ -510,7 +512,7 @@ func TestQueueTimeout(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		addr, reached := silentOrigin(t)
 		const timeout = time.Second // ResponseHeaderTimeout keeps its default minute
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, addr)},
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, addr)},
 			ConnectTimeout: timeout, Pool: proxy.PoolConfig{MaxConns: 1}})
 		clock := e.manualClock()
 		c := dialH2Raw(t, e.addr, e.tlsConfig("h2"))
@@ -563,7 +565,7 @@ func TestOriginClosesMidBody(t *testing.T) {
 				io.WriteString(w, "slow ok")
 			}
 		})
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}})
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}})
 		var dials atomic.Int32
 		cl := e.h2Client(&dials)
 		slow := make(chan error, 1)
@@ -636,8 +638,8 @@ func TestStaleConnectionRetried(t *testing.T) {
 			name := map[bool]string{false: "close-after-response", true: "close-on-next-request"}[drop]
 			t.Run(name, func(t *testing.T) {
 				addr, served := rawOrigin(t, drop)
-				up := upstream(t, addr)
-				e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{up}})
+				up := upstreamAt(t, addr)
+				e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{up}})
 				cl := e.h2Client(nil)
 				const n = 20
 				for i := 0; i < n; i++ {
@@ -671,13 +673,13 @@ func TestStaleConnectionRetried(t *testing.T) {
 }
 
 // countingOrigins starts n origins that count their requests.
-func countingOrigins(t *testing.T, n int) ([]*origin, []*proxy.Upstream) {
+func countingOrigins(t *testing.T, n int) ([]*origin, []*upstream.Upstream) {
 	var os []*origin
-	var ups []*proxy.Upstream
+	var ups []*upstream.Upstream
 	for i := 0; i < n; i++ {
 		o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
 		os = append(os, o)
-		ups = append(ups, upstream(t, o.addr))
+		ups = append(ups, upstreamAt(t, o.addr))
 	}
 	return os, ups
 }
@@ -718,7 +720,7 @@ func TestLeastConn(t *testing.T) {
 			io.WriteString(w, "fast")
 		})
 		e := startProxy(t, backend, 1, proxy.Config{
-			Upstreams: []*proxy.Upstream{upstream(t, slow.addr), upstream(t, quick.addr)},
+			Upstreams: []*upstream.Upstream{upstreamAt(t, slow.addr), upstreamAt(t, quick.addr)},
 			Policy:    proxy.LeastConnections,
 		})
 		cl := e.h2Client(nil)
@@ -775,10 +777,10 @@ func TestPassiveHealth(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		const maxFails = 2
 		good := newOrigin(t, nil)
-		down, up := upstream(t, closedAddr(t)), upstream(t, good.addr)
+		down, up := upstreamAt(t, closedAddr(t)), upstreamAt(t, good.addr)
 		e := startProxy(t, backend, 2, proxy.Config{
-			Upstreams: []*proxy.Upstream{down, up},
-			Health:    proxy.Health{MaxFails: maxFails, FailDuration: time.Minute},
+			Upstreams: []*upstream.Upstream{down, up},
+			Health:    upstream.Health{MaxFails: maxFails, FailDuration: time.Minute},
 		})
 		cl := e.h2Client(nil)
 		const n = 20
@@ -875,8 +877,8 @@ func TestNginxOrigin(t *testing.T) {
 	}
 	addr := startNginx(t, root)
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
-		up := upstream(t, addr)
-		e := startProxy(t, backend, 2, proxy.Config{Upstreams: []*proxy.Upstream{up}})
+		up := upstreamAt(t, addr)
+		e := startProxy(t, backend, 2, proxy.Config{Upstreams: []*upstream.Upstream{up}})
 		const requests, workers = 2000, 16
 		clients := []*http.Client{e.h2Client(nil), e.h2Client(nil)}
 		var next, failures atomic.Int64
@@ -913,5 +915,123 @@ func TestNginxOrigin(t *testing.T) {
 		if n := failures.Load(); n != 0 {
 			t.Fatalf("%d of %d requests failed; first: %v", n, requests, firstErr.Load())
 		}
+	})
+}
+
+// reasonRecorder is an Observer that keeps each request's report and
+// each upstream failure it hears of.
+type reasonRecorder struct {
+	mu       sync.Mutex
+	logs     []observe.RequestLog
+	failures []observe.Reason
+}
+
+func (r *reasonRecorder) Observe(l *observe.RequestLog) {
+	r.mu.Lock()
+	r.logs = append(r.logs, *l)
+	r.mu.Unlock()
+}
+
+func (r *reasonRecorder) UpstreamFailed(_ string, why observe.Reason) {
+	r.mu.Lock()
+	r.failures = append(r.failures, why)
+	r.mu.Unlock()
+}
+
+// take returns what was recorded since the last call, once a request's
+// report is in.
+func (r *reasonRecorder) take(t *testing.T) (observe.RequestLog, []observe.Reason) {
+	t.Helper()
+	waitFor(t, func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return len(r.logs) > 0
+	}, "the request's report")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l, f := r.logs[len(r.logs)-1], r.failures
+	r.logs, r.failures = nil, nil
+	return l, f
+}
+
+// TestEndReasons: how a request ended reaches the client, the access
+// log's report (reason, detail, status) and the upstream failure counter
+// (reason label), over real sockets, for a complete response and for
+// endings of each kind: pollproxy's own answer before a head, a reset
+// after one.
+func TestEndReasons(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/broken" {
+				w.Header().Set("Content-Length", strconv.Itoa(1<<20))
+				w.Write(make([]byte, 16<<10))
+				w.(http.Flusher).Flush()
+				panic(http.ErrAbortHandler) // net/http closes the connection
+			}
+			io.WriteString(w, "ok")
+		})
+		// detail "*": any, but some.
+		check := func(label string, l observe.RequestLog, failures []observe.Reason, status int, reason observe.Reason, detail string, failure ...observe.Reason) {
+			t.Helper()
+			if l.Status != status || l.Reason != reason || detail != "*" && l.Detail != detail || detail == "*" && l.Detail == "" {
+				t.Errorf("%s: report status %d reason %v detail %q, want %d %v %q", label, l.Status, l.Reason, l.Detail, status, reason, detail)
+			}
+			if len(failures) != len(failure) || len(failure) > 0 && failures[0] != failure[0] {
+				t.Errorf("%s: upstream failures %v, want %v", label, failures, failure)
+			}
+		}
+
+		rec := &reasonRecorder{}
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}, Observer: rec})
+		cl := e.h2Client(nil)
+		if res, b := get(t, cl, e.url("/ok")); res.StatusCode != 200 || string(b) != "ok" {
+			t.Fatalf("ok: %d %q", res.StatusCode, b)
+		}
+		l, f := rec.take(t)
+		check("complete", l, f, 200, observe.ReasonNone, "")
+		if l.ErrorText() != "" {
+			t.Errorf("complete: error text %q", l.ErrorText())
+		}
+
+		res, err := cl.Get(e.url("/broken"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		var se http2.StreamError
+		if !errors.As(err, &se) || se.Code != http2.ErrCodeInternal {
+			t.Fatalf("broken: %v, want RST_STREAM(INTERNAL_ERROR)", err)
+		}
+		l, f = rec.take(t)
+		// The detail is the response parser's word for a body cut short.
+		check("broken", l, f, 0, observe.ReasonBrokenMidResponse, "*", observe.ReasonBrokenMidResponse)
+		if want := "upstream broke mid-response: " + l.Detail; l.ErrorText() != want {
+			t.Errorf("broken: error text %q, want %q", l.ErrorText(), want)
+		}
+
+		rec = &reasonRecorder{}
+		e = startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, closedAddr(t))}, Observer: rec})
+		res, b := get(t, e.h2Client(nil), e.url("/"))
+		if want := "bad gateway: connection refused by upstream\n"; res.StatusCode != 502 || string(b) != want {
+			t.Fatalf("refused: %d %q, want 502 %q", res.StatusCode, b, want)
+		}
+		l, f = rec.take(t)
+		check("refused", l, f, 502, observe.ReasonConnect, "connection refused by upstream", observe.ReasonConnect)
+
+		rec = &reasonRecorder{}
+		silent, reached := silentOrigin(t)
+		e = startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, silent)}, Observer: rec,
+			ResponseHeaderTimeout: 100 * time.Millisecond})
+		clock := e.manualClock()
+		done := goDo(e.h2Client(nil), mustRequest("GET", e.url("/"), nil))
+		<-reached
+		clock.Advance(100 * time.Millisecond)
+		r := <-done
+		if want := "gateway timeout: upstream sent no response head in time\n"; r.err != nil || r.res.StatusCode != 504 || string(r.body) != want {
+			t.Fatalf("silent: %v %v %q, want 504 %q", r.err, r.res, r.body, want)
+		}
+		l, f = rec.take(t)
+		check("silent", l, f, 504, observe.ReasonHeaderTimeout, "", observe.ReasonHeaderTimeout)
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // TestReadBodyTimeout: a request body that stops arriving gets a 408
@@ -33,9 +34,9 @@ func TestReadBodyTimeout(t *testing.T) {
 			bodyErrs <- err
 			io.WriteString(w, "ok")
 		})
-		up := upstream(t, o.addr)
+		up := upstreamAt(t, o.addr)
 		const timeout = 300 * time.Millisecond
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{up}, ReadBodyTimeout: timeout})
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{up}, ReadBodyTimeout: timeout})
 		clock := e.manualClock()
 		// expire moves the clock past the body's timeout once the origin
 		// has what was sent of it (so the proxy has no more to forward).
@@ -117,7 +118,7 @@ func TestBodyWithoutLength(t *testing.T) {
 			n, err := io.Copy(h, r.Body)
 			fmt.Fprintf(w, "%v %d %x %v", r.TransferEncoding, n, h.Sum(nil), err)
 		})
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}})
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}})
 		body := make([]byte, 1<<20+17)
 		for i := range body {
 			body[i] = byte(i * 7)

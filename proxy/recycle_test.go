@@ -14,6 +14,7 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // recycleBody is request n's body: its own bytes, a length of its own, so a
@@ -56,7 +57,7 @@ func TestRecycledExchangesStayApart(t *testing.T) {
 				w.Write(recycleBody(n))
 			}
 		})
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}})
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}})
 		var dials atomic.Int32
 		h2c := e.h2Client(&dials)
 

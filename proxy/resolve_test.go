@@ -11,10 +11,11 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // awaitAddrs waits for up's addresses to become want.
-func awaitAddrs(t *testing.T, up *proxy.Upstream, want ...netip.AddrPort) {
+func awaitAddrs(t *testing.T, up *upstream.Upstream, want ...netip.AddrPort) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -43,15 +44,15 @@ func TestResolverFollowsDNS(t *testing.T) {
 		o := newOrigin(t, nil)
 		_, port, _ := net.SplitHostPort(o.addr)
 		// Resolved "wrongly" at start-up: to a port nobody listens on.
-		up := &proxy.Upstream{Name: "localhost:" + port, Addr: netip.MustParseAddrPort(closedAddr(t))}
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{up}})
+		up := &upstream.Upstream{Name: "localhost:" + port, Addr: netip.MustParseAddrPort(closedAddr(t))}
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{up}})
 		cl := e.h2Client(nil)
 		if res, _ := get(t, cl, "https://localhost/"); res.StatusCode != 502 {
 			t.Fatalf("before the lookup: %d, want 502", res.StatusCode)
 		}
-		r := proxy.NewResolver(20*time.Millisecond, nil) // the system's resolver
+		r := upstream.NewResolver(20*time.Millisecond, nil) // the system's resolver
 		defer r.Close()
-		r.Update([]*proxy.Upstream{up})
+		r.Update([]*upstream.Upstream{up})
 		awaitAddrs(t, up, netip.MustParseAddrPort(o.addr))
 		if res, b := get(t, cl, "https://localhost/"); res.StatusCode != 200 {
 			t.Fatalf("after the lookup: %d %q", res.StatusCode, b)
@@ -59,9 +60,9 @@ func TestResolverFollowsDNS(t *testing.T) {
 
 		// A name that does not resolve (RFC 6761 .invalid) keeps its last
 		// good addresses.
-		bad := &proxy.Upstream{Name: "pollproxy-test.invalid:" + port}
+		bad := &upstream.Upstream{Name: "pollproxy-test.invalid:" + port}
 		bad.SetAddrs([]netip.AddrPort{netip.MustParseAddrPort(o.addr)})
-		r.Update([]*proxy.Upstream{bad})
+		r.Update([]*upstream.Upstream{bad})
 		time.Sleep(200 * time.Millisecond) // several failed lookups
 		awaitAddrs(t, bad, netip.MustParseAddrPort(o.addr))
 	})
@@ -74,18 +75,18 @@ func TestEveryAddressUsed(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		a, b := newOrigin(t, nil), newOrigin(t, nil)
 		addrs := []netip.AddrPort{netip.MustParseAddrPort(a.addr), netip.MustParseAddrPort(b.addr)}
-		up := &proxy.Upstream{Name: "app.test:80", Addr: addrs[0]}
-		r := proxy.NewResolver(20*time.Millisecond, func(ctx context.Context, hostport string) ([]netip.AddrPort, error) {
+		up := &upstream.Upstream{Name: "app.test:80", Addr: addrs[0]}
+		r := upstream.NewResolver(20*time.Millisecond, func(ctx context.Context, hostport string) ([]netip.AddrPort, error) {
 			if hostport != "app.test:80" {
 				t.Errorf("looked up %q", hostport)
 			}
 			return addrs, nil
 		})
 		defer r.Close()
-		r.Update([]*proxy.Upstream{up})
+		r.Update([]*upstream.Upstream{up})
 		awaitAddrs(t, up, addrs...)
 		// One request per connection, so every request dials.
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{up}, Pool: proxy.PoolConfig{MaxRequests: 1}})
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{up}, Pool: proxy.PoolConfig{MaxRequests: 1}})
 		cl := e.h2Client(nil)
 		for i := range 10 {
 			if res, _ := get(t, cl, "https://localhost/"+strconv.Itoa(i)); res.StatusCode != 200 {

@@ -30,15 +30,14 @@ package proxy
 import (
 	"time"
 
+	"github.com/pollproxy/pollproxy/proxy/observe"
 	"github.com/pollproxy/pollproxy/proxy/stream"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // removedLinger bounds how long a removed tunnel waits for the client to
 // end its direction after ours ended.
 const removedLinger = 2 * time.Second
-
-// removedReason is the access log's end of a stream closed by a reload.
-const removedReason = "removed by reload"
 
 // inflight is one handler's exchanges in flight, as an intrusive list:
 // joining and leaving cost a few pointer writes and no allocation.
@@ -81,7 +80,7 @@ func (l *inflight) remove(ex *exchange) {
 // new configuration; everything else is closed after the handler's
 // StreamCloseDelay (see the comment at the top of this file). A nil keep
 // keeps nothing: the site is gone.
-func (h *Handler) Retire(keep func(*Upstream) bool) {
+func (h *Handler) Retire(keep func(*upstream.Upstream) bool) {
 	if h.cfg.StreamCloseDelay <= 0 {
 		h.closeRemoved(keep)
 		return
@@ -99,7 +98,7 @@ func (h *Handler) InFlight() int {
 	return n
 }
 
-func (h *Handler) closeRemoved(keep func(*Upstream) bool) {
+func (h *Handler) closeRemoved(keep func(*upstream.Upstream) bool) {
 	var doomed []*exchange
 	for ex := h.live.head; ex != nil; ex = ex.link.next {
 		if up := ex.upstream(); up == nil || keep == nil || !keep(up) {
@@ -113,55 +112,24 @@ func (h *Handler) closeRemoved(keep func(*Upstream) bool) {
 }
 
 // upstream is where the exchange is going, or nil before it picked one.
-func (ex *exchange) upstream() *Upstream {
-	switch {
-	case ex.pool != nil:
+func (ex *exchange) upstream() *upstream.Upstream {
+	if ex.pool != nil {
 		return ex.pool.up
-	case ex.queued != nil:
-		return ex.queued.up
 	}
 	return nil
 }
 
 // streamRemoved closes an exchange whose site or upstream a reload
-// removed.
+// removed. A request still waiting for its head finishes as it would
+// have: bounded by response_header_timeout, and the listener's drain when
+// its port went away with the site.
 func (ex *exchange) streamRemoved() {
-	if ex.finished {
-		return
+	switch ex.phase {
+	case phaseStreaming:
+		ex.end(resetting(stream.CodeCancel, observe.ReasonRemoved, ""))
+	case phaseTunnel:
+		ex.end(outcome{tell: tellEndOurs, reason: observe.ReasonRemoved})
 	}
-	t := ex.tun
-	if t == nil || !t.open {
-		if ex.headSent {
-			if bc := ex.bc; bc != nil {
-				bc.close()
-			}
-			ex.finished = true
-			ex.timer.Stop()
-			ex.status, ex.errText = 0, removedReason
-			ex.w.Reset(stream.CodeCancel)
-			ex.observe()
-			return
-		}
-		// A request still waiting for its head finishes as it would
-		// have: bounded by response_header_timeout, and the listener's
-		// drain when its port went away with the site.
-		return
-	}
-	ex.finished = true
-	if bc := ex.bc; bc != nil {
-		bc.close()
-	}
-	t.closeReason = removedReason
-	if !t.originDone {
-		t.originDone = true
-		ex.w.Close(nil)
-	}
-	if !t.clientDone {
-		ex.arm(waitRemoved, removedLinger)
-	} else {
-		ex.timer.Stop()
-	}
-	ex.observe()
 }
 
 // removedTimedOut: the client kept its direction of a removed tunnel

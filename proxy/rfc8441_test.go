@@ -23,6 +23,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/server"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 	"github.com/pollproxy/pollproxy/proxy/stream"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 var debugFrames = false
@@ -220,7 +221,7 @@ func wsParse(b []byte) (op byte, payload, rest []byte, ok bool) {
 func TestRFC8441WebSocketEcho(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		o, ended := echoOrigin(t)
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}})
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}})
 		c := dialH2Raw(t, e.addr, e.tlsConfig("h2"))
 		if c.settings[http2.SettingEnableConnectProtocol] != 1 {
 			t.Fatalf("SETTINGS %v: no ENABLE_CONNECT_PROTOCOL", c.settings)
@@ -295,7 +296,7 @@ func TestRFC8441Refusals(t *testing.T) {
 			io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Accept: bogus=\r\n\r\n")
 			io.Copy(io.Discard, br)
 		})
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, addr)}})
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, addr)}})
 		c := dialH2Raw(t, e.addr, e.tlsConfig("h2"))
 		c.headers(1, false, ":method", "CONNECT", ":authority", "example.com:443")
 		if st, _ := c.status(1); st != "405" {
@@ -344,7 +345,7 @@ func TestRFC8441HalfCloseAndReset(t *testing.T) {
 				c.Close()
 			}
 		})
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, addr)}})
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, addr)}})
 		c := dialH2Raw(t, e.addr, e.tlsConfig("h2"))
 
 		c.connect(1, "x-raw")
@@ -390,7 +391,7 @@ func TestRFC8441HalfCloseAndReset(t *testing.T) {
 func TestRFC8441Off(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		o, _ := echoOrigin(t)
-		cfg := proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}}.WithDefaults()
+		cfg := proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}}.WithDefaults()
 		st := servertest.Start(t, backend, 1, func(l *netpoll.Loop) stream.Handler {
 			return proxy.NewHandler(l, cfg)
 		}, func(sc *server.Config) { sc.H2.NoExtendedConnect = true })

@@ -8,6 +8,7 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // TestWebSocketOriginSpeaksFirst: an origin that writes right behind its
@@ -15,7 +16,7 @@ import (
 func TestWebSocketOriginSpeaksFirst(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		o, _ := browserOrigin(t)
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}})
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}})
 		for i := 0; i < 50; i++ {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			c := wsDial(t, ctx, e, e.h1Client(), "/ws")

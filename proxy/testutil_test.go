@@ -25,6 +25,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/server"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 	"github.com/pollproxy/pollproxy/proxy/stream"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // proxyEnv is pollproxy serving TLS on loopback with the reverse proxy on
@@ -40,13 +41,13 @@ type proxyEnv struct {
 	certFile string
 }
 
-func upstream(t *testing.T, addr string) *proxy.Upstream {
+func upstreamAt(t *testing.T, addr string) *upstream.Upstream {
 	t.Helper()
 	ap, err := netip.ParseAddrPort(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &proxy.Upstream{Name: addr, Addr: ap}
+	return &upstream.Upstream{Name: addr, Addr: ap}
 }
 
 // startProxy runs loops loops over backend with proxy.NewHandler(cfg) on
@@ -104,7 +105,7 @@ func (e *proxyEnv) manualClock() *looptest.Clock { return looptest.NewClock(e.gr
 // still hold open origin connections (Advance returns after the due timers
 // ran, and a timeout closes its origin connection on the loop), and then
 // to d.
-func advancePast(t *testing.T, clock *looptest.Clock, d time.Duration, up *proxy.Upstream, open int64, what string) {
+func advancePast(t *testing.T, clock *looptest.Clock, d time.Duration, up *upstream.Upstream, open int64, what string) {
 	t.Helper()
 	clock.Advance(d - time.Millisecond)
 	if n := up.Stats().OpenConns; n != open {

@@ -29,17 +29,15 @@ import (
 )
 
 // tunnelState is what an exchange keeps for a request that asked to
-// upgrade.
+// upgrade. Whether the tunnel is open is the exchange's phase
+// (phaseTunnel).
 type tunnelState struct {
-	extended    bool   // an h2 extended CONNECT: 200 to the client, key checked
-	key         string // the Sec-WebSocket-Key pollproxy sent (extended websocket)
-	open        bool   // the origin switched: bytes flow
-	clientDone  bool   // the client's direction ended
-	originDone  bool   // the origin's direction ended
-	tracked     bool   // in the handler's tunnel set
-	bytesIn     int64  // client → origin bytes written
-	closeReason string // how it ended, for the access log
-	idx         int    // its index in the handler's tunnel set
+	extended   bool   // an h2 extended CONNECT: 200 to the client, key checked
+	key        string // the Sec-WebSocket-Key pollproxy sent (extended websocket)
+	clientDone bool   // the client's direction ended
+	originDone bool   // the origin's direction ended
+	bytesIn    int64  // client → origin bytes written
+	idx        int    // its index in the handler's tunnel set, while open
 }
 
 // webSocketGUID is RFC 6455 §1.3's.
@@ -53,9 +51,9 @@ func (ex *exchange) startUpgrade(req *stream.Request, trusted bool) bool {
 	t := &tunnelState{extended: req.Method == "CONNECT"}
 	ex.tun = t
 	ex.method = "GET"
-	if t.extended && !upgradeToken(req.Upgrade) {
+	if t.extended && !field.UpgradeToken(req.Upgrade) {
 		ex.tun = nil
-		ex.fail(400, "bad request: unsupported :protocol")
+		ex.end(answer(400, observe.ReasonBadProtocol, ""))
 		return false
 	}
 	fs := h.requestFields(req, trusted)
@@ -81,12 +79,6 @@ func (ex *exchange) startUpgrade(req *stream.Request, trusted bool) bool {
 	ex.head = h1.AppendRequestHeadFramed(make([]byte, 0, headCap), "GET", req.Path, fs, h1.LengthNone)
 	ex.chunked = false
 	return true
-}
-
-// upgradeToken reports whether a protocol name can be put in Upgrade.
-func upgradeToken(v string) bool {
-	name, version, slash := strings.Cut(v, "/")
-	return field.ValidName(name) && (!slash || field.ValidName(version))
 }
 
 func newWebSocketKey() string {
@@ -135,30 +127,27 @@ func (ex *exchange) switched(p *h1.ResponseParser) {
 			}
 			fields = kept
 			if !ok || accept != webSocketAccept(t.key) {
-				bc.close()
-				ex.pool.up.failed(ex.h.cfg.Health, ex.h.loop.Now())
+				ex.upstreamFailed(observe.ReasonBadHandshake)
 				ex.tun = nil
-				ex.fail(502, "bad gateway: upstream's Sec-WebSocket-Accept does not match")
+				ex.end(answer(502, observe.ReasonBadHandshake, ""))
 				return
 			}
 		}
 	}
-	ex.pool.up.succeeded()
-	ex.pool.detach(bc)
+	bc.becomeTunnel()
 	ex.status = 101
-	ex.headSent = true
-	t.open = true
+	ex.phase = phaseTunnel
 	ex.h.tunnels.add(ex)
-	if to, ok := ex.h.cfg.Observer.(observe.TunnelObserver); ok && ex.logging {
+	if to, ok := ex.h.cfg.Observer.(observe.TunnelObserver); ok {
 		ex.log.Upstream = ex.pool.up.Name
 		to.TunnelOpened(&ex.log)
 	}
 	if err := ex.w.WriteHeader(status, fields, false); err != nil {
-		ex.tunnelBroken("client: " + err.Error())
+		ex.end(resetting(stream.CodeCancel, observe.ReasonClientGone, err.Error()))
 		return
 	}
 	if ex.h.cfg.StreamTimeout > 0 {
-		ex.arm(waitTunnel, ex.h.cfg.StreamTimeout)
+		ex.arm(ex.h.cfg.StreamTimeout)
 	}
 	if len(ex.early) > 0 {
 		early, n := ex.early, ex.earlyBody
@@ -172,7 +161,7 @@ func (ex *exchange) switched(p *h1.ResponseParser) {
 
 // tunnelActive notes bytes moving: the idle timer starts again.
 func (ex *exchange) tunnelActive() {
-	if ex.h.cfg.StreamTimeout > 0 && !ex.finished {
+	if ex.h.cfg.StreamTimeout > 0 && ex.phase == phaseTunnel {
 		ex.timer.Reset(ex.h.cfg.StreamTimeout)
 	}
 }
@@ -181,15 +170,12 @@ func (ex *exchange) tunnelActive() {
 // shut once what the client sent is written.
 func (ex *exchange) clientEnded() {
 	t := ex.tun
-	if ex.finished || !t.open || t.clientDone {
+	if ex.phase != phaseTunnel || t.clientDone {
 		return
 	}
 	t.clientDone = true
 	if bc := ex.bc; bc != nil {
-		bc.shutWr = true
-		if bc.outOff == len(bc.out) {
-			bc.tunnelDrained()
-		}
+		bc.shutWrite()
 	}
 }
 
@@ -197,7 +183,7 @@ func (ex *exchange) clientEnded() {
 // as the end of ours.
 func (ex *exchange) originEnded() {
 	t := ex.tun
-	if ex.finished || t.originDone {
+	if ex.phase != phaseTunnel || t.originDone {
 		return
 	}
 	t.originDone = true
@@ -209,57 +195,22 @@ func (ex *exchange) originEnded() {
 // the client's last bytes are on the origin's socket.
 func (ex *exchange) tunnelMaybeDone() {
 	t, bc := ex.tun, ex.bc
-	if ex.finished || !t.clientDone || !t.originDone || bc != nil && !bc.shutDone {
+	if ex.phase != phaseTunnel || !t.clientDone || !t.originDone || bc != nil && !bc.writeShut() {
 		return
 	}
-	ex.finished = true
-	ex.timer.Stop()
-	if bc != nil {
-		bc.close()
-	}
-	t.closeReason = "closed"
-	ex.observe()
+	ex.end(outcome{tell: tellNothing}) // the origin's own end: ReasonNone
 }
 
-// tunnelBroken ends the tunnel at once on both sides: a reset on h2, a
-// closed connection on HTTP/1.1.
-func (ex *exchange) tunnelBroken(why string) {
-	if ex.finished {
-		return
+// tunnelOut hands the origin's bytes to the client, and reports how many
+// it took; false when the client's stream failed and the tunnel ended.
+func (ex *exchange) tunnelOut(p []byte) (int, bool) {
+	n, err := ex.w.Write(p)
+	if err != nil {
+		ex.end(resetting(stream.CodeCancel, observe.ReasonClientGone, err.Error()))
+		return 0, false
 	}
-	ex.finished = true
-	ex.timer.Stop()
-	if bc := ex.bc; bc != nil {
-		bc.close()
-	}
-	ex.tun.closeReason = why
-	ex.errText = why
-	ex.w.Reset(stream.CodeCancel)
-	ex.observe()
-}
-
-func (ex *exchange) tunnelTimedOut() { ex.tunnelBroken("stream_timeout") }
-
-// tunnelEnded takes a finished exchange's tunnel off the handler's books
-// and fills in its log line. Every end of an exchange passes here
-// (observe).
-func (ex *exchange) tunnelEnded() {
-	t := ex.tun
-	if t.tracked {
-		ex.h.tunnels.remove(ex)
-	}
-	if !t.open {
-		return
-	}
-	if t.closeReason == "" {
-		t.closeReason = ex.errText
-		if t.closeReason == "" {
-			t.closeReason = "client went away"
-		}
-	}
-	ex.log.Tunnel = true
-	ex.log.BytesIn = t.bytesIn
-	ex.log.TunnelEnd = t.closeReason
+	ex.bytesOut += int64(n)
+	return n, true
 }
 
 // readTunnel moves the origin's bytes to the client while it takes them.
@@ -271,13 +222,11 @@ func (bc *backendConn) readTunnel() {
 	for bc.state == bcBusy && bc.ex != nil {
 		ex := bc.ex
 		if bc.inStart < bc.inEnd {
-			n, err := ex.w.Write(bc.in[bc.inStart:bc.inEnd])
-			if err != nil {
-				ex.tunnelBroken("client: " + err.Error())
+			n, ok := ex.tunnelOut(bc.in[bc.inStart:bc.inEnd])
+			if !ok {
 				return
 			}
 			bc.inStart += n
-			ex.bytesOut += int64(n)
 			if bc.inStart < bc.inEnd {
 				bc.setInterest() // stalled until OnWritable
 				return
@@ -333,6 +282,32 @@ func (bc *backendConn) release() {
 	}
 }
 
+// becomeTunnel: the origin switched protocols, and the connection leaves
+// the pool for good. Its one timer is not the tunnel's: a tunnel's idle
+// timer is its exchange's (stream_timeout).
+func (bc *backendConn) becomeTunnel() {
+	bc.tunnel = true
+	bc.timer.Stop()
+	bc.pool.detach()
+}
+
+// buffered reports whether bytes read from the origin wait for the
+// client.
+func (bc *backendConn) buffered() bool { return bc.inStart < bc.inEnd }
+
+// shutWrite: the client ended its direction of the tunnel; ours to the
+// origin is shut once what it sent is written.
+func (bc *backendConn) shutWrite() {
+	bc.shutWr = true
+	if bc.outOff == len(bc.out) {
+		bc.tunnelDrained()
+	}
+}
+
+// writeShut reports whether the client's end of its direction reached the
+// origin (shutdown(SHUT_WR)).
+func (bc *backendConn) writeShut() bool { return bc.shutDone }
+
 // tunnelDrained runs when everything the client sent is on the origin's
 // socket: the client's half-close is passed on now, and an idle tunnel
 // keeps no large write buffer.
@@ -358,7 +333,6 @@ type tunnelSet struct {
 }
 
 func (s *tunnelSet) add(ex *exchange) {
-	ex.tun.tracked = true
 	ex.tun.idx = len(s.list)
 	s.list = append(s.list, ex)
 }
@@ -370,7 +344,6 @@ func (s *tunnelSet) remove(ex *exchange) {
 	s.list[i].tun.idx = i
 	s.list[last] = nil
 	s.list = s.list[:last]
-	ex.tun.tracked = false
 }
 
 // Tunnels reports how many tunnels are open on this handler's loop.

@@ -14,6 +14,7 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // TestTunnelH1BytesBehindUpgrade: a client that sends its first tunnel
@@ -39,7 +40,7 @@ func TestTunnelH1BytesBehindUpgrade(t *testing.T) {
 			fmt.Fprintf(c, "got %s", first)
 			io.Copy(io.Discard, br)
 		})
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, addr)}})
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, addr)}})
 		for i := 0; i < 20; i++ {
 			conn, err := stdtls.Dial("tcp", e.addr, e.tlsConfig("http/1.1"))
 			if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // bigMessage is the size of the WebSocket message the memory tests send.
@@ -92,7 +93,7 @@ func checkBigMessage(t *testing.T, stalled int64, paused, peak uint64, h hash.Ha
 func TestWebSocketBigMessageSlowReaderH1(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		o, written := bigMessageOrigin(t)
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}})
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}})
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		hw := servertest.WatchHeap(t)
@@ -122,7 +123,7 @@ func TestWebSocketBigMessageSlowReaderH1(t *testing.T) {
 func TestWebSocketBigMessageSlowReaderH2(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		o, written := bigMessageOrigin(t)
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}})
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}})
 		hw := servertest.WatchHeap(t)
 		c := dialH2Raw(t, e.addr, e.tlsConfig("h2"))
 		c.connect(1, "websocket", "sec-websocket-version", "13")

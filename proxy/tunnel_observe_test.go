@@ -16,6 +16,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/observe"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 	"github.com/pollproxy/pollproxy/proxy/stream"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 type bothObservers struct {
@@ -41,7 +42,7 @@ func TestTunnelObserved(t *testing.T) {
 		}
 		defer lg.Close()
 		m := metrics.New("test")
-		cfg := proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}}.WithDefaults()
+		cfg := proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}}.WithDefaults()
 		st := servertest.Start(t, backend, 1, func(l *netpoll.Loop) stream.Handler {
 			c := cfg
 			c.Observer = bothObservers{m.ForLoop(l, nil), lg}

@@ -19,6 +19,7 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // echoOrigin is a real WebSocket origin (coder/websocket) that echoes
@@ -64,8 +65,8 @@ func wsDial(t *testing.T, ctx context.Context, e *proxyEnv, cl *http.Client, pat
 func TestWebSocketH1Echo(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		o, ended := echoOrigin(t)
-		up := upstream(t, o.addr)
-		e := startProxy(t, backend, 2, proxy.Config{Upstreams: []*proxy.Upstream{up}})
+		up := upstreamAt(t, o.addr)
+		e := startProxy(t, backend, 2, proxy.Config{Upstreams: []*upstream.Upstream{up}})
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		c := wsDial(t, ctx, e, e.h1Client(), "/ws")
@@ -111,7 +112,7 @@ func TestWebSocketH1OriginDies(t *testing.T) {
 			c.Write(context.Background(), websocket.MessageText, []byte("hello"))
 			c.CloseNow()
 		})
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}})
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}})
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		c := wsDial(t, ctx, e, e.h1Client(), "/")
@@ -130,8 +131,8 @@ func TestWebSocketH1OriginDies(t *testing.T) {
 func TestWebSocketH1ClientVanishes(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		o, ended := echoOrigin(t)
-		up := upstream(t, o.addr)
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{up}})
+		up := upstreamAt(t, o.addr)
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{up}})
 		conn, _ := rawUpgrade(t, e, "websocket", "sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\nsec-websocket-version: 13\r\n")
 		conn.(*stdtls.Conn).NetConn().(*net.TCPConn).SetLinger(0)
 		conn.Close() // a reset, not a close
@@ -201,7 +202,7 @@ func TestTunnelH1HalfClose(t *testing.T) {
 				c.CloseWrite()
 				io.Copy(io.Discard, br)
 			})
-			e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, addr)}})
+			e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, addr)}})
 			conn, br := rawUpgrade(t, e, "x-test", "")
 			io.WriteString(conn, "ping pong")
 			tc := conn.(*stdtls.Conn)
@@ -225,7 +226,7 @@ func TestTunnelH1HalfClose(t *testing.T) {
 				all, _ := io.ReadAll(br)
 				done <- string(all)
 			})
-			e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, addr)}})
+			e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, addr)}})
 			conn, br := rawUpgrade(t, e, "x-test", "")
 			got, err := io.ReadAll(br)
 			if err != nil || string(got) != "hello" {
@@ -251,7 +252,7 @@ func TestTunnelH1HalfClose(t *testing.T) {
 func TestUpgradeRefusedIsOrdinary(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		o := newRecordingOrigin(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "plain") })
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}})
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}})
 		conn, err := stdtls.Dial("tcp", e.addr, e.tlsConfig("http/1.1"))
 		if err != nil {
 			t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/server"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 	"github.com/pollproxy/pollproxy/proxy/stream"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // startTunnelProxy runs pollproxy with short client-side timers (h1
@@ -36,9 +37,9 @@ func startTunnelProxy(t *testing.T, backend string, cfg proxy.Config) *proxyEnv 
 func TestTunnelTimers(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		o, _ := echoOrigin(t)
-		up := upstream(t, o.addr)
+		up := upstreamAt(t, o.addr)
 		const streamTimeout = 600 * time.Millisecond
-		e := startTunnelProxy(t, backend, proxy.Config{Upstreams: []*proxy.Upstream{up},
+		e := startTunnelProxy(t, backend, proxy.Config{Upstreams: []*upstream.Upstream{up},
 			StreamTimeout: streamTimeout})
 		clock := e.manualClock()
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

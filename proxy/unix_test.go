@@ -10,6 +10,7 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // TestUnixSocketUpstream: an upstream written unix//path is reached over
@@ -30,12 +31,12 @@ func TestUnixSocketUpstream(t *testing.T) {
 		defer srv.Close()
 
 		name := "unix/" + sock // "unix//tmp/…/app.sock"
-		path, ok := proxy.UnixSocketPath(name)
+		path, ok := upstream.UnixSocketPath(name)
 		if !ok || path != sock {
 			t.Fatalf("UnixSocketPath(%q) = %q %v", name, path, ok)
 		}
-		up := &proxy.Upstream{Name: name, Path: path}
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{up}})
+		up := &upstream.Upstream{Name: name, Path: path}
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{up}})
 		cl := e.h2Client(nil)
 		for range 5 {
 			res, b := get(t, cl, "https://app.example/")
@@ -47,8 +48,8 @@ func TestUnixSocketUpstream(t *testing.T) {
 			t.Errorf("upstream %+v: want 5 requests over 1 connection", s)
 		}
 
-		gone := &proxy.Upstream{Name: "unix/" + filepath.Join(dir, "none.sock"), Path: filepath.Join(dir, "none.sock")}
-		e = startProxy(t, backend, 1, proxy.Config{Upstreams: []*proxy.Upstream{gone}})
+		gone := &upstream.Upstream{Name: "unix/" + filepath.Join(dir, "none.sock"), Path: filepath.Join(dir, "none.sock")}
+		e = startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{gone}})
 		if res, b := get(t, e.h2Client(nil), "https://app.example/"); res.StatusCode != 502 {
 			t.Fatalf("missing socket: %d %q, want 502", res.StatusCode, b)
 		}

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // splitWriter writes every Write to the TLS connection in pieces of random
@@ -74,7 +75,7 @@ func TestUploadPaddedFramesSplitAcrossRecords(t *testing.T) {
 		got <- res
 		fmt.Fprint(w, n)
 	})
-	e := startProxy(t, "", 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}})
+	e := startProxy(t, "", 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}})
 	conn, err := stdtls.Dial("tcp", e.addr, e.tlsConfig("h2"))
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pollproxy/pollproxy/proxy"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // An h2 upload through a long path (a delay relay on loopback, 100 ms of
@@ -36,7 +37,7 @@ func TestUploadWindowsGrowOverALongPath(t *testing.T) {
 		got <- n
 		fmt.Fprint(w, n)
 	})
-	e := startProxy(t, "", 1, proxy.Config{Upstreams: []*proxy.Upstream{upstream(t, o.addr)}})
+	e := startProxy(t, "", 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}})
 	conn := servertest.DialDelayed(t, e.addr, 50*time.Millisecond, e.tlsConfig("h2"))
 	conn.SetDeadline(time.Now().Add(60 * time.Second))
 

@@ -1,7 +1,19 @@
 // Package tls is pollproxy's non-blocking TLS: a Session runs crypto/tls over
 // an in-memory transport so that an event loop can own a TLS connection
 // without ever blocking on it. The package also builds the server's
-// crypto/tls configuration and the development certificates.
+// crypto/tls configuration and the self-signed development certificates.
+//
+// The package is the loops' hot path, so it imports the standard library
+// only (golang.org/x packages would be allowed; a test keeps it so).
+// Certificate management — certmagic, ACME, the local CA, storage — is
+// package tls/certs, whose dependencies (zap, and Redis through
+// tls/redisstore) never reach a loop.
+//
+// Files: session.go is the Session the loop drives; wire.go the in-memory
+// net.Conn crypto/tls runs over, with the record framer that keeps it from
+// reading ahead; buffer.go the reusable byte queue for ciphertext in and
+// out; pool.go the handshake workers; config.go the server configuration,
+// certificate files and self-signed certificates.
 //
 // # Two phases
 //

@@ -179,6 +179,7 @@ func serveLoop(t testing.TB, sock net.Conn, pool *HandshakePool, cfg *stdtls.Con
 		}
 		buf := make([]byte, 16<<10)
 		handshook := false
+		hsFed := 0 // ciphertext fed during the handshake
 		// step does what the loop does after input or a notify; it
 		// reports whether the connection is finished.
 		step := func() bool {
@@ -228,6 +229,21 @@ func serveLoop(t testing.TB, sock net.Conn, pool *HandshakePool, cfg *stdtls.Con
 				}
 				whole := b
 				for len(b) > 0 {
+					// As the server does, stop taking input at
+					// MaxBufferedInput until the handshake is
+					// done: a client sends data right behind its
+					// Finished, before the worker hands over.
+					for !handshook && hsFed+chunk > MaxBufferedInput {
+						<-wake
+						fin := step()
+						flush()
+						if fin {
+							return
+						}
+					}
+					if !handshook {
+						hsFed += chunk
+					}
 					var fin bool
 					if o.lend && handshook {
 						if err := s.Lend(b[:chunk]); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy"
 	"github.com/pollproxy/pollproxy/proxy/app"
 	"github.com/pollproxy/pollproxy/proxy/config"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 func init() {
@@ -79,7 +80,7 @@ func upstreamList(list string) ([]string, error) {
 		if hp == "" {
 			continue
 		}
-		if _, unix := proxy.UnixSocketPath(hp); !unix && !strings.Contains(hp, ":") {
+		if _, unix := upstream.UnixSocketPath(hp); !unix && !strings.Contains(hp, ":") {
 			return nil, fmt.Errorf("upstream %q: want host:port or unix//path", hp)
 		}
 		ups = append(ups, hp)

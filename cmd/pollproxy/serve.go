@@ -16,6 +16,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/app"
 	"github.com/pollproxy/pollproxy/proxy/config"
 	pptls "github.com/pollproxy/pollproxy/tls"
+	tlscerts "github.com/pollproxy/pollproxy/tls/certs"
 )
 
 // loopFlags are the flags every serving command shares.
@@ -148,7 +149,7 @@ func certificate(certFile, keyFile string, hosts []string) (*stdtls.Config, stri
 	}
 	// Clients send no SNI for an IP address; when the listener's address
 	// matches no certificate (a wildcard address), serve 127.0.0.1's.
-	certs, err := pptls.NewCerts(pptls.CertConfig{DefaultServerName: "127.0.0.1"})
+	certs, err := tlscerts.New(tlscerts.Config{DefaultServerName: "127.0.0.1"})
 	if err != nil {
 		return nil, "", err
 	}

@@ -15,7 +15,7 @@ import (
 	"runtime"
 	"strings"
 
-	pptls "github.com/pollproxy/pollproxy/tls"
+	tlscerts "github.com/pollproxy/pollproxy/tls/certs"
 )
 
 func init() {
@@ -27,7 +27,7 @@ const trustedName = "pollproxy-root.crt"
 
 func runTrust(args []string) error {
 	fs := flag.NewFlagSet("trust", flag.ContinueOnError)
-	storage := fs.String("storage", "", "certificate storage directory (default: $"+pptls.StorageEnv+", else the user's config directory/pollproxy)")
+	storage := fs.String("storage", "", "certificate storage directory (default: $"+tlscerts.StorageEnv+", else the user's config directory/pollproxy)")
 	printPEM := fs.Bool("print", false, "write the root certificate (PEM) to standard output")
 	install := fs.Bool("install", false, "install the root certificate into the system trust store (runs sudo for the steps that need root)")
 	fs.Usage = func() {
@@ -52,13 +52,13 @@ func runTrust(args []string) error {
 
 	dir := *storage
 	if dir == "" {
-		d, err := pptls.DefaultStorageDir()
+		d, err := tlscerts.DefaultStorageDir()
 		if err != nil {
 			return err
 		}
 		dir = d
 	}
-	certs, err := pptls.NewCerts(pptls.CertConfig{StorageDir: dir})
+	certs, err := tlscerts.New(tlscerts.Config{StorageDir: dir})
 	if err != nil {
 		return err
 	}

@@ -257,14 +257,16 @@ func Record(r *observe.RequestLog) slog.Record {
 		slog.String("poller", r.Poller),
 		slog.Int("loop", r.Loop),
 	)
-	if r.Error != "" {
-		rec.AddAttrs(slog.String("error", r.Error))
+	if r.Reason != observe.ReasonNone {
+		// error in words, as the client read it; reason as the metrics
+		// label it, for filtering.
+		rec.AddAttrs(slog.String("error", r.ErrorText()), slog.String("reason", r.Reason.String()))
 	}
 	if r.Tunnel {
 		// One line per tunnel, when it ends: bytes is the origin's
 		// direction, bytes_in the client's, duration its whole life.
 		rec.AddAttrs(slog.Bool("tunnel", true), slog.Int64("bytes_in", r.BytesIn),
-			slog.String("tunnel_end", r.TunnelEnd))
+			slog.String("tunnel_end", r.TunnelEnd()))
 	}
 	return rec
 }

@@ -77,6 +77,44 @@ func TestJSON(t *testing.T) {
 	}
 }
 
+// TestJSONReason: a request pollproxy ended carries its error in words
+// and its reason as the metrics label it; a tunnel says how it ended.
+func TestJSONReason(t *testing.T) {
+	var buf syncBuf
+	l, err := New(JSON, &buf, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := sample()
+	r.Status, r.Reason, r.Detail = 502, observe.ReasonConnect, "connection refused by upstream"
+	l.Observe(r)
+	r = sample()
+	r.Status, r.Tunnel, r.Reason = 101, true, observe.ReasonStreamTimeout
+	l.Observe(r)
+	r = sample()
+	l.Observe(r)
+	l.Close()
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d lines: %q", len(lines), buf.String())
+	}
+	for i, want := range []map[string]any{
+		{"status": 502.0, "error": "bad gateway: connection refused by upstream", "reason": "connect"},
+		{"status": 101.0, "error": "stream_timeout", "reason": "stream_timeout", "tunnel_end": "stream_timeout"},
+		{"status": 200.0, "error": nil, "reason": nil},
+	} {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(lines[i]), &m); err != nil {
+			t.Fatalf("%v: %q", err, lines[i])
+		}
+		for k, v := range want {
+			if m[k] != v {
+				t.Errorf("line %d: %s = %v, want %v", i, k, m[k], v)
+			}
+		}
+	}
+}
+
 // blockingWriter holds the writer goroutine until released.
 type blockingWriter struct{ release chan struct{} }
 

@@ -47,14 +47,14 @@ import (
 	"sync"
 
 	"github.com/pollproxy/pollproxy/netpoll"
-	"github.com/pollproxy/pollproxy/proxy"
 	"github.com/pollproxy/pollproxy/proxy/ab"
 	"github.com/pollproxy/pollproxy/proxy/accesslog"
 	"github.com/pollproxy/pollproxy/proxy/config"
 	"github.com/pollproxy/pollproxy/proxy/metrics"
 	"github.com/pollproxy/pollproxy/proxy/server"
 	"github.com/pollproxy/pollproxy/proxy/stream"
-	pptls "github.com/pollproxy/pollproxy/tls"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
+	tlscerts "github.com/pollproxy/pollproxy/tls/certs"
 )
 
 // Load parses the Caddyfile at file and checks the files it names
@@ -100,7 +100,7 @@ type Options struct {
 
 	// EditCerts, when set, adjusts the certificate manager's settings
 	// before it starts: tests point ACME at their CA's roots and ports.
-	EditCerts func(*pptls.CertConfig)
+	EditCerts func(*tlscerts.Config)
 }
 
 // Instance is a running configuration. Its methods are not safe for
@@ -113,7 +113,7 @@ type Instance struct {
 	group     *netpoll.Group
 	pollerSet string     // the process's backends, "epoll" or "epoll,poll"
 	pollerMu  sync.Mutex // guards pollerSet: POST /poller switches from the admin listener
-	certs     *pptls.Certs
+	certs     *tlscerts.Manager
 	tlsCfg    *stdtls.Config
 	metrics   *metrics.Metrics // nil without an admin listener
 	ab        *ab.Sampler      // the A/B samples; nil without an admin listener
@@ -121,7 +121,7 @@ type Instance struct {
 	http      *http.Server // ACME HTTP-01 answers and redirects to HTTPS
 	alog      *accesslog.Logger
 	servers   map[string]*server.Server // by configured listen address
-	upstreams map[string]*proxy.Upstream
+	upstreams map[string]*upstream.Upstream
 	watch     upstreamWatch // re-resolution off the loops (upstreams.go)
 	running   *plan         // the plan serving now, whose handlers the next reload retires
 	closed    bool
@@ -163,7 +163,7 @@ func (in *Instance) start(cfg *config.Config) error {
 		in.ab.Start()
 	}
 	in.servers = map[string]*server.Server{}
-	in.upstreams = map[string]*proxy.Upstream{}
+	in.upstreams = map[string]*upstream.Upstream{}
 
 	if in.opts.TLS != nil {
 		in.tlsCfg = in.opts.TLS
@@ -172,7 +172,7 @@ func (in *Instance) start(cfg *config.Config) error {
 		if err != nil {
 			return err
 		}
-		cc := pptls.CertConfig{
+		cc := tlscerts.Config{
 			StorageDir: cfg.Storage,
 			Storage:    storage,
 			Email:      accountEmail(cfg),
@@ -185,7 +185,7 @@ func (in *Instance) start(cfg *config.Config) error {
 		if in.opts.EditCerts != nil {
 			in.opts.EditCerts(&cc)
 		}
-		in.certs, err = pptls.NewCerts(cc)
+		in.certs, err = tlscerts.New(cc)
 		if err != nil {
 			return err
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 	pptls "github.com/pollproxy/pollproxy/tls"
 	"github.com/pollproxy/pollproxy/tls/acmetest"
+	tlscerts "github.com/pollproxy/pollproxy/tls/certs"
 	"github.com/pollproxy/pollproxy/tls/redisstore"
 	"github.com/pollproxy/pollproxy/tls/redisstore/redistest"
 )
@@ -109,7 +110,7 @@ func TestClusterStartsWithoutRedis(t *testing.T) {
 
 	pa, pb := servertest.FreePort(t), servertest.FreePort(t)
 	startBalancer(t, p.TLSPort, fmt.Sprintf("127.0.0.1:%d", pa), fmt.Sprintf("127.0.0.1:%d", pb))
-	edit := func(c *pptls.CertConfig) {
+	edit := func(c *tlscerts.Config) {
 		c.CARoots = p.TLSRoots
 		c.TLSALPNPort = p.TLSPort
 	}

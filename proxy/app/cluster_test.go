@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
-	pptls "github.com/pollproxy/pollproxy/tls"
 	"github.com/pollproxy/pollproxy/tls/acmetest"
+	tlscerts "github.com/pollproxy/pollproxy/tls/certs"
 	"github.com/pollproxy/pollproxy/tls/redisstore"
 	"github.com/pollproxy/pollproxy/tls/redisstore/redistest"
 )
@@ -160,7 +160,7 @@ func TestClusterSharedRedis(t *testing.T) {
 
 	pa, pb := servertest.FreePort(t), servertest.FreePort(t)
 	startBalancer(t, p.TLSPort, fmt.Sprintf("127.0.0.1:%d", pa), fmt.Sprintf("127.0.0.1:%d", pb))
-	edit := func(c *pptls.CertConfig) {
+	edit := func(c *tlscerts.Config) {
 		c.CARoots = p.TLSRoots
 		// Pebble validates on its TLS port, where the balancer listens;
 		// certmagic sees it taken and leaves the answer to the instances.
@@ -186,7 +186,7 @@ func TestClusterSharedRedis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	certs, err := pptls.NewCerts(pptls.CertConfig{Storage: st})
+	certs, err := tlscerts.New(tlscerts.Config{Storage: st})
 	if err != nil {
 		t.Fatal(err)
 	}

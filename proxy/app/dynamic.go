@@ -3,14 +3,14 @@ package app
 import (
 	"context"
 
-	"github.com/pollproxy/pollproxy/proxy"
 	"github.com/pollproxy/pollproxy/proxy/config"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // upstreamFor resolves one upstream of rp: a dynamic a upstream with its
 // own lookup (its resolvers, its address family), which the instance's
 // Resolver then repeats every refresh; any other as upstream does.
-func (in *Instance) upstreamFor(p *plan, rp *config.Proxy, name string) (*proxy.Upstream, error) {
+func (in *Instance) upstreamFor(p *plan, rp *config.Proxy, name string) (*upstream.Upstream, error) {
 	if rp.Dynamic == nil || name != rp.Dynamic.Upstream() {
 		fresh := p.upstreams[name] == nil
 		up, err := in.upstream(p, name)
@@ -20,7 +20,7 @@ func (in *Instance) upstreamFor(p *plan, rp *config.Proxy, name string) (*proxy.
 		return up, err
 	}
 	da := rp.Dynamic
-	lookup, err := proxy.DNSLookup(da.Resolvers, da.Network, da.DialTimeout)
+	lookup, err := upstream.DNSLookup(da.Resolvers, da.Network, da.DialTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -35,10 +35,10 @@ func (in *Instance) upstreamFor(p *plan, rp *config.Proxy, name string) (*proxy.
 		up = in.upstreams[name]
 	}
 	if up == nil {
-		up = &proxy.Upstream{Name: name, Addr: addrs[0]}
+		up = &upstream.Upstream{Name: name, Addr: addrs[0]}
 	}
 	up.SetAddrs(addrs)
-	up.SetDynamic(&proxy.Dynamic{Refresh: da.Refresh, Lookup: lookup})
+	up.SetDynamic(&upstream.Dynamic{Refresh: da.Refresh, Lookup: lookup})
 	p.upstreams[name] = up
 	return up, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/config"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 	pptls "github.com/pollproxy/pollproxy/tls"
+	tlscerts "github.com/pollproxy/pollproxy/tls/certs"
 )
 
 // origin is a plain HTTP/1.1 app on loopback that answers with its name;
@@ -65,7 +66,7 @@ func filePair(t *testing.T, dir string) (certFile, keyFile string, roots *x509.C
 // localRoot reads the local CA's root from the storage pollproxy uses.
 func localRoot(t *testing.T, storage string, roots *x509.CertPool) {
 	t.Helper()
-	c, err := pptls.NewCerts(pptls.CertConfig{StorageDir: storage})
+	c, err := tlscerts.New(tlscerts.Config{StorageDir: storage})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/server"
 	"github.com/pollproxy/pollproxy/proxy/stream"
-	pptls "github.com/pollproxy/pollproxy/tls"
+	tlscerts "github.com/pollproxy/pollproxy/tls/certs"
 )
 
 // newHandler builds one listener's per-loop handler: a router over the
@@ -51,7 +51,7 @@ func (in *Instance) newHandler(p *plan, l *config.Listener) func(*netpoll.Loop) 
 			// One site for any host: a router would always pick it.
 			return site(l.Hosts[0].Site)
 		}
-		r := proxy.NewRouter()
+		r := route.NewRouter()
 		for _, hs := range l.Hosts {
 			r.Handle(hs.Host, site(hs.Site))
 		}
@@ -70,7 +70,7 @@ func siteHandler(t *route.Table, proxies []stream.Handler, clientIP route.Client
 
 // clientIPFunc is how client_ip matchers and client_ip_hash learn the
 // client address: the peer's, or the one a trusted proxy names
-// (proxy.ClientIP), the same derivation as X-Forwarded-For and the access
+// (route.ClientAddr), the same derivation as X-Forwarded-For and the access
 // log use.
 func clientIPFunc(cfg *config.Config) route.ClientIPFunc {
 	if len(cfg.TrustedProxies) == 0 {
@@ -78,7 +78,7 @@ func clientIPFunc(cfg *config.Config) route.ClientIPFunc {
 	}
 	trusted, headers := cfg.TrustedProxies, cfg.ClientIPHeaders
 	return func(r *stream.Request) netip.Addr {
-		return proxy.ClientIP(r.RemoteAddr.Addr(), r.Header, trusted, headers)
+		return route.ClientAddr(r.RemoteAddr.Addr(), r.Header, trusted, headers)
 	}
 }
 
@@ -110,6 +110,13 @@ func (o bothObservers) Observe(r *observe.RequestLog) {
 	o.m.Observe(r)
 	o.l.Observe(r)
 }
+
+// UpstreamFailed and TunnelOpened are the metrics' alone.
+func (o bothObservers) UpstreamFailed(upstream string, r observe.Reason) {
+	o.m.UpstreamFailed(upstream, r)
+}
+
+func (o bothObservers) TunnelOpened(r *observe.RequestLog) { o.m.TunnelOpened(r) }
 
 func (in *Instance) newServer(cfg *config.Config, p *plan, l *config.Listener) (*server.Server, error) {
 	sc := server.Config{
@@ -189,7 +196,7 @@ func usesACME(cfg *config.Config) bool {
 			return true
 		case config.TLSAuto:
 			for _, a := range s.Addrs {
-				if a.Host != "" && !pptls.UsesInternalByDefault(a.Host) {
+				if a.Host != "" && !tlscerts.UsesInternalByDefault(a.Host) {
 					return true
 				}
 			}

@@ -14,16 +14,17 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/config"
 	"github.com/pollproxy/pollproxy/proxy/h2"
 	"github.com/pollproxy/pollproxy/proxy/metrics"
-	pptls "github.com/pollproxy/pollproxy/tls"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
+	tlscerts "github.com/pollproxy/pollproxy/tls/certs"
 )
 
 // plan is a configuration made ready to serve: upstreams resolved,
 // certificates managed, the access log open.
 type plan struct {
 	cfg       *config.Config
-	upstreams map[string]*proxy.Upstream
+	upstreams map[string]*upstream.Upstream
 	proxies   map[*config.Proxy]proxy.Config
-	siteUps   map[*config.Site][]*proxy.Upstream
+	siteUps   map[*config.Site][]*upstream.Upstream
 	alog      *accesslog.Logger
 	newLog    bool          // alog was opened for this plan
 	built     builtHandlers // its per-loop proxy handlers, retired by the next reload (streams.go)
@@ -35,13 +36,13 @@ const resolveTimeout = 5 * time.Second
 // prepare resolves upstreams (off the loops), adds the sites'
 // certificates and opens the access log. Nothing running changes.
 func (in *Instance) prepare(cfg *config.Config) (*plan, error) {
-	p := &plan{cfg: cfg, upstreams: map[string]*proxy.Upstream{},
-		proxies: map[*config.Proxy]proxy.Config{}, siteUps: map[*config.Site][]*proxy.Upstream{}}
+	p := &plan{cfg: cfg, upstreams: map[string]*upstream.Upstream{},
+		proxies: map[*config.Proxy]proxy.Config{}, siteUps: map[*config.Site][]*upstream.Upstream{}}
 	var errs config.Errors
 	for _, s := range cfg.Sites {
-		var all []*proxy.Upstream
+		var all []*upstream.Upstream
 		for _, rp := range s.AllProxies() {
-			var ups []*proxy.Upstream
+			var ups []*upstream.Upstream
 			for _, name := range rp.Upstreams {
 				up, err := in.upstreamFor(p, rp, name)
 				if err != nil {
@@ -87,14 +88,14 @@ func (in *Instance) prepare(cfg *config.Config) (*plan, error) {
 
 // upstream resolves name, reusing the running Upstream when it resolves
 // to the same address, so counters and health survive a reload.
-func (in *Instance) upstream(p *plan, name string) (*proxy.Upstream, error) {
+func (in *Instance) upstream(p *plan, name string) (*upstream.Upstream, error) {
 	if up := p.upstreams[name]; up != nil {
 		return up, nil
 	}
-	if path, ok := proxy.UnixSocketPath(name); ok {
+	if path, ok := upstream.UnixSocketPath(name); ok {
 		up := in.upstreams[name]
 		if up == nil {
-			up = &proxy.Upstream{Name: name, Path: path}
+			up = &upstream.Upstream{Name: name, Path: path}
 		}
 		p.upstreams[name] = up
 		return up, nil
@@ -107,7 +108,7 @@ func (in *Instance) upstream(p *plan, name string) (*proxy.Upstream, error) {
 	}
 	up := in.upstreams[name]
 	if up == nil {
-		up = &proxy.Upstream{Name: name, Addr: addrs[0]}
+		up = &upstream.Upstream{Name: name, Addr: addrs[0]}
 	}
 	up.SetAddrs(addrs) // every A/AAAA address, refreshed by the instance's resolver
 	p.upstreams[name] = up
@@ -169,11 +170,11 @@ func errorAt(s *config.Site, err error) *config.Error {
 }
 
 // addCerts manages every site's certificate with the policy of its tls
-// option; by default tls.Certs' (the local CA for names no public CA
+// option; by default certs.Manager's (the local CA for names no public CA
 // issues for, ACME in the background for the others). Certificates are
 // only ever added: one that a reload no longer names stays until the next
 // start.
-func addCerts(certs *pptls.Certs, cfg *config.Config) error {
+func addCerts(certs *tlscerts.Manager, cfg *config.Config) error {
 	var errs config.Errors
 	ctx := context.Background()
 	for _, s := range cfg.Sites {

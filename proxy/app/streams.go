@@ -6,6 +6,7 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy"
 	"github.com/pollproxy/pollproxy/proxy/config"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // Long streams across a reload. Every per-loop proxy handler a plan
@@ -46,7 +47,7 @@ func retire(old, now *plan) {
 	list := old.built.list
 	old.built.list = nil
 	old.built.mu.Unlock()
-	keeps := map[*config.Site]func(*proxy.Upstream) bool{}
+	keeps := map[*config.Site]func(*upstream.Upstream) bool{}
 	var wg sync.WaitGroup
 	for _, b := range list {
 		keep, ok := keeps[b.site]
@@ -70,8 +71,8 @@ func retire(old, now *plan) {
 // keptUpstreams is what the new plan still routes site's requests to:
 // the upstreams of every new site sharing an address with it; nil when
 // there is none.
-func keptUpstreams(site *config.Site, now *plan) func(*proxy.Upstream) bool {
-	set := map[*proxy.Upstream]bool{}
+func keptUpstreams(site *config.Site, now *plan) func(*upstream.Upstream) bool {
+	set := map[*upstream.Upstream]bool{}
 	for _, ns := range now.cfg.Sites {
 		if !sharesAddress(site, ns) {
 			continue
@@ -83,7 +84,7 @@ func keptUpstreams(site *config.Site, now *plan) func(*proxy.Upstream) bool {
 	if len(set) == 0 {
 		return nil
 	}
-	return func(up *proxy.Upstream) bool { return set[up] }
+	return func(up *upstream.Upstream) bool { return set[up] }
 }
 
 func sharesAddress(a, b *config.Site) bool {

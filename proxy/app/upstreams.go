@@ -1,7 +1,7 @@
 package app
 
 import (
-	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // upstreamWatch is the instance's work on its upstreams off the loops:
@@ -9,24 +9,24 @@ import (
 // checks. It follows the running plan's upstreams, so a reload adds and
 // drops them.
 type upstreamWatch struct {
-	resolver *proxy.Resolver
-	health   *proxy.HealthChecker
+	resolver *upstream.Resolver
+	health   *upstream.HealthChecker
 }
 
 // update follows the upstreams of the plan just committed. An upstream
 // several reverse_proxy directives share is checked once, with the first one's settings
 // that enable checks.
 func (w *upstreamWatch) update(p *plan) {
-	list := make([]*proxy.Upstream, 0, len(p.upstreams))
+	list := make([]*upstream.Upstream, 0, len(p.upstreams))
 	for _, u := range p.upstreams {
 		list = append(list, u)
 	}
 	if w.resolver == nil {
-		w.resolver = proxy.NewResolver(0, nil)
-		w.health = proxy.NewHealthChecker()
+		w.resolver = upstream.NewResolver(0, nil)
+		w.health = upstream.NewHealthChecker()
 	}
 	w.resolver.Update(list)
-	checks := map[*proxy.Upstream]proxy.ActiveHealth{}
+	checks := map[*upstream.Upstream]upstream.ActiveHealth{}
 	for _, s := range p.cfg.Sites {
 		for _, rp := range s.AllProxies() {
 			pc, ok := p.proxies[rp]

@@ -6,7 +6,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
-	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // activeHealthOptions are reverse_proxy's active health subdirectives,
@@ -37,7 +37,7 @@ func (p *parser) activeHealth(d *caddyfile.Dispenser, rp *Proxy, sub string) {
 		a.Timeout = p.durationArg(d, label)
 	case "health_status":
 		if v, ok := p.oneArg(d, label, "a status such as 200 or 2xx"); ok {
-			if _, ok := proxy.ParseStatus(v); !ok {
+			if _, ok := upstream.ParseStatus(v); !ok {
 				p.errf(d, "%s: %q: want a status such as 200 or 2xx", label, v)
 			}
 			a.Status = v

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pollproxy/pollproxy/proxy"
 	"github.com/pollproxy/pollproxy/proxy/route"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 var proxyOptions = append([]string{"to", "lb_policy", "lb_retries", "lb_try_duration", "lb_try_interval",
@@ -52,7 +53,7 @@ func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
 				p.errf(d, "%s: want status codes such as 500 or 5xx", label)
 			}
 			for _, a := range args {
-				code, ok := proxy.ParseStatus(a)
+				code, ok := upstream.ParseStatus(a)
 				if !ok {
 					p.errf(d, "%s: %q: want a status code (100-599) or a class such as 5xx", label, a)
 				}
@@ -238,7 +239,7 @@ func (p *parser) upstreams(d *caddyfile.Dispenser, rp *Proxy) {
 			p.errf(d, "reverse_proxy: upstream %q: h2c:// upstreams are not supported by pollproxy (it speaks HTTP/1.1 to origins)", v)
 			continue
 		case strings.HasPrefix(v, "unix/"):
-			if _, ok := proxy.UnixSocketPath(v); !ok {
+			if _, ok := upstream.UnixSocketPath(v); !ok {
 				p.errf(d, "reverse_proxy: upstream %q: want unix//path/to/socket", v)
 			} else {
 				rp.Upstreams = append(rp.Upstreams, v)

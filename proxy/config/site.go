@@ -1,6 +1,8 @@
 package config
 
 import (
+	"fmt"
+	"net"
 	"net/http"
 	"sort"
 	"strconv"
@@ -431,4 +433,43 @@ func (p *parser) tls(d *caddyfile.Dispenser) TLS {
 		p.errAt(t.Pos, "tls: want internal, CERT_FILE KEY_FILE, or an ACME account e-mail")
 	}
 	return t
+}
+
+// parseAddress reads a site address: [https://]host[:port], :port, or
+// *.example.com[:port].
+func parseAddress(text string) (Address, error) {
+	a := Address{Original: text, Port: 443}
+	rest := text
+	switch {
+	case strings.HasPrefix(rest, "https://"):
+		rest = strings.TrimPrefix(rest, "https://")
+	case strings.HasPrefix(rest, "http://"):
+		return a, fmt.Errorf("http:// sites are not supported by pollproxy: it serves HTTPS (drop %q)", "http://")
+	case strings.Contains(rest, "://"):
+		return a, fmt.Errorf("unsupported scheme (want https:// or none)")
+	}
+	if strings.ContainsAny(rest, "/?#") {
+		return a, fmt.Errorf("paths in site addresses are not supported by pollproxy (want host, host:port or :port; route paths with handle)")
+	}
+	host, port := rest, ""
+	if h, pt, err := net.SplitHostPort(rest); err == nil {
+		host, port = h, pt
+	} else if strings.HasPrefix(rest, "[") || strings.Count(rest, ":") == 1 {
+		return a, fmt.Errorf("want host, host:port or :port")
+	}
+	if port != "" {
+		n, err := strconv.Atoi(port)
+		if err != nil || n <= 0 || n > 65535 {
+			return a, fmt.Errorf("port %q: want 1-65535", port)
+		}
+		a.Port = n
+	}
+	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	if strings.Contains(host, "*") {
+		if !strings.HasPrefix(host, "*.") || strings.Contains(host[2:], "*") || len(host) < 3 {
+			return a, fmt.Errorf("a wildcard replaces the leftmost label only (want *.example.com)")
+		}
+	}
+	a.Host = host
+	return a, nil
 }

@@ -22,6 +22,8 @@
 // never allocate.
 package field
 
+import "strings"
+
 // Rule is a set of the named field sets below that one field name belongs
 // to. Callers test membership with Has; the zero Rule is an ordinary field.
 type Rule uint16
@@ -232,4 +234,26 @@ func ParseContentLength(s string) (int64, bool) {
 		n = n*10 + int64(c-'0')
 	}
 	return n, true
+}
+
+// UpgradeToken reports whether v names one protocol that pollproxy may
+// ask an origin to switch to: in an HTTP/1.1 Upgrade field, or as an
+// HTTP/2 extended CONNECT's :protocol (RFC 8441 §4), which becomes one.
+// Both front ends ask this one rule, so that neither can tunnel what the
+// other refuses.
+//
+// v is a token with an optional "/version" (RFC 9110 §7.8). A list is not
+// offered on: the origin would pick one and the client could not tell
+// which was tunnelled. h2c is refused (any case, any version): it asks
+// the origin to speak cleartext HTTP/2 on the tunnel, whose requests the
+// proxy would carry as opaque bytes without routing or checking them, a
+// known way around a proxy's access rules; pollproxy's backend
+// connections speak HTTP/1.1 only, and RFC 9113 §3.1 defines h2c for
+// cleartext connections, never for one that came over TLS.
+func UpgradeToken(v string) bool {
+	name, version, slash := strings.Cut(v, "/")
+	if !ValidName(name) || slash && !ValidName(version) {
+		return false
+	}
+	return !strings.EqualFold(name, "h2c")
 }

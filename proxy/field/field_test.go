@@ -136,6 +136,33 @@ func TestTokens(t *testing.T) {
 	}
 }
 
+func TestUpgradeToken(t *testing.T) {
+	tests := []struct {
+		s  string
+		ok bool
+	}{
+		{"websocket", true},
+		{"WebSocket", true},
+		{"foo/1.1", true},
+		{"h2c", false},
+		{"H2C", false},
+		{"h2C/1", false},
+		{"h2c2", true},
+		{"", false},
+		{"/1", false},
+		{"foo/", false},
+		{"websocket, h2c", false},
+		{"websocket,foo", false},
+		{"web socket", false},
+		{"a/b/c", false},
+	}
+	for _, tt := range tests {
+		if got := UpgradeToken(tt.s); got != tt.ok {
+			t.Errorf("UpgradeToken(%q) = %v", tt.s, got)
+		}
+	}
+}
+
 func TestValidValue(t *testing.T) {
 	tests := []struct {
 		s  string
@@ -265,6 +292,7 @@ func TestNoAllocs(t *testing.T) {
 		_ = ValidName("x-forwarded-for")
 		_ = ValidValue("gzip, deflate")
 		_, _ = ParseContentLength("1024")
+		_ = UpgradeToken("websocket")
 	})
 	if n != 0 {
 		t.Fatalf("%v allocations", n)

@@ -53,7 +53,10 @@ type bodyReader struct {
 
 func (r *bodyReader) start(mode bodyMode, length int64, lim *Limits) {
 	r.mode = mode
-	r.remaining = length
+	r.remaining = 0
+	if mode == bodyLength {
+		r.remaining = length
+	}
 	r.cs = csSize
 	r.size, r.digits, r.lineLen = 0, 0, 0
 	r.maxLine = lim.MaxChunkLine

@@ -10,7 +10,9 @@
 //
 //   - RequestParser reads requests from HTTP/1.x clients (the front end).
 //   - ServerConn is the HTTP/1.1 front end itself: a stream.ServerConn that
-//     drives a stream.Handler over a stream.Transport.
+//     drives a stream.Handler over a stream.Transport (serverconn.go, its
+//     input state machine; responsewriter.go, the handler's
+//     ResponseWriter; tunnel.go, both after a 101).
 //   - ResponseParser reads responses from HTTP/1.1 origins (the backend side
 //     of the reverse proxy).
 //   - AppendRequestHeadFramed, AppendChunk and friends serialise requests
@@ -23,17 +25,20 @@
 // Content-Length together with Transfer-Encoding, conflicting lengths,
 // transfer codings other than a lone "chunked", malformed chunk sizes. Lines
 // must end in CRLF; the RFC 9112 §2.2 tolerance for a bare LF is not
-// extended, because origins disagree about it. Which fields are hop-by-hop,
-// framing or forbidden in trailers, and what a token or field value may
-// hold, is proxy/field's, shared with the HTTP/2 front end.
+// extended, because origins disagree about it. The framing rules are
+// written once (framing.go): one scan of a head's fields serves the
+// request parser, the response parser and the ServerConn's
+// ResponseWriter, and each side only maps a defect to its own answer
+// (a 400, 417 or 501 to a client, a 502 for an origin's response). Which
+// fields are hop-by-hop, framing or forbidden in trailers, what a token
+// or field value may hold and which protocol an upgrade may ask for is
+// proxy/field's, shared with the HTTP/2 front end.
 package h1
 
 import (
 	"cmp"
 	"encoding/binary"
 	"strconv"
-
-	"github.com/pollproxy/pollproxy/proxy/field"
 )
 
 // Limits bounds what a parser buffers for one message. The zero value of
@@ -244,69 +249,6 @@ func trimOWS(s string) string {
 		s = s[:len(s)-1]
 	}
 	return s
-}
-
-// mergeTransferEncoding folds one Transfer-Encoding field value into
-// chunked (whether chunked was seen so far). chunked must be the final
-// coding and appear once; an empty list item is malformed. Other codings
-// pass here and are judged by the caller, which knows the final one.
-func mergeTransferEncoding(chunked bool, val string) (bool, *Error) {
-	for rest := val; ; {
-		item, next, more := nextListItem(rest)
-		rest = next
-		switch {
-		case item == "", chunked:
-			return chunked, errBadTE
-		case equalFoldASCII(item, "chunked"):
-			chunked = true
-		}
-		if !more {
-			return chunked, nil
-		}
-	}
-}
-
-// connectionOptions reads one Connection field value: close and
-// keep-alive set their flags, and every other option is appended to
-// tokens (the names of fields the sender wants removed as hop-by-hop).
-func connectionOptions(val string, tokens []string, close, keepAlive *bool) []string {
-	for rest := val; ; {
-		item, next, more := nextListItem(rest)
-		rest = next
-		switch {
-		case equalFoldASCII(item, "close"):
-			*close = true
-		case equalFoldASCII(item, "keep-alive"):
-			*keepAlive = true
-		case item != "":
-			tokens = append(tokens, item)
-		}
-		if !more {
-			return tokens
-		}
-	}
-}
-
-// mergeContentLength folds one Content-Length field value (a list, as
-// some senders repeat the value: "5, 5") into cl, the length seen so far
-// (-1 for none). Differing values are an error: each side of a proxy
-// could pick another one (RFC 9112 §6.3).
-func mergeContentLength(cl int64, val string) (int64, *Error) {
-	for rest := val; ; {
-		item, next, more := nextListItem(rest)
-		rest = next
-		n, ok := field.ParseContentLength(item)
-		if !ok {
-			return cl, errBadCL
-		}
-		if cl >= 0 && n != cl {
-			return cl, errMultiCL
-		}
-		cl = n
-		if !more {
-			return cl, nil
-		}
-	}
 }
 
 // nextListItem splits a comma-separated field value (RFC 9110 §5.6.1),

@@ -2,8 +2,6 @@ package h1
 
 import (
 	"bytes"
-	"strconv"
-	"strings"
 
 	"github.com/pollproxy/pollproxy/proxy/field"
 	"github.com/pollproxy/pollproxy/proxy/stream"
@@ -38,7 +36,7 @@ type RequestParser struct {
 	state  uint8
 	hr     headReader
 	br     bodyReader
-	tokens []string // Connection options naming hop-by-hop fields
+	tokens []string // storage for the Connection options (framing.tokens)
 	req    stream.Request
 	body   []byte
 
@@ -239,186 +237,51 @@ func (p *RequestParser) parseHead() *Error {
 		}
 	}
 
-	// First pass: the fields that decide framing and connection handling.
-	var (
-		hosts, cls     int
-		host           string
-		cl             int64 = -1
-		clFirst        string
-		hasTE, chunked bool
-		connClose      bool
-		connKeep       bool
-		upgrades       int
-		upgrade        string
-	)
-	p.tokens = p.tokens[:0]
-	p.expect = false
-	for k := range spans {
-		sp := &spans[k]
-		name := s[sp.ns:sp.ne]
-		// One table lookup per field, kept for the second pass; a field
-		// without a rule (most of them) is none of the cases below.
-		if sp.rule = field.Lookup(name); sp.rule == 0 {
-			continue
-		}
-		val := s[sp.vs:sp.ve]
-		switch name {
-		case "host":
-			hosts++
-			host = val
-		case "content-length":
-			cls++
-			if cls == 1 {
-				clFirst = val
-			}
-			var err *Error
-			if cl, err = mergeContentLength(cl, val); err != nil {
-				return err
-			}
-		case "transfer-encoding":
-			hasTE = true
-			var err *Error
-			if chunked, err = mergeTransferEncoding(chunked, val); err != nil {
-				return err
-			}
-		case "connection":
-			p.tokens = connectionOptions(val, p.tokens, &connClose, &connKeep)
-		case "upgrade":
-			upgrades++
-			upgrade = val
-		case "expect":
-			if proto10 {
-				break // RFC 9110 §10.1.1: ignore in HTTP/1.0 requests
-			}
-			if !equalFoldASCII(val, "100-continue") {
-				return errExpect
-			}
-			p.expect = true
-		default:
-			if sp.rule.Has(field.FramingLookalike) {
-				return errUnderscoreFrame
-			}
-		}
+	// One pass over the fields decides framing and connection handling;
+	// the second builds the handler's view.
+	fr := newFraming(p.tokens)
+	err := fr.scan(spans, s, proto10, true)
+	p.tokens = fr.tokens
+	if err != framingOK {
+		return requestFramingErrs[err]
 	}
-
-	switch {
-	case hasTE && cls > 0:
-		return errCLTE
-	case hasTE && proto10:
-		return errTE10
-	case hasTE && !chunked:
-		return errBadTE
-	case hasTE && !isOnlyChunked(spans, s):
-		return errUnknownTE
-	}
-	if hosts > 1 {
+	if fr.hosts > 1 {
 		return errMultiHost
 	}
-	if hosts == 0 && !proto10 {
+	if fr.hosts == 0 && !proto10 {
 		return errNoHost
 	}
-	if hosts == 1 && !validHost(host, !proto10) {
+	if fr.hosts == 1 && !validHost(fr.host, !proto10) {
 		return errBadHost
 	}
 	if authority == "" {
-		authority = host
+		authority = fr.host
 	}
 	r.Authority = authority
 
-	switch {
-	case hasTE:
+	switch mode := fr.body(true); mode {
+	case bodyChunked:
 		r.ContentLength = -1
 		r.HasBody = true
-		p.br.start(bodyChunked, 0, &p.lim)
-	case cl > 0:
-		r.ContentLength = cl
+		p.br.start(mode, 0, &p.lim)
+	case bodyLength:
+		r.ContentLength = fr.length
 		r.HasBody = true
-		p.br.start(bodyLength, cl, &p.lim)
+		p.br.start(mode, fr.length, &p.lim)
 	default:
 		p.br.start(bodyNone, 0, &p.lim)
 	}
-	if !r.HasBody {
-		p.expect = false
-	}
-	if proto10 {
-		p.keepAlive = connKeep && !connClose
-	} else {
-		p.keepAlive = !connClose
-	}
-	if upgrades == 1 && !proto10 && !r.HasBody && r.Method == "GET" &&
-		namedBy(p.tokens, "upgrade") && upgradeToken(upgrade) {
-		r.Upgrade = upgrade
+	p.expect = fr.expect && r.HasBody
+	p.keepAlive = fr.persistent(proto10)
+	if fr.upgrades == 1 && !proto10 && !r.HasBody && r.Method == "GET" &&
+		fr.upgrade && field.UpgradeToken(fr.upgradeTo) {
+		r.Upgrade = fr.upgradeTo
 	}
 
-	// Second pass: the handler's view, without the fields the front end
-	// owns (hop-by-hop ones, Host, Expect).
-	clDone := false
-	for _, sp := range spans {
-		if sp.rule.Has(field.FrontEndOwned) {
-			continue
-		}
-		name := s[sp.ns:sp.ne]
-		switch {
-		case sp.rule == 0:
-		case name == "content-length":
-			if clDone {
-				continue // identical duplicates collapse into one
-			}
-			clDone = true
-			// Forward the value in canonical form, so that an origin
-			// never sees "5, 5" or "007" and has to interpret it.
-			v := clFirst
-			if !canonicalDigits(v) {
-				v = strconv.FormatInt(cl, 10)
-			}
-			r.Header = append(r.Header, stream.Field{Name: name, Value: v})
-			continue
-		}
-		if namedBy(p.tokens, name) {
-			continue
-		}
-		r.Header = append(r.Header, stream.Field{Name: name, Value: s[sp.vs:sp.ve]})
-	}
+	// The handler's view, without the fields the front end owns
+	// (hop-by-hop ones, Host, Expect).
+	r.Header = fr.appendForwarded(r.Header, spans, s, field.FrontEndOwned, true)
 	return nil
-}
-
-// upgradeToken reports whether an Upgrade value names one protocol that
-// pollproxy can tunnel: a token with an optional "/version" (RFC 9110
-// §7.8). A list is not offered on: the origin would pick one and the
-// client could not tell which was tunnelled. h2c is refused because it
-// asks the origin to speak HTTP/2 in cleartext, which pollproxy's
-// backend connections do not (and RFC 9113 §3.1 forbids over TLS).
-func upgradeToken(v string) bool {
-	name, version, slash := strings.Cut(v, "/")
-	if !field.ValidName(name) || slash && !field.ValidName(version) {
-		return false
-	}
-	return !equalFoldASCII(name, "h2c")
-}
-
-// isOnlyChunked reports whether every Transfer-Encoding element is
-// "chunked" — i.e. no other coding was listed before it, which pollproxy
-// cannot undo when it re-frames the body for the origin.
-func isOnlyChunked(spans []span, s string) bool {
-	n := 0
-	for _, sp := range spans {
-		if s[sp.ns:sp.ne] != "transfer-encoding" {
-			continue
-		}
-		for rest := s[sp.vs:sp.ve]; ; {
-			var item string
-			var more bool
-			item, rest, more = nextListItem(rest)
-			n++
-			if !equalFoldASCII(item, "chunked") {
-				return false
-			}
-			if !more {
-				break
-			}
-		}
-	}
-	return n == 1
 }
 
 // splitAbsolute turns an absolute-form target (RFC 9112 §3.2.2) into its
@@ -463,16 +326,3 @@ func validHost(h string, required bool) bool {
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
-
-// canonicalDigits reports a decimal without leading zeros or separators.
-func canonicalDigits(v string) bool {
-	if v == "" || len(v) > 1 && v[0] == '0' {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		if !isDigit(v[i]) {
-			return false
-		}
-	}
-	return true
-}

@@ -1,7 +1,6 @@
 package h1
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/pollproxy/pollproxy/proxy/field"
@@ -32,7 +31,7 @@ type ResponseParser struct {
 	sawByte bool
 	hr      headReader
 	br      bodyReader
-	tokens  []string
+	tokens  []string // storage for the Connection options (framing.tokens)
 	header  []stream.Field
 	body    []byte
 
@@ -235,126 +234,30 @@ func (p *ResponseParser) parseHead() *Error {
 	s := string(buf)
 	p.reason = s[reasonStart:le]
 
-	var (
-		cls            int
-		cl             int64 = -1
-		clFirst        string
-		hasTE, chunked bool
-		connClose      bool
-		connKeep       bool
-	)
+	fr := newFraming(p.tokens)
+	err := fr.scan(spans, s, p.proto10, false)
+	p.tokens = fr.tokens
+	if err != framingOK {
+		return responseFramingErrs[err]
+	}
 	p.kaTimeout = 0
-	p.tokens = p.tokens[:0]
-	for k := range spans {
-		sp := &spans[k]
-		name := s[sp.ns:sp.ne]
-		// One table lookup per field, kept for the second pass; a field
-		// without a rule (most of them) is none of the cases below.
-		if sp.rule = field.Lookup(name); sp.rule == 0 {
-			continue
-		}
-		val := s[sp.vs:sp.ve]
-		switch name {
-		case "content-length":
-			cls++
-			if cls == 1 {
-				clFirst = val
-			}
-			var err *Error
-			if cl, err = mergeContentLength(cl, val); err != nil {
-				return err
-			}
-		case "transfer-encoding":
-			hasTE = true
-			var err *Error
-			if chunked, err = mergeTransferEncoding(chunked, val); err != nil {
-				return err
-			}
-		case "connection":
-			p.tokens = connectionOptions(val, p.tokens, &connClose, &connKeep)
-		case "keep-alive":
-			p.kaTimeout = parseKeepAliveTimeout(val)
-		default:
-			if sp.rule.Has(field.FramingLookalike) {
-				return errUnderscoreFrame
-			}
-		}
+	if fr.keepAliveP != "" {
+		p.kaTimeout = parseKeepAliveTimeout(fr.keepAliveP)
 	}
-	switch {
-	case hasTE && cls > 0:
-		return errCLTE
-	case hasTE && p.proto10:
-		return errTE10
-	case hasTE && (!chunked || !isOnlyChunked(spans, s)):
-		// Another transfer coding would reach the client undecoded.
-		return errBadTE
+	p.keepAlive = fr.persistent(p.proto10)
+	p.contentLength = fr.length
+	if p.status < 200 || p.status == 204 {
+		p.contentLength = -1 // meaningless here (RFC 9110 §8.6)
 	}
-	if p.proto10 {
-		p.keepAlive = connKeep && !connClose
-	} else {
-		p.keepAlive = !connClose
-	}
-	p.contentLength = cl
-	p.hasBody = false
-	switch {
-	case p.status < 200:
-		p.contentLength = -1
-	case p.isHead || p.status == 204 || p.status == 304:
-		p.br.start(bodyNone, 0, &p.lim)
-		if p.status == 204 {
-			p.contentLength = -1
-		}
-	case hasTE:
-		p.hasBody = true
-		p.br.start(bodyChunked, 0, &p.lim)
-	case cl > 0:
-		p.hasBody = true
-		p.br.start(bodyLength, cl, &p.lim)
-	case cl == 0:
-		p.br.start(bodyNone, 0, &p.lim)
-	default:
-		p.hasBody = true
+	mode := responseBody(p.status, p.isHead, fr.body(false))
+	p.hasBody = mode != bodyNone
+	if mode == bodyClose {
 		p.keepAlive = false
-		p.br.start(bodyClose, 0, &p.lim)
 	}
+	p.br.start(mode, fr.length, &p.lim)
 
-	p.header = p.header[:0]
-	clDone := false
-	for _, sp := range spans {
-		if sp.rule.Has(field.HopByHop) {
-			continue
-		}
-		name := s[sp.ns:sp.ne]
-		switch {
-		case sp.rule == 0:
-		case name == "content-length":
-			if clDone || p.contentLength < 0 {
-				continue
-			}
-			clDone = true
-			v := clFirst
-			if !canonicalDigits(v) {
-				v = strconv.FormatInt(cl, 10)
-			}
-			p.header = append(p.header, stream.Field{Name: name, Value: v})
-			continue
-		}
-		if namedBy(p.tokens, name) {
-			continue
-		}
-		p.header = append(p.header, stream.Field{Name: name, Value: s[sp.vs:sp.ve]})
-	}
+	p.header = fr.appendForwarded(p.header[:0], spans, s, field.HopByHop, p.contentLength >= 0)
 	return nil
-}
-
-// namedBy reports whether a Connection option list names a field.
-func namedBy(tokens []string, name string) bool {
-	for _, t := range tokens {
-		if equalFoldASCII(t, name) {
-			return true
-		}
-	}
-	return false
 }
 
 // parseKeepAliveTimeout reads "timeout=N" from a Keep-Alive value.

@@ -49,10 +49,9 @@ func (l *testLoop) must(t *testing.T, what string, cond func() bool) {
 
 // testHandler records what it is given and answers through serve.
 type testHandler struct {
-	reqs   []stream.Request
-	ws     []stream.ResponseWriter
-	serve  func(h *testHandler, req *stream.Request, w stream.ResponseWriter) stream.Events
-	events *testEvents
+	reqs  []stream.Request
+	ws    []stream.ResponseWriter
+	serve func(h *testHandler, req *stream.Request, w stream.ResponseWriter) stream.Events
 }
 
 func (h *testHandler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Events {

@@ -33,9 +33,9 @@ type Config struct {
 	// to it. Default 32 MiB. A window must cover the path's
 	// bandwidth-delay product plus the time the credit takes to come
 	// back, which here includes the origin's write: 16 MiB (gRPC's limit,
-	// about Chromium's 15 MiB session window) caps one upload at 50 ms at
-	// about 250 MiB/s in practice, under what HTTP/1.1 reaches through
-	// pollproxy on loopback; 32 MiB leaves room. It is also the request
+	// about Chromium's 15 MiB session window) held a 50 ms upload under
+	// what HTTP/1.1 reaches through pollproxy (docs/performance.md); 32
+	// MiB leaves room. It is also the request
 	// body bytes one connection can make pollproxy hold when its origin
 	// reads slower than the client sends, which WindowBudget bounds across
 	// connections. Set it to ConnWindow (or lower) to turn autotuning off.

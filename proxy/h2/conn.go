@@ -11,6 +11,13 @@
 // hpack.Decoder per connection, bounded by Config.MaxHeaderListSize (decoded)
 // and Config.MaxHeaderBlockBytes (encoded).
 //
+// Files: conn.go is the connection (Feed, Flush, shutdown, idle release)
+// and frames.go its handling of each frame type; headerdecode.go decodes
+// and validates request header blocks, headerencode.go encodes and frames
+// response heads; dataread.go reads DATA by hand; stream.go is a stream,
+// the handler's ResponseWriter; flow.go and window.go are flow control and
+// receive-window autotuning; config.go the limits, errors.go the errors.
+//
 // Output follows the re-entrancy rule of package stream. Frames accumulate
 // in one reusable buffer and reach the transport with one Write per batch.
 // The entry points from the connection and the loop (Feed, Flush, Abort,

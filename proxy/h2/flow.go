@@ -63,15 +63,13 @@ const maxUpdateBatch = 1 << 20
 // so it never waits for credit while the window is at least 4/3 of the
 // path's bandwidth-delay product, and a peer that has run dry is answered
 // at once. Returning credit per DATA frame (the rule was "4 KiB or more")
-// cost an upload of 100 MiB some 3,000 WINDOW_UPDATE records, each a TLS
-// record, a system call here and a wake-up and a read at the client; at a
-// quarter it was a few dozen. But a quarter of a grown window (8 MiB of
-// 32) is credit the path then lacks: through scripts/upload's 50 ms relay,
-// where the path carries more than the 24 MiB that leaves, h2 reached
-// 0.74 of HTTP/1.1's speed batching at most 1 MiB against 0.69 batching a
-// quarter, in the same run. At most 1 MiB, a 100 MiB upload costs some
-// 200 updates (connection and stream), and the default windows (1 and 2
-// MiB) still batch a quarter.
+// made an upload send thousands of WINDOW_UPDATE records, each a TLS
+// record, a system call here and a wake-up and a read at the client. But a
+// quarter of a grown window (8 MiB of 32) is credit the path then lacks
+// when it carries more than the 24 MiB that leaves, so batches stop at 1
+// MiB (docs/performance.md has the upload speeds of both). At most 1 MiB,
+// a 100 MiB upload costs some 200 updates (connection and stream), and the
+// default windows (1 and 2 MiB) still batch a quarter.
 func (f *inflow) release() int32 {
 	if f.unsent == 0 || 3*int64(f.unsent) < int64(f.avail) && f.unsent < maxUpdateBatch {
 		return 0

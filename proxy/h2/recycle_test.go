@@ -12,14 +12,13 @@ import (
 // recycledReq is one request seen by recycleHandler, with every event its
 // Events received. All fields are touched under the harness's loop lock.
 type recycledReq struct {
-	path               string
-	s                  *h2Stream // the ResponseWriter, as the struct it is
-	bs                 *bodySender
-	late               bool // answer at the end of the request body
-	bodies, ends       int
-	aborts, releases   int
-	eventAfterRelease  bool
-	writableAfterClose bool
+	path              string
+	s                 *h2Stream // the ResponseWriter, as the struct it is
+	bs                *bodySender
+	late              bool // answer at the end of the request body
+	bodies, ends      int
+	aborts, releases  int
+	eventAfterRelease bool
 }
 
 func (r *recycledReq) OnBody(p []byte) {

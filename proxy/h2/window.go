@@ -56,10 +56,8 @@ const (
 	// Every round trip spent growing costs a long-path upload dearly: 100
 	// MiB at 300 MiB/s lasts six 50 ms round trips, and the second sample
 	// of an eightfold growth had its round trip stretched by the data
-	// queued ahead of its acknowledgement. Through scripts/upload's 50 ms
-	// relay, h2 reached 0.58 of HTTP/1.1's speed growing eightfold and
-	// 0.64 growing 32-fold in the same run; windows of 32 MiB from the
-	// first byte reached 0.89.
+	// queued ahead of its acknowledgement (the upload speeds of each choice
+	// are in docs/performance.md, "Windows that fit the path").
 	windowGrowth = 32
 	// sampleEvery: once a round trip is known, a PING goes out when
 	// 1/sampleEvery of a stream window arrived since the last (64 KiB at
@@ -216,8 +214,7 @@ func (w *windowTuner) limited(bytes int64, span time.Duration) bool {
 // answered with a burst), and the round trip a PING measures there is
 // mostly the loops' own latency: growing 32-fold on it bought no speed,
 // and let an origin slower than the client make pollproxy hold the 32 MiB
-// (a 100 MiB upload over loopback took 1.7 times as long when it happened,
-// and the heap grew by 94 MiB).
+// (what that cost a loopback upload is in docs/performance.md).
 func ampleWindow(rtt time.Duration) int64 {
 	return int64(ampleRate * rtt.Seconds())
 }

@@ -15,8 +15,10 @@
 //     another connection keeps getting 200s, and that the heap stays
 //     bounded.
 //   - smuggling_test.go: requests an origin could parse differently from
-//     pollproxy, sent with a raw Framer and hpack encoder to a recording
-//     origin whose received bytes are parsed afterwards.
+//     pollproxy, sent with a raw Framer and hpack encoder or written by
+//     hand over HTTP/1.1 to a recording origin whose received bytes are
+//     parsed afterwards, and origin responses a client could frame
+//     differently.
 //   - origin_test.go: origins that refuse, reset, stall, drip or answer
 //     garbage, and the absence of descriptor and heap leaks afterwards.
 //   - fdlimit_test.go: pollproxy run as a subprocess under a low

@@ -30,6 +30,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/server"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 	"github.com/pollproxy/pollproxy/proxy/stream"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // Small limits and timeouts, so that every defence triggers fast.
@@ -74,7 +75,7 @@ type env struct {
 	srv   *server.Server
 	addr  string
 	roots *x509.CertPool
-	up    *proxy.Upstream
+	up    *upstream.Upstream
 }
 
 type setup struct {
@@ -91,15 +92,15 @@ func startProxy(t testing.TB, backend, origin string, s setup) *env {
 	if loops <= 0 {
 		loops = 2
 	}
-	up := &proxy.Upstream{Name: origin, Addr: netip.MustParseAddrPort(origin)}
+	up := &upstream.Upstream{Name: origin, Addr: netip.MustParseAddrPort(origin)}
 	pcfg := proxy.Config{
-		Upstreams:             []*proxy.Upstream{up},
+		Upstreams:             []*upstream.Upstream{up},
 		ConnectTimeout:        time.Second,
 		ResponseHeaderTimeout: time.Second,
 		ReadTimeout:           time.Second,
 		Pool:                  proxy.PoolConfig{IdleTimeout: tPoolIdleTimeout},
 		// Failing-origin tests must not mark the only upstream down.
-		Health: proxy.Health{MaxFails: -1},
+		Health: upstream.Health{MaxFails: -1},
 	}
 	if s.proxy != nil {
 		s.proxy(&pcfg)

@@ -1,9 +1,9 @@
 // Package metrics exports pollproxy's Prometheus metrics.
 //
-// Request metrics are counted on the loops by an Observer made for one
-// loop, whose label children (poller, loop, upstream, status class) are
-// resolved when the loop's handler is built, so a finished request costs a
-// few atomic adds and no map lookup. Everything else (poller counters,
+// Request metrics and upstream failures (by reason) are counted on the
+// loops by an Observer made for one loop, whose label children (poller,
+// loop, upstream, status class) are resolved when the loop's handler is
+// built, so a finished request costs a few atomic adds and no map lookup. Everything else (poller counters,
 // server connections, upstream pools, access log drops) is read from the
 // running objects by a Collector at scrape time.
 //
@@ -69,6 +69,7 @@ type Metrics struct {
 	bytesOut *prometheus.CounterVec
 	tunnels  *prometheus.GaugeVec
 	tunBytes *prometheus.CounterVec
+	failures *prometheus.CounterVec
 	source   atomic.Pointer[Source]
 	ab       *ab.Recorders
 }
@@ -110,7 +111,11 @@ func New(version string) *Metrics {
 		Name: "pollproxy_tunnel_bytes_total",
 		Help: "Bytes carried by tunnels that ended, by direction (in: client to origin, out: origin to client).",
 	}, []string{"poller", "loop", "upstream", "direction"})
-	m.reg.MustRegister(m.tunnels, m.tunBytes)
+	m.failures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pollproxy_upstream_failures_total",
+		Help: "Upstream failures by reason: connect, connect_timeout, header_timeout, write_timeout, bad_response, bad_body, broken, broken_mid_response, bad_handshake, unhealthy.",
+	}, []string{"poller", "loop", "upstream", "reason"})
+	m.reg.MustRegister(m.tunnels, m.tunBytes, m.failures)
 	m.reg.MustRegister(m.requests, m.reused, m.duration, m.bytesOut, &collector{m: m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	buildVersion = version
@@ -163,6 +168,9 @@ type upstreamChildren struct {
 	reused   prometheus.Counter
 	duration prometheus.Observer
 	bytes    prometheus.Counter
+	// failures are resolved at a reason's first failure: most upstreams
+	// never see most reasons, and a series that stays 0 is noise.
+	failures [observe.NumReasons]prometheus.Counter
 }
 
 // ForLoop returns an observer for loop l that knows ups (requests that
@@ -199,31 +207,34 @@ func (o *LoopObserver) relabel(gen uint64) {
 	}
 }
 
-// Observe counts one finished request; it never blocks.
-func (o *LoopObserver) Observe(r *observe.RequestLog) {
+// upstream is the series of the named upstream, under the loop's
+// current backend.
+func (o *LoopObserver) upstream(name string) *upstreamChildren {
 	if gen := o.l.SwitchCount(); gen != o.gen {
 		o.relabel(gen)
 	}
-	var c *upstreamChildren
 	for i := range o.ups {
-		if o.ups[i].name == r.Upstream {
-			c = &o.ups[i]
-			break
+		if o.ups[i].name == name {
+			return &o.ups[i]
 		}
 	}
+	c := o.other[name]
 	if c == nil {
-		c = o.other[r.Upstream]
-		if c == nil {
-			// Only requests that reached no upstream ("") get here in
-			// practice: once per loop.
-			if o.other == nil {
-				o.other = map[string]*upstreamChildren{}
-			}
-			cc := o.children(r.Upstream)
-			c = &cc
-			o.other[r.Upstream] = c
+		// Only requests that reached no upstream ("") get here in
+		// practice: once per loop.
+		if o.other == nil {
+			o.other = map[string]*upstreamChildren{}
 		}
+		cc := o.children(name)
+		c = &cc
+		o.other[name] = c
 	}
+	return c
+}
+
+// Observe counts one finished request; it never blocks.
+func (o *LoopObserver) Observe(r *observe.RequestLog) {
+	c := o.upstream(r.Upstream)
 	class := r.Status / 100
 	if class < 0 || class >= len(classes) {
 		class = 0
@@ -241,6 +252,21 @@ func (o *LoopObserver) Observe(r *observe.RequestLog) {
 	if r.BytesOut > 0 {
 		c.bytes.Add(float64(r.BytesOut))
 	}
+}
+
+// UpstreamFailed implements observe.FailureObserver: one more failure of
+// the upstream, labelled with its reason.
+func (o *LoopObserver) UpstreamFailed(upstream string, r observe.Reason) {
+	if !r.Failure() {
+		return
+	}
+	c := o.upstream(upstream)
+	f := c.failures[r]
+	if f == nil {
+		f = o.m.failures.WithLabelValues(o.bknd, o.loop, upstream, r.String())
+		c.failures[r] = f
+	}
+	f.Inc()
 }
 
 // TunnelOpened implements observe.TunnelObserver. Tunnels are rare next
@@ -277,7 +303,6 @@ var (
 	descReuseRatio = prometheus.NewDesc("pollproxy_upstream_reuse_ratio", "Share of an upstream's requests sent over a kept-alive connection, since start.", upLabels, nil)
 	descUpRequests = prometheus.NewDesc("pollproxy_upstream_requests_total", "Requests sent to the upstream.", upLabels, nil)
 	descConnects   = prometheus.NewDesc("pollproxy_upstream_connects_total", "New upstream connections opened.", upLabels, nil)
-	descFailures   = prometheus.NewDesc("pollproxy_upstream_failures_total", "Upstream connect errors, timeouts and broken responses.", upLabels, nil)
 	descRetries    = prometheus.NewDesc("pollproxy_upstream_retries_total", "Requests retried after a reused connection failed.", upLabels, nil)
 	descBroken     = prometheus.NewDesc("pollproxy_upstream_broken_responses_total", "Responses the upstream broke off after their head went to the client (the client's stream was reset).", upLabels, nil)
 
@@ -299,7 +324,7 @@ type collector struct{ m *Metrics }
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descWaits, descEvents, descWakeups, descAdds, descMods, descDels,
 		descDescriptors, descTimers, descLoopCPU, descActive, descAccepted, descHandshakeE, descRejected,
-		descOpen, descReuseRatio, descUpRequests, descConnects, descFailures, descRetries, descBroken, descDropped, descInfo,
+		descOpen, descReuseRatio, descUpRequests, descConnects, descRetries, descBroken, descDropped, descInfo,
 		descBudget, descBudgetUsed, descBudgetShort, descBudgetGone} {
 		ch <- d
 	}
@@ -346,7 +371,6 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descReuseRatio, u.ReuseRatio(), s.Pollers, u.Name)
 		counter(descUpRequests, u.Requests, s.Pollers, u.Name)
 		counter(descConnects, u.Connects, s.Pollers, u.Name)
-		counter(descFailures, u.Failures, s.Pollers, u.Name)
 		counter(descRetries, u.Retries, s.Pollers, u.Name)
 		counter(descBroken, u.Broken, s.Pollers, u.Name)
 	}

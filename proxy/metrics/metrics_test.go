@@ -40,6 +40,14 @@ func TestObserverAndCollector(t *testing.T) {
 		}); n != 0 {
 			t.Errorf("Observe allocates %v times", n)
 		}
+		o.UpstreamFailed(up.Name, observe.ReasonConnect)
+		o.UpstreamFailed(up.Name, observe.ReasonHeaderTimeout)
+		o.UpstreamFailed(up.Name, observe.ReasonClientGone) // not the upstream's failure
+		if i == 0 {
+			if n := testing.AllocsPerRun(100, func() { o.UpstreamFailed(up.Name, observe.ReasonConnect) }); n != 0 {
+				t.Errorf("UpstreamFailed allocates %v times once its series exists", n)
+			}
+		}
 	}
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -60,6 +68,9 @@ func TestObserverAndCollector(t *testing.T) {
 		`pollproxy_upstream_open_connections{poller="` + p0 + "," + p1 + `",upstream="127.0.0.1:8080"} 2`,
 		`pollproxy_upstream_reuse_ratio{poller="` + p0 + "," + p1 + `",upstream="127.0.0.1:8080"} 0.75`,
 		`pollproxy_upstream_broken_responses_total{poller="` + p0 + "," + p1 + `",upstream="127.0.0.1:8080"} 1`,
+		`pollproxy_upstream_failures_total{loop="0",poller="` + p0 + `",reason="connect",upstream="127.0.0.1:8080"} 102`,
+		`pollproxy_upstream_failures_total{loop="1",poller="` + p1 + `",reason="connect",upstream="127.0.0.1:8080"} 1`,
+		`pollproxy_upstream_failures_total{loop="1",poller="` + p1 + `",reason="header_timeout",upstream="127.0.0.1:8080"} 1`,
 		`pollproxy_accesslog_dropped_total{poller="` + p0 + "," + p1 + `"} 7`,
 		`pollproxy_h2_window_budget_bytes{poller="` + p0 + "," + p1 + `"} 6.7108864e+07`,
 		`pollproxy_h2_window_budget_used_bytes{poller="` + p0 + "," + p1 + `"} 0`,
@@ -71,6 +82,9 @@ func TestObserverAndCollector(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("metrics lack %s", want)
 		}
+	}
+	if strings.Contains(text, `reason="client_gone"`) {
+		t.Error("a client that went away counted as an upstream failure")
 	}
 	if t.Failed() {
 		t.Log(text)

@@ -25,19 +25,35 @@ type RequestLog struct {
 	BytesOut  int64  // response body bytes handed to the client
 	Start     time.Time
 	Duration  time.Duration
-	Reused    bool   // served over a kept-alive upstream connection
-	Error     string // why pollproxy answered or reset, if it did
+	Reused    bool // served over a kept-alive upstream connection
+	// Reason is why pollproxy answered or reset, or the client went away,
+	// if one of them ended the request (ReasonNone otherwise); Detail is
+	// what the reason names, such as a socket error (see Reason.Text).
+	Reason Reason
+	Detail string
 	// Tunnel is set when the request became a tunnel (a WebSocket): the
 	// line is written when it ends, Duration is its life, BytesIn the
 	// client's bytes written to the origin, BytesOut the origin's to the
-	// client, TunnelEnd how it ended ("closed" when both sides closed).
-	Tunnel    bool
-	BytesIn   int64
-	TunnelEnd string
+	// client; TunnelEnd says how it ended.
+	Tunnel  bool
+	BytesIn int64
 
 	// ClientIP is the client's address as the proxy derived it: Remote's,
-	// or the one a trusted proxy named (proxy.ClientIP).
+	// or the one a trusted proxy named (route.ClientAddr).
 	ClientIP netip.Addr
+}
+
+// ErrorText is why pollproxy answered or reset, in words (Reason.Text),
+// or "" when the request ended as the origin meant it.
+func (r *RequestLog) ErrorText() string { return r.Reason.Text(r.Detail) }
+
+// TunnelEnd is how a tunnel ended: "closed" when both sides closed it,
+// else the reason in words.
+func (r *RequestLog) TunnelEnd() string {
+	if r.Reason == ReasonNone {
+		return "closed"
+	}
+	return r.Reason.Text(r.Detail)
 }
 
 // Observer receives every finished request. It runs on the loop, so it
@@ -51,6 +67,15 @@ type Observer interface {
 // end is the Observe of its RequestLog, with Tunnel set.
 type TunnelObserver interface {
 	TunnelOpened(*RequestLog)
+}
+
+// FailureObserver is implemented by an Observer that also counts upstream
+// failures by reason (the metrics' pollproxy_upstream_failures_total). It
+// hears every failure, also those that did not end a request: a connect
+// that failed before another upstream answered, a response the passive
+// health checks count as a failure. It runs on the loop, as Observe does.
+type FailureObserver interface {
+	UpstreamFailed(upstream string, r Reason)
 }
 
 // UpstreamStats is a snapshot of one upstream's counters, summed over
@@ -82,7 +107,7 @@ type Upstream interface {
 }
 
 // Upstreams converts a slice of upstreams of one concrete type (the
-// proxy's []*proxy.Upstream) for the APIs that take []Upstream.
+// []*upstream.Upstream of proxy/upstream) for the APIs that take []Upstream.
 func Upstreams[U Upstream](ups []U) []Upstream {
 	out := make([]Upstream, len(ups))
 	for i, u := range ups {

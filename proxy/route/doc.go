@@ -1,7 +1,16 @@
-// Package route holds what a Caddyfile's routing compiles to: request
-// matchers (path, host, method, header, query, remote_ip, client_ip, not,
-// CEL expressions), header operations with Caddy's syntax, placeholders,
-// and the per-site route table that a loop evaluates for every request.
+// Package route holds what a Caddyfile's routing compiles to: the Router
+// that picks a site by host, request matchers (path, host, method, header,
+// query, remote_ip, client_ip, not, CEL expressions), header operations
+// with Caddy's syntax, placeholders, and the per-site route table that a
+// loop evaluates for every request. The client-address rules (trusted
+// proxies, Caddy's private_ranges, the client address a trusted proxy
+// names) live here too, so that matching, the forwarded fields and the
+// access log derive the client the same way.
+//
+// One job per file: router.go (host to site), route.go (the route
+// table), match.go (matchers), expression.go (CEL), header.go (header
+// operations), placeholder.go (placeholders), clientip.go (the client's
+// address), ranges.go (IP ranges and private_ranges).
 //
 // Everything here is built once per (re)load and only read afterwards, so
 // one compiled table is shared by every loop; what is per loop (the

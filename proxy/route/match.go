@@ -441,40 +441,6 @@ func (p *QueryParam) match(raw string) bool {
 	return false
 }
 
-// PrivateRanges are Caddy's private_ranges: loopback, RFC 1918, link-local
-// and unique local addresses.
-var PrivateRanges = []netip.Prefix{
-	netip.MustParsePrefix("192.168.0.0/16"), netip.MustParsePrefix("172.16.0.0/12"),
-	netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("127.0.0.0/8"),
-	netip.MustParsePrefix("fd00::/8"), netip.MustParsePrefix("::1/128"),
-}
-
-// ParseRanges reads IP addresses and CIDR ranges, and the keyword
-// private_ranges.
-func ParseRanges(args []string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, a := range args {
-		if a == "private_ranges" {
-			out = append(out, PrivateRanges...)
-			continue
-		}
-		if strings.Contains(a, "/") {
-			p, err := netip.ParsePrefix(a)
-			if err != nil {
-				return nil, fmt.Errorf("%q: want an IP address or a CIDR range", a)
-			}
-			out = append(out, p.Masked())
-			continue
-		}
-		ip, err := netip.ParseAddr(a)
-		if err != nil {
-			return nil, fmt.Errorf("%q: want an IP address or a CIDR range", a)
-		}
-		out = append(out, netip.PrefixFrom(ip, ip.BitLen()))
-	}
-	return out, nil
-}
-
 // RemoteIP matches the immediate peer's address.
 type RemoteIP []netip.Prefix
 

@@ -13,12 +13,12 @@ import (
 	"time"
 
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
-	pptls "github.com/pollproxy/pollproxy/tls"
+	tlscerts "github.com/pollproxy/pollproxy/tls/certs"
 	"github.com/pollproxy/pollproxy/tls/redisstore"
 	"github.com/pollproxy/pollproxy/tls/redisstore/redistest"
 )
 
-// TestCertsWaitForRedis adds a local CA name to a Certs whose Redis is
+// TestCertsWaitForRedis adds a local CA name to a certs.Manager whose Redis is
 // down: the add succeeds, handshakes for the name fail (no CA is made up
 // meanwhile), and once Redis returns the name is served within seconds
 // with a certificate under the root that was already in Redis, not a new
@@ -27,7 +27,7 @@ func TestCertsWaitForRedis(t *testing.T) {
 	srv := redistest.Start(t)
 
 	// The cluster's CA, created while Redis is up.
-	first, err := pptls.NewCerts(pptls.CertConfig{Storage: newStorage(t, srv.Addr, nil)})
+	first, err := tlscerts.New(tlscerts.Config{Storage: newStorage(t, srv.Addr, nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestCertsWaitForRedis(t *testing.T) {
 	st := newStorage(t, srv.Addr, func(o *redisstore.Options) {
 		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
-	certs, err := pptls.NewCerts(pptls.CertConfig{Storage: st, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	certs, err := tlscerts.New(tlscerts.Config{Storage: st, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

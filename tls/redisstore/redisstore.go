@@ -36,9 +36,9 @@
 // pollproxy_storage_up gauge to 0 and counts the failure; it logs again
 // when Redis answers. While it does not answer the health check PINGs
 // every Options.DownInterval, so its return is noticed within about a
-// second, and the functions registered with OnReachable then run: Certs
-// (tls) uses that to load or obtain at once the certificates it could not
-// while Redis was away. A lock whose lease cannot be renewed, or that was
+// second, and the functions registered with OnReachable then run: the
+// certificate manager (tls/certs) uses that to load or obtain at once the
+// certificates it could not while Redis was away. A lock whose lease cannot be renewed, or that was
 // found taken by another owner, is logged and counted too.
 package redisstore
 

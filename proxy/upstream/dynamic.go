@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 // Caddy's dynamic A/AAAA upstreams ("dynamic a NAME PORT"): an upstream
 // whose name is looked up again on its own interval, possibly from DNS

@@ -1,4 +1,4 @@
-package tls
+package certs
 
 import (
 	"context"
@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/caddyserver/certmagic"
+
+	pptls "github.com/pollproxy/pollproxy/tls"
 )
 
 // ACMETLSALPNProtocol is the ALPN protocol of ACME TLS-ALPN-01 validations
@@ -32,9 +34,9 @@ const StorageEnv = "POLLPROXY_DATA"
 // long enough to wait for another instance holding the storage lock.
 const addTimeout = time.Minute
 
-// CertConfig configures Certs. The zero value is usable: default storage,
+// Config configures a Manager. The zero value is usable: default storage,
 // Let's Encrypt production for ACME names, no account email.
-type CertConfig struct {
+type Config struct {
 	// StorageDir is the root of certmagic's file storage: ACME account,
 	// certificates and their keys, the local CA. Default: $POLLPROXY_DATA,
 	// else os.UserConfigDir()/pollproxy (DefaultStorageDir).
@@ -77,7 +79,7 @@ type CertConfig struct {
 	Logger *slog.Logger
 }
 
-// Certs manages pollproxy's server certificates with certmagic: names with
+// Manager manages pollproxy's server certificates with certmagic: names with
 // certificates from an ACME CA (obtained, stored and renewed), names with
 // certificates from pollproxy's local development CA (like Caddy's "tls
 // internal"), and certificate files. TLSConfig serves all of them by SNI.
@@ -117,7 +119,7 @@ type CertConfig struct {
 // HandshakePool, off the event loops, and passes the handshake's context
 // (ClientHelloInfo.Context) along, so that never blocks a loop and is
 // bounded by the handshake timeout.
-type Certs struct {
+type Manager struct {
 	storage  certmagic.Storage
 	files    *certmagic.FileStorage // storage, when it is a directory
 	cache    *certmagic.Cache
@@ -142,7 +144,7 @@ const (
 	modeACME     = "acme"
 )
 
-// DefaultStorageDir is where Certs keep their files when CertConfig's
+// DefaultStorageDir is where a Manager keeps its files when Config's
 // StorageDir is empty: $POLLPROXY_DATA, else os.UserConfigDir()/pollproxy.
 func DefaultStorageDir() (string, error) {
 	if d := os.Getenv(StorageEnv); d != "" {
@@ -155,9 +157,9 @@ func DefaultStorageDir() (string, error) {
 	return filepath.Join(d, "pollproxy"), nil
 }
 
-// NewCerts returns a Certs over cfg's storage, creating the directory if
+// New returns a Manager over cfg's storage, creating the directory if
 // needed. Close stops its background renewal.
-func NewCerts(cfg CertConfig) (*Certs, error) {
+func New(cfg Config) (*Manager, error) {
 	var files *certmagic.FileStorage
 	if cfg.Storage == nil {
 		dir := cfg.StorageDir
@@ -186,7 +188,7 @@ func NewCerts(cfg CertConfig) (*Certs, error) {
 	}
 	zl := newZapLogger(logger, minLevel)
 
-	c := &Certs{storage: cfg.Storage, files: files, modes: map[string]string{}}
+	c := &Manager{storage: cfg.Storage, files: files, modes: map[string]string{}}
 	if files != nil {
 		c.storage = files
 	}
@@ -228,7 +230,7 @@ func NewCerts(cfg CertConfig) (*Certs, error) {
 // configFor is the cache's GetConfigForCert: the internal config for
 // names added with AddInternal, the ACME one otherwise (ACME names and
 // certificate files, which are never renewed).
-func (c *Certs) configFor(cert certmagic.Certificate) (*certmagic.Config, error) {
+func (c *Manager) configFor(cert certmagic.Certificate) (*certmagic.Config, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	for _, n := range cert.Names {
@@ -242,7 +244,7 @@ func (c *Certs) configFor(cert certmagic.Certificate) (*certmagic.Config, error)
 // claim lowercases names, drops a trailing dot and IPv6 brackets,
 // and refuses empty ones and names already managed the other way; it
 // records the rest as managed in mode.
-func (c *Certs) claim(mode string, names []string) ([]string, error) {
+func (c *Manager) claim(mode string, names []string) ([]string, error) {
 	if len(names) == 0 {
 		return nil, errors.New("tls: no names given")
 	}
@@ -274,7 +276,7 @@ func (c *Certs) claim(mode string, names []string) ([]string, error) {
 	return out, nil
 }
 
-func (c *Certs) unclaim(names []string) {
+func (c *Manager) unclaim(names []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, n := range names {
@@ -301,18 +303,18 @@ func UsesInternalByDefault(name string) bool {
 
 // Add manages names the default way: UsesInternalByDefault names with
 // AddInternal, the others with AddACME.
-func (c *Certs) Add(ctx context.Context, names ...string) error {
+func (c *Manager) Add(ctx context.Context, names ...string) error {
 	return c.add(ctx, c.AddACME, names)
 }
 
 // AddAsync is Add with AddACMEAsync for the public names: local CA
 // certificates are ready when it returns, ACME ones are obtained in the
 // background.
-func (c *Certs) AddAsync(ctx context.Context, names ...string) error {
+func (c *Manager) AddAsync(ctx context.Context, names ...string) error {
 	return c.add(ctx, c.AddACMEAsync, names)
 }
 
-func (c *Certs) add(ctx context.Context, addACME func(context.Context, ...string) error, names []string) error {
+func (c *Manager) add(ctx context.Context, addACME func(context.Context, ...string) error, names []string) error {
 	var internal, public []string
 	for _, n := range names {
 		if UsesInternalByDefault(n) {
@@ -341,7 +343,7 @@ func (c *Certs) add(ctx context.Context, addACME func(context.Context, ...string
 // rather than fail: AddInternal returns nil, their handshakes fail until
 // the storage answers, and then their certificates are issued by the CA
 // in storage (never by one made up meanwhile).
-func (c *Certs) AddInternal(names ...string) error {
+func (c *Manager) AddInternal(names ...string) error {
 	names, err := c.claim(modeInternal, names)
 	if err != nil {
 		return err
@@ -367,7 +369,7 @@ func (c *Certs) AddInternal(names ...string) error {
 // already listens on the challenge ports, its listeners must answer the
 // challenges (HTTPChallengeHandler, TLSConfig); otherwise certmagic listens
 // on them for the time of a challenge.
-func (c *Certs) AddACME(ctx context.Context, names ...string) error {
+func (c *Manager) AddACME(ctx context.Context, names ...string) error {
 	names, err := c.claim(modeACME, names)
 	if err != nil {
 		return err
@@ -385,7 +387,7 @@ func (c *Certs) AddACME(ctx context.Context, names ...string) error {
 // Close cancels it too. When a shared storage (Redis) does not answer,
 // the names wait for it, as with AddInternal, and are loaded from it or
 // ordered as soon as it answers.
-func (c *Certs) AddACMEAsync(ctx context.Context, names ...string) error {
+func (c *Manager) AddACMEAsync(ctx context.Context, names ...string) error {
 	names, err := c.claim(modeACME, names)
 	if err != nil {
 		return err
@@ -407,8 +409,8 @@ func (c *Certs) AddACMEAsync(ctx context.Context, names ...string) error {
 // AddFilePair serves the certificate chain in certFile with the key in
 // keyFile, for the names the certificate holds. It is not renewed nor
 // reloaded when the files change; call AddFilePair again on a reload.
-func (c *Certs) AddFilePair(certFile, keyFile string) error {
-	cert, err := LoadKeyPair(certFile, keyFile)
+func (c *Manager) AddFilePair(certFile, keyFile string) error {
+	cert, err := pptls.LoadKeyPair(certFile, keyFile)
 	if err != nil {
 		return err
 	}
@@ -420,19 +422,19 @@ func (c *Certs) AddFilePair(certFile, keyFile string) error {
 	return nil
 }
 
-// TLSConfig returns a server configuration like ServerConfig's (TLS 1.2 at
-// least, the same TLS 1.2 suites, ALPN h2 then http/1.1) that also offers
-// ACMETLSALPNProtocol and picks the certificate by SNI among everything
-// added to c. Each call returns a new Config; all share c's certificates,
-// including ones added later.
-func (c *Certs) TLSConfig() *stdtls.Config {
-	cfg := ServerConfig(nil)
+// TLSConfig returns a server configuration like tls.ServerConfig's (TLS
+// 1.2 at least, the same TLS 1.2 suites, ALPN h2 then http/1.1) that also
+// offers ACMETLSALPNProtocol and picks the certificate by SNI among
+// everything added to c. Each call returns a new Config; all share c's
+// certificates, including ones added later.
+func (c *Manager) TLSConfig() *stdtls.Config {
+	cfg := pptls.ServerConfig(nil)
 	cfg.NextProtos = append(cfg.NextProtos, ACMETLSALPNProtocol)
 	cfg.GetCertificate = c.getCertificate
 	return cfg
 }
 
-func (c *Certs) getCertificate(hello *stdtls.ClientHelloInfo) (*stdtls.Certificate, error) {
+func (c *Manager) getCertificate(hello *stdtls.ClientHelloInfo) (*stdtls.Certificate, error) {
 	// The ACME config sees every certificate of the shared cache and
 	// answers TLS-ALPN-01 challenges.
 	return c.acme.GetCertificateWithContext(hello.Context(), hello)
@@ -442,14 +444,14 @@ func (c *Certs) getCertificate(hello *stdtls.ClientHelloInfo) (*stdtls.Certifica
 // (GET /.well-known/acme-challenge/<token>) for c's ACME account: tokens of
 // this instance from memory, those of others sharing the storage from it.
 // Other requests go to next.
-func (c *Certs) HTTPChallengeHandler(next http.Handler) http.Handler {
+func (c *Manager) HTTPChallengeHandler(next http.Handler) http.Handler {
 	return c.issuer.HTTPChallengeHandler(next)
 }
 
 // RootPEM returns the local CA's root certificate in PEM, creating the CA
 // in storage on first use. It is what clients (curl --cacert, a trust
 // store) need to verify certificates from AddInternal.
-func (c *Certs) RootPEM() ([]byte, error) {
+func (c *Manager) RootPEM() ([]byte, error) {
 	ctx, cancel := context.WithTimeout(c.ctx, addTimeout)
 	defer cancel()
 	return c.ca.rootPEM(ctx)
@@ -458,7 +460,7 @@ func (c *Certs) RootPEM() ([]byte, error) {
 // RootFile returns the name of the file that holds RootPEM, creating the
 // CA on first use. It is inside the storage directory (mode 0600); a
 // storage that is not a directory has no such file (use RootPEM).
-func (c *Certs) RootFile() (string, error) {
+func (c *Manager) RootFile() (string, error) {
 	if c.files == nil {
 		return "", errors.New("tls: the certificate storage is not a directory; the local CA root is only in RootPEM")
 	}
@@ -470,7 +472,7 @@ func (c *Certs) RootFile() (string, error) {
 
 // StorageDir returns the root of c's storage, "" when it is not a
 // directory.
-func (c *Certs) StorageDir() string {
+func (c *Manager) StorageDir() string {
 	if c.files == nil {
 		return ""
 	}
@@ -479,7 +481,7 @@ func (c *Certs) StorageDir() string {
 
 // Close stops renewal and cancels background issuance. TLSConfig keeps
 // serving the certificates already in memory.
-func (c *Certs) Close() error {
+func (c *Manager) Close() error {
 	c.closeOnce.Do(func() {
 		c.cancel()
 		c.cache.Stop()

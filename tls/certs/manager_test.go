@@ -1,4 +1,4 @@
-package tls
+package certs
 
 import (
 	"bytes"
@@ -23,15 +23,17 @@ import (
 	"time"
 
 	"github.com/caddyserver/certmagic"
+
+	pptls "github.com/pollproxy/pollproxy/tls"
 	"go.uber.org/zap"
 )
 
-func newTestCerts(t *testing.T, cfg CertConfig) *Certs {
+func newTestManager(t *testing.T, cfg Config) *Manager {
 	t.Helper()
 	if cfg.StorageDir == "" {
 		cfg.StorageDir = t.TempDir()
 	}
-	c, err := NewCerts(cfg)
+	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +41,7 @@ func newTestCerts(t *testing.T, cfg CertConfig) *Certs {
 	return c
 }
 
-func rootPool(t *testing.T, c *Certs) (*x509.CertPool, *x509.Certificate) {
+func rootPool(t *testing.T, c *Manager) (*x509.CertPool, *x509.Certificate) {
 	t.Helper()
 	p, err := c.RootPEM()
 	if err != nil {
@@ -68,7 +70,7 @@ func hello(t *testing.T, serverName string) *stdtls.ClientHelloInfo {
 
 // certFor asks TLSConfig's GetCertificate for serverName, as a handshake
 // with that SNI would.
-func certFor(t *testing.T, c *Certs, serverName string) *stdtls.Certificate {
+func certFor(t *testing.T, c *Manager, serverName string) *stdtls.Certificate {
 	t.Helper()
 	cert, err := c.TLSConfig().GetCertificate(hello(t, serverName))
 	if err != nil {
@@ -104,8 +106,8 @@ func verifyChain(chain []*x509.Certificate, roots *x509.CertPool, name string) e
 	return err
 }
 
-func TestCertsInternalVerifies(t *testing.T) {
-	c := newTestCerts(t, CertConfig{})
+func TestManagerInternalVerifies(t *testing.T) {
+	c := newTestManager(t, Config{})
 	start := time.Now()
 	if err := c.AddInternal("localhost", "127.0.0.1", "::1", "[::1]", "App.Test."); err != nil {
 		t.Fatal(err)
@@ -148,10 +150,10 @@ func TestCertsInternalVerifies(t *testing.T) {
 	}
 }
 
-func TestCertsInternalFast(t *testing.T) {
+func TestManagerInternalFast(t *testing.T) {
 	// The dev proxy issues at startup, which must stay well under a
 	// second; -race slows crypto down, hence the margin.
-	c := newTestCerts(t, CertConfig{})
+	c := newTestManager(t, Config{})
 	start := time.Now()
 	if err := c.AddInternal("localhost", "127.0.0.1", "::1"); err != nil {
 		t.Fatal(err)
@@ -163,7 +165,7 @@ func TestCertsInternalFast(t *testing.T) {
 		t.Fatalf("first start took %v", d)
 	}
 	c.Close()
-	c2 := newTestCerts(t, CertConfig{StorageDir: c.StorageDir()})
+	c2 := newTestManager(t, Config{StorageDir: c.StorageDir()})
 	start = time.Now()
 	if err := c2.AddInternal("localhost", "127.0.0.1", "::1"); err != nil {
 		t.Fatal(err)
@@ -173,15 +175,15 @@ func TestCertsInternalFast(t *testing.T) {
 	}
 }
 
-func TestCertsSharedStorage(t *testing.T) {
+func TestManagerSharedStorage(t *testing.T) {
 	dir := t.TempDir()
 	// Two instances racing to create the CA end up with one.
-	var a, b *Certs
+	var a, b *Manager
 	var roots [2][]byte
 	var errs [2]error
 	var wg sync.WaitGroup
-	for i, cp := range []**Certs{&a, &b} {
-		*cp = newTestCerts(t, CertConfig{StorageDir: dir})
+	for i, cp := range []**Manager{&a, &b} {
+		*cp = newTestManager(t, Config{StorageDir: dir})
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -215,7 +217,7 @@ func TestCertsSharedStorage(t *testing.T) {
 
 	// A third instance, started later, sees the same root, stored in the
 	// file RootFile names.
-	c := newTestCerts(t, CertConfig{StorageDir: dir})
+	c := newTestManager(t, Config{StorageDir: dir})
 	f, err := c.RootFile()
 	if err != nil {
 		t.Fatal(err)
@@ -367,19 +369,19 @@ func dialTLS(addr string, cfg *stdtls.Config) (stdtls.ConnectionState, error) {
 	return conn.ConnectionState(), nil
 }
 
-func TestCertsHandshake(t *testing.T) {
-	c := newTestCerts(t, CertConfig{})
+func TestManagerHandshake(t *testing.T) {
+	c := newTestManager(t, Config{})
 	if err := c.AddInternal("localhost", "127.0.0.1"); err != nil {
 		t.Fatal(err)
 	}
 	// A certificate file pair, for a name of its own.
 	dir := t.TempDir()
-	self, err := SelfSigned([]string{"files.test"})
+	self, err := pptls.SelfSigned([]string{"files.test"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := WritePEM(self, certFile, keyFile); err != nil {
+	if err := pptls.WritePEM(self, certFile, keyFile); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.AddFilePair(certFile, keyFile); err != nil {
@@ -436,13 +438,13 @@ func TestCertsHandshake(t *testing.T) {
 	}
 }
 
-func TestCertsTLSConfig(t *testing.T) {
-	c := newTestCerts(t, CertConfig{})
+func TestManagerTLSConfig(t *testing.T) {
+	c := newTestManager(t, Config{})
 	cfg := c.TLSConfig()
 	if !slices.Equal(cfg.NextProtos, []string{"h2", "http/1.1", ACMETLSALPNProtocol}) {
 		t.Fatalf("NextProtos %q", cfg.NextProtos)
 	}
-	if cfg.MinVersion != stdtls.VersionTLS12 || !slices.Equal(cfg.CipherSuites, ServerConfig(nil).CipherSuites) {
+	if cfg.MinVersion != stdtls.VersionTLS12 || !slices.Equal(cfg.CipherSuites, pptls.ServerConfig(nil).CipherSuites) {
 		t.Fatalf("MinVersion %x suites %v", cfg.MinVersion, cfg.CipherSuites)
 	}
 	if cfg.GetCertificate == nil || len(cfg.Certificates) != 0 {
@@ -454,8 +456,8 @@ func TestCertsTLSConfig(t *testing.T) {
 	}
 }
 
-func TestCertsNames(t *testing.T) {
-	c := newTestCerts(t, CertConfig{})
+func TestManagerNames(t *testing.T) {
+	c := newTestManager(t, Config{})
 	if err := c.AddInternal(); err == nil {
 		t.Fatal("AddInternal without names")
 	}
@@ -490,8 +492,8 @@ func TestCertsNames(t *testing.T) {
 	certFor(t, c, "192.0.2.1")
 }
 
-func TestCertsHTTPChallengeHandlerPassesThrough(t *testing.T) {
-	c := newTestCerts(t, CertConfig{})
+func TestManagerHTTPChallengeHandlerPassesThrough(t *testing.T) {
+	c := newTestManager(t, Config{})
 	h := c.HTTPChallengeHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "app")
 	}))
@@ -506,13 +508,13 @@ func TestCertsHTTPChallengeHandlerPassesThrough(t *testing.T) {
 	}
 }
 
-func TestCertsStorageDir(t *testing.T) {
+func TestManagerStorageDir(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	t.Setenv(StorageEnv, dir)
 	if d, err := DefaultStorageDir(); err != nil || d != dir {
 		t.Fatalf("DefaultStorageDir = %q, %v", d, err)
 	}
-	c, err := NewCerts(CertConfig{})
+	c, err := New(Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -520,12 +522,12 @@ func TestCertsStorageDir(t *testing.T) {
 	if c.StorageDir() != dir {
 		t.Fatalf("storage %q", c.StorageDir())
 	}
-	if _, err := NewCerts(CertConfig{StorageDir: dir, HTTPPort: 70000}); err == nil {
+	if _, err := New(Config{StorageDir: dir, HTTPPort: 70000}); err == nil {
 		t.Fatal("port out of range accepted")
 	}
 }
 
-func TestCertsLogger(t *testing.T) {
+func TestManagerLogger(t *testing.T) {
 	var buf bytes.Buffer
 	l := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	z := newZapLogger(l, slog.LevelDebug).Named("cm").With(zap.String("k", "v"))
@@ -545,8 +547,8 @@ func TestCertsLogger(t *testing.T) {
 	}
 }
 
-func TestCertsInternalRenewal(t *testing.T) {
-	c := newTestCerts(t, CertConfig{})
+func TestManagerInternalRenewal(t *testing.T) {
+	c := newTestManager(t, Config{})
 	if err := c.AddInternal("renew.test"); err != nil {
 		t.Fatal(err)
 	}
@@ -564,7 +566,7 @@ func TestCertsInternalRenewal(t *testing.T) {
 	}
 	// Renewal writes storage (the maintenance pass then reloads the
 	// cache); an instance starting now serves the renewed leaf.
-	c2 := newTestCerts(t, CertConfig{StorageDir: c.StorageDir()})
+	c2 := newTestManager(t, Config{StorageDir: c.StorageDir()})
 	if err := c2.AddInternal("renew.test"); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 // An Upstream is shared by every loop, unlike the pools and the balancer,
 // which are per loop; so everything on it is an atomic.
@@ -26,11 +26,11 @@ type Upstream struct {
 
 	fails    atomic.Int32 // failures remembered now (passive health)
 	maxFails atomic.Int32 // failures that make it unhealthy; 0: passive checks off
-	idleCap  atomic.Int64 // nanoseconds; 0: none learned (see learnIdleClose)
+	idleCap  atomic.Int64 // nanoseconds; 0: none learned (see LearnIdleClose)
 
 	// addrs are every address of the name (SetAddrs); nil: Addr only.
 	addrs atomic.Pointer[[]netip.AddrPort]
-	// activeDown: the active health checks (health.go) failed.
+	// activeDown: the active health checks (activehealth.go) failed.
 	activeDown atomic.Bool
 	// dyn: a dynamic upstream's own lookup settings (dynamic.go).
 	dyn atomic.Pointer[Dynamic]
@@ -47,9 +47,9 @@ type Upstream struct {
 
 var _ observe.Upstream = (*Upstream)(nil)
 
-// dialAddress is what Caddy's {upstream_hostport} names: host:port as
+// HostPort is what Caddy's {upstream_hostport} names: host:port as
 // configured, or a Unix socket's path.
-func (u *Upstream) dialAddress() string {
+func (u *Upstream) HostPort() string {
 	if u.Path != "" {
 		return u.Path
 	}
@@ -70,59 +70,6 @@ func (u *Upstream) Stats() observe.UpstreamStats {
 	}
 }
 
-// Health configures passive health checking as Caddy's reverse_proxy
-// does: a failure is remembered for FailDuration, and an upstream with
-// MaxFails failures remembered is skipped by the balancer until enough of
-// them are forgotten. FailDuration 0 (the default) or MaxFails < 0 turns
-// passive checks off. A response whose status is in UnhealthyStatus, or
-// whose head took longer than UnhealthyLatency, counts as a failure.
-type Health struct {
-	MaxFails         int
-	FailDuration     time.Duration
-	UnhealthyStatus  []int
-	UnhealthyLatency time.Duration
-}
-
-func (h *Health) on() bool { return h.FailDuration > 0 && h.MaxFails >= 0 }
-
-// healthy reports whether the balancer may pick u: neither passive checks
-// (failures remembered) nor active ones (health.go) hold it down.
-func (u *Upstream) healthy(time.Time) bool {
-	m := u.maxFails.Load()
-	return (m <= 0 || u.fails.Load() < m) && !u.activeDown.Load()
-}
-
-// failed counts a failure and, with passive checks on, remembers it for
-// FailDuration. The forgetting runs on a runtime timer, off the loops:
-// it only decrements an atomic.
-func (u *Upstream) failed(h Health, now time.Time) {
-	u.Failures.Add(1)
-	if !h.on() {
-		return
-	}
-	u.maxFails.Store(int32(max(h.MaxFails, 1)))
-	u.fails.Add(1)
-	time.AfterFunc(h.FailDuration, func() { u.fails.Add(-1) })
-}
-
-// unhealthyResponse reports whether a response head counts as a failure.
-func (h *Health) unhealthyResponse(status int, latency time.Duration) bool {
-	if !h.on() {
-		return false
-	}
-	if h.UnhealthyLatency > 0 && latency > h.UnhealthyLatency {
-		return true
-	}
-	for _, s := range h.UnhealthyStatus {
-		if statusIs(s, status) {
-			return true
-		}
-	}
-	return false
-}
-
-func (u *Upstream) succeeded() {}
-
 // ReuseRatio is the share of requests that went over a kept-alive
 // connection rather than a new one.
 func (u *Upstream) ReuseRatio() float64 {
@@ -141,26 +88,27 @@ func UnixSocketPath(addr string) (string, bool) {
 	return path, ok && path != ""
 }
 
-// minIdleCap is the least idle timeout learnIdleClose sets: an origin that
+// minIdleCap is the least idle timeout LearnIdleClose sets: an origin that
 // closes every idle connection sooner is better served by the retry.
 const minIdleCap = 100 * time.Millisecond
 
-// belowOrigin is how long pollproxy keeps a connection idle when the
-// origin closes idle connections after d: a quarter less (at least 100
-// ms less), so our close comes first even when the origin's clock started
-// before ours (it counts from its last write, we from our last read).
-func belowOrigin(d time.Duration) time.Duration {
+// IdleBelow is how long pollproxy keeps a connection idle when the origin
+// closes idle connections after d (learned, or announced in Keep-Alive:
+// timeout): a quarter less (at least 100 ms less), so our close comes
+// first even when the origin's clock started before ours (it counts from
+// its last write, we from our last read).
+func IdleBelow(d time.Duration) time.Duration {
 	return d - max(d/4, minIdleCap)
 }
 
-// learnIdleClose records that the origin closed a connection that had
+// LearnIdleClose records that the origin closed a connection that had
 // been idle for age: this upstream's connections are kept idle for less
 // from now on, on every loop, so the next ones are closed by us before the
 // origin's close can race a request. It only ever lowers the cap (an
 // origin restart that closes young connections costs reuse of long-idle
 // connections only, never a 502).
-func (u *Upstream) learnIdleClose(age time.Duration) {
-	limit := max(belowOrigin(age), minIdleCap)
+func (u *Upstream) LearnIdleClose(age time.Duration) {
+	limit := max(IdleBelow(age), minIdleCap)
 	for {
 		cur := u.idleCap.Load()
 		if cur != 0 && time.Duration(cur) <= limit {
@@ -173,5 +121,5 @@ func (u *Upstream) learnIdleClose(age time.Duration) {
 }
 
 // IdleCap is the idle timeout learned from the origin's own idle closes
-// (learnIdleClose), or 0 when the origin never closed an idle connection.
+// (LearnIdleClose), or 0 when the origin never closed an idle connection.
 func (u *Upstream) IdleCap() time.Duration { return time.Duration(u.idleCap.Load()) }

@@ -1,4 +1,4 @@
-package proxy
+package upstream
 
 // Upstream host names are looked up again off the loops on an interval,
 // because DNS answers change (a redeployed app, a scaled service) and a
@@ -39,9 +39,10 @@ func (u *Upstream) Addrs() []netip.AddrPort {
 	return []netip.AddrPort{u.Addr}
 }
 
-// dialAddr is the address for a loop's n-th new connection: round robin
-// over every address the name resolved to.
-func (u *Upstream) dialAddr(n uint) netip.AddrPort {
+// DialAddr is the address of a loop's n-th new connection to u: round
+// robin over every address the name resolved to, so that each loop spreads
+// its connections without sharing a counter with the others.
+func (u *Upstream) DialAddr(n uint) netip.AddrPort {
 	a := u.addrs.Load()
 	if a == nil || len(*a) == 0 {
 		return u.Addr
@@ -155,7 +156,7 @@ func (r *Resolver) run() {
 			seen[u] = true
 			every := r.every(u)
 			due, known := next[u]
-			if !known || due.Sub(time.Now()) > every { // new, or its refresh was shortened
+			if !known || time.Until(due) > every { // new, or its refresh was shortened
 				due = time.Now().Add(every)
 			}
 			if !time.Now().Before(due) {

@@ -1,4 +1,4 @@
-package tls
+package certs
 
 import (
 	"context"
@@ -63,7 +63,7 @@ type waiting struct {
 
 // watchStorage sets up the wait list when c's storage can be away, and
 // starts the goroutine that retries it, which ends with c.ctx.
-func (c *Certs) watchStorage(log *slog.Logger) {
+func (c *Manager) watchStorage(log *slog.Logger) {
 	h, ok := c.storage.(storageHealth)
 	if !ok {
 		return
@@ -87,7 +87,7 @@ func (w *waitList) wake() {
 // within a second or so, and OnReachable then retries), so that a server
 // that drops packets, where each command waits out its timeout, costs
 // one timeout at start rather than one per site.
-func (c *Certs) storageAway() bool {
+func (c *Manager) storageAway() bool {
 	w := c.wait
 	switch {
 	case w == nil || w.health.Up():
@@ -103,7 +103,7 @@ func (c *Certs) storageAway() bool {
 // deferWhileAway puts names aside, to be tried again when the storage
 // answers, if the storage is away; it reports whether it did. The names
 // stay claimed in mode.
-func (c *Certs) deferWhileAway(mode string, ctx context.Context, names []string) bool {
+func (c *Manager) deferWhileAway(mode string, ctx context.Context, names []string) bool {
 	if !c.storageAway() {
 		return false
 	}
@@ -137,7 +137,7 @@ func (c *Certs) deferWhileAway(mode string, ctx context.Context, names []string)
 
 // retryWaiting tries the waiting names again whenever the storage says
 // it is back, and every waitRetryInterval while some remain.
-func (c *Certs) retryWaiting() {
+func (c *Manager) retryWaiting() {
 	w := c.wait
 	t := time.NewTicker(waitRetryInterval)
 	defer t.Stop()
@@ -163,7 +163,7 @@ func (c *Certs) retryWaiting() {
 // from storage), an ACME name by loading it from storage or, when storage
 // has none, by starting certmagic's background order. Names that fail
 // again wait for the next notice or tick; it reports whether some did.
-func (c *Certs) retryOnce() bool {
+func (c *Manager) retryOnce() bool {
 	w := c.wait
 	w.mu.Lock()
 	todo := make([]string, 0, len(w.names))
@@ -204,7 +204,7 @@ func (c *Certs) retryOnce() bool {
 	return failed
 }
 
-func (c *Certs) retryName(n string, it waiting) error {
+func (c *Manager) retryName(n string, it waiting) error {
 	if it.mode == modeInternal {
 		ctx, cancel := context.WithTimeout(c.ctx, addTimeout)
 		defer cancel()

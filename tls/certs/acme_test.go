@@ -1,4 +1,4 @@
-package tls
+package certs
 
 import (
 	"bytes"
@@ -15,12 +15,12 @@ import (
 	"github.com/pollproxy/pollproxy/tls/acmetest"
 )
 
-// TestCertsACMEPebble obtains certificates from Pebble over real HTTP-01
+// TestManagerACMEPebble obtains certificates from Pebble over real HTTP-01
 // and TLS-ALPN-01 validations of "localhost" (Pebble resolves it to the
 // loopback address and connects to the challenge ports, where the test
 // serves HTTPChallengeHandler and TLSConfig), then serves them and
 // verifies the chain against Pebble's issuing root.
-func TestCertsACMEPebble(t *testing.T) {
+func TestManagerACMEPebble(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an ACME test CA")
 	}
@@ -30,7 +30,7 @@ func TestCertsACMEPebble(t *testing.T) {
 
 	for _, challenge := range []string{"http-01", "tls-alpn-01"} {
 		t.Run(challenge, func(t *testing.T) {
-			cfg := CertConfig{
+			cfg := Config{
 				StorageDir:  t.TempDir(),
 				Email:       "dev@pollproxy.test",
 				CA:          p.DirURL,
@@ -43,7 +43,7 @@ func TestCertsACMEPebble(t *testing.T) {
 			} else {
 				cfg.DisableHTTPChallenge = true
 			}
-			c := newTestCerts(t, cfg)
+			c := newTestManager(t, cfg)
 
 			// pollproxy's own listeners answer the challenges: an HTTP
 			// one with HTTPChallengeHandler, a TLS one with TLSConfig
@@ -122,7 +122,7 @@ func TestCertsACMEPebble(t *testing.T) {
 
 			// A second instance over the same storage serves the stored
 			// certificate without a new order.
-			c2 := newTestCerts(t, CertConfig{StorageDir: cfg.StorageDir, CA: p.DirURL, CARoots: p.TLSRoots})
+			c2 := newTestManager(t, Config{StorageDir: cfg.StorageDir, CA: p.DirURL, CARoots: p.TLSRoots})
 			if err := c2.AddACME(ctx, "localhost"); err != nil {
 				t.Fatal(err)
 			}

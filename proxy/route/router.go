@@ -1,10 +1,9 @@
-package proxy
+package route
 
 import (
 	"strconv"
 	"strings"
 
-	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/static"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
@@ -41,7 +40,7 @@ func (r *Router) Handle(host string, h stream.Handler) {
 
 // Route returns the handler for a request authority, or nil.
 func (r *Router) Route(authority string) stream.Handler {
-	host := route.HostOnly(authority)
+	host := HostOnly(authority)
 	if h, ok := r.exact[host]; ok {
 		return h
 	}

@@ -1,4 +1,4 @@
-package proxy
+package route
 
 import (
 	"net/netip"
@@ -9,24 +9,8 @@ import (
 
 // This file derives the client's address the way Caddy does, in one place,
 // so the X-Forwarded-* fields an origin receives, the access log and
-// client_ip matching can never disagree about who sent a request.
-
-// PrivateRanges is what Caddy's `trusted_proxies private_ranges` stands
-// for: the RFC 1918 ranges, IPv4 and IPv6 loopback, link-local and unique
-// local (RFC 4193) addresses. It returns a new slice each call, so a
-// caller may append to it.
-func PrivateRanges() []netip.Prefix {
-	return []netip.Prefix{
-		netip.MustParsePrefix("10.0.0.0/8"),
-		netip.MustParsePrefix("172.16.0.0/12"),
-		netip.MustParsePrefix("192.168.0.0/16"),
-		netip.MustParsePrefix("127.0.0.0/8"),
-		netip.MustParsePrefix("169.254.0.0/16"),
-		netip.MustParsePrefix("::1/128"),
-		netip.MustParsePrefix("fc00::/7"),
-		netip.MustParsePrefix("fe80::/10"),
-	}
-}
+// client_ip matching can never disagree about who sent a request. The
+// private_ranges those rules are usually written with are in ranges.go.
 
 // Trusted reports whether peer, the address a connection comes from, is
 // one of the trusted proxies: only then are the client-address fields it
@@ -44,13 +28,13 @@ func Trusted(peer netip.Addr, trusted []netip.Prefix) bool {
 	return false
 }
 
-// ClientIP returns the address a request comes from: the peer's own
+// ClientAddr returns the address a request comes from: the peer's own
 // address, unless the peer is a trusted proxy; then the first (leftmost)
 // valid address in the first of ipHeaders the request carries (Caddy's
 // default, non-strict choice), with a port or zone removed. ipHeaders are
 // field names in any case; nil means X-Forwarded-For. It does not
 // allocate.
-func ClientIP(peer netip.Addr, header []stream.Field, trusted []netip.Prefix, ipHeaders []string) netip.Addr {
+func ClientAddr(peer netip.Addr, header []stream.Field, trusted []netip.Prefix, ipHeaders []string) netip.Addr {
 	peer = peer.Unmap()
 	if !Trusted(peer, trusted) {
 		return peer

@@ -1,4 +1,4 @@
-package tls
+package certs
 
 import (
 	"context"

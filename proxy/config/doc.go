@@ -1,0 +1,27 @@
+// Package config reads pollproxy's Caddyfile into a typed configuration.
+//
+// The file is tokenised and grouped by the Caddyfile package of Caddy
+// (github.com/caddyserver/caddy/v2/caddyconfig/caddyfile), so imports,
+// snippets and {$ENV} placeholders behave as they do in Caddy. What the
+// names mean what they mean in Caddy: a global options block, then one
+// site block per address set, with reverse_proxy, the routing directives
+// and matchers, header, and tls.
+//
+// config.go holds the types a configuration is made of (Config, Site,
+// Proxy, TLS, Listener) and what callers ask of them; parse.go the parser
+// every directive file builds on (Load, Parse, the dispenser helpers that
+// read arguments and blocks and record errors); errors.go the errors it
+// returns. Each directive family has its file: global.go (global options
+// and servers), ab.go (ab_interval), storage.go, site.go (site addresses
+// and the route table), matchers.go, reverseproxy.go with health.go
+// (active health checks), dynamic.go (dynamic upstreams) and stream.go
+// (stream_timeout, stream_close_delay, h2_extended_connect), and
+// unsupported.go (Caddy's names pollproxy lacks). Every error names the
+// file and line it comes from and what was expected, as in
+//
+//	Caddyfile:12: reverse_proxy: lb_policy: unknown policy "fastest" (want round_robin, ...)
+//
+// and a Caddy directive or option pollproxy does not implement says so:
+//
+//	Caddyfile:7: php_fastcgi is not supported by pollproxy
+package config

@@ -1,0 +1,61 @@
+package proxy_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// onLoopForbidden are the packages the root package must not import: it is
+// the per-loop data path, where nothing locks, waits or spawns (the
+// design's first non-negotiable). What runs on goroutines of its own lives
+// in proxy/upstream; routing tables built off the loops in proxy/route.
+var onLoopForbidden = map[string]string{
+	"sync":        "locks belong off the loop (proxy/upstream)",
+	"sync/atomic": "state shared between loops belongs in proxy/upstream",
+	"context":     "cancellation is for goroutines, which run in proxy/upstream",
+	"net/http":    "net/http's client and server block and spawn; the loop speaks HTTP/1.1 through proxy/h1",
+}
+
+// TestRootRunsOnTheLoop reads every non-test Go file of the root package,
+// for every operating system (build constraints are not applied), and
+// fails if one imports a package that locks or spawns, or starts a
+// goroutine.
+func TestRootRunsOnTheLoop(t *testing.T) {
+	entries, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	read := 0
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		read++
+		for _, imp := range f.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			if why, bad := onLoopForbidden[path]; bad {
+				t.Errorf("%s imports %s: %s", fset.Position(imp.Pos()), path, why)
+			}
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if g, ok := n.(*ast.GoStmt); ok {
+				t.Errorf("%s starts a goroutine: the root package runs on the loop", fset.Position(g.Pos()))
+			}
+			return true
+		})
+	}
+	if read == 0 {
+		t.Fatal("no Go file read: the test runs in the wrong directory")
+	}
+}

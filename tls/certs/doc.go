@@ -1,0 +1,16 @@
+// Package certs manages pollproxy's server certificates with certmagic:
+// certificates from an ACME CA (obtained, stored and renewed), from
+// pollproxy's local development CA (like Caddy's "tls internal"), and from
+// certificate files, all served by SNI through Manager.TLSConfig.
+//
+// It is apart from package tls, the non-blocking session the loops run, so
+// that certmagic and its dependencies stay off the hot path: nothing here
+// runs on a loop. Certificate lookups happen in crypto/tls's GetCertificate,
+// during a handshake, on the handshake pool's workers; issuance, renewal and
+// storage run on certmagic's goroutines.
+//
+// Files: manager.go is the Manager and its policy (which names go to which
+// issuer); localca.go the local CA, a certmagic Issuer kept in storage;
+// waitlist.go the names put aside while a shared storage does not answer;
+// zaplog.go the bridge from certmagic's zap logs to log/slog.
+package certs
