@@ -64,6 +64,15 @@ func oneArg(fs *flag.FlagSet, args []string, what string) (string, error) {
 	return fs.Arg(0), nil
 }
 
+// fileArg parses args into fs and opens its one positional argument.
+func fileArg(fs *flag.FlagSet, args []string, what string) (*os.File, error) {
+	path, err := oneArg(fs, args, what)
+	if err != nil {
+		return nil, err
+	}
+	return os.Open(path)
+}
+
 func rowCmd(args []string) error {
 	fs := flag.NewFlagSet("row", flag.ContinueOnError)
 	var c cellRun
@@ -75,21 +84,17 @@ func rowCmd(args []string) error {
 	fs.Int64Var(&c.cpuNs, "cpu-ns", 0, "the proxy's CPU time across the run, in nanoseconds")
 	fs.Int64Var(&c.wallUs, "wall-us", 0, "the run's wall-clock time, in microseconds")
 	fs.StringVar(&c.load, "load", "", "the load average at the end of the run")
-	path, err := oneArg(fs, args, "h2load log")
-	if err != nil {
-		return err
-	}
-	f, err := os.Open(path)
+	f, err := fileArg(fs, args, "h2load log")
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	o, err := parseH2load(f)
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s: %w", f.Name(), err)
 	}
 	fmt.Println(row(c, o))
-	progress(os.Stderr, c, o, path)
+	progress(os.Stderr, c, o, f.Name())
 	return nil
 }
 
@@ -97,11 +102,7 @@ func countersCmd(args []string) error {
 	fs := flag.NewFlagSet("counters", flag.ContinueOnError)
 	proxy := fs.String("proxy", "", "the pollproxy instance")
 	requests := fs.Int64("requests", 0, "requests through it, warm-up included")
-	path, err := oneArg(fs, args, "pollproxy log")
-	if err != nil {
-		return err
-	}
-	f, err := os.Open(path)
+	f, err := fileArg(fs, args, "pollproxy log")
 	if err != nil {
 		return err
 	}
