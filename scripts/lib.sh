@@ -170,8 +170,9 @@ cpu_ticks() {
   echo $((a[11] + a[12]))
 }
 
-# rss_kib PID: the resident memory of PID (VmRSS), in KiB.
-rss_kib() { sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\).*/\1/p' "/proc/$1/status"; }
+# vm_kib PID FIELD: a memory figure of PID in KiB, FIELD of
+# /proc/PID/status (VmRSS: resident now, VmHWM: the peak).
+vm_kib() { sed -n "s/^$2:[[:space:]]*\([0-9]*\).*/\1/p" "/proc/$1/status"; }
 
 # fd_count PID: the descriptors PID holds.
 fd_count() { ls "/proc/$1/fd" | wc -l; }
