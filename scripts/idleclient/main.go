@@ -24,8 +24,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/net/http2"
 )
 
 func main() {
@@ -129,41 +127,21 @@ func run(addr string, n int, proto string, pid int, path string, parallel int, s
 // open makes one TLS connection, asks for path once, reads the whole
 // response and leaves the connection open and idle.
 func open(ctx context.Context, addr, proto, path string) (io.Closer, error) {
-	alpn := "h2"
-	if proto == "h1" {
-		alpn = "http/1.1"
-	}
-	d := tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true, NextProtos: []string{alpn}}}
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	url := "https://" + addr + path
+	if proto == "h2" {
+		return openH2(dctx, addr, url)
+	}
+	d := tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}}}
 	nc, err := d.DialContext(dctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
 	tc := nc.(*tls.Conn)
-	if got := tc.ConnectionState().NegotiatedProtocol; got != alpn {
+	if got := tc.ConnectionState().NegotiatedProtocol; got != "http/1.1" {
 		tc.Close()
-		return nil, fmt.Errorf("ALPN %q, want %q", got, alpn)
-	}
-	url := "https://" + addr + path
-	if proto == "h2" {
-		cc, err := (&http2.Transport{}).NewClientConn(tc)
-		if err != nil {
-			tc.Close()
-			return nil, err
-		}
-		req, _ := http.NewRequestWithContext(dctx, http.MethodGet, url, nil)
-		resp, err := cc.RoundTrip(req)
-		if err != nil {
-			cc.Close()
-			return nil, err
-		}
-		err = drain(resp)
-		if err != nil {
-			cc.Close()
-			return nil, err
-		}
-		return cc, nil
+		return nil, fmt.Errorf("ALPN %q, want http/1.1", got)
 	}
 	tc.SetDeadline(time.Now().Add(10 * time.Second))
 	host := strings.TrimPrefix(url, "https://")
@@ -182,6 +160,31 @@ func open(ctx context.Context, addr, proto, path string) (io.Closer, error) {
 	}
 	tc.SetDeadline(time.Time{})
 	return tc, nil
+}
+
+// openH2 is open over HTTP/2: one connection of its own, not pooled, which
+// the client closes.
+func openH2(ctx context.Context, addr, url string) (io.Closer, error) {
+	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, Protocols: new(http.Protocols)}
+	tr.Protocols.SetHTTP2(true)
+	cc, err := tr.NewClientConn(ctx, "https", addr)
+	if err != nil {
+		return nil, err
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := cc.RoundTrip(req)
+	if err == nil && resp.ProtoMajor != 2 {
+		resp.Body.Close()
+		err = fmt.Errorf("answered over %s, want HTTP/2", resp.Proto)
+	}
+	if err == nil {
+		err = drain(resp)
+	}
+	if err != nil {
+		cc.Close()
+		return nil, err
+	}
+	return cc, nil
 }
 
 func drain(resp *http.Response) error {
