@@ -83,7 +83,6 @@ type Handler struct {
 	ctx      Ctx
 	resp     []*Node // response edits matched for the request in progress
 	fields   []stream.Field
-	buf      []byte
 }
 
 // NewHandler returns t's evaluator for one loop, ending in that loop's
