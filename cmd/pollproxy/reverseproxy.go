@@ -8,7 +8,6 @@ import (
 	"github.com/pollproxy/pollproxy/proxy"
 	"github.com/pollproxy/pollproxy/proxy/app"
 	"github.com/pollproxy/pollproxy/proxy/config"
-	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 func init() {
@@ -21,8 +20,8 @@ func init() {
 // announce, when set, is called once serving with the URL and certificate.
 func runReverseProxy(name string, args []string, announce func(url, certPath string)) error {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	from := fs.String("from", "localhost:8443", "address to accept HTTPS on, host:port")
-	to := fs.String("to", "", "upstream HTTP/1.1 address(es), host:port or unix//path.sock, comma-separated (required)")
+	from := fs.String("from", "localhost:8443", "the site to serve over HTTPS, [https://]host[:port] (443 without a port); localhost and *.localhost bind loopback, an IP binds itself, another name every interface")
+	to := fs.String("to", "", "upstream HTTP/1.1 address(es) as in a Caddyfile's reverse_proxy: host:port, :port, http://host[:port], unix//path.sock; comma-separated (required)")
 	certFile := fs.String("cert", "", "certificate file (PEM); default: one from pollproxy's local CA (see pollproxy trust)")
 	keyFile := fs.String("key", "", "private key file (PEM)")
 	policy := fs.String("lb", string(proxy.RoundRobin), "load balancing across upstreams: round_robin, least_conn, first")
@@ -45,7 +44,11 @@ func runReverseProxy(name string, args []string, announce func(url, certPath str
 	if err != nil {
 		return err
 	}
-	cfg, err := devConfig(*from, lf)
+	site, err := parseFrom(*from)
+	if err != nil {
+		return err
+	}
+	cfg, err := devConfig(site, lf)
 	if err != nil {
 		return err
 	}
@@ -54,11 +57,11 @@ func runReverseProxy(name string, args []string, announce func(url, certPath str
 	}
 	cfg.Timeouts.Idle = *idle
 	cfg.Sites[0].Proxy = config.Proxy{Upstreams: upstreams, Policy: proxy.Policy(*policy), KeepAlive: *maxIdle, MaxConns: *maxConns}
-	tlsCfg, certPath, err := certificate(*certFile, *keyFile, hostsOf(*from))
+	tlsCfg, certPath, err := certificate(*certFile, *keyFile, []string{site.name})
 	if err != nil {
 		return err
 	}
-	in, url, err := startDev(cfg, app.Options{TLS: tlsCfg})
+	in, url, err := startDev(cfg, site, app.Options{TLS: tlsCfg})
 	if err != nil {
 		return err
 	}
@@ -72,18 +75,19 @@ func runReverseProxy(name string, args []string, announce func(url, certPath str
 	return serveUntilSignal(in, lf, cfg)
 }
 
-// upstreamList splits the --to list; the instance resolves the names.
+// upstreamList splits the --to list and reads each entry as a Caddyfile's
+// reverse_proxy does; the instance resolves the names.
 func upstreamList(list string) ([]string, error) {
 	var ups []string
-	for _, hp := range strings.Split(list, ",") {
-		hp = strings.TrimSpace(hp)
-		if hp == "" {
+	for _, v := range strings.Split(list, ",") {
+		if v = strings.TrimSpace(v); v == "" {
 			continue
 		}
-		if _, unix := upstream.UnixSocketPath(hp); !unix && !strings.Contains(hp, ":") {
-			return nil, fmt.Errorf("upstream %q: want host:port or unix//path", hp)
+		addrs, err := config.UpstreamAddresses(v)
+		if err != nil {
+			return nil, fmt.Errorf("--to: %w", err)
 		}
-		ups = append(ups, hp)
+		ups = append(ups, addrs...)
 	}
 	if len(ups) == 0 {
 		return nil, fmt.Errorf("no upstream in %q", list)

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -86,16 +84,8 @@ func serveUntilSignal(in *app.Instance, lf loopFlags, dev *config.Config) error 
 }
 
 // devConfig is the configuration of a development command: one site for
-// any host on listen, with the loop flags' pollers and loops.
-func devConfig(listen string, lf loopFlags) (*config.Config, error) {
-	host, portStr, err := net.SplitHostPort(listen)
-	if err != nil {
-		return nil, fmt.Errorf("listen %s: %w", listen, err)
-	}
-	port, err := strconv.Atoi(portStr)
-	if err != nil || port < 0 || port > 65535 {
-		return nil, fmt.Errorf("listen %s: bad port %q", listen, portStr)
-	}
+// any host on a, with the loop flags' pollers and loops.
+func devConfig(a siteAddr, lf loopFlags) (*config.Config, error) {
 	backends, err := lf.backends()
 	if err != nil {
 		return nil, err
@@ -103,25 +93,21 @@ func devConfig(listen string, lf loopFlags) (*config.Config, error) {
 	return &config.Config{
 		Pollers:     backends,
 		Loops:       lf.loops,
-		DefaultBind: host,
+		DefaultBind: a.bind,
 		GracePeriod: config.DefaultGracePeriod,
-		Sites:       []*config.Site{{Addrs: []config.Address{{Original: listen, Port: port}}}},
+		Sites:       []*config.Site{{Addrs: []config.Address{{Original: a.hostport(), Port: a.port}}}},
 	}, nil
 }
 
 // startDev starts a development command's instance and returns it with
-// the URL it serves.
-func startDev(cfg *config.Config, opts app.Options) (*app.Instance, string, error) {
+// the URL it serves (with the port it bound, for port 0).
+func startDev(cfg *config.Config, a siteAddr, opts app.Options) (*app.Instance, string, error) {
 	in, err := app.Start(cfg, opts)
 	if err != nil {
 		return nil, "", err
 	}
 	addr, _ := in.Addr(cfg.Listeners()[0].Addr)
-	host := hostsOf(net.JoinHostPort(cfg.DefaultBind, "0"))[0]
-	if strings.Contains(host, ":") {
-		host = "[" + host + "]"
-	}
-	return in, fmt.Sprintf("https://%s:%d/", host, addr.Port()), nil
+	return in, fmt.Sprintf("https://%s:%d/", a.urlHost(), addr.Port()), nil
 }
 
 // describeLoops is "N loops (backend,backend...)".
@@ -164,13 +150,4 @@ func certificate(certFile, keyFile string, hosts []string) (*stdtls.Config, stri
 	}
 	// certs lives as long as the process: it renews the short-lived leaves.
 	return certs.TLSConfig(), root, nil
-}
-
-// hostsOf lists the names a listen address should be valid for.
-func hostsOf(addr string) []string {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil || host == "" {
-		return []string{"localhost"}
-	}
-	return []string{host}
 }
