@@ -358,6 +358,7 @@ func (in *Instance) warnRestart(cfg *config.Config) {
 		{"storage", old.Redis, cfg.Redis},
 		{"http_port", old.HTTPPort, cfg.HTTPPort},
 		{"timeouts", old.Timeouts, cfg.Timeouts},
+		{"listener_wrappers", old.ProxyProtocol, cfg.ProxyProtocol},
 	} {
 		if !reflect.DeepEqual(o.was, o.now) {
 			in.log.Warn("option changed; it applies after a restart (timeouts: to new listeners only)", "option", o.name)

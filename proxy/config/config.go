@@ -11,6 +11,7 @@ import (
 
 	"github.com/pollproxy/pollproxy/proxy"
 	"github.com/pollproxy/pollproxy/proxy/route"
+	"github.com/pollproxy/pollproxy/proxy/server"
 	"github.com/pollproxy/pollproxy/proxy/upstream"
 	pptls "github.com/pollproxy/pollproxy/tls"
 )
@@ -57,6 +58,10 @@ type Config struct {
 	// MaxHeaderSize bounds a request head (servers { max_header_size });
 	// 0: the front ends' defaults.
 	MaxHeaderSize int
+	// ProxyProtocol reads PROXY protocol headers in front of TLS
+	// (servers { listener_wrappers { proxy_protocol { ... } tls } }); nil
+	// without one.
+	ProxyProtocol *server.ProxyProtocol
 	GracePeriod   time.Duration
 	// Log is the access log; nil when there is none.
 	Log   *Log

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/server"
 )
 
 func mustParse(t *testing.T, body string) *Config {
@@ -40,6 +41,15 @@ func TestParseFull(t *testing.T) {
 		trusted_proxies static 10.1.0.0/16 private_ranges
 		client_ip_headers X-Real-IP X-Forwarded-For
 		max_header_size 16KB
+		listener_wrappers {
+			proxy_protocol {
+				timeout 0
+				allow 10.0.0.0/8 192.168.1.1
+				deny 10.9.0.0/16
+				fallback_policy REJECT
+			}
+			tls
+		}
 	}
 	grace_period 20s
 	log {
@@ -100,6 +110,10 @@ localhost:8443 {
 		c.ReadBodyTimeout != 3*time.Second || c.MaxHeaderSize != 16000 {
 		t.Errorf("timeouts %+v grace %v read_body %v max_header_size %d", c.Timeouts, c.GracePeriod, c.ReadBodyTimeout, c.MaxHeaderSize)
 	}
+	if pp := c.ProxyProtocol; pp == nil || pp.Timeout != 0 || fmt.Sprint(pp.Allow) != "[10.0.0.0/8 192.168.1.1/32]" ||
+		fmt.Sprint(pp.Deny) != "[10.9.0.0/16]" || pp.Fallback != server.PolicyReject {
+		t.Errorf("proxy_protocol %+v", c.ProxyProtocol)
+	}
 	if len(c.TrustedProxies) != 7 || c.TrustedProxies[0].String() != "10.1.0.0/16" || strings.Join(c.ClientIPHeaders, ",") != "X-Real-IP,X-Forwarded-For" {
 		t.Errorf("trusted %v client_ip_headers %v", c.TrustedProxies, c.ClientIPHeaders)
 	}
@@ -110,7 +124,7 @@ localhost:8443 {
 		t.Fatalf("%d sites", len(c.Sites))
 	}
 	s := c.Sites[0]
-	if len(s.Addrs) != 2 || s.Addrs[0].Host != "example.com" || s.Addrs[0].Port != 443 || s.Pos.Line != 28 {
+	if len(s.Addrs) != 2 || s.Addrs[0].Host != "example.com" || s.Addrs[0].Port != 443 || s.Pos.Line != 37 {
 		t.Errorf("site 0 %+v", s)
 	}
 	rp := *s.Proxies[0]
@@ -328,6 +342,14 @@ func TestErrors(t *testing.T) {
 			`Caddyfile:3: servers: client_ip_headers: want one or more field names`},
 		{"max_header_size", "{\n\tservers {\n\t\tmax_header_size lots\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
 			`Caddyfile:3: servers: max_header_size: "lots": want a size such as 16KB`},
+		{"listener wrapper", "{\n\tservers {\n\t\tlistener_wrappers {\n\t\t\thttp_redirect\n\t\t\ttls\n\t\t}\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
+			`Caddyfile:4: servers: listener_wrappers: the http_redirect wrapper is not supported by pollproxy`},
+		{"proxy_protocol after tls", "{\n\tservers {\n\t\tlistener_wrappers {\n\t\t\ttls\n\t\t\tproxy_protocol\n\t\t}\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
+			`Caddyfile:5: servers: listener_wrappers: proxy_protocol must come before tls`},
+		{"proxy_protocol policy", "{\n\tservers {\n\t\tlistener_wrappers {\n\t\t\tproxy_protocol {\n\t\t\t\tfallback_policy trust\n\t\t\t}\n\t\t}\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
+			`Caddyfile:5: listener_wrappers: proxy_protocol fallback_policy: unknown policy "trust"`},
+		{"proxy_protocol allow", "{\n\tservers {\n\t\tlistener_wrappers {\n\t\t\tproxy_protocol {\n\t\t\t\tallow 10.0.0.0/99\n\t\t\t}\n\t\t}\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
+			`Caddyfile:5: listener_wrappers: proxy_protocol allow: want one or more IP ranges`},
 		{"bad grace", "{\n\tgrace_period -1s\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
 			`Caddyfile:2: grace_period: "-1s": want a positive duration`},
 		{"bad log format", "{\n\tlog {\n\t\tformat xml\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),

@@ -157,8 +157,10 @@ func (p *parser) servers(d *caddyfile.Dispenser) {
 				}
 				c.MaxHeaderSize = n
 			}
+		case "listener_wrappers":
+			p.listenerWrappers(d)
 		default:
-			p.notOurs(d, "servers: ", sub, unsupportedServers, "timeouts, trusted_proxies, client_ip_headers, max_header_size")
+			p.notOurs(d, "servers: ", sub, unsupportedServers, "timeouts, trusted_proxies, client_ip_headers, max_header_size, listener_wrappers")
 		}
 	}
 }

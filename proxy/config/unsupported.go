@@ -34,7 +34,7 @@ var unsupportedGlobal = set("debug", "http_port_https", "https_port", "order", "
 	"pki", "events", "persist_config", "filesystem", "metrics", "cert_lifetime", "grace_period_http",
 	"shutdown_delay", "default_sni", "fallback_sni", "dns", "ech", "tracing", "ocsp", "renewal_window_ratio")
 
-var unsupportedServers = set("listener_wrappers", "protocols", "strict_sni_host", "keepalive_interval",
+var unsupportedServers = set("protocols", "strict_sni_host", "keepalive_interval",
 	"keepalive_idle", "keepalive_count", "trusted_proxies_strict", "log_credentials", "metrics", "name",
 	"enable_full_duplex", "trace", "listen_protocols", "0rtt", "max_header_bytes")
 
