@@ -165,12 +165,15 @@ type Proxy struct {
 	ActiveHealth          upstream.ActiveHealth // health_uri, health_interval, … (health.go)
 	WriteTimeout          time.Duration
 	Dynamic               *DynamicA // dynamic a (dynamic.go); its upstream is in Upstreams
+	// ProxyProtocol is transport http's proxy_protocol: 1 or 2 (v1, v2),
+	// 0 for none.
+	ProxyProtocol int
 }
 
 // ProxyConfig returns the reverse proxy's configuration for these
 // resolved upstreams, defaults applied.
 func (p Proxy) ProxyConfig(ups []*upstream.Upstream) proxy.Config {
-	pool := proxy.PoolConfig{MaxConns: p.MaxConns, MaxIdle: p.KeepAlive, IdleTimeout: p.KeepAliveTimeout}
+	pool := proxy.PoolConfig{MaxConns: p.MaxConns, MaxIdle: p.KeepAlive, IdleTimeout: p.KeepAliveTimeout, ProxyProtocol: p.ProxyProtocol}
 	if p.KeepAliveOff {
 		pool.MaxRequests = 1
 	}

@@ -81,6 +81,7 @@ example.com, www.example.com {
 			response_header_timeout 30s
 			read_timeout 1m
 			write_timeout 10s
+			proxy_protocol v2
 		}
 	}
 }
@@ -134,7 +135,7 @@ localhost:8443 {
 	if rp.Policy != proxy.LeastConnections || rp.Health.MaxFails != 5 || rp.Health.FailDuration != 30*time.Second ||
 		fmt.Sprint(rp.Health.UnhealthyStatus) != "[5 429]" || rp.Health.UnhealthyLatency != 2*time.Second ||
 		rp.Retries != 2 || rp.TryDuration != 5*time.Second || rp.WriteTimeout != 10*time.Second ||
-		rp.KeepAlive != 16 || rp.KeepAliveTimeout != 2*time.Second || rp.MaxConns != 64 || rp.DialTimeout != 2*time.Second ||
+		rp.KeepAlive != 16 || rp.KeepAliveTimeout != 2*time.Second || rp.ProxyProtocol != 2 || rp.MaxConns != 64 || rp.DialTimeout != 2*time.Second ||
 		rp.ResponseHeaderTimeout != 30*time.Second || rp.ReadTimeout != time.Minute {
 		t.Errorf("proxy %+v", rp)
 	}
@@ -229,6 +230,7 @@ func TestErrors(t *testing.T) {
 			`Caddyfile:3: reverse_proxy: header_down: placeholder {header.Cookie}: request fields in response edits are not supported by pollproxy`},
 		// transport
 		{"transport kind", rp("\t\ttransport fastcgi"), `Caddyfile:3: reverse_proxy: transport fastcgi is not supported by pollproxy`},
+		{"transport proxy_protocol", tr("\t\t\tproxy_protocol v3"), `Caddyfile:4: transport http: proxy_protocol: "v3": want v1 or v2`},
 		{"transport tls", tr("\t\t\ttls"), `Caddyfile:4: transport http: tls is not supported by pollproxy`},
 		{"transport unknown", tr("\t\t\tturbo on"), `Caddyfile:4: transport http: unknown option "turbo"`},
 		{"transport duration", tr("\t\t\tdial_timeout soon"), `Caddyfile:4: transport http: dial_timeout: "soon": want a positive duration`},

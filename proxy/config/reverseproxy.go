@@ -171,7 +171,7 @@ func (p *parser) lbPolicy(d *caddyfile.Dispenser, rp *Proxy, label string) {
 	}
 }
 
-var transportOptions = []string{"dial_timeout", "response_header_timeout", "read_timeout", "write_timeout",
+var transportOptions = []string{"dial_timeout", "proxy_protocol", "response_header_timeout", "read_timeout", "write_timeout",
 	"keepalive", "keepalive_idle_conns", "keepalive_idle_conns_per_host", "max_conns_per_host", "versions"}
 
 func (p *parser) transport(d *caddyfile.Dispenser, rp *Proxy) {
@@ -214,6 +214,17 @@ func (p *parser) transport(d *caddyfile.Dispenser, rp *Proxy) {
 			}
 		case "max_conns_per_host":
 			rp.MaxConns = p.intArg(d, label, 1)
+		case "proxy_protocol":
+			if v, ok := p.oneArg(d, label, "v1 or v2"); ok {
+				switch v {
+				case "v1":
+					rp.ProxyProtocol = 1
+				case "v2":
+					rp.ProxyProtocol = 2
+				default:
+					p.errf(d, "%s: %q: want v1 or v2", label, v)
+				}
+			}
 		case "versions":
 			for _, v := range d.RemainingArgs() {
 				if v != "1.1" {

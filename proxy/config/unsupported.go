@@ -52,7 +52,7 @@ var unsupportedProxy = set("trusted_proxies", "buffer_requests", "buffer_respons
 	"weighted_round_robin", "health_path", "health_follow_redirects", "health_method",
 	"health_request_body", "health_upstream", "health_query")
 
-var unsupportedTransport = set("read_buffer", "write_buffer", "max_response_header", "proxy_protocol",
+var unsupportedTransport = set("read_buffer", "write_buffer", "max_response_header",
 	"dial_fallback_delay", "expect_continue_timeout", "resolvers", "tls", "tls_client_auth",
 	"tls_insecure_skip_verify", "tls_curves", "tls_timeout", "tls_trust_pool", "tls_trusted_ca_certs",
 	"tls_server_name", "tls_renegotiation", "tls_except_ports", "keepalive_interval", "compression",

@@ -153,3 +153,40 @@ func parseV2(b []byte) (Header, int, error) {
 	// header is consumed and the connection's own addresses stand.
 	return h, n, nil
 }
+
+// Append appends the header of the given version (1 or 2) announcing a
+// TCP connection from src to b. The destination is the unspecified
+// address of src's family, port 0, as Caddy sends it: the address the
+// client reached is not the origin's business, and the two must share a
+// family.
+func Append(b []byte, version int, src netip.AddrPort) []byte {
+	a := src.Addr().Unmap()
+	if version == 1 {
+		fam, dst := "TCP4 ", "0.0.0.0"
+		if a.Is6() {
+			fam, dst = "TCP6 ", "::"
+		}
+		b = append(b, v1Prefix...)
+		b = append(b, fam...)
+		b = a.WithZone("").AppendTo(b)
+		b = append(b, ' ')
+		b = append(b, dst...)
+		b = append(b, ' ')
+		b = strconv.AppendUint(b, uint64(src.Port()), 10)
+		return append(b, " 0\r\n"...)
+	}
+	b = append(b, v2Sig...)
+	if a.Is4() {
+		ip := a.As4()
+		b = append(b, 0x21, 0x11, 0, 12)
+		b = append(b, ip[:]...)
+		b = append(b, 0, 0, 0, 0)
+	} else {
+		ip := a.As16()
+		b = append(b, 0x21, 0x21, 0, 36)
+		b = append(b, ip[:]...)
+		b = append(b, make([]byte, 16)...)
+	}
+	b = binary.BigEndian.AppendUint16(b, src.Port())
+	return append(b, 0, 0)
+}

@@ -115,3 +115,19 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestAppend: what Append writes, Parse reads back, for both versions and
+// families.
+func TestAppend(t *testing.T) {
+	for _, src := range []string{"198.51.100.7:56324", "[2001:db8::7]:443", "[::ffff:198.51.100.7]:1"} {
+		for _, v := range []int{1, 2} {
+			ap := netip.MustParseAddrPort(src)
+			b := Append([]byte("x"), v, ap)
+			h, n, err := Parse(b[1:])
+			want := netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+			if err != nil || n != len(b)-1 || h.Version != v || h.Source != want || h.Dest.Addr().Is4() != want.Addr().Is4() || !h.Dest.Addr().IsUnspecified() {
+				t.Errorf("v%d %s: %q parsed as %+v %d %v", v, src, b, h, n, err)
+			}
+		}
+	}
+}
