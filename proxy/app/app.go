@@ -208,7 +208,7 @@ func (in *Instance) start(cfg *config.Config) error {
 	}
 	in.commit(p)
 	if cfg.Admin != "" {
-		if err := in.startAdmin(cfg.Admin); err != nil {
+		if err := in.startAdmin(cfg); err != nil {
 			return err
 		}
 	}
@@ -351,6 +351,8 @@ func (in *Instance) warnRestart(cfg *config.Config) {
 	}{
 		{"loops", old.Loops, cfg.Loops},
 		{"admin", old.Admin, cfg.Admin},
+		{"admin", old.AdminOrigins, cfg.AdminOrigins},
+		{"admin", old.AdminEnforceOrigin, cfg.AdminEnforceOrigin},
 		{"ab_interval", old.ABInterval, cfg.ABInterval},
 		{"email", old.Email, cfg.Email},
 		{"acme_ca", old.ACMECA, cfg.ACMECA},
