@@ -43,6 +43,7 @@ import (
 	"net/netip"
 	"os"
 	"reflect"
+	"sort"
 	"strings"
 	"sync"
 
@@ -367,10 +368,15 @@ func (in *Instance) warnRestart(cfg *config.Config) {
 	}
 }
 
+// ErrGraceEnded is what Shutdown returns, wrapped, when grace_period ended
+// with connections still open and they were closed: the stop completed as
+// configured, and the error says what it cut.
+var ErrGraceEnded = errors.New("grace period ended")
+
 // Shutdown stops accepting, sends GOAWAY and drains every listener within
 // the configuration's grace_period, closes the connections still open at
-// the deadline (an error then names their listeners) and releases
-// everything.
+// the deadline (it logs a warning and returns ErrGraceEnded naming their
+// listeners) and releases everything.
 func (in *Instance) Shutdown() error {
 	grace := in.cfg.GracePeriod
 	in.log.Info("shutting down: draining connections", "grace", grace)
@@ -394,7 +400,9 @@ func (in *Instance) Shutdown() error {
 	in.servers = nil
 	in.Close()
 	if len(late) > 0 {
-		return fmt.Errorf("connections on %s still open after %v were closed", strings.Join(late, ", "), grace)
+		sort.Strings(late)
+		in.log.Warn("stopped: grace period ended, connections still open were closed", "grace", grace, "listeners", strings.Join(late, ","))
+		return fmt.Errorf("connections on %s still open after %v were closed: %w", strings.Join(late, ", "), grace, ErrGraceEnded)
 	}
 	in.log.Info("stopped")
 	return nil
