@@ -1,9 +1,9 @@
 package app
 
 import (
-	"errors"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
