@@ -94,6 +94,27 @@ func (s *adminSetup) switchTo(host string, header map[string]string) adminCall {
 	return adminCall{method: "POST", path: "/poller", host: host, header: header, body: fmt.Sprintf("%q", s.to)}
 }
 
+// adminCase is a call and the status it must get.
+type adminCase struct {
+	name string
+	call adminCall
+	want int
+}
+
+// refusals makes each call, wants its status, and wants the poller where
+// it was after every one: none of them may switch it.
+func (s *adminSetup) refusals(t *testing.T, cases []adminCase) {
+	t.Helper()
+	for _, c := range cases {
+		if code, answer, _ := s.do(t, c.call); code != c.want {
+			t.Errorf("%s: %d %q, want %d", c.name, code, answer, c.want)
+		}
+		if got := s.backend(); got != s.from {
+			t.Fatalf("%s switched the poller to %s", c.name, got)
+		}
+	}
+}
+
 // backend is the loop's backend now.
 func (s *adminSetup) backend() string { return s.in.Backends()[0] }
 
@@ -105,11 +126,7 @@ func TestAdminGuardDefault(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		s := startAdminGuarded(t, backend, "")
 		json := map[string]string{"Content-Type": "application/json"}
-		for _, c := range []struct {
-			name string
-			call adminCall
-			want int
-		}{
+		s.refusals(t, []adminCase{
 			{"127.0.0.1", adminCall{method: "GET", path: "/metrics"}, 200},
 			{"localhost", adminCall{method: "GET", path: "/healthz", host: "localhost:%d"}, 200},
 			{"::1", adminCall{method: "GET", path: "/healthz", host: "[::1]:%d"}, 200},
@@ -128,15 +145,7 @@ func TestAdminGuardDefault(t *testing.T) {
 			{"json from null", s.switchTo("", map[string]string{"Content-Type": "application/json", "Origin": "null"}), 403},
 			{"json to a rebound name", s.switchTo("rebind.example:%d", json), 403},
 			{"preflight from a page", adminCall{method: "OPTIONS", path: "/poller", header: map[string]string{"Origin": "http://127.0.0.1:8080", "Access-Control-Request-Method": "POST"}}, 403},
-		} {
-			code, answer, _ := s.do(t, c.call)
-			if code != c.want {
-				t.Errorf("%s: %d %q, want %d", c.name, code, answer, c.want)
-			}
-			if got := s.backend(); got != s.from {
-				t.Fatalf("%s switched the poller to %s", c.name, got)
-			}
-		}
+		})
 		// What curl sends, and the same from the listener's own origin.
 		if code, answer, _ := s.do(t, s.switchTo("", json)); code != 200 || s.backend() != s.to {
 			t.Errorf("POST application/json: %d %q, backend %s, want %s", code, answer, s.backend(), s.to)
@@ -156,11 +165,7 @@ func TestAdminGuardOrigins(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		s := startAdminGuarded(t, backend, "\t\torigins admin.example:%d https://dash.example\n\t\tenforce_origin")
 		dash := map[string]string{"Origin": "https://dash.example"}
-		for _, c := range []struct {
-			name string
-			call adminCall
-			want int
-		}{
+		s.refusals(t, []adminCase{
 			{"named host, no origin", adminCall{method: "GET", path: "/metrics", host: "admin.example:%d"}, 403},
 			{"named host, allowed origin", adminCall{method: "GET", path: "/metrics", host: "admin.example:%d", header: dash}, 200},
 			{"named host, allowed referer", adminCall{method: "GET", path: "/ab.json", host: "admin.example:%d", header: map[string]string{"Referer": "https://dash.example/ab?x=1"}}, 200},
@@ -168,14 +173,7 @@ func TestAdminGuardOrigins(t *testing.T) {
 			{"scheme differs", adminCall{method: "GET", path: "/metrics", host: "admin.example:%d", header: map[string]string{"Origin": "http://dash.example"}}, 403},
 			{"any scheme for host:port", adminCall{method: "GET", path: "/metrics", host: "admin.example:%d", header: map[string]string{"Origin": "https://admin.example:%d"}}, 200},
 			{"change without origin", s.switchTo("admin.example:%d", map[string]string{"Content-Type": "application/json"}), 403},
-		} {
-			if code, answer, _ := s.do(t, c.call); code != c.want {
-				t.Errorf("%s: %d %q, want %d", c.name, code, answer, c.want)
-			}
-			if got := s.backend(); got != s.from {
-				t.Fatalf("%s switched the poller to %s", c.name, got)
-			}
-		}
+		})
 		code, answer, h := s.do(t, s.switchTo("admin.example:%d", map[string]string{"Content-Type": "application/json", "Origin": "https://dash.example"}))
 		if code != 200 || s.backend() != s.to || h.Get("Access-Control-Allow-Origin") != "https://dash.example" {
 			t.Errorf("POST from the allowed origin: %d %q %v, backend %s", code, answer, h, s.backend())

@@ -1,27 +1,21 @@
-//lint:file-ignore SA1019 x/net's http2.Transport is the client that speaks RFC 8441 extended CONNECT.
-
 package app
 
 import (
 	"bufio"
-	"context"
-	stdtls "crypto/tls"
-	"crypto/x509"
 	"encoding/binary"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
-	"golang.org/x/net/http2"
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
@@ -78,7 +72,8 @@ localhost:%d {
 	rest := gauges(t, admin)
 
 	sc := newStreamClients(t, port, roots)
-	h2c := h2ExtendedClient(port, roots)
+	// x/net's client, which speaks RFC 8441 extended CONNECT.
+	h2c := countingH2(fmt.Sprintf("127.0.0.1:%d", port), roots, new(atomic.Int64))
 	defer h2c.CloseIdleConnections()
 	traffic := func(when string) {
 		t.Helper()
@@ -273,19 +268,6 @@ func (m metricSet) notAtRest(before metricSet) []string {
 	return bad
 }
 
-// h2ExtendedClient is an x/net/http2 client for pollproxy's port: it
-// speaks RFC 8441 extended CONNECT.
-func h2ExtendedClient(port int, roots *x509.CertPool) *http2.Transport {
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	return &http2.Transport{
-		TLSClientConfig: &stdtls.Config{RootCAs: roots, NextProtos: []string{"h2"}, ServerName: "localhost"},
-		DialTLSContext: func(ctx context.Context, network, _ string, cfg *stdtls.Config) (net.Conn, error) {
-			d := stdtls.Dialer{Config: cfg}
-			return d.DialContext(ctx, network, addr)
-		},
-	}
-}
-
 // h2WebSocket is a WebSocket over an RFC 8441 stream, framed by hand: a
 // client's masked text frame out, the origin's unmasked one back.
 type h2WebSocket struct {
@@ -295,13 +277,13 @@ type h2WebSocket struct {
 	body io.Closer
 }
 
-func dialH2WebSocket(t *testing.T, tr *http2.Transport, url string) *h2WebSocket {
+func dialH2WebSocket(t *testing.T, c *http.Client, url string) *h2WebSocket {
 	t.Helper()
 	pr, pw := io.Pipe()
 	req, _ := http.NewRequest("CONNECT", url, pr)
 	req.Header.Set(":protocol", "websocket")
 	req.Header.Set("Sec-WebSocket-Version", "13")
-	resp, err := tr.RoundTrip(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatalf("extended CONNECT %s: %v", url, err)
 	}
