@@ -52,7 +52,8 @@ func envOr(key, def string) string {
 }
 
 // serveUntilSignal waits for signals: SIGINT and SIGTERM shut the instance
-// down gracefully and return. With a Caddyfile (dev is nil) SIGHUP
+// down gracefully and return nil, also when grace_period ended with
+// connections open (Shutdown logs them). With a Caddyfile (dev is nil) SIGHUP
 // reloads it and the instance logs; the development commands, built from
 // flags, do not reload and print dev's line when they start draining.
 func serveUntilSignal(in *app.Instance, lf loopFlags, dev *config.Config) error {
@@ -72,6 +73,16 @@ func serveUntilSignal(in *app.Instance, lf loopFlags, dev *config.Config) error 
 			fmt.Fprintf(os.Stderr, "pollproxy: %v: draining connections (up to %v)\n", s, dev.GracePeriod)
 		}
 		err := in.Shutdown()
+		if errors.Is(err, app.ErrGraceEnded) {
+			// Cutting what outlives grace_period is the stop the operator
+			// configured, not a failure: it is logged (printed by the
+			// development commands, which log nothing), and the status is
+			// 0, as Caddy's and nginx's are.
+			if dev != nil {
+				fmt.Fprintf(os.Stderr, "pollproxy: %v\n", err)
+			}
+			err = nil
+		}
 		if lf.stats {
 			for _, s := range in.LoopStats() {
 				fmt.Fprintf(os.Stderr, "loop %d %s: waits=%d events=%d wakeups=%d adds=%d mods=%d dels=%d\n",

@@ -25,8 +25,18 @@ type Config struct {
 	Pollers []string
 	// Loops is the number of event loops (0: one per CPU).
 	Loops int
-	// Admin is the metrics listener, host:port; "" when off.
+	// Admin is the admin listener (metrics, /ab, /poller), host:port; ""
+	// when off.
 	Admin string
+	// AdminOrigins are the origins the admin listener accepts in a
+	// request's Host and Origin (admin { origins }): host:port, or
+	// scheme://host:port to match the scheme too. Nil: the listener's
+	// address, as localhost, 127.0.0.1 and ::1 when it is loopback or
+	// every interface.
+	AdminOrigins []string
+	// AdminEnforceOrigin makes every admin request name an allowed
+	// origin in Origin or Referer (admin { enforce_origin }).
+	AdminEnforceOrigin bool
 	// ABInterval is the A/B sampling interval (ab_interval, a
 	// pollproxy-only option; 0: ab.DefaultInterval).
 	ABInterval time.Duration

@@ -175,6 +175,22 @@ func TestDefaults(t *testing.T) {
 	}
 }
 
+// TestAdminBlock: Caddy's admin block, with and without an address.
+func TestAdminBlock(t *testing.T) {
+	site := "localhost:8443 {\n\treverse_proxy 127.0.0.1:8080\n}\n"
+	c := mustParse(t, "{\n\tadmin 127.0.0.1:9019 {\n\t\torigins localhost:9019 https://dash.example\n\t\tenforce_origin\n\t}\n}\n"+site)
+	if c.Admin != "127.0.0.1:9019" || !c.AdminEnforceOrigin || strings.Join(c.AdminOrigins, " ") != "localhost:9019 https://dash.example" {
+		t.Errorf("admin block: %q %q %v", c.Admin, c.AdminOrigins, c.AdminEnforceOrigin)
+	}
+	c = mustParse(t, "{\n\tadmin {\n\t\torigins admin.example:2019\n\t}\n}\n"+site)
+	if c.Admin != DefaultAdmin || c.AdminEnforceOrigin || len(c.AdminOrigins) != 1 {
+		t.Errorf("admin block without an address: %q %q %v", c.Admin, c.AdminOrigins, c.AdminEnforceOrigin)
+	}
+	if c := mustParse(t, site); c.AdminOrigins != nil || c.AdminEnforceOrigin {
+		t.Errorf("default admin origins %q %v", c.AdminOrigins, c.AdminEnforceOrigin)
+	}
+}
+
 func TestErrors(t *testing.T) {
 	site := func(body string) string { return "localhost:8443 {\n" + body + "\n}\n" }
 	rp := func(opts string) string { return site("\treverse_proxy 127.0.0.1:8080 {\n" + opts + "\n\t}") }
@@ -326,6 +342,14 @@ func TestErrors(t *testing.T) {
 			`Caddyfile:2: loops: "many": want a whole number >= 0`},
 		{"bad admin", "{\n\tadmin 2019\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
 			`Caddyfile:2: admin: "2019": want host:port (e.g. 127.0.0.1:2019) or off`},
+		{"admin off block", "{\n\tadmin off {\n\t\tenforce_origin\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
+			`Caddyfile:2: admin off: takes no block`},
+		{"admin unknown", "{\n\tadmin {\n\t\tremote\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
+			`Caddyfile:3: admin: unknown option "remote" (want origins, enforce_origin)`},
+		{"admin no origins", "{\n\tadmin {\n\t\torigins\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
+			`Caddyfile:3: admin: origins: want one or more origins`},
+		{"admin bad origin", "{\n\tadmin {\n\t\torigins https://dash.example/path\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
+			`Caddyfile:3: admin: origins: "https://dash.example/path": want scheme://host[:port]`},
 		{"global timeouts", "{\n\ttimeouts {\n\t\tread_header 10s\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
 			`Caddyfile:2: timeouts is not a global option: as in Caddy, write servers { timeouts {`},
 		{"bad timeout", "{\n\tservers {\n\t\ttimeouts {\n\t\t\tread_header 10s\n\t\t\tforever 5s\n\t\t}\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),

@@ -1,7 +1,9 @@
 package config
 
 import (
+	"errors"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -44,15 +46,7 @@ func (p *parser) global(b caddyfile.ServerBlock) {
 		case "loops":
 			c.Loops = p.intArg(d, name, 0)
 		case "admin":
-			if v, ok := p.oneArg(d, name, "host:port or off"); ok {
-				if v == "off" {
-					c.Admin = ""
-				} else if _, _, err := net.SplitHostPort(v); err != nil {
-					p.errf(d, "admin: %q: want host:port (e.g. 127.0.0.1:2019) or off", v)
-				} else {
-					c.Admin = v
-				}
-			}
+			p.admin(d)
 		case "email":
 			if v, ok := p.oneArg(d, name, "an e-mail address"); ok {
 				if !strings.Contains(v, "@") {
@@ -106,6 +100,71 @@ func (p *parser) global(b caddyfile.ServerBlock) {
 			skipBlock(d)
 		}
 	}
+}
+
+// admin is Caddy's admin global option: admin [off|HOST:PORT] { origins
+// ORIGINS...  enforce_origin }.
+func (p *parser) admin(d *caddyfile.Dispenser) {
+	c := p.cfg
+	args := d.RemainingArgs()
+	switch {
+	case len(args) > 1:
+		p.errf(d, "admin: want one argument: host:port or off")
+	case len(args) == 1 && args[0] == "off":
+		c.Admin = ""
+		if at, ok := openedBlock(d); ok {
+			p.errAt(at, "admin off: takes no block")
+		}
+		return
+	case len(args) == 1:
+		if _, _, err := net.SplitHostPort(args[0]); err != nil {
+			p.errf(d, "admin: %q: want host:port (e.g. 127.0.0.1:2019) or off", args[0])
+		} else {
+			c.Admin = args[0]
+		}
+	}
+	for n := d.Nesting(); d.NextBlock(n); {
+		switch sub := d.Val(); sub {
+		case "origins":
+			origins := d.RemainingArgs()
+			if len(origins) == 0 {
+				p.errf(d, "admin: origins: want one or more origins (host:port or scheme://host:port)")
+			}
+			for _, o := range origins {
+				if err := checkOrigin(o); err != nil {
+					p.errf(d, "admin: origins: %q: %v", o, err)
+				}
+			}
+			c.AdminOrigins = append(c.AdminOrigins, origins...)
+		case "enforce_origin":
+			if d.NextArg() {
+				p.errf(d, "admin: enforce_origin takes no argument")
+				d.RemainingArgs()
+			}
+			c.AdminEnforceOrigin = true
+		default:
+			p.errf(d, "admin: unknown option %q (want origins, enforce_origin)", sub)
+			d.RemainingArgs()
+			skipBlock(d)
+		}
+	}
+}
+
+// checkOrigin accepts an admin origin as Caddy writes them: host,
+// host:port or scheme://host[:port], nothing after the authority.
+func checkOrigin(o string) error {
+	host := o
+	if i := strings.Index(o, "://"); i >= 0 {
+		u, err := url.Parse(o)
+		if err != nil || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+			return errors.New("want scheme://host[:port]")
+		}
+		host = u.Host
+	}
+	if host == "" || strings.ContainsAny(host, "/?#@ ") {
+		return errors.New("want host:port or scheme://host:port")
+	}
+	return nil
 }
 
 // servers is Caddy's servers global option. pollproxy applies it to
