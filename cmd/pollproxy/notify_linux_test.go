@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/pollproxy/pollproxy/cmd/pollproxy/internal/sdnotify"
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
@@ -81,11 +82,11 @@ func (s *notifySocket) want(msg string, pid int) {
 
 func monotonicUsec(t *testing.T) uint64 {
 	t.Helper()
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+	v, err := sdnotify.MonotonicUsec()
+	if err != nil {
 		t.Fatal(err)
 	}
-	return uint64(ts.Sec)*1_000_000 + uint64(ts.Nsec)/1_000
+	return v
 }
 
 // TestRunNotify runs pollproxy as systemd runs a Type=notify service and

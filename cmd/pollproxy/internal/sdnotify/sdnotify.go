@@ -46,12 +46,21 @@ func Ready(status string) error {
 // The message carries CLOCK_MONOTONIC in microseconds (MONOTONIC_USEC),
 // which Type=notify-reload requires to tell this reload from an earlier one.
 func Reloading() error {
+	usec, err := MonotonicUsec()
+	if err != nil {
+		return err
+	}
+	return send("RELOADING=1\nMONOTONIC_USEC=" + strconv.FormatUint(usec, 10))
+}
+
+// MonotonicUsec reads CLOCK_MONOTONIC in microseconds, the clock and unit
+// of MONOTONIC_USEC (Go's own monotonic readings are not exposed as such).
+func MonotonicUsec() (uint64, error) {
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		return fmt.Errorf("sdnotify: monotonic clock: %w", err)
+		return 0, fmt.Errorf("sdnotify: monotonic clock: %w", err)
 	}
-	usec := uint64(ts.Sec)*1_000_000 + uint64(ts.Nsec)/1_000
-	return send("RELOADING=1\nMONOTONIC_USEC=" + strconv.FormatUint(usec, 10))
+	return uint64(ts.Sec)*1_000_000 + uint64(ts.Nsec)/1_000, nil
 }
 
 // Stopping says the service is shutting down (draining its connections).

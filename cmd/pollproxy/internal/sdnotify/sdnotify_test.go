@@ -11,8 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // listen opens a datagram socket as systemd does and points $NOTIFY_SOCKET
@@ -47,11 +45,11 @@ func next(t *testing.T, c *net.UnixConn) string {
 
 func monotonicUsec(t *testing.T) uint64 {
 	t.Helper()
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+	v, err := MonotonicUsec()
+	if err != nil {
 		t.Fatal(err)
 	}
-	return uint64(ts.Sec)*1_000_000 + uint64(ts.Nsec)/1_000
+	return v
 }
 
 // TestMessages: each call is one datagram with sd_notify(3)'s assignments,
