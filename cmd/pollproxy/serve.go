@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/pollproxy/pollproxy/cmd/pollproxy/internal/sdnotify"
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy/app"
 	"github.com/pollproxy/pollproxy/proxy/config"
@@ -56,6 +57,7 @@ func envOr(key, def string) string {
 // connections open (Shutdown logs them). With a Caddyfile (dev is nil) SIGHUP
 // reloads it and the instance logs; the development commands, built from
 // flags, do not reload and print dev's line when they start draining.
+// Under systemd (Type=notify) it reports each step through sdnotify.
 func serveUntilSignal(in *app.Instance, lf loopFlags, dev *config.Config) error {
 	sigs := []os.Signal{syscall.SIGINT, syscall.SIGTERM}
 	if dev == nil {
@@ -64,11 +66,22 @@ func serveUntilSignal(in *app.Instance, lf loopFlags, dev *config.Config) error 
 	sig := make(chan os.Signal, 4)
 	signal.Notify(sig, sigs...)
 	defer signal.Stop(sig)
+	// Ready only now: the listeners are up, and a SIGHUP systemd sends
+	// from here on is caught rather than ending the process.
+	notify(sdnotify.Ready(""))
 	for s := range sig {
 		if s == syscall.SIGHUP {
-			in.Reload() // it logs any error and keeps running
+			notify(sdnotify.Reloading())
+			// The status line replaces the previous one, so a failed
+			// reload's message goes away with the next good reload.
+			status := "configuration reloaded"
+			if err := in.Reload(); err != nil { // it logs the error and keeps running
+				status = "reload failed, running the previous configuration: " + err.Error()
+			}
+			notify(sdnotify.Ready(status))
 			continue
 		}
+		notify(sdnotify.Stopping())
 		if dev != nil {
 			fmt.Fprintf(os.Stderr, "pollproxy: %v: draining connections (up to %v)\n", s, dev.GracePeriod)
 		}
@@ -92,6 +105,14 @@ func serveUntilSignal(in *app.Instance, lf loopFlags, dev *config.Config) error 
 		return err
 	}
 	return nil
+}
+
+// notify reports a failed notification: systemd would then wait for a
+// readiness that never comes, so the operator should see why.
+func notify(err error) {
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "pollproxy: %v\n", err)
+	}
 }
 
 // devConfig is the configuration of a development command: one site for
