@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -402,11 +403,38 @@ func (p *parser) uri(d *caddyfile.Dispenser, n *route.Node) {
 			}
 			n.Limit = l
 		}
-	case "path_regexp", "query":
-		p.errf(d, "uri: %s is not supported by pollproxy", args[0])
-		skipBlock(d) // uri query { ... }: said once for the whole block
+	case "path_regexp":
+		if len(args) != 3 {
+			p.errf(d, "uri: path_regexp wants a regular expression and a replacement")
+			return
+		}
+		re, err := regexp.Compile(args[1])
+		if err != nil {
+			p.errf(d, "uri: path_regexp %q: %v", args[1], err)
+			return
+		}
+		n.URIOp, n.Regexp, n.ReplBy = route.RegexpPath, re, args[2]
+	case "query":
+		n.URIOp, n.Query = route.EditQuery, &route.QueryOps{}
+		if len(args) > 1 {
+			if err := n.Query.ParseQueryOp(args[1:]); err != nil {
+				p.errf(d, "uri: %v", err)
+			}
+			if at, ok := openedBlock(d); ok {
+				p.errAt(at, "uri: query edits go on the line or in a block, not both (as in Caddy)")
+			}
+			return
+		}
+		for nest := d.Nesting(); d.NextBlock(nest); {
+			if err := n.Query.ParseQueryOp(append([]string{d.Val()}, d.RemainingArgs()...)); err != nil {
+				p.errf(d, "uri: %v", err)
+			}
+		}
+		if len(n.Query.Rename)+len(n.Query.Set)+len(n.Query.Add)+len(n.Query.Replace)+len(n.Query.Delete) == 0 {
+			p.errf(d, "uri: query wants an edit on the line or in a block")
+		}
 	default:
-		p.errf(d, "uri: unknown operation %q (want strip_prefix, strip_suffix, replace)", args[0])
+		p.errf(d, "uri: unknown operation %q (want strip_prefix, strip_suffix, replace, path_regexp, query)", args[0])
 	}
 }
 

@@ -1,6 +1,7 @@
 package route
 
 import (
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -38,6 +39,8 @@ const (
 	StripPrefix byte = 'p'
 	StripSuffix byte = 's'
 	Replace     byte = 'r'
+	RegexpPath  byte = 'x' // Regexp in the path, replaced by ReplBy
+	EditQuery   byte = 'q' // the query edits in Query
 )
 
 // Node is one compiled route: a matcher set and what to do.
@@ -57,6 +60,8 @@ type Node struct {
 	URIOp        byte   // URI
 	Find, ReplBy string // URI: the prefix, suffix or search text; Replace's replacement
 	Limit        int    // URI Replace: at most this many (0: all)
+	Regexp       *regexp.Regexp
+	Query        *QueryOps
 
 	Status int             // Redirect, Respond
 	Static *static.Handler // Respond; Redirect with a literal target
@@ -198,6 +203,14 @@ func (h *Handler) uri(n *Node) {
 		}
 		if strings.Contains(p, n.Find) {
 			h.setPath(strings.Replace(p, n.Find, n.ReplBy, limit) + q)
+		}
+	case RegexpPath:
+		h.setPath(n.Regexp.ReplaceAllString(p, n.ReplBy) + q)
+	case EditQuery:
+		if nq := n.Query.apply(strings.TrimPrefix(q, "?"), h.ctx.Req); nq != "" {
+			h.setPath(p + "?" + nq)
+		} else {
+			h.setPath(p)
 		}
 	}
 }
