@@ -357,8 +357,15 @@ func (p *parser) header(d *caddyfile.Dispenser, n *route.Node, name string) {
 			continue
 		}
 		if d.Val() == "match" {
-			p.errf(d, "%s: match is not supported by pollproxy", name)
-			skipBlock(d)
+			if !response {
+				p.errf(d, "%s: match is for response edits (header), as in Caddy", name)
+				skipBlock(d)
+				continue
+			}
+			if n.RespMatch == nil {
+				n.RespMatch = &route.ResponseMatch{}
+			}
+			p.responseMatch(d, n.RespMatch)
 			continue
 		}
 		args := append([]string{d.Val()}, d.RemainingArgs()...)
@@ -366,6 +373,32 @@ func (p *parser) header(d *caddyfile.Dispenser, n *route.Node, name string) {
 	}
 	if len(n.Ops) == 0 {
 		p.errf(d, "%s: want a field edit, e.g. %s Strict-Transport-Security max-age=31536000", name, name)
+	}
+}
+
+// responseMatch reads a response matcher, on the line (match status 2xx)
+// or as a block of status and header lines.
+func (p *parser) responseMatch(d *caddyfile.Dispenser, m *route.ResponseMatch) {
+	line := func(args []string) {
+		var err error
+		switch args[0] {
+		case "status":
+			err = m.AddStatus(args[1:])
+		case "header":
+			err = m.AddHeader(args[1:])
+		default:
+			err = fmt.Errorf("unknown response matcher %q (want status, header)", args[0])
+		}
+		if err != nil {
+			p.errf(d, "header: match: %v", err)
+		}
+	}
+	if args := d.RemainingArgs(); len(args) > 0 {
+		line(args)
+		return
+	}
+	for nest := d.Nesting(); d.NextBlock(nest); {
+		line(append([]string{d.Val()}, d.RemainingArgs()...))
 	}
 }
 

@@ -53,7 +53,8 @@ type Node struct {
 	Exclusive int
 	Kind      Kind
 
-	Ops []HeaderOp // EditResponse, EditRequest
+	Ops       []HeaderOp     // EditResponse, EditRequest
+	RespMatch *ResponseMatch // EditResponse: only responses it matches (header's match)
 
 	To Template // Rewrite; Redirect's target
 
@@ -312,7 +313,9 @@ func (rw *respWriter) WriteHeader(status int, fields []stream.Field, end bool) e
 		nodes = rw.more
 	}
 	for _, n := range nodes {
-		fs = ApplyHeaderOps(fs, n.Ops, &rw.req)
+		if n.RespMatch == nil || n.RespMatch.Matches(status, fs) {
+			fs = ApplyHeaderOps(fs, n.Ops, &rw.req)
+		}
 	}
 	rw.h.fields = fs[:0]
 	return rw.ResponseWriter.WriteHeader(status, fs, end)
