@@ -52,6 +52,7 @@ func TestParseFull(t *testing.T) {
 		}
 	}
 	grace_period 20s
+	metrics
 	log {
 		format common
 		output stdout
@@ -125,7 +126,7 @@ localhost:8443 {
 		t.Fatalf("%d sites", len(c.Sites))
 	}
 	s := c.Sites[0]
-	if len(s.Addrs) != 2 || s.Addrs[0].Host != "example.com" || s.Addrs[0].Port != 443 || s.Pos.Line != 37 {
+	if len(s.Addrs) != 2 || s.Addrs[0].Host != "example.com" || s.Addrs[0].Port != 443 || s.Pos.Line != 38 {
 		t.Errorf("site 0 %+v", s)
 	}
 	rp := *s.Proxies[0]
@@ -378,6 +379,8 @@ func TestErrors(t *testing.T) {
 			`Caddyfile:5: listener_wrappers: proxy_protocol fallback_policy: unknown policy "trust"`},
 		{"proxy_protocol allow", "{\n\tservers {\n\t\tlistener_wrappers {\n\t\t\tproxy_protocol {\n\t\t\t\tallow 10.0.0.0/99\n\t\t\t}\n\t\t}\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
 			`Caddyfile:5: listener_wrappers: proxy_protocol allow: want one or more IP ranges`},
+		{"metrics per_host", "{\n\tmetrics {\n\t\tper_host\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
+			`Caddyfile:3: metrics: per_host is not supported by pollproxy`},
 		{"bad grace", "{\n\tgrace_period -1s\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
 			`Caddyfile:2: grace_period: "-1s": want a positive duration`},
 		{"bad log format", "{\n\tlog {\n\t\tformat xml\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),

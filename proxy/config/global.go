@@ -15,7 +15,7 @@ import (
 
 var globalOptions = []string{"poller", "loops", "admin", "email", "acme_ca", "storage",
 	"default_bind", "http_port", "servers", "grace_period", "log", "h2_extended_connect",
-	"ab_interval"}
+	"ab_interval", "metrics"}
 
 func (p *parser) global(b caddyfile.ServerBlock) {
 	c := p.cfg
@@ -90,6 +90,8 @@ func (p *parser) global(b caddyfile.ServerBlock) {
 			p.extendedConnect(d)
 		case "ab_interval":
 			c.ABInterval = p.abInterval(d)
+		case "metrics", "servers_metrics":
+			p.metrics(d, name)
 		default:
 			if unsupportedGlobal[name] {
 				p.errf(d, "%s is not supported by pollproxy", name)
@@ -218,8 +220,10 @@ func (p *parser) servers(d *caddyfile.Dispenser) {
 			}
 		case "listener_wrappers":
 			p.listenerWrappers(d)
+		case "metrics":
+			p.metrics(d, "servers_metrics")
 		default:
-			p.notOurs(d, "servers: ", sub, unsupportedServers, "timeouts, trusted_proxies, client_ip_headers, max_header_size, listener_wrappers")
+			p.notOurs(d, "servers: ", sub, unsupportedServers, "timeouts, trusted_proxies, client_ip_headers, max_header_size, listener_wrappers, metrics")
 		}
 	}
 }
@@ -298,5 +302,27 @@ func (p *parser) log(d *caddyfile.Dispenser) {
 			d.RemainingArgs()
 			skipBlock(d)
 		}
+	}
+}
+
+// metrics reads Caddy's metrics global option (and servers { metrics }):
+// what it turns on, pollproxy always has — Prometheus metrics on the
+// admin listener's /metrics. per_host, which labels them by host, is not
+// supported.
+func (p *parser) metrics(d *caddyfile.Dispenser, name string) {
+	label := "metrics"
+	if name == "servers_metrics" {
+		label = "servers: metrics"
+	}
+	if args := d.RemainingArgs(); len(args) > 0 {
+		p.errf(d, "%s: want no argument, or a block", label)
+	}
+	for n := d.Nesting(); d.NextBlock(n); {
+		if d.Val() == "per_host" {
+			p.errf(d, "%s: per_host is not supported by pollproxy (its metrics are labelled by poller, loop and upstream)", label)
+		} else {
+			p.errf(d, "%s: unknown option %q", label, d.Val())
+		}
+		d.RemainingArgs()
 	}
 }
