@@ -664,6 +664,7 @@ func (c *conn) destroy(err error) {
 	c.sess.Close()
 	c.plain = nil
 	delete(c.ls.conns, c)
+	c.ls.load.Add(-1)
 	c.ls.srv.active.Add(-1)
 }
 

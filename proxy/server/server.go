@@ -73,6 +73,7 @@ type Server struct {
 	accepted        atomic.Uint64
 	handshakeErrors atomic.Uint64
 	rejected        atomic.Uint64
+	handedOff       atomic.Uint64 // connections accepted by one loop, served by another
 }
 
 // loopState is what the server keeps per loop: only that loop touches it.
@@ -88,6 +89,9 @@ type loopState struct {
 	localAddr net.Addr
 	wildcard  bool           // listening on every address: ask each socket its own
 	sweep     *netpoll.Timer // the idle sweep, armed while there are connections
+	// load is the loop's connections and those handed to it not yet
+	// adopted: read by the other loops' accepts (leastLoaded).
+	load atomic.Int64
 }
 
 // idleCollect is how many bytes the sweeps must have let go of before
@@ -268,10 +272,45 @@ func orDefault(v, d int) int {
 // configured one was 0).
 func (s *Server) Addr() netip.AddrPort { return s.addr }
 
+// accept takes a connection a loop's listener accepted. The kernel's
+// SO_REUSEPORT hash spreads connections unevenly (three times as many on
+// one loop as on another is common with a handful of clients), and a
+// busier loop batches more per wait, which is what an A/B comparison of
+// pollers must not measure: a connection accepted by a loop holding more
+// than the least-loaded one goes to that one instead, through its task
+// queue, before it is registered anywhere. The loops' counts then differ
+// by at most one while they fill.
 func (ls *loopState) accept(fd int, remote netip.AddrPort) {
+	ls.srv.accepted.Add(1)
+	if to := ls.leastLoaded(); to != ls {
+		to.load.Add(1)
+		ls.srv.handedOff.Add(1)
+		to.loop.Post(func() { to.adopt(fd, remote, true) })
+		return
+	}
+	ls.adopt(fd, remote, false)
+}
+
+// leastLoaded is the loop with the fewest connections, ls itself on a tie.
+func (ls *loopState) leastLoaded() *loopState {
+	best, n := ls, ls.load.Load()
+	for _, o := range ls.srv.loops {
+		if m := o.load.Load(); m < n {
+			best, n = o, m
+		}
+	}
+	return best
+}
+
+// adopt makes fd a connection of this loop; counted says its load was
+// already taken (a hand-off).
+func (ls *loopState) adopt(fd int, remote netip.AddrPort, counted bool) {
 	s := ls.srv
-	s.accepted.Add(1)
+	if !counted {
+		ls.load.Add(1)
+	}
 	if ls.draining {
+		ls.load.Add(-1)
 		unix.Close(fd)
 		return
 	}
@@ -280,6 +319,7 @@ func (ls *loopState) accept(fd int, remote netip.AddrPort) {
 	c.sess = pptls.NewServerSession(s.cfg.TLS, ls.connLocalAddr(fd), net.TCPAddrFromAddrPort(remote))
 	d, err := ls.loop.Register(fd, c, netpoll.Read)
 	if err != nil {
+		ls.load.Add(-1)
 		unix.Close(fd)
 		s.rejected.Add(1)
 		return
@@ -326,6 +366,10 @@ type Stats struct {
 	Accepted        uint64
 	HandshakeErrors uint64
 	Rejected        uint64
+	// HandedOff counts connections one loop accepted and handed to a
+	// less loaded one; Loads is each loop's connections now.
+	HandedOff uint64
+	Loads     []int64
 }
 
 // Stats returns the server's counters; safe from any goroutine.
@@ -335,7 +379,17 @@ func (s *Server) Stats() Stats {
 		Accepted:        s.accepted.Load(),
 		HandshakeErrors: s.handshakeErrors.Load(),
 		Rejected:        s.rejected.Load(),
+		HandedOff:       s.handedOff.Load(),
+		Loads:           s.loads(),
 	}
+}
+
+func (s *Server) loads() []int64 {
+	n := make([]int64, len(s.loops))
+	for i, ls := range s.loops {
+		n[i] = ls.load.Load()
+	}
+	return n
 }
 
 // Shutdown stops accepting, asks every connection to finish gracefully
