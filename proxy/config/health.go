@@ -1,8 +1,10 @@
 package config
 
 import (
+	"net"
 	"net/http"
 	"regexp"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
@@ -11,7 +13,7 @@ import (
 
 // activeHealthOptions are reverse_proxy's active health subdirectives,
 // with Caddy's meanings.
-var activeHealthOptions = []string{"health_uri", "health_port", "health_interval", "health_timeout",
+var activeHealthOptions = []string{"health_uri", "health_port", "health_upstream", "health_interval", "health_timeout",
 	"health_status", "health_body", "health_headers", "health_passes", "health_fails"}
 
 // activeHealth reads one active health subdirective (named sub) into rp.
@@ -27,9 +29,22 @@ func (p *parser) activeHealth(d *caddyfile.Dispenser, rp *Proxy, sub string) {
 			a.URI = v
 		}
 	case "health_port":
+		if a.Upstream != "" {
+			p.errf(d, "%s: health_port and health_upstream go one or the other, as in Caddy", label)
+		}
 		a.Port = p.intArg(d, label, 1)
 		if a.Port > 65535 {
 			p.errf(d, "%s: %d: want a port in 1-65535", label, a.Port)
+		}
+	case "health_upstream":
+		if v, ok := p.oneArg(d, label, "host:port"); ok {
+			if _, port, err := net.SplitHostPort(v); err != nil || port == "" {
+				p.errf(d, "%s: %q: want host:port", label, v)
+			}
+			if a.Port != 0 {
+				p.errf(d, "%s: health_port and health_upstream go one or the other, as in Caddy", label)
+			}
+			a.Upstream = v
 		}
 	case "health_interval":
 		a.Interval = p.durationArg(d, label)
@@ -62,6 +77,9 @@ func (p *parser) activeHealth(d *caddyfile.Dispenser, rp *Proxy, sub string) {
 				vals = []string{""}
 			}
 			for _, v := range vals {
+				if rest := strings.ReplaceAll(v, upstream.TargetUpstream, ""); strings.Contains(rest, "{") {
+					p.errf(d, "%s: %q: placeholders other than %s are not supported by pollproxy here", label, v, upstream.TargetUpstream)
+				}
 				a.Headers.Add(name, v)
 			}
 		}

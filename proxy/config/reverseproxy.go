@@ -93,7 +93,7 @@ func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
 			p.dynamic(d, &rp)
 		case "transport":
 			p.transport(d, &rp)
-		case "health_uri", "health_port", "health_interval", "health_timeout", "health_status",
+		case "health_uri", "health_port", "health_upstream", "health_interval", "health_timeout", "health_status",
 			"health_body", "health_headers", "health_passes", "health_fails":
 			p.activeHealth(d, &rp, sub)
 		case "stream_timeout", "stream_close_delay":

@@ -50,7 +50,7 @@ var unsupportedProxy = set("trusted_proxies", "buffer_requests", "buffer_respons
 	"request_buffers", "response_buffers", "max_buffer_size", "handle_response", "replace_status",
 	"method", "rewrite", "unhealthy_request_count", "verbose_logs", "stream_buffer_size",
 	"weighted_round_robin", "health_path", "health_follow_redirects", "health_method",
-	"health_request_body", "health_upstream", "health_query")
+	"health_request_body", "health_query")
 
 var unsupportedTransport = set("read_buffer", "write_buffer", "max_response_header",
 	"dial_fallback_delay", "expect_continue_timeout", "resolvers", "tls", "tls_client_auth",

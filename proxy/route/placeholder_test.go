@@ -15,7 +15,7 @@ func TestPlaceholders(t *testing.T) {
 	r := &stream.Request{
 		Method: "GET", Scheme: "https", Authority: "Shop.Example.com:8443", Path: "/api/v2/items?page=3&q=a%20b",
 		RemoteAddr: netip.MustParseAddrPort("198.51.100.7:5555"),
-		Header: []stream.Field{{Name: "cookie", Value: "theme=dark; session=\"abc\""}, {Name: "x-tenant", Value: "acme"}},
+		Header:     []stream.Field{{Name: "cookie", Value: "theme=dark; session=\"abc\""}, {Name: "x-tenant", Value: "acme"}},
 	}
 	for tmpl, want := range map[string]string{
 		"{labels.0}.{labels.1}.{labels.2}|{labels.3}":      "com.example.shop|",

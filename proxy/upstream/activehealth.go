@@ -25,6 +25,10 @@ type ActiveHealth struct {
 	// is set; URI defaults to "/".
 	URI  string
 	Port int
+	// Upstream, when set, is the host:port checked instead of the
+	// upstream's own address (health_upstream: a sidecar that reports on
+	// the upstream); the check asks for that host.
+	Upstream string
 	// Interval between checks (health_interval, default 30 s) and Timeout
 	// of one (health_timeout, default 5 s).
 	Interval, Timeout time.Duration
@@ -42,8 +46,13 @@ type ActiveHealth struct {
 	Passes, Fails int
 }
 
+// TargetUpstream is Caddy's placeholder for the upstream a check is
+// about (its host:port), filled in health_headers: with health_upstream
+// the check goes elsewhere and says which upstream it means.
+const TargetUpstream = "{http.reverse_proxy.active.target_upstream}"
+
 // Enabled reports whether active checks are configured.
-func (a ActiveHealth) Enabled() bool { return a.URI != "" || a.Port != 0 }
+func (a ActiveHealth) Enabled() bool { return a.URI != "" || a.Port != 0 || a.Upstream != "" }
 
 func (a ActiveHealth) withDefaults() ActiveHealth {
 	if a.URI == "" {
@@ -119,7 +128,7 @@ func sameHealth(a, b ActiveHealth) bool {
 	if fmt.Sprint(a.Headers) != fmt.Sprint(b.Headers) {
 		return false
 	}
-	return a.URI == b.URI && a.Port == b.Port && a.Interval == b.Interval && a.Timeout == b.Timeout &&
+	return a.URI == b.URI && a.Port == b.Port && a.Upstream == b.Upstream && a.Interval == b.Interval && a.Timeout == b.Timeout &&
 		a.Status == b.Status && a.Passes == b.Passes && a.Fails == b.Fails
 }
 
@@ -134,6 +143,9 @@ func (c *healthCheck) run(ctx context.Context, u *Upstream) {
 		DisableKeepAlives: true,
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
+			if c.cfg.Upstream != "" {
+				return d.DialContext(ctx, "tcp", c.cfg.Upstream)
+			}
 			if u.Path != "" {
 				return d.DialContext(ctx, "unix", u.Path)
 			}
@@ -177,7 +189,10 @@ const maxHealthBody = 1 << 20
 // check asks the upstream once; nil means healthy.
 func (c *healthCheck) check(ctx context.Context, cl *http.Client, u *Upstream) error {
 	host := u.Name
-	if u.Path != "" {
+	switch {
+	case c.cfg.Upstream != "":
+		host = c.cfg.Upstream
+	case u.Path != "":
 		host = "localhost"
 	}
 	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+host+c.cfg.URI, nil)
@@ -185,11 +200,15 @@ func (c *healthCheck) check(ctx context.Context, cl *http.Client, u *Upstream) e
 		return err
 	}
 	for k, vs := range c.cfg.Headers {
+		filled := make([]string, len(vs))
+		for i, v := range vs {
+			filled[i] = strings.ReplaceAll(v, TargetUpstream, u.Name)
+		}
 		if strings.EqualFold(k, "Host") && len(vs) > 0 {
-			req.Host = vs[0]
+			req.Host = filled[0]
 			continue
 		}
-		req.Header[k] = vs
+		req.Header[k] = filled
 	}
 	res, err := cl.Do(req)
 	if err != nil {

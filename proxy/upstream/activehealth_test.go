@@ -152,3 +152,30 @@ func TestActiveHealthPortAndSocket(t *testing.T) {
 		t.Errorf("checks: health port %d, socket %d", o.checks.Load(), unixOrigin.checks.Load())
 	}
 }
+
+// TestActiveHealthUpstream: health_upstream checks another address (a
+// sidecar) for the upstream, asking for that host, and health_headers'
+// {http.reverse_proxy.active.target_upstream} names the upstream meant.
+func TestActiveHealthUpstream(t *testing.T) {
+	sidecar := &healthOrigin{}
+	sidecar.sick.Store(true)
+	side := httptest.NewServer(sidecar)
+	defer side.Close()
+	app := httptest.NewServer(http.NotFoundHandler()) // the upstream itself has no /healthz
+	defer app.Close()
+	up := upstreamOf(t, app)
+	sideAddr := side.Listener.Addr().String()
+
+	hc := upstream.NewHealthChecker()
+	defer hc.Close()
+	hc.Update(map[*upstream.Upstream]upstream.ActiveHealth{
+		up: {URI: "/healthz", Upstream: sideAddr, Interval: 10 * time.Millisecond, Body: regexp.MustCompile(`^ok$`),
+			Headers: http.Header{"X-Check": {upstream.TargetUpstream}}},
+	})
+	awaitHealth(t, up, true)
+	sidecar.sick.Store(false)
+	awaitHealth(t, up, false)
+	if got, want := sidecar.asked.Load(), sideAddr+" "+up.Name; got != want {
+		t.Errorf("the sidecar was asked %q, want %q", got, want)
+	}
+}
