@@ -35,20 +35,23 @@ const (
 	HeaderHash       Policy = "header" // PolicyArg: the field; random without it
 	QueryHash        Policy = "query"  // PolicyArg: the key; random without it
 	Cookie           Policy = "cookie" // PolicyArg: the cookie's name (default lb)
+	// WeightedRoundRobin cycles over Weights' slots; an upstream weighted
+	// 0 is never picked.
+	WeightedRoundRobin Policy = "weighted_round_robin"
 )
 
 // ValidPolicy reports whether p names a known policy.
 func ValidPolicy(p Policy) bool {
 	switch p {
 	case RoundRobin, LeastConnections, First, Random, RandomChoose, IPHash, ClientIPHash,
-		URIHash, HeaderHash, QueryHash, Cookie, "":
+		URIHash, HeaderHash, QueryHash, Cookie, WeightedRoundRobin, "":
 		return true
 	}
 	return false
 }
 
 // PolicyNames lists the policies for error messages.
-const PolicyNames = "round_robin, least_conn, first, random, random_choose, ip_hash, client_ip_hash, uri_hash, header, query, cookie"
+const PolicyNames = "round_robin, weighted_round_robin, least_conn, first, random, random_choose, ip_hash, client_ip_hash, uri_hash, header, query, cookie"
 
 // group is one loop's view of an upstream set: a pool per upstream and the
 // balancer's state.
@@ -60,6 +63,10 @@ type group struct {
 	choose int
 	// cookies[i] is the cookie value naming pools[i] (cookie policy).
 	cookies []string
+	// weights[i] is pools[i]'s weight, total their sum
+	// (weighted_round_robin).
+	weights []int
+	total   int
 }
 
 // hashSeed is shared by every loop, so that a key hashes to the same
@@ -254,6 +261,8 @@ func (g *group) pickPass(pass int, now time.Time, skip *upstream.Upstream, k *pi
 			}
 		}
 		return nil
+	case WeightedRoundRobin:
+		return g.weighted(pass, now, skip)
 	}
 	for i := 0; i < n; i++ {
 		j := (g.next + i) % n
@@ -273,4 +282,46 @@ func mix(x uint64) uint64 {
 	x ^= x >> 27
 	x *= 0x94d049bb133111eb
 	return x ^ x>>31
+}
+
+// weighted picks as Caddy's weighted_round_robin does: the cursor's slot
+// among the weights names the k-th weighted upstream, and the k-th (modulo
+// their number) of the usable ones with a weight is picked, so an upstream
+// that is down passes its turns to the next.
+func (g *group) weighted(pass int, now time.Time, skip *upstream.Upstream) *pool {
+	if len(g.weights) < 2 || g.total == 0 {
+		return g.pools[0]
+	}
+	slot := g.next % g.total
+	g.next++
+	k := 0
+	for _, w := range g.weights {
+		if w == 0 {
+			continue
+		}
+		if slot < w {
+			break
+		}
+		slot -= w
+		k++
+	}
+	usable := 0
+	for i, w := range g.weights {
+		if i < len(g.pools) && w > 0 && g.usable(i, pass, now, skip) {
+			usable++
+		}
+	}
+	if usable == 0 {
+		return nil
+	}
+	k %= usable
+	for i, w := range g.weights {
+		if i < len(g.pools) && w > 0 && g.usable(i, pass, now, skip) {
+			if k == 0 {
+				return g.pools[i]
+			}
+			k--
+		}
+	}
+	return nil
 }

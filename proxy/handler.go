@@ -45,6 +45,8 @@ type Config struct {
 	// HMAC.
 	PolicyArg    string
 	CookieSecret string
+	// Weights are weighted_round_robin's, one per upstream in order.
+	Weights []int
 	// Retries is how many more upstreams a request whose connection failed
 	// (nothing sent yet) may try: Caddy's lb_retries. TryDuration, when
 	// set, lets it keep trying that long instead (lb_try_duration), waiting
@@ -137,6 +139,10 @@ type Handler struct {
 func NewHandler(l *netpoll.Loop, cfg Config) *Handler {
 	h := &Handler{loop: l, cfg: cfg, upHead: route.UsesUpstream(cfg.HeaderUp), group: group{policy: cfg.Policy, rnd: uint64(l.ID())*0x9e3779b97f4a7c15 + 1, choose: 2}}
 	h.failures, _ = cfg.Observer.(observe.FailureObserver)
+	for _, w := range cfg.Weights {
+		h.group.weights = append(h.group.weights, w)
+		h.group.total += w
+	}
 	if cfg.Policy == RandomChoose && cfg.PolicyArg != "" {
 		if n, err := strconv.Atoi(cfg.PolicyArg); err == nil && n > 0 {
 			h.group.choose = n

@@ -239,6 +239,11 @@ func TestPolicies(t *testing.T) {
 		reverse_proxy %[4]s {
 			lb_retries 0
 		}
+	}
+	handle /weighted/* {
+		reverse_proxy %[1]s %[2]s %[3]s {
+			lb_policy weighted_round_robin 3 1 0
+		}
 	}`, a, b, c, refused)
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		port, cls := startSite(t, backend, site)
@@ -305,6 +310,17 @@ func TestPolicies(t *testing.T) {
 		}
 		if _, resp := get("/noretry/x", nil); resp.StatusCode != 502 {
 			t.Errorf("refused upstream: %d, want 502", resp.StatusCode)
+		}
+
+		// weighted_round_robin 3 1 0, one loop: a three times in every
+		// four, b once, c (weight 0) never.
+		counts := map[string]int{}
+		for i := 0; i < 40; i++ {
+			up, _ := get("/weighted/x", nil)
+			counts[up]++
+		}
+		if counts["a"] != 30 || counts["b"] != 10 || counts["c"] != 0 {
+			t.Errorf("weighted_round_robin 3 1 0: %v, want a 30, b 10, c 0", counts)
 		}
 	})
 }

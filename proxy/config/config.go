@@ -147,8 +147,11 @@ type Proxy struct {
 	Upstreams []string // host:port
 	Policy    proxy.Policy
 	// PolicyArg and CookieSecret: lb_policy header FIELD, query KEY,
-	// cookie NAME [SECRET], random_choose N.
+	// cookie NAME [SECRET], random_choose N; Weights: weighted_round_robin
+	// W... (at PolicyPos).
 	PolicyArg, CookieSecret string
+	Weights                 []int
+	PolicyPos               Pos
 	// Retries is lb_retries (-1 for an explicit 0); TryDuration and
 	// TryInterval are lb_try_duration and lb_try_interval.
 	Retries                  int
@@ -191,6 +194,7 @@ func (p Proxy) ProxyConfig(ups []*upstream.Upstream) proxy.Config {
 		Upstreams:             ups,
 		Policy:                p.Policy,
 		PolicyArg:             p.PolicyArg,
+		Weights:               p.Weights,
 		CookieSecret:          p.CookieSecret,
 		Retries:               p.Retries,
 		TryDuration:           p.TryDuration,

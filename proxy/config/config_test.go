@@ -199,9 +199,9 @@ func TestErrors(t *testing.T) {
 	for _, tc := range []struct{ name, in, want string }{
 		// reverse_proxy
 		{"unknown policy", rp("\t\tlb_policy fastest"),
-			`Caddyfile:3: reverse_proxy: lb_policy: unknown policy "fastest" (want round_robin, least_conn, first, random,`},
-		{"weighted policy", rp("\t\tlb_policy weighted_round_robin 1 2"),
-			`Caddyfile:3: reverse_proxy: lb_policy: weighted_round_robin is not supported by pollproxy`},
+			`Caddyfile:3: reverse_proxy: lb_policy: unknown policy "fastest" (want round_robin, weighted_round_robin, least_conn, first, random,`},
+		{"weighted policy", rp("\t\tlb_policy weighted_round_robin 1 x"),
+			`Caddyfile:3: reverse_proxy: lb_policy: weight "x": want a whole number >= 0`},
 		{"header policy without field", rp("\t\tlb_policy header"),
 			`Caddyfile:3: reverse_proxy: lb_policy: header wants one argument: the field name`},
 		{"policy argument", rp("\t\tlb_policy round_robin x"),

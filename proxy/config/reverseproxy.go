@@ -114,6 +114,9 @@ func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
 	if rp.Dynamic != nil && len(rp.Upstreams) > 1 {
 		p.errAt(rp.Pos, "reverse_proxy: static upstreams beside dynamic (Caddy's fallback) are not supported by pollproxy")
 	}
+	if rp.Policy == proxy.WeightedRoundRobin && len(rp.Weights) > 0 && len(rp.Weights) < len(rp.Upstreams) {
+		p.errAt(rp.PolicyPos, "reverse_proxy: lb_policy weighted_round_robin: %d weights for %d upstreams (want one per upstream, in order)", len(rp.Weights), len(rp.Upstreams))
+	}
 	if len(rp.Upstreams) == 0 && len(p.errs) == errs {
 		p.errAt(rp.Pos, "reverse_proxy: no upstream (want: reverse_proxy host:port [host:port...])")
 	}
@@ -127,10 +130,19 @@ func (p *parser) lbPolicy(d *caddyfile.Dispenser, rp *Proxy, label string) {
 		return
 	}
 	pol := proxy.Policy(args[0])
-	rp.Policy = pol
+	rp.Policy, rp.PolicyPos = pol, dpos(d)
 	switch {
-	case args[0] == "weighted_round_robin":
-		p.errf(d, "%s: weighted_round_robin is not supported by pollproxy", label)
+	case pol == proxy.WeightedRoundRobin:
+		if len(args) == 1 {
+			p.errf(d, "%s: weighted_round_robin wants a weight per upstream", label)
+		}
+		for _, a := range args[1:] {
+			w, err := strconv.Atoi(a)
+			if err != nil || w < 0 {
+				p.errf(d, "%s: weight %q: want a whole number >= 0", label, a)
+			}
+			rp.Weights = append(rp.Weights, w)
+		}
 	case !proxy.ValidPolicy(pol):
 		p.errf(d, "%s: unknown policy %q (want %s)", label, args[0], proxy.PolicyNames)
 	case pol == proxy.HeaderHash || pol == proxy.QueryHash:
