@@ -67,6 +67,8 @@ type group struct {
 	// (weighted_round_robin).
 	weights []int
 	total   int
+	// fallback picks when a hashing or cookie policy has no key.
+	fallback Policy
 }
 
 // hashSeed is shared by every loop, so that a key hashes to the same
@@ -204,13 +206,13 @@ func (g *group) pickPass(pass int, now time.Time, skip *upstream.Upstream, k *pi
 	switch policy {
 	case IPHash, ClientIPHash, URIHash, HeaderHash, QueryHash:
 		if !k.hashed {
-			policy = Random
+			policy = g.fallback
 		}
 	case Cookie:
 		if k.cookie >= 0 && g.usable(k.cookie, pass, now, skip) {
 			return g.pools[k.cookie]
 		}
-		policy = Random
+		policy = g.fallback
 	}
 	switch policy {
 	case IPHash, ClientIPHash, URIHash, HeaderHash, QueryHash:

@@ -47,6 +47,11 @@ type Config struct {
 	CookieSecret string
 	// Weights are weighted_round_robin's, one per upstream in order.
 	Weights []int
+	// Fallback picks when header, query or cookie finds no key (Caddy's
+	// policy block; random when empty); FallbackChoose is its
+	// random_choose N.
+	Fallback       Policy
+	FallbackChoose int
 	// Retries is how many more upstreams a request whose connection failed
 	// (nothing sent yet) may try: Caddy's lb_retries. TryDuration, when
 	// set, lets it keep trying that long instead (lb_try_duration), waiting
@@ -139,6 +144,13 @@ type Handler struct {
 func NewHandler(l *netpoll.Loop, cfg Config) *Handler {
 	h := &Handler{loop: l, cfg: cfg, upHead: route.UsesUpstream(cfg.HeaderUp), group: group{policy: cfg.Policy, rnd: uint64(l.ID())*0x9e3779b97f4a7c15 + 1, choose: 2}}
 	h.failures, _ = cfg.Observer.(observe.FailureObserver)
+	h.group.fallback = cfg.Fallback
+	if h.group.fallback == "" {
+		h.group.fallback = Random
+	}
+	if cfg.FallbackChoose > 0 {
+		h.group.choose = cfg.FallbackChoose
+	}
 	for _, w := range cfg.Weights {
 		h.group.weights = append(h.group.weights, w)
 		h.group.total += w

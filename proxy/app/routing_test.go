@@ -240,6 +240,13 @@ func TestPolicies(t *testing.T) {
 			lb_retries 0
 		}
 	}
+	handle /fallback/* {
+		reverse_proxy %[3]s %[1]s %[2]s {
+			lb_policy header X-User {
+				fallback first
+			}
+		}
+	}
 	handle /weighted/* {
 		reverse_proxy %[1]s %[2]s %[3]s {
 			lb_policy weighted_round_robin 3 1 0
@@ -310,6 +317,14 @@ func TestPolicies(t *testing.T) {
 		}
 		if _, resp := get("/noretry/x", nil); resp.StatusCode != 502 {
 			t.Errorf("refused upstream: %d, want 502", resp.StatusCode)
+		}
+
+		// A header policy without its field falls back to first: c,
+		// every time; with it, the hash decides.
+		for i := 0; i < 4; i++ {
+			if up, _ := get("/fallback/x", nil); up != "c" {
+				t.Errorf("fallback first: request %d went to %s, want c", i, up)
+			}
 		}
 
 		// weighted_round_robin 3 1 0, one loop: a three times in every

@@ -46,7 +46,7 @@ var caddyDocExamples = []docExample{
 	{"reverse_proxy", "example.com {\n\treverse_proxy {\n\t\tdynamic a example.com 9000\n\t}\n}\n", ""},
 	{"reverse_proxy", "example.com {\n\treverse_proxy {\n\t\tdynamic srv _api._tcp.example.com\n\t}\n}\n", "Caddyfile:3: reverse_proxy: dynamic srv is not supported by pollproxy"},
 	{"reverse_proxy", "example.com {\n\treverse_proxy node1:80 node2:80 node3:80 {\n\t\thealth_uri /health\n\t\thealth_upstream 127.0.0.1:53336\n\t\thealth_headers {\n\t\t\tFull-Upstream {http.reverse_proxy.active.target_upstream}\n\t\t}\n\t}\n}\n", ""},
-	{"reverse_proxy", docSite("reverse_proxy localhost:9000 {\n\tlb_policy header X-Upstream {\n\t\tfallback first\n\t}\n}"), "Caddyfile:3: reverse_proxy: lb_policy: a policy block (fallback ...) is not supported by pollproxy; the fallback is random, as Caddy's default"},
+	{"reverse_proxy", docSite("reverse_proxy localhost:9000 {\n\tlb_policy header X-Upstream {\n\t\tfallback first\n\t}\n}"), ""},
 	{"reverse_proxy", docSite("reverse_proxy localhost:9000 {\n\theader_up Some-Header \"the value\"\n}"), ""},
 	{"reverse_proxy", docSite("reverse_proxy localhost:9000 {\n\theader_down +Some-Header \"first value\"\n\theader_down +Some-Header \"second value\"\n}"), ""},
 	{"reverse_proxy", docSite("reverse_proxy localhost:9000 {\n\theader_up -Some-Header\n}"), ""},

@@ -152,6 +152,10 @@ type Proxy struct {
 	PolicyArg, CookieSecret string
 	Weights                 []int
 	PolicyPos               Pos
+	// Fallback is the policy block's fallback (random when empty, as
+	// Caddy's default), FallbackChoose its random_choose N.
+	Fallback       proxy.Policy
+	FallbackChoose int
 	// Retries is lb_retries (-1 for an explicit 0); TryDuration and
 	// TryInterval are lb_try_duration and lb_try_interval.
 	Retries                  int
@@ -195,6 +199,8 @@ func (p Proxy) ProxyConfig(ups []*upstream.Upstream) proxy.Config {
 		Policy:                p.Policy,
 		PolicyArg:             p.PolicyArg,
 		Weights:               p.Weights,
+		Fallback:              p.Fallback,
+		FallbackChoose:        p.FallbackChoose,
 		CookieSecret:          p.CookieSecret,
 		Retries:               p.Retries,
 		TryDuration:           p.TryDuration,

@@ -178,8 +178,45 @@ func (p *parser) lbPolicy(d *caddyfile.Dispenser, rp *Proxy, label string) {
 			p.errf(d, "%s: %s takes no argument", label, pol)
 		}
 	}
-	if at, ok := openedBlock(d); ok {
-		p.errAt(at, "%s: a policy block (fallback ...) is not supported by pollproxy; the fallback is random, as Caddy's default", label)
+	for n := d.Nesting(); d.NextBlock(n); {
+		if d.Val() != "fallback" {
+			p.errf(d, "%s: unknown option %q in the policy block (want fallback)", label, d.Val())
+			d.RemainingArgs()
+			continue
+		}
+		switch pol {
+		case proxy.HeaderHash, proxy.QueryHash, proxy.Cookie:
+		default:
+			p.errf(d, "%s: %s always picks; fallback is for header, query and cookie", label, pol)
+		}
+		args := d.RemainingArgs()
+		if len(args) == 0 {
+			p.errf(d, "%s: fallback wants a policy", label)
+			continue
+		}
+		switch fb := proxy.Policy(args[0]); fb {
+		case proxy.RoundRobin, proxy.LeastConnections, proxy.First, proxy.Random:
+			if len(args) > 1 {
+				p.errf(d, "%s: fallback %s takes no argument", label, fb)
+			}
+			rp.Fallback = fb
+		case proxy.RandomChoose:
+			if len(args) > 2 {
+				p.errf(d, "%s: fallback random_choose takes one number", label)
+			} else if len(args) == 2 {
+				if n, err := strconv.Atoi(args[1]); err != nil || n < 1 {
+					p.errf(d, "%s: fallback random_choose %q: want a whole number >= 1", label, args[1])
+				} else {
+					rp.FallbackChoose = n
+				}
+			}
+			rp.Fallback = fb
+		default:
+			p.errf(d, "%s: fallback %s is not supported by pollproxy (want round_robin, least_conn, first, random or random_choose)", label, args[0])
+		}
+		if at, ok := openedBlock(d); ok {
+			p.errAt(at, "%s: a fallback's own block is not supported by pollproxy", label)
+		}
 	}
 }
 
