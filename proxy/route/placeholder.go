@@ -27,7 +27,8 @@ const (
 	phRemotePort
 	phRemote
 	phClientIP
-	phHeader // the request field named by part.text
+	phHeader   // the request field named by part.text
+	phAuthUser // the user basic_auth authenticated
 	// The upstream's address, known only once one is picked: Append
 	// writes a mark (UpstreamMark and a kind byte) that FillUpstream
 	// replaces for each upstream a request tries.
@@ -59,6 +60,7 @@ var placeholders = map[string]phKind{
 	"remote_port": phRemotePort, "http.request.remote.port": phRemotePort,
 	"remote": phRemote, "http.request.remote": phRemote,
 	"client_ip": phClientIP, "http.vars.client_ip": phClientIP,
+	"http.auth.user.id": phAuthUser,
 	"upstream_hostport": phUpstreamHostport, "http.reverse_proxy.upstream.hostport": phUpstreamHostport,
 	"http.reverse_proxy.upstream.host": phUpstreamHost,
 	"http.reverse_proxy.upstream.port": phUpstreamPort,
@@ -193,6 +195,8 @@ func (t Template) Append(dst []byte, r *stream.Request) []byte {
 			if v, ok := r.Get(p.text); ok {
 				dst = append(dst, v...)
 			}
+		case phAuthUser:
+			dst = append(dst, r.AuthUser...)
 		case phUpstreamHostport, phUpstreamHost, phUpstreamPort:
 			dst = append(dst, UpstreamMark, upstreamMarks[p.kind])
 		}
