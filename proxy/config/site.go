@@ -16,13 +16,14 @@ import (
 )
 
 var siteDirectives = []string{"reverse_proxy", "handle", "handle_path", "route", "redir", "respond",
-	"header", "request_header", "uri", "rewrite", "abort", "tls", "@name (a named matcher)"}
+	"header", "request_header", "uri", "rewrite", "abort", "basic_auth", "tls", "@name (a named matcher)"}
 
 // directiveOrder is Caddy's default order of the directives pollproxy
-// implements (handle_path sorts as handle).
+// implements (handle_path sorts as handle; basicauth is basic_auth's
+// older name, which Caddy still reads and sorts just before it).
 var directiveOrder = map[string]int{
-	"header": 1, "redir": 2, "rewrite": 3, "uri": 4, "request_header": 5,
-	"handle": 6, "route": 7, "abort": 8, "respond": 9, "reverse_proxy": 10,
+	"header": 1, "redir": 2, "rewrite": 3, "uri": 4, "basicauth": 5, "basic_auth": 6,
+	"request_header": 7, "handle": 8, "route": 9, "abort": 10, "respond": 11, "reverse_proxy": 12,
 }
 
 // value is one routing directive before sorting: Caddy's "config value".
@@ -229,6 +230,8 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 		n.Kind, n.To = route.Rewrite, t
 	case "uri":
 		p.uri(d, n)
+	case "basic_auth", "basicauth":
+		p.basicAuth(d, n)
 	case "abort":
 		if args := d.RemainingArgs(); len(args) > 0 {
 			p.errf(d, "abort: takes only a matcher")

@@ -1,0 +1,95 @@
+package config
+
+import (
+	"os"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/pollproxy/pollproxy/proxy/auth"
+	"github.com/pollproxy/pollproxy/proxy/route"
+)
+
+// basicAuth reads Caddy's basic_auth (or its older name basicauth):
+//
+//	basic_auth [<matcher>] [<hash_algorithm> [<realm>]] {
+//		<username> <hashed_password>
+//		...
+//	}
+//
+// The hash is bcrypt's, in Modular Crypt Format or base64-encoded, as
+// Caddy reads it; without accounts every request is refused, as in Caddy.
+func (p *parser) basicAuth(d *caddyfile.Dispenser, n *route.Node) {
+	name := d.Val()
+	args := d.RemainingArgs()
+	realm := ""
+	switch len(args) {
+	case 0:
+	case 1, 2:
+		switch args[0] {
+		case "bcrypt":
+		case "argon2id":
+			p.errf(d, "%s: argon2id is not supported by pollproxy (want bcrypt)", name)
+		default:
+			p.errf(d, "%s: unrecognized hash algorithm: %s (want bcrypt)", name, args[0])
+		}
+		if len(args) == 2 {
+			realm = args[1]
+		}
+	default:
+		p.errf(d, "%s: want [matcher] [bcrypt [realm]] { username hashed_password ... }", name)
+	}
+	var accounts []auth.Account
+	for nest := d.Nesting(); d.NextBlock(nest); {
+		user, rest := d.Val(), d.RemainingArgs()
+		if len(rest) != 1 {
+			p.errf(d, "%s: want one username and its hashed password on a line", name)
+			continue
+		}
+		user, ok1 := p.envValue(d, name, user)
+		hashText, ok2 := p.envValue(d, name, rest[0])
+		if !ok1 || !ok2 {
+			continue
+		}
+		hash, err := auth.ParseHash(hashText)
+		if err != nil {
+			p.errf(d, "%s: user %s: %v", name, user, err)
+			continue
+		}
+		accounts = append(accounts, auth.Account{User: user, Hash: hash})
+	}
+	a, err := auth.NewBasicAuth(realm, accounts)
+	if err != nil {
+		p.errf(d, "%s: %v", name, err)
+		return
+	}
+	n.Kind, n.Auth, n.Static = route.BasicAuth, a, route.Unauthorized(a)
+}
+
+// envValue fills the {env.NAME} placeholders of an account's token, the
+// ones Caddy fills when it loads accounts; any other placeholder is not
+// supported by pollproxy. ({$NAME} is the lexer's and already filled.)
+func (p *parser) envValue(d *caddyfile.Dispenser, directive, s string) (string, bool) {
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(s, '{')
+		if i < 0 {
+			b.WriteString(s)
+			return b.String(), true
+		}
+		end := strings.IndexByte(s[i:], '}')
+		if end < 0 {
+			b.WriteString(s)
+			return b.String(), true
+		}
+		ph := s[i+1 : i+end]
+		env, ok := strings.CutPrefix(ph, "env.")
+		if !ok {
+			p.errf(d, "%s: placeholder {%s} is not supported by pollproxy", directive, ph)
+			return "", false
+		}
+		b.WriteString(s[:i])
+		b.WriteString(os.Getenv(env))
+		s = s[i+end+1:]
+	}
+}
