@@ -1,0 +1,180 @@
+package app
+
+import (
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/netpoll/polltest"
+	"github.com/pollproxy/pollproxy/proxy/auth"
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
+)
+
+// authOrigin is an app that answers with the path, the user header_up
+// passed, the Authorization field it got, and the length of the body.
+func authOrigin(t *testing.T) string {
+	t.Helper()
+	return servertest.Origin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%s user=%s auth=%t body=%d", r.URL.Path, r.Header.Get("X-User"), r.Header.Get("Authorization") != "", len(b))
+	}))
+}
+
+// bcryptOf hashes password at bcrypt's lowest cost: the tests are about
+// where the comparison runs, not how long it takes.
+func bcryptOf(t *testing.T, password string) string {
+	t.Helper()
+	h, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(h)
+}
+
+func basic(user, password string) map[string]string {
+	return map[string]string{"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+password))}
+}
+
+// TestBasicAuth: Caddy's basic_auth over HTTP/2 and HTTP/1.1 on every
+// poller backend: the 401 and its challenge, wrong passwords and unknown
+// users refused alike, the right password proxied with the user in
+// {http.auth.user.id} and the Authorization field passed on as Caddy
+// does, Caddy's older base64 hash form, a realm, and a matcher protecting
+// only its paths.
+func TestBasicAuth(t *testing.T) {
+	up := authOrigin(t)
+	b64 := base64.StdEncoding.EncodeToString([]byte(bcryptOf(t, "hunter2")))
+	site := fmt.Sprintf(`	basic_auth /admin/* {
+		alice %s
+		bob %s
+		poster-h2 %s
+		poster-h1.1 %s
+	}
+	basicauth /old/* bcrypt "Old Realm" {
+		carol %s
+	}
+	reverse_proxy %s {
+		header_up X-User {http.auth.user.id}
+	}`, bcryptOf(t, "secret"), b64, bcryptOf(t, "upload"), bcryptOf(t, "upload"), bcryptOf(t, "pw"), up)
+	challenge := map[string]string{"WWW-Authenticate": `Basic realm="restricted"`}
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		port, cls := startSite(t, backend, site)
+		base := fmt.Sprintf("https://localhost:%d", port)
+		for proto, c := range cls {
+			t.Run(proto, func(t *testing.T) {
+				// The first request of a user with a body parks while its
+				// password is compared; the body waits and then reaches
+				// the origin whole.
+				req, _ := http.NewRequest("POST", base+"/admin/upload", strings.NewReader(strings.Repeat("x", 100000)))
+				for k, v := range basic("poster-"+proto, "upload") {
+					req.Header.Set(k, v)
+				}
+				resp, err := c.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if want := "/admin/upload user=poster-" + proto + " auth=true body=100000"; resp.StatusCode != 200 || string(b) != want {
+					t.Errorf("POST with a body: %d %q, want 200 %q", resp.StatusCode, b, want)
+				}
+				for _, x := range []exchange{
+					{method: "GET", path: "/admin/x", status: 401, body: "", want: challenge},
+					{method: "GET", path: "/admin/x", header: basic("alice", "wrong"), status: 401, body: "", want: challenge},
+					{method: "GET", path: "/admin/x", header: basic("mallory", "secret"), status: 401, body: "", want: challenge},
+					{method: "GET", path: "/admin/x", header: map[string]string{"Authorization": "Bearer abc"}, status: 401, want: challenge},
+					{method: "GET", path: "/admin/x", header: basic("alice", "secret"), status: 200, body: "/admin/x user=alice auth=true body=0",
+						want: map[string]string{"WWW-Authenticate": ""}},
+					// Again: from this loop's cache now, with the same answer.
+					{method: "GET", path: "/admin/y", header: basic("alice", "secret"), status: 200, body: "/admin/y user=alice auth=true body=0"},
+					{method: "GET", path: "/admin/y", header: basic("alice", "secret2"), status: 401, want: challenge},
+					{method: "GET", path: "/admin/z", header: basic("bob", "hunter2"), status: 200, body: "/admin/z user=bob auth=true body=0"},
+					{method: "POST", path: "/admin/z", header: basic("bob", "nope"), status: 401, want: challenge},
+					{method: "GET", path: "/old/a", header: basic("alice", "secret"), status: 401,
+						want: map[string]string{"WWW-Authenticate": `Basic realm="Old Realm"`}},
+					{method: "GET", path: "/old/a", header: basic("carol", "pw"), status: 200, body: "/old/a user=carol auth=true body=0"},
+					{method: "GET", path: "/public", status: 200, body: "/public user= auth=false body=0"},
+				} {
+					x.run(t, c, base)
+				}
+			})
+		}
+	})
+}
+
+// TestBasicAuthOffLoop: a password comparison never runs on the loop.
+// With every worker of the pool held, a request with credentials waits
+// in the pool's queue, and a request on the same HTTP/2 connection — so
+// the same loop — that needs no password is answered meanwhile; the
+// first is answered once a worker is free.
+func TestBasicAuthOffLoop(t *testing.T) {
+	up := authOrigin(t)
+	site := fmt.Sprintf("\tbasic_auth /admin/* {\n\t\talice %s\n\t}\n\treverse_proxy %s", bcryptOf(t, "secret"), up)
+	pool := auth.Shared()
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		port, cls := startSite(t, backend, site)
+		base := fmt.Sprintf("https://localhost:%d", port)
+		c := cls["h2"]
+		release := make(chan struct{})
+		held := make(chan struct{}, pool.Workers())
+		for range pool.Workers() {
+			if !pool.Submit(func() { held <- struct{}{}; <-release }) {
+				t.Fatal("the pool is busy before the test")
+			}
+		}
+		for range pool.Workers() {
+			<-held
+		}
+		defer func() {
+			select {
+			case <-release:
+			default:
+				close(release)
+			}
+		}()
+		// Open the connection first, so both requests share it.
+		exchange{method: "GET", path: "/public", status: 200, body: "/public user= auth=false body=0"}.run(t, c, base)
+
+		out := make(chan string, 1)
+		go func() {
+			req, _ := http.NewRequest("GET", base+"/admin/x", nil)
+			req.SetBasicAuth("alice", "secret")
+			resp, err := c.Do(req)
+			if err != nil {
+				out <- err.Error()
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			out <- fmt.Sprintf("%d %s", resp.StatusCode, b)
+		}()
+		for i := 0; pool.Queued() == 0; i++ {
+			if i == 10000 {
+				t.Fatal("the check never reached the pool's queue")
+			}
+			select {
+			case got := <-out:
+				t.Fatalf("answered while every worker was held: %s", got)
+			default:
+			}
+			time.Sleep(time.Millisecond) // waiting for a state, bounded; nothing is timed
+		}
+		exchange{method: "GET", path: "/public", status: 200, body: "/public user= auth=false body=0"}.run(t, c, base)
+		select {
+		case got := <-out:
+			t.Fatalf("answered while every worker was held: %s", got)
+		default:
+		}
+		close(release)
+		if got, want := <-out, "200 /admin/x user= auth=true body=0"; got != want {
+			t.Errorf("after the workers were freed: %q, want %q", got, want)
+		}
+	})
+}
