@@ -88,5 +88,8 @@ func Credentials(authorization string) (user, password string, ok bool) {
 		return "", "", false
 	}
 	user, password, ok = strings.Cut(string(b), ":")
-	return user, password, ok
+	if !ok {
+		return "", "", false
+	}
+	return user, password, true
 }
