@@ -19,8 +19,7 @@ import (
 //
 // The hash is bcrypt's, in Modular Crypt Format or base64-encoded, as
 // Caddy reads it; without accounts every request is refused, as in Caddy.
-func (p *parser) basicAuth(d *caddyfile.Dispenser, n *route.Node) {
-	name := d.Val()
+func (p *parser) basicAuth(d *caddyfile.Dispenser, n *route.Node, name string) {
 	args := d.RemainingArgs()
 	realm := ""
 	switch len(args) {
@@ -40,6 +39,7 @@ func (p *parser) basicAuth(d *caddyfile.Dispenser, n *route.Node) {
 		p.errf(d, "%s: want [matcher] [bcrypt [realm]] { username hashed_password ... }", name)
 	}
 	var accounts []auth.Account
+	seen := map[string]bool{}
 	for nest := d.Nesting(); d.NextBlock(nest); {
 		user, rest := d.Val(), d.RemainingArgs()
 		if len(rest) != 1 {
@@ -56,6 +56,11 @@ func (p *parser) basicAuth(d *caddyfile.Dispenser, n *route.Node) {
 			p.errf(d, "%s: user %s: %v", name, user, err)
 			continue
 		}
+		if seen[user] {
+			p.errf(d, "%s: username is not unique: %s", name, user)
+			continue
+		}
+		seen[user] = true
 		accounts = append(accounts, auth.Account{User: user, Hash: hash})
 	}
 	a, err := auth.NewBasicAuth(realm, accounts)

@@ -231,7 +231,7 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 	case "uri":
 		p.uri(d, n)
 	case "basic_auth", "basicauth":
-		p.basicAuth(d, n)
+		p.basicAuth(d, n, name)
 	case "abort":
 		if args := d.RemainingArgs(); len(args) > 0 {
 			p.errf(d, "abort: takes only a matcher")
