@@ -90,7 +90,6 @@ type Handler struct {
 	resp     []*Node    // response edits matched for the request in progress
 	auths    []authStep // basic_auth directives it matched, in order
 	fields   []stream.Field
-	buf      []byte
 	checks   checks // basic_auth's checks off the loop (basicauth.go)
 }
 
