@@ -51,19 +51,30 @@ func basic(user, password string) map[string]string {
 func TestBasicAuth(t *testing.T) {
 	up := authOrigin(t)
 	b64 := base64.StdEncoding.EncodeToString([]byte(bcryptOf(t, "hunter2")))
-	site := fmt.Sprintf(`	basic_auth /admin/* {
-		alice %s
-		bob %s
-		poster-h2 %s
-		poster-h1.1 %s
+	secret, upload, pw := bcryptOf(t, "secret"), bcryptOf(t, "upload"), bcryptOf(t, "pw")
+	site := fmt.Sprintf(`	header X-Frame-Options DENY
+	basic_auth /admin/* {
+		alice %[1]s
+		bob %[2]s
+		poster-h2 %[3]s
+		poster-h1.1 %[3]s
 	}
 	basicauth /old/* bcrypt "Old Realm" {
-		carol %s
+		carol %[4]s
+		erin %[3]s
 	}
-	reverse_proxy %s {
+	handle /old/inner/* {
+		basic_auth bcrypt Inner {
+			carol %[5]s
+			erin %[6]s
+		}
+		respond "inner"
+	}
+	reverse_proxy %[7]s {
 		header_up X-User {http.auth.user.id}
-	}`, bcryptOf(t, "secret"), b64, bcryptOf(t, "upload"), bcryptOf(t, "upload"), bcryptOf(t, "pw"), up)
-	challenge := map[string]string{"WWW-Authenticate": `Basic realm="restricted"`}
+	}`, secret, b64, upload, pw, bcryptOf(t, "pw"), bcryptOf(t, "other"), up)
+	// The header directive runs before basic_auth: its edit is on the 401.
+	challenge := map[string]string{"WWW-Authenticate": `Basic realm="restricted"`, "X-Frame-Options": "DENY"}
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		port, cls := startSite(t, backend, site)
 		base := fmt.Sprintf("https://localhost:%d", port)
@@ -101,6 +112,15 @@ func TestBasicAuth(t *testing.T) {
 						want: map[string]string{"WWW-Authenticate": `Basic realm="Old Realm"`}},
 					{method: "GET", path: "/old/a", header: basic("carol", "pw"), status: 200, body: "/old/a user=carol auth=true body=0"},
 					{method: "GET", path: "/public", status: 200, body: "/public user= auth=false body=0"},
+					// Two basic_auth on one request: each must pass, and
+					// the first that fails answers with its realm.
+					{method: "GET", path: "/old/inner/x", header: basic("carol", "pw"), status: 200, body: "inner"},
+					{method: "GET", path: "/old/inner/x", header: basic("carol", "nope"), status: 401,
+						want: map[string]string{"WWW-Authenticate": `Basic realm="Old Realm"`}},
+					{method: "GET", path: "/old/inner/x", header: basic("erin", "upload"), status: 401,
+						want: map[string]string{"WWW-Authenticate": `Basic realm="Inner"`}},
+					{method: "GET", path: "/old/inner/x", status: 401,
+						want: map[string]string{"WWW-Authenticate": `Basic realm="Old Realm"`}},
 				} {
 					x.run(t, c, base)
 				}
