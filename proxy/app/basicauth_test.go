@@ -162,19 +162,9 @@ func TestBasicAuthOffLoop(t *testing.T) {
 		// Open the connection first, so both requests share it.
 		exchange{method: "GET", path: "/public", status: 200, body: "/public user= auth=false body=0"}.run(t, c, base)
 
-		out := make(chan string, 1)
-		go func() {
-			req, _ := http.NewRequest("GET", base+"/admin/x", nil)
-			req.SetBasicAuth("alice", "secret")
-			resp, err := c.Do(req)
-			if err != nil {
-				out <- err.Error()
-				return
-			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			out <- fmt.Sprintf("%d %s", resp.StatusCode, b)
-		}()
+		req, _ := http.NewRequest("GET", base+"/admin/x", nil)
+		req.SetBasicAuth("alice", "secret")
+		out := doAsync(c, req)
 		for i := 0; pool.Queued() == 0; i++ {
 			if i == 10000 {
 				t.Fatal("the check never reached the pool's queue")
