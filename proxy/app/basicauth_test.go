@@ -68,8 +68,9 @@ func TestBasicAuth(t *testing.T) {
 			carol %[5]s
 			erin %[6]s
 		}
-		respond "inner"
+		respond "inner {http.auth.user.id}"
 	}
+	respond /admin/json `+"`"+`{"user": "{http.auth.user.id}", "n": {"a": 1}}`+"`"+`
 	reverse_proxy %[7]s {
 		header_up X-User {http.auth.user.id}
 	}`, secret, b64, upload, pw, bcryptOf(t, "pw"), bcryptOf(t, "other"), up)
@@ -114,7 +115,9 @@ func TestBasicAuth(t *testing.T) {
 					{method: "GET", path: "/public", status: 200, body: "/public user= auth=false body=0"},
 					// Two basic_auth on one request: each must pass, and
 					// the first that fails answers with its realm.
-					{method: "GET", path: "/old/inner/x", header: basic("carol", "pw"), status: 200, body: "inner"},
+					{method: "GET", path: "/old/inner/x", header: basic("carol", "pw"), status: 200, body: "inner carol"},
+					// Caddy's respond fills what it knows and keeps other braces.
+					{method: "GET", path: "/admin/json", header: basic("alice", "secret"), status: 200, body: `{"user": "alice", "n": {"a": 1}}`},
 					{method: "GET", path: "/old/inner/x", header: basic("carol", "nope"), status: 401,
 						want: map[string]string{"WWW-Authenticate": `Basic realm="Old Realm"`}},
 					{method: "GET", path: "/old/inner/x", header: basic("erin", "upload"), status: 401,

@@ -21,7 +21,7 @@ import (
 // Caddy reads it; without accounts every request is refused, as in Caddy.
 func (p *parser) basicAuth(d *caddyfile.Dispenser, n *route.Node, name string) {
 	args := d.RemainingArgs()
-	realm := ""
+	realm, bcrypt := "", true
 	switch len(args) {
 	case 0:
 	case 1, 2:
@@ -29,8 +29,10 @@ func (p *parser) basicAuth(d *caddyfile.Dispenser, n *route.Node, name string) {
 		case "bcrypt":
 		case "argon2id":
 			p.errf(d, "%s: argon2id is not supported by pollproxy (want bcrypt)", name)
+			bcrypt = false
 		default:
 			p.errf(d, "%s: unrecognized hash algorithm: %s (want bcrypt)", name, args[0])
+			bcrypt = false
 		}
 		if len(args) == 2 {
 			realm = args[1]
@@ -42,6 +44,9 @@ func (p *parser) basicAuth(d *caddyfile.Dispenser, n *route.Node, name string) {
 	seen := map[string]bool{}
 	for nest := d.Nesting(); d.NextBlock(nest); {
 		user, rest := d.Val(), d.RemainingArgs()
+		if !bcrypt { // said once, on the directive's line
+			continue
+		}
 		if len(rest) != 1 {
 			p.errf(d, "%s: want one username and its hashed password on a line", name)
 			continue

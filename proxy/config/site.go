@@ -11,8 +11,6 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/pollproxy/pollproxy/proxy/route"
-	"github.com/pollproxy/pollproxy/proxy/static"
-	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
 var siteDirectives = []string{"reverse_proxy", "handle", "handle_path", "route", "redir", "respond",
@@ -321,18 +319,19 @@ func (p *parser) respond(d *caddyfile.Dispenser, n *route.Node) {
 		p.errf(d, "respond: status %d: want 200-599", status)
 		return
 	}
-	if strings.Contains(body, "{") {
-		if _, err := route.ParseTemplate(body, route.TemplateOptions{}); err != nil || !strings.Contains(body, "\\{") {
-			p.errf(d, "respond: placeholders in bodies are not supported by pollproxy")
-			return
-		}
-	}
-	fields := []stream.Field{{Name: "content-length", Value: strconv.Itoa(len(body))}}
-	if body != "" {
-		fields = append([]stream.Field{{Name: "content-type", Value: "text/plain; charset=utf-8"}}, fields...)
+	// Caddy fills the placeholders it knows in a body and leaves any other
+	// {...} as written (a JSON body stays JSON).
+	t, err := route.ParseTemplate(body, route.TemplateOptions{KeepUnknown: true})
+	if err != nil {
+		p.errf(d, "respond: %v", err)
+		return
 	}
 	n.Kind, n.Status = route.Respond, status
-	n.Static = static.NewResponse(status, fields, []byte(body))
+	if lit, ok := t.Literal(); ok {
+		n.Static = route.Responder(status, lit)
+	} else {
+		n.To = t
+	}
 }
 
 // header reads header / request_header: one edit on the line, or a block

@@ -86,6 +86,10 @@ type TemplateOptions struct {
 	// Upstream allows the upstream placeholders ({upstream_hostport} ...):
 	// only header_up runs once an upstream is picked.
 	Upstream bool
+	// KeepUnknown leaves a placeholder pollproxy cannot fill as written,
+	// as Caddy's respond does with one it does not know, instead of
+	// refusing it.
+	KeepUnknown bool
 }
 
 // ParseTemplate compiles s. A placeholder pollproxy cannot fill is an
@@ -126,6 +130,13 @@ func ParseTemplate(s string, opt TemplateOptions) (Template, error) {
 			p = part{kind: phHeader, text: strings.ToLower(name[strings.LastIndex(name, "header.")+len("header."):])}
 		default:
 			k, ok := placeholders[name]
+			if opt.KeepUnknown && (!ok || k >= phUpstreamHostport) {
+				// As Caddy's replacer: the brace stays, and the scan goes
+				// on right after it, so {"a": "{host}"} fills {host}.
+				lit.WriteByte('{')
+				i -= end
+				continue
+			}
 			if !ok {
 				return t, fmt.Errorf("placeholder {%s} is not supported by pollproxy", name)
 			}

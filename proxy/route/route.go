@@ -56,7 +56,7 @@ type Node struct {
 
 	Ops []HeaderOp // EditResponse, EditRequest
 
-	To Template // Rewrite; Redirect's target
+	To Template // Rewrite; Redirect's target; Respond's body when it has placeholders
 
 	URIOp        byte   // URI
 	Find, ReplBy string // URI: the prefix, suffix or search text; Replace's replacement
@@ -132,6 +132,9 @@ func (h *Handler) answer(n *Node, resp []*Node, req *stream.Request, w stream.Re
 	case Proxy:
 		return h.proxies[n.Proxy].Serve(req, w)
 	case Respond:
+		if n.Static == nil { // a body with placeholders
+			return Responder(n.Status, n.To.Expand(req)).Serve(req, w)
+		}
 		return n.Static.Serve(req, w)
 	case Redirect:
 		return h.redirect(n, req, w)
@@ -279,6 +282,15 @@ func Redirector(status int, loc string, html bool) *static.Handler {
 		{Name: "location", Value: loc},
 		{Name: "content-length", Value: "0"},
 	}, nil)
+}
+
+// Responder is respond's answer: status and body, as plain text.
+func Responder(status int, body string) *static.Handler {
+	fields := []stream.Field{{Name: "content-length", Value: strconv.Itoa(len(body))}}
+	if body != "" {
+		fields = append([]stream.Field{{Name: "content-type", Value: "text/plain; charset=utf-8"}}, fields...)
+	}
+	return static.NewResponse(status, fields, []byte(body))
 }
 
 var htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;")
