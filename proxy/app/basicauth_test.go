@@ -53,6 +53,7 @@ func TestBasicAuth(t *testing.T) {
 	b64 := base64.StdEncoding.EncodeToString([]byte(bcryptOf(t, "hunter2")))
 	secret, upload, pw := bcryptOf(t, "secret"), bcryptOf(t, "upload"), bcryptOf(t, "pw")
 	site := fmt.Sprintf(`	header X-Frame-Options DENY
+	header X-Who "u={http.auth.user.id}"
 	basic_auth /admin/* {
 		alice %[1]s
 		bob %[2]s
@@ -75,7 +76,8 @@ func TestBasicAuth(t *testing.T) {
 		header_up X-User {http.auth.user.id}
 	}`, secret, b64, upload, pw, bcryptOf(t, "pw"), bcryptOf(t, "other"), up)
 	// The header directive runs before basic_auth: its edit is on the 401.
-	challenge := map[string]string{"WWW-Authenticate": `Basic realm="restricted"`, "X-Frame-Options": "DENY"}
+	// A refused request has no user, even one its credentials claim.
+	challenge := map[string]string{"WWW-Authenticate": `Basic realm="restricted"`, "X-Frame-Options": "DENY", "X-Who": "u="}
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		port, cls := startSite(t, backend, site)
 		base := fmt.Sprintf("https://localhost:%d", port)

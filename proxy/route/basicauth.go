@@ -193,8 +193,14 @@ func (a *authWait) checked(good bool) {
 	a.next()
 }
 
+// dispatch hands the request to its answer: n, with the response edits
+// resp. Refused, it has no user: {http.auth.user.id} is Caddy's only once
+// the credentials passed.
 func (a *authWait) dispatch(n *Node, resp []*Node) {
 	a.answered, a.pass = true, ""
+	if n != a.term {
+		a.req.AuthUser = ""
+	}
 	a.inner = a.h.answer(n, resp, a.req, a.w)
 	a.replay()
 }
