@@ -193,3 +193,38 @@ func TestBasicAuthOffLoop(t *testing.T) {
 		}
 	})
 }
+
+// TestBasicAuthPoolFull: with every worker held and the queue full, a
+// request that needs a comparison is refused at once with 503 and
+// Retry-After — nothing waits for room — while credentials this loop saw
+// pass are still let in without the pool.
+func TestBasicAuthPoolFull(t *testing.T) {
+	up := authOrigin(t)
+	site := fmt.Sprintf("\tbasic_auth {\n\t\talice %s\n\t\tbob %s\n\t}\n\treverse_proxy %s", bcryptOf(t, "secret"), bcryptOf(t, "pw"), up)
+	pool := auth.Shared()
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		port, cls := startSite(t, backend, site)
+		base := fmt.Sprintf("https://localhost:%d", port)
+		for _, c := range cls {
+			exchange{method: "GET", path: "/a", header: basic("alice", "secret"), status: 200, body: "/a user= auth=true body=0"}.run(t, c, base)
+		}
+		release := make(chan struct{})
+		held := make(chan struct{}, pool.Workers())
+		for range pool.Workers() {
+			pool.Submit(func() { held <- struct{}{}; <-release })
+		}
+		for range pool.Workers() {
+			<-held
+		}
+		for pool.Submit(func() { <-release }) {
+		}
+		for proto, c := range cls {
+			t.Run(proto, func(t *testing.T) {
+				exchange{method: "GET", path: "/b", header: basic("bob", "pw"), status: 503, body: "pollproxy: too many password checks at once; try again\n",
+					want: map[string]string{"Retry-After": "1"}}.run(t, c, base)
+				exchange{method: "GET", path: "/b", header: basic("alice", "secret"), status: 200, body: "/b user= auth=true body=0"}.run(t, c, base)
+			})
+		}
+		close(release)
+	})
+}
