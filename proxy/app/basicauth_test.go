@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -147,23 +148,8 @@ func TestBasicAuthOffLoop(t *testing.T) {
 		port, cls := startSite(t, backend, site)
 		base := fmt.Sprintf("https://localhost:%d", port)
 		c := cls["h2"]
-		release := make(chan struct{})
-		held := make(chan struct{}, pool.Workers())
-		for range pool.Workers() {
-			if !pool.Submit(func() { held <- struct{}{}; <-release }) {
-				t.Fatal("the pool is busy before the test")
-			}
-		}
-		for range pool.Workers() {
-			<-held
-		}
-		defer func() {
-			select {
-			case <-release:
-			default:
-				close(release)
-			}
-		}()
+		release := holdWorkers(t, pool)
+		defer release()
 		// Open the connection first, so both requests share it.
 		exchange{method: "GET", path: "/public", status: 200, body: "/public user= auth=false body=0"}.run(t, c, base)
 
@@ -187,7 +173,7 @@ func TestBasicAuthOffLoop(t *testing.T) {
 			t.Fatalf("answered while every worker was held: %s", got)
 		default:
 		}
-		close(release)
+		release()
 		if got, want := <-out, "200 /admin/x user= auth=true body=0"; got != want {
 			t.Errorf("after the workers were freed: %q, want %q", got, want)
 		}
@@ -208,15 +194,11 @@ func TestBasicAuthPoolFull(t *testing.T) {
 		for _, c := range cls {
 			exchange{method: "GET", path: "/a", header: basic("alice", "secret"), status: 200, body: "/a user= auth=true body=0"}.run(t, c, base)
 		}
-		release := make(chan struct{})
-		held := make(chan struct{}, pool.Workers())
-		for range pool.Workers() {
-			pool.Submit(func() { held <- struct{}{}; <-release })
-		}
-		for range pool.Workers() {
-			<-held
-		}
-		for pool.Submit(func() { <-release }) {
+		release := holdWorkers(t, pool)
+		defer release()
+		full := make(chan struct{})
+		defer close(full)
+		for pool.Submit(func() { <-full }) { // the queue's room is bounded
 		}
 		for proto, c := range cls {
 			t.Run(proto, func(t *testing.T) {
@@ -225,6 +207,23 @@ func TestBasicAuthPoolFull(t *testing.T) {
 				exchange{method: "GET", path: "/b", header: basic("alice", "secret"), status: 200, body: "/b user= auth=true body=0"}.run(t, c, base)
 			})
 		}
-		close(release)
 	})
+}
+
+// holdWorkers keeps every worker of pool busy until release is called
+// (once or more).
+func holdWorkers(t *testing.T, pool *auth.Pool) (release func()) {
+	t.Helper()
+	ch := make(chan struct{})
+	held := make(chan struct{}, pool.Workers())
+	for range pool.Workers() {
+		if !pool.Submit(func() { held <- struct{}{}; <-ch }) {
+			t.Fatal("the pool is busy before the test")
+		}
+	}
+	for range pool.Workers() {
+		<-held
+	}
+	var once sync.Once
+	return func() { once.Do(func() { close(ch) }) }
 }
