@@ -20,9 +20,15 @@
 //   - pool.go: one loop's connections to one upstream, the queue of
 //     requests waiting for one.
 //   - h1client.go: one HTTP/1.1 connection to an origin, registered with
-//     the loop for its life.
+//     the loop for its life; it writes the request and runs the
+//     response-parse loop, telling its exchange what each event was.
 //   - exchange.go: one proxied request, between the client's stream and a
-//     backend connection, with backpressure both ways.
+//     backend connection, with backpressure both ways. Its phase (new,
+//     queued, sent, streaming, tunnel, done) says where it is and what its
+//     one timer guards, and every way it finishes goes through end(outcome):
+//     the status or reset the client gets, the observe.Reason the access
+//     log and the failure metric record, and whether the connection is
+//     reused.
 //   - tunnel.go: an exchange the origin switched to another protocol (a
 //     WebSocket): a byte tunnel both ways on the loop.
 //   - retire.go: a handler a reload replaced, finishing what it started

@@ -7,6 +7,7 @@ package proxy
 
 import (
 	"errors"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -43,9 +44,10 @@ type exchange struct {
 	bc    *backendConn // its connection, in phaseSent, phaseStreaming and phaseTunnel
 
 	key        pickKey
-	tries      int       // upstreams tried after a failed connect
-	firstTry   time.Time // when the first connect failed (lb_try_duration)
-	sentAt     time.Time // when the request head was handed to a connection
+	client     netip.AddrPort // the client's address, for a PROXY protocol header
+	tries      int            // upstreams tried after a failed connect
+	firstTry   time.Time      // when the first connect failed (lb_try_duration)
+	sentAt     time.Time      // when the request head was handed to a connection
 	lastFailed *upstream.Upstream
 	reused     bool // this attempt's connection was kept alive
 	retried    bool // the one retry on a fresh connection was spent

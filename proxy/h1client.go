@@ -8,6 +8,7 @@ package proxy
 
 import (
 	"errors"
+	"net/netip"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -45,6 +46,7 @@ type backendConn struct {
 	timer    netpoll.Timer // connect timeout, then idle timeout: one per connection, by value (InitTimer)
 	requests int
 	parser   h1.ResponseParser
+	client   netip.AddrPort // the client its PROXY header announced (PoolConfig.ProxyProtocol)
 
 	out       []byte // request bytes; out[outOff:] not yet written
 	outOff    int

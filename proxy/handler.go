@@ -159,7 +159,7 @@ func NewHandler(l *netpoll.Loop, cfg Config) *Handler {
 // Serve proxies one request.
 func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
 	ex := h.newExchange()
-	*ex = exchange{h: h, g: &h.group, w: w, method: req.Method, hasBody: req.HasBody, key: h.key(req), https: req.Scheme == "https",
+	*ex = exchange{h: h, g: &h.group, w: w, method: req.Method, hasBody: req.HasBody, key: h.key(req), https: req.Scheme == "https", client: req.RemoteAddr,
 		timer: ex.timer, bodyTimer: ex.bodyTimer, head: ex.head[:0]}
 	trusted := route.Trusted(req.RemoteAddr.Addr(), h.cfg.TrustedProxies)
 	if h.cfg.Observer != nil {

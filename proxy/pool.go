@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/proxy/proxyproto"
 	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
@@ -27,6 +28,11 @@ type PoolConfig struct {
 	IdleTimeout time.Duration
 	// MaxRequests retires a connection after that many requests (0: no cap).
 	MaxRequests int
+	// ProxyProtocol, 1 or 2, starts every connection with a PROXY protocol
+	// header of that version announcing the client (transport http {
+	// proxy_protocol }); such a connection is reused only for requests
+	// from the same client address, as in Caddy. 0: none.
+	ProxyProtocol int
 }
 
 func (c PoolConfig) withDefaults() PoolConfig {
@@ -100,9 +106,7 @@ func (p *pool) acquire(ex *exchange, fresh bool) acquired {
 // one, and reports false when the pool has neither to give.
 func (p *pool) take(ex *exchange, fresh bool) bool {
 	if !fresh {
-		for len(p.idle) > 0 {
-			bc := p.idle[len(p.idle)-1]
-			p.idle = p.idle[:len(p.idle)-1]
+		for bc := p.takeIdle(ex); bc != nil; bc = p.takeIdle(ex) {
 			if bc.dead(p.loop.Now()) {
 				bc.close()
 				continue
@@ -112,16 +116,44 @@ func (p *pool) take(ex *exchange, fresh bool) bool {
 			return true
 		}
 	}
+	if p.open >= p.cfg.MaxConns && p.cfg.ProxyProtocol != 0 && len(p.idle) > 0 {
+		// Every slot is taken, some by connections idle for other
+		// clients: the coldest makes room.
+		bc := p.idle[0]
+		p.idle = p.idle[1:]
+		bc.close()
+	}
 	if p.open < p.cfg.MaxConns {
 		bc, err := p.dial()
 		if err != nil {
 			ex.connectFailed(err)
 			return true
 		}
+		if v := p.cfg.ProxyProtocol; v != 0 {
+			// The header goes out ahead of the request, in the same write.
+			bc.client = ex.client
+			bc.out = proxyproto.Append(bc.out, v, ex.client)
+		}
 		p.bind(ex, bc, false)
 		return true
 	}
 	return false
+}
+
+// takeIdle takes the warmest idle connection ex may use off the idle
+// list: any, or with the PROXY protocol one that announced ex's client.
+func (p *pool) takeIdle(ex *exchange) *backendConn {
+	for i := len(p.idle) - 1; i >= 0; i-- {
+		bc := p.idle[i]
+		if p.cfg.ProxyProtocol != 0 && bc.client != ex.client {
+			continue
+		}
+		copy(p.idle[i:], p.idle[i+1:])
+		p.idle[len(p.idle)-1] = nil
+		p.idle = p.idle[:len(p.idle)-1]
+		return bc
+	}
+	return nil
 }
 
 func (p *pool) bind(ex *exchange, bc *backendConn, reused bool) {

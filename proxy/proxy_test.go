@@ -802,6 +802,12 @@ func TestPassiveHealth(t *testing.T) {
 // startNginx runs nginx in the foreground serving root on a free loopback
 // port; it is stopped by its PID at cleanup.
 func startNginx(t *testing.T, root string) string {
+	return startNginxServer(t, "", "root "+root+";")
+}
+
+// startNginxServer runs nginx in the foreground with one server on a free
+// loopback port: listen takes listenOpts, the block holds body.
+func startNginxServer(t *testing.T, listenOpts, body string) string {
 	nginx, err := exec.LookPath("nginx")
 	if err != nil {
 		t.Skip("nginx not installed")
@@ -823,9 +829,9 @@ http {
 	uwsgi_temp_path %[1]s/uwsgi;
 	scgi_temp_path %[1]s/scgi;
 	keepalive_requests 100000;
-	server { listen %[2]s; root %[3]s; }
+	server { listen %[2]s %[3]s; %[4]s }
 }
-`, dir, addr, root)
+`, dir, addr, listenOpts, body)
 	if err := os.WriteFile(conf, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -3,12 +3,14 @@ package main
 import (
 	"flag"
 	"fmt"
+	"log/slog"
+	"os"
 	"strings"
 
 	"github.com/pollproxy/pollproxy/proxy"
 	"github.com/pollproxy/pollproxy/proxy/app"
 	"github.com/pollproxy/pollproxy/proxy/config"
-	"github.com/pollproxy/pollproxy/proxy/upstream"
+	"github.com/pollproxy/pollproxy/proxy/route"
 )
 
 func init() {
@@ -21,8 +23,31 @@ func init() {
 // announce, when set, is called once serving with the URL and certificate.
 func runReverseProxy(name string, args []string, announce func(url, certPath string)) error {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	from := fs.String("from", "localhost:8443", "address to accept HTTPS on, host:port")
-	to := fs.String("to", "", "upstream HTTP/1.1 address(es), host:port or unix//path.sock, comma-separated (required)")
+	// The names, short forms and meanings of caddy reverse-proxy's flags.
+	var to, headerUp, headerDown listFlag
+	from := fs.String("from", "localhost:8443", "the site to serve over HTTPS, [https://]host[:port] (443 without a port); localhost and *.localhost bind loopback, an IP binds itself, another name every interface")
+	fs.StringVar(from, "f", *from, "short for --from")
+	fs.Var(&to, "to", "upstream HTTP/1.1 address(es) as in a Caddyfile's reverse_proxy: host:port, :port, http://host[:port], unix//path.sock; repeat the flag or separate with commas (required)")
+	fs.Var(&to, "t", "short for --to")
+	changeHost := fs.Bool("change-host-header", false, "send the upstream's host:port as Host instead of the client's (header-up \"Host: {upstream_hostport}\")")
+	fs.BoolVar(changeHost, "c", false, "short for --change-host-header")
+	fs.Var(&headerUp, "header-up", "set a request field for the upstream, \"Field: value\" (repeatable)")
+	fs.Var(&headerUp, "H", "short for --header-up")
+	fs.Var(&headerDown, "header-down", "set a response field for the client, \"Field: value\" (repeatable)")
+	fs.Var(&headerDown, "d", "short for --header-down")
+	accessLog := fs.Bool("access-log", false, "write an access log (JSON lines on stderr, as Caddy's)")
+	debug := fs.Bool("debug", false, "log at debug level")
+	fs.BoolVar(debug, "v", false, "short for --debug")
+	// Accepted for Caddy's sake, with Caddy's meaning already true here:
+	// the development commands take certificates from the local CA, bind
+	// no plain-HTTP port to redirect from, and have no https:// upstream
+	// to skip verifying (--insecure changes nothing for http upstreams in
+	// Caddy either).
+	fs.Bool("internal-certs", false, "certificates from the local CA (always so here)")
+	fs.Bool("i", false, "short for --internal-certs")
+	fs.Bool("disable-redirects", false, "no HTTP to HTTPS redirect (none is served here)")
+	fs.Bool("r", false, "short for --disable-redirects")
+	fs.Bool("insecure", false, "skip verifying https upstreams (pollproxy has no https upstreams yet)")
 	certFile := fs.String("cert", "", "certificate file (PEM); default: one from pollproxy's local CA (see pollproxy trust)")
 	keyFile := fs.String("key", "", "private key file (PEM)")
 	policy := fs.String("lb", string(proxy.RoundRobin), "load balancing across upstreams: round_robin, least_conn, first")
@@ -34,18 +59,22 @@ func runReverseProxy(name string, args []string, announce func(url, certPath str
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *to == "" {
+	if len(to) == 0 {
 		fs.Usage()
 		return fmt.Errorf("--to is required, e.g. --to 127.0.0.1:8080")
 	}
 	if !proxy.ValidPolicy(proxy.Policy(*policy)) {
 		return fmt.Errorf("--lb %q: want round_robin, least_conn or first", *policy)
 	}
-	upstreams, err := upstreamList(*to)
+	upstreams, err := upstreamList(to)
 	if err != nil {
 		return err
 	}
-	cfg, err := devConfig(*from, lf)
+	site, err := parseFrom(*from)
+	if err != nil {
+		return err
+	}
+	cfg, err := devConfig(site, lf)
 	if err != nil {
 		return err
 	}
@@ -53,16 +82,37 @@ func runReverseProxy(name string, args []string, announce func(url, certPath str
 		return fmt.Errorf("--idle-timeout %v: want a positive duration", *idle)
 	}
 	cfg.Timeouts.Idle = *idle
-	cfg.Sites[0].Proxy = config.Proxy{Upstreams: upstreams, Policy: proxy.Policy(*policy), KeepAlive: *maxIdle, MaxConns: *maxConns}
-	tlsCfg, certPath, err := certificate(*certFile, *keyFile, hostsOf(*from))
+	rp := config.Proxy{Upstreams: upstreams, Policy: proxy.Policy(*policy), KeepAlive: *maxIdle, MaxConns: *maxConns}
+	if *changeHost {
+		headerUp = append(headerUp, "Host: {upstream_hostport}")
+	}
+	if rp.HeaderUp, err = headerFlags("--header-up", headerUp, route.ParseUpstreamHeaderOp); err != nil {
+		return err
+	}
+	if err := route.CheckUpstreamOps(rp.HeaderUp); err != nil {
+		return fmt.Errorf("--header-up: %w", err)
+	}
+	if rp.HeaderDown, err = headerFlags("--header-down", headerDown, func(args []string) (route.HeaderOp, error) {
+		return route.ParseHeaderOp(args, true)
+	}); err != nil {
+		return err
+	}
+	cfg.Sites[0].Proxy = rp
+	if *accessLog {
+		cfg.Log = &config.Log{Format: "json", Output: "stderr"}
+	}
+	if *debug {
+		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	}
+	tlsCfg, certPath, err := certificate(*certFile, *keyFile, []string{site.name})
 	if err != nil {
 		return err
 	}
-	in, url, err := startDev(cfg, app.Options{TLS: tlsCfg})
+	in, url, err := startDev(cfg, site, app.Options{TLS: tlsCfg})
 	if err != nil {
 		return err
 	}
-	fmt.Printf("pollproxy: %s -> %s on %s\n", url, *to, describeLoops(in))
+	fmt.Printf("pollproxy: %s -> %s on %s\n", url, strings.Join(upstreams, ","), describeLoops(in))
 	if *certFile == "" {
 		fmt.Printf("local CA root (for curl --cacert): %s\n", certPath)
 	}
@@ -72,21 +122,47 @@ func runReverseProxy(name string, args []string, announce func(url, certPath str
 	return serveUntilSignal(in, lf, cfg)
 }
 
-// upstreamList splits the --to list; the instance resolves the names.
-func upstreamList(list string) ([]string, error) {
+// upstreamList reads every --to (each may list several, comma-separated)
+// as a Caddyfile's reverse_proxy does; the instance resolves the names.
+func upstreamList(to []string) ([]string, error) {
 	var ups []string
-	for _, hp := range strings.Split(list, ",") {
-		hp = strings.TrimSpace(hp)
-		if hp == "" {
+	for _, v := range strings.Split(strings.Join(to, ","), ",") {
+		if v = strings.TrimSpace(v); v == "" {
 			continue
 		}
-		if _, unix := upstream.UnixSocketPath(hp); !unix && !strings.Contains(hp, ":") {
-			return nil, fmt.Errorf("upstream %q: want host:port or unix//path", hp)
+		addrs, err := config.UpstreamAddresses(v)
+		if err != nil {
+			return nil, fmt.Errorf("--to: %w", err)
 		}
-		ups = append(ups, hp)
+		ups = append(ups, addrs...)
 	}
 	if len(ups) == 0 {
-		return nil, fmt.Errorf("no upstream in %q", list)
+		return nil, fmt.Errorf("no upstream in --to %q", strings.Join(to, ","))
 	}
 	return ups, nil
 }
+
+// headerFlags reads "Field: value" flags as caddy reverse-proxy does: each
+// sets the field.
+func headerFlags(name string, vals []string, parse func([]string) (route.HeaderOp, error)) ([]route.HeaderOp, error) {
+	var ops []route.HeaderOp
+	for _, h := range vals {
+		k, v, found := strings.Cut(h, ":")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if !found || k == "" || v == "" {
+			return nil, fmt.Errorf("%s %q: want \"Field: value\"", name, h)
+		}
+		op, err := parse([]string{k, v})
+		if err != nil {
+			return nil, fmt.Errorf("%s %q: %w", name, h, err)
+		}
+		ops = append(ops, op)
+	}
+	return ops, nil
+}
+
+// listFlag is a flag given any number of times.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }

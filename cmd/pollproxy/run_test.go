@@ -155,6 +155,43 @@ func TestRunSignals(t *testing.T) {
 	}
 }
 
+// TestRunGraceEnded: SIGTERM with a request still in flight when
+// grace_period ends closes it, logs that it did and exits 0: the stop the
+// operator configured, as Caddy and nginx do.
+func TestRunGraceEnded(t *testing.T) {
+	dir := t.TempDir()
+	arrived, release := make(chan struct{}, 1), make(chan struct{})
+	defer close(release)
+	origin := servertest.Origin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-release
+	}))
+	certFile, keyFile, roots := servertest.CertFiles(t)
+	port := servertest.FreePort(t)
+	file := filepath.Join(dir, "Caddyfile")
+	os.WriteFile(file, []byte(fmt.Sprintf("{\n\tloops 1\n\tadmin off\n\tstorage %s\n\tdefault_bind 127.0.0.1\n\tgrace_period 200ms\n}\nlocalhost:%d {\n\treverse_proxy %s\n\ttls %s %s\n}\n",
+		filepath.Join(dir, "storage"), port, origin, certFile, keyFile)), 0o644)
+	p := startProc(t, "pollproxy running", nil, "run", "--config", file)
+	c := servertest.H2Client(fmt.Sprintf("127.0.0.1:%d", port), roots)
+	failed := make(chan error, 1)
+	go func() {
+		resp, err := c.Get(fmt.Sprintf("https://localhost:%d/hold", port))
+		if err == nil {
+			_, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		failed <- err
+	}()
+	<-arrived
+	p.stop(syscall.SIGTERM) // wants exit status 0
+	if out := p.out.String(); !strings.Contains(out, "grace period ended") || !strings.Contains(out, "level=WARN") {
+		t.Errorf("no warning that grace_period ended with a connection open:\n%s", out)
+	}
+	if err := <-failed; err == nil {
+		t.Error("the request held past grace_period completed")
+	}
+}
+
 func TestRunStartupError(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "Caddyfile")

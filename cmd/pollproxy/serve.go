@@ -5,13 +5,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 
+	"github.com/pollproxy/pollproxy/cmd/pollproxy/internal/sdnotify"
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy/app"
 	"github.com/pollproxy/pollproxy/proxy/config"
@@ -54,9 +53,11 @@ func envOr(key, def string) string {
 }
 
 // serveUntilSignal waits for signals: SIGINT and SIGTERM shut the instance
-// down gracefully and return. With a Caddyfile (dev is nil) SIGHUP
+// down gracefully and return nil, also when grace_period ended with
+// connections open (Shutdown logs them). With a Caddyfile (dev is nil) SIGHUP
 // reloads it and the instance logs; the development commands, built from
 // flags, do not reload and print dev's line when they start draining.
+// Under systemd (Type=notify) it reports each step through sdnotify.
 func serveUntilSignal(in *app.Instance, lf loopFlags, dev *config.Config) error {
 	sigs := []os.Signal{syscall.SIGINT, syscall.SIGTERM}
 	if dev == nil {
@@ -65,15 +66,36 @@ func serveUntilSignal(in *app.Instance, lf loopFlags, dev *config.Config) error 
 	sig := make(chan os.Signal, 4)
 	signal.Notify(sig, sigs...)
 	defer signal.Stop(sig)
+	// Ready only now: the listeners are up, and a SIGHUP systemd sends
+	// from here on is caught rather than ending the process.
+	notify(sdnotify.Ready(""))
 	for s := range sig {
 		if s == syscall.SIGHUP {
-			in.Reload() // it logs any error and keeps running
+			notify(sdnotify.Reloading())
+			// The status line replaces the previous one, so a failed
+			// reload's message goes away with the next good reload.
+			status := "configuration reloaded"
+			if err := in.Reload(); err != nil { // it logs the error and keeps running
+				status = "reload failed, running the previous configuration: " + err.Error()
+			}
+			notify(sdnotify.Ready(status))
 			continue
 		}
+		notify(sdnotify.Stopping())
 		if dev != nil {
 			fmt.Fprintf(os.Stderr, "pollproxy: %v: draining connections (up to %v)\n", s, dev.GracePeriod)
 		}
 		err := in.Shutdown()
+		if errors.Is(err, app.ErrGraceEnded) {
+			// Cutting what outlives grace_period is the stop the operator
+			// configured, not a failure: it is logged (printed by the
+			// development commands, which log nothing), and the status is
+			// 0, as Caddy's and nginx's are.
+			if dev != nil {
+				fmt.Fprintf(os.Stderr, "pollproxy: %v\n", err)
+			}
+			err = nil
+		}
 		if lf.stats {
 			for _, s := range in.LoopStats() {
 				fmt.Fprintf(os.Stderr, "loop %d %s: waits=%d events=%d wakeups=%d adds=%d mods=%d dels=%d\n",
@@ -85,17 +107,17 @@ func serveUntilSignal(in *app.Instance, lf loopFlags, dev *config.Config) error 
 	return nil
 }
 
-// devConfig is the configuration of a development command: one site for
-// any host on listen, with the loop flags' pollers and loops.
-func devConfig(listen string, lf loopFlags) (*config.Config, error) {
-	host, portStr, err := net.SplitHostPort(listen)
+// notify reports a failed notification: systemd would then wait for a
+// readiness that never comes, so the operator should see why.
+func notify(err error) {
 	if err != nil {
-		return nil, fmt.Errorf("listen %s: %w", listen, err)
+		fmt.Fprintf(os.Stderr, "pollproxy: %v\n", err)
 	}
-	port, err := strconv.Atoi(portStr)
-	if err != nil || port < 0 || port > 65535 {
-		return nil, fmt.Errorf("listen %s: bad port %q", listen, portStr)
-	}
+}
+
+// devConfig is the configuration of a development command: one site for
+// any host on a, with the loop flags' pollers and loops.
+func devConfig(a siteAddr, lf loopFlags) (*config.Config, error) {
 	backends, err := lf.backends()
 	if err != nil {
 		return nil, err
@@ -103,25 +125,21 @@ func devConfig(listen string, lf loopFlags) (*config.Config, error) {
 	return &config.Config{
 		Pollers:     backends,
 		Loops:       lf.loops,
-		DefaultBind: host,
+		DefaultBind: a.bind,
 		GracePeriod: config.DefaultGracePeriod,
-		Sites:       []*config.Site{{Addrs: []config.Address{{Original: listen, Port: port}}}},
+		Sites:       []*config.Site{{Addrs: []config.Address{{Original: a.hostport(), Port: a.port}}}},
 	}, nil
 }
 
 // startDev starts a development command's instance and returns it with
-// the URL it serves.
-func startDev(cfg *config.Config, opts app.Options) (*app.Instance, string, error) {
+// the URL it serves (with the port it bound, for port 0).
+func startDev(cfg *config.Config, a siteAddr, opts app.Options) (*app.Instance, string, error) {
 	in, err := app.Start(cfg, opts)
 	if err != nil {
 		return nil, "", err
 	}
 	addr, _ := in.Addr(cfg.Listeners()[0].Addr)
-	host := hostsOf(net.JoinHostPort(cfg.DefaultBind, "0"))[0]
-	if strings.Contains(host, ":") {
-		host = "[" + host + "]"
-	}
-	return in, fmt.Sprintf("https://%s:%d/", host, addr.Port()), nil
+	return in, fmt.Sprintf("https://%s:%d/", a.urlHost(), addr.Port()), nil
 }
 
 // describeLoops is "N loops (backend,backend...)".
@@ -164,13 +182,4 @@ func certificate(certFile, keyFile string, hosts []string) (*stdtls.Config, stri
 	}
 	// certs lives as long as the process: it renews the short-lived leaves.
 	return certs.TLSConfig(), root, nil
-}
-
-// hostsOf lists the names a listen address should be valid for.
-func hostsOf(addr string) []string {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil || host == "" {
-		return []string{"localhost"}
-	}
-	return []string{host}
 }

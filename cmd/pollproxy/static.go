@@ -26,16 +26,20 @@ func runStatic(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	tlsCfg, certPath, err := certificate(*certFile, *keyFile, hostsOf(*listen))
+	site, err := parseFrom(*listen)
 	if err != nil {
 		return err
 	}
-	cfg, err := devConfig(*listen, lf)
+	tlsCfg, certPath, err := certificate(*certFile, *keyFile, []string{site.name})
+	if err != nil {
+		return err
+	}
+	cfg, err := devConfig(site, lf)
 	if err != nil {
 		return err
 	}
 	h := static.New(bytes.Repeat([]byte("x"), *size), "application/octet-stream")
-	in, _, err := startDev(cfg, app.Options{TLS: tlsCfg, NewHandler: func(*netpoll.Loop) stream.Handler { return h }})
+	in, _, err := startDev(cfg, site, app.Options{TLS: tlsCfg, NewHandler: func(*netpoll.Loop) stream.Handler { return h }})
 	if err != nil {
 		return err
 	}

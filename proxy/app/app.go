@@ -43,6 +43,7 @@ import (
 	"net/netip"
 	"os"
 	"reflect"
+	"sort"
 	"strings"
 	"sync"
 
@@ -208,7 +209,7 @@ func (in *Instance) start(cfg *config.Config) error {
 	}
 	in.commit(p)
 	if cfg.Admin != "" {
-		if err := in.startAdmin(cfg.Admin); err != nil {
+		if err := in.startAdmin(cfg); err != nil {
 			return err
 		}
 	}
@@ -351,6 +352,8 @@ func (in *Instance) warnRestart(cfg *config.Config) {
 	}{
 		{"loops", old.Loops, cfg.Loops},
 		{"admin", old.Admin, cfg.Admin},
+		{"admin", old.AdminOrigins, cfg.AdminOrigins},
+		{"admin", old.AdminEnforceOrigin, cfg.AdminEnforceOrigin},
 		{"ab_interval", old.ABInterval, cfg.ABInterval},
 		{"email", old.Email, cfg.Email},
 		{"acme_ca", old.ACMECA, cfg.ACMECA},
@@ -358,6 +361,7 @@ func (in *Instance) warnRestart(cfg *config.Config) {
 		{"storage", old.Redis, cfg.Redis},
 		{"http_port", old.HTTPPort, cfg.HTTPPort},
 		{"timeouts", old.Timeouts, cfg.Timeouts},
+		{"listener_wrappers", old.ProxyProtocol, cfg.ProxyProtocol},
 	} {
 		if !reflect.DeepEqual(o.was, o.now) {
 			in.log.Warn("option changed; it applies after a restart (timeouts: to new listeners only)", "option", o.name)
@@ -365,10 +369,15 @@ func (in *Instance) warnRestart(cfg *config.Config) {
 	}
 }
 
+// ErrGraceEnded is what Shutdown returns, wrapped, when grace_period ended
+// with connections still open and they were closed: the stop completed as
+// configured, and the error says what it cut.
+var ErrGraceEnded = errors.New("grace period ended")
+
 // Shutdown stops accepting, sends GOAWAY and drains every listener within
 // the configuration's grace_period, closes the connections still open at
-// the deadline (an error then names their listeners) and releases
-// everything.
+// the deadline (it logs a warning and returns ErrGraceEnded naming their
+// listeners) and releases everything.
 func (in *Instance) Shutdown() error {
 	grace := in.cfg.GracePeriod
 	in.log.Info("shutting down: draining connections", "grace", grace)
@@ -392,7 +401,9 @@ func (in *Instance) Shutdown() error {
 	in.servers = nil
 	in.Close()
 	if len(late) > 0 {
-		return fmt.Errorf("connections on %s still open after %v were closed", strings.Join(late, ", "), grace)
+		sort.Strings(late)
+		in.log.Warn("stopped: grace period ended, connections still open were closed", "grace", grace, "listeners", strings.Join(late, ","))
+		return fmt.Errorf("connections on %s still open after %v were closed: %w", strings.Join(late, ", "), grace, ErrGraceEnded)
 	}
 	in.log.Info("stopped")
 	return nil

@@ -3,6 +3,7 @@ package app
 import (
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -328,7 +329,7 @@ func TestShutdownDeadline(t *testing.T) {
 	slow := getAsync(servertest.H2Client(addr.String(), roots), "https://localhost/slow")
 	<-a.started
 	err := in.Shutdown()
-	if err == nil || !strings.Contains(err.Error(), "still open after 200ms") {
+	if !errors.Is(err, ErrGraceEnded) || !strings.Contains(err.Error(), "still open after 200ms") {
 		t.Errorf("shutdown past the deadline: %v", err)
 	}
 	if got := <-slow; strings.HasPrefix(got, "200") {

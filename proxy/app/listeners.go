@@ -145,10 +145,12 @@ func (in *Instance) newServer(cfg *config.Config, p *plan, l *config.Listener) (
 // listeners.
 const adminHeaderTimeout = 10 * time.Second
 
-func (in *Instance) startAdmin(addr string) error {
-	ln, err := net.Listen("tcp", addr)
+// startAdmin serves metrics, the A/B verdict and /poller on the admin
+// listener, every request through the one adminGuard.
+func (in *Instance) startAdmin(cfg *config.Config) error {
+	ln, err := net.Listen("tcp", cfg.Admin)
 	if err != nil {
-		return fmt.Errorf("admin %s: %w", addr, err)
+		return fmt.Errorf("admin %s: %w", cfg.Admin, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", in.metrics.Handler())
@@ -157,7 +159,8 @@ func (in *Instance) startAdmin(addr string) error {
 	mux.Handle("/ab", abPage)
 	mux.Handle("/ab.json", abJSON)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
-	in.admin = &http.Server{Handler: mux, ReadHeaderTimeout: adminHeaderTimeout}
+	guard := newAdminGuard(ln.Addr(), cfg.AdminOrigins, cfg.AdminEnforceOrigin, mux)
+	in.admin = &http.Server{Handler: guard, ReadHeaderTimeout: adminHeaderTimeout}
 	go in.admin.Serve(ln)
 	in.log.Info("admin listening", "addr", ln.Addr().String(), "metrics", "http://"+ln.Addr().String()+"/metrics")
 	return nil

@@ -1,6 +1,8 @@
 package app
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -90,7 +92,9 @@ func (in *Instance) reloadPollers(old, now []string) {
 }
 
 // servePoller is the admin listener's /poller: GET shows each loop's
-// backend, POST with a body like "epoll poll" switches them.
+// backend; POST switches them, with a JSON body naming the backends,
+// ["epoll","poll"] or "epoll poll". The admin guard has already required
+// Content-Type application/json, which is what keeps web pages out.
 func (in *Instance) servePoller(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	switch r.Method {
@@ -102,7 +106,7 @@ func (in *Instance) servePoller(w http.ResponseWriter, r *http.Request) {
 	case http.MethodPost:
 	default:
 		w.Header().Set("Allow", "GET, HEAD, POST")
-		http.Error(w, "use POST with a body like \"epoll poll\"", http.StatusMethodNotAllowed)
+		http.Error(w, `use POST with a JSON body like ["epoll","poll"]`, http.StatusMethodNotAllowed)
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxPollerBody))
@@ -110,9 +114,10 @@ func (in *Instance) servePoller(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("poller: body over %d bytes", maxPollerBody), http.StatusBadRequest)
 		return
 	}
-	names := strings.Fields(string(body))
-	if len(names) > 0 && names[0] == "poller" {
-		names = names[1:] // the Caddyfile line pasted whole
+	names, err := pollerNames(body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
 	}
 	if len(names) == 0 {
 		http.Error(w, fmt.Sprintf("poller: want a backend (auto, %s) or several for an A/B split across loops", strings.Join(netpoll.Available(), ", ")), http.StatusBadRequest)
@@ -134,4 +139,23 @@ func (in *Instance) servePoller(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintf(w, "loop %d %s (unchanged)\n", ev.Loop, ev.To)
 		}
 	}
+}
+
+// pollerNames reads a POST /poller body: a JSON array of backend names,
+// or a JSON string of them separated by spaces (the Caddyfile's poller
+// line, pasted whole or without its name).
+func pollerNames(body []byte) ([]string, error) {
+	var list []string
+	if err := json.Unmarshal(body, &list); err == nil {
+		return list, nil
+	}
+	var line string
+	if err := json.Unmarshal(body, &line); err != nil {
+		return nil, errors.New(`poller: want a JSON body like ["epoll","poll"] or "epoll poll"`)
+	}
+	names := strings.Fields(line)
+	if len(names) > 0 && names[0] == "poller" {
+		names = names[1:]
+	}
+	return names, nil
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	stdtls "crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -68,10 +69,18 @@ localhost:%d {
 	return s
 }
 
-// post sends body to /poller and returns the status and answer.
-func (s *switchSetup) post(t *testing.T, body string) (int, string) {
+// post sends names to /poller as a JSON string and returns the status
+// and answer.
+func (s *switchSetup) post(t *testing.T, names string) (int, string) {
 	t.Helper()
-	resp, err := http.Post("http://"+s.admin+"/poller", "text/plain", strings.NewReader(body))
+	body, _ := json.Marshal(names)
+	return s.postJSON(t, string(body))
+}
+
+// postJSON sends body to /poller as application/json.
+func (s *switchSetup) postJSON(t *testing.T, body string) (int, string) {
+	t.Helper()
+	resp, err := http.Post("http://"+s.admin+"/poller", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,10 +189,17 @@ func TestPollerSwitchAdminAndReload(t *testing.T) {
 			t.Errorf("POST %q: %d %q, want 400 with %q", bad.body, code, answer, bad.want)
 		}
 	}
+	if code, answer := s.postJSON(t, "epoll"); code != 400 || !strings.Contains(answer, "want a JSON body") {
+		t.Errorf("POST a body that is not JSON: %d %q", code, answer)
+	}
+	if code, answer := s.postJSON(t, fmt.Sprintf("[%q, %q]", s.from, s.to)); code != 200 || !strings.Contains(answer, "loop 1 "+s.to) {
+		t.Errorf("POST a JSON array: %d %q", code, answer)
+	}
 	if resp, err := http.Head("http://" + s.admin + "/poller"); err != nil || resp.StatusCode != 200 {
 		t.Errorf("HEAD /poller: %v %v", resp, err)
 	}
-	req, _ := http.NewRequest("DELETE", "http://"+s.admin+"/poller", nil)
+	req, _ := http.NewRequest("DELETE", "http://"+s.admin+"/poller", strings.NewReader("[]"))
+	req.Header.Set("Content-Type", "application/json")
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 405 {
 		t.Errorf("DELETE /poller: %v %v", resp, err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pollproxy/pollproxy/proxy"
 	"github.com/pollproxy/pollproxy/proxy/route"
+	"github.com/pollproxy/pollproxy/proxy/server"
 	"github.com/pollproxy/pollproxy/proxy/upstream"
 	pptls "github.com/pollproxy/pollproxy/tls"
 )
@@ -24,8 +25,18 @@ type Config struct {
 	Pollers []string
 	// Loops is the number of event loops (0: one per CPU).
 	Loops int
-	// Admin is the metrics listener, host:port; "" when off.
+	// Admin is the admin listener (metrics, /ab, /poller), host:port; ""
+	// when off.
 	Admin string
+	// AdminOrigins are the origins the admin listener accepts in a
+	// request's Host and Origin (admin { origins }): host:port, or
+	// scheme://host:port to match the scheme too. Nil: the listener's
+	// address, as localhost, 127.0.0.1 and ::1 when it is loopback or
+	// every interface.
+	AdminOrigins []string
+	// AdminEnforceOrigin makes every admin request name an allowed
+	// origin in Origin or Referer (admin { enforce_origin }).
+	AdminEnforceOrigin bool
 	// ABInterval is the A/B sampling interval (ab_interval, a
 	// pollproxy-only option; 0: ab.DefaultInterval).
 	ABInterval time.Duration
@@ -57,6 +68,10 @@ type Config struct {
 	// MaxHeaderSize bounds a request head (servers { max_header_size });
 	// 0: the front ends' defaults.
 	MaxHeaderSize int
+	// ProxyProtocol reads PROXY protocol headers in front of TLS
+	// (servers { listener_wrappers { proxy_protocol { ... } tls } }); nil
+	// without one.
+	ProxyProtocol *server.ProxyProtocol
 	GracePeriod   time.Duration
 	// Log is the access log; nil when there is none.
 	Log   *Log
@@ -160,12 +175,15 @@ type Proxy struct {
 	ActiveHealth          upstream.ActiveHealth // health_uri, health_interval, … (health.go)
 	WriteTimeout          time.Duration
 	Dynamic               *DynamicA // dynamic a (dynamic.go); its upstream is in Upstreams
+	// ProxyProtocol is transport http's proxy_protocol: 1 or 2 (v1, v2),
+	// 0 for none.
+	ProxyProtocol int
 }
 
 // ProxyConfig returns the reverse proxy's configuration for these
 // resolved upstreams, defaults applied.
 func (p Proxy) ProxyConfig(ups []*upstream.Upstream) proxy.Config {
-	pool := proxy.PoolConfig{MaxConns: p.MaxConns, MaxIdle: p.KeepAlive, IdleTimeout: p.KeepAliveTimeout}
+	pool := proxy.PoolConfig{MaxConns: p.MaxConns, MaxIdle: p.KeepAlive, IdleTimeout: p.KeepAliveTimeout, ProxyProtocol: p.ProxyProtocol}
 	if p.KeepAliveOff {
 		pool.MaxRequests = 1
 	}

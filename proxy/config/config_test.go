@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/server"
 )
 
 func mustParse(t *testing.T, body string) *Config {
@@ -40,8 +41,18 @@ func TestParseFull(t *testing.T) {
 		trusted_proxies static 10.1.0.0/16 private_ranges
 		client_ip_headers X-Real-IP X-Forwarded-For
 		max_header_size 16KB
+		listener_wrappers {
+			proxy_protocol {
+				timeout 0
+				allow 10.0.0.0/8 192.168.1.1
+				deny 10.9.0.0/16
+				fallback_policy REJECT
+			}
+			tls
+		}
 	}
 	grace_period 20s
+	metrics
 	log {
 		format common
 		output stdout
@@ -71,6 +82,7 @@ example.com, www.example.com {
 			response_header_timeout 30s
 			read_timeout 1m
 			write_timeout 10s
+			proxy_protocol v2
 		}
 	}
 }
@@ -100,6 +112,10 @@ localhost:8443 {
 		c.ReadBodyTimeout != 3*time.Second || c.MaxHeaderSize != 16000 {
 		t.Errorf("timeouts %+v grace %v read_body %v max_header_size %d", c.Timeouts, c.GracePeriod, c.ReadBodyTimeout, c.MaxHeaderSize)
 	}
+	if pp := c.ProxyProtocol; pp == nil || pp.Timeout != 0 || fmt.Sprint(pp.Allow) != "[10.0.0.0/8 192.168.1.1/32]" ||
+		fmt.Sprint(pp.Deny) != "[10.9.0.0/16]" || pp.Fallback != server.PolicyReject {
+		t.Errorf("proxy_protocol %+v", c.ProxyProtocol)
+	}
 	if len(c.TrustedProxies) != 7 || c.TrustedProxies[0].String() != "10.1.0.0/16" || strings.Join(c.ClientIPHeaders, ",") != "X-Real-IP,X-Forwarded-For" {
 		t.Errorf("trusted %v client_ip_headers %v", c.TrustedProxies, c.ClientIPHeaders)
 	}
@@ -110,7 +126,7 @@ localhost:8443 {
 		t.Fatalf("%d sites", len(c.Sites))
 	}
 	s := c.Sites[0]
-	if len(s.Addrs) != 2 || s.Addrs[0].Host != "example.com" || s.Addrs[0].Port != 443 || s.Pos.Line != 28 {
+	if len(s.Addrs) != 2 || s.Addrs[0].Host != "example.com" || s.Addrs[0].Port != 443 || s.Pos.Line != 38 {
 		t.Errorf("site 0 %+v", s)
 	}
 	rp := *s.Proxies[0]
@@ -120,7 +136,7 @@ localhost:8443 {
 	if rp.Policy != proxy.LeastConnections || rp.Health.MaxFails != 5 || rp.Health.FailDuration != 30*time.Second ||
 		fmt.Sprint(rp.Health.UnhealthyStatus) != "[5 429]" || rp.Health.UnhealthyLatency != 2*time.Second ||
 		rp.Retries != 2 || rp.TryDuration != 5*time.Second || rp.WriteTimeout != 10*time.Second ||
-		rp.KeepAlive != 16 || rp.KeepAliveTimeout != 2*time.Second || rp.MaxConns != 64 || rp.DialTimeout != 2*time.Second ||
+		rp.KeepAlive != 16 || rp.KeepAliveTimeout != 2*time.Second || rp.ProxyProtocol != 2 || rp.MaxConns != 64 || rp.DialTimeout != 2*time.Second ||
 		rp.ResponseHeaderTimeout != 30*time.Second || rp.ReadTimeout != time.Minute {
 		t.Errorf("proxy %+v", rp)
 	}
@@ -157,6 +173,22 @@ func TestDefaults(t *testing.T) {
 	c = mustParse(t, "{\n\tadmin off\n\tlog\n}\nlocalhost:8443 {\n\treverse_proxy 127.0.0.1:8080\n}\n")
 	if c.Admin != "" || c.Log == nil || *c.Log != (Log{"json", "stderr"}) {
 		t.Errorf("admin off / log %+v %+v", c, c.Log)
+	}
+}
+
+// TestAdminBlock: Caddy's admin block, with and without an address.
+func TestAdminBlock(t *testing.T) {
+	site := "localhost:8443 {\n\treverse_proxy 127.0.0.1:8080\n}\n"
+	c := mustParse(t, "{\n\tadmin 127.0.0.1:9019 {\n\t\torigins localhost:9019 https://dash.example\n\t\tenforce_origin\n\t}\n}\n"+site)
+	if c.Admin != "127.0.0.1:9019" || !c.AdminEnforceOrigin || strings.Join(c.AdminOrigins, " ") != "localhost:9019 https://dash.example" {
+		t.Errorf("admin block: %q %q %v", c.Admin, c.AdminOrigins, c.AdminEnforceOrigin)
+	}
+	c = mustParse(t, "{\n\tadmin {\n\t\torigins admin.example:2019\n\t}\n}\n"+site)
+	if c.Admin != DefaultAdmin || c.AdminEnforceOrigin || len(c.AdminOrigins) != 1 {
+		t.Errorf("admin block without an address: %q %q %v", c.Admin, c.AdminOrigins, c.AdminEnforceOrigin)
+	}
+	if c := mustParse(t, site); c.AdminOrigins != nil || c.AdminEnforceOrigin {
+		t.Errorf("default admin origins %q %v", c.AdminOrigins, c.AdminEnforceOrigin)
 	}
 }
 
@@ -215,6 +247,7 @@ func TestErrors(t *testing.T) {
 			`Caddyfile:3: reverse_proxy: header_down: placeholder {header.Cookie}: request fields in response edits are not supported by pollproxy`},
 		// transport
 		{"transport kind", rp("\t\ttransport fastcgi"), `Caddyfile:3: reverse_proxy: transport fastcgi is not supported by pollproxy`},
+		{"transport proxy_protocol", tr("\t\t\tproxy_protocol v3"), `Caddyfile:4: transport http: proxy_protocol: "v3": want v1 or v2`},
 		{"transport tls", tr("\t\t\ttls"), `Caddyfile:4: transport http: tls is not supported by pollproxy`},
 		{"transport unknown", tr("\t\t\tturbo on"), `Caddyfile:4: transport http: unknown option "turbo"`},
 		{"transport duration", tr("\t\t\tdial_timeout soon"), `Caddyfile:4: transport http: dial_timeout: "soon": want a positive duration`},
@@ -269,8 +302,10 @@ func TestErrors(t *testing.T) {
 		{"header bad", site("\treverse_proxy 127.0.0.1:8080\n\theader -X v"), `Caddyfile:3: header: -X deletes the field and takes no value`},
 		{"request_header default", site("\treverse_proxy 127.0.0.1:8080\n\trequest_header ?X v"), `Caddyfile:3: request_header: ?X: the default form only applies to response fields`},
 		{"rewrite args", site("\trewrite /a /b /c"), `Caddyfile:2: rewrite: want [matcher] target`},
-		{"uri op", site("\turi lowercase"), `Caddyfile:2: uri: unknown operation "lowercase" (want strip_prefix, strip_suffix, replace)`},
-		{"uri path_regexp", site("\turi path_regexp a b"), `Caddyfile:2: uri: path_regexp is not supported by pollproxy`},
+		{"uri op", site("\turi lowercase"), `Caddyfile:2: uri: unknown operation "lowercase" (want strip_prefix, strip_suffix, replace, path_regexp, query)`},
+		{"uri path_regexp", site("\turi path_regexp a(b c"), `Caddyfile:2: uri: path_regexp "a(b": error parsing regexp`},
+		{"uri query", site("\turi query +a"), `Caddyfile:2: uri: query +a: want one value`},
+		{"uri query both", site("\turi query a b {\n\t\tc d\n\t}"), `Caddyfile:2: uri: query edits go on the line or in a block`},
 		{"uri strip args", site("\turi strip_prefix"), `Caddyfile:2: uri: strip_prefix wants one argument`},
 		{"handle_path without path", site("\t@a method GET\n\thandle_path @a {\n\t\trespond 200\n\t}"),
 			`Caddyfile:3: handle_path: want one path prefix`},
@@ -309,6 +344,14 @@ func TestErrors(t *testing.T) {
 			`Caddyfile:2: loops: "many": want a whole number >= 0`},
 		{"bad admin", "{\n\tadmin 2019\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
 			`Caddyfile:2: admin: "2019": want host:port (e.g. 127.0.0.1:2019) or off`},
+		{"admin off block", "{\n\tadmin off {\n\t\tenforce_origin\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
+			`Caddyfile:2: admin off: takes no block`},
+		{"admin unknown", "{\n\tadmin {\n\t\tremote\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
+			`Caddyfile:3: admin: unknown option "remote" (want origins, enforce_origin)`},
+		{"admin no origins", "{\n\tadmin {\n\t\torigins\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
+			`Caddyfile:3: admin: origins: want one or more origins`},
+		{"admin bad origin", "{\n\tadmin {\n\t\torigins https://dash.example/path\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
+			`Caddyfile:3: admin: origins: "https://dash.example/path": want scheme://host[:port]`},
 		{"global timeouts", "{\n\ttimeouts {\n\t\tread_header 10s\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
 			`Caddyfile:2: timeouts is not a global option: as in Caddy, write servers { timeouts {`},
 		{"bad timeout", "{\n\tservers {\n\t\ttimeouts {\n\t\t\tread_header 10s\n\t\t\tforever 5s\n\t\t}\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
@@ -327,6 +370,16 @@ func TestErrors(t *testing.T) {
 			`Caddyfile:3: servers: client_ip_headers: want one or more field names`},
 		{"max_header_size", "{\n\tservers {\n\t\tmax_header_size lots\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
 			`Caddyfile:3: servers: max_header_size: "lots": want a size such as 16KB`},
+		{"listener wrapper", "{\n\tservers {\n\t\tlistener_wrappers {\n\t\t\thttp_redirect\n\t\t\ttls\n\t\t}\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
+			`Caddyfile:4: servers: listener_wrappers: the http_redirect wrapper is not supported by pollproxy`},
+		{"proxy_protocol after tls", "{\n\tservers {\n\t\tlistener_wrappers {\n\t\t\ttls\n\t\t\tproxy_protocol\n\t\t}\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
+			`Caddyfile:5: servers: listener_wrappers: proxy_protocol must come before tls`},
+		{"proxy_protocol policy", "{\n\tservers {\n\t\tlistener_wrappers {\n\t\t\tproxy_protocol {\n\t\t\t\tfallback_policy trust\n\t\t\t}\n\t\t}\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
+			`Caddyfile:5: listener_wrappers: proxy_protocol fallback_policy: unknown policy "trust"`},
+		{"proxy_protocol allow", "{\n\tservers {\n\t\tlistener_wrappers {\n\t\t\tproxy_protocol {\n\t\t\t\tallow 10.0.0.0/99\n\t\t\t}\n\t\t}\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
+			`Caddyfile:5: listener_wrappers: proxy_protocol allow: want one or more IP ranges`},
+		{"metrics per_host", "{\n\tmetrics {\n\t\tper_host\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
+			`Caddyfile:3: metrics: per_host is not supported by pollproxy`},
 		{"bad grace", "{\n\tgrace_period -1s\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
 			`Caddyfile:2: grace_period: "-1s": want a positive duration`},
 		{"bad log format", "{\n\tlog {\n\t\tformat xml\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),

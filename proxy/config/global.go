@@ -1,7 +1,9 @@
 package config
 
 import (
+	"errors"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -13,7 +15,7 @@ import (
 
 var globalOptions = []string{"poller", "loops", "admin", "email", "acme_ca", "storage",
 	"default_bind", "http_port", "servers", "grace_period", "log", "h2_extended_connect",
-	"ab_interval"}
+	"ab_interval", "metrics"}
 
 func (p *parser) global(b caddyfile.ServerBlock) {
 	c := p.cfg
@@ -44,15 +46,7 @@ func (p *parser) global(b caddyfile.ServerBlock) {
 		case "loops":
 			c.Loops = p.intArg(d, name, 0)
 		case "admin":
-			if v, ok := p.oneArg(d, name, "host:port or off"); ok {
-				if v == "off" {
-					c.Admin = ""
-				} else if _, _, err := net.SplitHostPort(v); err != nil {
-					p.errf(d, "admin: %q: want host:port (e.g. 127.0.0.1:2019) or off", v)
-				} else {
-					c.Admin = v
-				}
-			}
+			p.admin(d)
 		case "email":
 			if v, ok := p.oneArg(d, name, "an e-mail address"); ok {
 				if !strings.Contains(v, "@") {
@@ -96,6 +90,8 @@ func (p *parser) global(b caddyfile.ServerBlock) {
 			p.extendedConnect(d)
 		case "ab_interval":
 			c.ABInterval = p.abInterval(d)
+		case "metrics", "servers_metrics":
+			p.metrics(d, name)
 		default:
 			if unsupportedGlobal[name] {
 				p.errf(d, "%s is not supported by pollproxy", name)
@@ -106,6 +102,71 @@ func (p *parser) global(b caddyfile.ServerBlock) {
 			skipBlock(d)
 		}
 	}
+}
+
+// admin is Caddy's admin global option: admin [off|HOST:PORT] { origins
+// ORIGINS...  enforce_origin }.
+func (p *parser) admin(d *caddyfile.Dispenser) {
+	c := p.cfg
+	args := d.RemainingArgs()
+	switch {
+	case len(args) > 1:
+		p.errf(d, "admin: want one argument: host:port or off")
+	case len(args) == 1 && args[0] == "off":
+		c.Admin = ""
+		if at, ok := openedBlock(d); ok {
+			p.errAt(at, "admin off: takes no block")
+		}
+		return
+	case len(args) == 1:
+		if _, _, err := net.SplitHostPort(args[0]); err != nil {
+			p.errf(d, "admin: %q: want host:port (e.g. 127.0.0.1:2019) or off", args[0])
+		} else {
+			c.Admin = args[0]
+		}
+	}
+	for n := d.Nesting(); d.NextBlock(n); {
+		switch sub := d.Val(); sub {
+		case "origins":
+			origins := d.RemainingArgs()
+			if len(origins) == 0 {
+				p.errf(d, "admin: origins: want one or more origins (host:port or scheme://host:port)")
+			}
+			for _, o := range origins {
+				if err := checkOrigin(o); err != nil {
+					p.errf(d, "admin: origins: %q: %v", o, err)
+				}
+			}
+			c.AdminOrigins = append(c.AdminOrigins, origins...)
+		case "enforce_origin":
+			if d.NextArg() {
+				p.errf(d, "admin: enforce_origin takes no argument")
+				d.RemainingArgs()
+			}
+			c.AdminEnforceOrigin = true
+		default:
+			p.errf(d, "admin: unknown option %q (want origins, enforce_origin)", sub)
+			d.RemainingArgs()
+			skipBlock(d)
+		}
+	}
+}
+
+// checkOrigin accepts an admin origin as Caddy writes them: host,
+// host:port or scheme://host[:port], nothing after the authority.
+func checkOrigin(o string) error {
+	host := o
+	if i := strings.Index(o, "://"); i >= 0 {
+		u, err := url.Parse(o)
+		if err != nil || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+			return errors.New("want scheme://host[:port]")
+		}
+		host = u.Host
+	}
+	if host == "" || strings.ContainsAny(host, "/?#@ ") {
+		return errors.New("want host:port or scheme://host:port")
+	}
+	return nil
 }
 
 // servers is Caddy's servers global option. pollproxy applies it to
@@ -157,8 +218,12 @@ func (p *parser) servers(d *caddyfile.Dispenser) {
 				}
 				c.MaxHeaderSize = n
 			}
+		case "listener_wrappers":
+			p.listenerWrappers(d)
+		case "metrics":
+			p.metrics(d, "servers_metrics")
 		default:
-			p.notOurs(d, "servers: ", sub, unsupportedServers, "timeouts, trusted_proxies, client_ip_headers, max_header_size")
+			p.notOurs(d, "servers: ", sub, unsupportedServers, "timeouts, trusted_proxies, client_ip_headers, max_header_size, listener_wrappers, metrics")
 		}
 	}
 }
@@ -237,5 +302,27 @@ func (p *parser) log(d *caddyfile.Dispenser) {
 			d.RemainingArgs()
 			skipBlock(d)
 		}
+	}
+}
+
+// metrics reads Caddy's metrics global option (and servers { metrics }):
+// what it turns on, pollproxy always has — Prometheus metrics on the
+// admin listener's /metrics. per_host, which labels them by host, is not
+// supported.
+func (p *parser) metrics(d *caddyfile.Dispenser, name string) {
+	label := "metrics"
+	if name == "servers_metrics" {
+		label = "servers: metrics"
+	}
+	if args := d.RemainingArgs(); len(args) > 0 {
+		p.errf(d, "%s: want no argument, or a block", label)
+	}
+	for n := d.Nesting(); d.NextBlock(n); {
+		if d.Val() == "per_host" {
+			p.errf(d, "%s: per_host is not supported by pollproxy (its metrics are labelled by poller, loop and upstream)", label)
+		} else {
+			p.errf(d, "%s: unknown option %q", label, d.Val())
+		}
+		d.RemainingArgs()
 	}
 }

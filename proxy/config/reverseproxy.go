@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -170,7 +171,7 @@ func (p *parser) lbPolicy(d *caddyfile.Dispenser, rp *Proxy, label string) {
 	}
 }
 
-var transportOptions = []string{"dial_timeout", "response_header_timeout", "read_timeout", "write_timeout",
+var transportOptions = []string{"dial_timeout", "proxy_protocol", "response_header_timeout", "read_timeout", "write_timeout",
 	"keepalive", "keepalive_idle_conns", "keepalive_idle_conns_per_host", "max_conns_per_host", "versions"}
 
 func (p *parser) transport(d *caddyfile.Dispenser, rp *Proxy) {
@@ -213,6 +214,17 @@ func (p *parser) transport(d *caddyfile.Dispenser, rp *Proxy) {
 			}
 		case "max_conns_per_host":
 			rp.MaxConns = p.intArg(d, label, 1)
+		case "proxy_protocol":
+			if v, ok := p.oneArg(d, label, "v1 or v2"); ok {
+				switch v {
+				case "v1":
+					rp.ProxyProtocol = 1
+				case "v2":
+					rp.ProxyProtocol = 2
+				default:
+					p.errf(d, "%s: %q: want v1 or v2", label, v)
+				}
+			}
 		case "versions":
 			for _, v := range d.RemainingArgs() {
 				if v != "1.1" {
@@ -225,59 +237,64 @@ func (p *parser) transport(d *caddyfile.Dispenser, rp *Proxy) {
 	}
 }
 
-// upstreams reads the remaining arguments on the line as upstreams, in
-// Caddy's forms: host:port, :port (localhost), host (port 80),
-// http://host[:port], and port ranges (host:8001-8003).
+// upstreams reads the remaining arguments on the line as upstreams
+// (UpstreamAddresses).
 func (p *parser) upstreams(d *caddyfile.Dispenser, rp *Proxy) {
 	for d.NextArg() {
-		v := d.Val()
-		switch {
-		case strings.HasPrefix(v, "https://"):
-			p.errf(d, "reverse_proxy: upstream %q: https:// upstreams are not supported by pollproxy (it speaks plain HTTP/1.1 to origins)", v)
-			continue
-		case strings.HasPrefix(v, "h2c://"):
-			p.errf(d, "reverse_proxy: upstream %q: h2c:// upstreams are not supported by pollproxy (it speaks HTTP/1.1 to origins)", v)
-			continue
-		case strings.HasPrefix(v, "unix/"):
-			if _, ok := upstream.UnixSocketPath(v); !ok {
-				p.errf(d, "reverse_proxy: upstream %q: want unix//path/to/socket", v)
-			} else {
-				rp.Upstreams = append(rp.Upstreams, v)
-			}
-			continue
-		case strings.Contains(v, "{"):
-			p.errf(d, "reverse_proxy: upstream %q: placeholders in upstreams are not supported by pollproxy", v)
-			continue
-		case strings.Contains(v, "://") && !strings.HasPrefix(v, "http://"):
-			p.errf(d, "reverse_proxy: upstream %q: scheme not supported by pollproxy (want http:// or none)", v)
-			continue
-		}
-		hp := strings.TrimPrefix(v, "http://")
-		if strings.ContainsAny(strings.TrimSuffix(hp, "/"), "/?#") {
-			p.errf(d, "reverse_proxy: upstream %q: upstream addresses cannot have paths, as in Caddy (change the path with rewrite or uri)", v)
-			continue
-		}
-		hp = strings.TrimSuffix(hp, "/")
-		host, port, err := net.SplitHostPort(hp)
+		addrs, err := UpstreamAddresses(d.Val())
 		if err != nil {
-			if strings.Contains(hp, ":") && !strings.HasPrefix(hp, "[") {
-				p.errf(d, "reverse_proxy: upstream %q: want host:port", v)
-				continue
-			}
-			host, port = strings.Trim(hp, "[]"), "80"
-		}
-		if host == "" {
-			host = "localhost"
-		}
-		lo, hi, ok := portRange(port)
-		if !ok {
-			p.errf(d, "reverse_proxy: upstream %q: want host:port with a port in 1-65535", v)
+			p.errf(d, "reverse_proxy: %v", err)
 			continue
 		}
-		for n := lo; n <= hi; n++ {
-			rp.Upstreams = append(rp.Upstreams, net.JoinHostPort(host, strconv.Itoa(n)))
-		}
+		rp.Upstreams = append(rp.Upstreams, addrs...)
 	}
+}
+
+// UpstreamAddresses reads one upstream as Caddy's reverse_proxy takes it —
+// host:port, :port (localhost), host (port 80), http://host[:port], a port
+// range (host:8001-8003), unix//path — and returns the dial addresses it
+// stands for. The Caddyfile and the reverse-proxy command's --to both read
+// upstreams through it, so one address means one thing in either.
+func UpstreamAddresses(v string) ([]string, error) {
+	switch {
+	case strings.HasPrefix(v, "https://"):
+		return nil, fmt.Errorf("upstream %q: https:// upstreams are not supported by pollproxy (it speaks plain HTTP/1.1 to origins)", v)
+	case strings.HasPrefix(v, "h2c://"):
+		return nil, fmt.Errorf("upstream %q: h2c:// upstreams are not supported by pollproxy (it speaks HTTP/1.1 to origins)", v)
+	case strings.HasPrefix(v, "unix/"):
+		if _, ok := upstream.UnixSocketPath(v); !ok {
+			return nil, fmt.Errorf("upstream %q: want unix//path/to/socket", v)
+		}
+		return []string{v}, nil
+	case strings.Contains(v, "{"):
+		return nil, fmt.Errorf("upstream %q: placeholders in upstreams are not supported by pollproxy", v)
+	case strings.Contains(v, "://") && !strings.HasPrefix(v, "http://"):
+		return nil, fmt.Errorf("upstream %q: scheme not supported by pollproxy (want http:// or none)", v)
+	}
+	hp := strings.TrimPrefix(v, "http://")
+	if strings.ContainsAny(strings.TrimSuffix(hp, "/"), "/?#") {
+		return nil, fmt.Errorf("upstream %q: upstream addresses cannot have paths, as in Caddy (change the path with rewrite or uri)", v)
+	}
+	hp = strings.TrimSuffix(hp, "/")
+	host, port, err := net.SplitHostPort(hp)
+	if err != nil {
+		if strings.Contains(hp, ":") && !strings.HasPrefix(hp, "[") {
+			return nil, fmt.Errorf("upstream %q: want host:port", v)
+		}
+		host, port = strings.Trim(hp, "[]"), "80"
+	}
+	if host == "" {
+		host = "localhost"
+	}
+	lo, hi, ok := portRange(port)
+	if !ok {
+		return nil, fmt.Errorf("upstream %q: want host:port with a port in 1-65535", v)
+	}
+	addrs := make([]string, 0, hi-lo+1)
+	for n := lo; n <= hi; n++ {
+		addrs = append(addrs, net.JoinHostPort(host, strconv.Itoa(n)))
+	}
+	return addrs, nil
 }
 
 // portRange reads "8080" or "8001-8006".

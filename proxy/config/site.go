@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -358,8 +359,15 @@ func (p *parser) header(d *caddyfile.Dispenser, n *route.Node, name string) {
 			continue
 		}
 		if d.Val() == "match" {
-			p.errf(d, "%s: match is not supported by pollproxy", name)
-			skipBlock(d)
+			if !response {
+				p.errf(d, "%s: match is for response edits (header), as in Caddy", name)
+				skipBlock(d)
+				continue
+			}
+			if n.RespMatch == nil {
+				n.RespMatch = &route.ResponseMatch{}
+			}
+			p.responseMatch(d, n.RespMatch)
 			continue
 		}
 		args := append([]string{d.Val()}, d.RemainingArgs()...)
@@ -367,6 +375,32 @@ func (p *parser) header(d *caddyfile.Dispenser, n *route.Node, name string) {
 	}
 	if len(n.Ops) == 0 {
 		p.errf(d, "%s: want a field edit, e.g. %s Strict-Transport-Security max-age=31536000", name, name)
+	}
+}
+
+// responseMatch reads a response matcher, on the line (match status 2xx)
+// or as a block of status and header lines.
+func (p *parser) responseMatch(d *caddyfile.Dispenser, m *route.ResponseMatch) {
+	line := func(args []string) {
+		var err error
+		switch args[0] {
+		case "status":
+			err = m.AddStatus(args[1:])
+		case "header":
+			err = m.AddHeader(args[1:])
+		default:
+			err = fmt.Errorf("unknown response matcher %q (want status, header)", args[0])
+		}
+		if err != nil {
+			p.errf(d, "header: match: %v", err)
+		}
+	}
+	if args := d.RemainingArgs(); len(args) > 0 {
+		line(args)
+		return
+	}
+	for nest := d.Nesting(); d.NextBlock(nest); {
+		line(append([]string{d.Val()}, d.RemainingArgs()...))
 	}
 }
 
@@ -404,11 +438,38 @@ func (p *parser) uri(d *caddyfile.Dispenser, n *route.Node) {
 			}
 			n.Limit = l
 		}
-	case "path_regexp", "query":
-		p.errf(d, "uri: %s is not supported by pollproxy", args[0])
-		skipBlock(d) // uri query { ... }: said once for the whole block
+	case "path_regexp":
+		if len(args) != 3 {
+			p.errf(d, "uri: path_regexp wants a regular expression and a replacement")
+			return
+		}
+		re, err := regexp.Compile(args[1])
+		if err != nil {
+			p.errf(d, "uri: path_regexp %q: %v", args[1], err)
+			return
+		}
+		n.URIOp, n.Regexp, n.ReplBy = route.RegexpPath, re, args[2]
+	case "query":
+		n.URIOp, n.Query = route.EditQuery, &route.QueryOps{}
+		if len(args) > 1 {
+			if err := n.Query.ParseQueryOp(args[1:]); err != nil {
+				p.errf(d, "uri: %v", err)
+			}
+			if at, ok := openedBlock(d); ok {
+				p.errAt(at, "uri: query edits go on the line or in a block, not both (as in Caddy)")
+			}
+			return
+		}
+		for nest := d.Nesting(); d.NextBlock(nest); {
+			if err := n.Query.ParseQueryOp(append([]string{d.Val()}, d.RemainingArgs()...)); err != nil {
+				p.errf(d, "uri: %v", err)
+			}
+		}
+		if len(n.Query.Rename)+len(n.Query.Set)+len(n.Query.Add)+len(n.Query.Replace)+len(n.Query.Delete) == 0 {
+			p.errf(d, "uri: query wants an edit on the line or in a block")
+		}
 	default:
-		p.errf(d, "uri: unknown operation %q (want strip_prefix, strip_suffix, replace)", args[0])
+		p.errf(d, "uri: unknown operation %q (want strip_prefix, strip_suffix, replace, path_regexp, query)", args[0])
 	}
 }
 

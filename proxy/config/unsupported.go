@@ -31,11 +31,11 @@ func set(names ...string) map[string]bool {
 var unsupportedGlobal = set("debug", "http_port_https", "https_port", "order", "storage_clean_interval",
 	"renew_interval", "ocsp_interval", "ocsp_stapling", "auto_https", "local_certs", "skip_install_trust",
 	"acme_ca_root", "acme_eab", "acme_dns", "cert_issuer", "key_type", "on_demand_tls", "preferred_chains",
-	"pki", "events", "persist_config", "filesystem", "metrics", "cert_lifetime", "grace_period_http",
+	"pki", "events", "persist_config", "filesystem", "cert_lifetime", "grace_period_http",
 	"shutdown_delay", "default_sni", "fallback_sni", "dns", "ech", "tracing", "ocsp", "renewal_window_ratio")
 
-var unsupportedServers = set("listener_wrappers", "protocols", "strict_sni_host", "keepalive_interval",
-	"keepalive_idle", "keepalive_count", "trusted_proxies_strict", "log_credentials", "metrics", "name",
+var unsupportedServers = set("protocols", "strict_sni_host", "keepalive_interval",
+	"keepalive_idle", "keepalive_count", "trusted_proxies_strict", "log_credentials", "name",
 	"enable_full_duplex", "trace", "listen_protocols", "0rtt", "max_header_bytes")
 
 var unsupportedDirectives = set("abort_with", "acme_server", "bind", "encode",
@@ -52,7 +52,7 @@ var unsupportedProxy = set("trusted_proxies", "buffer_requests", "buffer_respons
 	"weighted_round_robin", "health_path", "health_follow_redirects", "health_method",
 	"health_request_body", "health_upstream", "health_query")
 
-var unsupportedTransport = set("read_buffer", "write_buffer", "max_response_header", "proxy_protocol",
+var unsupportedTransport = set("read_buffer", "write_buffer", "max_response_header",
 	"dial_fallback_delay", "expect_continue_timeout", "resolvers", "tls", "tls_client_auth",
 	"tls_insecure_skip_verify", "tls_curves", "tls_timeout", "tls_trust_pool", "tls_trusted_ca_certs",
 	"tls_server_name", "tls_renegotiation", "tls_except_ports", "keepalive_interval", "compression",

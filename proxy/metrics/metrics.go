@@ -105,7 +105,7 @@ func New(version string) *Metrics {
 	}, loopLabels)
 	m.tunnels = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "pollproxy_tunnels_active",
-		Help: "Tunnels (WebSockets over HTTP/1.1 Upgrade or RFC 8441) open now.",
+		Help: "Tunnels (WebSockets over HTTP/1.1 Upgrade or RFC 8441) open now, under the poller their request started on.",
 	}, loopLabels)
 	m.tunBytes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pollproxy_tunnel_bytes_total",
@@ -272,11 +272,23 @@ func (o *LoopObserver) UpstreamFailed(upstream string, r observe.Reason) {
 // TunnelOpened implements observe.TunnelObserver. Tunnels are rare next
 // to requests, so their series are looked up by label here.
 func (o *LoopObserver) TunnelOpened(r *observe.RequestLog) {
-	o.m.tunnels.WithLabelValues(o.bknd, o.loop, r.Upstream).Inc()
+	o.m.tunnels.WithLabelValues(o.tunnelPoller(r), o.loop, r.Upstream).Inc()
+}
+
+// tunnelPoller is the poller label of a tunnel's gauge: the backend its
+// request started on, fixed for its life, so that a tunnel that outlives
+// a live poller switch is taken off the series it was added to (the
+// loop's current backend would leave +1 under the old label and -1
+// under the new one).
+func (o *LoopObserver) tunnelPoller(r *observe.RequestLog) string {
+	if r.Poller != "" {
+		return r.Poller
+	}
+	return o.bknd
 }
 
 func (o *LoopObserver) tunnelEnded(r *observe.RequestLog) {
-	o.m.tunnels.WithLabelValues(o.bknd, o.loop, r.Upstream).Dec()
+	o.m.tunnels.WithLabelValues(o.tunnelPoller(r), o.loop, r.Upstream).Dec()
 	o.m.tunBytes.WithLabelValues(o.bknd, o.loop, r.Upstream, "in").Add(float64(r.BytesIn))
 	o.m.tunBytes.WithLabelValues(o.bknd, o.loop, r.Upstream, "out").Add(float64(r.BytesOut))
 }

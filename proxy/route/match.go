@@ -328,8 +328,14 @@ func (f *HeaderField) match(r *stream.Request) bool {
 	if f.Name == "host" {
 		return f.matchValue(r.Authority)
 	}
+	return f.matchFields(r.Header)
+}
+
+// matchFields matches the field against fields, a request's or a
+// response's.
+func (f *HeaderField) matchFields(fields []stream.Field) bool {
 	found := false
-	for _, rf := range r.Header {
+	for _, rf := range fields {
 		if rf.Name != f.Name {
 			continue
 		}

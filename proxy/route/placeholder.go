@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"net"
+	"net/url"
+	"os"
 	"strconv"
 	"strings"
 
@@ -27,7 +29,11 @@ const (
 	phRemotePort
 	phRemote
 	phClientIP
-	phHeader   // the request field named by part.text
+	phHeader // the request field named by part.text
+	phLabel  // the host's label part.n, counted from the right
+	phSegment
+	phQueryArg // the query argument named by part.text, decoded
+	phCookie   // the cookie named by part.text
 	phAuthUser // the user basic_auth authenticated
 	// The upstream's address, known only once one is picked: Append
 	// writes a mark (UpstreamMark and a kind byte) that FillUpstream
@@ -50,8 +56,8 @@ var upstreamMarks = [...]byte{phUpstreamHostport: 'a', phUpstreamHost: 'h', phUp
 var placeholders = map[string]phKind{
 	"host": phHost, "http.request.host": phHost,
 	"hostport": phHostport, "http.request.hostport": phHostport,
-	"http.request.port": phPort,
-	"uri":               phURI, "http.request.uri": phURI,
+	"port": phPort, "http.request.port": phPort,
+	"uri": phURI, "http.request.uri": phURI,
 	"path": phPath, "http.request.uri.path": phPath,
 	"query": phQuery, "http.request.uri.query": phQuery,
 	"method": phMethod, "http.request.method": phMethod,
@@ -69,6 +75,7 @@ var placeholders = map[string]phKind{
 type part struct {
 	kind phKind
 	text string
+	n    int
 }
 
 // Template is a value with Caddy placeholders ({host}, {uri},
@@ -122,12 +129,32 @@ func ParseTemplate(s string, opt TemplateOptions) (Template, error) {
 		name := s[i+1 : i+end]
 		i += end
 		var p part
-		switch {
-		case strings.HasPrefix(name, "header."), strings.HasPrefix(name, "http.request.header."):
+		if v, ok := strings.CutPrefix(name, "env."); ok {
+			// Read once, at load: the environment does not change under
+			// a running process.
+			lit.WriteString(os.Getenv(v))
+			continue
+		}
+		if k, arg, ok := prefixed(name); ok {
 			if opt.NoRequestFields {
 				return t, fmt.Errorf("placeholder {%s}: request fields in response edits are not supported by pollproxy", name)
 			}
-			p = part{kind: phHeader, text: strings.ToLower(name[strings.LastIndex(name, "header.")+len("header."):])}
+			p = part{kind: k, text: arg}
+			if k == phHeader {
+				p.text = strings.ToLower(arg)
+			}
+			if k == phLabel || k == phSegment {
+				n, err := strconv.Atoi(arg)
+				if err != nil || n < 0 {
+					return t, fmt.Errorf("placeholder {%s}: want a whole number after the dot", name)
+				}
+				p = part{kind: k, n: n}
+			}
+			flush()
+			t.parts = append(t.parts, p)
+			continue
+		}
+		switch {
 		default:
 			k, ok := placeholders[name]
 			if opt.KeepUnknown && (!ok || k >= phUpstreamHostport) {
@@ -150,6 +177,30 @@ func ParseTemplate(s string, opt TemplateOptions) (Template, error) {
 	}
 	flush()
 	return t, nil
+}
+
+// prefixes are Caddy's placeholders that take an argument after a dot,
+// short and long forms.
+var prefixes = []struct {
+	prefix string
+	kind   phKind
+}{
+	{"header.", phHeader}, {"http.request.header.", phHeader},
+	{"labels.", phLabel}, {"http.request.host.labels.", phLabel},
+	{"path.", phSegment}, {"http.request.uri.path.", phSegment},
+	{"query.", phQueryArg}, {"http.request.uri.query.", phQueryArg},
+	{"cookie.", phCookie}, {"http.request.cookie.", phCookie},
+}
+
+// prefixed reads a placeholder with an argument ({header.X-Name},
+// {labels.1}, {query.page} ...).
+func prefixed(name string) (phKind, string, bool) {
+	for _, p := range prefixes {
+		if arg, ok := strings.CutPrefix(name, p.prefix); ok && arg != "" {
+			return p.kind, arg, true
+		}
+	}
+	return 0, "", false
 }
 
 // Literal returns the template's text when it has no placeholder.
@@ -206,6 +257,16 @@ func (t Template) Append(dst []byte, r *stream.Request) []byte {
 			if v, ok := r.Get(p.text); ok {
 				dst = append(dst, v...)
 			}
+		case phLabel:
+			dst = append(dst, hostLabel(HostOnly(r.Authority), p.n)...)
+		case phSegment:
+			dst = append(dst, pathSegment(PathOnly(r.Path), p.n)...)
+		case phQueryArg:
+			if q, err := url.ParseQuery(QueryOnly(r.Path)); err == nil {
+				dst = append(dst, q.Get(p.text)...)
+			}
+		case phCookie:
+			dst = append(dst, cookie(r, p.text)...)
 		case phAuthUser:
 			dst = append(dst, r.AuthUser...)
 		case phUpstreamHostport, phUpstreamHost, phUpstreamPort:
@@ -294,4 +355,55 @@ func HostOnly(a string) string {
 		}
 	}
 	return a
+}
+
+// hostLabel is the host's label n counted from the right, as Caddy's
+// {labels.N}: in sub.example.com, 0 is com and 2 is sub; "" past the
+// last.
+func hostLabel(host string, n int) string {
+	for i := len(host); i >= 0; {
+		j := strings.LastIndexByte(host[:i], '.')
+		if n == 0 {
+			return host[j+1 : i]
+		}
+		if j < 0 {
+			return ""
+		}
+		n--
+		i = j
+	}
+	return ""
+}
+
+// pathSegment is the path's segment n counted from the left, as Caddy's
+// {path.N}: in /a/b/c, 0 is a; "" past the last.
+func pathSegment(path string, n int) string {
+	path = strings.TrimPrefix(path, "/")
+	for ; n > 0; n-- {
+		i := strings.IndexByte(path, '/')
+		if i < 0 {
+			return ""
+		}
+		path = path[i+1:]
+	}
+	if i := strings.IndexByte(path, '/'); i >= 0 {
+		return path[:i]
+	}
+	return path
+}
+
+// cookie is the value of the first cookie named name in the request's
+// Cookie fields.
+func cookie(r *stream.Request, name string) string {
+	for _, f := range r.Header {
+		if f.Name != "cookie" {
+			continue
+		}
+		for _, kv := range strings.Split(f.Value, ";") {
+			if k, v, ok := strings.Cut(strings.TrimSpace(kv), "="); ok && k == name {
+				return strings.Trim(v, `"`)
+			}
+		}
+	}
+	return ""
 }

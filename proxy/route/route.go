@@ -1,6 +1,7 @@
 package route
 
 import (
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -42,6 +43,8 @@ const (
 	StripPrefix byte = 'p'
 	StripSuffix byte = 's'
 	Replace     byte = 'r'
+	RegexpPath  byte = 'x' // Regexp in the path, replaced by ReplBy
+	EditQuery   byte = 'q' // the query edits in Query
 )
 
 // Node is one compiled route: a matcher set and what to do.
@@ -54,13 +57,16 @@ type Node struct {
 	Exclusive int
 	Kind      Kind
 
-	Ops []HeaderOp // EditResponse, EditRequest
+	Ops       []HeaderOp     // EditResponse, EditRequest
+	RespMatch *ResponseMatch // EditResponse: only responses it matches (header's match)
 
 	To Template // Rewrite; Redirect's target; Respond's body when it has placeholders
 
 	URIOp        byte   // URI
 	Find, ReplBy string // URI: the prefix, suffix or search text; Replace's replacement
 	Limit        int    // URI Replace: at most this many (0: all)
+	Regexp       *regexp.Regexp
+	Query        *QueryOps
 
 	Status int             // Redirect, Respond
 	Static *static.Handler // Respond; Redirect with a literal target; BasicAuth's 401
@@ -230,6 +236,14 @@ func (h *Handler) uri(n *Node) {
 		if strings.Contains(p, n.Find) {
 			h.setPath(strings.Replace(p, n.Find, n.ReplBy, limit) + q)
 		}
+	case RegexpPath:
+		h.setPath(n.Regexp.ReplaceAllString(p, n.ReplBy) + q)
+	case EditQuery:
+		if nq := n.Query.apply(strings.TrimPrefix(q, "?"), h.ctx.Req); nq != "" {
+			h.setPath(p + "?" + nq)
+		} else {
+			h.setPath(p)
+		}
 	}
 }
 
@@ -339,7 +353,9 @@ func (rw *respWriter) WriteHeader(status int, fields []stream.Field, end bool) e
 		nodes = rw.more
 	}
 	for _, n := range nodes {
-		fs = ApplyHeaderOps(fs, n.Ops, &rw.req)
+		if n.RespMatch == nil || n.RespMatch.Matches(status, fs) {
+			fs = ApplyHeaderOps(fs, n.Ops, &rw.req)
+		}
 	}
 	rw.h.fields = fs[:0]
 	return rw.ResponseWriter.WriteHeader(status, fs, end)

@@ -80,8 +80,17 @@ type conn struct {
 	// pptls.MaxBufferedInput reading stops (hsFull) until the handshake is
 	// done, rather than overflowing the session: a client may send its
 	// request, and a large body, right behind its Finished.
-	hsFed    int
-	hsFull   bool
+	hsFed  int
+	hsFull bool
+	// A PROXY protocol header comes first (ppWait, proxyheader.go) under
+	// ppPolicy; its bytes so far are in ppBuf when one read did not hold
+	// it all. ppTimed: the timer is proxy_protocol's timeout, armed at
+	// accepted.
+	ppWait   bool
+	ppTimed  bool
+	ppPolicy ProxyPolicy
+	ppBuf    []byte
+	accepted time.Time
 	timer    *netpoll.Timer
 	wtArmed  bool // timer is the write timeout (WriteTimeout)
 	closeErr error
@@ -182,14 +191,21 @@ func (c *conn) readSocket() {
 					return
 				}
 			} else {
+				data := rb[:n]
+				if c.ppWait {
+					var ok bool
+					if data, ok = c.readProxyHeader(data); !ok {
+						return
+					}
+				}
 				if c.state == stateHandshake {
 					c.hsFed += n
 				}
-				if ferr := c.sess.Feed(rb[:n]); ferr != nil {
+				if ferr := c.sess.Feed(data); ferr != nil {
 					c.destroy(ferr)
 					return
 				}
-				if !c.hsStarted && c.state == stateHandshake && !c.noteHello(buf[:n]) {
+				if len(data) > 0 && !c.hsStarted && c.state == stateHandshake && !c.noteHello(data) {
 					return
 				}
 			}

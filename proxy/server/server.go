@@ -50,6 +50,10 @@ type Config struct {
 	// blocked that long with no byte taken (Caddy's servers { timeouts {
 	// write } }), unless it carries a tunnel.
 	WriteTimeout time.Duration
+	// ProxyProtocol, when set, reads a PROXY protocol header in front of
+	// the TLS of the clients it allows (Caddy's listener_wrappers {
+	// proxy_protocol }).
+	ProxyProtocol *ProxyProtocol
 }
 
 // Server serves one address on every loop of a group.
@@ -288,6 +292,16 @@ func (ls *loopState) accept(fd int, remote netip.AddrPort) {
 	// (conn.noteHello); until then only this timer and the socket's
 	// registration are spent on the client.
 	c.timer = ls.loop.AfterFunc(s.hsTimeout, c.helloTimeout)
+	if pp := s.cfg.ProxyProtocol; pp != nil {
+		if c.ppPolicy = pp.policy(remote.Addr()); c.ppPolicy != PolicySkip {
+			c.ppWait = true
+			if pp.Timeout > 0 && pp.Timeout < s.hsTimeout {
+				c.timer.Stop()
+				c.timer = ls.loop.AfterFunc(pp.Timeout, c.proxyHeaderTimeout)
+				c.ppTimed, c.accepted = true, ls.loop.Now()
+			}
+		}
+	}
 	c.desc.Kick(netpoll.EventRead) // bytes may have arrived with the connection
 }
 

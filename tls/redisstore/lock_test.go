@@ -189,10 +189,13 @@ func TestLockLeaseRenewal(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var logs servertest.SyncBuffer
-	const ttl = 600 * time.Millisecond
+	// The lease and the command timeout leave room for a loaded machine:
+	// a command that takes longer than Timeout fails the test's own Lock,
+	// and a renewal slower than the TTL loses the lock.
+	const ttl = 1500 * time.Millisecond
 	a := newStorage(t, srv.Addr, func(o *redisstore.Options) {
 		o.LockTTL = ttl
-		o.Timeout = 300 * time.Millisecond
+		o.Timeout = 750 * time.Millisecond
 		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
 	b := newStorage(t, srv.Addr, nil)

@@ -1,0 +1,54 @@
+package app
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/netpoll/polltest"
+)
+
+// TestURIEdits: uri path_regexp and uri query with Caddy's meanings (query
+// edits in Caddy's order, the query re-encoded with sorted keys), and the
+// host and path placeholders, through a real origin on every backend and
+// both protocols. The origin answers with the target it received.
+func TestURIEdits(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		o := echoOrigin(t, "o")
+		port, cls := startSite(t, backend, fmt.Sprintf(`	handle /v1/* {
+		uri path_regexp ^/v1/(\w+)/(\d+)$ /items/$2/$1
+		reverse_proxy %[1]s
+	}
+	handle /search {
+		uri query {
+			q>term
+			+tag new
+			page 1
+			lang ^(\w\w)-\w\w$ $1
+			-debug
+		}
+		reverse_proxy %[1]s
+	}
+	handle /one {
+		uri query sort desc
+		reverse_proxy %[1]s
+	}
+	handle /where {
+		rewrite /where/{labels.0}/{path.0}
+		reverse_proxy %[1]s
+	}`, o))
+		base := fmt.Sprintf("https://localhost:%d", port)
+		for proto, c := range cls {
+			for _, x := range []exchange{
+				{method: "GET", path: "/v1/widget/42", status: 200, body: "o /items/42/widget"},
+				{method: "GET", path: "/v1/widget/x", status: 200, body: "o /v1/widget/x"},
+				{method: "GET", path: "/search?q=go&lang=en-GB&debug=1&page=9&tag=old", status: 200,
+					body: "o /search?lang=en&page=1&tag=old&tag=new&term=go"},
+				{method: "GET", path: "/one", status: 200, body: "o /one?sort=desc"},
+				{method: "GET", path: "/where", status: 200, body: "o /where/localhost/where"},
+			} {
+				t.Run(proto, func(t *testing.T) { x.run(t, c, base) })
+			}
+		}
+	})
+}
