@@ -1,9 +1,6 @@
 package config
 
 import (
-	"os"
-	"strings"
-
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/pollproxy/pollproxy/proxy/auth"
@@ -77,29 +74,18 @@ func (p *parser) basicAuth(d *caddyfile.Dispenser, n *route.Node, name string) {
 }
 
 // envValue fills the {env.NAME} placeholders of an account's token, the
-// ones Caddy fills when it loads accounts; any other placeholder is not
-// supported by pollproxy. ({$NAME} is the lexer's and already filled.)
+// ones Caddy fills when it loads accounts; a placeholder that needs a
+// request is not supported by pollproxy there. ({$NAME} is the lexer's
+// and already filled.)
 func (p *parser) envValue(d *caddyfile.Dispenser, directive, s string) (string, bool) {
-	var b strings.Builder
-	for {
-		i := strings.IndexByte(s, '{')
-		if i < 0 {
-			b.WriteString(s)
-			return b.String(), true
-		}
-		end := strings.IndexByte(s[i:], '}')
-		if end < 0 {
-			b.WriteString(s)
-			return b.String(), true
-		}
-		ph := s[i+1 : i+end]
-		env, ok := strings.CutPrefix(ph, "env.")
-		if !ok {
-			p.errf(d, "%s: placeholder {%s} is not supported by pollproxy", directive, ph)
-			return "", false
-		}
-		b.WriteString(s[:i])
-		b.WriteString(os.Getenv(env))
-		s = s[i+end+1:]
+	t, err := route.ParseTemplate(s, route.TemplateOptions{})
+	if err != nil {
+		p.errf(d, "%s: %v", directive, err)
+		return "", false
 	}
+	v, ok := t.Literal()
+	if !ok {
+		p.errf(d, "%s: placeholder in %q: only {env.*} is supported by pollproxy in an account", directive, s)
+	}
+	return v, ok
 }

@@ -80,6 +80,8 @@ func TestBasicAuthErrors(t *testing.T) {
 			"Caddyfile:4: basic_auth: username is not unique: alice"},
 		{"placeholder", site("\tbasic_auth {\n\t\talice {file.hash}\n\t}"),
 			"Caddyfile:3: basic_auth: placeholder {file.hash} is not supported by pollproxy"},
+		{"request placeholder", site("\tbasic_auth {\n\t\t{host} " + testHash + "\n\t}"),
+			`Caddyfile:3: basic_auth: placeholder in "{host}": only {env.*} is supported by pollproxy in an account`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse("Caddyfile", []byte(tc.in))
