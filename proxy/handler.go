@@ -184,7 +184,7 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 		ex.log = observe.RequestLog{
 			Loop: h.loop.ID(), Poller: h.loop.Backend(), Proto: req.Proto, Method: req.Method,
 			Authority: req.Authority, Path: req.Path, Remote: req.RemoteAddr, Start: h.loop.Now(),
-			ClientIP: req.RemoteAddr.Addr().Unmap(),
+			ClientIP: req.RemoteAddr.Addr().Unmap(), User: req.AuthUser,
 		}
 		if trusted {
 			ex.log.ClientIP = route.ClientAddr(req.RemoteAddr.Addr(), req.Header, h.cfg.TrustedProxies, h.cfg.ClientIPHeaders)

@@ -16,6 +16,7 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -257,6 +258,9 @@ func Record(r *observe.RequestLog) slog.Record {
 		slog.String("poller", r.Poller),
 		slog.Int("loop", r.Loop),
 	)
+	if r.User != "" {
+		rec.AddAttrs(slog.String("user_id", r.User)) // Caddy's name for it
+	}
 	if r.Reason != observe.ReasonNone {
 		// error in words, as the client read it; reason as the metrics
 		// label it, for filtering.
@@ -283,7 +287,9 @@ func AppendCommon(b []byte, r *observe.RequestLog) []byte {
 	} else {
 		b = append(b, '-')
 	}
-	b = append(b, " - - ["...)
+	b = append(b, " - "...)
+	b = appendUser(b, r.User)
+	b = append(b, " ["...)
 	b = r.Start.AppendFormat(b, Stamp)
 	b = append(b, "] \""...)
 	b = appendClean(b, r.Method)
@@ -333,6 +339,23 @@ func appendClean(b []byte, s string) []byte {
 		}
 	}
 	return b
+}
+
+// appendUser appends the Common Log Format's authuser: "-" for none, and
+// a space escaped like a control byte, so the user stays one field.
+func appendUser(b []byte, user string) []byte {
+	if user == "" {
+		return append(b, '-')
+	}
+	for {
+		part, rest, more := strings.Cut(user, " ")
+		b = appendClean(b, part)
+		if !more {
+			return b
+		}
+		b = append(b, `\x20`...)
+		user = rest
+	}
 }
 
 // Stamp is the time format of Common lines, for tests and readers.

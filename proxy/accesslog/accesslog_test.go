@@ -175,3 +175,22 @@ func TestFileAndReopen(t *testing.T) {
 }
 
 var _ io.Writer = (*syncBuf)(nil)
+
+// TestUser: the user basic_auth let in is the Common line's authuser
+// (one field, whatever it holds) and the JSON line's user_id, as Caddy
+// names it.
+func TestUser(t *testing.T) {
+	r := sample()
+	r.User = `al ice"`
+	if got := string(AppendCommon(nil, r)); !strings.HasPrefix(got, `192.0.2.7 - al\x20ice\" [02/Jan/2026`) {
+		t.Errorf("common line %s", got)
+	}
+	var m map[string]any
+	b := new(bytes.Buffer)
+	l, _ := New(JSON, b, 16)
+	l.Observe(r)
+	l.Close()
+	if err := json.Unmarshal(b.Bytes(), &m); err != nil || m["user_id"] != r.User {
+		t.Errorf("json %q: user_id %v", b, m["user_id"])
+	}
+}

@@ -142,9 +142,16 @@ func (r *running) logged(s string, d time.Duration) string {
 // getAsync GETs url on c in the background; the result is "status body"
 // or the error.
 func getAsync(c *http.Client, url string) <-chan string {
+	req, _ := http.NewRequest("GET", url, nil)
+	return doAsync(c, req)
+}
+
+// doAsync sends req on c in the background; the result is "status body"
+// or the error.
+func doAsync(c *http.Client, req *http.Request) <-chan string {
 	out := make(chan string, 1)
 	go func() {
-		resp, err := c.Get(url)
+		resp, err := c.Do(req)
 		if err != nil {
 			out <- err.Error()
 			return

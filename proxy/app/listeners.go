@@ -43,7 +43,7 @@ func (in *Instance) newHandler(p *plan, l *config.Listener) func(*netpoll.Loop) 
 				p.track(loop, s, ph)
 				proxies = append(proxies, ph)
 			}
-			h := siteHandler(s.Table(), proxies, clientIPFunc(p.cfg))
+			h := siteHandler(s.Table(), proxies, clientIPFunc(p.cfg), loop)
 			bySite[s] = h
 			return h
 		}
@@ -61,11 +61,11 @@ func (in *Instance) newHandler(p *plan, l *config.Listener) func(*netpoll.Loop) 
 
 // siteHandler evaluates a site's routes on one loop; a site whose only
 // route proxies every request is its proxy, with nothing in between.
-func siteHandler(t *route.Table, proxies []stream.Handler, clientIP route.ClientIPFunc) stream.Handler {
+func siteHandler(t *route.Table, proxies []stream.Handler, clientIP route.ClientIPFunc, loop *netpoll.Loop) stream.Handler {
 	if len(t.Nodes) == 1 && t.Nodes[0].Kind == route.Proxy && t.Nodes[0].Match == nil {
 		return proxies[t.Nodes[0].Proxy]
 	}
-	return route.NewHandler(t, proxies, clientIP)
+	return route.NewHandler(t, proxies, clientIP, loop)
 }
 
 // clientIPFunc is how client_ip matchers and client_ip_hash learn the

@@ -7,7 +7,7 @@ import (
 
 // The configuration examples of Caddy's documentation (caddyserver.com/docs:
 // the reverse_proxy, handle, handle_path, route, redir, respond, header,
-// uri and rewrite directive pages and the request matchers page), each as
+// uri, rewrite and basic_auth directive pages and the request matchers page), each as
 // the Caddyfile a Caddy user would write. Every one validates, or fails
 // with "NAME is not supported by pollproxy" on the line that uses NAME.
 
@@ -113,6 +113,13 @@ var caddyDocExamples = []docExample{
 	{"rewrite", "example.com {\n\trewrite ?a=b\n}\n", ""},
 	{"rewrite", "example.com {\n\trewrite /api/* ?{query}&a=b\n}\n", ""},
 	{"rewrite", "example.com {\n\trewrite /index.php?{query}&p={path}\n}\n", ""},
+
+	// basic_auth ("hiccup" is Bob's password, as the page says)
+	{"basic_auth", "example.com {\n\tbasic_auth {\n\t\t# Username \"Bob\", password \"hiccup\"\n\t\tBob $2a$14$Zkx19XLiW6VYouLHR5NmfOFU0z2GTNmpkT/5qqR7hx4IjWJPDhjvG\n\t}\n\trespond \"Welcome, {http.auth.user.id}\" 200\n}\n", ""},
+	{"basic_auth", "example.com {\n\troot /srv\n\n\tbasic_auth /secret/* {\n\t\t# Username \"Bob\", password \"hiccup\"\n\t\tBob $2a$14$Zkx19XLiW6VYouLHR5NmfOFU0z2GTNmpkT/5qqR7hx4IjWJPDhjvG\n\t}\n\n\tfile_server\n}\n",
+		"Caddyfile:2: root is not supported by pollproxy\nCaddyfile:9: file_server is not supported by pollproxy"},
+	{"basic_auth", "example.com {\n\troot /srv\n\n\tbasic_auth /secret/* argon2id {\n\t\t# Username \"Bob\", password \"hiccup\"\n\t\tBob $argon2id$v=19$m=47104,t=1,p=1$zJPvVe48N64JUa9MFlVhiw$b5Tznu0PxnA4TciY6qYe2BFPxncF1ePQaeNukHhH1cU\n\t}\n\n\tfile_server\n}\n",
+		"Caddyfile:2: root is not supported by pollproxy\nCaddyfile:4: basic_auth: argon2id is not supported by pollproxy (want bcrypt)\nCaddyfile:9: file_server is not supported by pollproxy"},
 
 	// request matchers
 	{"matchers", docSite("reverse_proxy localhost:9000"), ""},

@@ -300,7 +300,6 @@ func TestErrors(t *testing.T) {
 		{"respond status", site("\trespond \"gone\" 700"), `Caddyfile:2: respond: status 700: want 200-599`},
 		{"respond status text", site("\trespond \"gone\" gone"), `Caddyfile:2: respond: status "gone": want a number`},
 		{"respond close", site("\trespond 200 {\n\t\tclose\n\t}"), `Caddyfile:3: respond: close is not supported by pollproxy`},
-		{"respond placeholder", site("\trespond \"hi {host}\""), `Caddyfile:2: respond: placeholders in bodies are not supported by pollproxy`},
 		{"header empty", site("\treverse_proxy 127.0.0.1:8080\n\theader"), `Caddyfile:3: header: want a field edit`},
 		{"header bad", site("\treverse_proxy 127.0.0.1:8080\n\theader -X v"), `Caddyfile:3: header: -X deletes the field and takes no value`},
 		{"request_header default", site("\treverse_proxy 127.0.0.1:8080\n\trequest_header ?X v"), `Caddyfile:3: request_header: ?X: the default form only applies to response fields`},

@@ -12,18 +12,17 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/pollproxy/pollproxy/proxy/route"
-	"github.com/pollproxy/pollproxy/proxy/static"
-	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
 var siteDirectives = []string{"reverse_proxy", "handle", "handle_path", "route", "redir", "respond",
-	"header", "request_header", "uri", "rewrite", "abort", "tls", "@name (a named matcher)"}
+	"header", "request_header", "uri", "rewrite", "abort", "basic_auth", "tls", "@name (a named matcher)"}
 
 // directiveOrder is Caddy's default order of the directives pollproxy
-// implements (handle_path sorts as handle).
+// implements (handle_path sorts as handle; basicauth is basic_auth's
+// older name, which Caddy still reads and sorts just before it).
 var directiveOrder = map[string]int{
-	"header": 1, "redir": 2, "rewrite": 3, "uri": 4, "request_header": 5,
-	"handle": 6, "route": 7, "abort": 8, "respond": 9, "reverse_proxy": 10,
+	"header": 1, "redir": 2, "rewrite": 3, "uri": 4, "basicauth": 5, "basic_auth": 6,
+	"request_header": 7, "handle": 8, "route": 9, "abort": 10, "respond": 11, "reverse_proxy": 12,
 }
 
 // value is one routing directive before sorting: Caddy's "config value".
@@ -230,6 +229,8 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 		n.Kind, n.To = route.Rewrite, t
 	case "uri":
 		p.uri(d, n)
+	case "basic_auth", "basicauth":
+		p.basicAuth(d, n, name)
 	case "abort":
 		if args := d.RemainingArgs(); len(args) > 0 {
 			p.errf(d, "abort: takes only a matcher")
@@ -319,18 +320,19 @@ func (p *parser) respond(d *caddyfile.Dispenser, n *route.Node) {
 		p.errf(d, "respond: status %d: want 200-599", status)
 		return
 	}
-	if strings.Contains(body, "{") {
-		if _, err := route.ParseTemplate(body, route.TemplateOptions{}); err != nil || !strings.Contains(body, "\\{") {
-			p.errf(d, "respond: placeholders in bodies are not supported by pollproxy")
-			return
-		}
-	}
-	fields := []stream.Field{{Name: "content-length", Value: strconv.Itoa(len(body))}}
-	if body != "" {
-		fields = append([]stream.Field{{Name: "content-type", Value: "text/plain; charset=utf-8"}}, fields...)
+	// Caddy fills the placeholders it knows in a body and leaves any other
+	// {...} as written (a JSON body stays JSON).
+	t, err := route.ParseTemplate(body, route.TemplateOptions{KeepUnknown: true})
+	if err != nil {
+		p.errf(d, "respond: %v", err)
+		return
 	}
 	n.Kind, n.Status = route.Respond, status
-	n.Static = static.NewResponse(status, fields, []byte(body))
+	if lit, ok := t.Literal(); ok {
+		n.Static = route.Responder(status, lit)
+	} else {
+		n.To = t
+	}
 }
 
 // header reads header / request_header: one edit on the line, or a block

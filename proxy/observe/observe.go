@@ -41,6 +41,8 @@ type RequestLog struct {
 	// ClientIP is the client's address as the proxy derived it: Remote's,
 	// or the one a trusted proxy named (route.ClientAddr).
 	ClientIP netip.Addr
+	// User is the user basic_auth let in ({http.auth.user.id}), or "".
+	User string
 }
 
 // ErrorText is why pollproxy answered or reset, in words (Reason.Text),

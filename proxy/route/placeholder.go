@@ -34,6 +34,7 @@ const (
 	phSegment
 	phQueryArg // the query argument named by part.text, decoded
 	phCookie   // the cookie named by part.text
+	phAuthUser // the user basic_auth authenticated
 	// The upstream's address, known only once one is picked: Append
 	// writes a mark (UpstreamMark and a kind byte) that FillUpstream
 	// replaces for each upstream a request tries.
@@ -65,6 +66,7 @@ var placeholders = map[string]phKind{
 	"remote_port": phRemotePort, "http.request.remote.port": phRemotePort,
 	"remote": phRemote, "http.request.remote": phRemote,
 	"client_ip": phClientIP, "http.vars.client_ip": phClientIP,
+	"http.auth.user.id": phAuthUser,
 	"upstream_hostport": phUpstreamHostport, "http.reverse_proxy.upstream.hostport": phUpstreamHostport,
 	"http.reverse_proxy.upstream.host": phUpstreamHost,
 	"http.reverse_proxy.upstream.port": phUpstreamPort,
@@ -91,6 +93,10 @@ type TemplateOptions struct {
 	// Upstream allows the upstream placeholders ({upstream_hostport} ...):
 	// only header_up runs once an upstream is picked.
 	Upstream bool
+	// KeepUnknown leaves a placeholder pollproxy cannot fill as written,
+	// as Caddy's respond does with one it does not know, instead of
+	// refusing it.
+	KeepUnknown bool
 }
 
 // ParseTemplate compiles s. A placeholder pollproxy cannot fill is an
@@ -151,6 +157,13 @@ func ParseTemplate(s string, opt TemplateOptions) (Template, error) {
 		switch {
 		default:
 			k, ok := placeholders[name]
+			if opt.KeepUnknown && (!ok || k >= phUpstreamHostport) {
+				// As Caddy's replacer: the brace stays, and the scan goes
+				// on right after it, so {"a": "{host}"} fills {host}.
+				lit.WriteByte('{')
+				i -= end
+				continue
+			}
 			if !ok {
 				return t, fmt.Errorf("placeholder {%s} is not supported by pollproxy", name)
 			}
@@ -254,6 +267,8 @@ func (t Template) Append(dst []byte, r *stream.Request) []byte {
 			}
 		case phCookie:
 			dst = append(dst, cookie(r, p.text)...)
+		case phAuthUser:
+			dst = append(dst, r.AuthUser...)
 		case phUpstreamHostport, phUpstreamHost, phUpstreamPort:
 			dst = append(dst, UpstreamMark, upstreamMarks[p.kind])
 		}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pollproxy/pollproxy/proxy/auth"
 	"github.com/pollproxy/pollproxy/proxy/static"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
@@ -32,6 +33,9 @@ const (
 	Proxy
 	// Group runs nested routes (handle, handle_path, route).
 	Group
+	// BasicAuth lets a request on only with credentials that pass
+	// (basic_auth); otherwise Static answers 401 with the challenge.
+	BasicAuth
 )
 
 // URI operations.
@@ -56,7 +60,7 @@ type Node struct {
 	Ops       []HeaderOp     // EditResponse, EditRequest
 	RespMatch *ResponseMatch // EditResponse: only responses it matches (header's match)
 
-	To Template // Rewrite; Redirect's target
+	To Template // Rewrite; Redirect's target; Respond's body when it has placeholders
 
 	URIOp        byte   // URI
 	Find, ReplBy string // URI: the prefix, suffix or search text; Replace's replacement
@@ -65,13 +69,15 @@ type Node struct {
 	Query        *QueryOps
 
 	Status int             // Redirect, Respond
-	Static *static.Handler // Respond; Redirect with a literal target
+	Static *static.Handler // Respond; Redirect with a literal target; BasicAuth's 401
 	HTML   bool            // Redirect "html": a page that redirects
 
 	Proxy int // index of the reverse proxy in Handler's list
 
 	Strip    string // Group (handle_path): the prefix removed first
 	Children []Node // Group
+
+	Auth *auth.BasicAuth // BasicAuth
 }
 
 // Table is one site's compiled routes, shared read-only by every loop.
@@ -87,15 +93,23 @@ type Handler struct {
 	proxies  []stream.Handler
 	clientFn ClientIPFunc
 	ctx      Ctx
-	resp     []*Node // response edits matched for the request in progress
+	resp     []*Node    // response edits matched for the request in progress
+	auths    []authStep // basic_auth directives it matched, in order
 	fields   []stream.Field
+	checks   checks // basic_auth's checks off the loop (basicauth.go)
 }
 
-// NewHandler returns t's evaluator for one loop, ending in that loop's
+// Poster runs a function on the loop that owns a Handler:
+// netpoll.Loop.Post. A password check comes back through it.
+type Poster interface {
+	Post(f func())
+}
+
+// NewHandler returns t's evaluator for loop, ending in that loop's
 // reverse proxies (indexed by Node.Proxy). clientIP derives the client
 // address for client_ip matchers (nil: the peer's).
-func NewHandler(t *Table, proxies []stream.Handler, clientIP ClientIPFunc) *Handler {
-	return &Handler{t: t, proxies: proxies, clientFn: clientIP}
+func NewHandler(t *Table, proxies []stream.Handler, clientIP ClientIPFunc, loop Poster) *Handler {
+	return &Handler{t: t, proxies: proxies, clientFn: clientIP, checks: checks{loop: loop}}
 }
 
 // Serve runs the routes over one request. Without a terminal route that
@@ -103,9 +117,19 @@ func NewHandler(t *Table, proxies []stream.Handler, clientIP ClientIPFunc) *Hand
 func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
 	h.ctx.Reset(req, h.clientFn)
 	h.resp = h.resp[:0]
+	h.auths = h.auths[:0]
 	n := h.run(h.t.Nodes)
-	if len(h.resp) > 0 {
-		w = h.wrap(w, req)
+	if len(h.auths) > 0 {
+		return h.authenticate(n, req, w)
+	}
+	return h.answer(n, h.resp, req, w)
+}
+
+// answer hands the request to the terminal route n (nil: none matched),
+// with the response edits resp.
+func (h *Handler) answer(n *Node, resp []*Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
+	if len(resp) > 0 {
+		w = h.wrap(w, req, resp)
 	}
 	if n == nil {
 		return empty.Serve(req, w)
@@ -114,12 +138,17 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 	case Proxy:
 		return h.proxies[n.Proxy].Serve(req, w)
 	case Respond:
+		if n.Static == nil { // a body with placeholders
+			return Responder(n.Status, n.To.Expand(req)).Serve(req, w)
+		}
 		return n.Static.Serve(req, w)
 	case Redirect:
 		return h.redirect(n, req, w)
 	case Abort:
 		w.Reset(stream.CodeInternal)
 		return nil
+	case BasicAuth:
+		return n.Static.Serve(req, w)
 	}
 	return empty.Serve(req, w)
 }
@@ -151,6 +180,8 @@ func (h *Handler) run(nodes []Node) *Node {
 			h.rewrite(n)
 		case URI:
 			h.uri(n)
+		case BasicAuth:
+			h.matchedAuth(n)
 		case Group:
 			if n.Strip != "" {
 				h.setPath(stripPrefix(h.ctx.Req.Path, n.Strip))
@@ -267,6 +298,15 @@ func Redirector(status int, loc string, html bool) *static.Handler {
 	}, nil)
 }
 
+// Responder is respond's answer: status and body, as plain text.
+func Responder(status int, body string) *static.Handler {
+	fields := []stream.Field{{Name: "content-length", Value: strconv.Itoa(len(body))}}
+	if body != "" {
+		fields = append([]stream.Field{{Name: "content-type", Value: "text/plain; charset=utf-8"}}, fields...)
+	}
+	return static.NewResponse(status, fields, []byte(body))
+}
+
 var htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;")
 
 func htmlEscape(s string) string { return htmlEscaper.Replace(s) }
@@ -289,12 +329,12 @@ type respWriter struct {
 	wrote bool
 }
 
-func (h *Handler) wrap(w stream.ResponseWriter, req *stream.Request) stream.ResponseWriter {
-	rw := &respWriter{ResponseWriter: w, h: h, n: len(h.resp)}
-	if len(h.resp) <= len(rw.ops) {
-		copy(rw.ops[:], h.resp)
+func (h *Handler) wrap(w stream.ResponseWriter, req *stream.Request, resp []*Node) stream.ResponseWriter {
+	rw := &respWriter{ResponseWriter: w, h: h, n: len(resp)}
+	if len(resp) <= len(rw.ops) {
+		copy(rw.ops[:], resp)
 	} else {
-		rw.more = append([]*Node(nil), h.resp...)
+		rw.more = append([]*Node(nil), resp...)
 	}
 	rw.req = *req
 	rw.req.Header = nil

@@ -133,7 +133,7 @@ func table50() (*Table, []stream.Handler, *int, *string) {
 
 func TestTable50(t *testing.T) {
 	tab, proxies, hit, _ := table50()
-	h := NewHandler(tab, proxies, nil)
+	h := NewHandler(tab, proxies, nil, nil)
 	for path, want := range map[string]int{"/service47/x": 47, "/service08/x": 99, "/nothing": 99, "/SERVICE03/y?z=1": 3} {
 		h.Serve(&stream.Request{Method: "GET", Path: path, Authority: "example.com"}, &recorder{})
 		if *hit != want {
@@ -146,7 +146,7 @@ func TestTable50(t *testing.T) {
 // when the request falls through to the last route (the worst case).
 func BenchmarkRoutes50(b *testing.B) {
 	tab, proxies, hit, _ := table50()
-	h := NewHandler(tab, proxies, nil)
+	h := NewHandler(tab, proxies, nil, nil)
 	req := &stream.Request{Method: "GET", Scheme: "https", Authority: "example.com", Path: "/assets/app.js?v=3",
 		Header: []stream.Field{{Name: "accept", Value: "*/*"}}}
 	w := &recorder{}
@@ -162,7 +162,7 @@ func BenchmarkRoutes50(b *testing.B) {
 // TestRoutes50Allocs: evaluating the table allocates nothing.
 func TestRoutes50Allocs(t *testing.T) {
 	tab, proxies, _, _ := table50()
-	h := NewHandler(tab, proxies, nil)
+	h := NewHandler(tab, proxies, nil, nil)
 	req := &stream.Request{Method: "GET", Authority: "example.com", Path: "/service40/x", Header: []stream.Field{{Name: "accept", Value: "*/*"}}}
 	w := &recorder{}
 	if n := testing.AllocsPerRun(100, func() { h.Serve(req, w) }); n != 0 {

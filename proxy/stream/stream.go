@@ -112,6 +112,9 @@ type Request struct {
 	// CONNECT (RFC 8441, Method "CONNECT"). Such a request may become a
 	// tunnel (see the package doc).
 	Upgrade string
+	// AuthUser is the user a basic_auth directive authenticated: Caddy's
+	// {http.auth.user.id}. Front ends leave it empty; routing sets it.
+	AuthUser string
 }
 
 // Get returns the first value of the named field (name in lowercase).

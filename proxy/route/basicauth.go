@@ -1,0 +1,279 @@
+package route
+
+import (
+	"strconv"
+
+	"github.com/pollproxy/pollproxy/proxy/auth"
+	"github.com/pollproxy/pollproxy/proxy/static"
+	"github.com/pollproxy/pollproxy/proxy/stream"
+)
+
+// authStep is a basic_auth the request matched, and how many response
+// edits had matched before it: its 401 carries only those, as in Caddy,
+// where the directives after a failed basic_auth never run.
+type authStep struct {
+	n    *Node
+	resp int
+}
+
+// maxCached bounds a loop's remembered good credentials per site.
+const maxCached = 256
+
+// checks is one loop's side of a site's password checks: the good
+// credentials it remembers, and the checks running in the pool, each
+// with the requests waiting for it (a page's many requests carrying the
+// same new credentials cost one comparison, not one each).
+type checks struct {
+	loop    Poster
+	pool    *auth.Pool // auth.Shared, taken on first use
+	cache   *auth.Cache
+	flights map[auth.Key][]*authWait
+}
+
+// Unauthorized returns basic_auth's answer to a request without good
+// credentials, as Caddy's: 401, the challenge, no body.
+func Unauthorized(a *auth.BasicAuth) *static.Handler {
+	return static.NewResponse(401, []stream.Field{
+		{Name: "www-authenticate", Value: a.Challenge()},
+		{Name: "content-length", Value: "0"},
+	}, nil)
+}
+
+var busyBody = []byte("pollproxy: too many password checks at once; try again\n")
+
+// busy answers a request whose check found the pool full.
+var busy = Node{Kind: Respond, Status: 503, Static: static.NewResponse(503, []stream.Field{
+	{Name: "content-type", Value: "text/plain; charset=utf-8"},
+	{Name: "content-length", Value: strconv.Itoa(len(busyBody))},
+	{Name: "retry-after", Value: "1"},
+}, busyBody)}
+
+// matchedAuth records a basic_auth the request matched. The routes after
+// it are evaluated at once, as if it passed: they only run if it does,
+// and {http.auth.user.id} is then the user the credentials claim. So only
+// the password checks wait, never the table's evaluation.
+func (h *Handler) matchedAuth(n *Node) {
+	h.auths = append(h.auths, authStep{n: n, resp: len(h.resp)})
+	if len(h.auths) > 1 {
+		return
+	}
+	if user, _, ok := credentials(h.ctx.Req); ok {
+		h.ctx.Req.AuthUser = user
+	}
+}
+
+func credentials(req *stream.Request) (user, password string, ok bool) {
+	v, ok := req.Get("authorization")
+	if !ok {
+		return "", "", false
+	}
+	return auth.Credentials(v)
+}
+
+// authenticate runs the request's basic_auth checks, in order, before its
+// answer (term). Those the loop can decide are decided here: no
+// credentials, or credentials this loop saw pass. The first that needs a
+// comparison parks the request until the pool's answer comes back through
+// the loop's task queue.
+func (h *Handler) authenticate(term *Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
+	user, pass, ok := credentials(req)
+	if !ok {
+		st := h.auths[0]
+		return h.answer(st.n, h.resp[:st.resp], req, w)
+	}
+	for i, st := range h.auths {
+		hash, known := st.n.Auth.Lookup(user)
+		if known && h.checks.cache != nil && h.checks.cache.Passed(auth.KeyOf(hash, pass)) {
+			continue
+		}
+		a := &authWait{h: h, req: req, w: w, term: term, user: user, pass: pass,
+			steps: append([]authStep(nil), h.auths[i:]...), resp: append([]*Node(nil), h.resp...)}
+		a.next()
+		return a
+	}
+	return h.answer(term, h.resp, req, w)
+}
+
+// start asks the pool to compare a's password with hash, unless the same
+// comparison is running already. It reports false when the pool is full.
+func (c *checks) start(k auth.Key, hash []byte, known bool, a *authWait) bool {
+	if waiting, ok := c.flights[k]; ok {
+		c.flights[k] = append(waiting, a)
+		return true
+	}
+	if c.pool == nil {
+		c.pool = auth.Shared()
+	}
+	pass, loop := a.pass, c.loop
+	if !c.pool.Submit(func() {
+		good := auth.Compare(hash, pass) && known
+		loop.Post(func() { c.done(k, good) })
+	}) {
+		return false
+	}
+	if c.flights == nil {
+		c.flights = map[auth.Key][]*authWait{}
+	}
+	c.flights[k] = []*authWait{a}
+	return true
+}
+
+// done takes a comparison's answer, on the loop.
+func (c *checks) done(k auth.Key, good bool) {
+	waiting := c.flights[k]
+	delete(c.flights, k)
+	if good {
+		if c.cache == nil {
+			c.cache = auth.NewCache(maxCached)
+		}
+		c.cache.Pass(k)
+	}
+	for _, a := range waiting {
+		a.checked(good)
+	}
+}
+
+// authWait is a request parked while its password is compared off the
+// loop. It holds the client's body bytes meanwhile: they are not reported
+// Consumed, so the client's flow-control window (h2) or the body window
+// (HTTP/1.1) bounds them. Once answered, it hands everything it held to
+// the answer's Events and passes every later event on.
+type authWait struct {
+	h          *Handler
+	req        *stream.Request
+	w          stream.ResponseWriter
+	term       *Node      // the answer once every step passed
+	steps      []authStep // the steps not passed yet
+	resp       []*Node    // the response edits matched
+	user, pass string
+
+	inner    stream.Events // the answer's, once dispatched
+	answered bool
+	gone     bool // the client went away while parked
+	body     []byte
+	ended    bool
+	trailers []stream.Field
+}
+
+// next moves the request on from its first step not passed: past the
+// steps this loop saw pass, to a comparison in the pool, or to its answer.
+func (a *authWait) next() {
+	c := &a.h.checks
+	for len(a.steps) > 0 {
+		st := a.steps[0]
+		hash, known := st.n.Auth.Lookup(a.user)
+		if hash == nil { // no account at all: nothing to compare
+			a.dispatch(st.n, a.resp[:st.resp])
+			return
+		}
+		k := auth.KeyOf(hash, a.pass)
+		if known && c.cache != nil && c.cache.Passed(k) {
+			a.steps = a.steps[1:]
+			continue
+		}
+		if !c.start(k, hash, known, a) {
+			a.dispatch(&busy, a.resp[:st.resp])
+		}
+		return
+	}
+	a.dispatch(a.term, a.resp)
+}
+
+// checked takes the answer of the comparison for the first step.
+func (a *authWait) checked(good bool) {
+	if a.gone || a.answered {
+		return
+	}
+	if !good {
+		st := a.steps[0]
+		a.dispatch(st.n, a.resp[:st.resp])
+		return
+	}
+	a.steps = a.steps[1:]
+	a.next()
+}
+
+// dispatch hands the request to its answer: n, with the response edits
+// resp. Refused, it has no user: {http.auth.user.id} is Caddy's only once
+// the credentials passed.
+func (a *authWait) dispatch(n *Node, resp []*Node) {
+	a.answered, a.pass = true, ""
+	if n != a.term {
+		a.req.AuthUser = ""
+	}
+	a.inner = a.h.answer(n, resp, a.req, a.w)
+	a.replay()
+}
+
+// replay hands the body bytes held while parked to the answer.
+func (a *authWait) replay() {
+	body := a.body
+	a.body = nil
+	if a.inner == nil { // answered within Serve: nothing wants the body
+		if len(body) > 0 {
+			a.w.Consumed(len(body))
+		}
+		return
+	}
+	if len(body) > 0 {
+		a.inner.OnBody(body)
+	}
+	if a.ended {
+		a.inner.OnBodyEnd(a.trailers)
+		a.trailers = nil
+	}
+}
+
+// OnBody holds body bytes while parked, and passes them on afterwards.
+func (a *authWait) OnBody(p []byte) {
+	switch {
+	case a.inner != nil:
+		a.inner.OnBody(p)
+	case a.answered:
+		a.w.Consumed(len(p))
+	default:
+		a.body = append(a.body, p...)
+	}
+}
+
+// OnBodyEnd notes the body's end while parked, and passes it on
+// afterwards.
+func (a *authWait) OnBodyEnd(trailers []stream.Field) {
+	switch {
+	case a.inner != nil:
+		a.inner.OnBodyEnd(trailers)
+	case !a.answered:
+		a.ended = true
+		a.trailers = append([]stream.Field(nil), trailers...)
+	}
+}
+
+// OnWritable passes on: nothing is written while parked.
+func (a *authWait) OnWritable() {
+	if a.inner != nil {
+		a.inner.OnWritable()
+	}
+}
+
+// OnAbort: the client went away. A comparison still running finishes in
+// the pool (it cannot be stopped); its answer then finds nobody waiting,
+// though good credentials are still remembered.
+func (a *authWait) OnAbort(err error) {
+	a.gone, a.body = true, nil
+	if a.inner != nil {
+		a.inner.OnAbort(err)
+	}
+}
+
+// OnRelease passes on, so the answer's memory is reused as without
+// basic_auth.
+func (a *authWait) OnRelease() {
+	if r, ok := a.inner.(stream.Releaser); ok {
+		r.OnRelease()
+	}
+}
+
+var (
+	_ stream.Events   = (*authWait)(nil)
+	_ stream.Releaser = (*authWait)(nil)
+)
