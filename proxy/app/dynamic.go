@@ -7,8 +7,8 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
-// upstreamFor resolves one upstream of rp: a dynamic a upstream with its
-// own lookup (its resolvers, its address family), which the instance's
+// upstreamFor resolves one upstream of rp: a dynamic a or srv upstream
+// with its own lookup (its resolvers, its address family), which the instance's
 // Resolver then repeats every refresh; any other as upstream does.
 func (in *Instance) upstreamFor(p *plan, rp *config.Proxy, name string) (*upstream.Upstream, error) {
 	if rp.Dynamic == nil || name != rp.Dynamic.Upstream() {
@@ -20,7 +20,13 @@ func (in *Instance) upstreamFor(p *plan, rp *config.Proxy, name string) (*upstre
 		return up, err
 	}
 	da := rp.Dynamic
-	lookup, err := upstream.DNSLookup(da.Resolvers, da.Network, da.DialTimeout)
+	var lookup upstream.LookupFunc
+	var err error
+	if da.Module == "srv" {
+		lookup, err = upstream.SRVLookup(da.Resolvers, da.DialTimeout)
+	} else {
+		lookup, err = upstream.DNSLookup(da.Resolvers, da.Network, da.DialTimeout)
+	}
 	if err != nil {
 		return nil, err
 	}

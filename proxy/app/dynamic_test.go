@@ -101,11 +101,11 @@ func twinOrigins(t *testing.T) (port int) {
 	return 0
 }
 
-// TestDynamicA: Caddy's "dynamic a" upstream is looked up from the DNS
+// TestDynamic: Caddy's "dynamic a" upstream is looked up from the DNS
 // server its resolvers option names, again every refresh, and new
 // connections follow the answer; over HTTP/2 and HTTP/1.1 on every poller
 // backend.
-func TestDynamicA(t *testing.T) {
+func TestDynamic(t *testing.T) {
 	port := twinOrigins(t)
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		var addr atomic.Pointer[netip.Addr]

@@ -44,7 +44,7 @@ var caddyDocExamples = []docExample{
 	{"reverse_proxy", "example.com {\n\treverse_proxy localhost:8080 {\n\t\t@accel header X-Accel-Redirect *\n\t\thandle_response @accel {\n\t\t\troot /path/to/private/files\n\t\t\trewrite {rp.header.X-Accel-Redirect}\n\t\t\tmethod GET\n\t\t\tfile_server\n\t\t}\n\t}\n}\n", "Caddyfile:3: reverse_proxy: response matcher @accel is not supported by pollproxy\nCaddyfile:4: reverse_proxy: handle_response is not supported by pollproxy"},
 	{"reverse_proxy", "example.com {\n\treverse_proxy localhost:8080 {\n\t\t@error status 500 503\n\t\thandle_response @error {\n\t\t\troot /path/to/error/pages\n\t\t\trewrite /{rp.status_code}.html\n\t\t\tfile_server\n\t\t}\n\t}\n}\n", "Caddyfile:3: reverse_proxy: response matcher @error is not supported by pollproxy\nCaddyfile:4: reverse_proxy: handle_response is not supported by pollproxy"},
 	{"reverse_proxy", "example.com {\n\treverse_proxy {\n\t\tdynamic a example.com 9000\n\t}\n}\n", ""},
-	{"reverse_proxy", "example.com {\n\treverse_proxy {\n\t\tdynamic srv _api._tcp.example.com\n\t}\n}\n", "Caddyfile:3: reverse_proxy: dynamic srv is not supported by pollproxy"},
+	{"reverse_proxy", "example.com {\n\treverse_proxy {\n\t\tdynamic srv _api._tcp.example.com\n\t}\n}\n", ""},
 	{"reverse_proxy", "example.com {\n\treverse_proxy node1:80 node2:80 node3:80 {\n\t\thealth_uri /health\n\t\thealth_upstream 127.0.0.1:53336\n\t\thealth_headers {\n\t\t\tFull-Upstream {http.reverse_proxy.active.target_upstream}\n\t\t}\n\t}\n}\n", ""},
 	{"reverse_proxy", docSite("reverse_proxy localhost:9000 {\n\tlb_policy header X-Upstream {\n\t\tfallback first\n\t}\n}"), ""},
 	{"reverse_proxy", docSite("reverse_proxy localhost:9000 {\n\theader_up Some-Header \"the value\"\n}"), ""},

@@ -181,7 +181,7 @@ type Proxy struct {
 	Stream                StreamOptions         // stream_timeout, stream_close_delay
 	ActiveHealth          upstream.ActiveHealth // health_uri, health_interval, … (health.go)
 	WriteTimeout          time.Duration
-	Dynamic               *DynamicA // dynamic a (dynamic.go); its upstream is in Upstreams
+	Dynamic               *Dynamic // dynamic a (dynamic.go); its upstream is in Upstreams
 	// ProxyProtocol is transport http's proxy_protocol: 1 or 2 (v1, v2),
 	// 0 for none.
 	ProxyProtocol int

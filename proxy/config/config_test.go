@@ -220,7 +220,7 @@ func TestErrors(t *testing.T) {
 			`Caddyfile:3: reverse_proxy: unhealthy_status: "600": want a status code (100-599) or a class such as 5xx`},
 		{"unhealthy_latency", rp("\t\tunhealthy_latency 0s"), `Caddyfile:3: reverse_proxy: unhealthy_latency: "0s": want a positive duration`},
 		{"active health method", rp("\t\thealth_method HEAD"), `Caddyfile:3: reverse_proxy: health_method is not supported by pollproxy`},
-		{"dynamic srv", rp("\t\tdynamic srv _api._tcp.example.com"), `Caddyfile:3: reverse_proxy: dynamic srv is not supported by pollproxy`},
+		{"dynamic multi", rp("\t\tdynamic multi"), `Caddyfile:3: reverse_proxy: dynamic multi is not supported by pollproxy`},
 		{"upstream placeholder in header_down", rp("\t\theader_down X-Origin {upstream_hostport}"),
 			`Caddyfile:3: reverse_proxy: header_down: placeholder {upstream_hostport} outside header_up is not supported by pollproxy`},
 		{"upstream placeholder in header", site("\theader X-Origin {http.reverse_proxy.upstream.host}\n\treverse_proxy 127.0.0.1:8080"),

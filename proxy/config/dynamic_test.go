@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// TestDynamicA: Caddy's dynamic a, in its inline and block forms.
-func TestDynamicA(t *testing.T) {
+// TestDynamic: Caddy's dynamic a, in its inline and block forms.
+func TestDynamic(t *testing.T) {
 	c := mustParse(t, `localhost:8443 {
 	reverse_proxy /a/* {
 		dynamic a app.internal 9000
@@ -32,7 +32,7 @@ func TestDynamicA(t *testing.T) {
 	if a.Dynamic == nil || strings.Join(a.Upstreams, " ") != "app.internal:9000" || a.Dynamic.Network != "ip" || a.Dynamic.Refresh != 0 {
 		t.Errorf("inline: %+v %+v", a.Upstreams, a.Dynamic)
 	}
-	want := DynamicA{Name: "app2.internal", Port: "9001", Refresh: 5 * time.Second, Resolvers: []string{"10.0.0.53", "[::1]:5353"},
+	want := Dynamic{Name: "app2.internal", Port: "9001", Refresh: 5 * time.Second, Resolvers: []string{"10.0.0.53", "[::1]:5353"},
 		DialTimeout: 2 * time.Second, Network: "ip6"}
 	if b.Dynamic == nil || strings.Join(b.Upstreams, " ") != "app2.internal:9001" || b.Dynamic.Name != want.Name || b.Dynamic.Port != want.Port ||
 		b.Dynamic.Refresh != want.Refresh || strings.Join(b.Dynamic.Resolvers, ",") != "10.0.0.53,[::1]:5353" ||
@@ -46,7 +46,8 @@ func TestDynamicErrors(t *testing.T) {
 		return "localhost:8443 {\n\treverse_proxy {\n" + opts + "\n\t}\n}\n"
 	}
 	for _, tc := range []struct{ name, in, want string }{
-		{"srv", rp("\t\tdynamic srv _api._tcp.example.com"), `Caddyfile:3: reverse_proxy: dynamic srv is not supported by pollproxy`},
+		{"srv without a name", rp("\t\tdynamic srv {\n\t\t\tservice api\n\t\t}"), `Caddyfile:5: reverse_proxy: dynamic srv: want a full name`},
+		{"srv option", rp("\t\tdynamic srv _api._tcp.example.com {\n\t\t\tgrace_period 5s\n\t\t}"), `Caddyfile:4: reverse_proxy: dynamic srv: grace_period is not supported by pollproxy`},
 		{"multi", rp("\t\tdynamic multi {\n\t\t\ta x 1\n\t\t}"), `Caddyfile:3: reverse_proxy: dynamic multi is not supported by pollproxy`},
 		{"no module", rp("\t\tdynamic"), `Caddyfile:3: reverse_proxy: dynamic: want a module, e.g. dynamic a example.com 9000`},
 		{"no port", rp("\t\tdynamic a example.com"), `Caddyfile:3: reverse_proxy: dynamic a: want NAME PORT, or both in the block`},

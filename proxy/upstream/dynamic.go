@@ -1,8 +1,8 @@
 package upstream
 
-// Caddy's dynamic A/AAAA upstreams ("dynamic a NAME PORT"): an upstream
-// whose name is looked up again on its own interval, possibly from DNS
-// servers of its own. The lookups run on the Resolver's goroutine, never
+// Caddy's dynamic A/AAAA and SRV upstreams ("dynamic a NAME PORT",
+// "dynamic srv NAME"): an upstream whose name is looked up again on its own
+// interval, possibly from DNS servers of its own. The lookups run on the Resolver's goroutine, never
 // on a loop; loops read the addresses through Upstream.addrs.
 
 import (
@@ -33,6 +33,37 @@ func (u *Upstream) dynamic() *Dynamic { return u.dyn.Load() }
 // (an IP, port 53 when none is given, used in turn), else the system's;
 // dialTimeout, when positive, bounds each connection to a server.
 func DNSLookup(servers []string, network string, dialTimeout time.Duration) (LookupFunc, error) {
+	res, err := resolver(servers, dialTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, hostport string) ([]netip.AddrPort, error) {
+		host, portStr, err := net.SplitHostPort(hostport)
+		if err != nil {
+			return nil, err
+		}
+		port, err := net.LookupPort("tcp", portStr)
+		if err != nil {
+			return nil, err
+		}
+		ips, err := res.LookupNetIP(ctx, network, host)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]netip.AddrPort, 0, len(ips))
+		for _, ip := range ips {
+			out = append(out, netip.AddrPortFrom(ip.Unmap(), uint16(port)))
+		}
+		if len(out) == 0 {
+			return nil, fmt.Errorf("%s: no %s address", host, network)
+		}
+		return out, nil
+	}, nil
+}
+
+// resolver is a Go resolver asking servers in turn (the system's when
+// none), each connection bounded by dialTimeout when positive.
+func resolver(servers []string, dialTimeout time.Duration) (*net.Resolver, error) {
 	addrs := make([]string, len(servers))
 	for i, s := range servers {
 		if ap, err := netip.ParseAddrPort(s); err == nil {
@@ -54,25 +85,35 @@ func DNSLookup(servers []string, network string, dialTimeout time.Duration) (Loo
 			return d.DialContext(ctx, netw, addr)
 		}
 	}
-	return func(ctx context.Context, hostport string) ([]netip.AddrPort, error) {
-		host, portStr, err := net.SplitHostPort(hostport)
+	return res, nil
+}
+
+// SRVLookup returns a LookupFunc for Caddy's "dynamic srv": name is the
+// full SRV name (_service._proto.example.com), and the answer is every
+// target's addresses with the target's port. resolvers and dialTimeout are
+// DNSLookup's.
+func SRVLookup(servers []string, dialTimeout time.Duration) (LookupFunc, error) {
+	res, err := resolver(servers, dialTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, name string) ([]netip.AddrPort, error) {
+		_, srvs, err := res.LookupSRV(ctx, "", "", name)
 		if err != nil {
 			return nil, err
 		}
-		port, err := net.LookupPort("tcp", portStr)
-		if err != nil {
-			return nil, err
-		}
-		ips, err := res.LookupNetIP(ctx, network, host)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]netip.AddrPort, 0, len(ips))
-		for _, ip := range ips {
-			out = append(out, netip.AddrPortFrom(ip.Unmap(), uint16(port)))
+		var out []netip.AddrPort
+		for _, s := range srvs {
+			ips, err := res.LookupNetIP(ctx, "ip", s.Target)
+			if err != nil {
+				continue // another target may answer
+			}
+			for _, ip := range ips {
+				out = append(out, netip.AddrPortFrom(ip.Unmap(), s.Port))
+			}
 		}
 		if len(out) == 0 {
-			return nil, fmt.Errorf("%s: no %s address", host, network)
+			return nil, fmt.Errorf("%s: no SRV target with an address", name)
 		}
 		return out, nil
 	}, nil

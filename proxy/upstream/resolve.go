@@ -96,6 +96,10 @@ func (r *Resolver) Update(ups []*Upstream) {
 		if u.Path != "" {
 			continue
 		}
+		if u.dynamic() != nil { // its own lookup reads its name (an SRV name has no port)
+			named = append(named, u)
+			continue
+		}
 		if host, _, err := net.SplitHostPort(u.Name); err != nil || host == "" {
 			continue
 		} else if _, err := netip.ParseAddr(host); err == nil {

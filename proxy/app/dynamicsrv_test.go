@@ -1,0 +1,142 @@
+package app
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/netpoll/polltest"
+)
+
+const (
+	srvName   = "_app._tcp.pollproxy.test."
+	srvTarget = "app.pollproxy.test."
+)
+
+// startSRVDNS is a DNS server on loopback answering srvName's SRV query
+// with srvTarget at the port *port holds, and srvTarget's A query with
+// 127.0.0.1; it counts the SRV queries.
+func startSRVDNS(t *testing.T, port *atomic.Uint32, queries *atomic.Int32) string {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	target := dnsmessage.MustNewName(srvTarget)
+	go func() {
+		buf := make([]byte, 1500)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			var p dnsmessage.Parser
+			h, err := p.Start(buf[:n])
+			if err != nil {
+				continue
+			}
+			q, err := p.Question()
+			if err != nil {
+				continue
+			}
+			b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: h.ID, Response: true, Authoritative: true, RecursionDesired: h.RecursionDesired})
+			b.StartQuestions()
+			b.Question(q)
+			b.StartAnswers()
+			rh := dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET, TTL: 1}
+			switch {
+			case strings.EqualFold(q.Name.String(), srvName) && q.Type == dnsmessage.TypeSRV:
+				queries.Add(1)
+				rh.Type = dnsmessage.TypeSRV
+				b.SRVResource(rh, dnsmessage.SRVResource{Priority: 10, Weight: 1, Port: uint16(port.Load()), Target: target})
+			case strings.EqualFold(q.Name.String(), srvTarget) && q.Type == dnsmessage.TypeA:
+				rh.Type = dnsmessage.TypeA
+				b.AResource(rh, dnsmessage.AResource{A: [4]byte{127, 0, 0, 1}})
+			}
+			if msg, err := b.Finish(); err == nil {
+				pc.WriteTo(msg, from)
+			}
+		}
+	}()
+	return pc.LocalAddr().String()
+}
+
+// closingOrigin answers its name and closes each connection, so that every
+// request dials what the upstream resolves to now.
+func closingOrigin(t *testing.T, name string) uint32 {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		fmt.Fprint(w, name)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return uint32(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// TestDynamicSRV: Caddy's "dynamic srv" upstream follows the SRV record
+// its resolvers return, again every refresh: the target's address with the
+// record's port; over HTTP/2 and HTTP/1.1 on every poller backend.
+func TestDynamicSRV(t *testing.T) {
+	a, b := closingOrigin(t, "a"), closingOrigin(t, "b")
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		var port atomic.Uint32
+		var queries atomic.Int32
+		port.Store(a)
+		dns := startSRVDNS(t, &port, &queries)
+		site := fmt.Sprintf(`	reverse_proxy {
+		dynamic srv {
+			service app
+			proto tcp
+			name %s
+			resolvers %s
+			refresh 50ms
+		}
+	}`, strings.TrimSuffix(srvName[len("_app._tcp."):], "."), dns)
+		sitePort, cls := startSite(t, backend, site)
+		base := fmt.Sprintf("https://localhost:%d/", sitePort)
+		get := func(c *http.Client) string {
+			resp, err := c.Get(base)
+			if err != nil {
+				t.Fatalf("GET: %v", err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			return fmt.Sprintf("%d %s", resp.StatusCode, body)
+		}
+		for proto, c := range cls {
+			if got := get(c); got != "200 a" {
+				t.Fatalf("%s before the change: %q, want 200 a", proto, got)
+			}
+		}
+		port.Store(b)
+		before := queries.Load()
+		deadline := time.Now().Add(5 * time.Second)
+		for proto, c := range cls {
+			for got := get(c); got != "200 b"; got = get(c) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s after the change: %q, want 200 b", proto, got)
+				}
+				// Real time: upstreams are re-resolved on a goroutine's
+				// timer, off the loops; this paces the polling.
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		if n := queries.Load() - before; n < 1 {
+			t.Errorf("%d SRV lookups after the change", n)
+		}
+	})
+}
