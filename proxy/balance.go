@@ -51,7 +51,7 @@ func ValidPolicy(p Policy) bool {
 }
 
 // PolicyNames lists the policies for error messages.
-const PolicyNames = "round_robin, weighted_round_robin, least_conn, first, random, random_choose, ip_hash, client_ip_hash, uri_hash, header, query, cookie"
+const PolicyNames = "round_robin, least_conn, first, random, random_choose, ip_hash, client_ip_hash, uri_hash, header, query, cookie, weighted_round_robin"
 
 // group is one loop's view of an upstream set: a pool per upstream and the
 // balancer's state.

@@ -199,7 +199,7 @@ func TestErrors(t *testing.T) {
 	for _, tc := range []struct{ name, in, want string }{
 		// reverse_proxy
 		{"unknown policy", rp("\t\tlb_policy fastest"),
-			`Caddyfile:3: reverse_proxy: lb_policy: unknown policy "fastest" (want round_robin, weighted_round_robin, least_conn, first, random,`},
+			`Caddyfile:3: reverse_proxy: lb_policy: unknown policy "fastest" (want round_robin, least_conn, first, random,`},
 		{"weighted policy", rp("\t\tlb_policy weighted_round_robin 1 x"),
 			`Caddyfile:3: reverse_proxy: lb_policy: weight "x": want a whole number >= 0`},
 		{"header policy without field", rp("\t\tlb_policy header"),
