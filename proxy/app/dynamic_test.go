@@ -26,6 +26,23 @@ const dnsName = "app.pollproxy.test."
 // the A queries; it returns its address.
 func startDNS(t *testing.T, a *atomic.Pointer[netip.Addr], queries *atomic.Int32) string {
 	t.Helper()
+	return serveDNS(t, func(q dnsmessage.Question, b *dnsmessage.Builder) bool {
+		if !strings.EqualFold(q.Name.String(), dnsName) {
+			return false
+		}
+		if q.Type == dnsmessage.TypeA {
+			queries.Add(1)
+			b.AResource(dnsmessage.ResourceHeader{Name: q.Name, Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET},
+				dnsmessage.AResource{A: a.Load().As4()})
+		}
+		return true
+	})
+}
+
+// serveDNS is a DNS server on loopback: answer writes the answers to one
+// question and reports whether the name exists (NXDOMAIN otherwise).
+func serveDNS(t *testing.T, answer func(q dnsmessage.Question, b *dnsmessage.Builder) bool) string {
+	t.Helper()
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -47,19 +64,15 @@ func startDNS(t *testing.T, a *atomic.Pointer[netip.Addr], queries *atomic.Int32
 			if err != nil {
 				continue
 			}
-			ours := strings.EqualFold(q.Name.String(), dnsName)
-			rh := dnsmessage.Header{ID: h.ID, Response: true, Authoritative: true, RecursionDesired: h.RecursionDesired}
-			if !ours {
-				rh.RCode = dnsmessage.RCodeNameError
-			}
-			b := dnsmessage.NewBuilder(nil, rh)
+			b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: h.ID, Response: true, Authoritative: true, RecursionDesired: h.RecursionDesired})
 			b.StartQuestions()
 			b.Question(q)
 			b.StartAnswers()
-			if ours && q.Type == dnsmessage.TypeA {
-				queries.Add(1)
-				b.AResource(dnsmessage.ResourceHeader{Name: q.Name, Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET},
-					dnsmessage.AResource{A: a.Load().As4()})
+			if !answer(q, &b) {
+				b = dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: h.ID, Response: true, Authoritative: true,
+					RecursionDesired: h.RecursionDesired, RCode: dnsmessage.RCodeNameError})
+				b.StartQuestions()
+				b.Question(q)
 			}
 			if msg, err := b.Finish(); err == nil {
 				pc.WriteTo(msg, from)

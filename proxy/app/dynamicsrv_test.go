@@ -26,48 +26,24 @@ const (
 // 127.0.0.1; it counts the SRV queries.
 func startSRVDNS(t *testing.T, port *atomic.Uint32, queries *atomic.Int32) string {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pc.Close() })
 	target := dnsmessage.MustNewName(srvTarget)
-	go func() {
-		buf := make([]byte, 1500)
-		for {
-			n, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			var p dnsmessage.Parser
-			h, err := p.Start(buf[:n])
-			if err != nil {
-				continue
-			}
-			q, err := p.Question()
-			if err != nil {
-				continue
-			}
-			b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: h.ID, Response: true, Authoritative: true, RecursionDesired: h.RecursionDesired})
-			b.StartQuestions()
-			b.Question(q)
-			b.StartAnswers()
-			rh := dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET, TTL: 1}
-			switch {
-			case strings.EqualFold(q.Name.String(), srvName) && q.Type == dnsmessage.TypeSRV:
+	return serveDNS(t, func(q dnsmessage.Question, b *dnsmessage.Builder) bool {
+		rh := dnsmessage.ResourceHeader{Name: q.Name, Type: q.Type, Class: dnsmessage.ClassINET, TTL: 1}
+		switch name := q.Name.String(); {
+		case strings.EqualFold(name, srvName):
+			if q.Type == dnsmessage.TypeSRV {
 				queries.Add(1)
-				rh.Type = dnsmessage.TypeSRV
 				b.SRVResource(rh, dnsmessage.SRVResource{Priority: 10, Weight: 1, Port: uint16(port.Load()), Target: target})
-			case strings.EqualFold(q.Name.String(), srvTarget) && q.Type == dnsmessage.TypeA:
-				rh.Type = dnsmessage.TypeA
+			}
+		case strings.EqualFold(name, srvTarget):
+			if q.Type == dnsmessage.TypeA {
 				b.AResource(rh, dnsmessage.AResource{A: [4]byte{127, 0, 0, 1}})
 			}
-			if msg, err := b.Finish(); err == nil {
-				pc.WriteTo(msg, from)
-			}
+		default:
+			return false
 		}
-	}()
-	return pc.LocalAddr().String()
+		return true
+	})
 }
 
 // closingOrigin answers its name and closes each connection, so that every

@@ -114,19 +114,17 @@ backend pollproxy
 	}
 }
 
-// TestProxyProtocol: Caddy's listener_wrappers { proxy_protocol } with
-// HAProxy as the real load balancer in front. The client address a PROXY
-// header carries reaches the origin (X-Forwarded-For) when its sender is
-// allowed; from a source in neither list the header is read and dropped
-// (Caddy's default fallback_policy ignore); a denied source that sends
-// one is refused; an allowed one may still connect without one.
-func TestProxyProtocol(t *testing.T) {
-	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
-		dir := t.TempDir()
-		port := servertest.FreePort(t)
-		storage := filepath.Join(dir, "storage")
-		file := filepath.Join(dir, "Caddyfile")
-		os.WriteFile(file, []byte(fmt.Sprintf(`{
+// startProxyProtocolSite starts a site on loopback behind Caddy's
+// listener_wrappers { proxy_protocol { pp } tls }, proxying to an origin
+// that answers with the client address it was told; it returns the
+// listener's address and the roots that verify it.
+func startProxyProtocolSite(t *testing.T, backend, pp string) (string, *x509.CertPool) {
+	t.Helper()
+	dir := t.TempDir()
+	port := servertest.FreePort(t)
+	storage := filepath.Join(dir, "storage")
+	file := filepath.Join(dir, "Caddyfile")
+	os.WriteFile(file, []byte(fmt.Sprintf(`{
 	poller %s
 	loops 1
 	admin off
@@ -134,9 +132,7 @@ func TestProxyProtocol(t *testing.T) {
 	servers {
 		listener_wrappers {
 			proxy_protocol {
-				timeout 2s
-				allow 127.0.0.1/32
-				deny 127.0.0.3/32
+				%s
 			}
 			tls
 		}
@@ -146,11 +142,24 @@ func TestProxyProtocol(t *testing.T) {
 localhost:%d {
 	reverse_proxy %s
 }
-`, backend, storage, port, clientAddrOrigin(t))), 0o644)
-		start(t, file, Options{})
-		roots := x509.NewCertPool()
-		localRoot(t, storage, roots)
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
+`, backend, storage, pp, port, clientAddrOrigin(t))), 0o644)
+	start(t, file, Options{})
+	roots := x509.NewCertPool()
+	localRoot(t, storage, roots)
+	return fmt.Sprintf("127.0.0.1:%d", port), roots
+}
+
+// TestProxyProtocol: Caddy's listener_wrappers { proxy_protocol } with
+// HAProxy as the real load balancer in front. The client address a PROXY
+// header carries reaches the origin (X-Forwarded-For) when its sender is
+// allowed; from a source in neither list the header is read and dropped
+// (Caddy's default fallback_policy ignore); a denied source that sends
+// one is refused; an allowed one may still connect without one.
+func TestProxyProtocol(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		addr, roots := startProxyProtocolSite(t, backend, `timeout 2s
+				allow 127.0.0.1/32
+				deny 127.0.0.3/32`)
 		const v1 = "PROXY TCP4 198.51.100.7 127.0.0.1 56324 443\r\n"
 
 		for _, c := range []struct {
@@ -186,34 +195,8 @@ localhost:%d {
 // without a header, and a silent one once timeout has passed.
 func TestProxyProtocolRequired(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
-		dir := t.TempDir()
-		port := servertest.FreePort(t)
-		storage := filepath.Join(dir, "storage")
-		file := filepath.Join(dir, "Caddyfile")
-		os.WriteFile(file, []byte(fmt.Sprintf(`{
-	poller %s
-	loops 1
-	admin off
-	storage %s
-	servers {
-		listener_wrappers {
-			proxy_protocol {
-				timeout 300ms
-				fallback_policy require
-			}
-			tls
-		}
-	}
-}
-
-localhost:%d {
-	reverse_proxy %s
-}
-`, backend, storage, port, clientAddrOrigin(t))), 0o644)
-		start(t, file, Options{})
-		roots := x509.NewCertPool()
-		localRoot(t, storage, roots)
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		addr, roots := startProxyProtocolSite(t, backend, `timeout 300ms
+				fallback_policy require`)
 		if got, err := viaHeader(addr, "127.0.0.1", "PROXY TCP6 2001:db8::7 ::1 1 443\r\n", roots); err != nil || got != "2001:db8::7" {
 			t.Errorf("with a header: %q %v, want client 2001:db8::7", got, err)
 		}

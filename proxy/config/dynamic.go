@@ -82,20 +82,8 @@ func (p *parser) dynamic(d *caddyfile.Dispenser, rp *Proxy) {
 			da.Name, _ = p.oneArg(d, label, "a host name")
 		case "port":
 			da.Port, _ = p.oneArg(d, label, "a port")
-		case "refresh":
-			da.Refresh = p.durationArg(d, label)
-		case "dial_timeout":
-			da.DialTimeout = p.durationArg(d, label)
-		case "resolvers":
-			da.Resolvers = d.RemainingArgs()
-			if len(da.Resolvers) == 0 {
-				p.errf(d, "%s: want one or more DNS server addresses", label)
-			}
-			for _, r := range da.Resolvers {
-				if !validResolver(r) {
-					p.errf(d, "%s: %q: want an IP address, optionally with a port", label, r)
-				}
-			}
+		case "refresh", "dial_timeout", "resolvers":
+			p.dynamicLookup(d, da, sub, label)
 		case "versions":
 			v4, v6 := false, false
 			for _, v := range d.RemainingArgs() {
@@ -164,20 +152,8 @@ func (p *parser) dynamicSRV(d *caddyfile.Dispenser, rp *Proxy) {
 			ds.Proto, _ = p.oneArg(d, label, "tcp or udp")
 		case "name":
 			ds.Name, _ = p.oneArg(d, label, "a domain name")
-		case "refresh":
-			ds.Refresh = p.durationArg(d, label)
-		case "dial_timeout":
-			ds.DialTimeout = p.durationArg(d, label)
-		case "resolvers":
-			ds.Resolvers = d.RemainingArgs()
-			if len(ds.Resolvers) == 0 {
-				p.errf(d, "%s: want one or more DNS server addresses", label)
-			}
-			for _, r := range ds.Resolvers {
-				if !validResolver(r) {
-					p.errf(d, "%s: %q: want an IP address, optionally with a port", label, r)
-				}
-			}
+		case "refresh", "dial_timeout", "resolvers":
+			p.dynamicLookup(d, ds, sub, label)
 		case "dial_fallback_delay", "grace_period":
 			p.errf(d, "%s is not supported by pollproxy", label)
 			d.RemainingArgs()
@@ -193,6 +169,27 @@ func (p *parser) dynamicSRV(d *caddyfile.Dispenser, rp *Proxy) {
 	}
 	rp.Dynamic = ds
 	rp.Upstreams = append(rp.Upstreams, ds.Upstream())
+}
+
+// dynamicLookup reads the options both modules share: how often and
+// from where the records are looked up.
+func (p *parser) dynamicLookup(d *caddyfile.Dispenser, ds *Dynamic, sub, label string) {
+	switch sub {
+	case "refresh":
+		ds.Refresh = p.durationArg(d, label)
+	case "dial_timeout":
+		ds.DialTimeout = p.durationArg(d, label)
+	case "resolvers":
+		ds.Resolvers = d.RemainingArgs()
+		if len(ds.Resolvers) == 0 {
+			p.errf(d, "%s: want one or more DNS server addresses", label)
+		}
+		for _, r := range ds.Resolvers {
+			if !validResolver(r) {
+				p.errf(d, "%s: %q: want an IP address, optionally with a port", label, r)
+			}
+		}
+	}
 }
 
 func validResolver(s string) bool {
