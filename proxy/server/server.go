@@ -204,17 +204,21 @@ func New(g *netpoll.Group, cfg Config) (*Server, error) {
 		s.hsTimeout = pptls.DefaultHandshakeTimeout
 	}
 
-	errs := make(chan error, len(g.Loops()))
-	for i, l := range g.Loops() {
-		ls := &loopState{
+	// Every loop's state exists before any loop accepts: an accept reads
+	// them all (leastLoaded).
+	for _, l := range g.Loops() {
+		s.loops = append(s.loops, &loopState{
 			srv: s, loop: l,
 			conns:     make(map[*conn]struct{}),
 			readBuf:   make([]byte, 64<<10),
 			plainBuf:  make([]byte, 32<<10),
 			localAddr: net.TCPAddrFromAddrPort(addr),
 			wildcard:  addr.Addr().IsUnspecified(),
-		}
-		s.loops = append(s.loops, ls)
+		})
+	}
+	errs := make(chan error, len(g.Loops()))
+	for i, l := range g.Loops() {
+		ls := s.loops[i]
 		fd := s.fds[0]
 		if perLoop {
 			fd = s.fds[i]
