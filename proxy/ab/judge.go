@@ -145,8 +145,19 @@ func (s *Sampler) Judge(effect float64) *Report {
 	if names[0] == names[1] {
 		names = [2]string{names[0] + "#1", names[1] + "#2"}
 	}
-	r.Design, r.Rotation, r.Periods = DesignCrossover, (time.Duration(every) * s.interval).Seconds(), periods
+	r.Design, r.Rotation = DesignCrossover, (time.Duration(every) * s.interval).Seconds()
 	r.Comparisons = []Comparison{crossoverCompare(periods, names, every, r.Effect)}
+	// The verdict rests on every period kept; the report carries those
+	// of the samples' window, as the charts show them.
+	first := 0
+	if len(samples) > 0 {
+		first = samples[0].Interval
+	}
+	for _, p := range periods {
+		if p.Interval >= first {
+			r.Periods = append(r.Periods, p)
+		}
+	}
 	r.Checks = crossoverChecks(r, s.interval, every)
 	if len(r.Marks) > 0 {
 		r.Checks = append(r.Checks, marksCheck(r.Marks))

@@ -157,7 +157,7 @@ func TestHandlersAndText(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	html := string(body)
-	for _, want := range []string{"<svg", "<polyline", "p99 latency", "poll against epoll", "load balance", "stroke-dasharray", "poller epoll poll"} {
+	for _, want := range []string{"<svg", "<polyline", "p99 latency", "poll against epoll", "load balance", "stroke-dasharray", "poller epoll poll", "Design: fixed split"} {
 		if !strings.Contains(html, want) {
 			t.Errorf("/ab lacks %q", want)
 		}

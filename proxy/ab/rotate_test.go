@@ -1,7 +1,12 @@
 package ab
 
 import (
+	"bytes"
+	"encoding/csv"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,6 +120,7 @@ func TestSamplerCrossover(t *testing.T) {
 					t.Errorf("%s: method %q on %d slots, want the crossover's %d", res.Metric, res.Method, res.Observations, slots)
 				}
 			}
+			checkCrossoverViews(t, s, r)
 			if netpoll.ThreadCPUSupported {
 				res := c.Results[0]
 				// The second position costs 10 µs more per request; which
@@ -191,4 +197,44 @@ func TestSamplerCrossoverSetPollers(t *testing.T) {
 			t.Errorf("loops on %s after SetPollers(%s %s)", got, first, backend)
 		}
 	})
+}
+
+// checkCrossoverViews: the page, the text and the CSV export say which
+// design produced the verdict and show the schedule.
+func checkCrossoverViews(t *testing.T, s *Sampler, r *Report) {
+	t.Helper()
+	var html, text bytes.Buffer
+	if err := renderPage(&html, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Design: crossover", "confidence sequence", "switch schedule", "<rect", "periods (slots)"} {
+		if !strings.Contains(html.String(), want) {
+			t.Errorf("/ab lacks %q", want)
+		}
+	}
+	if err := WriteText(&text, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"crossover", "confidence sequences", "periods"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+	srv := httptest.NewServer(s.CSVHandler())
+	defer srv.Close()
+	for path, want := range map[string]int{"/ab.csv": len(r.Samples), "/ab.csv?periods": len(s.Periods())} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := csv.NewReader(resp.Body).ReadAll()
+		resp.Body.Close()
+		if err != nil || len(rows) != want+1 || resp.Header.Get("Content-Type") != "text/csv; charset=utf-8" {
+			t.Errorf("%s: %d rows, %v (%s); want a header and %d", path, len(rows), err, resp.Header.Get("Content-Type"), want)
+			continue
+		}
+		if first := rows[0][0]; (first == "period") != strings.HasSuffix(path, "periods") {
+			t.Errorf("%s: header %v", path, rows[0])
+		}
+	}
 }
