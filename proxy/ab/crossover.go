@@ -160,18 +160,7 @@ func crossoverMetric(m Metric, periods []Period, baseArm int, candName string, e
 	}
 	res.Rel, res.RelLo, res.RelHi = math.Expm1(e.Mean), math.Expm1(e.Lo), math.Expm1(e.Hi)
 	res.Shift, res.Lo, res.Hi = res.Rel*res.Base, res.RelLo*res.Base, res.RelHi*res.Base
-	ci := fmt.Sprintf("%+.1f%% (95%% confidence sequence %+.1f%% to %+.1f%%)", 100*res.Rel, 100*res.RelLo, 100*res.RelHi)
-	switch {
-	case e.SpansZero():
-		res.Status = "no detectable difference"
-		res.Text = "no detectable difference: " + ci
-	case e.Lo > 0:
-		res.Status = "higher"
-		res.Text = candName + " higher: " + ci
-	default:
-		res.Status = "lower"
-		res.Text = candName + " lower: " + ci
-	}
+	res.decide(candName, "95% confidence sequence", e.SpansZero(), e.Lo > 0)
 	return res
 }
 

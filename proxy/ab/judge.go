@@ -265,22 +265,29 @@ func compareMetric(m Metric, candName string, base, cand []Sample, effect float6
 	if res.Needed > n {
 		res.More = res.Needed - n
 	}
-	ci := fmt.Sprintf("%+.1f%% (95%% CI %+.1f%% to %+.1f%%)", 100*res.Rel, 100*res.RelLo, 100*res.RelHi)
+	res.decide(candName, "95% CI", sh.SpansZero(), sh.Lo > 0)
+	if len(a) < stats.MinSamples || len(b) < stats.MinSamples {
+		res.Text += fmt.Sprintf("; only %d and %d intervals, the interval is approximate below %d", len(a), len(b), stats.MinSamples)
+	}
+	return res
+}
+
+// decide sets the status and the words from the interval: it spans zero,
+// or lies above it (candidate higher) or below. name is the interval's
+// kind as the words give it ("95% CI").
+func (res *Result) decide(candName, name string, spansZero, above bool) {
+	ci := fmt.Sprintf("%+.1f%% (%s %+.1f%% to %+.1f%%)", 100*res.Rel, name, 100*res.RelLo, 100*res.RelHi)
 	switch {
-	case sh.SpansZero():
+	case spansZero:
 		res.Status = "no detectable difference"
 		res.Text = "no detectable difference: " + ci
-	case sh.Lo > 0:
+	case above:
 		res.Status = "higher"
 		res.Text = candName + " higher: " + ci
 	default:
 		res.Status = "lower"
 		res.Text = candName + " lower: " + ci
 	}
-	if len(a) < stats.MinSamples || len(b) < stats.MinSamples {
-		res.Text += fmt.Sprintf("; only %d and %d intervals, the interval is approximate below %d", len(a), len(b), stats.MinSamples)
-	}
-	return res
 }
 
 func nanZero(x float64) float64 {

@@ -52,19 +52,6 @@ func TestSamplerCrossover(t *testing.T) {
 			t.Cleanup(func() { rotateHook = nil })
 			s.Collect() // baseline
 			loops := g.Loops()
-			serve := func(l *netpoll.Loop, n int, spin time.Duration) {
-				h := rec.For(l.ID())
-				done := make(chan struct{})
-				l.Post(func() {
-					for i := 0; i < n; i++ {
-						for start := time.Now(); time.Since(start) < spin; {
-						}
-						h.Record(100 * time.Microsecond)
-					}
-					close(done)
-				})
-				<-done
-			}
 			const slots = 12
 			for iv := 0; iv < 3*slots*DefaultRotateIntervals; iv++ {
 				for i, l := range loops {
@@ -72,7 +59,7 @@ func TestSamplerCrossover(t *testing.T) {
 					if s.armOf(i) == 1 {
 						spin = 15 * time.Microsecond
 					}
-					serve(l, 150, spin)
+					serveOn(rec, l, 150, spin)
 				}
 				s.Collect()
 				s.rotateIfDue()
