@@ -49,7 +49,6 @@ type crossover struct {
 	since   int           // intervals sampled in the open period
 	open    []periodAcc   // per loop
 	periods []Period      // closed, oldest first
-	start   time.Time     // when the comparison began
 }
 
 type periodAcc struct {
@@ -94,7 +93,6 @@ func (c *crossover) restart(pollers []string, interval time.Duration, loops int)
 	}
 	c.phase, c.period, c.since, c.periods = 0, 0, 0, nil
 	c.open = make([]periodAcc, loops)
-	c.start = time.Now()
 }
 
 // add counts one kept interval of loop i into its open period.
@@ -164,9 +162,15 @@ func (s *Sampler) rotateIfDue() {
 	hook := rotateHook
 	s.mu.Unlock()
 	if _, err := s.group.Switch(order); err != nil {
-		// The loops that could not move are left out of the next
-		// interval as any straddling loop is; say why.
-		s.Mark("rotation failed: " + err.Error())
+		// A loop that could not move would serve one poller while the
+		// schedule counts it on the other: stop the crossover (the
+		// verdict falls back to the fixed split) and put the loops back
+		// where the line places them.
+		s.mu.Lock()
+		s.cross.every = 0
+		s.mu.Unlock()
+		s.Mark("rotation failed, the crossover stops: " + err.Error())
+		s.group.Switch(s.pollers)
 	}
 	if hook != nil {
 		hook(arms)

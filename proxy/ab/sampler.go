@@ -213,7 +213,6 @@ func (s *Sampler) Collect() {
 		s.prev = cur
 		s.samples = nil
 		s.lastEnd = now
-		s.cross.start = now
 		return
 	}
 	// Group label per position: the backend, with the position when two
