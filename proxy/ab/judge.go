@@ -49,8 +49,9 @@ type Result struct {
 	Unit   string  `json:"unit"`
 	Base   float64 `json:"baseline_median"`
 	Cand   float64 `json:"candidate_median"`
-	// Shift is the Hodges–Lehmann estimate of candidate - baseline, in
-	// Unit, with its 95% interval [Lo, Hi].
+	// Shift is the estimate of candidate - baseline, in Unit, with its 95%
+	// interval [Lo, Hi]: Hodges–Lehmann in the fixed split; in the
+	// crossover the relative shift times the baseline's median period.
 	Shift float64 `json:"shift"`
 	Lo    float64 `json:"shift_lo"`
 	Hi    float64 `json:"shift_hi"`
@@ -65,7 +66,9 @@ type Result struct {
 	Outl   int    `json:"outliers_dropped"`
 	Status string `json:"status"` // "higher", "lower", "no detectable difference", "too few intervals"
 	// Needed is about how many intervals per group would resolve the
-	// report's Effect at 80% power; More is how many beyond those used.
+	// report's Effect at 80% power (in the crossover: how many intervals
+	// until the confidence sequence's half-width falls below it); More is
+	// how many beyond those used.
 	Needed int `json:"intervals_needed"`
 	More   int `json:"more_intervals"`
 	// Text is the verdict in words.
@@ -127,8 +130,7 @@ type Report struct {
 }
 
 // Judge builds the report from a sampler's history. effect <= 0 means
-// DefaultEffect.
-// In the crossover design the comparison and checks are the crossover's
+// DefaultEffect. In the crossover design the comparison and checks are the crossover's
 // (crossover.go); the groups and samples are still reported, for the
 // charts.
 func (s *Sampler) Judge(effect float64) *Report {
