@@ -11,8 +11,9 @@ import "math"
 //
 // ConfSeq is the asymptotic confidence sequence of Waudby-Smith, Arbour,
 // Sinha, Kennedy and Ramdas, "Time-uniform central limit theory and
-// asymptotic confidence sequences" (arXiv:2103.06476, 2021; Annals of
-// Statistics 2024), Theorem 2.2: for observations X_1..X_t with mean μ,
+// asymptotic confidence sequences" (arXiv:2103.06476, 2021, revised
+// 2024), their Gaussian-mixture sequence: for observations X_1..X_t with
+// mean μ,
 //
 //	μ̂_t ± σ̂_t · sqrt( 2(tρ²+1)/(t²ρ²) · log( sqrt(tρ²+1)/α ) )
 //
