@@ -12,14 +12,13 @@ import (
 // The crossover end to end: the shortest interval and rotation the
 // options allow (100 ms, two intervals a period, one of them the washout),
 // so that the confidence sequence's ten slots of three periods take six
-// seconds of sampling. The sampler falls behind its ticker when the
-// machine is busy (the refresh of the loops' CPU clocks and the switch
-// itself wait for the loops), and 9 s of load gave from 3 to 15 slots on a
-// shared machine; so the load runs in rounds of crossRound until the
-// verdict rests on crossSlots slots, at most crossRounds rounds. Stopping
-// on a count of slots, never on what they say, is allowed by any interval;
-// a confidence sequence would allow stopping on what they say too. The
-// verdict says its intervals are short.
+// seconds of sampling. A slot counts only when each of its periods holds
+// 100 requests, and a busy shared machine's throughput varies: 9 s of load
+// gave from 3 to 15 slots. So the load runs in rounds of crossRound, the
+// verdict read after each as an operator would read the page, until it is
+// decided or rests on crossSlots slots, at most crossRounds rounds: a
+// confidence sequence allows stopping on what it says. The verdict's own
+// check says the intervals are short.
 const (
 	crossInterval = 100 * time.Millisecond
 	crossRotate   = "200ms"
