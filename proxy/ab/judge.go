@@ -148,6 +148,10 @@ func (s *Sampler) Judge(effect float64) *Report {
 		names = [2]string{names[0] + "#1", names[1] + "#2"}
 	}
 	r.Design, r.Rotation = DesignCrossover, (time.Duration(every) * s.interval).Seconds()
+	if len(samples) > 0 {
+		// Washout intervals have no samples; they were intervals all the same.
+		r.Intervals = samples[len(samples)-1].Interval - samples[0].Interval + 1
+	}
 	r.Comparisons = []Comparison{crossoverCompare(periods, names, every, r.Effect)}
 	// The verdict rests on every period kept; the report carries those
 	// of the samples' window, as the charts show them.
