@@ -37,18 +37,18 @@ const PlannedSlots = 40
 // confSeq is the sequence every crossover verdict uses.
 var confSeq = stats.NewConfSeq(Level, PlannedSlots)
 
-// Slot is one observation of the crossover's verdict for one metric.
-type Slot struct {
-	Slot  int     `json:"slot"`  // periods 3·Slot to 3·Slot+2
-	Loops int     `json:"loops"` // loops with all three periods busy
-	Value float64 `json:"log_ratio"`
+// slot is one observation of the crossover's verdict for one metric.
+type slot struct {
+	n     int     // periods 3n to 3n+2
+	loops int     // loops with all three periods busy
+	value float64 // the mean signed log contrast: ln(candidate / baseline)
 }
 
 // crossoverSlots turns the periods into the observations of metric m:
 // one per slot in which some loop served at least MinRequests requests in
 // each of its three periods, signed so that it estimates
 // ln(candidate / baseline).
-func crossoverSlots(m Metric, periods []Period, baseArm int) []Slot {
+func crossoverSlots(m Metric, periods []Period, baseArm int) []slot {
 	type key struct{ loop, period int }
 	by := map[key]*Period{}
 	last := -1
@@ -66,7 +66,7 @@ func crossoverSlots(m Metric, periods []Period, baseArm int) []Slot {
 		}
 	}
 	sort.Ints(loops)
-	var out []Slot
+	var out []slot
 	for s := 0; 3*s+2 <= last; s++ {
 		var sum float64
 		n := 0
@@ -98,7 +98,7 @@ func crossoverSlots(m Metric, periods []Period, baseArm int) []Slot {
 			n++
 		}
 		if n > 0 {
-			out = append(out, Slot{Slot: s, Loops: n, Value: sum / float64(n)})
+			out = append(out, slot{n: s, loops: n, value: sum / float64(n)})
 		}
 	}
 	return out
@@ -141,7 +141,7 @@ func crossoverMetric(m Metric, periods []Period, baseArm int, candName string, e
 	slots := crossoverSlots(m, periods, baseArm)
 	obs := make([]float64, len(slots))
 	for i, s := range slots {
-		obs[i] = s.Value
+		obs[i] = s.value
 	}
 	e := confSeq.Interval(obs)
 	res.Observations = e.N
