@@ -29,9 +29,19 @@ const abInterval = 250 * time.Millisecond
 // given poller line, in front of a Go origin on loopback.
 type proxyUnderLoad struct {
 	admin, listen string
+	interval      time.Duration
 }
 
+// startProxy starts the fixed split (ab_rotate off), as the A/B verdict
+// was first built.
 func startProxy(t *testing.T, pollers string) *proxyUnderLoad {
+	t.Helper()
+	return startProxyWith(t, pollers, abInterval, "off")
+}
+
+// startProxyWith starts an instance sampling every interval with the
+// given ab_rotate.
+func startProxyWith(t *testing.T, pollers string, interval time.Duration, rotate string) *proxyUnderLoad {
 	t.Helper()
 	if _, err := exec.LookPath("h2load"); err != nil {
 		t.Skip("h2load not installed (Debian: nghttp2-client)")
@@ -42,8 +52,9 @@ func startProxy(t *testing.T, pollers string) *proxyUnderLoad {
 	dir := t.TempDir()
 	certFile, keyFile, _ := servertest.CertFiles(t)
 	p := &proxyUnderLoad{
-		admin:  fmt.Sprintf("127.0.0.1:%d", servertest.FreePort(t)),
-		listen: fmt.Sprintf("localhost:%d", servertest.FreePort(t)),
+		admin:    fmt.Sprintf("127.0.0.1:%d", servertest.FreePort(t)),
+		listen:   fmt.Sprintf("localhost:%d", servertest.FreePort(t)),
+		interval: interval,
 	}
 	file := filepath.Join(dir, "Caddyfile")
 	caddyfile := fmt.Sprintf(`{
@@ -51,6 +62,7 @@ func startProxy(t *testing.T, pollers string) *proxyUnderLoad {
 	loops 2
 	admin %s
 	ab_interval %v
+	ab_rotate %s
 	http_port off
 	default_bind 127.0.0.1
 	storage %s
@@ -59,7 +71,7 @@ func startProxy(t *testing.T, pollers string) *proxyUnderLoad {
 	reverse_proxy %s
 	tls %s %s
 }
-`, pollers, p.admin, abInterval, filepath.Join(dir, "storage"), p.listen, origin, certFile, keyFile)
+`, pollers, p.admin, interval, rotate, filepath.Join(dir, "storage"), p.listen, origin, certFile, keyFile)
 	if err := os.WriteFile(file, []byte(caddyfile), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +114,7 @@ func (p *proxyUnderLoad) load(t *testing.T, d time.Duration) {
 // verdict as /ab.json serves it, also printing it as pollproxy ab does.
 func (p *proxyUnderLoad) report(t *testing.T) *ab.Report {
 	t.Helper()
-	time.Sleep(2 * abInterval)
+	time.Sleep(2 * p.interval)
 	resp, err := http.Get("http://" + p.admin + "/ab.json")
 	if err != nil {
 		t.Fatal(err)

@@ -49,25 +49,37 @@ type Result struct {
 	Unit   string  `json:"unit"`
 	Base   float64 `json:"baseline_median"`
 	Cand   float64 `json:"candidate_median"`
-	// Shift is the Hodges–Lehmann estimate of candidate - baseline, in
-	// Unit, with its 95% interval [Lo, Hi].
-	Shift  float64 `json:"shift"`
-	Lo     float64 `json:"shift_lo"`
-	Hi     float64 `json:"shift_hi"`
-	Rel    float64 `json:"relative"` // Shift / Base
-	RelLo  float64 `json:"relative_lo"`
-	RelHi  float64 `json:"relative_hi"`
-	P      float64 `json:"p_value"` // Mann–Whitney, two-sided
-	N      int     `json:"baseline_intervals"`
-	M      int     `json:"candidate_intervals"`
-	Outl   int     `json:"outliers_dropped"`
-	Status string  `json:"status"` // "higher", "lower", "no detectable difference", "too few intervals"
+	// Shift is the estimate of candidate - baseline, in Unit, with its 95%
+	// interval [Lo, Hi]: Hodges–Lehmann in the fixed split; in the
+	// crossover the relative shift times the baseline's median period.
+	Shift float64 `json:"shift"`
+	Lo    float64 `json:"shift_lo"`
+	Hi    float64 `json:"shift_hi"`
+	Rel   float64 `json:"relative"` // Shift / Base
+	RelLo float64 `json:"relative_lo"`
+	RelHi float64 `json:"relative_hi"`
+	P     float64 `json:"p_value,omitempty"` // Mann–Whitney, two-sided; none in the crossover
+	// N and M are the baseline's and candidate's intervals (periods in
+	// the crossover) with enough requests.
+	N      int    `json:"baseline_intervals"`
+	M      int    `json:"candidate_intervals"`
+	Outl   int    `json:"outliers_dropped"`
+	Status string `json:"status"` // "higher", "lower", "no detectable difference", "too few intervals"
 	// Needed is about how many intervals per group would resolve the
-	// report's Effect at 80% power; More is how many beyond those used.
+	// report's Effect at 80% power (in the crossover: how many intervals
+	// until the confidence sequence's half-width falls below it); More is
+	// how many beyond those used.
 	Needed int `json:"intervals_needed"`
 	More   int `json:"more_intervals"`
 	// Text is the verdict in words.
 	Text string `json:"text"`
+	// Method says how the interval was made: DesignFixed (Hodges–Lehmann
+	// between the groups' intervals, a fixed-sample interval) or
+	// DesignCrossover (a confidence sequence of each loop's paired
+	// differences, valid whenever read).
+	Method string `json:"method"`
+	// Observations are the crossover's slots the interval rests on.
+	Observations int `json:"observations,omitempty"`
 }
 
 // Comparison is one candidate group against the baseline.
@@ -99,7 +111,11 @@ type Check struct {
 
 // Report is the whole verdict, as /ab.json serves it.
 type Report struct {
-	Generated   time.Time    `json:"generated"`
+	Generated time.Time `json:"generated"`
+	// Design is what produced the verdict: DesignCrossover or DesignFixed.
+	Design string `json:"design"`
+	// Rotation is the crossover's period in seconds (0 in a fixed split).
+	Rotation    float64      `json:"rotation_seconds,omitempty"`
 	Interval    float64      `json:"interval_seconds"`
 	Intervals   int          `json:"intervals"` // intervals in the history
 	Effect      float64      `json:"effect"`    // the relative effect More is computed for
@@ -109,13 +125,50 @@ type Report struct {
 	Checks      []Check      `json:"checks"`
 	Marks       []Mark       `json:"marks"`
 	Samples     []Sample     `json:"samples"`
+	// Periods are the crossover's loop periods, oldest first.
+	Periods []Period `json:"periods,omitempty"`
 }
 
 // Judge builds the report from a sampler's history. effect <= 0 means
-// DefaultEffect.
+// DefaultEffect. In the crossover design the comparison and checks are the crossover's
+// (crossover.go); the groups and samples are still reported, for the
+// charts.
 func (s *Sampler) Judge(effect float64) *Report {
 	samples, marks := s.History()
-	return Judge(samples, marks, s.interval, effect)
+	r := Judge(samples, marks, s.interval, effect)
+	s.mu.Lock()
+	every, pollers := s.cross.every, s.pollers
+	periods := append([]Period(nil), s.cross.periods...)
+	s.mu.Unlock()
+	if every == 0 {
+		return r
+	}
+	names := [2]string{pollers[0], pollers[1]}
+	if names[0] == names[1] {
+		names = [2]string{names[0] + "#1", names[1] + "#2"}
+	}
+	r.Design, r.Rotation = DesignCrossover, (time.Duration(every) * s.interval).Seconds()
+	if len(samples) > 0 {
+		// Washout intervals have no samples; they were intervals all the same.
+		r.Intervals = samples[len(samples)-1].Interval - samples[0].Interval + 1
+	}
+	r.Comparisons = []Comparison{crossoverCompare(periods, names, every, r.Effect)}
+	// The verdict rests on every period kept; the report carries those
+	// of the samples' window, as the charts show them.
+	first := 0
+	if len(samples) > 0 {
+		first = samples[0].Interval
+	}
+	for _, p := range periods {
+		if p.Interval >= first {
+			r.Periods = append(r.Periods, p)
+		}
+	}
+	r.Checks = crossoverChecks(r, s.interval, every)
+	if len(r.Marks) > 0 {
+		r.Checks = append(r.Checks, marksCheck(r.Marks))
+	}
+	return r
 }
 
 // Judge compares the groups in samples: the first group in name order is
@@ -125,7 +178,7 @@ func Judge(samples []Sample, marks []Mark, interval time.Duration, effect float6
 	if effect <= 0 {
 		effect = DefaultEffect
 	}
-	r := &Report{Generated: time.Now(), Interval: interval.Seconds(), Effect: effect,
+	r := &Report{Generated: time.Now(), Design: DesignFixed, Interval: interval.Seconds(), Effect: effect,
 		ThreadCPU: netpoll.ThreadCPUSupported, Marks: marks, Samples: samples}
 	byGroup := map[string][]Sample{}
 	var order []string
@@ -199,7 +252,7 @@ func values(m Metric, ss []Sample) []float64 {
 func compareMetric(m Metric, candName string, base, cand []Sample, effect float64) Result {
 	a, da := stats.RemoveOutliers(values(m, base), stats.DefaultIQRFactor)
 	b, db := stats.RemoveOutliers(values(m, cand), stats.DefaultIQRFactor)
-	res := Result{Metric: m.Name, Unit: m.Unit, N: len(a), M: len(b), Outl: da + db,
+	res := Result{Metric: m.Name, Unit: m.Unit, N: len(a), M: len(b), Outl: da + db, Method: DesignFixed,
 		Base: stats.Median(a), Cand: stats.Median(b)}
 	if len(a) < 2 || len(b) < 2 {
 		res.Status = "too few intervals"
@@ -218,22 +271,29 @@ func compareMetric(m Metric, candName string, base, cand []Sample, effect float6
 	if res.Needed > n {
 		res.More = res.Needed - n
 	}
-	ci := fmt.Sprintf("%+.1f%% (95%% CI %+.1f%% to %+.1f%%)", 100*res.Rel, 100*res.RelLo, 100*res.RelHi)
+	res.decide(candName, "95% CI", sh.SpansZero(), sh.Lo > 0)
+	if len(a) < stats.MinSamples || len(b) < stats.MinSamples {
+		res.Text += fmt.Sprintf("; only %d and %d intervals, the interval is approximate below %d", len(a), len(b), stats.MinSamples)
+	}
+	return res
+}
+
+// decide sets the status and the words from the interval: it spans zero,
+// or lies above it (candidate higher) or below. name is the interval's
+// kind as the words give it ("95% CI").
+func (res *Result) decide(candName, name string, spansZero, above bool) {
+	ci := fmt.Sprintf("%+.1f%% (%s %+.1f%% to %+.1f%%)", 100*res.Rel, name, 100*res.RelLo, 100*res.RelHi)
 	switch {
-	case sh.SpansZero():
+	case spansZero:
 		res.Status = "no detectable difference"
 		res.Text = "no detectable difference: " + ci
-	case sh.Lo > 0:
+	case above:
 		res.Status = "higher"
 		res.Text = candName + " higher: " + ci
 	default:
 		res.Status = "lower"
 		res.Text = candName + " lower: " + ci
 	}
-	if len(a) < stats.MinSamples || len(b) < stats.MinSamples {
-		res.Text += fmt.Sprintf("; only %d and %d intervals, the interval is approximate below %d", len(a), len(b), stats.MinSamples)
-	}
-	return res
 }
 
 func nanZero(x float64) float64 {
@@ -278,8 +338,12 @@ func checks(r *Report, interval time.Duration) []Check {
 		out = append(out, Check{Name: "thread CPU", OK: false, Detail: "this OS has no per-thread CPU clock: no CPU per request"})
 	}
 	if len(r.Marks) > 0 {
-		out = append(out, Check{Name: "switches", OK: true,
-			Detail: fmt.Sprintf("%d marked event(s) in the history (last: %s); samples are labelled by the poller they ran on", len(r.Marks), r.Marks[len(r.Marks)-1].Label)})
+		out = append(out, marksCheck(r.Marks))
 	}
 	return out
+}
+
+func marksCheck(marks []Mark) Check {
+	return Check{Name: "switches", OK: true,
+		Detail: fmt.Sprintf("%d marked event(s) in the history (last: %s); samples are labelled by the poller they ran on", len(marks), marks[len(marks)-1].Label)}
 }

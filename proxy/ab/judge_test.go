@@ -127,6 +127,7 @@ func spansZeroText(r Result) bool {
 
 func TestHandlersAndText(t *testing.T) {
 	s := NewSampler(nil, NewRecorders(), 10*time.Second, []string{"epoll", "poll"})
+	s.SetRotate(-1) // the fixed split's verdict
 	s.samples = synthetic(5, 20, "epoll", "poll", 4, 5000, 4000)
 	s.seq = 20
 	s.Mark("poller epoll poll")
@@ -156,7 +157,7 @@ func TestHandlersAndText(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	html := string(body)
-	for _, want := range []string{"<svg", "<polyline", "p99 latency", "poll against epoll", "load balance", "stroke-dasharray", "poller epoll poll"} {
+	for _, want := range []string{"<svg", "<polyline", "p99 latency", "poll against epoll", "load balance", "stroke-dasharray", "poller epoll poll", "Design: fixed split"} {
 		if !strings.Contains(html, want) {
 			t.Errorf("/ab lacks %q", want)
 		}

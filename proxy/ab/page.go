@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/pollproxy/pollproxy/proxy/ab/stats"
 )
@@ -24,7 +25,21 @@ type chart struct {
 	YTicks []tick
 	XTicks []tick
 	Empty  bool
+	// Schedule is the crossover's switch schedule on the chart's
+	// interval axis: one row per loop, coloured by the poller of each
+	// period (grey gaps: the washout interval after each switch).
+	Schedule []bar
+	SchedH   int
 }
+
+type bar struct {
+	X, Y, W float64
+	Color   string
+	Title   string
+}
+
+// schedRow is the height of one loop's row in the schedule strip.
+const schedRow = 7
 
 type series struct {
 	Name, Color string
@@ -100,6 +115,24 @@ func buildChart(title, unit string, rep *Report, get func(*Sample) float64) char
 		v := ymax * float64(k) / 4
 		c.YTicks = append(c.YTicks, tick{Pos: y(v), Label: short(v)})
 	}
+	colour := map[string]string{}
+	for i, g := range rep.Groups {
+		colour[g.Name] = palette[i%len(palette)]
+	}
+	xf := func(iv float64) float64 {
+		return math.Max(padL, math.Min(padL+pw, padL+pw*(iv-float64(first))/float64(last-first)))
+	}
+	nloops := 0
+	for _, p := range rep.Periods {
+		if p.Interval < first || p.First > last {
+			continue
+		}
+		nloops = max(nloops, p.Loop+1)
+		x0, x1 := xf(float64(p.First)-0.5), xf(float64(p.Interval)+0.5)
+		c.Schedule = append(c.Schedule, bar{X: x0, W: math.Max(x1-x0, 0.5), Y: float64(p.Loop * schedRow), Color: colour[p.Group],
+			Title: fmt.Sprintf("loop %d, period %d: %s (intervals %d–%d)", p.Loop, p.Period, p.Group, p.First, p.Interval)})
+	}
+	c.SchedH = nloops * schedRow
 	step := max(1, (last-first)/6)
 	for iv := first; iv <= last; iv += step {
 		c.XTicks = append(c.XTicks, tick{Pos: x(iv), Label: fmt.Sprint(iv)})
@@ -117,6 +150,19 @@ func short(f float64) string {
 		return fmt.Sprintf("%.3gk", f/1e3)
 	}
 	return fmt.Sprintf("%.3g", f)
+}
+
+// waitFor says how long n intervals of secs seconds take, rounded to
+// what a reader plans by: "40s", "12m", "3h".
+func waitFor(n int, secs float64) string {
+	d := time.Duration(float64(n) * secs * float64(time.Second))
+	switch {
+	case d < time.Minute:
+		return d.Round(time.Second).String()
+	case d < time.Hour:
+		return fmt.Sprintf("%.0fm", d.Minutes())
+	}
+	return fmt.Sprintf("%.1fh", d.Hours())
 }
 
 type pageData struct {
@@ -148,6 +194,7 @@ var pageTmpl = template.Must(template.New("ab").Funcs(template.FuncMap{
 		return "unknown"
 	},
 	"plusOne": func(f float64) float64 { return f + 1 },
+	"wait":    waitFor,
 }).Parse(`<!doctype html>
 <html><head><meta charset="utf-8"><title>pollproxy A/B</title>
 <style>
@@ -161,12 +208,15 @@ th{background:#f4f4f4} .num{text-align:right;font-variant-numeric:tabular-nums}
 .muted{color:#666}
 </style></head><body>
 <h1>pollproxy A/B: pollers compared</h1>
-<div class="muted">{{.Intervals}} intervals of {{num .Interval}} s, 95% intervals (Hodges–Lehmann / Mann–Whitney after IQR outlier removal); "more intervals" resolve a {{pct .Effect}} difference at 80% power. Generated {{.Generated.Format "2006-01-02 15:04:05"}}.</div>
+{{if .Rotation}}<div><b>Design: crossover.</b> Every loop alternates between the pollers every {{num .Rotation}} s, half the loops starting on each; the interval after each switch is left out. Each loop is compared with itself: the middle of every three periods against its two neighbours, so a steady drift in load cancels. The intervals are 95% confidence sequences: valid however often this page is read.</div>
+<div class="muted">{{.Intervals}} intervals of {{num .Interval}} s; "more for {{pct .Effect}}" is how many more intervals (and how long) until the sequence's half-width falls below a {{pct .Effect}} difference at the current noise. Generated {{.Generated.Format "2006-01-02 15:04:05"}}.</div>
+{{else}}<div><b>Design: fixed split</b> (ab_rotate off, or not two pollers): each group of loops keeps its poller, and the kernel decides which connections each holds.</div>
+<div class="muted">{{.Intervals}} intervals of {{num .Interval}} s, 95% intervals (Hodges–Lehmann / Mann–Whitney after IQR outlier removal), valid for one look at a sample size fixed in advance, not for watching; "more intervals" resolve a {{pct .Effect}} difference at 80% power. Generated {{.Generated.Format "2006-01-02 15:04:05"}}.</div>{{end}}
 {{range .Comparisons}}
 <h2>Verdict: {{.Candidate}} against {{.Baseline}}</h2>
-<table><tr><th>metric</th><th class="num">{{.Baseline}}</th><th class="num">{{.Candidate}}</th><th>difference</th><th class="num">intervals</th><th class="num">more for {{pct $.Effect}}</th></tr>
+<table><tr><th>metric</th><th class="num">{{.Baseline}}</th><th class="num">{{.Candidate}}</th><th>difference</th><th class="num">{{if $.Rotation}}periods (slots){{else}}intervals{{end}}</th><th class="num">more for {{pct $.Effect}}</th></tr>
 {{range .Results}}<tr><td>{{.Metric}}{{if .Unit}} ({{.Unit}}){{end}}</td><td class="num">{{num .Base}}</td><td class="num">{{num .Cand}}</td>
-<td class="{{statusClass .Status}}">{{.Text}}</td><td class="num">{{.N}} / {{.M}}{{if .Outl}} ({{.Outl}} outliers){{end}}</td><td class="num">{{if .More}}{{.More}}{{else}}—{{end}}</td></tr>
+<td class="{{statusClass .Status}}">{{.Text}}</td><td class="num">{{.N}} / {{.M}}{{if .Observations}} ({{.Observations}}){{end}}{{if .Outl}} ({{.Outl}} outliers){{end}}</td><td class="num">{{if .More}}{{.More}} ({{wait .More $.Interval}}){{else}}—{{end}}</td></tr>
 {{end}}</table>
 {{else}}<h2>Verdict</h2><p>No comparison yet: at least two poller groups with samples are needed.</p>
 {{end}}
@@ -182,6 +232,9 @@ th{background:#f4f4f4} .num{text-align:right;font-variant-numeric:tabular-nums}
 {{range .Marks}}<line x1="{{.X}}" x2="{{.X}}" y1="12" y2="192" stroke="#999" stroke-dasharray="4 3"><title>{{.Label}}</title></line>{{end}}
 {{range .Series}}<polyline fill="none" stroke="{{.Color}}" stroke-width="1.8" points="{{.Points}}"/>{{end}}
 </svg>
+{{if .Schedule}}<br><svg xmlns="http://www.w3.org/2000/svg" width="{{.W}}" height="{{.SchedH}}" viewBox="0 0 {{.W}} {{.SchedH}}"><title>switch schedule: one row per loop</title>
+{{range .Schedule}}<rect x="{{.X}}" y="{{.Y}}" width="{{.W}}" height="5" fill="{{.Color}}"><title>{{.Title}}</title></rect>{{end}}
+</svg><div class="muted">switch schedule: one row per loop, coloured by poller; gaps are the intervals after a switch, left out</div>{{end}}
 <div>{{range .Series}}<span style="color:{{.Color}}">■</span> {{.Name}} (last {{.Last}}) &nbsp; {{end}}</div>{{end}}
 </div>{{end}}
 </div>

@@ -63,14 +63,18 @@ type Mark struct {
 	Label    string    `json:"label"`
 }
 
-// Sampler collects the interval samples of one group of loops.
+// Sampler collects the interval samples of one group of loops and, in
+// the crossover design, moves the loops between the two pollers on their
+// schedule (rotate.go).
 type Sampler struct {
 	group    *netpoll.Group
 	rec      *Recorders
 	interval time.Duration
 
+	rotMu sync.Mutex // one rotation or poller change at a time; taken before mu
+
 	mu      sync.Mutex
-	pollers int // positions in the poller line: loop i is in position i % pollers
+	pollers []string // the configured poller line
 	seq     int
 	samples []Sample // oldest first, at most MaxIntervals intervals
 	marks   []Mark
@@ -78,30 +82,34 @@ type Sampler struct {
 	lastEnd time.Time
 	stop    chan struct{}
 	done    chan struct{}
+
+	cross crossover // the rotation's schedule and the loops' periods
 }
 
 type loopState struct {
-	ok      bool
-	backend string
-	cpu     time.Duration
-	waits   uint64
-	events  uint64
-	descs   int64
-	hist    Counts
+	ok       bool
+	backend  string
+	arm      int    // the position in the poller line the loop serves
+	switches uint64 // netpoll.Loop.SwitchCount
+	cpu      time.Duration
+	waits    uint64
+	events   uint64
+	descs    int64
+	hist     Counts
 }
 
 // NewSampler returns a sampler of g's loops every interval (<= 0: the
 // default) whose histograms are in rec. pollers is the configured poller
-// line (["epoll", "poll"]); its length says how loops form groups.
+// line (["epoll", "poll"]); its length says how loops form groups, and
+// with two pollers the sampler runs the crossover (rotate.go) unless
+// SetRotate turns it off.
 func NewSampler(g *netpoll.Group, rec *Recorders, interval time.Duration, pollers []string) *Sampler {
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
-	n := len(pollers)
-	if n == 0 {
-		n = 1
-	}
-	return &Sampler{group: g, rec: rec, interval: interval, pollers: n}
+	s := &Sampler{group: g, rec: rec, interval: interval, pollers: append([]string(nil), pollers...)}
+	s.cross.restart(s.pollers, interval, s.loopCount()) // the crossover by default for two pollers
+	return s
 }
 
 // Interval is the sampling interval.
@@ -121,6 +129,7 @@ func (s *Sampler) Start() {
 				return
 			case <-t.C:
 				s.Collect()
+				s.rotateIfDue()
 			}
 		}
 	}()
@@ -152,12 +161,22 @@ func (s *Sampler) Mark(label string) {
 
 // SetPollers tells the sampler the poller line changed (a live switch to
 // "epoll poll"), so groups follow the new split from the next interval.
-// It records a Mark with the new line.
+// It records a Mark with the new line. In the crossover design it starts
+// a new comparison of the new pair (or stops rotating when the line no
+// longer names two pollers) and puts every loop where the new line says,
+// in case a rotation moved one after the switch that called it.
 func (s *Sampler) SetPollers(pollers []string) {
+	s.rotMu.Lock()
+	defer s.rotMu.Unlock()
 	s.mu.Lock()
-	s.pollers = max(len(pollers), 1)
+	s.pollers = append([]string(nil), pollers...)
+	s.cross.restart(s.pollers, s.interval, s.loopCount())
+	rotating := s.cross.every > 0
 	s.mu.Unlock()
 	s.Mark("poller " + strings.Join(pollers, " "))
+	if rotating && s.group != nil {
+		s.group.Switch(pollers)
+	}
 }
 
 // refreshTimeout bounds the wait for the loops to read their CPU clocks;
@@ -182,14 +201,14 @@ func (s *Sampler) Collect() {
 		}
 	}
 	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	cur := make([]loopState, len(loops))
 	for i, l := range loops {
 		st := l.Stats()
-		cur[i] = loopState{ok: true, backend: st.Backend, cpu: st.CPU, waits: st.Waits, events: st.Events, descs: st.Descriptors, hist: s.rec.snapshot(l.ID())}
+		cur[i] = loopState{ok: true, backend: st.Backend, arm: s.armOf(i), switches: l.SwitchCount(),
+			cpu: st.CPU, waits: st.Waits, events: st.Events, descs: st.Descriptors, hist: s.rec.snapshot(l.ID())}
 	}
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.prev == nil {
 		s.prev = cur
 		s.samples = nil
@@ -200,47 +219,49 @@ func (s *Sampler) Collect() {
 	// positions run the same backend (an A/A run: epoll#1, epoll#2).
 	count := map[string]map[int]bool{}
 	for i := range loops {
-		p, b := i%s.pollers, cur[i].backend
+		p, b := cur[i].arm, cur[i].backend
 		if count[b] == nil {
 			count[b] = map[int]bool{}
 		}
 		count[b][p] = true
 	}
 	label := func(i int) string {
-		p, b := i%s.pollers, cur[i].backend
-		if len(count[b]) > 1 {
+		p, b := cur[i].arm, cur[i].backend
+		if len(count[b]) > 1 || (s.cross.every > 0 && s.pollers[0] == s.pollers[1]) {
 			return b + "#" + strconv.Itoa(p+1)
 		}
 		return b
 	}
 	type acc struct {
-		loops         int
-		cpu           time.Duration
-		waits, events uint64
-		hist          Counts
-		descs         int64
-		backend       string
+		loops   int
+		delta   loopDelta
+		descs   int64
+		backend string
 	}
 	groups := map[string]*acc{}
 	var switched []string
 	for i, l := range loops {
 		old := s.prev[i]
-		if old.ok && old.backend != cur[i].backend {
-			// Counters that straddle a switch belong to neither poller.
-			switched = append(switched, fmt.Sprintf("loop %d: %s → %s", l.ID(), old.backend, cur[i].backend))
+		rotated := s.cross.every > 0 && old.arm != cur[i].arm
+		if old.ok && (rotated || old.switches != cur[i].switches) {
+			// Counters that straddle a switch belong to neither poller:
+			// in the crossover this interval is the washout after a
+			// rotation, which the schedule explains without a mark.
+			if !rotated {
+				switched = append(switched, fmt.Sprintf("loop %d: %s → %s", l.ID(), old.backend, cur[i].backend))
+			}
 			continue
 		}
+		d := loopDelta{cpu: cur[i].cpu - old.cpu, waits: cur[i].waits - old.waits, events: cur[i].events - old.events,
+			hist: cur[i].hist.Sub(&old.hist)}
+		s.cross.add(i, label(i), cur[i], d, s.seq, now.Sub(s.lastEnd), now)
 		g := groups[label(i)]
 		if g == nil {
 			g = &acc{backend: cur[i].backend}
 			groups[label(i)] = g
 		}
 		g.loops++
-		g.cpu += cur[i].cpu - old.cpu
-		g.waits += cur[i].waits - old.waits
-		g.events += cur[i].events - old.events
-		d := cur[i].hist.Sub(&old.hist)
-		g.hist.Add(&d)
+		g.delta.add(&d)
 		g.descs += cur[i].descs
 	}
 	if len(switched) > 0 {
@@ -254,15 +275,8 @@ func (s *Sampler) Collect() {
 	sort.Strings(names)
 	for _, n := range names {
 		g := groups[n]
-		smp := Sample{Interval: s.seq, End: now, Group: n, Poller: g.backend, Loops: g.loops, Seconds: secs,
-			Requests: g.hist.Total(), Descriptors: g.descs}
-		if r := float64(smp.Requests); r > 0 {
-			smp.CPUPerRequest = float64(g.cpu.Microseconds()) / r
-			smp.WaitsPerRequest = float64(g.waits) / r
-			smp.EventsPerRequest = float64(g.events) / r
-			smp.P50 = g.hist.Quantile(0.5)
-			smp.P99 = g.hist.Quantile(0.99)
-		}
+		smp := g.delta.sample()
+		smp.Interval, smp.End, smp.Group, smp.Poller, smp.Loops, smp.Seconds, smp.Descriptors = s.seq, now, n, g.backend, g.loops, secs, g.descs
 		s.samples = append(s.samples, smp)
 	}
 	s.seq++
@@ -276,6 +290,43 @@ func (s *Sampler) Collect() {
 		}
 		s.samples = append(s.samples[:0:0], s.samples[i:]...)
 	}
+}
+
+// armOf is loop i's position in the poller line now: the fixed split
+// cycles the line across the loops, the crossover alternates each loop
+// between the two positions.
+func (s *Sampler) armOf(i int) int {
+	if s.cross.every > 0 {
+		return (i + s.cross.phase) % 2
+	}
+	return i % max(len(s.pollers), 1)
+}
+
+// loopDelta is what a loop (or a group of loops) did over some intervals.
+type loopDelta struct {
+	cpu           time.Duration
+	waits, events uint64
+	hist          Counts
+}
+
+func (d *loopDelta) add(o *loopDelta) {
+	d.cpu += o.cpu
+	d.waits += o.waits
+	d.events += o.events
+	d.hist.Add(&o.hist)
+}
+
+// sample turns the counts into the per-request figures of a Sample.
+func (d *loopDelta) sample() Sample {
+	smp := Sample{Requests: d.hist.Total()}
+	if r := float64(smp.Requests); r > 0 {
+		smp.CPUPerRequest = float64(d.cpu.Microseconds()) / r
+		smp.WaitsPerRequest = float64(d.waits) / r
+		smp.EventsPerRequest = float64(d.events) / r
+		smp.P50 = d.hist.Quantile(0.5)
+		smp.P99 = d.hist.Quantile(0.99)
+	}
+	return smp
 }
 
 // History returns a copy of the samples (oldest first) and marks.

@@ -23,19 +23,7 @@ func TestSamplerGroups(t *testing.T) {
 		rec := NewRecorders()
 		s := NewSampler(g, rec, time.Hour, []string{backend, backend})
 		s.Collect() // baseline
-		serve := func(l *netpoll.Loop, n int, spin time.Duration) {
-			h := rec.For(l.ID())
-			done := make(chan struct{})
-			l.Post(func() {
-				for i := 0; i < n; i++ {
-					for start := time.Now(); time.Since(start) < spin; {
-					}
-					h.Record(time.Duration(100+i%10) * time.Microsecond)
-				}
-				close(done)
-			})
-			<-done
-		}
+		serve := func(l *netpoll.Loop, n int, spin time.Duration) { serveOn(rec, l, n, spin) }
 		loops := g.Loops()
 		for round := 0; round < 3; round++ {
 			serve(loops[0], 200, 0)
@@ -101,4 +89,20 @@ func TestSamplerStartStop(t *testing.T) {
 	}
 	s.Stop()
 	s.Stop() // twice is harmless
+}
+
+// serveOn has loop l serve n requests as a task on the loop, each
+// spinning for spin and recorded in the loop's histogram at 100 to 109 µs.
+func serveOn(rec *Recorders, l *netpoll.Loop, n int, spin time.Duration) {
+	h := rec.For(l.ID())
+	done := make(chan struct{})
+	l.Post(func() {
+		for i := 0; i < n; i++ {
+			for start := time.Now(); time.Since(start) < spin; {
+			}
+			h.Record(time.Duration(100+i%10) * time.Microsecond)
+		}
+		close(done)
+	})
+	<-done
 }

@@ -160,8 +160,7 @@ func (in *Instance) start(cfg *config.Config) error {
 		// Without an admin listener nobody reads the metrics, so the
 		// loops do not keep them.
 		in.metrics = metrics.New(in.opts.Version)
-		in.ab = ab.NewSampler(g, in.metrics.LatencyRecorders(), cfg.ABInterval, backends)
-		in.ab.Start()
+		in.startAB(cfg, backends)
 	}
 	in.servers = map[string]*server.Server{}
 	in.upstreams = map[string]*upstream.Upstream{}
@@ -355,6 +354,7 @@ func (in *Instance) warnRestart(cfg *config.Config) {
 		{"admin", old.AdminOrigins, cfg.AdminOrigins},
 		{"admin", old.AdminEnforceOrigin, cfg.AdminEnforceOrigin},
 		{"ab_interval", old.ABInterval, cfg.ABInterval},
+		{"ab_rotate", old.ABRotate, cfg.ABRotate},
 		{"email", old.Email, cfg.Email},
 		{"acme_ca", old.ACMECA, cfg.ACMECA},
 		{"storage", old.Storage, cfg.Storage},

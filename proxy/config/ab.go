@@ -18,3 +18,27 @@ func (p *parser) abInterval(d *caddyfile.Dispenser) time.Duration {
 	}
 	return v
 }
+
+// ABRotateOff is Config.ABRotate for "ab_rotate off": the fixed split.
+const ABRotateOff time.Duration = -1
+
+// abRotate parses the pollproxy-only global option "ab_rotate
+// DURATION|off": how long each loop serves one poller before the A/B
+// crossover moves it to the other; off keeps every loop on its poller (the
+// fixed split). The sampler rounds it to whole sampling intervals, at
+// least two (one of them the washout after the switch).
+func (p *parser) abRotate(d *caddyfile.Dispenser) time.Duration {
+	v, ok := p.oneArg(d, "ab_rotate", "a duration such as 30s, or off")
+	if !ok {
+		return 0
+	}
+	if v == "off" {
+		return ABRotateOff
+	}
+	dur, err := time.ParseDuration(v)
+	if err != nil || dur < 200*time.Millisecond || dur > 24*time.Hour {
+		p.errf(d, "ab_rotate: %q: want a duration from 200ms to 24h (default three ab_interval), or off", v)
+		return 0
+	}
+	return dur
+}

@@ -40,6 +40,10 @@ type Config struct {
 	// ABInterval is the A/B sampling interval (ab_interval, a
 	// pollproxy-only option; 0: ab.DefaultInterval).
 	ABInterval time.Duration
+	// ABRotate is how long each loop serves one poller in the A/B
+	// crossover (ab_rotate, pollproxy-only; 0: three intervals,
+	// ABRotateOff: the fixed split).
+	ABRotate time.Duration
 	// Email, ACMECA and Storage configure certificate management: the
 	// ACME account, the directory URL (default Let's Encrypt), and where
 	// certificates, keys and the local CA are kept.

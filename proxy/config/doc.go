@@ -12,7 +12,7 @@
 // every directive file builds on (Load, Parse, the dispenser helpers that
 // read arguments and blocks and record errors); errors.go the errors it
 // returns. Each directive family has its file: global.go (global options
-// and servers), ab.go (ab_interval), storage.go, site.go (site addresses
+// and servers), ab.go (ab_interval, ab_rotate), storage.go, site.go (site addresses
 // and the route table), matchers.go, reverseproxy.go with health.go
 // (active health checks), dynamic.go (dynamic upstreams) and stream.go
 // (stream_timeout, stream_close_delay, h2_extended_connect), and

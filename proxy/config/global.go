@@ -15,7 +15,7 @@ import (
 
 var globalOptions = []string{"poller", "loops", "admin", "email", "acme_ca", "storage",
 	"default_bind", "http_port", "servers", "grace_period", "log", "h2_extended_connect",
-	"ab_interval", "metrics"}
+	"ab_interval", "ab_rotate", "metrics"}
 
 func (p *parser) global(b caddyfile.ServerBlock) {
 	c := p.cfg
@@ -90,6 +90,8 @@ func (p *parser) global(b caddyfile.ServerBlock) {
 			p.extendedConnect(d)
 		case "ab_interval":
 			c.ABInterval = p.abInterval(d)
+		case "ab_rotate":
+			c.ABRotate = p.abRotate(d)
 		case "metrics", "servers_metrics":
 			p.metrics(d, name)
 		default:
