@@ -136,6 +136,8 @@ func TestAdminGuardDefault(t *testing.T) {
 			{"no port", adminCall{method: "GET", path: "/metrics", host: "127.0.0.1"}, 403},
 			{"page origin on a read", adminCall{method: "GET", path: "/ab.json", header: map[string]string{"Origin": "http://127.0.0.1:8080"}}, 403},
 			{"own origin on a read", adminCall{method: "GET", path: "/ab.json", header: map[string]string{"Origin": "http://127.0.0.1:%d"}}, 200},
+			{"the intervals as CSV", adminCall{method: "GET", path: "/ab.csv"}, 200},
+			{"page origin on the CSV", adminCall{method: "GET", path: "/ab.csv", header: map[string]string{"Origin": "http://127.0.0.1:8080"}}, 403},
 			{"navigation", adminCall{method: "GET", path: "/ab", header: map[string]string{"Sec-Fetch-Mode": "navigate"}}, 200},
 			{"text/plain", s.switchTo("", map[string]string{"Content-Type": "text/plain;charset=UTF-8"}), 415},
 			{"form", s.switchTo("", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}), 415},

@@ -158,6 +158,7 @@ func (in *Instance) startAdmin(cfg *config.Config) error {
 	abPage, abJSON := in.ab.Handlers()
 	mux.Handle("/ab", abPage)
 	mux.Handle("/ab.json", abJSON)
+	mux.Handle("/ab.csv", in.ab.CSVHandler())
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	guard := newAdminGuard(ln.Addr(), cfg.AdminOrigins, cfg.AdminEnforceOrigin, mux)
 	in.admin = &http.Server{Handler: guard, ReadHeaderTimeout: adminHeaderTimeout}
