@@ -15,11 +15,11 @@ import (
 type outcome int
 
 const (
-	ok         outcome = iota
-	killed             // failed while its own origin was down
-	failed             // failed, its origin up
-	corrupt            // a body, checksum or message not as sent
-	hung               // older than the limit, its origin up
+	ok      outcome = iota
+	killed          // failed while its own origin was down
+	failed          // failed, its origin up
+	corrupt         // a body, checksum or message not as sent
+	hung            // older than the limit, its origin up
 	numOutcome
 )
 

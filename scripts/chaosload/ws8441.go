@@ -1,8 +1,8 @@
 package main
 
 import (
-	"context"
 	"bufio"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
