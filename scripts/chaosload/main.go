@@ -34,6 +34,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/pollproxy/pollproxy/proxy/metrics/atrest"
 )
 
 func main() {
@@ -128,7 +130,7 @@ func loadFlags(args []string) (*soak, error) {
 // sample is pollproxy's state at one moment.
 type sample struct {
 	rss, fds int
-	gauges   gauges
+	gauges   atrest.Gauges
 }
 
 func (s *soak) sample(sc *scraper) (sample, error) {
@@ -156,7 +158,7 @@ func (s *soak) restingStart(sc *scraper) (sample, error) {
 		if m, err = s.sample(sc); err != nil {
 			break
 		}
-		if m.fds == prev.fds && len(m.gauges.notAtRest(prev.gauges)) == 0 && len(prev.gauges.notAtRest(m.gauges)) == 0 {
+		if m.fds == prev.fds && len(m.gauges.NotAtRest(prev.gauges)) == 0 && len(prev.gauges.NotAtRest(m.gauges)) == 0 {
 			return m, nil
 		}
 		prev = m
@@ -183,12 +185,12 @@ func (s *soak) run(w *os.File) (bool, error) {
 	peak := sample{rss: start.rss, fds: start.fds}
 	peakGauge := map[string]float64{}
 	record := func(m sample) {
-		bad := m.gauges.notAtRest(start.gauges)
+		bad := m.gauges.NotAtRest(start.gauges)
 		fmt.Fprintf(series, "%.0f\t%d\t%d\t%s\n", time.Since(t0).Seconds(), m.rss, m.fds, strings.Join(bad, "; "))
 		peak.rss, peak.fds = max(peak.rss, m.rss), max(peak.fds, m.fds)
-		for _, name := range m.gauges.name {
-			if !notCounts[name] {
-				peakGauge[name] = max(peakGauge[name], m.gauges.sum(name))
+		for _, name := range m.gauges.Name {
+			if !atrest.NotCounts[name] {
+				peakGauge[name] = max(peakGauge[name], m.gauges.Sum(name))
 			}
 		}
 	}
@@ -241,7 +243,7 @@ func (s *soak) run(w *os.File) (bool, error) {
 		if end, err = s.sample(sc); err != nil {
 			return false, fmt.Errorf("sample after the load: %w", err)
 		}
-		rest = end.gauges.notAtRest(start.gauges)
+		rest = end.gauges.NotAtRest(start.gauges)
 		if (end.fds <= start.fds && len(rest) == 0) || time.Now().After(deadline) {
 			break
 		}

@@ -1,100 +1,16 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pollproxy/pollproxy/proxy/metrics/atrest"
 )
-
-// gauges are the pollproxy_* gauges of one /metrics scrape: each series
-// (name and labels) with its value, and the name of each series.
-type gauges struct {
-	value map[string]float64
-	name  map[string]string
-}
-
-// notCounts are the gauges that count no live thing (a constant, a ratio
-// since start, a limit): never expected back at 0.
-var notCounts = map[string]bool{
-	"pollproxy_build_info":             true,
-	"pollproxy_upstream_reuse_ratio":   true,
-	"pollproxy_h2_window_budget_bytes": true,
-}
-
-// atStart are counts that are not 0 at rest (a loop's listeners, its own
-// timers): summed over their series, since a poller switch relabels them,
-// they must be back where they started.
-var atStart = map[string]bool{
-	"pollproxy_loop_descriptors": true,
-	"pollproxy_loop_timers":      true,
-}
-
-// parseGauges reads the pollproxy_* gauges of a Prometheus text exposition.
-func parseGauges(in io.Reader) (gauges, error) {
-	g := gauges{value: map[string]float64{}, name: map[string]string{}}
-	isGauge := map[string]bool{}
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if f := strings.Fields(line); len(f) == 4 && f[0] == "#" && f[1] == "TYPE" {
-			isGauge[f[2]] = f[3] == "gauge"
-			continue
-		}
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			return g, fmt.Errorf("metrics line %q: no value", line)
-		}
-		series := line[:i]
-		name, _, _ := strings.Cut(series, "{")
-		if !isGauge[name] || !strings.HasPrefix(name, "pollproxy_") {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			return g, fmt.Errorf("metrics line %q: %v", line, err)
-		}
-		g.value[series], g.name[series] = v, name
-	}
-	return g, sc.Err()
-}
-
-func (g gauges) sum(name string) float64 {
-	var total float64
-	for s, v := range g.value {
-		if g.name[s] == name {
-			total += v
-		}
-	}
-	return total
-}
-
-// notAtRest lists what is not at rest compared with start: a series of a
-// counting gauge not at 0, a summed one not where it started.
-func (g gauges) notAtRest(start gauges) []string {
-	var bad []string
-	for s, v := range g.value {
-		if name := g.name[s]; !notCounts[name] && !atStart[name] && v != 0 {
-			bad = append(bad, fmt.Sprintf("%s %v", s, v))
-		}
-	}
-	for name := range atStart {
-		if now, was := g.sum(name), start.sum(name); now != was {
-			bad = append(bad, fmt.Sprintf("%s summed %v, %v at the start", name, now, was))
-		}
-	}
-	sort.Strings(bad)
-	return bad
-}
 
 // scraper reads the admin listener's /metrics, a new connection each
 // time so that none of pollproxy's descriptors is the scraper's between
@@ -126,12 +42,12 @@ func (s *scraper) text() (string, error) {
 	return string(b), err
 }
 
-func (s *scraper) gauges() (gauges, error) {
+func (s *scraper) gauges() (atrest.Gauges, error) {
 	t, err := s.text()
 	if err != nil {
-		return gauges{}, err
+		return atrest.Gauges{}, err
 	}
-	return parseGauges(strings.NewReader(t))
+	return atrest.Parse(strings.NewReader(t))
 }
 
 // rssKiB is VmRSS of pid.

@@ -1,4 +1,4 @@
-package main
+package atrest
 
 import (
 	"strings"
@@ -20,15 +20,15 @@ pollproxy_requests_total{code="200"} 77
 go_goroutines 12
 `
 
-func TestParseGauges(t *testing.T) {
-	g, err := parseGauges(strings.NewReader(exposition))
+func TestParse(t *testing.T) {
+	g, err := Parse(strings.NewReader(exposition))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(g.value) != 5 || g.sum("pollproxy_loop_descriptors") != 7 || g.sum("pollproxy_connections_active") != 2 {
-		t.Errorf("gauges %v", g.value)
+	if len(g.Value) != 5 || g.Sum("pollproxy_loop_descriptors") != 7 || g.Sum("pollproxy_connections_active") != 2 {
+		t.Errorf("gauges %v", g.Value)
 	}
-	if _, err := parseGauges(strings.NewReader("# TYPE pollproxy_x gauge\npollproxy_x one\n")); err == nil {
+	if _, err := Parse(strings.NewReader("# TYPE pollproxy_x gauge\npollproxy_x one\n")); err == nil {
 		t.Error("a value that is no number was read")
 	}
 }
@@ -36,18 +36,18 @@ func TestParseGauges(t *testing.T) {
 // TestNotAtRest: a counting gauge off 0 is not at rest; a summed one is
 // compared with the start whatever its labels now; build_info never.
 func TestNotAtRest(t *testing.T) {
-	start, _ := parseGauges(strings.NewReader(exposition))
+	start, _ := Parse(strings.NewReader(exposition))
 	rest := strings.NewReplacer(`loop="1"} 2`, `loop="1"} 0`, `poller="epoll",loop="0"} 3`, `poller="poll",loop="0"} 3`).Replace(exposition)
-	g, _ := parseGauges(strings.NewReader(rest))
-	if bad := g.notAtRest(start); len(bad) != 0 {
+	g, _ := Parse(strings.NewReader(rest))
+	if bad := g.NotAtRest(start); len(bad) != 0 {
 		t.Errorf("at rest, relabelled: %v", bad)
 	}
-	if bad := start.notAtRest(start); len(bad) != 1 || bad[0] != `pollproxy_connections_active{poller="poll",loop="1"} 2` {
+	if bad := start.NotAtRest(start); len(bad) != 1 || bad[0] != `pollproxy_connections_active{poller="poll",loop="1"} 2` {
 		t.Errorf("a connection open: %v", bad)
 	}
 	more := strings.Replace(rest, `loop="1"} 4`, `loop="1"} 5`, 1)
-	g, _ = parseGauges(strings.NewReader(more))
-	if bad := g.notAtRest(start); len(bad) != 1 || !strings.HasPrefix(bad[0], "pollproxy_loop_descriptors summed 8, 7") {
+	g, _ = Parse(strings.NewReader(more))
+	if bad := g.NotAtRest(start); len(bad) != 1 || !strings.HasPrefix(bad[0], "pollproxy_loop_descriptors summed 8, 7") {
 		t.Errorf("a descriptor more: %v", bad)
 	}
 }
