@@ -75,14 +75,7 @@ func (l *load) end(f *flight, origin string, err error, corrupt bool) {
 
 // watch reports, once each, the flights older than limit, until done.
 func (l *load) watch(done <-chan struct{}) {
-	t := time.NewTicker(500 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-t.C:
-		}
+	every(500*time.Millisecond, done, func() {
 		l.flights.Range(func(k, _ any) bool {
 			if f := k.(*flight); !f.warned && time.Since(f.start) > l.limit {
 				f.warned = true
@@ -90,6 +83,20 @@ func (l *load) watch(done <-chan struct{}) {
 			}
 			return true
 		})
+	})
+}
+
+// every runs f every d until done is closed.
+func every(d time.Duration, done <-chan struct{}, f func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		f()
 	}
 }
 
@@ -161,15 +168,11 @@ func (l *load) get(c *http.Client, kind string, n int64, pace func()) {
 	defer cancel()
 	origin, err := func() (string, error) {
 		req, _ := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("%s/get/%d/%d", l.base, id, n), nil)
-		resp, err := c.Do(req)
+		resp, origin, err := do(c, req)
 		if err != nil {
-			return "", err
+			return origin, err
 		}
 		defer resp.Body.Close()
-		origin := resp.Header.Get(originHeader)
-		if resp.StatusCode != http.StatusOK {
-			return origin, fmt.Errorf("status %s", resp.Status)
-		}
 		h := sha256.New()
 		var got int64
 		if pace == nil {
@@ -198,6 +201,21 @@ func (l *load) get(c *http.Client, kind string, n int64, pace func()) {
 	l.finish(f, origin, err)
 }
 
+// do sends req with c: the response, and the origin that answered. A
+// status other than 200 is an error.
+func do(c *http.Client, req *http.Request) (*http.Response, string, error) {
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, "", err
+	}
+	origin := resp.Header.Get(originHeader)
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, origin, fmt.Errorf("status %s", resp.Status)
+	}
+	return resp, origin, nil
+}
+
 // errCorrupt is a reply that came back whole but not as it should.
 type errCorrupt struct{ what string }
 
@@ -221,18 +239,14 @@ func (l *load) upload(c *http.Client, kind string, n int64) {
 		if id%2 == 0 {
 			req.ContentLength = n
 		}
-		resp, err := c.Do(req)
-		if err != nil {
-			return "", err
-		}
-		defer resp.Body.Close()
-		origin := resp.Header.Get(originHeader)
-		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+		resp, origin, err := do(c, req)
 		if err != nil {
 			return origin, err
 		}
-		if resp.StatusCode != http.StatusOK {
-			return origin, fmt.Errorf("status %s", resp.Status)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+		if err != nil {
+			return origin, err
 		}
 		sum := patternSum(id, n)
 		if want := fmt.Sprintf("%s %d", hex.EncodeToString(sum[:]), n); string(body) != want {
@@ -326,15 +340,11 @@ func (l *load) sse(c *http.Client, proto string, n int) {
 	defer cancel()
 	origin, err := func() (string, error) {
 		req, _ := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("%s/sse/%d/%d", l.base, id, n), nil)
-		resp, err := c.Do(req)
+		resp, origin, err := do(c, req)
 		if err != nil {
-			return "", err
+			return origin, err
 		}
 		defer resp.Body.Close()
-		origin := resp.Header.Get(originHeader)
-		if resp.StatusCode != http.StatusOK {
-			return origin, fmt.Errorf("status %s", resp.Status)
-		}
 		r := bufio.NewReader(resp.Body)
 		for i := 0; i < n; i++ {
 			ev := l.begin(id, "sse "+proto+" event")

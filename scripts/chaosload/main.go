@@ -214,20 +214,13 @@ func (s *soak) run(w *os.File) (bool, error) {
 	go l.watch(done)
 	go func() {
 		defer close(sampled)
-		t := time.NewTicker(time.Duration(s.sampleSec) * time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
+		every(time.Duration(s.sampleSec)*time.Second, done, func() {
 			if m, err := s.sample(sc); err == nil {
 				record(m)
 			} else {
 				fmt.Fprintf(series, "%.0f\tsample failed: %v\n", time.Since(t0).Seconds(), err)
 			}
-		}
+		})
 	}()
 	l.run(s.scale)
 	close(done)
