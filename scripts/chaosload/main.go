@@ -146,19 +146,21 @@ func (s *soak) sample(sc *scraper) (sample, error) {
 	return m, err
 }
 
-// restingStart is the first sample that the one after it, 200 ms later,
-// repeats (descriptors and loop gauges): the start, without the
-// connections the script's checks that pollproxy is up may have left
-// closing. After 10 s, the last one.
+// restingStart is the first sample with no live thing counted (no
+// connection, no tunnel) that the one 500 ms before it matches
+// (descriptors and every gauge): the start, without the connections the
+// script's checks that pollproxy is up may have left closing. After 10 s,
+// the last one.
 func (s *soak) restingStart(sc *scraper) (sample, error) {
 	prev, err := s.sample(sc)
-	for i := 0; i < 50 && err == nil; i++ {
-		time.Sleep(200 * time.Millisecond)
+	for i := 0; i < 20 && err == nil; i++ {
+		time.Sleep(500 * time.Millisecond)
 		var m sample
 		if m, err = s.sample(sc); err != nil {
 			break
 		}
-		if m.fds == prev.fds && len(m.gauges.NotAtRest(prev.gauges)) == 0 && len(prev.gauges.NotAtRest(m.gauges)) == 0 {
+		if m.fds == prev.fds && len(m.gauges.NotAtRest(m.gauges)) == 0 &&
+			len(m.gauges.NotAtRest(prev.gauges)) == 0 && len(prev.gauges.NotAtRest(m.gauges)) == 0 {
 			return m, nil
 		}
 		prev = m
