@@ -20,8 +20,8 @@
 // that answered it, else the upstream pollproxy's access log (-access)
 // gives for it; failed otherwise; corrupt; hung (older than -limit, its
 // origin up). It exits 1 on any failure outside a kill window, any
-// corruption, any hung request, descriptors not back to their start or a
-// gauge not at rest; 2 when it could not run.
+// corruption, any hung request, descriptors above their start or a gauge
+// not at rest; 2 when it could not run.
 package main
 
 import (
@@ -238,7 +238,7 @@ func (s *soak) run(w *os.File) (bool, error) {
 		if end, err = s.sample(sc); err != nil {
 			return false, fmt.Errorf("sample after the load: %w", err)
 		}
-		rest = end.gauges.NotAtRest(start.gauges)
+		rest = end.gauges.AboveRest(start.gauges)
 		if (end.fds <= start.fds && len(rest) == 0) || time.Now().After(deadline) {
 			break
 		}

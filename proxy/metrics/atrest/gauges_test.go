@@ -51,3 +51,19 @@ func TestNotAtRest(t *testing.T) {
 		t.Errorf("a descriptor more: %v", bad)
 	}
 }
+
+// TestAboveRest: fewer loop timers than at the start is at rest, more is
+// not; a counting gauge off 0 never is.
+func TestAboveRest(t *testing.T) {
+	start, _ := Parse(strings.NewReader(exposition))
+	fewer, _ := Parse(strings.NewReader(strings.NewReplacer(`loop="1"} 2`, `loop="1"} 0`, `loop="1"} 4`, `loop="1"} 1`).Replace(exposition)))
+	if bad := fewer.AboveRest(start); len(bad) != 0 {
+		t.Errorf("fewer descriptors: %v", bad)
+	}
+	if bad := fewer.NotAtRest(start); len(bad) != 1 {
+		t.Errorf("NotAtRest of fewer descriptors: %v", bad)
+	}
+	if bad := start.AboveRest(fewer); len(bad) != 2 {
+		t.Errorf("more descriptors and a connection open: %v", bad)
+	}
+}
