@@ -394,6 +394,18 @@ func (ex *exchange) attach(bc *backendConn, reused bool) {
 	}
 	if len(ex.early) > 0 && ex.tun == nil && ex.bc == bc {
 		bc.send(ex.early, ex.earlyBody)
+		if bc.state != bcConnecting {
+			ex.early, ex.earlyBody = nil, 0
+		}
+	}
+}
+
+// connected: the connection the exchange is bound to came up, with what
+// it was sent meanwhile. Until then the body sent also stayed in early,
+// for a connect that fails moves the request to another connection
+// (connectFailed) with all of its body, not what came after.
+func (ex *exchange) connected() {
+	if ex.tun == nil {
 		ex.early, ex.earlyBody = nil, 0
 	}
 }
@@ -409,19 +421,28 @@ func (ex *exchange) OnBody(p []byte) {
 
 func (ex *exchange) sendBody(p []byte, body int) {
 	chunk := ex.chunked && body > 0
-	switch {
-	case ex.bc == nil || ex.tun != nil && ex.phase != phaseTunnel:
-		if chunk {
-			ex.early = h1.AppendChunk(ex.early, p)
-		} else {
-			ex.early = append(ex.early, p...)
-		}
-		ex.earlyBody += body
-	case chunk:
+	if ex.bc == nil || ex.tun != nil && ex.phase != phaseTunnel {
+		ex.keep(p, body, chunk)
+		return
+	}
+	if ex.tun == nil && ex.bc.state == bcConnecting {
+		ex.keep(p, body, chunk) // and sent too: see connected
+	}
+	if chunk {
 		ex.bc.sendChunk(p)
-	default:
+	} else {
 		ex.bc.send(p, body)
 	}
+}
+
+// keep adds p, framed, to the body kept in early.
+func (ex *exchange) keep(p []byte, body int, chunk bool) {
+	if chunk {
+		ex.early = h1.AppendChunk(ex.early, p)
+	} else {
+		ex.early = append(ex.early, p...)
+	}
+	ex.earlyBody += body
 }
 
 // OnBodyEnd ends a chunked request body, with the client's trailers.

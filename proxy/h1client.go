@@ -124,6 +124,9 @@ func (bc *backendConn) HandleEvent(ev netpoll.Event) {
 			return
 		}
 		bc.state = bcBusy
+		if bc.ex != nil {
+			bc.ex.connected()
+		}
 		bc.setInterest() // write interest only while a write is blocked: poll is level-triggered
 		bc.flush()
 	case bcIdle:

@@ -80,6 +80,16 @@ stop() {
   wait "$pid" 2>/dev/null || true
 }
 
+# kill_now PID: SIGKILL a process this script started (a crash, for a
+# fault), then reap it.
+kill_now() {
+  local p kept=()
+  for p in "${lib_pids[@]}"; do [ "$p" = "$1" ] || kept+=("$p"); done
+  lib_pids=("${kept[@]}")
+  if ours "$1"; then kill -KILL "$1" 2>/dev/null || true; fi
+  wait "$1" 2>/dev/null || true
+}
+
 lib_exit() {
   local pid
   # all at once first, so that their drains overlap

@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
+	"github.com/pollproxy/pollproxy/proxy/metrics/atrest"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 )
 
@@ -106,8 +105,8 @@ localhost:%d {
 			t.Fatalf("RFC 8441 WebSocket %d before the switch: %v", i, err)
 		}
 	}
-	if m := gauges(t, admin); m.sum("pollproxy_tunnels_active") != 8 {
-		t.Errorf("pollproxy_tunnels_active with 8 tunnels open: %v", m.series("pollproxy_tunnels_active"))
+	if m := gauges(t, admin); m.Sum("pollproxy_tunnels_active") != 8 {
+		t.Errorf("pollproxy_tunnels_active with 8 tunnels open: %v", m.Series("pollproxy_tunnels_active"))
 	}
 
 	// The switch: half the tunnels end under the new backend, half
@@ -150,122 +149,32 @@ localhost:%d {
 	// Everything is closed on the client's side; the proxy learns of it
 	// through its loops, the pooled upstream connections through their
 	// keepalive: wait, boundedly, for the gauges to settle.
-	var m metricSet
+	var m atrest.Gauges
 	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); {
 		m = gauges(t, admin)
-		if len(m.notAtRest(rest)) == 0 {
+		if len(m.NotAtRest(rest)) == 0 {
 			break
 		}
 		// Real time: the closes travel through sockets and the pool's
 		// keepalive runs on the loops' clock; this paces the scrapes.
 		time.Sleep(20 * time.Millisecond)
 	}
-	if bad := m.notAtRest(rest); len(bad) > 0 {
+	if bad := m.NotAtRest(rest); len(bad) > 0 {
 		t.Errorf("gauges not back at rest after the traffic ended:\n%s", strings.Join(bad, "\n"))
 	}
-	if s := m.series("pollproxy_tunnels_active"); len(s) == 0 {
+	if s := m.Series("pollproxy_tunnels_active"); len(s) == 0 {
 		t.Error("no pollproxy_tunnels_active series at all")
 	}
 }
 
-// metricSet is one scrape's gauges: series (name{labels}) to value,
-// and each series' metric name.
-type metricSet struct {
-	value map[string]float64
-	name  map[string]string
-}
-
 // gauges scrapes the admin listener and keeps its pollproxy gauges.
-func gauges(t *testing.T, admin string) metricSet {
+func gauges(t *testing.T, admin string) atrest.Gauges {
 	t.Helper()
-	m := metricSet{value: map[string]float64{}, name: map[string]string{}}
-	isGauge := map[string]bool{}
-	sc := bufio.NewScanner(strings.NewReader(scrape(t, admin)))
-	for sc.Scan() {
-		line := sc.Text()
-		if f := strings.Fields(line); len(f) == 4 && f[0] == "#" && f[1] == "TYPE" {
-			isGauge[f[2]] = f[3] == "gauge"
-			continue
-		}
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		series := line[:i]
-		name, _, _ := strings.Cut(series, "{")
-		if !isGauge[name] || !strings.HasPrefix(name, "pollproxy_") {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			t.Fatalf("metrics line %q: %v", line, err)
-		}
-		m.value[series], m.name[series] = v, name
+	g, err := atrest.Parse(strings.NewReader(scrape(t, admin)))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return m
-}
-
-// series lists name's series with their values.
-func (m metricSet) series(name string) []string {
-	var out []string
-	for s, v := range m.value {
-		if m.name[s] == name {
-			out = append(out, fmt.Sprintf("%s %v", s, v))
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-func (m metricSet) sum(name string) float64 {
-	var total float64
-	for s, v := range m.value {
-		if m.name[s] == name {
-			total += v
-		}
-	}
-	return total
-}
-
-// gaugesNotCounts are the gauges that count no live thing: a constant, a
-// ratio since start, a limit.
-var gaugesNotCounts = map[string]bool{
-	"pollproxy_build_info":             true,
-	"pollproxy_upstream_reuse_ratio":   true,
-	"pollproxy_h2_window_budget_bytes": true,
-}
-
-// gaugesAtStart are counts that are not 0 at rest (a loop's listeners
-// and its own timers): their totals over every series must be back
-// where they were before the traffic. The poller switch relabels them,
-// so they are compared summed.
-var gaugesAtStart = map[string]bool{
-	"pollproxy_loop_descriptors": true,
-	"pollproxy_loop_timers":      true,
-}
-
-// notAtRest lists what is not at rest compared with before: any series
-// of a counting gauge not at 0, and the summed ones not at their start.
-func (m metricSet) notAtRest(before metricSet) []string {
-	var bad []string
-	names := map[string]bool{}
-	for s, v := range m.value {
-		name := m.name[s]
-		names[name] = true
-		if gaugesNotCounts[name] || gaugesAtStart[name] {
-			continue
-		}
-		if v != 0 {
-			bad = append(bad, fmt.Sprintf("%s %v", s, v))
-		}
-	}
-	for name := range gaugesAtStart {
-		if now, was := m.sum(name), before.sum(name); now != was {
-			bad = append(bad, fmt.Sprintf("%s summed: %v, %v before the traffic (%v)", name, now, was, m.series(name)))
-		}
-	}
-	sort.Strings(bad)
-	return bad
+	return g
 }
 
 // h2WebSocket is a WebSocket over an RFC 8441 stream, framed by hand: a
