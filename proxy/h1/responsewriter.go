@@ -99,6 +99,14 @@ func (w *responseWriter) WriteHeader(status int, fields []stream.Field, endStrea
 		c.expect = false
 		c.keepAlive = false
 	}
+	if !c.reqDone && (c.p.br.mode != bodyLength || c.p.br.remaining > c.cfg.MaxDiscard) {
+		// A response before the body: if the handler stops reading, more
+		// may be left than settle drops to keep the connection (a chunked
+		// body's rest is unknown), and it will close. Said now (RFC 9112
+		// §9.6), or a client that sends its next request on this
+		// connection loses it.
+		c.keepAlive = false
+	}
 	b := appendStatusLine(c.wbuf[:0], status)
 	b = appendResponseFields(b, fields)
 	c.framing = fwNone

@@ -596,11 +596,20 @@ func TestServerEarlyResponseDiscardsBody(t *testing.T) {
 		t.Fatal("connection not reused after a discarded body")
 	}
 
-	// Too large to discard: the connection closes after the response.
+	if strings.Contains(l.output(), "connection: close") {
+		t.Fatal("a body small enough to discard: the response says connection: close")
+	}
+
+	// Too large to discard: the connection closes after the response, and
+	// the response says so (RFC 9112 §9.6), or the client sends its next
+	// request on a connection about to close.
 	l = newTestConn(h, ServerConfig{MaxDiscard: 10})
 	l.feed(t, "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 500\r\n\r\nab")
 	if !l.Closed {
 		t.Fatal("large unread body kept the connection")
+	}
+	if !strings.Contains(l.output(), "connection: close") {
+		t.Fatalf("the connection closes after this response, which lacks connection: close:\n%s", l.output())
 	}
 }
 
