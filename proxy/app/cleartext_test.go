@@ -181,3 +181,30 @@ func mustRead(t *testing.T, file string) string {
 	}
 	return string(b)
 }
+
+// TestCleartextH2C: servers { protocols h1 h2 h2c } lets a plain-HTTP site
+// take HTTP/2 with prior knowledge, proxied like any request.
+func TestCleartextH2C(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		dir := t.TempDir()
+		a := startOrigin(t, "A")
+		port := servertest.FreePort(t)
+		file := filepath.Join(dir, "Caddyfile")
+		os.WriteFile(file, []byte(fmt.Sprintf("{\n\tloops 1\n\tadmin off\n\tstorage %s\n\tdefault_bind 127.0.0.1\n\thttp_port off\n\tservers {\n\t\tprotocols h1 h2 h2c\n\t}\n}\n:%d {\n\treverse_proxy %s\n}\n",
+			filepath.Join(dir, "storage"), port, a.addr)), 0o644)
+		start(t, file, Options{Pollers: []string{backend}})
+		var p http.Protocols
+		p.SetUnencryptedHTTP2(true)
+		tr := &http.Transport{Protocols: &p}
+		t.Cleanup(tr.CloseIdleConnections)
+		res, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get(fmt.Sprintf("http://127.0.0.1:%d/", port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 || res.ProtoMajor != 2 || string(b) != "A " {
+			t.Fatalf("h2c: %d %s %q", res.StatusCode, res.Proto, b)
+		}
+	})
+}
