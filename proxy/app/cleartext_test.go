@@ -53,6 +53,9 @@ func TestCleartextSites(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		dir := t.TempDir()
 		a, b := startOrigin(t, "A"), startOrigin(t, "B")
+		proto := servertest.Origin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, r.Header.Get("X-Forwarded-Proto"))
+		}))
 		certFile, keyFile, roots := filePair(t, dir)
 		pPlain, pHTTP, pTLS := servertest.FreePort(t), servertest.FreePort(t), servertest.FreePort(t)
 		httpPort, adminPort := servertest.FreePort(t), servertest.FreePort(t)
@@ -70,6 +73,10 @@ func TestCleartextSites(t *testing.T) {
 		request_header X-Site plain
 		reverse_proxy %s
 	}
+	handle /proto {
+		reverse_proxy %s
+	}
+	header X-Scheme {scheme}
 	respond /hello "plain hello" 200
 }
 
@@ -81,7 +88,7 @@ localhost:%d {
 	reverse_proxy %s
 	tls %s %s
 }
-`, adminPort, filepath.Join(dir, "storage"), httpPort, pPlain, a.addr, pHTTP, b.addr, pTLS, a.addr, certFile, keyFile)), 0o644)
+`, adminPort, filepath.Join(dir, "storage"), httpPort, pPlain, a.addr, proto, pHTTP, b.addr, pTLS, a.addr, certFile, keyFile)), 0o644)
 		start(t, file, Options{Pollers: []string{backend}})
 
 		plain := plainClient(fmt.Sprintf("127.0.0.1:%d", pPlain))
@@ -90,8 +97,11 @@ localhost:%d {
 				t.Fatalf(":PORT /api/x: %d %q, want A's answer", res.StatusCode, body)
 			}
 		}
-		if res, body := plainGet(t, plain, fmt.Sprintf("http://127.0.0.1:%d/hello", pPlain)); res.StatusCode != 200 || body != "plain hello" {
-			t.Fatalf(":PORT /hello: %d %q", res.StatusCode, body)
+		if res, body := plainGet(t, plain, fmt.Sprintf("http://127.0.0.1:%d/hello", pPlain)); res.StatusCode != 200 || body != "plain hello" || res.Header.Get("X-Scheme") != "http" {
+			t.Fatalf(":PORT /hello: %d %q, {scheme} %q", res.StatusCode, body, res.Header.Get("X-Scheme"))
+		}
+		if res, body := plainGet(t, plain, fmt.Sprintf("http://127.0.0.1:%d/proto", pPlain)); res.StatusCode != 200 || body != "http" {
+			t.Fatalf("X-Forwarded-Proto from a plain site: %d %q, want http", res.StatusCode, body)
 		}
 		named := plainClient(fmt.Sprintf("127.0.0.1:%d", pHTTP))
 		if res, body := plainGet(t, named, fmt.Sprintf("http://localhost:%d/", pHTTP)); res.StatusCode != 200 || body != "B " {

@@ -6,6 +6,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	stdtls "crypto/tls"
 	"errors"
@@ -162,6 +163,12 @@ func New(g *netpoll.Group, cfg Config) (*Server, error) {
 	addrs, err := netpoll.ResolveTCP(context.Background(), cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
+	}
+	if cfg.Cleartext {
+		// Requests report how they arrived (X-Forwarded-Proto, the
+		// {scheme} placeholder, the protocol matcher).
+		cfg.H1.Scheme = cmp.Or(cfg.H1.Scheme, "http")
+		cfg.H2.Scheme = cmp.Or(cfg.H2.Scheme, "http")
 	}
 	s := &Server{cfg: cfg, group: g}
 	perLoop := runtime.GOOS == "linux"
