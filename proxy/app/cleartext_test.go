@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
@@ -215,6 +217,29 @@ func TestCleartextH2C(t *testing.T) {
 		res.Body.Close()
 		if res.StatusCode != 200 || res.ProtoMajor != 2 || string(b) != "A " {
 			t.Fatalf("h2c: %d %s %q", res.StatusCode, res.Proto, b)
+		}
+	})
+}
+
+// TestCleartextWebSocket: a WebSocket through a plain-HTTP site, a tunnel
+// over the cleartext connection, both ways, then closed by the client.
+func TestCleartextWebSocket(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		dir := t.TempDir()
+		origin := streamOrigin(t)
+		port := servertest.FreePort(t)
+		file := filepath.Join(dir, "Caddyfile")
+		os.WriteFile(file, []byte(fmt.Sprintf("{\n\tloops 1\n\tadmin off\n\tstorage %s\n\tdefault_bind 127.0.0.1\n\thttp_port off\n}\n:%d {\n\treverse_proxy %s\n}\n",
+			filepath.Join(dir, "storage"), port, origin)), 0o644)
+		start(t, file, Options{Pollers: []string{backend}})
+		c := newStreamClients(t, port, nil).ws(t, fmt.Sprintf("ws://127.0.0.1:%d/ws", port))
+		for i := 0; i < 3; i++ {
+			if err := echo(c, strings.Repeat("x", 1+i*15000)); err != nil {
+				t.Fatalf("echo %d: %v", i, err)
+			}
+		}
+		if err := c.Close(websocket.StatusNormalClosure, "bye"); err != nil {
+			t.Errorf("close: %v", err)
 		}
 	})
 }
