@@ -19,16 +19,16 @@ import (
 func (c *conn) openCleartext(p []byte) bool {
 	h2c := false
 	if c.ls.srv.cfg.H2C {
-		if c.sniff != nil {
-			c.sniff = append(c.sniff, p...)
-			p = c.sniff
+		if c.ppBuf != nil {
+			c.ppBuf = append(c.ppBuf, p...)
+			p = c.ppBuf
 		}
 		n := min(len(p), len(http2.ClientPreface))
 		if bytes.Equal(p[:n], []byte(http2.ClientPreface[:n])) {
 			if n < len(http2.ClientPreface) {
-				if c.sniff == nil {
+				if c.ppBuf == nil {
 					// p is the loop's shared read buffer: keep a copy.
-					c.sniff = append(make([]byte, 0, len(http2.ClientPreface)), p...)
+					c.ppBuf = append(make([]byte, 0, len(http2.ClientPreface)), p...)
 				}
 				return true
 			}
@@ -48,7 +48,7 @@ func (c *conn) openCleartext(p []byte) bool {
 		c.proto.Shutdown()
 	}
 	ok := c.feed(p)
-	c.sniff = nil
+	c.ppBuf = nil
 	return ok
 }
 

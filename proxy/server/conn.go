@@ -67,9 +67,8 @@ type conn struct {
 	state  connState
 
 	plain       []byte // plaintext from the front end, encrypted at Flush
-	cleartext   bool   // no TLS: plain is written as it is, from sent on
 	sent        int    // cleartext: bytes of plain already on the socket
-	sniff       []byte // cleartext with h2c: a prefix of the h2 preface, kept until it decides
+	cleartext   bool   // no TLS: plain is written as it is, from sent on
 	active      bool   // bytes moved since the last idle sweep
 	released    bool   // the sweep released the buffers and no byte moved since
 	flushQueued bool
@@ -94,7 +93,8 @@ type conn struct {
 	hsFull bool
 	// A PROXY protocol header comes first (ppWait, proxyheader.go) under
 	// ppPolicy; its bytes so far are in ppBuf when one read did not hold
-	// it all. ppTimed: the timer is proxy_protocol's timeout, armed at
+	// it all. A cleartext connection with h2c keeps there, after the
+	// header, the prefix of the HTTP/2 preface that has come so far. ppTimed: the timer is proxy_protocol's timeout, armed at
 	// accepted.
 	ppWait   bool
 	ppTimed  bool
@@ -708,7 +708,7 @@ func (c *conn) destroy(err error) {
 	if !c.cleartext {
 		c.sess.Close()
 	}
-	c.plain, c.sniff = nil, nil
+	c.plain, c.ppBuf = nil, nil
 	delete(c.ls.conns, c)
 	c.ls.srv.active.Add(-1)
 }
