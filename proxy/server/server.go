@@ -208,7 +208,9 @@ func New(g *netpoll.Group, cfg Config) (*Server, error) {
 	if workers <= 0 {
 		workers = max(handshakeWorkersMin, 8*runtime.GOMAXPROCS(0))
 	}
-	s.pool = pptls.NewHandshakePool(workers, orDefault(cfg.HandshakeQueue, 1024), cfg.HandshakeTimeout)
+	if !cfg.Cleartext { // no handshakes, no workers
+		s.pool = pptls.NewHandshakePool(workers, orDefault(cfg.HandshakeQueue, 1024), cfg.HandshakeTimeout)
+	}
 	s.hsTimeout = cfg.HandshakeTimeout
 	if s.hsTimeout <= 0 {
 		s.hsTimeout = pptls.DefaultHandshakeTimeout
