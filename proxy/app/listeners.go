@@ -233,13 +233,12 @@ func redirectHandler(hosts map[string]int, httpsPort int) http.Handler {
 
 // usesACME reports whether some HTTPS site gets its certificate from ACME.
 func usesACME(cfg *config.Config) bool {
-	if cfg.AutoHTTPS.NoCerts {
-		return false
-	}
 	for _, s := range cfg.Sites {
 		switch s.TLS.Mode {
 		case config.TLSACME:
-			return !s.Cleartext()
+			if !s.Cleartext() {
+				return true
+			}
 		case config.TLSAuto:
 			for _, a := range s.Addrs {
 				if !a.Cleartext && a.Host != "" && !tlscerts.UsesInternalByDefault(a.Host) {
