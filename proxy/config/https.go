@@ -2,6 +2,7 @@ package config
 
 import (
 	"net"
+	"sort"
 	"strconv"
 )
 
@@ -19,15 +20,23 @@ type AutoHTTPS struct {
 }
 
 // schemes gives every site address its port and decides whether it is
-// served in cleartext, by Caddy's rules (the Caddyfile adapter's
-// detectConflictingSchemes): http:// or the http_port is plain HTTP;
-// https://, the https_port or a tls directive on any site of the port is
-// HTTPS; otherwise an address without a host (":8080") is plain HTTP, as
-// there is no name to get a certificate for, and one with a host is HTTPS.
-// One port serves one or the other: a mix is an error at the site that
-// breaks it, as in Caddy.
+// served in cleartext, by Caddy's rules. Caddy's Caddyfile adapter
+// (detectConflictingSchemes) reads the addresses, named ones before those
+// without a host: http:// or the http_port is plain HTTP; https://, the
+// https_port or a tls directive on any site of the port is HTTPS; an
+// address without a host (":8080") is plain HTTP, there being no name to
+// get a certificate for, and a conflict with what came before is an error
+// in Caddy's words. Then automatic HTTPS turns on TLS for the whole port
+// when a site on it has a host name (not http://): "localhost:8080" next
+// to ":8080" makes both HTTPS. pollproxy refuses, at the named site, what
+// Caddy would leave to that runtime step on a port an http:// site holds.
 func (p *parser) schemes() {
 	c := p.cfg
+	type pair struct {
+		s *Site
+		a *Address
+	}
+	var pairs []pair
 	tlsOn := map[int]bool{} // a site with a tls directive listens on the port
 	for _, s := range c.Sites {
 		for i := range s.Addrs {
@@ -45,39 +54,48 @@ func (p *parser) schemes() {
 			if s.TLS.Pos.Line != 0 {
 				tlsOn[a.Port] = true
 			}
+			pairs = append(pairs, pair{s, a})
 		}
 	}
-	kind := map[int]string{} // "HTTP" or "HTTPS", as the first address decided
+	sort.SliceStable(pairs, func(i, j int) bool { return pairs[i].a.Host != "" && pairs[j].a.Host == "" })
+	listen := func(port int) string { return net.JoinHostPort(c.DefaultBind, strconv.Itoa(port)) }
+	kind := map[int]string{}    // "HTTP" or "HTTPS", as the adapter decides
+	named := map[int]*Address{} // a host name that turns on automatic HTTPS
+	forced := map[int]bool{}    // an http:// site or the http_port
+	for _, pr := range pairs {
+		s, a := pr.s, pr.a
+		switch {
+		case a.Scheme == "http" || a.Scheme == "" && a.Port == c.HTTPPort:
+			switch {
+			case kind[a.Port] == "HTTPS":
+				p.errAt(s.Pos, "server listening on %s is configured for HTTPS and cannot natively multiplex HTTP and HTTPS: %s", listen(a.Port), a.Original)
+			case tlsOn[a.Port]:
+				p.errAt(s.Pos, "server listening on %s is HTTP, but attempts to configure TLS connection policies (a tls directive on a site of port %d)", listen(a.Port), a.Port)
+			}
+			kind[a.Port], forced[a.Port] = "HTTP", true
+		case a.Scheme == "https" || a.Port == c.HTTPSPort || tlsOn[a.Port]:
+			if kind[a.Port] == "HTTP" {
+				p.errAt(s.Pos, "server listening on %s is configured for HTTP and cannot natively multiplex HTTP and HTTPS: %s", listen(a.Port), a.Original)
+			}
+			kind[a.Port] = "HTTPS"
+		case a.Host == "":
+			if kind[a.Port] == "HTTPS" {
+				p.errAt(s.Pos, "server listening on %s is configured for HTTPS and cannot natively multiplex HTTP and HTTPS: %s (try specifying https:// in the address)", listen(a.Port), a.Original)
+			}
+			kind[a.Port] = "HTTP"
+		default:
+			if named[a.Port] == nil {
+				named[a.Port] = a
+			}
+		}
+	}
 	for _, s := range c.Sites {
 		for i := range s.Addrs {
 			a := &s.Addrs[i]
-			listen := net.JoinHostPort(c.DefaultBind, strconv.Itoa(a.Port))
-			switch {
-			case a.Scheme == "http" || a.Scheme == "" && a.Port == c.HTTPPort:
-				a.Cleartext = true
-				switch {
-				case kind[a.Port] == "HTTPS":
-					msg := "server listening on " + listen + " is configured for HTTPS and cannot natively multiplex HTTP and HTTPS: " + a.Original
-					if a.Scheme == "" && a.Host == "" {
-						msg += " (try specifying https:// in the address)"
-					}
-					p.errAt(s.Pos, "%s", msg)
-				case tlsOn[a.Port]:
-					p.errAt(s.Pos, "server listening on %s is HTTP, but attempts to configure TLS connection policies (a tls directive on a site of port %d)", listen, a.Port)
-				}
-				kind[a.Port] = "HTTP"
-			case a.Scheme == "https" || a.Port == c.HTTPSPort || tlsOn[a.Port] || a.Host != "":
-				if kind[a.Port] == "HTTP" {
-					p.errAt(s.Pos, "server listening on %s is configured for HTTP and cannot natively multiplex HTTP and HTTPS: %s", listen, a.Original)
-				}
-				kind[a.Port] = "HTTPS"
-			default:
-				a.Cleartext = true
-				if kind[a.Port] == "HTTPS" {
-					p.errAt(s.Pos, "server listening on %s is configured for HTTPS and cannot natively multiplex HTTP and HTTPS: %s (try specifying https:// in the address)", listen, a.Original)
-				}
-				kind[a.Port] = "HTTP"
+			if n := named[a.Port]; n == a && forced[a.Port] {
+				p.errAt(s.Pos, "server listening on %s is configured for HTTP and cannot natively multiplex HTTP and HTTPS: %s (an http:// site holds the port)", listen(a.Port), a.Original)
 			}
+			a.Cleartext = kind[a.Port] != "HTTPS" && named[a.Port] == nil
 		}
 		if c.AutoHTTPS.NoCerts && s.TLS.Pos.Line == 0 && !s.Cleartext() {
 			p.errAt(s.Pos, "site %s: auto_https gets no certificate on its own here: name one with tls CERT KEY or tls internal", s.Addrs[0].Original)

@@ -34,6 +34,9 @@ func TestSchemes(t *testing.T) {
 		{"http_port 8080", "http://example.com", false, 8080, true},
 		{"https_port 8443", "example.com", false, 8443, false},
 		{"https_port 8443", ":8443", false, 8443, false},
+		// A name on the port turns on automatic HTTPS for all of it.
+		{"", ":8080 {\n\trespond ok\n}\nlocalhost:8080", false, 8080, false},
+		{"", ":8080 {\n\trespond ok\n}\nhttp://localhost:8080", false, 8080, true},
 	} {
 		name := fmt.Sprintf("%s %s tls=%v", tc.global, tc.addr, tc.tls)
 		body := tc.addr + " {\n\trespond ok\n"
