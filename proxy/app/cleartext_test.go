@@ -68,6 +68,7 @@ func TestCleartextSites(t *testing.T) {
 	storage %s
 	default_bind 127.0.0.1
 	http_port %d
+	https_port 8443
 }
 
 :%d {
@@ -119,7 +120,7 @@ localhost:%d {
 		}
 
 		// Caddy's redirect: the TLS site's name, on the http_port, to its
-		// own port; another name to the https_port.
+		// own port; another name to https://NAME/ (Caddy's catch-all).
 		redir := plainClient(fmt.Sprintf("127.0.0.1:%d", httpPort))
 		res, _ := plainGet(t, redir, fmt.Sprintf("http://localhost:%d/path?q=1", httpPort))
 		if want := fmt.Sprintf("https://localhost:%d/path?q=1", pTLS); res.StatusCode != http.StatusPermanentRedirect || res.Header.Get("Location") != want {

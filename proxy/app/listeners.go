@@ -173,7 +173,7 @@ func (in *Instance) startAdmin(cfg *config.Config) error {
 // startHTTP answers ACME HTTP-01 challenges and redirects plain HTTP to
 // HTTPS on the http_port, as Caddy does: every name of an HTTPS site goes
 // to https:// on its own port (config.RedirectHosts), any other name to
-// the https_port. It runs off the loops, in net/http: it serves one
+// https:// without a port. It runs off the loops, in net/http: it serves one
 // redirect per client, not traffic. When a plain-HTTP site of the
 // configuration listens on the http_port itself, that site answers there
 // and no redirect is added. Failing to listen is not fatal: the
@@ -193,7 +193,7 @@ func (in *Instance) startHTTP(cfg *config.Config) {
 		in.log.Warn("no HTTP listener for ACME challenges and redirects", "addr", addr, "error", err)
 		return
 	}
-	var h http.Handler = redirectHandler(redirects, cfg.HTTPSPort)
+	var h http.Handler = redirectHandler(redirects)
 	if in.certs != nil {
 		h = in.certs.HTTPChallengeHandler(h)
 	}
@@ -203,9 +203,10 @@ func (in *Instance) startHTTP(cfg *config.Config) {
 }
 
 // redirectHandler answers 308 with the request's HTTPS location: the port
-// is the one its name is served on (hosts, exact or *.wildcard), else
-// httpsPort; a default port is left out of the URL.
-func redirectHandler(hosts map[string]int, httpsPort int) http.Handler {
+// is the one its name is served on (hosts, exact or *.wildcard); another
+// name goes to https://NAME/ with no port, as Caddy's catch-all redirect
+// does whatever its https_port.
+func redirectHandler(hosts map[string]int) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host, _, err := net.SplitHostPort(r.Host)
 		if err != nil {
@@ -218,7 +219,7 @@ func redirectHandler(hosts map[string]int, httpsPort int) http.Handler {
 			}
 		}
 		if !ok {
-			port = httpsPort
+			port = 443
 		}
 		target := host
 		if strings.Contains(host, ":") {
