@@ -244,3 +244,32 @@ func TestCleartextWebSocket(t *testing.T) {
 		}
 	})
 }
+
+// TestCleartextProxyProtocol: on a plain-HTTP site the PROXY header comes
+// before the request, and the front end, started after it, reports the
+// client it names (X-Forwarded-For at the origin), also when the header
+// and the request arrive in one segment.
+func TestCleartextProxyProtocol(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		dir := t.TempDir()
+		port := servertest.FreePort(t)
+		file := filepath.Join(dir, "Caddyfile")
+		os.WriteFile(file, []byte(fmt.Sprintf("{\n\tloops 1\n\tadmin off\n\tstorage %s\n\tdefault_bind 127.0.0.1\n\thttp_port off\n\tservers {\n\t\tlistener_wrappers {\n\t\t\tproxy_protocol {\n\t\t\t\tallow 127.0.0.1/32\n\t\t\t}\n\t\t}\n\t}\n}\n:%d {\n\treverse_proxy %s\n}\n",
+			filepath.Join(dir, "storage"), port, clientAddrOrigin(t))), 0o644)
+		start(t, file, Options{Pollers: []string{backend}})
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		io.WriteString(c, "PROXY TCP4 198.51.100.7 127.0.0.1 56324 80\r\nGET / HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n")
+		out, err := io.ReadAll(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(string(out), "HTTP/1.1 200") || !strings.HasSuffix(string(out), "\r\n\r\n198.51.100.7") {
+			t.Fatalf("answer %q, want 200 with the client the header named", out)
+		}
+	})
+}
