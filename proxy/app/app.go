@@ -291,6 +291,14 @@ func (in *Instance) reload(file string) error {
 	listeners := cfg.Listeners()
 	added := map[string]*server.Server{}
 	for _, l := range listeners {
+		if srv := in.servers[l.Addr]; srv != nil && srv.Cleartext() != l.Cleartext {
+			if p.newLog {
+				p.alog.Close()
+			}
+			return &config.Error{Pos: l.Hosts[0].Site.Pos, Msg: fmt.Sprintf("listener %s changes between HTTP and HTTPS: that takes a restart", l.Addr)}
+		}
+	}
+	for _, l := range listeners {
 		if in.servers[l.Addr] != nil {
 			continue
 		}
@@ -360,6 +368,9 @@ func (in *Instance) warnRestart(cfg *config.Config) {
 		{"storage", old.Storage, cfg.Storage},
 		{"storage", old.Redis, cfg.Redis},
 		{"http_port", old.HTTPPort, cfg.HTTPPort},
+		{"https_port", old.HTTPSPort, cfg.HTTPSPort},
+		{"auto_https", old.AutoHTTPS, cfg.AutoHTTPS},
+		{"servers protocols", old.H2C, cfg.H2C},
 		{"timeouts", old.Timeouts, cfg.Timeouts},
 		{"listener_wrappers", old.ProxyProtocol, cfg.ProxyProtocol},
 	} {

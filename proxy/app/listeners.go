@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pollproxy/pollproxy/netpoll"
@@ -126,6 +127,9 @@ func (in *Instance) newServer(cfg *config.Config, p *plan, l *config.Listener) (
 		HandshakeTimeout: cfg.Timeouts.Handshake,
 		WriteTimeout:     cfg.Timeouts.Write,
 	}
+	if l.Cleartext {
+		sc.TLS, sc.Cleartext, sc.H2C = nil, true, cfg.H2C
+	}
 	applyServers(&sc, cfg)
 	sc.H1.HeaderTimeout = cfg.Timeouts.ReadHeader
 	sc.H1.IdleTimeout = cfg.Timeouts.Idle
@@ -168,39 +172,78 @@ func (in *Instance) startAdmin(cfg *config.Config) error {
 }
 
 // startHTTP answers ACME HTTP-01 challenges and redirects plain HTTP to
-// HTTPS when some site uses ACME. Failing to listen is not fatal: the
+// HTTPS on the http_port, as Caddy does: every name of an HTTPS site goes
+// to https:// on its own port (config.RedirectHosts), any other name to
+// https:// without a port. It runs off the loops, in net/http: it serves one
+// redirect per client, not traffic. When a plain-HTTP site of the
+// configuration listens on the http_port itself, that site answers there
+// and no redirect is added. Failing to listen is not fatal: the
 // TLS-ALPN-01 challenge on the HTTPS port still works.
 func (in *Instance) startHTTP(cfg *config.Config) {
-	if cfg.HTTPPort == 0 || in.certs == nil || !usesACME(cfg) {
+	redirects := cfg.RedirectHosts()
+	if cfg.HTTPPort == 0 || len(redirects) == 0 && (in.certs == nil || !usesACME(cfg)) {
 		return
 	}
 	addr := net.JoinHostPort(cfg.DefaultBind, strconv.Itoa(cfg.HTTPPort))
+	if in.servers[addr] != nil {
+		in.log.Info("a site serves plain HTTP on the http_port: no HTTP->HTTPS redirects there", "addr", addr)
+		return
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		in.log.Warn("no HTTP listener for ACME challenges and redirects", "addr", addr, "error", err)
 		return
 	}
-	redirect := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host, _, err := net.SplitHostPort(r.Host)
-		if err != nil {
-			host = r.Host
-		}
-		http.Redirect(w, r, "https://"+host+r.URL.RequestURI(), http.StatusPermanentRedirect)
-	})
-	in.http = &http.Server{Handler: in.certs.HTTPChallengeHandler(redirect), ReadHeaderTimeout: adminHeaderTimeout}
+	var h http.Handler = redirectHandler(redirects)
+	if in.certs != nil {
+		h = in.certs.HTTPChallengeHandler(h)
+	}
+	in.http = &http.Server{Handler: h, ReadHeaderTimeout: adminHeaderTimeout}
 	go in.http.Serve(ln)
 	in.log.Info("HTTP listening for ACME challenges and redirects", "addr", ln.Addr().String())
 }
 
-// usesACME reports whether some site gets its certificate from ACME.
+// redirectHandler answers 308 with the request's HTTPS location: the port
+// is the one its name is served on (hosts, exact or *.wildcard); another
+// name goes to https://NAME/ with no port, as Caddy's catch-all redirect
+// does whatever its https_port.
+func redirectHandler(hosts map[string]int) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.Host)
+		if err != nil {
+			host = r.Host
+		}
+		port, ok := hosts[strings.ToLower(host)]
+		if !ok {
+			if _, rest, found := strings.Cut(host, "."); found {
+				port, ok = hosts["*."+strings.ToLower(rest)]
+			}
+		}
+		if !ok {
+			port = 443
+		}
+		target := host
+		if strings.Contains(host, ":") {
+			target = "[" + host + "]"
+		}
+		if port != 443 {
+			target = net.JoinHostPort(strings.Trim(target, "[]"), strconv.Itoa(port))
+		}
+		http.Redirect(w, r, "https://"+target+r.URL.RequestURI(), http.StatusPermanentRedirect)
+	})
+}
+
+// usesACME reports whether some HTTPS site gets its certificate from ACME.
 func usesACME(cfg *config.Config) bool {
 	for _, s := range cfg.Sites {
 		switch s.TLS.Mode {
 		case config.TLSACME:
-			return true
+			if !s.Cleartext() {
+				return true
+			}
 		case config.TLSAuto:
 			for _, a := range s.Addrs {
-				if a.Host != "" && !tlscerts.UsesInternalByDefault(a.Host) {
+				if !a.Cleartext && a.Host != "" && !tlscerts.UsesInternalByDefault(a.Host) {
 					return true
 				}
 			}

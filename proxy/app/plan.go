@@ -151,6 +151,9 @@ func (in *Instance) commit(p *plan) {
 func hostNames(s *config.Site) []string {
 	var names []string
 	for _, a := range s.Addrs {
+		if a.Cleartext {
+			continue
+		}
 		if a.Host == "" {
 			names = append(names, "localhost", "127.0.0.1", "::1")
 			continue
@@ -179,6 +182,9 @@ func addCerts(certs *tlscerts.Manager, cfg *config.Config) error {
 	ctx := context.Background()
 	for _, s := range cfg.Sites {
 		names := hostNames(s)
+		if len(names) == 0 {
+			continue // a plain-HTTP site needs no certificate
+		}
 		var err error
 		switch s.TLS.Mode {
 		case config.TLSFiles:

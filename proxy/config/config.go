@@ -54,9 +54,17 @@ type Config struct {
 	Redis *RedisStorage
 	// DefaultBind is the host every site listens on ("" : all interfaces).
 	DefaultBind string
-	// HTTPPort is where ACME HTTP-01 challenges are answered and plain
-	// HTTP is redirected to HTTPS when some site uses ACME (0: off).
+	// HTTPPort is Caddy's http_port: the port of http:// sites without
+	// one, served in cleartext whatever the site, and where ACME HTTP-01
+	// challenges are answered and HTTPS sites' names are redirected to
+	// HTTPS (0: http_port off, a pollproxy extension: neither).
 	HTTPPort int
+	// HTTPSPort is Caddy's https_port: the port of sites without one that
+	// are not http://, served over TLS whatever the site.
+	HTTPSPort int
+	// AutoHTTPS is Caddy's auto_https: what pollproxy does on its own for
+	// HTTPS sites.
+	AutoHTTPS AutoHTTPS
 	// Timeouts, TrustedProxies, ClientIPHeaders, ReadBodyTimeout and
 	// MaxHeaderSize come from the global servers block.
 	Timeouts Timeouts
@@ -82,6 +90,9 @@ type Config struct {
 	Sites []*Site
 	// NoExtendedConnect switches RFC 8441 off (h2_extended_connect off).
 	NoExtendedConnect bool
+	// H2C lets plain-HTTP listeners take HTTP/2 with prior knowledge
+	// (servers { protocols h1 h2 h2c }).
+	H2C bool
 }
 
 // Timeouts bound the client side of connections.
@@ -137,12 +148,16 @@ type Pos struct {
 // String is "file:line", the prefix of every configuration error.
 func (p Pos) String() string { return fmt.Sprintf("%s:%d", p.File, p.Line) }
 
-// Address is one site address: a host (exact, "*.example.com", or "" for
-// any host) and a port.
+// Address is one site address: a scheme ("http", "https" or "" when
+// none was written), a host (exact, "*.example.com", or "" for any host)
+// and a port; Cleartext says whether it is served over plain HTTP, by
+// Caddy's rules (https.go).
 type Address struct {
-	Original string
-	Host     string
-	Port     int
+	Original  string
+	Scheme    string
+	Host      string
+	Port      int
+	Cleartext bool
 }
 
 // Proxy is one reverse_proxy directive, with Caddy's meanings.
@@ -252,9 +267,10 @@ type TLS struct {
 // Listener is one listening address and the sites it serves, routed by
 // host.
 type Listener struct {
-	Addr  string // host:port to listen on
-	Port  int
-	Hosts []HostSite
+	Addr      string // host:port to listen on
+	Port      int
+	Cleartext bool // plain HTTP: every address on the port is (Address.Cleartext)
+	Hosts     []HostSite
 }
 
 // HostSite is one routing entry of a listener.
@@ -272,7 +288,7 @@ func (c *Config) Listeners() []*Listener {
 		for _, a := range s.Addrs {
 			l := byPort[a.Port]
 			if l == nil {
-				l = &Listener{Addr: net.JoinHostPort(c.DefaultBind, strconv.Itoa(a.Port)), Port: a.Port}
+				l = &Listener{Addr: net.JoinHostPort(c.DefaultBind, strconv.Itoa(a.Port)), Port: a.Port, Cleartext: a.Cleartext}
 				byPort[a.Port] = l
 				out = append(out, l)
 			}
@@ -288,6 +304,7 @@ const (
 	DefaultAdmin       = "127.0.0.1:2019"
 	DefaultGracePeriod = 10 * time.Second
 	DefaultHTTPPort    = 80
+	DefaultHTTPSPort   = 443
 )
 
 // CheckFiles loads every certificate file pair the sites name, so that a

@@ -14,7 +14,7 @@ import (
 )
 
 var globalOptions = []string{"poller", "loops", "admin", "email", "acme_ca", "storage",
-	"default_bind", "http_port", "servers", "grace_period", "log", "h2_extended_connect",
+	"default_bind", "http_port", "https_port", "auto_https", "servers", "grace_period", "log", "h2_extended_connect",
 	"ab_interval", "ab_rotate", "metrics"}
 
 func (p *parser) global(b caddyfile.ServerBlock) {
@@ -75,6 +75,31 @@ func (p *parser) global(b caddyfile.ServerBlock) {
 					p.errf(d, "http_port: %q: want a port number (1-65535) or off", v)
 				} else {
 					c.HTTPPort = n
+				}
+			}
+		case "https_port":
+			if v, ok := p.oneArg(d, name, "a port"); ok {
+				if n, err := strconv.Atoi(v); err != nil || n <= 0 || n > 65535 {
+					p.errf(d, "https_port: %q: want a port number (1-65535)", v)
+				} else {
+					c.HTTPSPort = n
+				}
+			}
+		case "auto_https":
+			if v, ok := p.oneArg(d, name, "off, disable_redirects, disable_certs or ignore_loaded_certs"); ok {
+				switch v {
+				case "off":
+					c.AutoHTTPS.NoRedirects, c.AutoHTTPS.NoCerts = true, true
+				case "disable_redirects":
+					c.AutoHTTPS.NoRedirects = true
+				case "disable_certs":
+					c.AutoHTTPS.NoCerts = true
+				case "ignore_loaded_certs":
+					c.AutoHTTPS.IgnoreLoadedCerts = true
+				case "prefer_wildcard":
+					p.errf(d, "auto_https prefer_wildcard is not supported by pollproxy")
+				default:
+					p.errf(d, "auto_https: %q: want off, disable_redirects, disable_certs or ignore_loaded_certs", v)
 				}
 			}
 		case "grace_period":
@@ -224,8 +249,10 @@ func (p *parser) servers(d *caddyfile.Dispenser) {
 			p.listenerWrappers(d)
 		case "metrics":
 			p.metrics(d, "servers_metrics")
+		case "protocols":
+			p.protocols(d)
 		default:
-			p.notOurs(d, "servers: ", sub, unsupportedServers, "timeouts, trusted_proxies, client_ip_headers, max_header_size, listener_wrappers, metrics")
+			p.notOurs(d, "servers: ", sub, unsupportedServers, "timeouts, trusted_proxies, client_ip_headers, max_header_size, listener_wrappers, protocols, metrics")
 		}
 	}
 }
@@ -327,4 +354,29 @@ func (p *parser) metrics(d *caddyfile.Dispenser, name string) {
 		}
 		d.RemainingArgs()
 	}
+}
+
+// protocols is servers { protocols ... }: h1 and h2 are what pollproxy
+// serves anyway, h2c lets plain-HTTP listeners take HTTP/2 with prior
+// knowledge. Leaving h1 or h2 out, and h3, are not supported.
+func (p *parser) protocols(d *caddyfile.Dispenser) {
+	args := d.RemainingArgs()
+	if len(args) == 0 {
+		p.errf(d, "servers: protocols: want h1, h2, h2c")
+	}
+	has := map[string]bool{}
+	for _, a := range args {
+		switch a {
+		case "h1", "h2", "h2c":
+			has[a] = true
+		case "h3":
+			p.errf(d, "servers: protocols h3 (HTTP/3) is not supported by pollproxy")
+		default:
+			p.errf(d, "servers: protocols: unknown protocol %q (want h1, h2, h2c)", a)
+		}
+	}
+	if len(args) > 0 && (!has["h1"] || !has["h2"]) {
+		p.errf(d, "servers: protocols without h1 or h2 is not supported by pollproxy (it serves both)")
+	}
+	p.cfg.H2C = has["h2c"]
 }

@@ -33,6 +33,7 @@ func Parse(filename string, body []byte) (*Config, error) {
 		Admin:       DefaultAdmin,
 		GracePeriod: DefaultGracePeriod,
 		HTTPPort:    DefaultHTTPPort,
+		HTTPSPort:   DefaultHTTPSPort,
 	}}
 	for i, b := range blocks {
 		if len(b.Keys) == 0 {
@@ -52,6 +53,7 @@ func Parse(filename string, body []byte) (*Config, error) {
 	if len(p.errs) == 0 && len(p.cfg.Sites) == 0 {
 		p.errAt(Pos{filename, 1}, "no site block (want e.g. \"localhost:8443 { reverse_proxy :8080 }\")")
 	}
+	p.schemes()
 	p.checkDuplicates()
 	if len(p.errs) > 0 {
 		sort.SliceStable(p.errs, func(i, j int) bool {

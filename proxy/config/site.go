@@ -501,15 +501,15 @@ func (p *parser) tls(d *caddyfile.Dispenser) TLS {
 // parseAddress reads a site address: [https://]host[:port], :port, or
 // *.example.com[:port].
 func parseAddress(text string) (Address, error) {
-	a := Address{Original: text, Port: 443}
+	a := Address{Original: text}
 	rest := text
 	switch {
 	case strings.HasPrefix(rest, "https://"):
-		rest = strings.TrimPrefix(rest, "https://")
+		rest, a.Scheme = strings.TrimPrefix(rest, "https://"), "https"
 	case strings.HasPrefix(rest, "http://"):
-		return a, fmt.Errorf("http:// sites are not supported by pollproxy: it serves HTTPS (drop %q)", "http://")
+		rest, a.Scheme = strings.TrimPrefix(rest, "http://"), "http"
 	case strings.Contains(rest, "://"):
-		return a, fmt.Errorf("unsupported scheme (want https:// or none)")
+		return a, fmt.Errorf("unsupported scheme (want http://, https:// or none)")
 	}
 	if strings.ContainsAny(rest, "/?#") {
 		return a, fmt.Errorf("paths in site addresses are not supported by pollproxy (want host, host:port or :port; route paths with handle)")

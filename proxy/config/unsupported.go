@@ -28,13 +28,13 @@ func set(names ...string) map[string]bool {
 	return m
 }
 
-var unsupportedGlobal = set("debug", "http_port_https", "https_port", "order", "storage_clean_interval",
-	"renew_interval", "ocsp_interval", "ocsp_stapling", "auto_https", "local_certs", "skip_install_trust",
+var unsupportedGlobal = set("debug", "http_port_https", "order", "storage_clean_interval",
+	"renew_interval", "ocsp_interval", "ocsp_stapling", "local_certs", "skip_install_trust",
 	"acme_ca_root", "acme_eab", "acme_dns", "cert_issuer", "key_type", "on_demand_tls", "preferred_chains",
 	"pki", "events", "persist_config", "filesystem", "cert_lifetime", "grace_period_http",
 	"shutdown_delay", "default_sni", "fallback_sni", "dns", "ech", "tracing", "ocsp", "renewal_window_ratio")
 
-var unsupportedServers = set("protocols", "strict_sni_host", "keepalive_interval",
+var unsupportedServers = set("strict_sni_host", "keepalive_interval",
 	"keepalive_idle", "keepalive_count", "trusted_proxies_strict", "log_credentials", "name",
 	"enable_full_duplex", "trace", "listen_protocols", "0rtt", "max_header_bytes")
 

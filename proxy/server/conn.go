@@ -51,6 +51,13 @@ const (
 // conn is one client connection: a socket registered once with the loop, a
 // TLS session over it, and the front end (HTTP/2 or HTTP/1.1) chosen by
 // ALPN. It implements stream.Transport for that front end.
+//
+// A cleartext connection (Config.Cleartext) has no session: the front end
+// reads straight from the loop's read buffer and its output goes to the
+// socket from the staging buffer. It is a flag here rather than a
+// session-shaped pass-through behind an interface so that the TLS path
+// keeps its direct, inlinable calls into *pptls.Session: what it costs TLS
+// is one predictable branch on a field already in cache.
 type conn struct {
 	ls     *loopState
 	desc   *netpoll.Desc
@@ -60,6 +67,8 @@ type conn struct {
 	state  connState
 
 	plain       []byte // plaintext from the front end, encrypted at Flush
+	sent        int    // cleartext: bytes of plain already on the socket
+	cleartext   bool   // no TLS: plain is written as it is, from sent on
 	active      bool   // bytes moved since the last idle sweep
 	released    bool   // the sweep released the buffers and no byte moved since
 	flushQueued bool
@@ -84,7 +93,8 @@ type conn struct {
 	hsFull bool
 	// A PROXY protocol header comes first (ppWait, proxyheader.go) under
 	// ppPolicy; its bytes so far are in ppBuf when one read did not hold
-	// it all. ppTimed: the timer is proxy_protocol's timeout, armed at
+	// it all. A cleartext connection with h2c keeps there, after the
+	// header, the prefix of the HTTP/2 preface that has come so far. ppTimed: the timer is proxy_protocol's timeout, armed at
 	// accepted.
 	ppWait   bool
 	ppTimed  bool
@@ -142,6 +152,9 @@ func (c *conn) HandleEvent(ev netpoll.Event) {
 // already, or an empty Feed so it takes up input it held back. It reports
 // false when the connection went away meanwhile.
 func (c *conn) resumeFeed() bool {
+	if c.cleartext {
+		return c.feed(nil)
+	}
 	ok, fed := c.decrypt()
 	if !ok || fed || c.readPaused {
 		return ok
@@ -177,7 +190,11 @@ func (c *conn) readSocket() {
 			if c.state == stateLinger {
 				continue
 			}
-			if c.state == stateOpen {
+			if c.state == stateOpen && c.cleartext {
+				if !c.feed(rb[:n]) {
+					return
+				}
+			} else if c.state == stateOpen {
 				// Records are decrypted straight from the read buffer;
 				// only a partial record's bytes (or all of them when the
 				// front end stopped reading) are copied into the session.
@@ -198,15 +215,24 @@ func (c *conn) readSocket() {
 						return
 					}
 				}
-				if c.state == stateHandshake {
-					c.hsFed += n
-				}
-				if ferr := c.sess.Feed(data); ferr != nil {
-					c.destroy(ferr)
-					return
-				}
-				if len(data) > 0 && !c.hsStarted && c.state == stateHandshake && !c.noteHello(data) {
-					return
+				switch {
+				case c.cleartext:
+					// Nothing to keep: a cleartext connection reads here
+					// only before its front end starts, and while closing.
+					if c.state == stateHandshake && len(data) > 0 && !c.openCleartext(data) {
+						return
+					}
+				default:
+					if c.state == stateHandshake {
+						c.hsFed += n
+					}
+					if ferr := c.sess.Feed(data); ferr != nil {
+						c.destroy(ferr)
+						return
+					}
+					if len(data) > 0 && !c.hsStarted && c.state == stateHandshake && !c.noteHello(data) {
+						return
+					}
 				}
 			}
 			if n < len(rb) && !c.peerDone {
@@ -407,7 +433,12 @@ func (c *conn) Write(p []byte) {
 }
 
 // Buffered reports the bytes queued and not yet on the socket.
-func (c *conn) Buffered() int { return len(c.plain) + c.sess.Buffered() }
+func (c *conn) Buffered() int {
+	if c.cleartext {
+		return len(c.plain) - c.sent
+	}
+	return len(c.plain) + c.sess.Buffered()
+}
 
 // PauseRead stops or resumes feeding client bytes to the front end
 // (stream.Transport). Resuming only re-arms: a synthetic read event feeds
@@ -473,7 +504,13 @@ func (c *conn) Clock() stream.Clock { return loopClock{c.ls.loop} }
 func (c *conn) RemoteAddr() netip.AddrPort { return c.remote }
 
 // HandshakeRTT is the round trip the TLS handshake measured.
-func (c *conn) HandshakeRTT() time.Duration { return c.sess.HandshakeRTT() }
+// A cleartext connection measured none: 0.
+func (c *conn) HandshakeRTT() time.Duration {
+	if c.cleartext {
+		return 0
+	}
+	return c.sess.HandshakeRTT()
+}
 
 var _ stream.PathRTT = (*conn)(nil)
 
@@ -497,7 +534,9 @@ func (c *conn) Flush() {
 	if c.state == stateClosed {
 		return
 	}
-	if len(c.plain) > 0 {
+	if c.cleartext {
+		c.active = c.active || len(c.plain) > 0
+	} else if len(c.plain) > 0 {
 		c.active = true
 		if _, err := c.sess.Write(c.plain); err != nil {
 			c.destroy(err)
@@ -513,7 +552,9 @@ func (c *conn) Flush() {
 	}
 	if (c.state == stateClosing || c.writeShut) && c.closeErr == nil {
 		c.closeErr = errClosing
-		c.sess.CloseNotify()
+		if !c.cleartext {
+			c.sess.CloseNotify()
+		}
 	}
 	c.writeSocket()
 	if c.protoFlush && c.state == stateOpen {
@@ -539,11 +580,14 @@ func (c *conn) releaseIdle() int {
 		c.active, c.released = false, false
 		return 0
 	}
-	if c.released || c.state != stateOpen || len(c.plain) > 0 || c.sess.Buffered() > 0 {
+	if c.released || c.state != stateOpen || c.Buffered() > 0 {
 		return 0
 	}
-	n := cap(c.plain) + c.sess.ReleaseIdle()
-	c.plain = nil
+	n := cap(c.plain)
+	if !c.cleartext {
+		n += c.sess.ReleaseIdle()
+	}
+	c.plain, c.sent = nil, 0
 	if r, ok := c.proto.(idleReleaser); ok {
 		n += r.ReleaseIdle()
 	}
@@ -554,13 +598,13 @@ func (c *conn) releaseIdle() int {
 func (c *conn) writeSocket() {
 	wrote := false
 	for {
-		out := c.sess.Output()
+		out := c.output()
 		if len(out) == 0 {
 			break
 		}
 		n, err := netpoll.RawWrite(c.desc.FD(), out)
 		if n > 0 {
-			c.sess.Consume(n)
+			c.consume(n)
 			wrote = true
 		}
 		if err == nil || err == unix.EINTR {
@@ -661,8 +705,10 @@ func (c *conn) destroy(err error) {
 	c.state = stateClosed
 	c.timer.Stop()
 	c.desc.Close()
-	c.sess.Close()
-	c.plain = nil
+	if !c.cleartext {
+		c.sess.Close()
+	}
+	c.plain, c.ppBuf = nil, nil
 	delete(c.ls.conns, c)
 	c.ls.load.Add(-1)
 	c.ls.srv.active.Add(-1)

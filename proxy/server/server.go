@@ -6,6 +6,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	stdtls "crypto/tls"
 	"errors"
@@ -31,8 +32,15 @@ type Config struct {
 	// Addr is the TCP address to listen on, "host:port".
 	Addr string
 	// TLS is the server configuration; its NextProtos decide which front
-	// ends clients can reach.
+	// ends clients can reach. Nil with Cleartext.
 	TLS *stdtls.Config
+	// Cleartext serves plain HTTP, without TLS: HTTP/1.1, and HTTP/2
+	// with prior knowledge (h2c) when H2C is set too (Caddy's site
+	// addresses http://, :PORT, the http_port).
+	Cleartext bool
+	// H2C lets a cleartext client speak HTTP/2 with prior knowledge
+	// (servers { protocols ... h2c }).
+	H2C bool
 	// NewHandler returns the handler for one loop; it is called once per
 	// loop, on that loop, so a handler may keep per-loop state (pools)
 	// without locks.
@@ -153,12 +161,18 @@ func (ls *loopState) sweepIdle() {
 // must be running. On Linux every loop gets its own SO_REUSEPORT listener so
 // the kernel balances connections; elsewhere the loops share one.
 func New(g *netpoll.Group, cfg Config) (*Server, error) {
-	if cfg.TLS == nil || cfg.NewHandler == nil {
-		return nil, errors.New("server: TLS config and handler are required")
+	if cfg.TLS == nil && !cfg.Cleartext || cfg.NewHandler == nil {
+		return nil, errors.New("server: TLS config (or Cleartext) and handler are required")
 	}
 	addrs, err := netpoll.ResolveTCP(context.Background(), cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
+	}
+	if cfg.Cleartext {
+		// Requests report how they arrived (X-Forwarded-Proto, the
+		// {scheme} placeholder, the protocol matcher).
+		cfg.H1.Scheme = cmp.Or(cfg.H1.Scheme, "http")
+		cfg.H2.Scheme = cmp.Or(cfg.H2.Scheme, "http")
 	}
 	s := &Server{cfg: cfg, group: g}
 	perLoop := runtime.GOOS == "linux"
@@ -198,7 +212,9 @@ func New(g *netpoll.Group, cfg Config) (*Server, error) {
 	if workers <= 0 {
 		workers = max(handshakeWorkersMin, 8*runtime.GOMAXPROCS(0))
 	}
-	s.pool = pptls.NewHandshakePool(workers, orDefault(cfg.HandshakeQueue, 1024), cfg.HandshakeTimeout)
+	if !cfg.Cleartext { // no handshakes, no workers
+		s.pool = pptls.NewHandshakePool(workers, orDefault(cfg.HandshakeQueue, 1024), cfg.HandshakeTimeout)
+	}
 	s.hsTimeout = cfg.HandshakeTimeout
 	if s.hsTimeout <= 0 {
 		s.hsTimeout = pptls.DefaultHandshakeTimeout
@@ -272,6 +288,9 @@ func orDefault(v, d int) int {
 	return v
 }
 
+// Cleartext reports whether the server serves plain HTTP (Config.Cleartext).
+func (s *Server) Cleartext() bool { return s.cfg.Cleartext }
+
 // Addr is the address the server listens on (with the real port when the
 // configured one was 0).
 func (s *Server) Addr() netip.AddrPort { return s.addr }
@@ -320,7 +339,11 @@ func (ls *loopState) adopt(fd int, remote netip.AddrPort, counted bool) {
 	}
 	netpoll.SetNoDelay(fd)
 	c := &conn{ls: ls, remote: remote}
-	c.sess = pptls.NewServerSession(s.cfg.TLS, ls.connLocalAddr(fd), net.TCPAddrFromAddrPort(remote))
+	if s.cfg.Cleartext {
+		c.cleartext = true
+	} else {
+		c.sess = pptls.NewServerSession(s.cfg.TLS, ls.connLocalAddr(fd), net.TCPAddrFromAddrPort(remote))
+	}
 	d, err := ls.loop.Register(fd, c, netpoll.Read)
 	if err != nil {
 		ls.load.Add(-1)
@@ -333,7 +356,8 @@ func (ls *loopState) adopt(fd int, remote netip.AddrPort, counted bool) {
 	ls.armSweep()
 	s.active.Add(1)
 	// The handshake starts on the pool once the ClientHello is in
-	// (conn.noteHello); until then only this timer and the socket's
+	// (conn.noteHello), a cleartext front end on the first bytes
+	// (conn.openCleartext); until then only this timer and the socket's
 	// registration are spent on the client.
 	c.timer = ls.loop.AfterFunc(s.hsTimeout, c.helloTimeout)
 	if pp := s.cfg.ProxyProtocol; pp != nil {
