@@ -229,6 +229,10 @@ func (ex *exchange) end(o outcome) {
 // answer sends pollproxy's own short error response.
 func (ex *exchange) answer(status int, text string) {
 	ex.status = status
+	if r, ok := ex.w.(stream.BodyRefuser); ok && !ex.bodyEnded {
+		// The rest of the client's body goes nowhere now.
+		r.RefuseBody()
+	}
 	body := make([]byte, 0, len(text)+1)
 	body = append(append(body, text...), '\n')
 	ex.w.WriteHeader(status, []stream.Field{

@@ -44,6 +44,18 @@ type responseWriter struct{ c *ServerConn }
 
 var _ stream.ResponseWriter = (*responseWriter)(nil)
 
+// RefuseBody implements stream.BodyRefuser: the handler reads no more of
+// the body. When more is left than settle drops to keep the connection (a
+// chunked body's rest is unknown), the connection will close after the
+// response, and the head is to say so (RFC 9112 §9.6), or a client that
+// sends its next request on this connection loses it.
+func (w *responseWriter) RefuseBody() {
+	c := w.c
+	if c.resp == rsNone && !c.reqDone && (c.p.br.mode != bodyLength || c.p.br.remaining > c.cfg.MaxDiscard) {
+		c.keepAlive = false
+	}
+}
+
 // WriteHeader implements stream.ResponseWriter.
 func (w *responseWriter) WriteHeader(status int, fields []stream.Field, endStream bool) error {
 	c := w.c
@@ -97,14 +109,6 @@ func (w *responseWriter) WriteHeader(status int, fields []stream.Field, endStrea
 		// The client is still waiting to be told to send its body; it will
 		// not be, so the connection cannot be reused after this response.
 		c.expect = false
-		c.keepAlive = false
-	}
-	if !c.reqDone && (c.p.br.mode != bodyLength || c.p.br.remaining > c.cfg.MaxDiscard) {
-		// A response before the body: if the handler stops reading, more
-		// may be left than settle drops to keep the connection (a chunked
-		// body's rest is unknown), and it will close. Said now (RFC 9112
-		// §9.6), or a client that sends its next request on this
-		// connection loses it.
 		c.keepAlive = false
 	}
 	b := appendStatusLine(c.wbuf[:0], status)

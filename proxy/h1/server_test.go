@@ -584,6 +584,8 @@ func TestServerWriteBackpressure(t *testing.T) {
 
 func TestServerEarlyResponseDiscardsBody(t *testing.T) {
 	h := &testHandler{serve: func(h *testHandler, req *stream.Request, w stream.ResponseWriter) stream.Events {
+		// As the proxy does when it answers an error mid-upload.
+		w.(stream.BodyRefuser).RefuseBody()
 		w.WriteHeader(403, nil, true)
 		return &testEvents{}
 	}}

@@ -341,6 +341,13 @@ func (h *Handler) wrap(w stream.ResponseWriter, req *stream.Request, resp []*Nod
 	return rw
 }
 
+// RefuseBody passes stream.BodyRefuser on to the front end's writer.
+func (rw *respWriter) RefuseBody() {
+	if r, ok := rw.ResponseWriter.(stream.BodyRefuser); ok {
+		r.RefuseBody()
+	}
+}
+
 // WriteHeader applies the matched header directives to a final head.
 func (rw *respWriter) WriteHeader(status int, fields []stream.Field, end bool) error {
 	if status < 200 || rw.wrote {

@@ -176,6 +176,18 @@ type Releaser interface {
 	OnRelease()
 }
 
+// BodyRefuser is implemented by a ResponseWriter whose front end wants to
+// know, before the response head, that the handler will read no more of
+// the request body (the proxy answering an error while an upload still
+// arrives). HTTP/1.1 then says connection: close in that head when the
+// rest is too much to read and drop, since the connection will close
+// after it (RFC 9112 §9.6); a handler that keeps reading the body while it
+// responds (a streaming echo) calls nothing, and the connection stays
+// reusable.
+type BodyRefuser interface {
+	RefuseBody()
+}
+
 // Handler serves requests on the loop.
 type Handler interface {
 	// Serve starts serving req. It returns the request's event sink, which
