@@ -442,6 +442,10 @@ func (s *Session) runHandshake(base context.Context) {
 		err = s.conn.HandshakeContext(ctx)
 		stop()
 	}
+	// Why ctx ended, read before cancel ends it anyway: a handshake the
+	// closed transport woke may report the closed connection rather than
+	// the context's error.
+	ended := ctx.Err()
 	cancel()
 
 	s.mu.Lock()
@@ -449,9 +453,9 @@ func (s *Session) runHandshake(base context.Context) {
 	case err == nil:
 	case s.closed:
 		err = net.ErrClosed
-	case errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.DeadlineExceeded) || ended == context.DeadlineExceeded:
 		err = ErrHandshakeTimeout
-	case errors.Is(err, context.Canceled):
+	case errors.Is(err, context.Canceled) || ended == context.Canceled:
 		err = ErrPoolClosed
 	}
 	s.hsErr = err
