@@ -133,38 +133,49 @@ func TestDynamic(t *testing.T) {
 			versions ipv4
 		}
 	}`, strings.TrimSuffix(dnsName, "."), port, dns)
-		sitePort, cls := startSite(t, backend, site)
-		base := fmt.Sprintf("https://localhost:%d/", sitePort)
-		get := func(c *http.Client) string {
-			resp, err := c.Get(base)
-			if err != nil {
-				t.Fatalf("GET: %v", err)
-			}
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			return fmt.Sprintf("%d %s", resp.StatusCode, b)
-		}
-		for proto, c := range cls {
-			if got := get(c); got != "200 a" {
-				t.Fatalf("%s before the change: %q, want 200 a", proto, got)
-			}
-		}
-		second := netip.MustParseAddr("127.0.0.2")
-		addr.Store(&second)
-		before := queries.Load()
-		deadline := time.Now().Add(5 * time.Second)
-		for proto, c := range cls {
-			for got := get(c); got != "200 b"; got = get(c) {
-				if time.Now().After(deadline) {
-					t.Fatalf("%s after the change: %q, want 200 b", proto, got)
-				}
-				// Real time: upstreams are re-resolved on a goroutine's
-				// timer, off the loops; this paces the polling.
-				time.Sleep(20 * time.Millisecond)
-			}
-		}
-		if n := queries.Load() - before; n < 1 {
-			t.Errorf("%d lookups after the change", n)
-		}
+		followsDNS(t, backend, site, &queries, func() {
+			second := netip.MustParseAddr("127.0.0.2")
+			addr.Store(&second)
+		})
 	})
+}
+
+// followsDNS starts site on backend, whose upstream answers "a" as DNS
+// first has it, wants "a" from every client, calls change (the DNS answer
+// now leads to "b") and waits until every client gets "b", with a lookup
+// counted in queries after the change.
+func followsDNS(t *testing.T, backend, site string, queries *atomic.Int32, change func()) {
+	t.Helper()
+	sitePort, cls := startSite(t, backend, site)
+	base := fmt.Sprintf("https://localhost:%d/", sitePort)
+	get := func(c *http.Client) string {
+		resp, err := c.Get(base)
+		if err != nil {
+			t.Fatalf("GET: %v", err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return fmt.Sprintf("%d %s", resp.StatusCode, b)
+	}
+	for proto, c := range cls {
+		if got := get(c); got != "200 a" {
+			t.Fatalf("%s before the change: %q, want 200 a", proto, got)
+		}
+	}
+	before := queries.Load()
+	change()
+	deadline := time.Now().Add(5 * time.Second)
+	for proto, c := range cls {
+		for got := get(c); got != "200 b"; got = get(c) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s after the change: %q, want 200 b", proto, got)
+			}
+			// Real time: upstreams are re-resolved on a goroutine's
+			// timer, off the loops; this paces the polling.
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if n := queries.Load() - before; n < 1 {
+		t.Errorf("%d lookups after the change", n)
+	}
 }

@@ -2,13 +2,11 @@ package app
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
 
@@ -82,37 +80,6 @@ func TestDynamicSRV(t *testing.T) {
 			refresh 50ms
 		}
 	}`, strings.TrimSuffix(srvName[len("_app._tcp."):], "."), dns)
-		sitePort, cls := startSite(t, backend, site)
-		base := fmt.Sprintf("https://localhost:%d/", sitePort)
-		get := func(c *http.Client) string {
-			resp, err := c.Get(base)
-			if err != nil {
-				t.Fatalf("GET: %v", err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			return fmt.Sprintf("%d %s", resp.StatusCode, body)
-		}
-		for proto, c := range cls {
-			if got := get(c); got != "200 a" {
-				t.Fatalf("%s before the change: %q, want 200 a", proto, got)
-			}
-		}
-		port.Store(b)
-		before := queries.Load()
-		deadline := time.Now().Add(5 * time.Second)
-		for proto, c := range cls {
-			for got := get(c); got != "200 b"; got = get(c) {
-				if time.Now().After(deadline) {
-					t.Fatalf("%s after the change: %q, want 200 b", proto, got)
-				}
-				// Real time: upstreams are re-resolved on a goroutine's
-				// timer, off the loops; this paces the polling.
-				time.Sleep(20 * time.Millisecond)
-			}
-		}
-		if n := queries.Load() - before; n < 1 {
-			t.Errorf("%d SRV lookups after the change", n)
-		}
+		followsDNS(t, backend, site, &queries, func() { port.Store(b) })
 	})
 }
