@@ -51,10 +51,8 @@ func (p *parser) dynamic(d *caddyfile.Dispenser, rp *Proxy) {
 		skipBlock(d)
 		return
 	}
-	if mod := d.Val(); mod == "srv" {
-		p.dynamicSRV(d, rp)
-		return
-	} else if mod != "a" {
+	mod := d.Val()
+	if mod != "a" && mod != "srv" {
 		p.errf(d, "reverse_proxy: dynamic %s is not supported by pollproxy", mod)
 		d.RemainingArgs()
 		skipBlock(d)
@@ -64,6 +62,10 @@ func (p *parser) dynamic(d *caddyfile.Dispenser, rp *Proxy) {
 		p.errf(d, "reverse_proxy: dynamic: a reverse_proxy has one dynamic source")
 		d.RemainingArgs()
 		skipBlock(d)
+		return
+	}
+	if mod == "srv" {
+		p.dynamicSRV(d, rp)
 		return
 	}
 	da := &Dynamic{Module: "a", Network: "ip"}
@@ -128,12 +130,6 @@ func (p *parser) dynamic(d *caddyfile.Dispenser, rp *Proxy) {
 // dynamicSRV reads "dynamic srv [FULL_NAME] { service proto name refresh
 // resolvers dial_timeout }".
 func (p *parser) dynamicSRV(d *caddyfile.Dispenser, rp *Proxy) {
-	if rp.Dynamic != nil {
-		p.errf(d, "reverse_proxy: dynamic: a reverse_proxy has one dynamic source")
-		d.RemainingArgs()
-		skipBlock(d)
-		return
-	}
 	ds := &Dynamic{Module: "srv"}
 	switch args := d.RemainingArgs(); len(args) {
 	case 0:
