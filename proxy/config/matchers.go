@@ -147,10 +147,9 @@ func (p *parser) matcherSet(lines []line) (route.All, bool) {
 			}
 			set = append(set, route.PathRegexp{Re: re})
 		case "header":
-			name := strings.ToLower(l.args[0])
-			f := route.HeaderField{Name: strings.TrimPrefix(name, "!"), Absent: strings.HasPrefix(name, "!"), Values: l.args[1:]}
-			if f.Absent && len(f.Values) > 0 {
-				bad(l, "!%s asserts the field is absent and takes no value", f.Name)
+			f, err := route.ParseHeaderField(l.args)
+			if err != nil {
+				bad(l, "%v", err)
 				continue
 			}
 			merged := false

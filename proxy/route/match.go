@@ -311,6 +311,21 @@ type HeaderField struct {
 	Absent bool
 }
 
+// ParseHeaderField reads a header matcher's line, FIELD [VALUE...] or
+// !FIELD (absent, no value), as Caddy's request and response matchers
+// both take it.
+func ParseHeaderField(args []string) (HeaderField, error) {
+	if len(args) == 0 {
+		return HeaderField{}, fmt.Errorf("want a field name")
+	}
+	name := strings.ToLower(args[0])
+	f := HeaderField{Name: strings.TrimPrefix(name, "!"), Absent: strings.HasPrefix(name, "!"), Values: args[1:]}
+	if f.Absent && len(f.Values) > 0 {
+		return f, fmt.Errorf("!%s asserts the field is absent and takes no value", f.Name)
+	}
+	return f, nil
+}
+
 // Header matches request fields; every field must match.
 type Header []HeaderField
 

@@ -3,7 +3,6 @@ package route
 import (
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
@@ -38,12 +37,11 @@ func (m *ResponseMatch) AddStatus(args []string) error {
 
 // AddHeader reads a header line: FIELD [VALUE...], !FIELD for absent.
 func (m *ResponseMatch) AddHeader(args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("header: want a field name")
+	f, err := ParseHeaderField(args)
+	if err != nil {
+		return fmt.Errorf("header: %v", err)
 	}
-	name := args[0]
-	m.Header = append(m.Header, HeaderField{Name: strings.ToLower(strings.TrimPrefix(name, "!")),
-		Absent: strings.HasPrefix(name, "!"), Values: args[1:]})
+	m.Header = append(m.Header, f)
 	return nil
 }
 
