@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/pollproxy/pollproxy/proxy/proxyproto"
@@ -53,23 +54,11 @@ func (p ProxyPolicy) String() string { return policyNames[p] }
 // ParseProxyPolicy reads a fallback_policy value, in any case.
 func ParseProxyPolicy(s string) (ProxyPolicy, error) {
 	for i, n := range policyNames {
-		if equalFold(s, n) {
+		if strings.EqualFold(s, n) {
 			return ProxyPolicy(i), nil
 		}
 	}
 	return 0, fmt.Errorf("unknown policy %q (want ignore, use, reject, require or skip)", s)
-}
-
-func equalFold(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range len(a) {
-		if a[i]|0x20 != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // policy is what applies to a connection from src, as Caddy decides it.
