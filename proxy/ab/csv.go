@@ -10,7 +10,8 @@ import (
 
 // CSVHandler serves the history as CSV (the admin listener's /ab.csv):
 // one row per group and interval, the fields of Sample; with ?periods the
-// crossover's loop periods instead, one row per loop and period. A
+// crossover's loop periods instead, one row per loop and period; with
+// ?process the whole process's intervals (Process). A
 // spreadsheet or R reads it without a JSON step.
 func (s *Sampler) CSVHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -18,6 +19,11 @@ func (s *Sampler) CSVHandler() http.Handler {
 		if r.URL.Query().Has("periods") {
 			w.Header().Set("Content-Disposition", `attachment; filename="ab-periods.csv"`)
 			WritePeriodsCSV(w, s.Periods())
+			return
+		}
+		if r.URL.Query().Has("process") {
+			w.Header().Set("Content-Disposition", `attachment; filename="ab-process.csv"`)
+			WriteProcessCSV(w, s.Process())
 			return
 		}
 		samples, _ := s.History()
@@ -59,6 +65,20 @@ func WritePeriodsCSV(w io.Writer, periods []Period) error {
 		p := &periods[i]
 		cw.Write(append([]string{strconv.Itoa(p.Period), strconv.Itoa(p.Loop), strconv.Itoa(p.Arm),
 			strconv.Itoa(p.First), strconv.Itoa(p.Kept)}, sampleRow(&p.Sample)...))
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WriteProcessCSV writes the whole process's intervals as CSV, in the
+// units and names of /ab.json's process field.
+func WriteProcessCSV(w io.Writer, ps []Process) error {
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"interval", "end", "seconds", "requests", "process_cpu_us_per_request", "p99_us", "rss_bytes"})
+	f := func(x float64) string { return strconv.FormatFloat(x, 'g', 6, 64) }
+	for _, p := range ps {
+		cw.Write([]string{strconv.Itoa(p.Interval), p.End.UTC().Format(time.RFC3339Nano), f(p.Seconds),
+			strconv.FormatUint(p.Requests, 10), f(p.CPUPerRequest), f(p.P99), strconv.FormatInt(p.RSS, 10)})
 	}
 	cw.Flush()
 	return cw.Error()

@@ -127,6 +127,11 @@ type Report struct {
 	Samples     []Sample     `json:"samples"`
 	// Periods are the crossover's loop periods, oldest first.
 	Periods []Period `json:"periods,omitempty"`
+	// Backends are the loops' pollers when the report was made, one per
+	// loop, and Process the whole process's intervals: what Compare
+	// judges two instances by.
+	Backends []string  `json:"backends,omitempty"`
+	Process  []Process `json:"process,omitempty"`
 }
 
 // Judge builds the report from a sampler's history. effect <= 0 means
@@ -136,6 +141,10 @@ type Report struct {
 func (s *Sampler) Judge(effect float64) *Report {
 	samples, marks := s.History()
 	r := Judge(samples, marks, s.interval, effect)
+	r.Process = s.Process()
+	if s.group != nil {
+		r.Backends = s.group.Backends()
+	}
 	s.mu.Lock()
 	every, pollers := s.cross.every, s.pollers
 	periods := append([]Period(nil), s.cross.periods...)

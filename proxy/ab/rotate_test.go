@@ -209,7 +209,7 @@ func checkCrossoverViews(t *testing.T, s *Sampler, r *Report) {
 	}
 	srv := httptest.NewServer(s.CSVHandler())
 	defer srv.Close()
-	for path, want := range map[string]int{"/ab.csv": len(r.Samples), "/ab.csv?periods": len(s.Periods())} {
+	for path, want := range map[string]int{"/ab.csv": len(r.Samples), "/ab.csv?periods": len(s.Periods()), "/ab.csv?process": len(s.Process())} {
 		resp, err := http.Get(srv.URL + path)
 		if err != nil {
 			t.Fatal(err)

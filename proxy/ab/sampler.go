@@ -77,6 +77,8 @@ type Sampler struct {
 	pollers []string // the configured poller line
 	seq     int
 	samples []Sample // oldest first, at most MaxIntervals intervals
+	process []Process // the whole process per interval, oldest first, as many
+	procCPU time.Duration
 	marks   []Mark
 	prev    []loopState
 	lastEnd time.Time
@@ -200,7 +202,7 @@ func (s *Sampler) Collect() {
 		case <-time.After(refreshTimeout):
 		}
 	}
-	now := time.Now()
+	now, pcpu := time.Now(), processCPU()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur := make([]loopState, len(loops))
@@ -212,9 +214,21 @@ func (s *Sampler) Collect() {
 	if s.prev == nil {
 		s.prev = cur
 		s.samples = nil
-		s.lastEnd = now
+		s.lastEnd, s.procCPU = now, pcpu
 		return
 	}
+	var all Counts // every loop's requests, switched or not: the process served them
+	for i := range loops {
+		d := cur[i].hist.Sub(&s.prev[i].hist)
+		all.Add(&d)
+	}
+	proc := processSample(pcpu-s.procCPU, &all)
+	proc.Interval, proc.End, proc.Seconds = s.seq, now, now.Sub(s.lastEnd).Seconds()
+	s.process = append(s.process, proc)
+	if len(s.process) > MaxIntervals {
+		s.process = s.process[len(s.process)-MaxIntervals:]
+	}
+	s.procCPU = pcpu
 	// Group label per position: the backend, with the position when two
 	// positions run the same backend (an A/A run: epoll#1, epoll#2).
 	count := map[string]map[int]bool{}
@@ -327,6 +341,13 @@ func (d *loopDelta) sample() Sample {
 		smp.P99 = d.hist.Quantile(0.99)
 	}
 	return smp
+}
+
+// Process returns a copy of the whole-process samples, oldest first.
+func (s *Sampler) Process() []Process {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Process(nil), s.process...)
 }
 
 // History returns a copy of the samples (oldest first) and marks.

@@ -1,6 +1,7 @@
 package ab
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +64,27 @@ func TestSamplerGroups(t *testing.T) {
 		}
 		if len(marks) != 1 || marks[0].Interval != 3 || !strings.Contains(marks[0].Label, "poller "+backend) {
 			t.Errorf("marks %+v, want the poller change at interval 3", marks)
+		}
+		// The whole process, interval by interval: every loop's requests,
+		// the spin in the process's CPU, the resident set where the OS says.
+		proc := s.Process()
+		if len(proc) != 4 {
+			t.Fatalf("%d process samples, want 4: %+v", len(proc), proc)
+		}
+		for i, p := range proc {
+			want := map[bool]uint64{true: 500, false: 300}[i < 3]
+			if p.Requests != want || p.Interval != i || p.P99 < 100 || p.P99 > 120 {
+				t.Errorf("process sample %d: %+v, want %d requests at p99 about 110 µs", i, p, want)
+			}
+			if i < 3 && p.CPUPerRequest < 20 {
+				t.Errorf("process sample %d: %v µs CPU per request, yet 300 of 500 requests spun 50 µs", i, p.CPUPerRequest)
+			}
+			if runtime.GOOS == "linux" && p.RSS < 1<<20 {
+				t.Errorf("process sample %d: resident set %d bytes", i, p.RSS)
+			}
+		}
+		if r := s.Judge(0); len(r.Process) != 4 || strings.Join(r.Backends, " ") != backend+" "+backend {
+			t.Errorf("report: %d process samples, backends %v", len(r.Process), r.Backends)
 		}
 	})
 }
