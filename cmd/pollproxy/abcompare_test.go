@@ -1,0 +1,106 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/proxy/ab"
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
+)
+
+// TestABCompare runs two real instances on different pollers behind the
+// same steady load, then `pollproxy ab --compare` on their admin
+// listeners: it pairs their intervals, names each one's pollers and
+// judges whole-process CPU per request, p99 and memory.
+func TestABCompare(t *testing.T) {
+	backends := netpoll.Available()
+	a, b := backends[0], backends[len(backends)-1]
+	origin := startOrigin(t, "ok")
+	certFile, keyFile, roots := servertest.CertFiles(t)
+	type instance struct{ port, admin int }
+	start := func(poller string) instance {
+		dir := t.TempDir()
+		in := instance{servertest.FreePort(t), servertest.FreePort(t)}
+		file := filepath.Join(dir, "Caddyfile")
+		os.WriteFile(file, []byte(fmt.Sprintf("{\n\tloops 1\n\tpoller %s\n\tadmin 127.0.0.1:%d\n\tab_interval 300ms\n\tstorage %s\n\tdefault_bind 127.0.0.1\n}\nlocalhost:%d {\n\treverse_proxy %s\n\ttls %s %s\n}\n",
+			poller, in.admin, filepath.Join(dir, "storage"), in.port, origin, certFile, keyFile)), 0o644)
+		startProc(t, "pollproxy running", nil, "run", "--config", file)
+		return in
+	}
+	ia, ib := start(a), start(b)
+
+	// The same load on both: a bounded number of requests per client,
+	// stopped after a bounded time.
+	deadline := time.Now().Add(10 * time.Second)
+	var wg sync.WaitGroup
+	for _, in := range []instance{ia, ib} {
+		c := servertest.H2Client(fmt.Sprintf("127.0.0.1:%d", in.port), roots)
+		url := fmt.Sprintf("https://localhost:%d/", in.port)
+		for range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 200000 && time.Now().Before(deadline); i++ {
+					resp, err := c.Get(url)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					resp.Body.Close()
+				}
+			}()
+		}
+	}
+	wg.Wait()
+
+	adminA, adminB := fmt.Sprintf("127.0.0.1:%d", ia.admin), fmt.Sprintf("127.0.0.1:%d", ib.admin)
+	out, err := exec.Command(pollproxyBinary(t), "ab", "--compare", adminA, adminB).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ab --compare: %v\n%s", err, out)
+	}
+	text := string(out)
+	t.Logf("pollproxy ab --compare:\n%s", text)
+	for _, want := range []string{adminA, adminB, a + " ×1", b + " ×1", "process_cpu_per_request", "p99", "rss", "load balance"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("ab --compare output lacks %q:\n%s", want, text)
+		}
+	}
+	// The same verdict from the reports themselves: enough intervals
+	// paired for every figure to have its interval.
+	report := func(admin string) *ab.Report {
+		resp, err := http.Get("http://" + admin + "/ab.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var r ab.Report
+		if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+			t.Fatal(err)
+		}
+		return &r
+	}
+	c := ab.Compare(report(adminA), report(adminB), adminA, adminB, 0)
+	if c.Pairs < 3*10 {
+		t.Fatalf("%d paired intervals after 10 s at 300 ms, want 30 or more:\n%s", c.Pairs, text)
+	}
+	for _, res := range c.Results {
+		if res.Status == "too few intervals" || !(res.Base > 0) || !(res.Cand > 0) {
+			t.Errorf("%s: %s (A %v, B %v)", res.Metric, res.Text, res.Base, res.Cand)
+		}
+	}
+	if strings.Join(c.A.Backends, ",") != a || strings.Join(c.B.Backends, ",") != b {
+		t.Errorf("backends %v and %v, want %s and %s", c.A.Backends, c.B.Backends, a, b)
+	}
+	if err := exec.Command(pollproxyBinary(t), "ab", "--compare", adminA).Run(); err == nil {
+		t.Error("ab --compare with one address succeeded")
+	}
+}
