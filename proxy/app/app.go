@@ -338,6 +338,11 @@ func (in *Instance) reload(file string) error {
 		}()
 	}
 	retire(in.running, p)
+	if in.ab != nil {
+		// The A/B history is the process's and carries on; the mark
+		// shows where the configuration changed under it.
+		in.ab.Mark("reload")
+	}
 	in.reloadPollers(in.cfg.Pollers, cfg.Pollers)
 	in.warnRestart(cfg)
 	if p.alog != nil && !p.newLog {
