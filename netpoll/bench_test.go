@@ -10,6 +10,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// processCPU is the process's user and system time so far.
+func processCPU() time.Duration {
+	var ru unix.Rusage
+	unix.Getrusage(unix.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // BenchmarkWait measures one wait with N idle descriptors registered and
 // one active: the poll-versus-epoll curve. Each iteration makes the active
 // descriptor readable, waits, and drains it.
@@ -84,5 +91,35 @@ func benchTimerRequests(b *testing.B, byValue bool) {
 		l.clock = l.clock.Add(time.Microsecond) // deadlines move on, as in a running loop
 		timers[i%n].Stop()
 		timers[(i+n/2)%n].Reset(time.Minute)
+	}
+}
+
+// BenchmarkPostToSleepingLoop is what handing an accepted connection to
+// another loop costs (proxy/server's accept balance): a task queued on a
+// loop asleep in its poller, the wake-up (an eventfd or pipe write), and
+// the loop waking to run it. Each iteration waits for the task to run, so
+// the time per operation is the hand-off's latency, which on a busy
+// machine is mostly the scheduler's; cpu-ns/op is the CPU both sides
+// spent (the process's user and system time over the run), the cost.
+func BenchmarkPostToSleepingLoop(b *testing.B) {
+	for _, name := range Available() {
+		b.Run(name, func(b *testing.B) {
+			l, err := NewLoop(0, name)
+			if err != nil {
+				b.Fatal(err)
+			}
+			go l.Run()
+			defer func() { l.Stop(); <-l.Done(); l.Close() }()
+			ran := make(chan struct{})
+			task := func() { ran <- struct{}{} }
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu := processCPU()
+			for i := 0; i < b.N; i++ {
+				l.Post(task)
+				<-ran
+			}
+			b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
+		})
 	}
 }
