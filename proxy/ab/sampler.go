@@ -76,7 +76,7 @@ type Sampler struct {
 	mu      sync.Mutex
 	pollers []string // the configured poller line
 	seq     int
-	samples []Sample // oldest first, at most MaxIntervals intervals
+	samples []Sample  // oldest first, at most MaxIntervals intervals
 	process []Process // the whole process per interval, oldest first, as many
 	procCPU time.Duration
 	marks   []Mark

@@ -139,8 +139,8 @@ var caddyDocExamples = []docExample{
 	{"matchers", docMatcher("@404 expression {err.status_code} == 404"), "Caddyfile:2: expression: expression {err.status_code} == 404: placeholder {err.status_code} is not supported by pollproxy"},
 	// CEL reads \w in a string literal as an escape it lacks: these two fail
 	// in Caddy as well (caddyserver/caddy#6501), here with CEL's own error.
-	{"matchers", docMatcher("@user expression path_regexp('^/user/(\\w*)') || path_regexp('^/(\\w*)')"), "Caddyfile:2: expression: expression path_regexp('^/user/(\\w*)') || path_regexp('^/(\\w*)'): ERROR: <input>:1:18: Syntax error: *"},
-	{"matchers", docMatcher("@user `path_regexp('^/user/(\\w*)') || path_regexp('^/(\\w*)')`"), "Caddyfile:2: expression: expression path_regexp('^/user/(\\w*)') || path_regexp('^/(\\w*)'): ERROR: <input>:1:18: Syntax error: *"},
+	{"matchers", docMatcher("@user expression path_regexp('^/user/(\\w*)') || path_regexp('^/(\\w*)')"), "Caddyfile:2: expression: expression path_regexp('^/user/(\\w*)') || path_regexp('^/(\\w*)'): a backslash in a CEL string starts a CEL escape, in Caddy as here (write \\\\w, or a raw string r'^/(\\w+)'): ERROR: <input>:1:18: Syntax error: *"},
+	{"matchers", docMatcher("@user `path_regexp('^/user/(\\w*)') || path_regexp('^/(\\w*)')`"), "Caddyfile:2: expression: expression path_regexp('^/user/(\\w*)') || path_regexp('^/(\\w*)'): a backslash in a CEL string starts a CEL escape, in Caddy as here (write \\\\w, or a raw string r'^/(\\w+)'): ERROR: <input>:1:18: Syntax error: *"},
 	{"matchers", docSite("@api <<CEL\n\t{method} == \"GET\"\n\t&& {path}.startsWith(\"/api/\")\n\tCEL\nrespond @api \"Hello, API!\""), ""},
 	{"matchers", docMatcher("@file file"), "Caddyfile:2: matcher file is not supported by pollproxy"},
 	{"matchers", docMatcher("@html file {\n\ttry_files {path}.html {path} \n}"), "Caddyfile:2: matcher file is not supported by pollproxy"},

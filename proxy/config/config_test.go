@@ -282,6 +282,7 @@ func TestErrors(t *testing.T) {
 		{"unsupported matcher", site("\t@a file /x\n\trespond @a 200"), `Caddyfile:2: matcher file is not supported by pollproxy`},
 		{"matcher without args", site("\t@a path\n\trespond @a 200"), `Caddyfile:2: path: want arguments`},
 		{"bad path_regexp", site("\t@a path_regexp (\n\trespond @a 200"), `Caddyfile:2: path_regexp: "(": `},
+		{"two path_regexp", site("\t@a {\n\t\tpath_regexp ^/a\n\t\tpath_regexp ^/b\n\t}\n\trespond @a 200"), `Caddyfile:4: path_regexp: only one per named matcher`},
 		{"bad header_regexp", site("\t@a header_regexp X\n\trespond @a 200"), `Caddyfile:2: header_regexp: want [name] field regexp`},
 		{"bad query", site("\t@a query debug\n\trespond @a 200"), `Caddyfile:2: query: "debug": want key=value`},
 		{"bad remote_ip", site("\t@a remote_ip 10.0.0.0/33\n\trespond @a 200"), `Caddyfile:2: remote_ip: "10.0.0.0/33": want an IP address or a CIDR range`},

@@ -84,7 +84,7 @@ func (p *parser) namedMatcher(d *caddyfile.Dispenser) {
 		p.errAt(pos, "matcher %s: want matchers (%s)", name, matcherNames)
 		return
 	}
-	set, ok := p.matcherSet(lines)
+	set, ok := p.matcherSet(lines, strings.TrimPrefix(name, "@"))
 	if !ok {
 		p.named[name] = route.All{} // defined, so uses report nothing more
 		return
@@ -107,8 +107,9 @@ func (p *parser) matcherLine(d *caddyfile.Dispenser, typ string) line {
 
 // matcherSet compiles matcher lines into one set, merging lines of one
 // type as Caddy does (paths, hosts and methods are alternatives; header
-// and query fields must all match).
-func (p *parser) matcherSet(lines []line) (route.All, bool) {
+// and query fields must all match). name is the named matcher's, which
+// names the captures of a regexp matcher that names none.
+func (p *parser) matcherSet(lines []line, name string) (route.All, bool) {
 	var set route.All
 	ok := true
 	bad := func(l line, format string, args ...any) {
@@ -120,6 +121,7 @@ func (p *parser) matcherSet(lines []line) (route.All, bool) {
 	var query route.Query
 	var remote, client []string
 	var pathLine, remoteLine, clientLine line
+	pathRegexps := 0
 	for _, l := range lines {
 		if unsupportedMatchers[l.typ] { // before its arguments: "@file file" takes none
 			p.errAt(l.pos, "matcher %s is not supported by pollproxy", l.typ)
@@ -140,12 +142,17 @@ func (p *parser) matcherSet(lines []line) (route.All, bool) {
 				methods = append(methods, strings.ToUpper(a))
 			}
 		case "path_regexp":
-			re, err := regexpArg(l.args)
+			if pathRegexps++; pathRegexps > 1 {
+				// As Caddy: a second one would silently replace the first.
+				bad(l, "only one per named matcher (combine them with | or use an expression)")
+				continue
+			}
+			capName, re, err := regexpArg(l.args, name)
 			if err != nil {
 				bad(l, "%v", err)
 				continue
 			}
-			set = append(set, route.PathRegexp{Re: re})
+			set = append(set, route.PathRegexp{Re: re, Name: capName})
 		case "header":
 			f, err := route.ParseHeaderField(l.args)
 			if err != nil {
@@ -162,9 +169,9 @@ func (p *parser) matcherSet(lines []line) (route.All, bool) {
 				header = append(header, f)
 			}
 		case "header_regexp":
-			args := l.args
+			args, capName := l.args, name
 			if len(args) == 3 {
-				args = args[1:] // the name only labels captures
+				capName, args = args[0], args[1:]
 			}
 			if len(args) != 2 {
 				bad(l, "want [name] field regexp")
@@ -175,7 +182,7 @@ func (p *parser) matcherSet(lines []line) (route.All, bool) {
 				bad(l, "%q: %v", args[1], err)
 				continue
 			}
-			set = append(set, route.HeaderRegexp{Name: strings.ToLower(args[0]), Re: re})
+			set = append(set, route.HeaderRegexp{Name: strings.ToLower(args[0]), Re: re, Capture: capName})
 		case "query":
 			for _, a := range l.args {
 				k, v, found := strings.Cut(a, "=")
@@ -221,14 +228,14 @@ func (p *parser) matcherSet(lines []line) (route.All, bool) {
 				bad(l, "want a matcher or a block of them")
 				continue
 			}
-			s, good := p.matcherSet(inner)
+			s, good := p.matcherSet(inner, name)
 			if !good {
 				ok = false
 				continue
 			}
 			set = append(set, route.Not{s})
 		case "expression":
-			m, err := route.CompileExpression(strings.Join(l.args, " "))
+			m, err := route.CompileExpression(strings.Join(l.args, " "), name)
 			if err != nil {
 				bad(l, "%v", err)
 				continue
@@ -275,17 +282,19 @@ func (p *parser) matcherSet(lines []line) (route.All, bool) {
 	return set, ok
 }
 
-// regexpArg reads path_regexp's [name] regexp.
-func regexpArg(args []string) (*regexp.Regexp, error) {
+// regexpArg reads path_regexp's [name] regexp; without a name the
+// captures take the named matcher's, matcher.
+func regexpArg(args []string, matcher string) (string, *regexp.Regexp, error) {
+	name := matcher
 	if len(args) == 2 {
-		args = args[1:]
+		name, args = args[0], args[1:]
 	}
 	if len(args) != 1 {
-		return nil, fmt.Errorf("want [name] regexp")
+		return "", nil, fmt.Errorf("want [name] regexp")
 	}
 	re, err := regexp.Compile(args[0])
 	if err != nil {
-		return nil, fmt.Errorf("%q: %v", args[0], err)
+		return "", nil, fmt.Errorf("%q: %v", args[0], err)
 	}
-	return re, nil
+	return name, re, nil
 }

@@ -33,37 +33,48 @@ func (v reqVal) Type() ref.Type                            { return reqType }
 func (v reqVal) Value() any                                { return v.c }
 
 // stringMatchers are the matcher functions taking strings, and how each
-// builds its matcher from them.
-var stringMatchers = map[string]func(args []string) (Matcher, error){
-	"path": func(a []string) (Matcher, error) { return NewPath(a) },
-	"host": func(a []string) (Matcher, error) { return NewHost(a), nil },
-	"method": func(a []string) (Matcher, error) {
+// builds its matcher from them; name is the named matcher's, which names
+// the captures of a regexp that names none.
+var stringMatchers = map[string]func(args []string, name string) (Matcher, error){
+	"path": func(a []string, _ string) (Matcher, error) { return NewPath(a) },
+	"host": func(a []string, _ string) (Matcher, error) { return NewHost(a), nil },
+	"method": func(a []string, _ string) (Matcher, error) {
 		m := make(Method, len(a))
 		for i, s := range a {
 			m[i] = strings.ToUpper(s)
 		}
 		return m, nil
 	},
-	"protocol": func(a []string) (Matcher, error) { return Protocol(a[0]), nil },
-	"remote_ip": func(a []string) (Matcher, error) {
+	"protocol": func(a []string, _ string) (Matcher, error) { return Protocol(a[0]), nil },
+	"remote_ip": func(a []string, _ string) (Matcher, error) {
 		r, err := ParseRanges(a)
 		return RemoteIP(r), err
 	},
-	"client_ip": func(a []string) (Matcher, error) {
+	"client_ip": func(a []string, _ string) (Matcher, error) {
 		r, err := ParseRanges(a)
 		return ClientIP(r), err
 	},
-	"path_regexp": func(a []string) (Matcher, error) {
+	// path_regexp([name,] regexp)
+	"path_regexp": func(a []string, name string) (Matcher, error) {
+		if len(a) > 2 {
+			return nil, fmt.Errorf("path_regexp wants [name,] regexp")
+		}
+		if len(a) == 2 && a[0] != "" {
+			name = a[0]
+		}
 		re, err := regexp.Compile(a[len(a)-1])
-		return PathRegexp{Re: re}, err
+		return PathRegexp{Re: re, Name: name}, err
 	},
-	// header_regexp([name,] field, regexp): the name only labels captures.
-	"header_regexp": func(a []string) (Matcher, error) {
+	// header_regexp([name,] field, regexp)
+	"header_regexp": func(a []string, name string) (Matcher, error) {
 		if len(a) < 2 || len(a) > 3 {
 			return nil, fmt.Errorf("header_regexp wants [name,] field, regexp")
 		}
+		if len(a) == 3 && a[0] != "" {
+			name = a[0]
+		}
 		re, err := regexp.Compile(a[len(a)-1])
-		return HeaderRegexp{Name: strings.ToLower(a[len(a)-2]), Re: re}, err
+		return HeaderRegexp{Name: strings.ToLower(a[len(a)-2]), Re: re, Capture: name}, err
 	},
 }
 
@@ -95,11 +106,12 @@ var celEnv = func() *cel.Env {
 					for i, v := range vs[1:] {
 						strs[i] = string(v.(types.String))
 					}
-					m, err := build(strs)
+					c := vs[0].(reqVal).c
+					m, err := build(strs, c.matcherName)
 					if err != nil {
 						return types.NewErr("%v", err)
 					}
-					return types.Bool(m.Match(vs[0].(reqVal).c))
+					return types.Bool(m.Match(c))
 				}))))
 		}
 	}
@@ -200,12 +212,13 @@ var placeholderRef = regexp.MustCompile(`\{[a-z_.]+[A-Za-z0-9_.-]*\}`)
 // Expression is a compiled CEL matcher.
 type Expression struct {
 	Source string
+	name   string // the named matcher's, for the captures of its regexps
 	prg    cel.Program
 }
 
-// CompileExpression compiles a Caddy expression matcher; the error names
-// what CEL refused.
-func CompileExpression(src string) (Matcher, error) {
+// CompileExpression compiles a Caddy expression matcher of the named
+// matcher name (without its @); the error names what CEL refused.
+func CompileExpression(src, name string) (Matcher, error) {
 	if m := unsupportedCEL.FindStringSubmatch(src); m != nil {
 		return nil, fmt.Errorf("expression %s: %s() is not supported by pollproxy", src, m[1])
 	}
@@ -218,7 +231,13 @@ func CompileExpression(src string) (Matcher, error) {
 	}
 	ast, iss := celEnv.Compile(rewriteCEL(src))
 	if iss.Err() != nil {
-		return nil, fmt.Errorf("expression %s: %v", src, iss.Err())
+		hint := ""
+		if strings.Contains(src, `\`) {
+			// Caddy refuses the same line: CEL reads escapes in its
+			// strings before the regexp sees them.
+			hint = ` a backslash in a CEL string starts a CEL escape, in Caddy as here (write \\w, or a raw string r'^/(\w+)'):`
+		}
+		return nil, fmt.Errorf("expression %s:%s %v", src, hint, iss.Err())
 	}
 	if ast.OutputType() != cel.BoolType {
 		return nil, fmt.Errorf("expression %s: is %s, want a bool", src, ast.OutputType())
@@ -227,12 +246,15 @@ func CompileExpression(src string) (Matcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("expression %s: %v", src, err)
 	}
-	return &Expression{Source: src, prg: prg}, nil
+	return &Expression{Source: src, name: name, prg: prg}, nil
 }
 
 // Match implements Matcher: an evaluation error is no match.
 func (e *Expression) Match(c *Ctx) bool {
+	outer := c.matcherName
+	c.matcherName = e.name
 	out, _, err := e.prg.Eval(map[string]any{"req": reqVal{c}})
+	c.matcherName = outer
 	if err != nil {
 		return false
 	}

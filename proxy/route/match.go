@@ -33,6 +33,9 @@ type Ctx struct {
 	haveIP   bool
 	path     string // the path matchers compare (decoded, cleaned)
 	havePath bool
+	// matcherName is the named matcher an expression being evaluated
+	// belongs to: its regexps' captures take that name.
+	matcherName string
 }
 
 // NewCtx returns a context for r with the given client address function
@@ -243,11 +246,28 @@ func containsFold(s, sub string) bool {
 	return false
 }
 
-// PathRegexp matches the request path against a regular expression.
-type PathRegexp struct{ Re *regexp.Regexp }
+// PathRegexp matches the request path against a regular expression and,
+// when it does, saves the groups under Name for {re.Name.N} (Name is
+// path_regexp's first argument, else the named matcher's name, as Caddy
+// names them).
+type PathRegexp struct {
+	Re   *regexp.Regexp
+	Name string
+}
 
 // Match implements Matcher.
-func (p PathRegexp) Match(c *Ctx) bool { return p.Re.MatchString(c.Path()) }
+func (p PathRegexp) Match(c *Ctx) bool { return capture(c, p.Name, p.Re, c.Path()) }
+
+// capture matches s against re and, when it matches, saves the groups on
+// the request for the {re.*} placeholders. Only a match allocates.
+func capture(c *Ctx, name string, re *regexp.Regexp, s string) bool {
+	idx := re.FindStringSubmatchIndex(s)
+	if idx == nil {
+		return false
+	}
+	c.Req.Captures = append(c.Req.Captures, stream.Capture{Name: name, Input: s, Index: idx, Groups: re.SubexpNames()})
+	return true
+}
 
 // Host matches the request's host, without case; "*" stands for one
 // label ("*.example.com").
@@ -395,19 +415,22 @@ func wildcard(pat, v string) bool {
 	return pat == v
 }
 
-// HeaderRegexp matches one request field's value against a regexp.
+// HeaderRegexp matches one request field's value against a regexp and
+// saves the groups of the first value that matches under Capture, as
+// PathRegexp does.
 type HeaderRegexp struct {
-	Name string
-	Re   *regexp.Regexp
+	Name    string // the field, lowercase
+	Re      *regexp.Regexp
+	Capture string
 }
 
 // Match implements Matcher.
 func (h HeaderRegexp) Match(c *Ctx) bool {
 	if h.Name == "host" {
-		return h.Re.MatchString(c.Req.Authority)
+		return capture(c, h.Capture, h.Re, c.Req.Authority)
 	}
 	for _, f := range c.Req.Header {
-		if f.Name == h.Name && h.Re.MatchString(f.Value) {
+		if f.Name == h.Name && capture(c, h.Capture, h.Re, f.Value) {
 			return true
 		}
 	}

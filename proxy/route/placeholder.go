@@ -35,6 +35,7 @@ const (
 	phQueryArg // the query argument named by part.text, decoded
 	phCookie   // the cookie named by part.text
 	phAuthUser // the user basic_auth authenticated
+	phRegexp   // a regexp matcher's capture group: part.text is "NAME.KEY" or "KEY"
 	// The upstream's address, known only once one is picked: Append
 	// writes a mark (UpstreamMark and a kind byte) that FillUpstream
 	// replaces for each upstream a request tries.
@@ -143,6 +144,9 @@ func ParseTemplate(s string, opt TemplateOptions) (Template, error) {
 			if k == phHeader {
 				p.text = strings.ToLower(arg)
 			}
+			if k == phRegexp && opt.KeepUnknown {
+				p.n = 1 // a capture no match saved stays written, as respond's other unknowns
+			}
 			if k == phLabel || k == phSegment {
 				n, err := strconv.Atoi(arg)
 				if err != nil || n < 0 {
@@ -190,6 +194,7 @@ var prefixes = []struct {
 	{"path.", phSegment}, {"http.request.uri.path.", phSegment},
 	{"query.", phQueryArg}, {"http.request.uri.query.", phQueryArg},
 	{"cookie.", phCookie}, {"http.request.cookie.", phCookie},
+	{"re.", phRegexp}, {"http.regexp.", phRegexp},
 }
 
 // prefixed reads a placeholder with an argument ({header.X-Name},
@@ -269,11 +274,38 @@ func (t Template) Append(dst []byte, r *stream.Request) []byte {
 			dst = append(dst, cookie(r, p.text)...)
 		case phAuthUser:
 			dst = append(dst, r.AuthUser...)
+		case phRegexp:
+			if v, ok := captured(r, p.text); ok {
+				dst = append(dst, v...)
+			} else if p.n == 1 {
+				// Caddy's replacer writes it back in its long form.
+				dst = append(append(append(dst, "{http.regexp."...), p.text...), '}')
+			}
 		case phUpstreamHostport, phUpstreamHost, phUpstreamPort:
 			dst = append(dst, UpstreamMark, upstreamMarks[p.kind])
 		}
 	}
 	return dst
+}
+
+// captured is the capture group {re.KEY} or {re.NAME.KEY} names: the
+// latest match that has it, as the later of two matches overwrites
+// Caddy's placeholder; ok is false when none has.
+func captured(r *stream.Request, key string) (v string, ok bool) {
+	name, group := "", key
+	if i := strings.LastIndexByte(key, '.'); i >= 0 {
+		name, group = key[:i], key[i+1:]
+	}
+	for i := len(r.Captures) - 1; i >= 0; i-- {
+		c := &r.Captures[i]
+		if name != "" && c.Name != name {
+			continue
+		}
+		if v, ok := c.Group(group); ok {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 // UsesUpstream reports whether the template has an upstream placeholder.

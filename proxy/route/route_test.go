@@ -53,7 +53,7 @@ func TestMatchers(t *testing.T) {
 		{"path contains", MustPath("*v1*"), true},
 		{"path glob", MustPath("/api/*/users/*"), true},
 		{"path miss", MustPath("/web/*"), false},
-		{"path_regexp", PathRegexp{regexp.MustCompile(`^/Api/V[0-9]+/`)}, true},
+		{"path_regexp", PathRegexp{Re: regexp.MustCompile(`^/Api/V[0-9]+/`)}, true},
 		{"host wildcard", NewHost([]string{"*.example.com"}), true},
 		{"host exact", NewHost([]string{"api.example.com"}), true},
 		{"host miss", NewHost([]string{"example.com"}), false},
@@ -184,7 +184,7 @@ func TestExpression(t *testing.T) {
 		`{header.X-Env} == "prod" || path_regexp('^/v[0-9]+/')`: true,
 		`method('GET')`:                                         false,
 	} {
-		m, err := CompileExpression(src)
+		m, err := CompileExpression(src, "m")
 		if err != nil {
 			t.Errorf("%s: %v", src, err)
 			continue
@@ -194,7 +194,7 @@ func TestExpression(t *testing.T) {
 		}
 	}
 	for _, src := range []string{`{method} ==`, `{method}`, `{nope} == "x"`, `colour('red')`} {
-		if _, err := CompileExpression(src); err == nil {
+		if _, err := CompileExpression(src, "m"); err == nil {
 			t.Errorf("%s compiled", src)
 		}
 	}

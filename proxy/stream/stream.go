@@ -59,6 +59,7 @@ package stream
 import (
 	"errors"
 	"net/netip"
+	"strconv"
 	"time"
 )
 
@@ -115,6 +116,44 @@ type Request struct {
 	// AuthUser is the user a basic_auth directive authenticated: Caddy's
 	// {http.auth.user.id}. Front ends leave it empty; routing sets it.
 	AuthUser string
+	// Captures are what the regexp matchers that matched this request
+	// saved, oldest first: Caddy's {re.NAME.N} placeholders. Front ends
+	// leave it empty; routing appends.
+	Captures []Capture
+}
+
+// Capture is one regexp match a matcher saved for the request's
+// placeholders: the groups of Input at Index (as FindStringSubmatchIndex
+// gives them), named by Groups (SubexpNames), under the matcher's Name.
+type Capture struct {
+	Name   string
+	Input  string
+	Index  []int
+	Groups []string
+}
+
+// Group returns the capture group key (its number, or its name in the
+// regexp) and whether this match has it. A group that took no part in the
+// match is "" and present, as Caddy sets it.
+func (c *Capture) Group(key string) (string, bool) {
+	i := -1
+	if n, err := strconv.Atoi(key); err == nil {
+		i = n
+	} else {
+		for j, g := range c.Groups {
+			if j > 0 && g == key {
+				i = j
+				break
+			}
+		}
+	}
+	if i < 0 || 2*i+1 >= len(c.Index) {
+		return "", false
+	}
+	if c.Index[2*i] < 0 {
+		return "", true
+	}
+	return c.Input[c.Index[2*i]:c.Index[2*i+1]], true
 }
 
 // Get returns the first value of the named field (name in lowercase).
