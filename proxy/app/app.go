@@ -378,11 +378,23 @@ func (in *Instance) warnRestart(cfg *config.Config) {
 		{"servers protocols", old.H2C, cfg.H2C},
 		{"timeouts", old.Timeouts, cfg.Timeouts},
 		{"listener_wrappers", old.ProxyProtocol, cfg.ProxyProtocol},
+		{"servers ADDR", serverBlocks(old.Servers), serverBlocks(cfg.Servers)},
 	} {
 		if !reflect.DeepEqual(o.was, o.now) {
 			in.log.Warn("option changed; it applies after a restart (timeouts: to new listeners only)", "option", o.name)
 		}
 	}
+}
+
+// serverBlocks are the servers ADDR blocks' options without their
+// positions, which a reload may move without changing anything.
+func serverBlocks(blocks []*config.ServerOptions) []config.ServerOptions {
+	out := make([]config.ServerOptions, len(blocks))
+	for i, b := range blocks {
+		out[i] = *b
+		out[i].Pos = config.Pos{}
+	}
+	return out
 }
 
 // ErrGraceEnded is what Shutdown returns, wrapped, when grace_period ended

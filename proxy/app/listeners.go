@@ -29,6 +29,8 @@ func (in *Instance) newHandler(p *plan, l *config.Listener) func(*netpoll.Loop) 
 	if in.opts.NewHandler != nil {
 		return in.opts.NewHandler
 	}
+	so := p.cfg.ServerOptionsFor(l.Addr)
+	clientIP := clientIPFunc(so)
 	return func(loop *netpoll.Loop) stream.Handler {
 		bySite := map[*config.Site]stream.Handler{}
 		site := func(s *config.Site) stream.Handler {
@@ -40,11 +42,14 @@ func (in *Instance) newHandler(p *plan, l *config.Listener) func(*netpoll.Loop) 
 			for _, rp := range s.AllProxies() {
 				pc := p.proxies[rp]
 				pc.Observer = obs
+				// The listener's servers { trusted_proxies client_ip_headers timeouts { read_body } }
+				pc.TrustedProxies, pc.ClientIPHeaders = so.TrustedProxies, so.ClientIPHeaders
+				pc.ReadBodyTimeout, pc.ClientIP = so.ReadBodyTimeout, clientIP
 				ph := proxy.NewHandler(loop, pc)
 				p.track(loop, s, ph)
 				proxies = append(proxies, ph)
 			}
-			h := siteHandler(s.Table(), proxies, clientIPFunc(p.cfg), loop)
+			h := siteHandler(s.Table(), proxies, clientIP, loop)
 			bySite[s] = h
 			return h
 		}
@@ -73,11 +78,11 @@ func siteHandler(t *route.Table, proxies []stream.Handler, clientIP route.Client
 // client address: the peer's, or the one a trusted proxy names
 // (route.ClientAddr), the same derivation as X-Forwarded-For and the access
 // log use.
-func clientIPFunc(cfg *config.Config) route.ClientIPFunc {
-	if len(cfg.TrustedProxies) == 0 {
+func clientIPFunc(so *config.ServerOptions) route.ClientIPFunc {
+	if len(so.TrustedProxies) == 0 {
 		return route.PeerIP
 	}
-	trusted, headers := cfg.TrustedProxies, cfg.ClientIPHeaders
+	trusted, headers := so.TrustedProxies, so.ClientIPHeaders
 	return func(r *stream.Request) netip.Addr {
 		return route.ClientAddr(r.RemoteAddr.Addr(), r.Header, trusted, headers)
 	}
@@ -120,20 +125,21 @@ func (o bothObservers) UpstreamFailed(upstream string, r observe.Reason) {
 func (o bothObservers) TunnelOpened(r *observe.RequestLog) { o.m.TunnelOpened(r) }
 
 func (in *Instance) newServer(cfg *config.Config, p *plan, l *config.Listener) (*server.Server, error) {
+	so := cfg.ServerOptionsFor(l.Addr)
 	sc := server.Config{
 		Addr:             l.Addr,
 		TLS:              in.tlsCfg,
 		NewHandler:       in.newHandler(p, l),
-		HandshakeTimeout: cfg.Timeouts.Handshake,
-		WriteTimeout:     cfg.Timeouts.Write,
+		HandshakeTimeout: so.Timeouts.Handshake,
+		WriteTimeout:     so.Timeouts.Write,
 	}
 	if l.Cleartext {
-		sc.TLS, sc.Cleartext, sc.H2C = nil, true, cfg.H2C
+		sc.TLS, sc.Cleartext, sc.H2C = nil, true, so.H2C
 	}
-	applyServers(&sc, cfg)
-	sc.H1.HeaderTimeout = cfg.Timeouts.ReadHeader
-	sc.H1.IdleTimeout = cfg.Timeouts.Idle
-	sc.H2.IdleTimeout = cfg.Timeouts.Idle
+	applyServers(&sc, so)
+	sc.H1.HeaderTimeout = so.Timeouts.ReadHeader
+	sc.H1.IdleTimeout = so.Timeouts.Idle
+	sc.H2.IdleTimeout = so.Timeouts.Idle
 	sc.H2.NoExtendedConnect = cfg.NoExtendedConnect
 	srv, err := server.New(in.group, sc)
 	if err != nil {

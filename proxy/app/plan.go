@@ -54,13 +54,8 @@ func (in *Instance) prepare(cfg *config.Config) (*plan, error) {
 					all = append(all, up)
 				}
 			}
-			pc := rp.ProxyConfig(ups)
-			// servers { trusted_proxies client_ip_headers timeouts { read_body } }
-			pc.TrustedProxies = cfg.TrustedProxies
-			pc.ClientIPHeaders = cfg.ClientIPHeaders
-			pc.ReadBodyTimeout = cfg.ReadBodyTimeout
-			pc.ClientIP = clientIPFunc(cfg)
-			p.proxies[rp] = pc
+			// The servers options are the listener's: newHandler adds them.
+			p.proxies[rp] = rp.ProxyConfig(ups)
 		}
 		p.siteUps[s] = all
 	}

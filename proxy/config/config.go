@@ -65,34 +65,59 @@ type Config struct {
 	// AutoHTTPS is Caddy's auto_https: what pollproxy does on its own for
 	// HTTPS sites.
 	AutoHTTPS AutoHTTPS
-	// Timeouts, TrustedProxies, ClientIPHeaders, ReadBodyTimeout and
-	// MaxHeaderSize come from the global servers block.
-	Timeouts Timeouts
-	// TrustedProxies are the proxies whose client address headers are
-	// believed (servers { trusted_proxies static ... }).
-	TrustedProxies []netip.Prefix
-	// ClientIPHeaders are the fields a trusted proxy reports the client in
-	// (servers { client_ip_headers ... }; Caddy's default X-Forwarded-For).
-	ClientIPHeaders []string
-	// ReadBodyTimeout bounds reading a request body (servers { timeouts {
-	// read_body } }).
-	ReadBodyTimeout time.Duration
-	// MaxHeaderSize bounds a request head (servers { max_header_size });
-	// 0: the front ends' defaults.
-	MaxHeaderSize int
-	// ProxyProtocol reads PROXY protocol headers in front of TLS
-	// (servers { listener_wrappers { proxy_protocol { ... } tls } }); nil
-	// without one.
-	ProxyProtocol *server.ProxyProtocol
-	GracePeriod   time.Duration
+	// ServerOptions are the global servers block's, for every listener
+	// no servers ADDR block names.
+	ServerOptions
+	// Servers are the servers ADDR blocks, for the listener at ADDR alone.
+	Servers     []*ServerOptions
+	GracePeriod time.Duration
 	// Log is the access log; nil when there is none.
 	Log   *Log
 	Sites []*Site
 	// NoExtendedConnect switches RFC 8441 off (h2_extended_connect off).
 	NoExtendedConnect bool
-	// H2C lets plain-HTTP listeners take HTTP/2 with prior knowledge
-	// (servers { protocols h1 h2 h2c }).
+}
+
+// ServerOptions are a servers block's: Caddy's options for the servers
+// (listeners) it applies to. A block naming a listener applies to it
+// alone and whole, as Caddy's does: it takes nothing from the block
+// without an address.
+type ServerOptions struct {
+	// Addr is the listener a servers ADDR block names ("" for the global
+	// block), written as the listener's address is (":443",
+	// "127.0.0.1:8443" with default_bind).
+	Addr string
+	Pos  Pos
+	// Timeouts bound the client side of connections.
+	Timeouts Timeouts
+	// TrustedProxies are the proxies whose client address headers are
+	// believed (trusted_proxies static ...).
+	TrustedProxies []netip.Prefix
+	// ClientIPHeaders are the fields a trusted proxy reports the client in
+	// (client_ip_headers; Caddy's default X-Forwarded-For).
+	ClientIPHeaders []string
+	// ReadBodyTimeout bounds reading a request body (timeouts { read_body }).
+	ReadBodyTimeout time.Duration
+	// MaxHeaderSize bounds a request head (max_header_size); 0: the front
+	// ends' defaults.
+	MaxHeaderSize int
+	// ProxyProtocol reads PROXY protocol headers in front of TLS
+	// (listener_wrappers { proxy_protocol { ... } tls }); nil without one.
+	ProxyProtocol *server.ProxyProtocol
+	// H2C lets a plain-HTTP listener take HTTP/2 with prior knowledge
+	// (protocols h1 h2 h2c).
 	H2C bool
+}
+
+// ServerOptionsFor returns the servers options of the listener at addr:
+// its servers ADDR block, else the global one.
+func (c *Config) ServerOptionsFor(addr string) *ServerOptions {
+	for _, so := range c.Servers {
+		if so.Addr == addr {
+			return so
+		}
+	}
+	return &c.ServerOptions
 }
 
 // Timeouts bound the client side of connections.

@@ -196,13 +196,29 @@ func checkOrigin(o string) error {
 	return nil
 }
 
-// servers is Caddy's servers global option. pollproxy applies it to
-// every listener; a listener address after "servers" is refused.
+// servers is Caddy's servers global option: without an address for every
+// listener no other block names, with one (servers :443) for that
+// listener alone and whole, as Caddy applies them. A block naming no
+// listener applies to nothing, as in Caddy.
 func (p *parser) servers(d *caddyfile.Dispenser) {
-	if args := d.RemainingArgs(); len(args) > 0 {
-		p.errf(d, "servers %s: options for one listener are not supported by pollproxy (write servers { ... } for all)", args[0])
+	c := &p.cfg.ServerOptions
+	switch args := d.RemainingArgs(); len(args) {
+	case 0:
+	case 1:
+		c = &ServerOptions{Addr: args[0], Pos: dpos(d)}
+		p.cfg.Servers = append(p.cfg.Servers, c)
+	default:
+		p.errf(d, "servers: want at most one listener address, as :443 or 127.0.0.1:8443")
 	}
-	c := p.cfg
+	if p.seenServers == nil {
+		p.seenServers = map[string]bool{}
+	}
+	if p.seenServers[c.Addr] {
+		// As Caddy: the second block would silently win or lose.
+		p.errf(d, "servers %s: a second servers block for the same listener", c.Addr)
+	}
+	p.seenServers[c.Addr] = true
+	p.srv = c
 	for n := d.Nesting(); d.NextBlock(n); {
 		sub := d.Val()
 		label := "servers: " + sub
@@ -283,12 +299,12 @@ func (p *parser) timeouts(d *caddyfile.Dispenser) {
 		p.errf(d, "timeouts: want a block: timeouts { read_body 10s  read_header 10s  write 30s  idle 5m }")
 		d.RemainingArgs()
 	}
-	t := &p.cfg.Timeouts
+	t := &p.srv.Timeouts
 	for n := d.Nesting(); d.NextBlock(n); {
 		sub := d.Val()
 		switch sub {
 		case "read_body":
-			p.cfg.ReadBodyTimeout = p.durationArg(d, "timeouts: "+sub)
+			p.srv.ReadBodyTimeout = p.durationArg(d, "timeouts: "+sub)
 		case "read_header":
 			t.ReadHeader = p.durationArg(d, "timeouts: "+sub)
 		case "write":
@@ -378,5 +394,5 @@ func (p *parser) protocols(d *caddyfile.Dispenser) {
 	if len(args) > 0 && (!has["h1"] || !has["h2"]) {
 		p.errf(d, "servers: protocols without h1 or h2 is not supported by pollproxy (it serves both)")
 	}
-	p.cfg.H2C = has["h2c"]
+	p.srv.H2C = has["h2c"]
 }

@@ -28,10 +28,10 @@ func (p *parser) listenerWrappers(d *caddyfile.Dispenser) {
 			if sawTLS {
 				p.errf(d, "%s: proxy_protocol must come before tls: the header precedes the TLS handshake", label)
 			}
-			if p.cfg.ProxyProtocol != nil {
+			if p.srv.ProxyProtocol != nil {
 				p.errf(d, "%s: proxy_protocol given twice", label)
 			}
-			p.cfg.ProxyProtocol = p.proxyProtocol(d)
+			p.srv.ProxyProtocol = p.proxyProtocol(d)
 		default:
 			p.errf(d, "%s: the %s wrapper is not supported by pollproxy (it has proxy_protocol and tls)", label, w)
 			skipBlock(d)

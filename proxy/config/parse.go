@@ -72,6 +72,9 @@ type parser struct {
 	cfg   *Config
 	errs  Errors
 	named map[string]route.Matcher // the site's named matchers
+	srv   *ServerOptions           // the servers block being read
+	// seenServers are the listeners servers blocks named ("": the global one).
+	seenServers map[string]bool
 }
 
 func tokPos(t caddyfile.Token) Pos { return Pos{t.File, t.Line} }

@@ -252,8 +252,14 @@ func (t Template) Append(dst []byte, r *stream.Request) []byte {
 			dst = append(dst, r.Method...)
 		case phScheme:
 			dst = append(dst, r.Scheme...)
-		case phRemoteHost, phClientIP:
+		case phRemoteHost:
 			dst = r.RemoteAddr.Addr().AppendTo(dst)
+		case phClientIP:
+			if r.ClientIP.IsValid() {
+				dst = r.ClientIP.AppendTo(dst)
+			} else {
+				dst = r.RemoteAddr.Addr().AppendTo(dst)
+			}
 		case phRemotePort:
 			dst = strconv.AppendUint(dst, uint64(r.RemoteAddr.Port()), 10)
 		case phRemote:

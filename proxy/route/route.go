@@ -116,6 +116,7 @@ func NewHandler(t *Table, proxies []stream.Handler, clientIP ClientIPFunc, loop 
 // matches, the answer is an empty 200, as in Caddy.
 func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
 	h.ctx.Reset(req, h.clientFn)
+	req.ClientIP = h.ctx.ClientIP() // for {client_ip}
 	h.resp = h.resp[:0]
 	h.auths = h.auths[:0]
 	n := h.run(h.t.Nodes)

@@ -116,6 +116,10 @@ type Request struct {
 	// AuthUser is the user a basic_auth directive authenticated: Caddy's
 	// {http.auth.user.id}. Front ends leave it empty; routing sets it.
 	AuthUser string
+	// ClientIP is the client's address as the listener's trusted_proxies
+	// derive it (the peer's unless a trusted proxy names another): Caddy's
+	// {client_ip}. Front ends leave it unset; routing and the proxy set it.
+	ClientIP netip.Addr
 	// Captures are what the regexp matchers that matched this request
 	// saved, oldest first: Caddy's {re.NAME.N} placeholders. Front ends
 	// leave it empty; routing appends.
