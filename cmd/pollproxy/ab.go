@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pollproxy/pollproxy/proxy/ab"
+	"github.com/pollproxy/pollproxy/proxy/config"
 )
 
 func init() {
@@ -20,7 +23,7 @@ func init() {
 
 func runAB(args []string) error {
 	fs := flag.NewFlagSet("ab", flag.ContinueOnError)
-	admin := fs.String("admin", "127.0.0.1:2019", "the instance's admin listener, host:port")
+	admin := fs.String("admin", "127.0.0.1:2019", "the instance's admin listener, host:port or unix//path/to.sock")
 	effect := fs.Float64("effect", 100*ab.DefaultEffect, "the difference, in percent, that \"more intervals\" is computed for")
 	compare := fs.Bool("compare", false, "compare two instances: pollproxy ab --compare ADMIN_A ADMIN_B judges B against A by whole-process CPU per request, p99 and memory")
 	watch := fs.Duration("watch", 0, "print the verdict again every so often (its intervals stay valid however often they are read); 0 prints it once")
@@ -63,10 +66,23 @@ func printCanary(adminA, adminB string, effect float64) error {
 	return ab.WriteCanaryText(os.Stdout, ab.Compare(a, b, adminA, adminB, effect/100))
 }
 
-// fetchReport reads an instance's /ab.json.
+// fetchReport reads an instance's /ab.json from its admin listener:
+// host:port or unix//path/to.sock, as the Caddyfile's admin option
+// writes it.
 func fetchReport(admin string, effect float64) (*ab.Report, error) {
-	u := url.URL{Scheme: "http", Host: admin, Path: "/ab.json", RawQuery: "effect=" + strconv.FormatFloat(effect, 'g', -1, 64)}
+	a, err := config.ParseAdminAddress(admin)
+	if err != nil {
+		return nil, err
+	}
+	u := url.URL{Scheme: "http", Host: a.Address, Path: "/ab.json", RawQuery: "effect=" + strconv.FormatFloat(effect, 'g', -1, 64)}
 	c := &http.Client{Timeout: 10 * time.Second}
+	if a.Network == "unix" {
+		u.Host = "localhost" // not checked on a socket
+		c.Transport = &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", a.Address)
+		}}
+	}
 	resp, err := c.Get(u.String())
 	if err != nil {
 		return nil, err

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,17 +24,24 @@ func TestABCompare(t *testing.T) {
 	a, b := backends[0], backends[len(backends)-1]
 	origin := startOrigin(t, "ok")
 	certFile, keyFile, roots := servertest.CertFiles(t)
-	type instance struct{ port, admin int }
-	start := func(poller string) instance {
+	type instance struct {
+		port  int
+		admin string
+	}
+	start := func(poller string, unixAdmin bool) instance {
 		dir := t.TempDir()
-		in := instance{servertest.FreePort(t), servertest.FreePort(t)}
+		in := instance{servertest.FreePort(t), fmt.Sprintf("127.0.0.1:%d", servertest.FreePort(t))}
+		if unixAdmin {
+			in.admin = "unix/" + filepath.Join(dir, "admin.sock")
+		}
 		file := filepath.Join(dir, "Caddyfile")
-		os.WriteFile(file, []byte(fmt.Sprintf("{\n\tloops 1\n\tpoller %s\n\tadmin 127.0.0.1:%d\n\tab_interval 300ms\n\tstorage %s\n\tdefault_bind 127.0.0.1\n}\nlocalhost:%d {\n\treverse_proxy %s\n\ttls %s %s\n}\n",
+		os.WriteFile(file, []byte(fmt.Sprintf("{\n\tloops 1\n\tpoller %s\n\tadmin %s\n\tab_interval 300ms\n\tstorage %s\n\tdefault_bind 127.0.0.1\n}\nlocalhost:%d {\n\treverse_proxy %s\n\ttls %s %s\n}\n",
 			poller, in.admin, filepath.Join(dir, "storage"), in.port, origin, certFile, keyFile)), 0o644)
 		startProc(t, "pollproxy running", nil, "run", "--config", file)
 		return in
 	}
-	ia, ib := start(a), start(b)
+	// B's admin listener is a unix socket: the command reaches either.
+	ia, ib := start(a, false), start(b, true)
 
 	// The same load on both: a bounded number of requests per client,
 	// stopped after a bounded time.
@@ -62,7 +67,7 @@ func TestABCompare(t *testing.T) {
 	}
 	wg.Wait()
 
-	adminA, adminB := fmt.Sprintf("127.0.0.1:%d", ia.admin), fmt.Sprintf("127.0.0.1:%d", ib.admin)
+	adminA, adminB := ia.admin, ib.admin
 	out, err := exec.Command(pollproxyBinary(t), "ab", "--compare", adminA, adminB).CombinedOutput()
 	if err != nil {
 		t.Fatalf("ab --compare: %v\n%s", err, out)
@@ -77,16 +82,11 @@ func TestABCompare(t *testing.T) {
 	// The same verdict from the reports themselves: enough intervals
 	// paired for every figure to have its interval.
 	report := func(admin string) *ab.Report {
-		resp, err := http.Get("http://" + admin + "/ab.json")
+		r, err := fetchReport(admin, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
-		var r ab.Report
-		if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
-			t.Fatal(err)
-		}
-		return &r
+		return r
 	}
 	c := ab.Compare(report(adminA), report(adminB), adminA, adminB, 0)
 	if c.Pairs < 3*10 {

@@ -34,16 +34,21 @@ import (
 type adminGuard struct {
 	allowed []*url.URL
 	enforce bool
+	anyHost bool // a unix socket: Host is not checked
 	next    http.Handler
 }
 
 // newAdminGuard guards next on a listener at addr (its real address, port
 // resolved) with the configured origins, nil for the default.
 func newAdminGuard(addr net.Addr, origins []string, enforce bool, next http.Handler) *adminGuard {
-	if origins == nil {
+	// On a unix socket, as in Caddy, Host is not checked: no name reaches
+	// it, browsers cannot, and the socket's permissions say who may.
+	// Origins are checked when configured.
+	unix := addr.Network() == "unix"
+	if origins == nil && !unix {
 		origins = defaultAdminOrigins(addr)
 	}
-	g := &adminGuard{enforce: enforce, next: next}
+	g := &adminGuard{enforce: enforce, next: next, anyHost: unix}
 	for _, o := range origins {
 		if strings.Contains(o, "://") {
 			u, err := url.Parse(o)
@@ -75,7 +80,7 @@ func defaultAdminOrigins(addr net.Addr) []string {
 }
 
 func (g *adminGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !g.hostAllowed(r.Host) {
+	if !g.anyHost && !g.hostAllowed(r.Host) {
 		http.Error(w, fmt.Sprintf("admin: host not allowed: %q (add it to admin { origins })", r.Host), http.StatusForbidden)
 		return
 	}

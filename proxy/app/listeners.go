@@ -2,9 +2,11 @@ package app
 
 import (
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -158,7 +160,7 @@ const adminHeaderTimeout = 10 * time.Second
 // startAdmin serves metrics, the A/B verdict and /poller on the admin
 // listener, every request through the one adminGuard.
 func (in *Instance) startAdmin(cfg *config.Config) error {
-	ln, err := net.Listen("tcp", cfg.Admin)
+	ln, err := listenAdmin(cfg.Admin)
 	if err != nil {
 		return fmt.Errorf("admin %s: %w", cfg.Admin, err)
 	}
@@ -173,8 +175,43 @@ func (in *Instance) startAdmin(cfg *config.Config) error {
 	guard := newAdminGuard(ln.Addr(), cfg.AdminOrigins, cfg.AdminEnforceOrigin, mux)
 	in.admin = &http.Server{Handler: guard, ReadHeaderTimeout: adminHeaderTimeout}
 	go in.admin.Serve(ln)
-	in.log.Info("admin listening", "addr", ln.Addr().String(), "metrics", "http://"+ln.Addr().String()+"/metrics")
+	if ln.Addr().Network() == "unix" {
+		in.log.Info("admin listening", "socket", ln.Addr().String())
+	} else {
+		in.log.Info("admin listening", "addr", ln.Addr().String(), "metrics", "http://"+ln.Addr().String()+"/metrics")
+	}
 	return nil
+}
+
+// listenAdmin listens on an admin address (config.ParseAdminAddress). A
+// unix socket left by a process that is gone is replaced, as Caddy does,
+// and the new one takes the address's permissions; a socket something
+// still answers on is left alone (the listen fails).
+func listenAdmin(addr string) (net.Listener, error) {
+	a, err := config.ParseAdminAddress(addr)
+	if err != nil {
+		return nil, err
+	}
+	if a.Network != "unix" {
+		return net.Listen(a.Network, a.Address)
+	}
+	abstract := strings.HasPrefix(a.Address, "@")
+	if fi, err := os.Lstat(a.Address); !abstract && err == nil && fi.Mode()&fs.ModeSocket != 0 {
+		if c, err := net.Dial("unix", a.Address); err == nil {
+			c.Close()
+		} else {
+			os.Remove(a.Address)
+		}
+	}
+	ln, err := net.Listen("unix", a.Address)
+	if err != nil || abstract {
+		return ln, err
+	}
+	if err := os.Chmod(a.Address, a.Mode); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
 }
 
 // startHTTP answers ACME HTTP-01 challenges and redirects plain HTTP to

@@ -2,7 +2,6 @@ package config
 
 import (
 	"errors"
-	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -131,8 +130,8 @@ func (p *parser) global(b caddyfile.ServerBlock) {
 	}
 }
 
-// admin is Caddy's admin global option: admin [off|HOST:PORT] { origins
-// ORIGINS...  enforce_origin }.
+// admin is Caddy's admin global option: admin [off|HOST:PORT|unix//PATH]
+// { origins ORIGINS...  enforce_origin }.
 func (p *parser) admin(d *caddyfile.Dispenser) {
 	c := p.cfg
 	args := d.RemainingArgs()
@@ -146,8 +145,8 @@ func (p *parser) admin(d *caddyfile.Dispenser) {
 		}
 		return
 	case len(args) == 1:
-		if _, _, err := net.SplitHostPort(args[0]); err != nil {
-			p.errf(d, "admin: %q: want host:port (e.g. 127.0.0.1:2019) or off", args[0])
+		if _, err := ParseAdminAddress(args[0]); err != nil {
+			p.errf(d, "admin: %v", err)
 		} else {
 			c.Admin = args[0]
 		}
