@@ -46,6 +46,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy/ab"
@@ -119,7 +120,8 @@ type Instance struct {
 	metrics   *metrics.Metrics // nil without an admin listener
 	ab        *ab.Sampler      // the A/B samples; nil without an admin listener
 	admin     *http.Server
-	http      *http.Server // ACME HTTP-01 answers and redirects to HTTPS
+	http      *http.Server                   // ACME HTTP-01 answers and redirects to HTTPS
+	redirects atomic.Pointer[map[string]int] // the names http redirects, with their HTTPS ports
 	alog      *accesslog.Logger
 	servers   map[string]*server.Server // by configured listen address
 	upstreams map[string]*upstream.Upstream
@@ -344,6 +346,7 @@ func (in *Instance) reload(file string) error {
 		in.ab.Mark("reload")
 	}
 	in.reloadPollers(in.cfg.Pollers, cfg.Pollers)
+	in.reloadHTTP(cfg)
 	in.warnRestart(cfg)
 	if p.alog != nil && !p.newLog {
 		if err := p.alog.Reopen(); err != nil {

@@ -273,3 +273,35 @@ func TestCleartextProxyProtocol(t *testing.T) {
 		}
 	})
 }
+
+// TestRedirectsFollowReload: the http_port's redirects take the names of
+// a reloaded configuration: a site added by the reload is redirected to its
+// own HTTPS port, not to 443.
+func TestRedirectsFollowReload(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, _ := filePair(t, dir)
+	pA, pB, httpPort := servertest.FreePort(t), servertest.FreePort(t), servertest.FreePort(t)
+	file := filepath.Join(dir, "Caddyfile")
+	conf := func(extra string) {
+		os.WriteFile(file, []byte(fmt.Sprintf("{\n\tloops 1\n\tadmin off\n\tstorage %s\n\tdefault_bind 127.0.0.1\n\thttp_port %d\n}\nlocalhost:%d {\n\trespond A\n\ttls %s %s\n}\n%s",
+			filepath.Join(dir, "storage"), httpPort, pA, certFile, keyFile, extra)), 0o644)
+	}
+	conf("")
+	r := start(t, file, Options{})
+	c := plainClient(fmt.Sprintf("127.0.0.1:%d", httpPort))
+	redirect := func(host, want string) {
+		t.Helper()
+		res, _ := plainGet(t, c, fmt.Sprintf("http://%s:%d/x?y", host, httpPort))
+		if res.StatusCode != http.StatusPermanentRedirect || res.Header.Get("Location") != want {
+			t.Errorf("http://%s/x?y: %d to %q, want 308 to %q", host, res.StatusCode, res.Header.Get("Location"), want)
+		}
+	}
+	redirect("localhost", fmt.Sprintf("https://localhost:%d/x?y", pA))
+	redirect("b.localhost", "https://b.localhost/x?y")
+	conf(fmt.Sprintf("b.localhost:%d {\n\trespond B\n\ttls %s %s\n}\n", pB, certFile, keyFile))
+	if err := r.in.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	redirect("b.localhost", fmt.Sprintf("https://b.localhost:%d/x?y", pB))
+	redirect("localhost", fmt.Sprintf("https://localhost:%d/x?y", pA))
+}

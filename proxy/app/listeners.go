@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/pollproxy/pollproxy/netpoll"
@@ -237,7 +238,8 @@ func (in *Instance) startHTTP(cfg *config.Config) {
 		in.log.Warn("no HTTP listener for ACME challenges and redirects", "addr", addr, "error", err)
 		return
 	}
-	var h http.Handler = redirectHandler(redirects)
+	in.redirects.Store(&redirects)
+	var h http.Handler = redirectHandler(&in.redirects)
 	if in.certs != nil {
 		h = in.certs.HTTPChallengeHandler(h)
 	}
@@ -246,16 +248,28 @@ func (in *Instance) startHTTP(cfg *config.Config) {
 	in.log.Info("HTTP listening for ACME challenges and redirects", "addr", ln.Addr().String())
 }
 
+// reloadHTTP gives the http_port's redirects the names of a reloaded
+// configuration, starting its listener if the running one had none.
+func (in *Instance) reloadHTTP(cfg *config.Config) {
+	if in.http == nil {
+		in.startHTTP(cfg)
+		return
+	}
+	redirects := cfg.RedirectHosts()
+	in.redirects.Store(&redirects)
+}
+
 // redirectHandler answers 308 with the request's HTTPS location: the port
-// is the one its name is served on (hosts, exact or *.wildcard); another
-// name goes to https://NAME/ with no port, as Caddy's catch-all redirect
-// does whatever its https_port.
-func redirectHandler(hosts map[string]int) http.Handler {
+// is the one its name is served on (the hosts map, exact or *.wildcard,
+// which a reload replaces); another name goes to https://NAME/ with no
+// port, as Caddy's catch-all redirect does whatever its https_port.
+func redirectHandler(current *atomic.Pointer[map[string]int]) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host, _, err := net.SplitHostPort(r.Host)
 		if err != nil {
 			host = r.Host
 		}
+		hosts := *current.Load()
 		port, ok := hosts[strings.ToLower(host)]
 		if !ok {
 			if _, rest, found := strings.Cut(host, "."); found {
