@@ -1,0 +1,102 @@
+package netpoll
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestURingMultishotEndsAndIsArmedAgain overflows the completion ring of
+// a small ring: the kernel ends the multishot polls it cannot post a
+// completion for (a completion without IORING_CQE_F_MORE), and the poller
+// must arm them again, so that every descriptor still reports the bytes
+// written afterwards.
+func TestURingMultishotEndsAndIsArmedAgain(t *testing.T) {
+	if err := ValidName("io_uring"); err != nil {
+		t.Skip(err)
+	}
+	p, err := openURingSized(nil, 8, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	const pairs = 64
+	ends := make([][2]int, pairs)
+	for i := range ends {
+		a, b := socketPair(t)
+		ends[i] = [2]int{a, b}
+		if err := p.Add(a, Read, Token(i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evs := make([]Ready, 2*pairs)
+	if _, err := p.Wait(evs, 0); err != nil { // submits the last registrations
+		t.Fatal(err)
+	}
+	for round := 0; round < 3; round++ {
+		for _, e := range ends {
+			unix.Write(e[1], []byte("x"))
+		}
+		got := map[Token]bool{}
+		deadline := time.Now().Add(5 * time.Second)
+		for len(got) < pairs && time.Now().Before(deadline) {
+			n, err := p.Wait(evs, 100*time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range evs[:n] {
+				if r.Events&EventRead == 0 || got[r.Token] {
+					continue
+				}
+				got[r.Token] = true
+				var buf [8]byte
+				unix.Read(ends[r.Token-1][0], buf[:])
+			}
+		}
+		if len(got) != pairs {
+			t.Fatalf("round %d: %d of %d readable descriptors reported (%d polls armed again)", round, len(got), pairs, p.rearms)
+		}
+	}
+	if p.rearms == 0 {
+		t.Errorf("no multishot poll ended although the completion ring overflowed: the re-arming went untested")
+	}
+	t.Logf("%d multishot polls ended and were armed again", p.rearms)
+}
+
+// TestURingRefusedByEnvironment: POLLPROXY_NO_IO_URING takes io_uring out
+// of the backends on offer, auto stays on epoll, and naming io_uring fails
+// with the reason instead of falling back.
+func TestURingRefusedByEnvironment(t *testing.T) {
+	t.Setenv("POLLPROXY_NO_IO_URING", "1")
+	for _, n := range Available() {
+		if n == "io_uring" {
+			t.Fatal("io_uring still available")
+		}
+	}
+	var reason error
+	for _, r := range Unavailable() {
+		if r.Name == "io_uring" {
+			reason = r.Reason
+		}
+	}
+	if reason == nil || !strings.Contains(reason.Error(), "POLLPROXY_NO_IO_URING") {
+		t.Fatalf("io_uring's refusal: %v", reason)
+	}
+	if err := ValidName("io_uring"); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), reason.Error()) {
+		t.Errorf("ValidName(io_uring) = %v", err)
+	}
+	if _, err := NewLoop(0, "io_uring"); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), reason.Error()) {
+		t.Errorf("NewLoop(io_uring) = %v", err)
+	}
+	p, err := Open(Auto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if p.Name() != "epoll" {
+		t.Errorf("auto picked %s, want epoll", p.Name())
+	}
+}
