@@ -48,9 +48,9 @@ const (
 // uringParams is struct io_uring_params (120 bytes).
 type uringParams struct {
 	sqEntries, cqEntries, flags, sqThreadCPU, sqThreadIdle, features, wqFD uint32
-	resv                                                                 [3]uint32
-	sqOff                                                                uringSQOffsets
-	cqOff                                                                uringCQOffsets
+	resv                                                                   [3]uint32
+	sqOff                                                                  uringSQOffsets
+	cqOff                                                                  uringCQOffsets
 }
 
 // uringSQOffsets is struct io_sqring_offsets: where each field of the
