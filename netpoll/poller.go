@@ -127,7 +127,9 @@ func register(name string, pref int, open func(*waker) (Poller, error)) {
 
 // registerProbed adds a backend that the kernel or its sandbox may refuse
 // although it is built in (io_uring): probe says why, or nil. It runs
-// once, the first time anything asks which backends are available.
+// once, the first time something needs to know whether this backend works:
+// Available, Unavailable, or naming it (auto reaches it only when every
+// backend it prefers failed to open).
 func registerProbed(name string, pref int, open func(*waker) (Poller, error), probe func() error) {
 	b := backend{name: name, pref: pref, open: open}
 	if probe != nil {
@@ -170,6 +172,18 @@ func Available() []string {
 		if b.unavailable() == nil {
 			names = append(names, b.name)
 		}
+	}
+	return names
+}
+
+// Built lists the backends built into this binary for this OS, best first,
+// without asking whether they work here: for help texts, which must not
+// run a probe (a seccomp filter may kill a process that calls
+// io_uring_setup instead of failing the call).
+func Built() []string {
+	names := make([]string, len(backends))
+	for i, b := range backends {
+		names[i] = b.name
 	}
 	return names
 }

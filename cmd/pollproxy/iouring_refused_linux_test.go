@@ -17,8 +17,13 @@ import (
 )
 
 // seccompExecEnv carries, to TestSeccompExecHelper, the command line to run
-// under a seccomp filter that refuses io_uring_setup.
-const seccompExecEnv = "POLLPROXY_TEST_SECCOMP_EXEC"
+// under a seccomp filter that refuses io_uring_setup; with seccompKillEnv
+// set the filter kills the process instead (systemd's SystemCallFilter=
+// without SystemCallErrorNumber= does).
+const (
+	seccompExecEnv = "POLLPROXY_TEST_SECCOMP_EXEC"
+	seccompKillEnv = "POLLPROXY_TEST_SECCOMP_KILL"
+)
 
 // TestSeccompExecHelper is not a test: run by TestIOURingRefused with
 // seccompExecEnv set, it makes io_uring_setup fail with EPERM for this
@@ -34,12 +39,16 @@ func TestSeccompExecHelper(t *testing.T) {
 		fmt.Fprintf(os.Stderr, "bad %s: %v\n", seccompExecEnv, err)
 		os.Exit(2)
 	}
+	refuse := uint32(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM))
+	if os.Getenv(seccompKillEnv) != "" {
+		refuse = unix.SECCOMP_RET_KILL_PROCESS
+	}
 	// seccomp_data.nr is the first word; this test filter looks at the
 	// native system call numbers only.
 	filter := []unix.SockFilter{
 		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 0},
 		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 1, K: unix.SYS_IO_URING_SETUP},
-		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)},
+		{Code: unix.BPF_RET | unix.BPF_K, K: refuse},
 		{Code: unix.BPF_RET | unix.BPF_K, K: unix.SECCOMP_RET_ALLOW},
 	}
 	prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
@@ -56,7 +65,7 @@ func TestSeccompExecHelper(t *testing.T) {
 	}
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, seccompExecEnv+"=") {
+		if !strings.HasPrefix(kv, seccompExecEnv+"=") && !strings.HasPrefix(kv, seccompKillEnv+"=") {
 			env = append(env, kv)
 		}
 	}
@@ -136,5 +145,28 @@ func TestIOURingRefused(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStartDoesNotProbeIOURing runs pollproxy under a seccomp filter that
+// kills the process on io_uring_setup: a start that names another backend
+// (or auto, which takes epoll) must not touch io_uring at all.
+func TestStartDoesNotProbeIOURing(t *testing.T) {
+	bin := pollproxyBinary(t)
+	dir := t.TempDir()
+	for _, poller := range []string{"epoll", "auto"} {
+		file := filepath.Join(dir, poller+".Caddyfile")
+		// A start that stops at the last line: lb_retries wants a number.
+		os.WriteFile(file, []byte("{\n\tpoller "+poller+"\n}\nlocalhost:8443 {\n\treverse_proxy 127.0.0.1:1 {\n\t\tlb_retries lots\n\t}\n}\n"), 0o644)
+		spec, _ := json.Marshal([]string{bin, "run", "--config", file})
+		cmd := exec.Command(os.Args[0], "-test.run=^TestSeccompExecHelper$")
+		cmd.Env = append(os.Environ(), seccompExecEnv+"="+string(spec), seccompKillEnv+"=1")
+		out, err := cmd.CombinedOutput()
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) && ee.ExitCode() == 3 {
+			t.Skipf("%s", out)
+		}
+		if want := file + ":6: reverse_proxy: lb_retries"; !strings.Contains(string(out), want) {
+			t.Errorf("poller %s under a filter that kills io_uring_setup: %v, want the error %q\n%s", poller, err, want, out)
+		}
 	}
 }
