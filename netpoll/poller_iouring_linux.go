@@ -62,7 +62,7 @@ type uringPoller struct {
 	waker  *waker
 	regs   []uringReg // by descriptor number
 	gen    uint32     // last generation handed out, below 1<<31
-	stamp  uint32     // counts Waits, for coalescing
+	stamp  uint64     // counts Waits, for coalescing (never wraps)
 	rearms uint64     // multishot polls that ended and were armed again
 	closed bool
 	shared bool // the waker moved on to another poller: Close leaves it open
@@ -73,7 +73,7 @@ type uringReg struct {
 	tok    Token
 	gen    uint32 // of the poll request armed now; 0: not registered
 	events uint32 // poll mask asked for
-	stamp  uint32 // the Wait that reported it last
+	stamp  uint64 // the Wait that reported it last
 	out    int32  // where in that Wait's output
 }
 
@@ -105,13 +105,7 @@ func openURingSized(w *waker, sqEntries, cqEntries uint32) (*uringPoller, error)
 	p := &uringPoller{r: r, waker: w}
 	// Arming the wake-up's poll on an eventfd that is already readable
 	// completes at once: a switch loses no pending wake-up.
-	if err := p.armWake(); err != nil {
-		if own {
-			w.close()
-		}
-		r.close()
-		return nil, err
-	}
+	p.armWake()
 	return p, nil
 }
 
@@ -130,17 +124,8 @@ func uringEvents(want Interest) uint32 {
 }
 
 // pollAdd queues a multishot poll of fd for events.
-func (p *uringPoller) pollAdd(fd int, events uint32, userData uint64) error {
-	s, err := p.r.sqe()
-	if err != nil {
-		return err
-	}
-	s.opcode = uringOpPollAdd
-	s.fd = int32(fd)
-	s.opFlags = poll32(events)
-	s.len = uringPollAddMulti
-	s.userData = userData
-	return nil
+func (p *uringPoller) pollAdd(fd int, events uint32, userData uint64) {
+	p.r.push(uringSQE{opcode: uringOpPollAdd, fd: int32(fd), opFlags: poll32(events), len: uringPollAddMulti, userData: userData})
 }
 
 // poll32 lays out a poll mask as sqe.poll32_events wants it: the kernel
@@ -158,45 +143,30 @@ var bigEndian = func() bool {
 	return *(*byte)(unsafe.Pointer(&x)) == 0
 }()
 
-func (p *uringPoller) armWake() error {
-	return p.pollAdd(p.waker.readFD(), unix.POLLIN, uringWakeData)
-}
+func (p *uringPoller) armWake() { p.pollAdd(p.waker.readFD(), unix.POLLIN, uringWakeData) }
 
 func uringData(fd int, gen uint32) uint64 { return uint64(gen)<<32 | uint64(uint32(fd)) }
 
-func (p *uringPoller) arm(fd int, g *uringReg) error {
-	return p.pollAdd(fd, g.events, uringData(fd, g.gen))
-}
+func (p *uringPoller) arm(fd int, g *uringReg) { p.pollAdd(fd, g.events, uringData(fd, g.gen)) }
 
 // cancel queues the removal of fd's poll request. Its completions, and
 // the removal's own, carry a generation that is no longer registered and
 // are dropped.
-func (p *uringPoller) cancel(fd int, g *uringReg) error {
-	s, err := p.r.sqe()
-	if err != nil {
-		return err
-	}
-	s.opcode = uringOpPollRemove
-	s.fd = -1
-	s.addr = uringData(fd, g.gen)
-	s.userData = uringRemoveData
+func (p *uringPoller) cancel(fd int, g *uringReg) {
+	s := uringSQE{opcode: uringOpPollRemove, fd: -1, addr: uringData(fd, g.gen), userData: uringRemoveData}
 	if p.r.features&uringFeatCQESkip != 0 {
 		s.flags = uringSQECQESkipSuccess
 	}
-	return nil
+	p.r.push(s)
 }
 
-func (p *uringPoller) register(fd int, want Interest, tok Token) error {
+func (p *uringPoller) register(fd int, want Interest, tok Token) {
 	if p.gen++; p.gen >= 1<<31 {
 		p.gen = 1
 	}
 	g := &p.regs[fd]
 	*g = uringReg{tok: tok, gen: p.gen, events: uringEvents(want)}
-	if err := p.arm(fd, g); err != nil {
-		g.gen = 0
-		return err
-	}
-	return nil
+	p.arm(fd, g)
 }
 
 func (p *uringPoller) Add(fd int, want Interest, tok Token) error {
@@ -208,11 +178,10 @@ func (p *uringPoller) Add(fd int, want Interest, tok Token) error {
 	}
 	if g := &p.regs[fd]; g.gen != 0 {
 		// A descriptor number closed without Remove and reused: take it over.
-		if err := p.cancel(fd, g); err != nil {
-			return err
-		}
+		p.cancel(fd, g)
 	}
-	return p.register(fd, want, tok)
+	p.register(fd, want, tok)
+	return nil
 }
 
 func (p *uringPoller) Modify(fd int, want Interest, tok Token) error {
@@ -224,10 +193,9 @@ func (p *uringPoller) Modify(fd int, want Interest, tok Token) error {
 		g.tok = tok // read when a completion arrives: nothing to tell the kernel
 		return nil
 	}
-	if err := p.cancel(fd, g); err != nil {
-		return err
-	}
-	return p.register(fd, want, tok)
+	p.cancel(fd, g)
+	p.register(fd, want, tok)
+	return nil
 }
 
 func (p *uringPoller) Remove(fd int) error {
@@ -235,9 +203,9 @@ func (p *uringPoller) Remove(fd int) error {
 		return nil
 	}
 	g := &p.regs[fd]
-	err := p.cancel(fd, g)
+	p.cancel(fd, g)
 	g.gen = 0
-	return err
+	return nil
 }
 
 // Wait makes one io_uring_enter that submits what Add, Modify and Remove
@@ -246,6 +214,9 @@ func (p *uringPoller) Remove(fd int) error {
 // completions into readiness.
 func (p *uringPoller) Wait(evs []Ready, timeout time.Duration) (int, error) {
 	r := p.r
+	if !r.flush() {
+		timeout = 0 // the kernel takes no more until completions are reaped
+	}
 	if r.pending() > 0 || r.ready() == 0 || r.overflowed() {
 		var err error
 		switch {
@@ -276,7 +247,6 @@ func (p *uringPoller) reap(evs []Ready) (int, error) {
 	p.stamp++
 	out := 0
 	woke := false
-	var rearmErr error
 	head := atomic.LoadUint32(r.cqHead)
 	// Acquire: every CQE before the tail is fully written.
 	tail := atomic.LoadUint32(r.cqTail)
@@ -290,9 +260,7 @@ func (p *uringPoller) reap(evs []Ready) (int, error) {
 					woke = true
 				}
 				if !more {
-					if err := p.armWake(); err != nil {
-						rearmErr = err
-					}
+					p.armWake()
 				}
 			}
 			continue // a removal's completion: nothing to report
@@ -310,9 +278,7 @@ func (p *uringPoller) reap(evs []Ready) (int, error) {
 			switch unix.Errno(-c.res) {
 			case unix.ECANCELED, unix.ENOMEM, unix.EAGAIN, unix.EINTR, unix.EBUSY:
 				p.rearms++
-				if err := p.arm(fd, g); err != nil {
-					rearmErr = err
-				}
+				p.arm(fd, g)
 				continue
 			}
 			// The kernel will not poll this descriptor (EBADF: closed
@@ -322,9 +288,7 @@ func (p *uringPoller) reap(evs []Ready) (int, error) {
 		} else {
 			if !more {
 				p.rearms++
-				if err := p.arm(fd, g); err != nil {
-					rearmErr = err
-				}
+				p.arm(fd, g)
 			}
 			if e = uringReadiness(uint32(c.res)); e == 0 {
 				continue
@@ -340,7 +304,7 @@ func (p *uringPoller) reap(evs []Ready) (int, error) {
 	}
 	// Release: the kernel may reuse the slots read above only now.
 	atomic.StoreUint32(r.cqHead, head)
-	return out, rearmErr
+	return out, nil
 }
 
 // uringReadiness turns a poll completion's mask into events, as epoll's.

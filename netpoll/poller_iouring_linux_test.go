@@ -100,3 +100,52 @@ func TestURingRefusedByEnvironment(t *testing.T) {
 		t.Errorf("auto picked %s, want epoll", p.Name())
 	}
 }
+
+// TestURingBacklog: what waits in the backlog (a full SQ the kernel would
+// not take) reaches the kernel in order with the next wait, across the
+// wrap of the SQ, and registrations queued behind it are not lost.
+func TestURingBacklog(t *testing.T) {
+	if err := ValidName("io_uring"); err != nil {
+		t.Skip(err)
+	}
+	p, err := openURingSized(nil, 8, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	// As if the kernel had refused a full SQ: 30 no-ops wait in the
+	// backlog, and everything queued after them must wait behind them.
+	for i := 0; i < 30; i++ {
+		p.r.backlog = append(p.r.backlog, uringSQE{userData: uringRemoveData})
+	}
+	const pairs = 20
+	ends := make([][2]int, pairs)
+	for i := range ends {
+		a, b := socketPair(t)
+		ends[i] = [2]int{a, b}
+		if err := p.Add(a, Read, Token(i+1)); err != nil {
+			t.Fatal(err)
+		}
+		unix.Write(b, []byte("x"))
+	}
+	if n := len(p.r.backlog); n != 30+pairs {
+		t.Fatalf("%d entries in the backlog, want %d", n, 30+pairs)
+	}
+	got := map[Token]bool{}
+	evs := make([]Ready, 64)
+	deadline := time.Now().Add(5 * time.Second)
+	for len(got) < pairs && time.Now().Before(deadline) {
+		n, err := p.Wait(evs, 100*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range evs[:n] {
+			if r.Events&EventRead != 0 {
+				got[r.Token] = true
+			}
+		}
+	}
+	if len(got) != pairs || len(p.r.backlog) != 0 {
+		t.Fatalf("%d of %d readable descriptors reported, %d entries left in the backlog", len(got), pairs, len(p.r.backlog))
+	}
+}

@@ -142,6 +142,10 @@ type ring struct {
 	sqMask  uint32
 	sqes    []uringSQE
 	tail    uint32 // our SQ tail: SQEs filled up to here, published on enter
+	// backlog holds, in order, what did not fit in a full SQ that the
+	// kernel would not take (EBUSY while its CQ overflow list is full, on
+	// older kernels): flush moves it in before the next wait.
+	backlog []uringSQE
 
 	cqHead *uint32 // we write (release) after reading CQEs
 	cqTail *uint32 // kernel writes (release) after posting CQEs
@@ -222,18 +226,46 @@ func (r *ring) pending() uint32 {
 	return r.tail - atomic.LoadUint32(r.sqHead)
 }
 
-// sqe returns the next free SQE, zeroed, submitting the full queue first
-// when there is no free one. The caller fills it; enter publishes it.
-func (r *ring) sqe() (*uringSQE, error) {
-	for r.pending() == uint32(len(r.sqes)) {
-		if err := r.enter(0, 0, nil); err != nil && err != unix.EINTR {
-			return nil, err
+// push queues s for the next enter. A full SQ is submitted on the spot;
+// if the kernel takes none of it, s waits in the backlog. So queuing never
+// fails: a registration or a re-armed poll is never lost, at worst late.
+func (r *ring) push(s uringSQE) {
+	if len(r.backlog) == 0 {
+		if r.pending() == uint32(len(r.sqes)) {
+			r.enter(0, 0, nil) // what it did not take is left in the SQ
+		}
+		if r.pending() < uint32(len(r.sqes)) {
+			r.sqes[r.tail&r.sqMask] = s
+			r.tail++
+			return
 		}
 	}
-	s := &r.sqes[r.tail&r.sqMask]
-	*s = uringSQE{}
-	r.tail++
-	return s, nil
+	r.backlog = append(r.backlog, s)
+}
+
+// flush moves the backlog into the SQ, submitting as it fills. It reports
+// false if the kernel took none of a full SQ: the caller then must not
+// block, so that completions are reaped and the kernel can take more.
+func (r *ring) flush() bool {
+	for len(r.backlog) > 0 {
+		free := uint32(len(r.sqes)) - r.pending()
+		n := copy(r.sqes[r.tail&r.sqMask:], r.backlog[:min(int(free), len(r.backlog))])
+		r.tail += uint32(n)
+		r.backlog = r.backlog[n:]
+		if len(r.backlog) == 0 {
+			r.backlog = nil
+			break
+		}
+		if n > 0 {
+			continue // the copy stopped at the end of the array: wrap
+		}
+		before := r.pending()
+		r.enter(0, 0, nil)
+		if r.pending() == before {
+			return false
+		}
+	}
+	return true
 }
 
 // enter is one io_uring_enter: it publishes and submits every filled SQE

@@ -64,11 +64,7 @@ func probeURing() error {
 		return fmt.Errorf("eventfd: %w", err)
 	}
 	defer unix.Close(efd)
-	s, err := r.sqe()
-	if err != nil {
-		return err
-	}
-	s.opcode, s.fd, s.opFlags, s.len, s.userData = uringOpPollAdd, int32(efd), poll32(unix.POLLIN), uringPollAddMulti, 1
+	r.push(uringSQE{opcode: uringOpPollAdd, fd: int32(efd), opFlags: poll32(unix.POLLIN), len: uringPollAddMulti, userData: 1})
 	one := [8]byte{1}
 	if _, err := unix.Write(efd, one[:]); err != nil {
 		return fmt.Errorf("eventfd write: %w", err)
