@@ -89,14 +89,12 @@ func openURing(w *waker) (Poller, error) {
 
 // openURingSized is openURing with the ring sizes given (tests overflow
 // the CQ ring of a small one).
-
 func openURingSized(w *waker, sqEntries, cqEntries uint32) (*uringPoller, error) {
 	r, err := newRing(sqEntries, cqEntries)
 	if err != nil {
 		return nil, err
 	}
-	own := w == nil
-	if own {
+	if w == nil {
 		if w, err = newWaker(); err != nil {
 			r.close()
 			return nil, err
