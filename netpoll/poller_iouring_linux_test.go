@@ -149,3 +149,53 @@ func TestURingBacklog(t *testing.T) {
 		t.Fatalf("%d of %d readable descriptors reported, %d entries left in the backlog", len(got), pairs, len(p.r.backlog))
 	}
 }
+
+// TestURingOneEnterPerIteration drives a loop on io_uring through rounds
+// of reads on 100 registered descriptors: the registrations and every
+// wait together cost at most one io_uring_enter per loop iteration.
+func TestURingOneEnterPerIteration(t *testing.T) {
+	if err := ValidName("io_uring"); err != nil {
+		t.Skip(err)
+	}
+	l := newTestLoop(t, "io_uring")
+	p := l.poller.(*uringPoller)
+	const pairs = 100
+	read := 0
+	peers := make([]int, 0, pairs)
+	for i := 0; i < pairs; i++ {
+		a, b := socketPair(t)
+		drain := handlerFunc(func(Event) {
+			var buf [64]byte
+			for {
+				n, _ := unix.Read(a, buf[:])
+				if n <= 0 {
+					return
+				}
+				read += n
+			}
+		})
+		if _, err := l.Register(a, drain, Read); err != nil {
+			t.Fatal(err)
+		}
+		peers = append(peers, b)
+	}
+	waits, enters := l.Stats().Waits, p.r.enters
+	for round := 1; round <= 20; round++ {
+		for _, b := range peers {
+			unix.Write(b, []byte("x"))
+		}
+		for i := 0; read < round*pairs && i < 1000; i++ {
+			if err := l.RunOnce(100 * time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if read < round*pairs {
+			t.Fatalf("round %d: read %d bytes, want %d", round, read, round*pairs)
+		}
+	}
+	waits, enters = l.Stats().Waits-waits, p.r.enters-enters
+	if enters > waits {
+		t.Errorf("%d io_uring_enter calls for %d loop iterations", enters, waits)
+	}
+	t.Logf("%d loop iterations, %d io_uring_enter calls", waits, enters)
+}

@@ -152,8 +152,9 @@ type ring struct {
 	cqMask uint32
 	cqes   []uringCQE
 
-	arg uringGetEventsArg
-	ts  unix.Timespec
+	arg    uringGetEventsArg
+	ts     unix.Timespec
+	enters uint64 // io_uring_enter calls, for tests
 }
 
 // newRing sets up a ring with sqEntries submission and cqEntries
@@ -285,6 +286,7 @@ func (r *ring) enter(flags uint32, minComplete uint32, timeout *time.Duration) e
 		arg, argSize = unsafe.Pointer(&r.arg), unsafe.Sizeof(r.arg)
 		flags |= uringEnterExtArg
 	}
+	r.enters++
 	// Syscall6, not RawSyscall6: a wait may block, and the runtime must
 	// be told so that it can run other goroutines meanwhile.
 	_, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(submit), uintptr(minComplete),
