@@ -271,8 +271,8 @@ func (r *ring) flush() bool {
 
 // enter is one io_uring_enter: it publishes and submits every filled SQE
 // and, with IORING_ENTER_GETEVENTS in flags, waits until minComplete
-// completions are in the CQ ring or the timeout passes (timeout < 0: no
-// limit). It returns the kernel's error as is (EINTR, ETIME...).
+// completions are in the CQ ring or the timeout passes (nil: no limit).
+// It returns the kernel's error as is (EINTR, ETIME...).
 func (r *ring) enter(flags uint32, minComplete uint32, timeout *time.Duration) error {
 	// Release: the SQEs written above become visible to the kernel no
 	// later than the tail that covers them.
@@ -287,10 +287,18 @@ func (r *ring) enter(flags uint32, minComplete uint32, timeout *time.Duration) e
 		flags |= uringEnterExtArg
 	}
 	r.enters++
-	// Syscall6, not RawSyscall6: a wait may block, and the runtime must
-	// be told so that it can run other goroutines meanwhile.
-	_, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(submit), uintptr(minComplete),
-		uintptr(flags), uintptr(arg), argSize)
+	var errno unix.Errno
+	if minComplete == 0 {
+		// Submitting poll requests and reaping without waiting cannot
+		// block: skip telling the scheduler, as RawRead does.
+		_, _, errno = unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(submit), 0,
+			uintptr(flags), uintptr(arg), argSize)
+	} else {
+		// A wait blocks: the runtime must know, to run other goroutines
+		// on this P meanwhile.
+		_, _, errno = unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(submit), uintptr(minComplete),
+			uintptr(flags), uintptr(arg), argSize)
+	}
 	runtime.KeepAlive(r) // r.arg points at r.ts
 	if errno != 0 {
 		return errno
