@@ -1,16 +1,17 @@
 // Package netpoll is pollproxy's event loop: a small Poller interface with one
-// implementation per kernel readiness API (epoll, kqueue, poll), the Loop that
-// drives a poller with timers and a cross-goroutine task queue, and the socket
-// helpers the loop needs (listen with SO_REUSEPORT, accept4, non-blocking
-// connect).
+// implementation per kernel readiness API (epoll, kqueue, poll, and
+// io_uring's multishot poll on Linux), the Loop that drives a poller with
+// timers and a cross-goroutine task queue, and the socket helpers the loop
+// needs (listen with SO_REUSEPORT, accept4, non-blocking connect).
 //
 // A descriptor is registered once for its whole life. On edge-triggered
-// backends (epoll with EPOLLET, kqueue with EV_CLEAR) it is registered for
-// both directions and never touched again until it is closed: readiness
-// changes cost no system call. The poll backend is level-triggered, so the
-// loop there keeps the kernel's interest equal to what the handler wants
-// (write interest only while output is pending); changing it edits a pollfd
-// entry in user space and still costs no system call.
+// backends (epoll with EPOLLET, kqueue with EV_CLEAR, io_uring's multishot
+// poll) it is registered for both directions and never touched again until
+// it is closed: readiness changes cost no system call. The poll backend is
+// level-triggered, so the loop there keeps the kernel's interest equal to
+// what the handler wants (write interest only while output is pending);
+// changing it edits a pollfd entry in user space and still costs no system
+// call.
 package netpoll
 
 import (
@@ -19,6 +20,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -75,7 +77,7 @@ type Ready struct {
 // Poller is one kernel readiness queue, owned by exactly one goroutine (its
 // Loop). Only Wake may be called from other goroutines.
 type Poller interface {
-	// Name is the backend's name: "epoll", "kqueue" or "poll".
+	// Name is the backend's name: "epoll", "kqueue", "io_uring" or "poll".
 	Name() string
 	// EdgeTriggered reports whether registrations are edge-triggered. Then
 	// a handler must read or write until EAGAIN, and interest changes are
@@ -110,6 +112,9 @@ type backend struct {
 	name string
 	pref int
 	open func(*waker) (Poller, error) // nil: a new waker of its own
+	// refused runs the backend's probe once and returns why this process
+	// cannot use it (nil: it can); nil for backends that need no probe.
+	refused func() error
 }
 
 var backends []backend
@@ -117,27 +122,89 @@ var backends []backend
 // register adds a backend; each backend file calls it from init behind its
 // build tags. A higher pref wins for "auto".
 func register(name string, pref int, open func(*waker) (Poller, error)) {
-	backends = append(backends, backend{name, pref, open})
+	registerProbed(name, pref, open, nil)
+}
+
+// registerProbed adds a backend that the kernel or its sandbox may refuse
+// although it is built in (io_uring): probe says why, or nil. It runs
+// once, the first time something needs to know whether this backend works:
+// Available, Unavailable, or naming it (auto reaches it only when every
+// backend it prefers failed to open).
+func registerProbed(name string, pref int, open func(*waker) (Poller, error), probe func() error) {
+	b := backend{name: name, pref: pref, open: open}
+	if probe != nil {
+		b.refused = sync.OnceValue(probe)
+	}
+	backends = append(backends, b)
 	sort.SliceStable(backends, func(i, j int) bool { return backends[i].pref > backends[j].pref })
+}
+
+// unavailable says why b cannot be used here, or nil.
+func (b backend) unavailable() error {
+	if disabled(b.name) {
+		return fmt.Errorf("disabled by POLLPROXY_NO_%s", strings.ToUpper(b.name))
+	}
+	if b.refused != nil {
+		return b.refused()
+	}
+	return nil
 }
 
 // ErrUnknownBackend is returned by Open for a name that is not built into
 // this binary for this OS.
 var ErrUnknownBackend = errors.New("unknown poller backend")
 
+// ErrUnavailable is returned by Open and ValidName for a backend built
+// into this binary that cannot be used here: switched off through
+// POLLPROXY_NO_<NAME>, or refused by the kernel or a sandbox (io_uring
+// under a seccomp filter). The error says why.
+var ErrUnavailable = errors.New("poller backend unavailable")
+
 // Auto is the backend name that selects the best backend available.
 const Auto = "auto"
 
 // Available lists the backends built for this OS, best first, leaving out
-// those disabled through POLLPROXY_NO_<NAME> in the environment.
+// those disabled through POLLPROXY_NO_<NAME> in the environment and those
+// the kernel refuses (Unavailable says why).
 func Available() []string {
 	var names []string
 	for _, b := range backends {
-		if !disabled(b.name) {
+		if b.unavailable() == nil {
 			names = append(names, b.name)
 		}
 	}
 	return names
+}
+
+// Built lists the backends built into this binary for this OS, best first,
+// without asking whether they work here: for help texts, which must not
+// run a probe (a seccomp filter may kill a process that calls
+// io_uring_setup instead of failing the call).
+func Built() []string {
+	names := make([]string, len(backends))
+	for i, b := range backends {
+		names[i] = b.name
+	}
+	return names
+}
+
+// Refusal is a backend built into this binary that cannot be used here,
+// and why.
+type Refusal struct {
+	Name   string
+	Reason error
+}
+
+// Unavailable lists the backends built for this OS that Available leaves
+// out, best first, each with its reason: what `pollproxy pollers` prints.
+func Unavailable() []Refusal {
+	var out []Refusal
+	for _, b := range backends {
+		if err := b.unavailable(); err != nil {
+			out = append(out, Refusal{b.name, err})
+		}
+	}
+	return out
 }
 
 func disabled(name string) bool {
@@ -154,7 +221,7 @@ func openWith(name string, w *waker) (Poller, error) {
 	if name == "" || name == Auto {
 		var errs []error
 		for _, b := range backends {
-			if disabled(b.name) {
+			if b.unavailable() != nil {
 				continue
 			}
 			p, err := b.open(w)
@@ -167,8 +234,8 @@ func openWith(name string, w *waker) (Poller, error) {
 	}
 	for _, b := range backends {
 		if b.name == name {
-			if disabled(b.name) {
-				return nil, fmt.Errorf("poller %q is disabled by POLLPROXY_NO_%s", name, strings.ToUpper(name))
+			if err := b.unavailable(); err != nil {
+				return nil, fmt.Errorf("%w %q: %w", ErrUnavailable, name, err)
 			}
 			p, err := b.open(w)
 			if err != nil {
@@ -186,8 +253,11 @@ func ValidName(name string) error {
 	if name == "" || name == Auto {
 		return nil
 	}
-	for _, n := range Available() {
-		if n == name {
+	for _, b := range backends {
+		if b.name == name {
+			if err := b.unavailable(); err != nil {
+				return fmt.Errorf("%w %q: %w", ErrUnavailable, name, err)
+			}
 			return nil
 		}
 	}

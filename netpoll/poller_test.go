@@ -235,6 +235,37 @@ func TestManyDescriptors(t *testing.T) {
 	})
 }
 
+// TestEdgeTriggeredReportsOnce: on an edge-triggered backend readiness
+// left unconsumed is not reported again until something new arrives, which
+// is why a handler there reads until EAGAIN (and why one registration for
+// both directions costs nothing while a direction is not wanted).
+func TestEdgeTriggeredReportsOnce(t *testing.T) {
+	polltest.ForEachBackend(t, Available(), func(t *testing.T, name string) {
+		p := openPoller(t, name)
+		if !p.EdgeTriggered() {
+			t.Skipf("%s is level-triggered", name)
+		}
+		a, b := socketPair(t)
+		if err := p.Add(a, Read, 4); err != nil {
+			t.Fatal(err)
+		}
+		unix.Write(b, []byte("1"))
+		waitFor(t, p, 4, EventRead)
+		evs := make([]Ready, 8)
+		n, err := p.Wait(evs, 50*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range evs[:n] {
+			if r.Token == 4 && r.Events&EventRead != 0 {
+				t.Fatalf("unread byte reported again (%v) without a new edge", r.Events)
+			}
+		}
+		unix.Write(b, []byte("2"))
+		waitFor(t, p, 4, EventRead)
+	})
+}
+
 func TestRemoveStopsEvents(t *testing.T) {
 	polltest.ForEachBackend(t, Available(), func(t *testing.T, name string) {
 		p := openPoller(t, name)

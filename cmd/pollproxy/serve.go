@@ -27,8 +27,10 @@ type loopFlags struct {
 
 func (f *loopFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.poller, "poller", envOr("POLLPROXY_POLLER", netpoll.Auto),
-		"poller backend: "+strings.Join(append([]string{netpoll.Auto}, netpoll.Available()...), ", ")+
-			", or a comma list to alternate across loops (A/B); env POLLPROXY_POLLER")
+		// Built, not Available: starting must not probe a backend nobody
+		// named (`pollproxy pollers` says which work here).
+		"poller backend: "+strings.Join(append([]string{netpoll.Auto}, netpoll.Built()...), ", ")+
+			" (which work here: pollproxy pollers), or a comma list to alternate across loops (A/B); env POLLPROXY_POLLER")
 	fs.IntVar(&f.loops, "loops", 0, "event loops (0: one per CPU)")
 	fs.BoolVar(&f.stats, "stats", false, "print each loop's poller counters on exit")
 }

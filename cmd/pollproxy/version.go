@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 
@@ -14,9 +15,14 @@ func init() {
 		fmt.Printf("pollers: %s (auto picks %s)\n", strings.Join(netpoll.Available(), ", "), netpoll.Available()[0])
 		return nil
 	})
-	addCommand("pollers", "list the poller backends available here, best first", func([]string) error {
+	addCommand("pollers", "list the poller backends available here, best first (and on stderr those that are not, with why)", func([]string) error {
 		for _, n := range netpoll.Available() {
 			fmt.Println(n)
+		}
+		// Scripts read the names from stdout, one a line; the refused
+		// ones go to stderr so that they never loop over them.
+		for _, r := range netpoll.Unavailable() {
+			fmt.Fprintf(os.Stderr, "%s: unavailable: %v\n", r.Name, r.Reason)
 		}
 		return nil
 	})

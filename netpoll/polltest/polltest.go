@@ -1,5 +1,5 @@
 // Package polltest runs a test once per poller backend, so that every
-// suite checks the same behaviour on epoll, kqueue and poll alike.
+// suite checks the same behaviour on epoll, kqueue, io_uring and poll alike.
 //
 // It does not import netpoll: netpoll's own in-package tests use it too,
 // and a test of package netpoll cannot import a package that imports

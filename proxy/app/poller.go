@@ -25,7 +25,9 @@ const maxPollerBody = 1 << 10
 // names, "auto" only alone. Empty means "auto".
 func ParsePollers(names []string) error {
 	for _, n := range names {
-		if err := netpoll.ValidName(n); err != nil {
+		if err := netpoll.ValidName(n); errors.Is(err, netpoll.ErrUnavailable) {
+			return fmt.Errorf("poller: %w", err) // built in but refused here: say why
+		} else if err != nil {
 			return fmt.Errorf("poller: unknown backend %q (want auto or one of %s)", n, strings.Join(netpoll.Available(), ", "))
 		}
 		if n == netpoll.Auto && len(names) > 1 {

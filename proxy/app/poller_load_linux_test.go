@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 )
 
@@ -40,15 +41,23 @@ func startLoadOrigin(t *testing.T) string {
 	}))
 }
 
-// TestPollerSwitchUnderLoad switches the loops ten times (epoll, poll,
-// splits) while h2 clients run many streams on one connection each, h1
-// keep-alive clients loop, a long download streams and an idle connection
-// waits: no request fails and no client dials a second connection.
+// TestPollerSwitchUnderLoad switches the loops ten times between epoll
+// and each other backend (poll, io_uring), alone and in splits, while h2
+// clients run many streams on one connection each, h1 keep-alive clients
+// loop, a long download streams and an idle connection waits: no request
+// fails and no client dials a second connection.
 func TestPollerSwitchUnderLoad(t *testing.T) {
-	s := startSwitchable(t, startLoadOrigin(t), 2)
-	if s.from != "epoll" || s.to != "poll" {
-		t.Skipf("backends %s, %s: this test switches epoll and poll", s.from, s.to)
+	names := netpoll.Available()
+	if len(names) < 2 || names[0] != "epoll" {
+		t.Skipf("backends %v: this test switches epoll and the others", names)
 	}
+	for _, other := range names[1:] {
+		t.Run("epoll-"+other, func(t *testing.T) { switchUnderLoad(t, other) })
+	}
+}
+
+func switchUnderLoad(t *testing.T, other string) {
+	s := startSwitchable(t, startLoadOrigin(t), 2)
 	var h2Dials, h1Dials, bigDials, idleDials atomic.Int64
 	idle := countingH2(s.addr, s.roots, &idleDials)
 	if body, err := get(idle, s.base+"/"); err != nil || body != "ok" {
@@ -102,7 +111,11 @@ func TestPollerSwitchUnderLoad(t *testing.T) {
 		big <- fmt.Sprintf("%d %v", n, err)
 	}()
 
-	plan := []string{"poll", "epoll", "epoll poll", "poll", "epoll", "poll epoll", "epoll", "poll", "epoll poll", "epoll"}
+	plan := []string{"B", "A", "A B", "B", "A", "B A", "A", "B", "A B", "A"}
+	names := strings.NewReplacer("A", s.from, "B", other)
+	for i := range plan {
+		plan[i] = names.Replace(plan[i])
+	}
 	var moves int
 	for _, p := range plan {
 		// Real time: traffic flows between the switches; a load test.

@@ -29,7 +29,9 @@ func (p *parser) global(b caddyfile.ServerBlock) {
 				p.errf(d, "poller: want a backend (auto, %s) or several for an A/B split across loops", strings.Join(netpoll.Available(), ", "))
 			}
 			for _, a := range args {
-				if err := netpoll.ValidName(a); err != nil {
+				if err := netpoll.ValidName(a); errors.Is(err, netpoll.ErrUnavailable) {
+					p.errf(d, "poller: %v", err) // built in but refused here: say why
+				} else if err != nil {
 					p.errf(d, "poller: unknown backend %q (want auto or one of %s)", a, strings.Join(netpoll.Available(), ", "))
 				}
 			}

@@ -1,0 +1,201 @@
+package netpoll
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestURingMultishotEndsAndIsArmedAgain overflows the completion ring of
+// a small ring: the kernel ends the multishot polls it cannot post a
+// completion for (a completion without IORING_CQE_F_MORE), and the poller
+// must arm them again, so that every descriptor still reports the bytes
+// written afterwards.
+func TestURingMultishotEndsAndIsArmedAgain(t *testing.T) {
+	if err := ValidName("io_uring"); err != nil {
+		t.Skip(err)
+	}
+	p, err := openURingSized(nil, 8, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	const pairs = 64
+	ends := make([][2]int, pairs)
+	for i := range ends {
+		a, b := socketPair(t)
+		ends[i] = [2]int{a, b}
+		if err := p.Add(a, Read, Token(i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evs := make([]Ready, 2*pairs)
+	if _, err := p.Wait(evs, 0); err != nil { // submits the last registrations
+		t.Fatal(err)
+	}
+	for round := 0; round < 3; round++ {
+		for _, e := range ends {
+			unix.Write(e[1], []byte("x"))
+		}
+		got := map[Token]bool{}
+		deadline := time.Now().Add(5 * time.Second)
+		for len(got) < pairs && time.Now().Before(deadline) {
+			n, err := p.Wait(evs, 100*time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range evs[:n] {
+				if r.Events&EventRead == 0 || got[r.Token] {
+					continue
+				}
+				got[r.Token] = true
+				var buf [8]byte
+				unix.Read(ends[r.Token-1][0], buf[:])
+			}
+		}
+		if len(got) != pairs {
+			t.Fatalf("round %d: %d of %d readable descriptors reported (%d polls armed again)", round, len(got), pairs, p.rearms)
+		}
+	}
+	if p.rearms == 0 {
+		t.Errorf("no multishot poll ended although the completion ring overflowed: the re-arming went untested")
+	}
+	t.Logf("%d multishot polls ended and were armed again", p.rearms)
+}
+
+// TestURingRefusedByEnvironment: POLLPROXY_NO_IO_URING takes io_uring out
+// of the backends on offer, auto stays on epoll, and naming io_uring fails
+// with the reason instead of falling back.
+func TestURingRefusedByEnvironment(t *testing.T) {
+	t.Setenv("POLLPROXY_NO_IO_URING", "1")
+	for _, n := range Available() {
+		if n == "io_uring" {
+			t.Fatal("io_uring still available")
+		}
+	}
+	var reason error
+	for _, r := range Unavailable() {
+		if r.Name == "io_uring" {
+			reason = r.Reason
+		}
+	}
+	if reason == nil || !strings.Contains(reason.Error(), "POLLPROXY_NO_IO_URING") {
+		t.Fatalf("io_uring's refusal: %v", reason)
+	}
+	if err := ValidName("io_uring"); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), reason.Error()) {
+		t.Errorf("ValidName(io_uring) = %v", err)
+	}
+	if _, err := NewLoop(0, "io_uring"); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), reason.Error()) {
+		t.Errorf("NewLoop(io_uring) = %v", err)
+	}
+	p, err := Open(Auto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if p.Name() != "epoll" {
+		t.Errorf("auto picked %s, want epoll", p.Name())
+	}
+}
+
+// TestURingBacklog: what waits in the backlog (a full SQ the kernel would
+// not take) reaches the kernel in order with the next wait, across the
+// wrap of the SQ, and registrations queued behind it are not lost.
+func TestURingBacklog(t *testing.T) {
+	if err := ValidName("io_uring"); err != nil {
+		t.Skip(err)
+	}
+	p, err := openURingSized(nil, 8, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	// As if the kernel had refused a full SQ: 30 no-ops wait in the
+	// backlog, and everything queued after them must wait behind them.
+	for i := 0; i < 30; i++ {
+		p.r.backlog = append(p.r.backlog, uringSQE{userData: uringRemoveData})
+	}
+	const pairs = 20
+	ends := make([][2]int, pairs)
+	for i := range ends {
+		a, b := socketPair(t)
+		ends[i] = [2]int{a, b}
+		if err := p.Add(a, Read, Token(i+1)); err != nil {
+			t.Fatal(err)
+		}
+		unix.Write(b, []byte("x"))
+	}
+	if n := len(p.r.backlog); n != 30+pairs {
+		t.Fatalf("%d entries in the backlog, want %d", n, 30+pairs)
+	}
+	got := map[Token]bool{}
+	evs := make([]Ready, 64)
+	deadline := time.Now().Add(5 * time.Second)
+	for len(got) < pairs && time.Now().Before(deadline) {
+		n, err := p.Wait(evs, 100*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range evs[:n] {
+			if r.Events&EventRead != 0 {
+				got[r.Token] = true
+			}
+		}
+	}
+	if len(got) != pairs || len(p.r.backlog) != 0 {
+		t.Fatalf("%d of %d readable descriptors reported, %d entries left in the backlog", len(got), pairs, len(p.r.backlog))
+	}
+}
+
+// TestURingOneEnterPerIteration drives a loop on io_uring through rounds
+// of reads on 100 registered descriptors: the registrations and every
+// wait together cost at most one io_uring_enter per loop iteration.
+func TestURingOneEnterPerIteration(t *testing.T) {
+	if err := ValidName("io_uring"); err != nil {
+		t.Skip(err)
+	}
+	l := newTestLoop(t, "io_uring")
+	p := l.poller.(*uringPoller)
+	const pairs = 100
+	read := 0
+	peers := make([]int, 0, pairs)
+	for i := 0; i < pairs; i++ {
+		a, b := socketPair(t)
+		drain := handlerFunc(func(Event) {
+			var buf [64]byte
+			for {
+				n, _ := unix.Read(a, buf[:])
+				if n <= 0 {
+					return
+				}
+				read += n
+			}
+		})
+		if _, err := l.Register(a, drain, Read); err != nil {
+			t.Fatal(err)
+		}
+		peers = append(peers, b)
+	}
+	waits, enters := l.Stats().Waits, p.r.enters
+	for round := 1; round <= 20; round++ {
+		for _, b := range peers {
+			unix.Write(b, []byte("x"))
+		}
+		for i := 0; read < round*pairs && i < 1000; i++ {
+			if err := l.RunOnce(100 * time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if read < round*pairs {
+			t.Fatalf("round %d: read %d bytes, want %d", round, read, round*pairs)
+		}
+	}
+	waits, enters = l.Stats().Waits-waits, p.r.enters-enters
+	if enters > waits {
+		t.Errorf("%d io_uring_enter calls for %d loop iterations", enters, waits)
+	}
+	t.Logf("%d loop iterations, %d io_uring_enter calls", waits, enters)
+}
