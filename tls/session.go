@@ -253,6 +253,18 @@ func (s *Session) Buffered() int {
 	return n
 }
 
+// Pending reports how many bytes of ciphertext from the peer the session
+// holds that crypto/tls has not read yet (part of a record, or records
+// behind the one being read). A client that expects nothing more from its
+// peer, such as a kept-alive connection going idle, can tell from it that
+// unsolicited bytes arrived. Loop goroutine only.
+func (s *Session) Pending() int {
+	if !s.loop.Load() {
+		return 0
+	}
+	return s.in.len() + len(s.lent)
+}
+
 // Consume reports that the first n bytes of Output were written to the
 // socket. It panics if n is negative or more than Buffered.
 func (s *Session) Consume(n int) {

@@ -125,6 +125,7 @@ type Instance struct {
 	upstreams map[string]*upstream.Upstream
 	watch     upstreamWatch // re-resolution off the loops (upstreams.go)
 	running   *plan         // the plan serving now, whose handlers the next reload retires
+	upTLS     upstreamTLS   // handshakes and failure log of HTTPS upstreams (upstreamtls.go)
 	closed    bool
 }
 
@@ -452,4 +453,5 @@ func (in *Instance) Close() {
 		in.group.Stop()
 		in.group.Close()
 	}
+	in.upTLS.close()
 }

@@ -55,6 +55,15 @@ func (in *Instance) prepare(cfg *config.Config) (*plan, error) {
 				}
 			}
 			pc := rp.ProxyConfig(ups)
+			if rp.TLS != nil {
+				t, err := in.upTLS.transport(rp.TLS, in.log)
+				if err != nil {
+					errs = append(errs, &config.Error{Pos: rp.TLS.Pos, Msg: fmt.Sprintf("reverse_proxy: %v", err)})
+					continue
+				}
+				pc.TLS = t
+				pc.ActiveHealth.TLS = t.Config
+			}
 			// servers { trusted_proxies client_ip_headers timeouts { read_body } }
 			pc.TrustedProxies = cfg.TrustedProxies
 			pc.ClientIPHeaders = cfg.ClientIPHeaders
