@@ -540,3 +540,74 @@ func TestTLSUpstreamWebSocket(t *testing.T) {
 		}
 	})
 }
+
+// TestTLSUpstreamSlowClient: TestSlowClientDownload over a TLS origin:
+// the origin is held back by the client's window, through the record
+// layer, not buffered by pollproxy.
+func TestTLSUpstreamSlowClient(t *testing.T) {
+	size := int64(64 << 20)
+	if raceEnabled {
+		size = 16 << 20
+	}
+	ca := newTestCA(t, "origin CA")
+	cert := ca.issue(t, "origin", []string{"127.0.0.1"}, time.Now().Add(time.Hour), false)
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		slowClientDownload(t, size, func(h http.HandlerFunc) *proxyEnv {
+			o := startTLSOrigin(t, &stdtls.Config{Certificates: []stdtls.Certificate{cert}}, h)
+			tr, _ := upstreamTLS(t, &stdtls.Config{RootCAs: ca.pool}, nil)
+			return startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}, TLS: tr})
+		})
+	})
+}
+
+// TestTLSUpstreamFailover: a request whose first upstream's certificate
+// does not verify moves to the next upstream (lb_retries), as after a
+// refused connect; and an origin that never finishes its handshake is a
+// 504 once tls_timeout passed.
+func TestTLSUpstreamFailover(t *testing.T) {
+	ca, other := newTestCA(t, "origin CA"), newTestCA(t, "unknown CA")
+	bad := startTLSOrigin(t, &stdtls.Config{Certificates: []stdtls.Certificate{other.issue(t, "bad", []string{"127.0.0.1"}, time.Now().Add(time.Hour), false)}}, nil)
+	good := startTLSOrigin(t, &stdtls.Config{Certificates: []stdtls.Certificate{ca.issue(t, "good", []string{"127.0.0.1"}, time.Now().Add(time.Hour), false)}}, nil)
+	// silent accepts connections and never answers a ClientHello.
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { silent.Close() })
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+		}
+	}()
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		tr, _ := upstreamTLS(t, &stdtls.Config{RootCAs: ca.pool}, nil)
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, bad.addr), upstreamAt(t, good.addr)},
+			TLS: tr, Policy: proxy.First, Retries: 1})
+		res, err := e.h1Client().Get(e.url("/"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 || bad.reqs.Load() != 0 || good.reqs.Load() == 0 {
+			t.Fatalf("status %d, requests served by the bad origin %d, the good one %d: want 200 from the good one",
+				res.StatusCode, bad.reqs.Load(), good.reqs.Load())
+		}
+
+		tr2, _ := upstreamTLS(t, &stdtls.Config{RootCAs: ca.pool}, nil)
+		tr2.Timeout = 50 * time.Millisecond
+		e2 := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, silent.Addr().String())}, TLS: tr2})
+		res, err = e2.h1Client().Get(e2.url("/"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != 504 {
+			t.Fatalf("an origin silent in its handshake: status %d, want 504", res.StatusCode)
+		}
+	})
+}
