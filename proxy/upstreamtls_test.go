@@ -568,21 +568,8 @@ func TestTLSUpstreamFailover(t *testing.T) {
 	ca, other := newTestCA(t, "origin CA"), newTestCA(t, "unknown CA")
 	bad := startTLSOrigin(t, &stdtls.Config{Certificates: []stdtls.Certificate{other.issue(t, "bad", []string{"127.0.0.1"}, time.Now().Add(time.Hour), false)}}, nil)
 	good := startTLSOrigin(t, &stdtls.Config{Certificates: []stdtls.Certificate{ca.issue(t, "good", []string{"127.0.0.1"}, time.Now().Add(time.Hour), false)}}, nil)
-	// silent accepts connections and never answers a ClientHello.
-	silent, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { silent.Close() })
-	go func() {
-		for {
-			c, err := silent.Accept()
-			if err != nil {
-				return
-			}
-			t.Cleanup(func() { c.Close() })
-		}
-	}()
+	// silent takes connections and never answers a ClientHello.
+	silent := servertest.ServeConns(t, func(c net.Conn) { io.Copy(io.Discard, c) })
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		tr, _ := upstreamTLS(t, &stdtls.Config{RootCAs: ca.pool}, nil)
 		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, bad.addr), upstreamAt(t, good.addr)},
@@ -600,7 +587,7 @@ func TestTLSUpstreamFailover(t *testing.T) {
 
 		tr2, _ := upstreamTLS(t, &stdtls.Config{RootCAs: ca.pool}, nil)
 		tr2.Timeout = 50 * time.Millisecond
-		e2 := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, silent.Addr().String())}, TLS: tr2})
+		e2 := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, silent)}, TLS: tr2})
 		res, err = e2.h1Client().Get(e2.url("/"))
 		if err != nil {
 			t.Fatal(err)

@@ -449,9 +449,11 @@ func (in *Instance) Close() {
 	if in.certs != nil {
 		in.certs.Close()
 	}
+	// Handshakes to origins end first: a worker's last notify posts to its
+	// loop, which must still be there to take it.
+	in.upTLS.close()
 	if in.group != nil {
 		in.group.Stop()
 		in.group.Close()
 	}
-	in.upTLS.close()
 }

@@ -38,7 +38,8 @@ func (u *upstreamTLS) transport(t *config.UpstreamTLS, l *slog.Logger) (*upstrea
 	return upstream.NewTLS(cfg, t.Timeout, u.pool, u.log), nil
 }
 
-// close stops the workers, once the loops have stopped.
+// close stops the workers: handshakes in progress end with their last
+// notify, which the loops, still running, take.
 func (u *upstreamTLS) close() {
 	if u.pool != nil {
 		u.pool.Close()

@@ -6,8 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -54,15 +52,8 @@ func TestHTTPSUpstreamCaddyfile(t *testing.T) {
 		reverse_proxy https://%[1]s
 	}`, addr, originCert)
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
-		dir := t.TempDir()
-		certFile, keyFile, roots := filePair(t, dir)
-		port := servertest.FreePort(t)
-		file := filepath.Join(dir, "Caddyfile")
-		os.WriteFile(file, []byte(fmt.Sprintf("{\n\tpoller %s\n\tloops 1\n\tadmin off\n\tstorage %s\n\tdefault_bind 127.0.0.1\n}\n\nlocalhost:%d {\n\ttls %s %s\n%s\n}\n",
-			backend, filepath.Join(dir, "storage"), port, certFile, keyFile, site)), 0o644)
 		checks.Store(0)
-		r := start(t, file, Options{})
-		cls := clients(fmt.Sprintf("127.0.0.1:%d", port), roots)
+		port, cls, r := startSiteLogged(t, backend, site)
 		deadline := time.Now().Add(10 * time.Second)
 		for checks.Load() == 0 {
 			if time.Now().After(deadline) {
