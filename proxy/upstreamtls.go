@@ -219,11 +219,22 @@ func (bc *backendConn) writeTLS() bool {
 // (n, nil), (0, nil) at the end of the origin's stream (its close_notify,
 // or the socket's EOF once the records before it were read), unix.EAGAIN
 // when no whole record waits, or the error that broke the connection.
+// Ciphertext read from the socket is lent to the session (Lend): whole
+// records are decrypted straight from the loop's buffer, and only what
+// is left of it is copied, by Keep, before the buffer is read into again.
 func (bc *backendConn) readTLS(p []byte) (int, error) {
+	n, lent, err := bc.decrypt(p)
+	if lent {
+		bc.sess.Keep()
+	}
+	return n, err
+}
+
+func (bc *backendConn) decrypt(p []byte) (total int, lent bool, err error) {
 	s := bc.sess
-	total := 0
 	for total < len(p) {
-		n, err := s.Read(p[total:])
+		var n int
+		n, err = s.Read(p[total:])
 		if s.Buffered() > 0 {
 			bc.flushLater() // crypto/tls answered something (a KeyUpdate)
 		}
@@ -236,27 +247,32 @@ func (bc *backendConn) readTLS(p []byte) (int, error) {
 		}
 		switch {
 		case err == io.EOF:
-			return 0, nil
+			return 0, lent, nil
 		case !errors.Is(err, pptls.ErrWouldBlock):
-			return 0, tlsError{err}
+			return 0, lent, tlsError{err}
 		case bc.sockEOF:
-			return 0, nil
+			return 0, lent, nil
+		}
+		if lent {
+			s.Keep() // the buffer is read into again
+			lent = false
 		}
 		buf := bc.pool.h.tlsInBuf()
 		m, rerr := netpoll.RawRead(bc.desc.FD(), buf)
 		switch {
 		case m > 0:
-			if ferr := s.Feed(buf[:m]); ferr != nil {
-				return 0, tlsError{ferr}
+			if lerr := s.Lend(buf[:m]); lerr != nil {
+				return 0, false, tlsError{lerr}
 			}
+			lent = true
 		case m == 0 && rerr == nil:
 			bc.sockEOF = true
 		case rerr == unix.EINTR:
 		default:
-			return 0, rerr
+			return 0, false, rerr
 		}
 	}
-	return total, nil
+	return total, lent, nil
 }
 
 // quietTLS reports whether a connection whose response ended has nothing
@@ -285,8 +301,8 @@ func (bc *backendConn) idleTLS() bool {
 	return n == 0 && err == unix.EAGAIN && bc.sess.Pending() == 0
 }
 
-// tlsInBuf is the loop's buffer for ciphertext read from origins, which
-// sessions copy at once (Feed).
+// tlsInBuf is the loop's buffer for ciphertext read from origins, lent
+// to a session for one readTLS (Lend, Keep).
 func (h *Handler) tlsInBuf() []byte {
 	if h.tlsIn == nil {
 		h.tlsIn = make([]byte, 64<<10)

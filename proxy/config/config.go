@@ -332,12 +332,22 @@ const (
 	DefaultHTTPSPort   = 443
 )
 
-// CheckFiles loads every certificate file pair the sites name, so that a
-// missing or mismatched file is reported with the line of its tls
-// directive before anything starts.
+// CheckFiles loads every certificate file pair the sites name, and the
+// trust pools and client certificates of their HTTPS upstreams, so that a
+// missing or mismatched file is reported with the line of its directive
+// before anything starts.
 func (c *Config) CheckFiles() error {
 	var errs Errors
 	for _, s := range c.Sites {
+		// An HTTPS upstream's trust pool and client certificate.
+		for _, rp := range s.AllProxies() {
+			if rp.TLS == nil {
+				continue
+			}
+			if _, err := rp.TLS.ClientConfig(); err != nil {
+				errs = append(errs, &Error{Pos: rp.TLS.Pos, Msg: "reverse_proxy: " + err.Error()})
+			}
+		}
 		if s.TLS.Mode != TLSFiles {
 			continue
 		}

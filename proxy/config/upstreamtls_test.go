@@ -117,6 +117,13 @@ func TestUpstreamTLSFiles(t *testing.T) {
 			t.Errorf("%+v: error %v, want %q", c.u, err, c.want)
 		}
 	}
+	c, err := Parse("Caddyfile", []byte("localhost:8443 {\n\treverse_proxy https://10.0.0.2 {\n\t\ttransport http {\n\t\t\ttls_trust_pool file "+empty+"\n\t\t}\n\t}\n}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CheckFiles(); err == nil || !strings.Contains(err.Error(), "Caddyfile:4: reverse_proxy: tls_trust_pool: ") {
+		t.Errorf("CheckFiles: %v, want the error at the tls_trust_pool line", err)
+	}
 	cfg, err := (&UpstreamTLS{ServerName: "app.internal"}).ClientConfig()
 	if err != nil || cfg.ServerName != "app.internal" || cfg.RootCAs != nil {
 		t.Fatalf("config %+v, %v: want the system roots and the name", cfg, err)
