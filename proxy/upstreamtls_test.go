@@ -483,61 +483,80 @@ func TestTLSUpstreamNginx(t *testing.T) {
 	})
 }
 
-// TestTLSUpstreamWebSocket: a WebSocket through pollproxy to a wss
-// origin: the tunnel runs over the TLS connection, both ways, and the
-// client's close reaches the origin.
+// TestTLSUpstreamWebSocket: WebSockets through pollproxy to a wss origin,
+// from an HTTP/1.1 Upgrade and from an h2 extended CONNECT (RFC 8441):
+// the tunnel runs over the TLS connection, both ways, and the client's
+// close reaches the origin.
 func TestTLSUpstreamWebSocket(t *testing.T) {
 	ca := newTestCA(t, "origin CA")
 	ended := make(chan error, 4)
 	o := startTLSOrigin(t, &stdtls.Config{Certificates: []stdtls.Certificate{ca.issue(t, "origin", []string{"127.0.0.1"}, time.Now().Add(time.Hour), false)}},
-		func(w http.ResponseWriter, r *http.Request) {
-			c, err := websocket.Accept(w, r, nil)
-			if err != nil {
-				return
+		echoHandler(ended))
+	originClosed := func(t *testing.T, ctx context.Context) {
+		t.Helper()
+		select {
+		case err := <-ended:
+			if websocket.CloseStatus(err) != websocket.StatusNormalClosure {
+				t.Fatalf("the origin's read ended with %v, want the client's close", err)
 			}
-			c.SetReadLimit(32 << 20)
-			for {
-				typ, msg, err := c.Read(context.Background())
-				if err != nil {
-					ended <- err
-					c.CloseNow()
-					return
-				}
-				if err := c.Write(context.Background(), typ, msg); err != nil {
-					ended <- err
-					return
-				}
-			}
-		})
+		case <-ctx.Done():
+			t.Fatal("the origin never saw the close")
+		}
+	}
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		tr, _ := upstreamTLS(t, &stdtls.Config{RootCAs: ca.pool}, nil)
 		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}, TLS: tr})
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		for name, cl := range map[string]*http.Client{"h1": e.h1Client()} {
-			c := wsDial(t, ctx, e, cl, "/ws")
+		t.Run("h1", func(t *testing.T) {
+			c := wsDial(t, ctx, e, e.h1Client(), "/ws")
 			for i := range 200 {
 				msg := bytes.Repeat([]byte{byte(i)}, 1+i*331)
 				if err := c.Write(ctx, websocket.MessageBinary, msg); err != nil {
-					t.Fatalf("%s write %d: %v", name, i, err)
+					t.Fatalf("write %d: %v", i, err)
 				}
 				_, got, err := c.Read(ctx)
 				if err != nil || !bytes.Equal(got, msg) {
-					t.Fatalf("%s read %d: %d bytes, %v", name, i, len(got), err)
+					t.Fatalf("read %d: %d bytes, %v", i, len(got), err)
 				}
 			}
 			if err := c.Close(websocket.StatusNormalClosure, "bye"); err != nil {
-				t.Fatalf("%s close: %v", name, err)
+				t.Fatalf("close: %v", err)
 			}
-			select {
-			case err := <-ended:
-				if websocket.CloseStatus(err) != websocket.StatusNormalClosure {
-					t.Fatalf("%s: the origin's read ended with %v, want the client's close", name, err)
+			originClosed(t, ctx)
+		})
+		t.Run("h2", func(t *testing.T) {
+			c := dialH2Raw(t, e.addr, e.tlsConfig("h2"))
+			c.connect(1, "websocket", "sec-websocket-version", "13")
+			if st, _ := c.status(1); st != "200" {
+				t.Fatalf("status %s", st)
+			}
+			var buf []byte
+			for i := range 200 {
+				msg := fmt.Sprintf("h2 message %d %s", i, strings.Repeat("y", i*37))
+				c.fr.WriteData(1, false, wsFrame(1, []byte(msg)))
+				for {
+					op, p, rest, ok := wsParse(buf)
+					if ok {
+						if op != 1 || string(p) != msg {
+							t.Fatalf("echo %d: op %d, %d bytes", i, op, len(p))
+						}
+						buf = rest
+						break
+					}
+					d, end, rst := c.readData(1, 1)
+					if end || rst != 0 {
+						t.Fatalf("echo %d: stream ended (rst %v)", i, rst)
+					}
+					buf = append(buf, d...)
 				}
-			case <-ctx.Done():
-				t.Fatalf("%s: the origin never saw the close", name)
 			}
-		}
+			c.fr.WriteData(1, true, wsFrame(8, []byte{0x03, 0xe8}))
+			if _, end, rst := c.readData(1, -1); !end || rst != 0 {
+				t.Fatalf("no END_STREAM after the close handshake (rst %v)", rst)
+			}
+			originClosed(t, ctx)
+		})
 	})
 }
 
