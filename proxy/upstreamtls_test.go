@@ -617,3 +617,30 @@ func TestTLSUpstreamFailover(t *testing.T) {
 		}
 	})
 }
+
+// TestTLSUpstreamServerName: tls_server_name names the server an upstream
+// given by address is verified for, and is the SNI the origin sees.
+func TestTLSUpstreamServerName(t *testing.T) {
+	ca := newTestCA(t, "origin CA")
+	var sni sync.Map
+	o := startTLSOrigin(t, &stdtls.Config{
+		Certificates: []stdtls.Certificate{ca.issue(t, "app", []string{"app.internal"}, time.Now().Add(time.Hour), false)},
+		GetConfigForClient: func(hello *stdtls.ClientHelloInfo) (*stdtls.Config, error) {
+			sni.Store(hello.ServerName, true)
+			return nil, nil
+		},
+	}, nil)
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		tr, _ := upstreamTLS(t, &stdtls.Config{RootCAs: ca.pool, ServerName: "app.internal"}, nil)
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}, TLS: tr})
+		res, err := e.h1Client().Get(e.url("/"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if _, ok := sni.Load("app.internal"); res.StatusCode != 200 || !ok {
+			t.Fatalf("status %d, SNI app.internal seen %v: want 200 with that name", res.StatusCode, ok)
+		}
+	})
+}
