@@ -56,8 +56,10 @@ func (bc *backendConn) startTLS() {
 // output once the socket takes more, the origin's bytes into the
 // session.
 func (bc *backendConn) handshakeEvent(ev netpoll.Event) {
-	if ev&netpoll.EventWrite != 0 && !bc.flushHandshake() {
-		return
+	if ev&netpoll.EventWrite != 0 {
+		if bc.advanceHandshake(); bc.state != bcHandshake {
+			return
+		}
 	}
 	if ev&(netpoll.EventRead|netpoll.EventHup|netpoll.EventErr) == 0 || bc.sockEOF {
 		return
@@ -140,8 +142,17 @@ func (bc *backendConn) setHandshakeInterest() {
 // handshakeProgress is the loop's task for a notify of the handshake
 // worker: output to write, or the handshake's end.
 func (bc *backendConn) handshakeProgress() {
-	if bc.state != bcHandshake || !bc.flushHandshake() {
-		return
+	if bc.state == bcHandshake {
+		bc.advanceHandshake()
+	}
+}
+
+// advanceHandshake writes what waits for the origin and, once all of it
+// is written (what goes in clear must precede the first record) and the
+// handshake is over, turns the connection busy: its request goes out.
+func (bc *backendConn) advanceHandshake() {
+	if !bc.flushHandshake() || bc.writeWait {
+		return // the rest when the socket takes more
 	}
 	done, err := bc.sess.HandshakeDone()
 	if !done {
@@ -162,8 +173,9 @@ func (bc *backendConn) handshakeProgress() {
 	}
 	bc.setInterest()
 	bc.flush()
-	if bc.state == bcBusy && (bc.sockEOF || bc.sess.Pending() > 0) {
-		// Records that came with the handshake's end raise no new edge.
+	if bc.state == bcBusy {
+		// Records that came with the handshake's end, and bytes whose
+		// edge this event took, raise no new edge.
 		bc.desc.Kick(netpoll.EventRead)
 	}
 }
