@@ -26,6 +26,10 @@ type tlsError struct{ err error }
 func (e tlsError) Error() string { return e.err.Error() }
 func (e tlsError) Unwrap() error { return e.err }
 
+// errHandshakeEOF is a handshake the origin ended by closing the
+// connection without an alert (crypto/tls says only "EOF").
+var errHandshakeEOF = errors.New("the origin closed the connection during the TLS handshake")
+
 // tlsBatch is the most plaintext encrypted at once: the ciphertext the
 // session holds stays that small, so a slow origin stops the client's
 // body (bodyWritten is told only once the socket took it).
@@ -184,6 +188,9 @@ func (bc *backendConn) advanceHandshake() {
 // exchange fails over as for a refused connect, and the failure gets its
 // log line (off the loop).
 func (bc *backendConn) handshakeFailed(err error) {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		err = errHandshakeEOF
+	}
 	ex, up := bc.ex, bc.pool.up
 	bc.pool.h.cfg.TLS.Failed(up, err)
 	bc.close()

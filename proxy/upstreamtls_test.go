@@ -644,3 +644,28 @@ func TestTLSUpstreamServerName(t *testing.T) {
 		}
 	})
 }
+
+// TestTLSUpstreamClosedInHandshake: an origin that reads the ClientHello
+// and closes the connection without an alert is a 502 whose reason says
+// so.
+func TestTLSUpstreamClosedInHandshake(t *testing.T) {
+	closing := servertest.ServeConns(t, func(c net.Conn) {
+		var hdr [5]byte
+		if _, err := io.ReadFull(c, hdr[:]); err == nil {
+			io.CopyN(io.Discard, c, int64(hdr[3])<<8|int64(hdr[4]))
+		}
+	})
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		tr, _ := upstreamTLS(t, &stdtls.Config{InsecureSkipVerify: true}, nil)
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, closing)}, TLS: tr})
+		res, err := e.h1Client().Get(e.url("/"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 502 || !strings.Contains(string(b), "closed the connection during the TLS handshake") {
+			t.Fatalf("%d %q, want a 502 saying the origin closed during the handshake", res.StatusCode, b)
+		}
+	})
+}
