@@ -398,7 +398,7 @@ func (ex *exchange) attach(bc *backendConn, reused bool) {
 	}
 	if len(ex.early) > 0 && ex.tun == nil && ex.bc == bc {
 		bc.send(ex.early, ex.earlyBody)
-		if bc.state != bcConnecting {
+		if !bc.comingUp() {
 			ex.early, ex.earlyBody = nil, 0
 		}
 	}
@@ -429,7 +429,7 @@ func (ex *exchange) sendBody(p []byte, body int) {
 		ex.keep(p, body, chunk)
 		return
 	}
-	if ex.tun == nil && ex.bc.state == bcConnecting {
+	if ex.tun == nil && ex.bc.comingUp() {
 		ex.keep(p, body, chunk) // and sent too: see connected
 	}
 	if chunk {
@@ -607,8 +607,12 @@ func (ex *exchange) backendFailed(err error) {
 		ex.pool.up.Broken.Add(1)
 		ex.end(resetting(stream.CodeInternal, observe.ReasonBrokenMidResponse, errText(err)))
 	default:
-		ex.upstreamFailed(observe.ReasonBroken)
-		ex.end(answer(502, observe.ReasonBroken, errText(err)))
+		reason := observe.ReasonBroken
+		if errors.As(err, new(tlsError)) {
+			reason = observe.ReasonTLS // an alert: the origin refused our client certificate
+		}
+		ex.upstreamFailed(reason)
+		ex.end(answer(502, reason, errText(err)))
 	}
 }
 
@@ -649,8 +653,12 @@ func (ex *exchange) connectFailed(err error) {
 	up := ex.pool.up
 	now := ex.h.loop.Now()
 	reason := observe.ReasonConnect
-	if errors.Is(err, errConnectTimeout) {
+	var te tlsError
+	switch {
+	case errors.Is(err, errConnectTimeout):
 		reason = observe.ReasonConnectTimeout
+	case errors.As(err, &te):
+		reason = observe.ReasonTLS
 	}
 	ex.upstreamFailed(reason)
 	if ex.tries == 0 {

@@ -16,12 +16,14 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy/h1"
 	"github.com/pollproxy/pollproxy/proxy/route"
+	pptls "github.com/pollproxy/pollproxy/tls"
 )
 
 type bcState uint8
 
 const (
 	bcConnecting bcState = iota
+	bcHandshake          // TLS upstreams: connected, the handshake runs off the loop (upstreamtls.go)
 	bcBusy
 	bcIdle
 	bcClosed
@@ -72,7 +74,21 @@ type backendConn struct {
 	tunnel   bool
 	shutWr   bool // the client's direction ended: shut ours once out drains
 	shutDone bool
+
+	// sess is the TLS session of a connection to an HTTPS upstream (nil
+	// for plain HTTP): out holds plaintext, which the session encrypts
+	// as the socket takes it (upstreamtls.go).
+	sess *pptls.Session
+	raw  []byte // TLS: bytes sent in clear before the ClientHello (a PROXY header)
+	// sockEOF (TLS): the socket reached EOF; records the session holds
+	// are still read before eof is reported.
+	sockEOF  bool
+	notified bool // TLS: a tunnel's half-close sent close_notify
 }
+
+// comingUp reports whether the connection is still connecting (or, for
+// TLS, still in its handshake): nothing it was sent is on the wire yet.
+func (bc *backendConn) comingUp() bool { return bc.state < bcBusy }
 
 // newBackendConn registers a connecting socket fd with p's loop; the
 // connect completes (or fails) on its first event, or times out after
@@ -84,6 +100,9 @@ func newBackendConn(p *pool, fd int) (*backendConn, error) {
 		return nil, err
 	}
 	bc.desc = d
+	if p.tls != nil {
+		bc.sess = pptls.NewClientSession(p.tls, nil, nil)
+	}
 	p.loop.InitTimer(&bc.timer, bc.timedOut) // the method value is made once, here
 	bc.timer.Reset(p.h.cfg.ConnectTimeout)
 	return bc, nil
@@ -123,17 +142,28 @@ func (bc *backendConn) HandleEvent(ev netpoll.Event) {
 			ex.connectFailed(err)
 			return
 		}
+		if bc.sess != nil {
+			bc.startTLS()
+			return
+		}
 		bc.state = bcBusy
 		if bc.ex != nil {
 			bc.ex.connected()
 		}
 		bc.setInterest() // write interest only while a write is blocked: poll is level-triggered
 		bc.flush()
+	case bcHandshake:
+		bc.handshakeEvent(ev)
 	case bcIdle:
 		// An idle connection has nothing to say: EOF or garbage, it is done.
 		// An orderly close is the origin's idle timeout: learn it, so the
-		// next connections close first.
-		if closed, _ := bc.peek(); closed {
+		// next connections close first. A TLS origin may send records
+		// that carry no data (a session ticket, a key update).
+		if bc.sess != nil {
+			if bc.idleTLS() {
+				return
+			}
+		} else if closed, _ := bc.peek(); closed {
 			bc.pool.up.LearnIdleClose(bc.pool.loop.Now().Sub(bc.idleSince))
 		}
 		bc.close()
@@ -173,6 +203,9 @@ func (bc *backendConn) dead(now time.Time) bool {
 	closed, dead := bc.peek()
 	if closed {
 		bc.pool.up.LearnIdleClose(now.Sub(bc.idleSince))
+	}
+	if dead && !closed && bc.sess != nil {
+		return !bc.idleTLS()
 	}
 	return dead
 }
@@ -260,42 +293,27 @@ func (bc *backendConn) queued(body int) {
 		bc.flush()
 		return
 	}
+	bc.flushLater()
+}
+
+// Flush writes what send queued in this iteration (netpoll.Flusher).
+func (bc *backendConn) Flush() {
+	bc.flushQueued = false
+	if bc.state == bcBusy && !bc.writeWait && (bc.outOff < len(bc.out) || bc.sess != nil && bc.sess.Buffered() > 0) {
+		bc.flush()
+	}
+}
+
+// flushLater queues a Flush at the end of the iteration.
+func (bc *backendConn) flushLater() {
 	if !bc.flushQueued {
 		bc.flushQueued = true
 		bc.pool.loop.FlushLater(bc)
 	}
 }
 
-// Flush writes what send queued in this iteration (netpoll.Flusher).
-func (bc *backendConn) Flush() {
-	bc.flushQueued = false
-	if bc.state == bcBusy && !bc.writeWait && bc.outOff < len(bc.out) {
-		bc.flush()
-	}
-}
-
 func (bc *backendConn) flush() {
-	wrote := false
-	for bc.outOff < len(bc.out) {
-		n, err := netpoll.RawWrite(bc.desc.FD(), bc.out[bc.outOff:])
-		if n > 0 {
-			bc.outOff += n
-			wrote = true
-		}
-		if err == nil || err == unix.EINTR {
-			continue
-		}
-		if err == unix.EAGAIN {
-			// write_timeout: how long a write may stay blocked, counted
-			// from the last progress. A tunnel has its own idle timer.
-			if wt := bc.pool.h.cfg.WriteTimeout; wt > 0 && !bc.tunnel && (wrote || !bc.writeWait) {
-				bc.timer.Reset(wt)
-			}
-			bc.writeWait = true
-			bc.setInterest()
-			return
-		}
-		bc.broken(err)
+	if !bc.write() {
 		return
 	}
 	bc.out, bc.outOff = bc.out[:0], 0
@@ -314,6 +332,54 @@ func (bc *backendConn) flush() {
 	if bc.tunnel && bc.state == bcBusy {
 		bc.tunnelDrained()
 	}
+}
+
+// write puts out[outOff:] on the socket, through the session for TLS. It
+// reports false when it stopped short: the socket is full (the
+// connection waits for writable) or broke (the connection is closed).
+func (bc *backendConn) write() bool {
+	if bc.sess != nil {
+		return bc.writeTLS()
+	}
+	wrote := false
+	for bc.outOff < len(bc.out) {
+		n, err := netpoll.RawWrite(bc.desc.FD(), bc.out[bc.outOff:])
+		if n > 0 {
+			bc.outOff += n
+			wrote = true
+		}
+		if err == nil || err == unix.EINTR {
+			continue
+		}
+		bc.writeStopped(err, wrote)
+		return false
+	}
+	return true
+}
+
+// writeStopped handles a write that failed with err, after writing some
+// bytes when wrote.
+func (bc *backendConn) writeStopped(err error, wrote bool) {
+	if err == unix.EAGAIN {
+		// write_timeout: how long a write may stay blocked, counted
+		// from the last progress. A tunnel has its own idle timer.
+		if wt := bc.pool.h.cfg.WriteTimeout; wt > 0 && !bc.tunnel && (wrote || !bc.writeWait) {
+			bc.timer.Reset(wt)
+		}
+		bc.writeWait = true
+		bc.setInterest()
+		return
+	}
+	bc.broken(err)
+}
+
+// read is a read of the origin's bytes: RawRead, or for TLS the
+// session's plaintext (readTLS).
+func (bc *backendConn) read(p []byte) (int, error) {
+	if bc.sess != nil {
+		return bc.readTLS(p)
+	}
+	return netpoll.RawRead(bc.desc.FD(), p)
 }
 
 func (bc *backendConn) setInterest() {
@@ -357,7 +423,7 @@ func (bc *backendConn) readResponse() {
 			return
 		}
 		bc.inStart, bc.inEnd = 0, 0
-		n, err := netpoll.RawRead(bc.desc.FD(), bc.in)
+		n, err := bc.read(bc.in)
 		switch {
 		case n > 0:
 			bc.inEnd = n
@@ -445,7 +511,7 @@ func (bc *backendConn) broken(err error) {
 func (bc *backendConn) done() {
 	bc.requests++
 	bc.kaTimeout = bc.parser.KeepAliveTimeout()
-	if bc.inStart < bc.inEnd || bc.outOff < len(bc.out) || bc.eof || bc.hup {
+	if bc.inStart < bc.inEnd || bc.outOff < len(bc.out) || bc.eof || bc.hup || bc.sess != nil && !bc.quietTLS() {
 		bc.close()
 		return
 	}
@@ -459,6 +525,9 @@ func (bc *backendConn) goIdle(timeout time.Duration) {
 	bc.idleSince = bc.pool.loop.Now()
 	bc.pool.h.putBuf(bc.in) // an idle connection holds no buffer
 	bc.in = nil
+	if bc.sess != nil {
+		bc.sess.ReleaseIdle()
+	}
 	if cap(bc.out) > idleOutCap {
 		bc.out = nil // an upload's batches; a request head needs less
 	}
@@ -514,6 +583,9 @@ func (bc *backendConn) close() {
 	bc.desc.Close()
 	bc.pool.h.putBuf(bc.in)
 	bc.out, bc.in = nil, nil
+	if bc.sess != nil {
+		bc.sess.Close() // a handshake in progress ends too; its last notify finds the connection closed
+	}
 	if bc.tunnel {
 		bc.pool.up.OpenConns.Add(-1) // detach took it off the pool's books
 		return

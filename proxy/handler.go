@@ -82,6 +82,11 @@ type Config struct {
 	// ClientIPHeaders are the fields a trusted proxy names the client in,
 	// in order of preference (default X-Forwarded-For).
 	ClientIPHeaders []string
+	// TLS, when set, speaks TLS to the upstreams (https:// upstreams,
+	// transport http { tls … }): handshakes off the loop on its pool,
+	// the record layer on the loop.
+	TLS *upstream.TLS
+
 	// ReadBodyTimeout, when set, bounds the silence between two pieces of
 	// a request body (Caddy's servers { timeouts { read_body } }): the
 	// client gets a 408 and the backend connection is closed.
@@ -134,6 +139,10 @@ type Handler struct {
 	// failures is the Observer's upstream failure counter, if it has one.
 	failures observe.FailureObserver
 
+	// tlsIn is where TLS upstream connections read ciphertext before
+	// handing it to their sessions (upstreamtls.go); the loop's, shared.
+	tlsIn []byte
+
 	tunnels tunnelSet   // the loop's open tunnels, for the metrics
 	live    inflight    // exchanges in flight, closed by Retire when removed
 	freeEx  []*exchange // finished exchanges for reuse (exchange.recycle)
@@ -161,7 +170,11 @@ func NewHandler(l *netpoll.Loop, cfg Config) *Handler {
 		}
 	}
 	for _, up := range cfg.Upstreams {
-		h.group.pools = append(h.group.pools, &pool{loop: l, up: up, cfg: cfg.Pool, h: h, index: len(h.group.pools), keyHash: maphash.String(hashSeed, up.Name)})
+		p := &pool{loop: l, up: up, cfg: cfg.Pool, h: h, index: len(h.group.pools), keyHash: maphash.String(hashSeed, up.Name)}
+		if cfg.TLS != nil {
+			p.tls = cfg.TLS.ClientConfig(up)
+		}
+		h.group.pools = append(h.group.pools, p)
 		if cfg.Policy == Cookie {
 			h.group.cookies = append(h.group.cookies, CookieValue(cfg.CookieSecret, up.Name))
 		}

@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"bufio"
+	stdtls "crypto/tls"
 	"io"
 	"net"
 	"net/http"
@@ -67,24 +68,41 @@ func goIdleOrigin(t *testing.T) string {
 	return ln.Addr().String()
 }
 
+// goIdleTLSOrigin is goIdleOrigin over TLS: its idle close is a
+// close_notify, then the socket's. It returns the transport that trusts
+// it.
+func goIdleTLSOrigin(t *testing.T) (string, *upstream.TLS) {
+	ca := newTestCA(t, "origin CA")
+	o := startTLSOrigin(t, &stdtls.Config{Certificates: []stdtls.Certificate{ca.issue(t, "origin", []string{"127.0.0.1"}, time.Now().Add(time.Hour), false)}},
+		func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	o.srv.Config.IdleTimeout = originKeepAlive
+	tr, _ := upstreamTLS(t, &stdtls.Config{RootCAs: ca.pool}, nil)
+	return o.addr, tr
+}
+
 // TestKeepAliveRaceAvoided: pollproxy's pool is told to keep idle
 // connections 30 s, behind origins that close them after 1 s. It closes
 // them first — below the Node origin's announced Keep-Alive timeout, and
-// below the Go origin's once it has seen that origin close one — so bursts
-// of requests at every gap around the origin's timeout get no 502 and need
-// no retry. It runs on real time, sleeps included: what it tests is the
+// below the Go origin's once it has seen that origin close one (over TLS
+// too, where the close is a close_notify read on an idle connection) — so
+// bursts of requests at every gap around the origin's timeout get no 502
+// and need no retry. It runs on real time, sleeps included: what it tests is the
 // race between the proxy's idle close and the origin's own timer, which
 // no test clock moves (TestPoolIdleTimeout tests the proxy's side alone).
 func TestKeepAliveRaceAvoided(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		plain := func(origin func(*testing.T) string) func(*testing.T) (string, *upstream.TLS) {
+			return func(t *testing.T) (string, *upstream.TLS) { return origin(t), nil }
+		}
 		for _, c := range []struct {
 			name   string
-			origin func(*testing.T) string
+			origin func(*testing.T) (string, *upstream.TLS)
 			learn  bool
-		}{{"node", nodeOrigin, false}, {"go", goIdleOrigin, true}} {
+		}{{"node", plain(nodeOrigin), false}, {"go", plain(goIdleOrigin), true}, {"go tls", goIdleTLSOrigin, true}} {
 			t.Run(c.name, func(t *testing.T) {
-				up := upstreamAt(t, c.origin(t))
-				e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{up},
+				addr, tr := c.origin(t)
+				up := upstreamAt(t, addr)
+				e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{up}, TLS: tr,
 					Pool: proxy.PoolConfig{IdleTimeout: 30 * time.Second}})
 				cl := e.h2Client(nil)
 				burst := func() {

@@ -5,6 +5,7 @@ package proxy
 // serves.
 
 import (
+	stdtls "crypto/tls"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -74,6 +75,10 @@ type pool struct {
 	dials   uint           // connections dialled: the cursor over the upstream's addresses
 	keyHash uint64         // the upstream's name hashed, for rendezvous hashing
 	index   int            // in the group's pools
+	// tls, when set, is the client configuration of this upstream's
+	// connections (Config.TLS): they speak TLS, and the pool holds no
+	// other kind, so an idle connection is always one it may reuse.
+	tls *stdtls.Config
 }
 
 // load is the least-connections measure: requests in flight or waiting.
@@ -132,7 +137,11 @@ func (p *pool) take(ex *exchange, fresh bool) bool {
 		if v := p.cfg.ProxyProtocol; v != 0 {
 			// The header goes out ahead of the request, in the same write.
 			bc.client = ex.client
-			bc.out = proxyproto.Append(bc.out, v, ex.client)
+			if bc.sess != nil {
+				bc.raw = proxyproto.Append(bc.raw, v, ex.client) // in clear, before the ClientHello
+			} else {
+				bc.out = proxyproto.Append(bc.out, v, ex.client)
+			}
 		}
 		p.bind(ex, bc, false)
 		return true

@@ -187,46 +187,55 @@ func TestSlowClientDownload(t *testing.T) {
 	if raceEnabled {
 		size = 16 << 20
 	}
-	want := patternSum(size)
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
-		var written atomic.Int64
-		o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
-			writePattern(w, size, &written)
+		slowClientDownload(t, size, func(h http.HandlerFunc) *proxyEnv {
+			o := newOrigin(t, h)
+			return startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}})
 		})
-		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}})
-		cl := e.h2Client(nil)
-		hw := servertest.WatchHeap(t)
-		res, err := cl.Get(e.url("/big"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		h := sha256.New()
-		if _, err := io.CopyN(h, res.Body, 1<<20); err != nil {
-			t.Fatal(err)
-		}
-		// Stop reading until the origin stops making progress.
-		stalled := awaitStall(&written)
-		pause := hw.Growth()
-		n, err := io.Copy(h, res.Body)
-		growth := hw.Stop()
-		if err != nil || n+1<<20 != size || !bytes.Equal(h.Sum(nil), want) {
-			t.Fatalf("got %d bytes, err %v, digest match %v", n+1<<20, err, bytes.Equal(h.Sum(nil), want))
-		}
-		t.Logf("%.0f MiB to a paused client: origin stalled after %.1f MiB, heap growth %.1f MiB paused, %.1f MiB peak",
-			mib(uint64(size)), mib(uint64(stalled)), mib(pause), mib(growth))
-		limit := int64(24 << 20) // the client's 4 MiB window, socket buffers, a little of ours
-		if limit > size*3/4 {
-			limit = size * 3 / 4
-		}
-		if stalled > limit {
-			t.Fatalf("origin wrote %.1f MiB while the client read 1 MiB: no backpressure", mib(uint64(stalled)))
-		}
-		if growth > 24<<20 {
-			t.Fatalf("heap grew by %.1f MiB streaming %.0f MiB", mib(growth), mib(uint64(size)))
-		}
 	})
+}
+
+// slowClientDownload runs TestSlowClientDownload's check: size bytes from
+// an origin running the handler it gives start, to an h2 client that
+// stops reading after 1 MiB.
+func slowClientDownload(t *testing.T, size int64, start func(http.HandlerFunc) *proxyEnv) {
+	want := patternSum(size)
+	var written atomic.Int64
+	e := start(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+		writePattern(w, size, &written)
+	})
+	cl := e.h2Client(nil)
+	hw := servertest.WatchHeap(t)
+	res, err := cl.Get(e.url("/big"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	h := sha256.New()
+	if _, err := io.CopyN(h, res.Body, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	// Stop reading until the origin stops making progress.
+	stalled := awaitStall(&written)
+	pause := hw.Growth()
+	n, err := io.Copy(h, res.Body)
+	growth := hw.Stop()
+	if err != nil || n+1<<20 != size || !bytes.Equal(h.Sum(nil), want) {
+		t.Fatalf("got %d bytes, err %v, digest match %v", n+1<<20, err, bytes.Equal(h.Sum(nil), want))
+	}
+	t.Logf("%.0f MiB to a paused client: origin stalled after %.1f MiB, heap growth %.1f MiB paused, %.1f MiB peak",
+		mib(uint64(size)), mib(uint64(stalled)), mib(pause), mib(growth))
+	limit := int64(24 << 20) // the client's 4 MiB window, socket buffers, a little of ours
+	if limit > size*3/4 {
+		limit = size * 3 / 4
+	}
+	if stalled > limit {
+		t.Fatalf("origin wrote %.1f MiB while the client read 1 MiB: no backpressure", mib(uint64(stalled)))
+	}
+	if growth > 24<<20 {
+		t.Fatalf("heap grew by %.1f MiB streaming %.0f MiB", mib(growth), mib(uint64(size)))
+	}
 }
 
 // TestPooledConnections: 10,000 GETs over several h2 connections reach the

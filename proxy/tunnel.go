@@ -21,7 +21,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy/field"
 	"github.com/pollproxy/pollproxy/proxy/h1"
 	"github.com/pollproxy/pollproxy/proxy/observe"
@@ -243,7 +242,7 @@ func (bc *backendConn) readTunnel() {
 			bc.in = bc.pool.h.getBuf()
 		}
 		bc.inStart, bc.inEnd = 0, 0
-		n, err := netpoll.RawRead(bc.desc.FD(), bc.in)
+		n, err := bc.read(bc.in)
 		switch {
 		case n > 0:
 			bc.inEnd = n
@@ -299,7 +298,7 @@ func (bc *backendConn) buffered() bool { return bc.inStart < bc.inEnd }
 // origin is shut once what it sent is written.
 func (bc *backendConn) shutWrite() {
 	bc.shutWr = true
-	if bc.outOff == len(bc.out) {
+	if bc.outOff == len(bc.out) && (bc.sess == nil || bc.sess.Buffered() == 0) {
 		bc.tunnelDrained()
 	}
 }
@@ -317,6 +316,15 @@ func (bc *backendConn) tunnelDrained() {
 		bc.out = nil
 	}
 	if bc.shutWr && !bc.shutDone {
+		if bc.sess != nil && !bc.notified {
+			// Over TLS the half-close is a close_notify, then the
+			// socket's: flush writes the alert and comes back here.
+			bc.notified = true
+			if bc.sess.CloseNotify() == nil {
+				bc.flush()
+				return
+			}
+		}
 		bc.shutDone = true
 		unix.Shutdown(bc.desc.FD(), unix.SHUT_WR)
 		if ex != nil {

@@ -26,7 +26,13 @@ import (
 // every message; ended receives how each connection's read loop ended.
 func echoOrigin(t *testing.T) (*origin, chan error) {
 	ended := make(chan error, 16)
-	o := newOrigin(t, func(w http.ResponseWriter, r *http.Request) {
+	return newOrigin(t, echoHandler(ended)), ended
+}
+
+// echoHandler is echoOrigin's handler: a WebSocket that echoes every
+// message and sends how its read loop ended to ended.
+func echoHandler(ended chan<- error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		c, err := websocket.Accept(w, r, nil)
 		if err != nil {
 			return
@@ -45,8 +51,7 @@ func echoOrigin(t *testing.T) (*origin, chan error) {
 				return
 			}
 		}
-	})
-	return o, ended
+	}
 }
 
 func wsDial(t *testing.T, ctx context.Context, e *proxyEnv, cl *http.Client, path string) *websocket.Conn {

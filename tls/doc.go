@@ -15,6 +15,14 @@
 // out; pool.go the handshake workers; config.go the server configuration,
 // certificate files and self-signed certificates.
 //
+// The same Session serves both ends: NewServerSession for client
+// connections, NewClientSession for connections to HTTPS origins, whose
+// handshakes run on a pool of their own (HandshakePool.StartWithin carries
+// each transport's tls_timeout) and whose record layer runs on the loop
+// exactly as a server session's does. FeedEOF hands the origin's close to a
+// handshake in progress, so an alert it sent before closing is the
+// handshake's error rather than a timeout.
+//
 // # Two phases
 //
 // Handshake phase. crypto/tls cannot resume a handshake after a would-block,

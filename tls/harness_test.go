@@ -50,13 +50,9 @@ func clientConfig(t testing.TB, version uint16, alpn string) *stdtls.Config {
 	return cfg
 }
 
-// newClientSession is a client-side Session over the same in-memory
-// transport, for driving both ends of a connection without sockets.
-func newClientSession(cfg *stdtls.Config) *Session {
-	s := newSession(nil, nil)
-	s.conn = stdtls.Client((*wire)(s), cfg)
-	return s
-}
+// newClientSession is a client-side Session, for driving both ends of a
+// connection without sockets.
+func newClientSession(cfg *stdtls.Config) *Session { return NewClientSession(cfg, nil, nil) }
 
 // loopOpts configures serveLoop.
 type loopOpts struct {

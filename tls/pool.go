@@ -72,7 +72,8 @@ func (p *HandshakePool) work() {
 	}
 }
 
-// Start queues the handshake of s, a session fresh from NewServerSession.
+// Start queues the handshake of s, a session fresh from NewServerSession
+// or NewClientSession.
 // notify is called from a worker goroutine whenever the handshake has
 // written ciphertext to Output, and once more, last, when the handshake is
 // over (HandshakeDone then reports true); it must not block — post a task to
@@ -83,6 +84,16 @@ func (p *HandshakePool) work() {
 // Start fails with ErrPoolFull when the queue is full, ErrPoolClosed after
 // Close, and net.ErrClosed for a closed session; s can then only be closed.
 func (p *HandshakePool) Start(s *Session, notify func()) error {
+	return p.StartWithin(s, notify, p.timeout)
+}
+
+// StartWithin is Start with a timeout of the handshake's own (the pool's
+// when timeout <= 0): connections to origins each carry their transport's
+// tls_timeout through one pool.
+func (p *HandshakePool) StartWithin(s *Session, notify func(), timeout time.Duration) error {
+	if timeout <= 0 {
+		timeout = p.timeout
+	}
 	if notify == nil {
 		notify = func() {}
 	}
@@ -97,7 +108,7 @@ func (p *HandshakePool) Start(s *Session, notify func()) error {
 	}
 	s.started = true
 	s.notify = notify
-	s.deadline = monotonic() + p.timeout
+	s.deadline = monotonic() + timeout
 	s.mu.Unlock()
 
 	err := p.enqueue(s)

@@ -85,6 +85,7 @@ type Session struct {
 	closed      bool  // Close was called
 	interrupted bool  // crypto/tls closed the transport (context done)
 	started     bool  // handed to a pool
+	peerEOF     bool  // the peer ended its stream during the handshake (FeedEOF)
 	hsErr       error // handshake result, valid in the loop phase
 
 	notify func()
@@ -115,6 +116,18 @@ func monotonic() time.Duration { return time.Since(clockBase) + 1 }
 func NewServerSession(cfg *stdtls.Config, local, remote net.Addr) *Session {
 	s := newSession(local, remote)
 	s.conn = stdtls.Server((*wire)(s), cfg)
+	return s
+}
+
+// NewClientSession returns a client-side session using cfg, which must not
+// be modified afterwards: the same split as a server session, for
+// connections to origins. cfg.ServerName names the server the certificate
+// is verified for (and is the SNI name); a cfg.ClientSessionCache shared by
+// the sessions to one origin lets new connections resume. local and remote
+// are the socket's addresses; either may be nil.
+func NewClientSession(cfg *stdtls.Config, local, remote net.Addr) *Session {
+	s := newSession(local, remote)
+	s.conn = stdtls.Client((*wire)(s), cfg)
 	return s
 }
 
@@ -160,6 +173,22 @@ func (s *Session) Feed(p []byte) error {
 	s.in.write(p)
 	s.cond.Signal()
 	return nil
+}
+
+// FeedEOF reports that the peer ended its stream (the socket read EOF)
+// during the handshake: crypto/tls reads what is buffered, then EOF, so
+// the handshake fails with the peer's own reason when it sent an alert
+// before closing (a client certificate refused, a protocol it lacks). It
+// does nothing once the handshake is over; the loop handles EOF itself
+// then.
+func (s *Session) FeedEOF() {
+	if s.loop.Load() {
+		return
+	}
+	s.mu.Lock()
+	s.peerEOF = true
+	s.cond.Broadcast()
+	s.mu.Unlock()
 }
 
 // Lend hands over ciphertext read from the socket without copying it: p
@@ -222,6 +251,18 @@ func (s *Session) Buffered() int {
 	n := s.out.len()
 	s.mu.Unlock()
 	return n
+}
+
+// Pending reports how many bytes of ciphertext from the peer the session
+// holds that crypto/tls has not read yet (part of a record, or records
+// behind the one being read). A client that expects nothing more from its
+// peer, such as a kept-alive connection going idle, can tell from it that
+// unsolicited bytes arrived. Loop goroutine only.
+func (s *Session) Pending() int {
+	if !s.loop.Load() {
+		return 0
+	}
+	return s.in.len() + len(s.lent)
 }
 
 // Consume reports that the first n bytes of Output were written to the

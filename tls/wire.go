@@ -3,6 +3,7 @@ package tls
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"time"
 )
@@ -36,6 +37,9 @@ func (w *wire) Read(p []byte) (int, error) {
 	for s.in.len() == 0 {
 		if s.closed {
 			return 0, net.ErrClosed
+		}
+		if s.peerEOF {
+			return 0, io.EOF
 		}
 		if s.interrupted || (s.ctx != nil && s.ctx.Err() != nil) {
 			if s.ctx != nil && errors.Is(s.ctx.Err(), context.DeadlineExceeded) {

@@ -39,15 +39,13 @@ func runReverseProxy(name string, args []string, announce func(url, certPath str
 	debug := fs.Bool("debug", false, "log at debug level")
 	fs.BoolVar(debug, "v", false, "short for --debug")
 	// Accepted for Caddy's sake, with Caddy's meaning already true here:
-	// the development commands take certificates from the local CA, bind
-	// no plain-HTTP port to redirect from, and have no https:// upstream
-	// to skip verifying (--insecure changes nothing for http upstreams in
-	// Caddy either).
+	// the development commands take certificates from the local CA and
+	// bind no plain-HTTP port to redirect from.
 	fs.Bool("internal-certs", false, "certificates from the local CA (always so here)")
 	fs.Bool("i", false, "short for --internal-certs")
 	fs.Bool("disable-redirects", false, "no HTTP to HTTPS redirect (none is served here)")
 	fs.Bool("r", false, "short for --disable-redirects")
-	fs.Bool("insecure", false, "skip verifying https upstreams (pollproxy has no https upstreams yet)")
+	insecure := fs.Bool("insecure", false, "skip verifying the certificates of https:// upstreams (testing only)")
 	certFile := fs.String("cert", "", "certificate file (PEM); default: one from pollproxy's local CA (see pollproxy trust)")
 	keyFile := fs.String("key", "", "private key file (PEM)")
 	policy := fs.String("lb", string(proxy.RoundRobin), "load balancing across upstreams: round_robin, least_conn, first")
@@ -66,7 +64,7 @@ func runReverseProxy(name string, args []string, announce func(url, certPath str
 	if !proxy.ValidPolicy(proxy.Policy(*policy)) {
 		return fmt.Errorf("--lb %q: want round_robin, least_conn or first", *policy)
 	}
-	upstreams, err := upstreamList(to)
+	upstreams, https, err := upstreamList(to)
 	if err != nil {
 		return err
 	}
@@ -83,6 +81,11 @@ func runReverseProxy(name string, args []string, announce func(url, certPath str
 	}
 	cfg.Timeouts.Idle = *idle
 	rp := config.Proxy{Upstreams: upstreams, Policy: proxy.Policy(*policy), KeepAlive: *maxIdle, MaxConns: *maxConns}
+	if https {
+		// As caddy reverse-proxy: https:// upstreams speak TLS, verified
+		// unless --insecure (which changes nothing for http ones).
+		rp.TLS = &config.UpstreamTLS{InsecureSkipVerify: *insecure}
+	}
 	if *changeHost {
 		headerUp = append(headerUp, "Host: {upstream_hostport}")
 	}
@@ -124,22 +127,30 @@ func runReverseProxy(name string, args []string, announce func(url, certPath str
 
 // upstreamList reads every --to (each may list several, comma-separated)
 // as a Caddyfile's reverse_proxy does; the instance resolves the names.
-func upstreamList(to []string) ([]string, error) {
-	var ups []string
+// https reports https:// upstreams, which must then be all of them.
+func upstreamList(to []string) (ups []string, https bool, err error) {
+	common := ""
 	for _, v := range strings.Split(strings.Join(to, ","), ",") {
 		if v = strings.TrimSpace(v); v == "" {
 			continue
 		}
-		addrs, err := config.UpstreamAddresses(v)
+		addrs, scheme, err := config.UpstreamAddresses(v)
 		if err != nil {
-			return nil, fmt.Errorf("--to: %w", err)
+			return nil, false, fmt.Errorf("--to: %w", err)
 		}
+		if scheme == "" {
+			scheme = "http"
+		}
+		if common != "" && scheme != common {
+			return nil, false, fmt.Errorf("--to: all upstreams must use the same scheme; expecting '%s://' but got '%s://'", common, scheme)
+		}
+		common = scheme
 		ups = append(ups, addrs...)
 	}
 	if len(ups) == 0 {
-		return nil, fmt.Errorf("no upstream in --to %q", strings.Join(to, ","))
+		return nil, false, fmt.Errorf("no upstream in --to %q", strings.Join(to, ","))
 	}
-	return ups, nil
+	return ups, common == "https", nil
 }
 
 // headerFlags reads "Field: value" flags as caddy reverse-proxy does: each

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"strings"
@@ -99,13 +100,48 @@ func TestReverseProxyCaddyFlags(t *testing.T) {
 	})
 }
 
+// TestReverseProxyHTTPS: --to https://… speaks TLS to the app and, as
+// caddy reverse-proxy, verifies its certificate unless --insecure.
+func TestReverseProxyHTTPS(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		app := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "tls=%v", r.TLS != nil)
+		}))
+		t.Cleanup(app.Close)
+		for _, insecure := range []bool{true, false} {
+			port := servertest.FreePort(t)
+			addr := fmt.Sprintf("127.0.0.1:%d", port)
+			args := []string{"reverse-proxy", "-f", addr, "--to", app.URL, "--internal-certs", "--loops", "1", "--poller", backend}
+			if insecure {
+				args = append(args, "--insecure")
+			}
+			startProc(t, "local CA root", []string{"POLLPROXY_DATA=" + t.TempDir()}, args...)
+			tr := &http.Transport{TLSClientConfig: &stdtls.Config{InsecureSkipVerify: true}}
+			res, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get("https://" + addr + "/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			tr.CloseIdleConnections()
+			switch {
+			case insecure && (res.StatusCode != 200 || string(body) != "tls=true"):
+				t.Errorf("--insecure: %d %q, want 200 over TLS", res.StatusCode, body)
+			case !insecure && (res.StatusCode != 502 || !strings.Contains(string(body), "certificate")):
+				t.Errorf("verified: %d %q, want a 502 about the app's certificate", res.StatusCode, body)
+			}
+		}
+	})
+}
+
 func TestReverseProxyFlagErrors(t *testing.T) {
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"--to", "127.0.0.1:1", "--header-up", "NoColon"}, `want "Field: value"`},
-		{[]string{"--to", "https://127.0.0.1:1"}, "not supported by pollproxy"},
+		{[]string{"--to", "https://127.0.0.1:1,http://127.0.0.1:2"}, "all upstreams must use the same scheme"},
+		{[]string{"--to", "wss://127.0.0.1:1"}, "use https:// instead"},
 		{[]string{"--from", ":8443", "--to", "127.0.0.1:1"}, "plain HTTP"},
 		{[]string{"--from", "localhost:8443"}, "--to is required"},
 	} {

@@ -127,6 +127,7 @@ type Instance struct {
 	upstreams map[string]*upstream.Upstream
 	watch     upstreamWatch // re-resolution off the loops (upstreams.go)
 	running   *plan         // the plan serving now, whose handlers the next reload retires
+	upTLS     upstreamTLS   // handshakes and failure log of HTTPS upstreams (upstreamtls.go)
 	closed    bool
 }
 
@@ -468,6 +469,9 @@ func (in *Instance) Close() {
 	if in.certs != nil {
 		in.certs.Close()
 	}
+	// Handshakes to origins end first: a worker's last notify posts to its
+	// loop, which must still be there to take it.
+	in.upTLS.close()
 	if in.group != nil {
 		in.group.Stop()
 		in.group.Close()

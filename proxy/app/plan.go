@@ -54,8 +54,18 @@ func (in *Instance) prepare(cfg *config.Config) (*plan, error) {
 					all = append(all, up)
 				}
 			}
+			pc := rp.ProxyConfig(ups)
+			if rp.TLS != nil {
+				t, err := in.upTLS.transport(rp.TLS, in.log)
+				if err != nil {
+					errs = append(errs, &config.Error{Pos: rp.TLS.Pos, Msg: fmt.Sprintf("reverse_proxy: %v", err)})
+					continue
+				}
+				pc.TLS = t
+				pc.ActiveHealth.TLS = t.Config
+			}
 			// The servers options are the listener's: newHandler adds them.
-			p.proxies[rp] = rp.ProxyConfig(ups)
+			p.proxies[rp] = pc
 		}
 		p.siteUps[s] = all
 	}

@@ -54,14 +54,22 @@ func clients(addr string, roots *x509.CertPool) map[string]*http.Client {
 // on backend; it returns the port and the clients.
 func startSite(t *testing.T, backend, body string) (int, map[string]*http.Client) {
 	t.Helper()
+	port, cls, _ := startSiteLogged(t, backend, body)
+	return port, cls
+}
+
+// startSiteLogged is startSite that also gives the running instance, whose
+// log the test reads.
+func startSiteLogged(t *testing.T, backend, body string) (int, map[string]*http.Client, *running) {
+	t.Helper()
 	dir := t.TempDir()
 	certFile, keyFile, roots := filePair(t, dir)
 	port := servertest.FreePort(t)
 	file := filepath.Join(dir, "Caddyfile")
 	os.WriteFile(file, []byte(fmt.Sprintf("{\n\tpoller %s\n\tloops 1\n\tadmin off\n\tstorage %s\n\tdefault_bind 127.0.0.1\n}\n\nlocalhost:%d {\n\ttls %s %s\n%s\n}\n",
 		backend, filepath.Join(dir, "storage"), port, certFile, keyFile, body)), 0o644)
-	start(t, file, Options{})
-	return port, clients(fmt.Sprintf("127.0.0.1:%d", port), roots)
+	r := start(t, file, Options{})
+	return port, clients(fmt.Sprintf("127.0.0.1:%d", port), roots), r
 }
 
 type exchange struct {

@@ -36,9 +36,9 @@ var caddyDocExamples = []docExample{
 	{"reverse_proxy", "example.com {\n\treverse_proxy /api/* node1:80 node2:80 node3:80 {\n\t\tlb_policy cookie api_sticky\n\t}\n}\n", ""},
 	{"reverse_proxy", "example.com {\n\treverse_proxy node1:80 node2:80 node3:80 {\n\t\thealth_uri /healthz\n\t\tlb_try_duration 5s\n\t}\n}\n", ""},
 	{"reverse_proxy", "example.com {\n\treverse_proxy localhost:8080 {\n\t\ttransport http {\n\t\t\tdial_timeout 2s\n\t\t\tresponse_header_timeout 30s\n\t\t}\n\t}\n}\n", ""},
-	{"reverse_proxy", "example.com {\n\treverse_proxy https://example.com\n}\n", "Caddyfile:2: reverse_proxy: upstream \"https://example.com\": https:// upstreams are not supported by pollproxy (it speaks plain HTTP/1.1 to origins)"},
-	{"reverse_proxy", "example.com {\n\treverse_proxy 10.0.0.1:443 {\n\t\ttransport http {\n\t\t\ttls_insecure_skip_verify\n\t\t}\n\t}\n}\n", "Caddyfile:4: transport http: tls_insecure_skip_verify is not supported by pollproxy"},
-	{"reverse_proxy", "example.com {\n\treverse_proxy 10.0.0.1:443 {\n\t\ttransport http {\n\t\t\ttls_trust_pool file /path/to/cert.pem\n\t\t\ttls_server_name app.example.com\n\t\t}\n\t}\n}\n", "Caddyfile:4: transport http: tls_trust_pool is not supported by pollproxy\nCaddyfile:5: transport http: tls_server_name is not supported by pollproxy"},
+	{"reverse_proxy", "example.com {\n\treverse_proxy https://example.com\n}\n", ""},
+	{"reverse_proxy", "example.com {\n\treverse_proxy 10.0.0.1:443 {\n\t\ttransport http {\n\t\t\ttls_insecure_skip_verify\n\t\t}\n\t}\n}\n", ""},
+	{"reverse_proxy", "example.com {\n\treverse_proxy 10.0.0.1:443 {\n\t\ttransport http {\n\t\t\ttls_trust_pool file /path/to/cert.pem\n\t\t\ttls_server_name app.example.com\n\t\t}\n\t}\n}\n", ""},
 	{"reverse_proxy", "example.com {\n\thandle_path /prefix/* {\n\t\treverse_proxy localhost:9000\n\t}\n}\n", ""},
 	{"reverse_proxy", "example.com {\n\thandle_path /old-prefix/* {\n\t\trewrite /new-prefix{path}\n\t\treverse_proxy localhost:9000\n\t}\n}\n", ""},
 	{"reverse_proxy", "example.com {\n\treverse_proxy localhost:8080 {\n\t\t@accel header X-Accel-Redirect *\n\t\thandle_response @accel {\n\t\t\troot /path/to/private/files\n\t\t\trewrite {rp.header.X-Accel-Redirect}\n\t\t\tmethod GET\n\t\t\tfile_server\n\t\t}\n\t}\n}\n", "Caddyfile:3: reverse_proxy: response matcher @accel is not supported by pollproxy\nCaddyfile:4: reverse_proxy: handle_response is not supported by pollproxy"},
@@ -53,8 +53,8 @@ var caddyDocExamples = []docExample{
 	{"reverse_proxy", docSite("reverse_proxy localhost:9000 {\n\theader_up -Some-*\n}"), ""},
 	{"reverse_proxy", docSite("reverse_proxy localhost:9000 {\n\theader_up -*\n}"), ""},
 	{"reverse_proxy", docSite("reverse_proxy localhost:9000 {\n\theader_up Some-Header \"^prefix-([A-Za-z0-9]*)$\" \"replaced-$1-suffix\"\n}"), ""},
-	{"reverse_proxy", docSite("reverse_proxy https://example.com {\n\theader_up Host {upstream_hostport}\n}"), "Caddyfile:2: reverse_proxy: upstream \"https://example.com\": https:// upstreams are not supported by pollproxy (it speaks plain HTTP/1.1 to origins)"},
-	{"reverse_proxy", docSite("reverse_proxy https://example.com {\n\theader_up Host {hostport}\n}"), "Caddyfile:2: reverse_proxy: upstream \"https://example.com\": https:// upstreams are not supported by pollproxy (it speaks plain HTTP/1.1 to origins)"},
+	{"reverse_proxy", docSite("reverse_proxy https://example.com {\n\theader_up Host {upstream_hostport}\n}"), ""},
+	{"reverse_proxy", docSite("reverse_proxy https://example.com {\n\theader_up Host {hostport}\n}"), ""},
 
 	// handle
 	{"handle", "example.com {\n\thandle /foo/* {\n\t\tfile_server\n\t}\n\n\thandle {\n\t\treverse_proxy 127.0.0.1:8080\n\t}\n}\n", "Caddyfile:3: file_server is not supported by pollproxy"},

@@ -229,6 +229,11 @@ type Proxy struct {
 	// ProxyProtocol is transport http's proxy_protocol: 1 or 2 (v1, v2),
 	// 0 for none.
 	ProxyProtocol int
+	// TLS, when set, speaks TLS to the upstreams (https:// upstreams,
+	// transport http's tls options).
+	TLS *UpstreamTLS
+
+	scheme string // the scheme the upstreams were written with, one for all
 }
 
 // ProxyConfig returns the reverse proxy's configuration for these
@@ -255,12 +260,32 @@ func (p Proxy) ProxyConfig(ups []*upstream.Upstream) proxy.Config {
 		ResponseHeaderTimeout: p.ResponseHeaderTimeout,
 		ReadTimeout:           p.ReadTimeout,
 		WriteTimeout:          p.WriteTimeout,
-		HeaderUp:              p.HeaderUp,
+		HeaderUp:              p.headerUp(),
 		HeaderDown:            p.HeaderDown,
 		StreamTimeout:         p.Stream.Timeout,
 		StreamCloseDelay:      p.Stream.CloseDelay,
 		ActiveHealth:          p.ActiveHealth,
 	}.WithDefaults()
+}
+
+// hostUpstream is the Host an HTTPS upstream is sent by default, as in
+// Caddy: the upstream's host:port, which its certificate and virtual
+// hosts are for, rather than the client's.
+var hostUpstream = func() proxy.HeaderOp {
+	op, err := route.ParseUpstreamHeaderOp([]string{"Host", "{upstream_hostport}"})
+	if err != nil {
+		panic(err)
+	}
+	return op
+}()
+
+// headerUp is header_up, after the transport's own edits: for TLS, Host
+// is the upstream's unless header_up sets it.
+func (p Proxy) headerUp() []proxy.HeaderOp {
+	if p.TLS == nil {
+		return p.HeaderUp
+	}
+	return append([]proxy.HeaderOp{hostUpstream}, p.HeaderUp...)
 }
 
 // TLSMode says where a site's certificate comes from.
@@ -332,12 +357,22 @@ const (
 	DefaultHTTPSPort   = 443
 )
 
-// CheckFiles loads every certificate file pair the sites name, so that a
-// missing or mismatched file is reported with the line of its tls
-// directive before anything starts.
+// CheckFiles loads every certificate file pair the sites name, and the
+// trust pools and client certificates of their HTTPS upstreams, so that a
+// missing or mismatched file is reported with the line of its directive
+// before anything starts.
 func (c *Config) CheckFiles() error {
 	var errs Errors
 	for _, s := range c.Sites {
+		// An HTTPS upstream's trust pool and client certificate.
+		for _, rp := range s.AllProxies() {
+			if rp.TLS == nil {
+				continue
+			}
+			if _, err := rp.TLS.ClientConfig(); err != nil {
+				errs = append(errs, &Error{Pos: rp.TLS.Pos, Msg: "reverse_proxy: " + err.Error()})
+			}
+		}
 		if s.TLS.Mode != TLSFiles {
 			continue
 		}

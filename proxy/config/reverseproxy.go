@@ -111,6 +111,12 @@ func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
 			p.notOurs(d, "reverse_proxy: ", sub, unsupportedProxy, "one of "+strings.Join(proxyOptions, ", "))
 		}
 	}
+	switch {
+	case rp.scheme == "https" && rp.TLS == nil:
+		rp.TLS = &UpstreamTLS{Pos: rp.Pos}
+	case rp.scheme == "http" && rp.TLS != nil:
+		p.errAt(rp.TLS.Pos, "reverse_proxy: upstream address scheme is HTTP but transport is configured for HTTP+TLS (HTTPS)")
+	}
 	if rp.Dynamic != nil && len(rp.Upstreams) > 1 {
 		p.errAt(rp.Pos, "reverse_proxy: static upstreams beside dynamic (Caddy's fallback) are not supported by pollproxy")
 	}
@@ -221,7 +227,9 @@ func (p *parser) lbPolicy(d *caddyfile.Dispenser, rp *Proxy, label string) {
 }
 
 var transportOptions = []string{"dial_timeout", "proxy_protocol", "response_header_timeout", "read_timeout", "write_timeout",
-	"keepalive", "keepalive_idle_conns", "keepalive_idle_conns_per_host", "max_conns_per_host", "versions"}
+	"keepalive", "keepalive_idle_conns", "keepalive_idle_conns_per_host", "max_conns_per_host", "versions",
+	"tls", "tls_server_name", "tls_insecure_skip_verify", "tls_trust_pool", "tls_trusted_ca_certs", "tls_client_auth",
+	"tls_timeout", "tls_curves", "tls_renegotiation"}
 
 func (p *parser) transport(d *caddyfile.Dispenser, rp *Proxy) {
 	args := d.RemainingArgs()
@@ -281,6 +289,9 @@ func (p *parser) transport(d *caddyfile.Dispenser, rp *Proxy) {
 				}
 			}
 		default:
+			if p.transportTLS(d, rp, sub) {
+				continue
+			}
 			p.notOurs(d, "transport http: ", sub, unsupportedTransport, "one of "+strings.Join(transportOptions, ", "))
 		}
 	}
@@ -290,24 +301,45 @@ func (p *parser) transport(d *caddyfile.Dispenser, rp *Proxy) {
 // (UpstreamAddresses).
 func (p *parser) upstreams(d *caddyfile.Dispenser, rp *Proxy) {
 	for d.NextArg() {
-		addrs, err := UpstreamAddresses(d.Val())
+		addrs, scheme, err := UpstreamAddresses(d.Val())
 		if err != nil {
 			p.errf(d, "reverse_proxy: %v", err)
 			continue
+		}
+		if scheme != "" {
+			// As in Caddy: one transport, so one scheme for every upstream.
+			if rp.scheme != "" && rp.scheme != scheme {
+				p.errf(d, "reverse_proxy: for now, all proxy upstreams must use the same scheme (transport protocol); expecting '%s://' but got '%s://'", rp.scheme, scheme)
+			}
+			rp.scheme = scheme
 		}
 		rp.Upstreams = append(rp.Upstreams, addrs...)
 	}
 }
 
 // UpstreamAddresses reads one upstream as Caddy's reverse_proxy takes it —
-// host:port, :port (localhost), host (port 80), http://host[:port], a port
-// range (host:8001-8003), unix//path — and returns the dial addresses it
-// stands for. The Caddyfile and the reverse-proxy command's --to both read
-// upstreams through it, so one address means one thing in either.
-func UpstreamAddresses(v string) ([]string, error) {
+// host:port, :port (localhost), host (port 80), http://host[:port],
+// https://host[:port] (port 443, and TLS), a port range (host:8001-8003),
+// unix//path — and returns the dial addresses it stands for and the
+// scheme written ("http", "https" or ""). The Caddyfile and the
+// reverse-proxy command's --to both read upstreams through it, so one
+// address means one thing in either.
+func UpstreamAddresses(v string) (addrs []string, scheme string, err error) {
+	if strings.HasPrefix(v, "https://") {
+		scheme = "https"
+	} else if strings.HasPrefix(v, "http://") {
+		scheme = "http"
+	}
+	addrs, err = upstreamAddresses(v, scheme)
+	return addrs, scheme, err
+}
+
+func upstreamAddresses(v, scheme string) ([]string, error) {
 	switch {
-	case strings.HasPrefix(v, "https://"):
-		return nil, fmt.Errorf("upstream %q: https:// upstreams are not supported by pollproxy (it speaks plain HTTP/1.1 to origins)", v)
+	case strings.HasPrefix(v, "wss://"):
+		return nil, fmt.Errorf("upstream %q: the scheme wss:// is only supported in browsers; use https:// instead", v)
+	case strings.HasPrefix(v, "ws://"):
+		return nil, fmt.Errorf("upstream %q: the scheme ws:// is only supported in browsers; use http:// instead", v)
 	case strings.HasPrefix(v, "h2c://"):
 		return nil, fmt.Errorf("upstream %q: h2c:// upstreams are not supported by pollproxy (it speaks HTTP/1.1 to origins)", v)
 	case strings.HasPrefix(v, "unix/"):
@@ -317,10 +349,10 @@ func UpstreamAddresses(v string) ([]string, error) {
 		return []string{v}, nil
 	case strings.Contains(v, "{"):
 		return nil, fmt.Errorf("upstream %q: placeholders in upstreams are not supported by pollproxy", v)
-	case strings.Contains(v, "://") && !strings.HasPrefix(v, "http://"):
-		return nil, fmt.Errorf("upstream %q: scheme not supported by pollproxy (want http:// or none)", v)
+	case strings.Contains(v, "://") && scheme == "":
+		return nil, fmt.Errorf("upstream %q: scheme not supported by pollproxy (want http://, https:// or none)", v)
 	}
-	hp := strings.TrimPrefix(v, "http://")
+	hp := strings.TrimPrefix(strings.TrimPrefix(v, "http://"), "https://")
 	if strings.ContainsAny(strings.TrimSuffix(hp, "/"), "/?#") {
 		return nil, fmt.Errorf("upstream %q: upstream addresses cannot have paths, as in Caddy (change the path with rewrite or uri)", v)
 	}
@@ -331,6 +363,12 @@ func UpstreamAddresses(v string) ([]string, error) {
 			return nil, fmt.Errorf("upstream %q: want host:port", v)
 		}
 		host, port = strings.Trim(hp, "[]"), "80"
+		if scheme == "https" {
+			port = "443"
+		}
+	}
+	if scheme == "https" && port == "80" {
+		return nil, fmt.Errorf("upstream %q: upstream address has conflicting scheme (https://) and port (:80, the HTTP port)", v)
 	}
 	if host == "" {
 		host = "localhost"

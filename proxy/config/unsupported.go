@@ -53,9 +53,8 @@ var unsupportedProxy = set("trusted_proxies", "buffer_requests", "buffer_respons
 	"health_request_body", "health_query")
 
 var unsupportedTransport = set("read_buffer", "write_buffer", "max_response_header",
-	"dial_fallback_delay", "expect_continue_timeout", "resolvers", "tls", "tls_client_auth",
-	"tls_insecure_skip_verify", "tls_curves", "tls_timeout", "tls_trust_pool", "tls_trusted_ca_certs",
-	"tls_server_name", "tls_renegotiation", "tls_except_ports", "keepalive_interval", "compression",
+	"dial_fallback_delay", "expect_continue_timeout", "resolvers",
+	"tls_except_ports", "keepalive_interval", "compression",
 	"local_address", "forward_proxy_url", "network_proxy", "max_idle_conns")
 
 var unsupportedTLS = set("protocols", "ciphers", "curves", "alpn", "load", "ca", "ca_root", "key_type",

@@ -18,8 +18,13 @@ const (
 	// ReasonConnect: the connect failed (refused, reset, unreachable);
 	// the detail says how.
 	ReasonConnect
-	// ReasonConnectTimeout: the connect took longer than connect_timeout.
+	// ReasonConnectTimeout: the connect took longer than connect_timeout
+	// (or, to an HTTPS upstream, the TLS handshake than tls_timeout).
 	ReasonConnectTimeout
+	// ReasonTLS: TLS with an HTTPS upstream failed: its certificate did
+	// not verify, the handshake failed, or an alert broke the connection
+	// before a response head; the detail says how.
+	ReasonTLS
 	// ReasonHeaderTimeout: no response head within
 	// response_header_timeout.
 	ReasonHeaderTimeout
@@ -79,6 +84,7 @@ var reasonNames = [NumReasons]string{
 	ReasonNone:              "none",
 	ReasonConnect:           "connect",
 	ReasonConnectTimeout:    "connect_timeout",
+	ReasonTLS:               "tls",
 	ReasonHeaderTimeout:     "header_timeout",
 	ReasonWriteTimeout:      "write_timeout",
 	ReasonBadResponse:       "bad_response",
@@ -104,6 +110,7 @@ var reasonNames = [NumReasons]string{
 var reasonTexts = [NumReasons]string{
 	ReasonConnect:           "bad gateway: ",
 	ReasonConnectTimeout:    "gateway timeout: connect to upstream timed out",
+	ReasonTLS:               "bad gateway: TLS with upstream failed: ",
 	ReasonHeaderTimeout:     "gateway timeout: upstream sent no response head in time",
 	ReasonWriteTimeout:      "gateway timeout: writing the request to upstream timed out",
 	ReasonBadResponse:       "bad gateway: malformed response from upstream",

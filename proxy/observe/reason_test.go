@@ -22,7 +22,7 @@ func TestReasonNames(t *testing.T) {
 	if Reason(NumReasons).String() != "unknown" {
 		t.Error("a reason past the table has a name")
 	}
-	failures := map[Reason]bool{ReasonConnect: true, ReasonConnectTimeout: true, ReasonHeaderTimeout: true,
+	failures := map[Reason]bool{ReasonConnect: true, ReasonConnectTimeout: true, ReasonTLS: true, ReasonHeaderTimeout: true,
 		ReasonWriteTimeout: true, ReasonBadResponse: true, ReasonBadBody: true, ReasonBroken: true,
 		ReasonBrokenMidResponse: true, ReasonBadHandshake: true, ReasonUnhealthy: true}
 	for r := Reason(0); int(r) < NumReasons; r++ {

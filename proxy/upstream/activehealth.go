@@ -6,6 +6,7 @@ package upstream
 
 import (
 	"context"
+	stdtls "crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -40,6 +41,9 @@ type ActiveHealth struct {
 	// Headers are sent with each check (health_headers); "Host" sets the
 	// host asked for.
 	Headers http.Header
+	// TLS, when set, is the transport's TLS: checks go over HTTPS with
+	// it, as Caddy's do for a transport with TLS.
+	TLS *stdtls.Config
 	// Passes is how many checks in a row must pass before an unhealthy
 	// upstream is used again, Fails how many must fail before a healthy one
 	// is skipped (health_passes, health_fails; default 1 each).
@@ -129,7 +133,7 @@ func sameHealth(a, b ActiveHealth) bool {
 		return false
 	}
 	return a.URI == b.URI && a.Port == b.Port && a.Upstream == b.Upstream && a.Interval == b.Interval && a.Timeout == b.Timeout &&
-		a.Status == b.Status && a.Passes == b.Passes && a.Fails == b.Fails
+		a.Status == b.Status && a.Passes == b.Passes && a.Fails == b.Fails && a.TLS == b.TLS
 }
 
 func (c *healthCheck) stop() {
@@ -141,6 +145,7 @@ func (c *healthCheck) run(ctx context.Context, u *Upstream) {
 	defer close(c.done)
 	tr := &http.Transport{
 		DisableKeepAlives: true,
+		TLSClientConfig:   c.cfg.TLS,
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
 			if c.cfg.Upstream != "" {
@@ -195,7 +200,11 @@ func (c *healthCheck) check(ctx context.Context, cl *http.Client, u *Upstream) e
 	case u.Path != "":
 		host = "localhost"
 	}
-	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+host+c.cfg.URI, nil)
+	scheme := "http://"
+	if c.cfg.TLS != nil {
+		scheme = "https://"
+	}
+	req, err := http.NewRequestWithContext(ctx, "GET", scheme+host+c.cfg.URI, nil)
 	if err != nil {
 		return err
 	}

@@ -200,22 +200,27 @@ func writePaired(w io.Writer, p pairings, cells []string) error {
 }
 
 // label is how the table names a cell: h2:6:20 is "h2 -c 6 -m 20", h1u:6
-// "h1 -c 6 unix".
+// "h1 -c 6 unix" (the origin over a unix socket), h2s:6:20 "h2 -c 6 -m 20
+// tls" (the origin over TLS).
 func label(cell string) string {
 	f := strings.Split(cell, ":")
 	s := ""
 	switch f[0] {
-	case "h2", "h2u":
+	case "h2", "h2u", "h2s":
 		if len(f) == 3 {
 			s = "h2 -c " + f[1] + " -m " + f[2]
 		}
-	case "h1", "h1u":
+	case "h1", "h1u", "h1s":
 		if len(f) == 2 {
 			s = "h1 -c " + f[1]
 		}
 	}
-	if s != "" && strings.HasSuffix(f[0], "u") {
+	switch {
+	case s == "":
+	case strings.HasSuffix(f[0], "u"):
 		s += " unix"
+	case strings.HasSuffix(f[0], "s"):
+		s += " tls"
 	}
 	return s
 }

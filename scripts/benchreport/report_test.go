@@ -197,6 +197,8 @@ func TestLabel(t *testing.T) {
 		"h1:12":    "h1 -c 12",
 		"h2u:6:20": "h2 -c 6 -m 20 unix",
 		"h1u:6":    "h1 -c 6 unix",
+		"h2s:6:20": "h2 -c 6 -m 20 tls",
+		"h1s:6":    "h1 -c 6 tls",
 	} {
 		if got := label(cell); got != want {
 			t.Errorf("label(%s) = %q, want %q", cell, got, want)
