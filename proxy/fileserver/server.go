@@ -1,0 +1,353 @@
+package fileserver
+
+import (
+	"errors"
+	"io/fs"
+	"mime"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/pollproxy/pollproxy/proxy/stream"
+)
+
+// DefaultIndex is Caddy's list of index files.
+var DefaultIndex = []string{"index.html", "index.txt"}
+
+// DefaultPrecompressed is the order of "precompressed" without names.
+var DefaultPrecompressed = []string{"br", "zstd", "gzip"}
+
+// suffixes are the sidecar file suffixes of the encodings Caddy knows.
+var suffixes = map[string]string{"br": ".br", "zstd": ".zst", "gzip": ".gz"}
+
+// Suffix is the sidecar suffix of a precompressed encoding, or "" for
+// one Caddy does not have.
+func Suffix(encoding string) string { return suffixes[encoding] }
+
+// Options are one file_server directive's, as Caddy names them.
+type Options struct {
+	Hide          Hide
+	Index         []string // nil: DefaultIndex
+	Precompressed []string // encodings, best first
+	Status        int      // answer this instead of 200 or 206 (0: no)
+	NoCanonical   bool     // disable_canonical_uris
+}
+
+// Server is one file_server directive, built once per (re)load and only
+// read afterwards, by every loop.
+type Server struct {
+	opt  Options
+	pool *Pool
+}
+
+// New returns the directive's server, on the Shared pool.
+func New(opt Options) *Server {
+	if opt.Index == nil {
+		opt.Index = DefaultIndex
+	}
+	return &Server{opt: opt}
+}
+
+// WithPool returns a copy of s using pool: tests size their own.
+func (s *Server) WithPool(p *Pool) *Server {
+	c := *s
+	c.pool = p
+	return &c
+}
+
+func (s *Server) getPool() *Pool {
+	if s.pool == nil {
+		return Shared()
+	}
+	return s.pool
+}
+
+// Poster runs a function on the loop that owns a request:
+// netpoll.Loop.Post.
+type Poster interface {
+	Post(f func())
+}
+
+// Serve answers req with the file its path names under root. orig is the
+// request's target before any rewrite, for Caddy's canonical redirects.
+// It runs on the loop; the disk work goes to the pool, and a full pool
+// answers 503 at once.
+func (s *Server) Serve(loop Poster, root, orig string, req *stream.Request, w stream.ResponseWriter) stream.Events {
+	cur := pathOnly(req.Path)
+	rel, dir, err := Clean(cur)
+	if err != nil {
+		return answer(400, nil).serveWith(req, w)
+	}
+	c := &conditions{method: req.Method}
+	for _, f := range req.Header {
+		switch f.Name {
+		case "accept-encoding":
+			c.acceptEncoding = joinField(c.acceptEncoding, f.Value)
+		case "range":
+			c.rng = f.Value
+		case "if-range":
+			c.ifRange = f.Value
+		case "if-match":
+			c.ifMatch, c.haveIfMatch = joinField(c.ifMatch, f.Value), true
+		case "if-none-match":
+			c.ifNoneMatch, c.haveIfNoneMatch = joinField(c.ifNoneMatch, f.Value), true
+		case "if-modified-since":
+			c.ifModified = f.Value
+		case "if-unmodified-since":
+			c.ifUnmodified = f.Value
+		}
+	}
+	r := &response{w: w, loop: loop, pool: s.getPool(), head: req.Method == "HEAD"}
+	t := target{root: root, rel: rel, dir: dir, orig: orig, cur: cur}
+	if !r.pool.Submit(func() {
+		p := s.prepare(t, c)
+		loop.Post(func() { r.planned(p) })
+	}) {
+		return busy.serveWith(req, w)
+	}
+	return r
+}
+
+func joinField(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + ", " + b
+}
+
+func pathOnly(target string) string {
+	if i := strings.IndexByte(target, '?'); i >= 0 {
+		return target[:i]
+	}
+	return target
+}
+
+// target is where a request points: the root, the cleaned path under it
+// (and whether it asked for a directory), and the request's path before
+// and after rewrites.
+type target struct {
+	root, rel string
+	dir       bool
+	orig, cur string
+}
+
+// plan is a response decided in the pool: its head, and a body read
+// from file (or no file: only the segments' heads).
+type plan struct {
+	status int
+	fields []stream.Field
+	file   *os.File
+	segs   []segment
+	length int64
+	first  []byte // the body's first chunk, read with the plan
+	at     int   // the segment fill reads next
+	pos    int64 // how far into it (its head, then its file bytes)
+}
+
+// answer is a plan without a file: status and fields, an empty body.
+func answer(status int, fields []stream.Field) *plan {
+	return &plan{status: status, fields: append(fields, stream.Field{Name: "content-length", Value: "0"})}
+}
+
+var busy = answer(503, []stream.Field{{Name: "retry-after", Value: "1"}})
+
+// prepare does a request's disk work, in the pool: open what the path
+// names (an index file for a directory), refuse what is hidden or not a
+// regular file, choose a precompressed sidecar, evaluate the
+// conditional fields and ranges, and read the body's first chunk.
+func (s *Server) prepare(t target, c *conditions) *plan {
+	absRoot, err := filepath.Abs(t.root)
+	if err != nil {
+		return answer(500, nil)
+	}
+	f, info, err := openFile(t.root, t.rel)
+	if err != nil {
+		return openFailed(err)
+	}
+	name := t.rel
+	implicitIndex := false
+	if info.IsDir() {
+		f.Close()
+		f = nil
+		for _, idx := range s.opt.Index {
+			cand := path.Join(t.rel, idx)
+			if s.opt.Hide.Hidden(path.Join(absRoot, cand)) {
+				continue
+			}
+			if g, gi, err := openFile(t.root, cand); err == nil {
+				if gi.Mode().IsRegular() {
+					f, info, name, implicitIndex = g, gi, cand, true
+					break
+				}
+				g.Close()
+			}
+		}
+		if f == nil { // browse is not supported by pollproxy: as if absent
+			return answer(404, nil)
+		}
+	}
+	if !info.Mode().IsRegular() || s.opt.Hide.Hidden(path.Join(absRoot, name)) {
+		f.Close()
+		return answer(404, nil)
+	}
+	if p := s.canonical(t, implicitIndex); p != nil {
+		f.Close()
+		return p
+	}
+	fields := []stream.Field{{Name: "vary", Value: "Accept-Encoding"}}
+	etag, size := etagOf(info.ModTime(), info.Size()), info.Size()
+	for _, enc := range acceptedEncodings(c.acceptEncoding, s.opt.Precompressed) {
+		g, gi, err := openFile(t.root, name+suffixes[enc])
+		if err != nil {
+			continue
+		}
+		if !gi.Mode().IsRegular() {
+			g.Close()
+			continue
+		}
+		f.Close()
+		f, size, etag = g, gi.Size(), etagOf(gi.ModTime(), gi.Size())
+		fields = append(fields, stream.Field{Name: "content-encoding", Value: enc})
+		break
+	}
+	if c.method != "GET" && c.method != "HEAD" {
+		f.Close()
+		return answer(405, []stream.Field{{Name: "allow", Value: "GET, HEAD"}})
+	}
+	mod := info.ModTime()
+	if etag != "" {
+		fields = append(fields, stream.Field{Name: "etag", Value: etag})
+	}
+	switch c.check(etag, mod) {
+	case notModified:
+		f.Close()
+		if etag == "" && usefulModTime(mod) {
+			fields = append(fields, stream.Field{Name: "last-modified", Value: mod.UTC().Format(http.TimeFormat)})
+		}
+		return &plan{status: s.status(304), fields: fields}
+	case preconditionFailed:
+		f.Close()
+		return answer(s.status(412), nil)
+	}
+	if usefulModTime(mod) {
+		fields = append(fields, stream.Field{Name: "last-modified", Value: mod.UTC().Format(http.TimeFormat)})
+	}
+	ctype := mime.TypeByExtension(filepath.Ext(name))
+	p := &plan{status: 200, file: f, segs: []segment{{n: size}}, length: size}
+	fields = append(fields, stream.Field{Name: "accept-ranges", Value: "bytes"})
+	if c.rng != "" {
+		spans, ok := parseRanges(c.rng, size)
+		switch {
+		case !ok:
+			f.Close()
+			return answer(416, append(fields, stream.Field{Name: "content-range", Value: "bytes */" + strconv.FormatInt(size, 10)}))
+		case len(spans) == 1:
+			p.status, p.segs, p.length = 206, []segment{{off: spans[0].start, n: spans[0].n}}, spans[0].n
+			fields = append(fields, stream.Field{Name: "content-range", Value: contentRange(spans[0], size)})
+		case len(spans) > 1:
+			p.status = 206
+			p.segs, p.length, ctype = multipart(spans, ctype, size)
+		}
+	}
+	if ctype != "" {
+		fields = append(fields, stream.Field{Name: "content-type", Value: ctype})
+	}
+	p.status = s.status(p.status)
+	p.fields = append(fields, stream.Field{Name: "content-length", Value: strconv.FormatInt(p.length, 10)})
+	if c.method == "HEAD" || p.length == 0 {
+		f.Close()
+		p.file, p.segs = nil, nil
+		return p
+	}
+	buf := getChunk()
+	n, err := p.fill(buf)
+	if err != nil {
+		putChunk(buf)
+		return answer(500, nil)
+	}
+	p.first = buf[:n]
+	return p
+}
+
+// status is the answer's status: the directive's, when it has one.
+func (s *Server) status(st int) int {
+	if s.opt.Status != 0 {
+		return s.opt.Status
+	}
+	return st
+}
+
+// canonical is Caddy's canonical redirect: a directory's index asked for
+// without the trailing slash, or a file with one, is redirected (308) to
+// the path as it should be, unless a rewrite changed the path's last
+// element (then the rewrite meant it).
+func (s *Server) canonical(t target, implicitIndex bool) *plan {
+	if s.opt.NoCanonical {
+		return nil
+	}
+	origPath := pathOnly(t.orig)
+	od, err1 := url2path(origPath)
+	cd, err2 := url2path(t.cur)
+	if err1 != nil || err2 != nil || path.Base(od) != path.Base(cd) {
+		return nil
+	}
+	var to string
+	switch {
+	case implicitIndex && !strings.HasSuffix(od, "/"):
+		to = origPath + "/"
+	case !implicitIndex && strings.HasSuffix(od, "/"):
+		to = strings.TrimSuffix(origPath, "/")
+	default:
+		return nil
+	}
+	for strings.HasPrefix(to, "//") { // never a redirect to another host
+		to = to[1:]
+	}
+	if q := strings.IndexByte(t.orig, '?'); q >= 0 {
+		to += t.orig[q:]
+	}
+	return answer(308, []stream.Field{{Name: "location", Value: to}})
+}
+
+func url2path(p string) (string, error) {
+	rel, dir, err := Clean(p)
+	if err != nil {
+		return "", err
+	}
+	if dir {
+		return "/" + rel + "/", nil
+	}
+	return "/" + rel, nil
+}
+
+// openFile opens rel under root and reads its metadata.
+func openFile(root, rel string) (*os.File, os.FileInfo, error) {
+	f, err := openBeneath(root, rel)
+	if err != nil {
+		return nil, nil, err
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, info, nil
+}
+
+// openFailed maps a failed open to Caddy's answer: 404 for what is not
+// there (or not under the root), 403 for what may not be read, 503
+// otherwise (out of descriptors, most likely), with a Retry-After.
+func openFailed(err error) *plan {
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, errEscape), errors.Is(err, syscall.ENOTDIR),
+		errors.Is(err, syscall.ENAMETOOLONG):
+		return answer(404, nil)
+	case errors.Is(err, fs.ErrPermission):
+		return answer(403, nil)
+	}
+	return busy
+}
