@@ -212,7 +212,10 @@ func TestBasicAuthPoolFull(t *testing.T) {
 
 // holdWorkers keeps every worker of pool busy until release is called
 // (once or more).
-func holdWorkers(t *testing.T, pool *auth.Pool) (release func()) {
+func holdWorkers(t *testing.T, pool interface {
+	Workers() int
+	Submit(func()) bool
+}) (release func()) {
 	t.Helper()
 	ch := make(chan struct{})
 	held := make(chan struct{}, pool.Workers())

@@ -21,6 +21,6 @@
 // file path, hidden files), open_linux.go and open_other.go (opening
 // beneath the root), server.go (one file_server directive: what to
 // answer), conditional.go (validators, conditional requests, ranges),
-// response.go (a response streamed on the loop), match.go (the file
-// matcher).
+// response.go (a response streamed on the loop), match.go (what the file
+// matcher asks of the disk).
 package fileserver

@@ -33,6 +33,11 @@ type Ctx struct {
 	haveIP   bool
 	path     string // the path matchers compare (decoded, cleaned)
 	havePath bool
+
+	root       string    // the root directive's, for this request
+	files      *fileMemo // what file matchers learned of the disk
+	fileRel    string    // {http.matchers.file.relative}
+	failStatus int       // a file matcher reached "=NNN"
 }
 
 // NewCtx returns a context for r with the given client address function

@@ -1,0 +1,273 @@
+package app
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/netpoll/polltest"
+	"github.com/pollproxy/pollproxy/proxy/fileserver"
+)
+
+// siteTree writes files (name to content) under a new directory beside
+// a secret that no request may read, and returns the root.
+func siteTree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	root := filepath.Join(dir, "www")
+	for name, body := range files {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "outside.txt"), []byte("SECRET"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../outside.txt", filepath.Join(root, "out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "outside.txt"), filepath.Join(root, "abs")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("app.js", filepath.Join(root, "link.js")); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// caddyETag is Caddy's entity tag for the file at p.
+func caddyETag(t *testing.T, p string) (etag, lastModified string) {
+	t.Helper()
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return `"` + strconv.FormatInt(fi.ModTime().UnixNano(), 36) + "-" + strconv.FormatInt(fi.Size(), 36) + `"`,
+		fi.ModTime().UTC().Format(http.TimeFormat)
+}
+
+func gzipped(s string) string {
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	w.Write([]byte(s))
+	w.Close()
+	return b.String()
+}
+
+// TestFileServer: Caddy's root and file_server over HTTP/2 and HTTP/1.1
+// on every poller backend: index files and canonical redirects, content
+// types, Caddy's ETag with 304 and 412, Last-Modified, ranges (one, many,
+// unsatisfiable, If-Range), HEAD, 405, hidden files, precompressed
+// sidecars with Vary, a file larger than a chunk, and every way out of
+// the root refused without reading outside it.
+func TestFileServer(t *testing.T) {
+	big := strings.Repeat("0123456789abcdef", 12000) // 192000 bytes: several chunks
+	js := "console.log('app');\n"
+	root := siteTree(t, map[string]string{
+		"index.html": "<h1>home</h1>", "app.js": js, "app.js.gz": gzipped(js), "app.js.zst": "ZSTD-BYTES",
+		"style.css": "body{}", "big.txt": big, "blob": "raw", "sub/index.html": "sub index",
+		"docs/readme.txt": "readme", "tls.key": "KEY", ".git/config": "[core]", "empty.txt": "",
+	})
+	site := fmt.Sprintf("\troot * %s\n\tfile_server {\n\t\thide *.key .git\n\t\tprecompressed zstd gzip\n\t}", root)
+	etag, lastMod := caddyETag(t, filepath.Join(root, "index.html"))
+	gzETag, _ := caddyETag(t, filepath.Join(root, "app.js.gz"))
+	bigETag, _ := caddyETag(t, filepath.Join(root, "big.txt"))
+	html := map[string]string{"Content-Type": "text/html; charset=utf-8", "Etag": etag, "Last-Modified": lastMod,
+		"Vary": "Accept-Encoding", "Accept-Ranges": "bytes", "Content-Length": "13"}
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		port, cls := startSite(t, backend, site)
+		base := fmt.Sprintf("https://localhost:%d", port)
+		for proto, c := range cls {
+			t.Run(proto, func(t *testing.T) {
+				for _, x := range []exchange{
+					{method: "GET", path: "/", status: 200, body: "<h1>home</h1>", want: html},
+					{method: "GET", path: "/index.html", status: 200, body: "<h1>home</h1>", want: html},
+					{method: "GET", path: "/?q=1", status: 200, body: "<h1>home</h1>"},
+					{method: "GET", path: "/sub", status: 308, want: map[string]string{"Location": "/sub/"}},
+					{method: "GET", path: "/sub?a=b", status: 308, want: map[string]string{"Location": "/sub/?a=b"}},
+					{method: "GET", path: "/sub/", status: 200, body: "sub index"},
+					{method: "GET", path: "/style.css/", status: 308, want: map[string]string{"Location": "/style.css"}},
+					{method: "GET", path: "/style.css", status: 200, body: "body{}", want: map[string]string{"Content-Type": "text/css; charset=utf-8"}},
+					{method: "GET", path: "/blob", status: 200, body: "raw", want: map[string]string{"Content-Type": ""}},
+					{method: "GET", path: "/empty.txt", status: 200, body: "", want: map[string]string{"Content-Length": "0"}},
+					{method: "GET", path: "/docs/", status: 404, body: ""}, // no index, browse off
+					{method: "GET", path: "/missing", status: 404, body: ""},
+					{method: "GET", path: "/tls.key", status: 404, body: ""},
+					{method: "GET", path: "/.git/config", status: 404, body: ""},
+					{method: "GET", path: "/link.js", status: 200, body: js}, // a link inside the root
+					{method: "POST", path: "/index.html", status: 405, body: "", want: map[string]string{"Allow": "GET, HEAD"}},
+					{method: "HEAD", path: "/big.txt", status: 200, body: "", want: map[string]string{"Content-Length": "192000", "Etag": bigETag}},
+					// Conditional requests.
+					{method: "GET", path: "/", header: map[string]string{"If-None-Match": etag}, status: 304, body: "",
+						want: map[string]string{"Etag": etag, "Content-Type": ""}},
+					{method: "GET", path: "/", header: map[string]string{"If-None-Match": `"other", W/` + etag}, status: 304},
+					{method: "GET", path: "/", header: map[string]string{"If-Modified-Since": lastMod}, status: 304, body: ""},
+					{method: "GET", path: "/", header: map[string]string{"If-None-Match": `"other"`, "If-Modified-Since": lastMod}, status: 200, body: "<h1>home</h1>"},
+					{method: "GET", path: "/", header: map[string]string{"If-Match": `"other"`}, status: 412, body: ""},
+					{method: "GET", path: "/", header: map[string]string{"If-Match": etag}, status: 200, body: "<h1>home</h1>"},
+					// Ranges.
+					{method: "GET", path: "/big.txt", header: map[string]string{"Range": "bytes=0-9"}, status: 206, body: "0123456789",
+						want: map[string]string{"Content-Range": "bytes 0-9/192000", "Content-Length": "10"}},
+					{method: "GET", path: "/big.txt", header: map[string]string{"Range": "bytes=-3"}, status: 206, body: "def"},
+					{method: "GET", path: "/big.txt", header: map[string]string{"Range": "bytes=191990-"}, status: 206, body: "6789abcdef"},
+					{method: "GET", path: "/big.txt", header: map[string]string{"Range": "bytes=192000-"}, status: 416,
+						want: map[string]string{"Content-Range": "bytes */192000"}},
+					{method: "GET", path: "/big.txt", header: map[string]string{"Range": "bytes=0-3", "If-Range": bigETag}, status: 206, body: "0123"},
+					{method: "GET", path: "/index.html", header: map[string]string{"Range": "bytes=0-3", "If-Range": `"stale"`}, status: 200, body: "<h1>home</h1>"},
+					// Precompressed sidecars, by the client's preference and
+					// then the directive's order.
+					{method: "GET", path: "/app.js", header: map[string]string{"Accept-Encoding": "gzip"}, status: 200, body: gzipped(js),
+						want: map[string]string{"Content-Encoding": "gzip", "Vary": "Accept-Encoding", "Etag": gzETag,
+							"Content-Type": "text/javascript; charset=utf-8"}},
+					{method: "GET", path: "/app.js", header: map[string]string{"Accept-Encoding": "gzip, zstd"}, status: 200, body: "ZSTD-BYTES",
+						want: map[string]string{"Content-Encoding": "zstd"}},
+					{method: "GET", path: "/app.js", header: map[string]string{"Accept-Encoding": "zstd;q=0.5, gzip"}, status: 200, body: gzipped(js)},
+					{method: "GET", path: "/app.js", header: map[string]string{"Accept-Encoding": "identity"}, status: 200, body: js,
+						want: map[string]string{"Content-Encoding": "", "Vary": "Accept-Encoding"}},
+					// No way out of the root: dot segments, encoded or not,
+					// stop at the root; links out of it are not there; NUL
+					// and backslashes are refused.
+					{method: "GET", path: "/%2e%2e/outside.txt", status: 404, body: ""},
+					{method: "GET", path: "/sub/..%2f..%2foutside.txt", status: 404, body: ""},
+					{method: "GET", path: "/%2E%2E%2F%2E%2E%2Foutside.txt", status: 404, body: ""},
+					{method: "GET", path: "/out", status: 404, body: ""},
+					{method: "GET", path: "/abs", status: 404, body: ""},
+					{method: "GET", path: "/a%00b", status: 400, body: ""},
+					{method: "GET", path: "/..%5coutside.txt", status: 400, body: ""},
+				} {
+					x.run(t, c, base)
+				}
+				// The whole of a file larger than a chunk.
+				resp, err := c.Get(base + "/big.txt")
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 || string(b) != big {
+					t.Errorf("big.txt: %d, %d bytes, same=%v", resp.StatusCode, len(b), string(b) == big)
+				}
+				// Several ranges: multipart/byteranges, as net/http writes it.
+				req, _ := http.NewRequest("GET", base+"/big.txt", nil)
+				req.Header.Set("Range", "bytes=0-1, 16-17, 191999-")
+				resp, err = c.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				mt, params, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+				if resp.StatusCode != 206 || mt != "multipart/byteranges" {
+					t.Fatalf("several ranges: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+				}
+				mr := multipart.NewReader(resp.Body, params["boundary"])
+				var parts []string
+				for {
+					p, err := mr.NextPart()
+					if err != nil {
+						break
+					}
+					pb, _ := io.ReadAll(p)
+					parts = append(parts, p.Header.Get("Content-Range")+"="+string(pb))
+				}
+				resp.Body.Close()
+				if got := strings.Join(parts, " "); got != "bytes 0-1/192000=01 bytes 16-17/192000=01 bytes 191999-191999/192000=f" {
+					t.Errorf("several ranges: %s", got)
+				}
+			})
+		}
+	})
+}
+
+// TestTryFiles: Caddy's try_files and file matcher: a single-page app's
+// fallback, a directory candidate, =404, a query on a candidate, and
+// the file matcher in a named matcher, with the stat off the loop.
+func TestTryFiles(t *testing.T) {
+	up := echoOrigin(t, "api")
+	root := siteTree(t, map[string]string{"index.html": "SPA", "app.js": "js", "docs/index.html": "docs", "page.html": "page"})
+	site := fmt.Sprintf(`	root * %s
+	handle /api/* {
+		reverse_proxy %s
+	}
+	handle /strict/* {
+		try_files {path} =404
+		file_server
+	}
+	handle /q/* {
+		try_files {path} /index.html?from={path}
+		reverse_proxy %[2]s
+	}
+	@html file {path}.html
+	handle @html {
+		respond "html {http.request.uri}"
+	}
+	handle {
+		try_files {path} {path}/ /index.html
+		file_server
+	}`, root, up)
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		port, cls := startSite(t, backend, site)
+		base := fmt.Sprintf("https://localhost:%d", port)
+		for proto, c := range cls {
+			t.Run(proto, func(t *testing.T) {
+				for _, x := range []exchange{
+					{method: "GET", path: "/app/settings", status: 200, body: "SPA"},
+					{method: "GET", path: "/app.js", status: 200, body: "js"},
+					// {path}/ rewrote it to the directory; as in Caddy, the
+					// last element is unchanged, so the canonical redirect
+					// still applies.
+					{method: "GET", path: "/docs", status: 308, want: map[string]string{"Location": "/docs/"}},
+					{method: "GET", path: "/docs/", status: 200, body: "docs"},
+					{method: "GET", path: "/", status: 200, body: "SPA"},
+					{method: "GET", path: "/api/hello?x=1", status: 200, body: "api /api/hello?x=1"},
+					{method: "GET", path: "/strict/nothing", status: 404, body: ""},
+					{method: "GET", path: "/q/x?a=1", status: 200, body: "api /index.html?from=/q/x"},
+					{method: "GET", path: "/page", status: 200, body: "html /page"},
+				} {
+					x.run(t, c, base)
+				}
+			})
+		}
+	})
+}
+
+// TestFileServerPoolFull: with every worker of the file pool held and
+// its queue full, a file request is refused at once with 503 and
+// Retry-After — nothing waits for room — while a request on the same
+// connection, so the same loop, that needs no disk is answered.
+func TestFileServerPoolFull(t *testing.T) {
+	root := siteTree(t, map[string]string{"index.html": "home"})
+	site := fmt.Sprintf("\trespond /ping pong\n\troot * %s\n\tfile_server", root)
+	pool := fileserver.Shared()
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		port, cls := startSite(t, backend, site)
+		base := fmt.Sprintf("https://localhost:%d", port)
+		for _, c := range cls {
+			exchange{method: "GET", path: "/", status: 200, body: "home"}.run(t, c, base)
+		}
+		release := holdWorkers(t, pool)
+		defer release()
+		full := make(chan struct{})
+		defer close(full)
+		for pool.Submit(func() { <-full }) { // the queue's room is bounded
+		}
+		for proto, c := range cls {
+			t.Run(proto, func(t *testing.T) {
+				exchange{method: "GET", path: "/", status: 503, body: "", want: map[string]string{"Retry-After": "1"}}.run(t, c, base)
+				exchange{method: "GET", path: "/ping", status: 200, body: "pong"}.run(t, c, base)
+			})
+		}
+	})
+}
