@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
@@ -267,6 +268,60 @@ func TestFileServerPoolFull(t *testing.T) {
 			t.Run(proto, func(t *testing.T) {
 				exchange{method: "GET", path: "/", status: 503, body: "", want: map[string]string{"Retry-After": "1"}}.run(t, c, base)
 				exchange{method: "GET", path: "/ping", status: 200, body: "pong"}.run(t, c, base)
+			})
+		}
+	})
+}
+
+// TestFileServerSlowClient: a client that stops reading a large file
+// stops the disk reads: the pool reads a chunk only when the stream took
+// the last, so what was read stays within the flow-control window and
+// the socket buffers, far below the file; once the client reads again,
+// the rest arrives whole.
+func TestFileServerSlowClient(t *testing.T) {
+	const size = 256 << 20
+	root := siteTree(t, map[string]string{"index.html": "home"})
+	f, err := os.Create(filepath.Join(root, "huge.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Truncate(size) // sparse: no disk is written
+	f.Close()
+	site := fmt.Sprintf("\troot * %s\n\tfile_server", root)
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		port, cls := startSite(t, backend, site)
+		base := fmt.Sprintf("https://localhost:%d", port)
+		for proto, c := range cls {
+			t.Run(proto, func(t *testing.T) {
+				before := fileserver.BytesRead()
+				resp, err := c.Get(base + "/huge.bin")
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				first := make([]byte, 1<<10)
+				if _, err := io.ReadFull(resp.Body, first); err != nil {
+					t.Fatal(err)
+				}
+				// Wait for the reads to stop: the same count over many
+				// polls (bounded; the assertion is on bytes, not time).
+				last, same := int64(-1), 0
+				for i := 0; i < 2000 && same < 50; i++ {
+					if n := fileserver.BytesRead(); n == last {
+						same++
+					} else {
+						last, same = n, 0
+					}
+					time.Sleep(2 * time.Millisecond)
+				}
+				t.Logf("read while the client stopped: %d KiB", (last-before)>>10)
+				if read := last - before; read > 32<<20 {
+					t.Errorf("a client that stopped after 1 KiB cost %d MiB of reads of a %d MiB file", read>>20, size>>20)
+				}
+				n, err := io.Copy(io.Discard, resp.Body)
+				if err != nil || n+int64(len(first)) != size {
+					t.Errorf("the rest: %d bytes, %v; want %d", n, err, size-len(first))
+				}
 			})
 		}
 	})

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
@@ -23,6 +24,13 @@ func putChunk(b []byte) {
 		chunks.Put(&b)
 	}
 }
+
+// bytesRead counts the file bytes the pool has read, for BytesRead.
+var bytesRead atomic.Int64
+
+// BytesRead is how many file bytes the process has read to answer
+// requests: what a slow client's response has cost the disk so far.
+func BytesRead() int64 { return bytesRead.Load() }
 
 // errShrunk is a file that ended before the length its head promised
 // (it was truncated while served): the stream is reset.
@@ -48,6 +56,7 @@ func (p *plan) fill(buf []byte) (int, error) {
 		}
 		want := int(min(int64(len(buf)-n), s.n-in))
 		k, err := p.file.ReadAt(buf[n:n+want], s.off+in)
+		bytesRead.Add(int64(k))
 		n += k
 		p.pos += int64(k)
 		if k < want {

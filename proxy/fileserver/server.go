@@ -144,8 +144,8 @@ type plan struct {
 	segs   []segment
 	length int64
 	first  []byte // the body's first chunk, read with the plan
-	at     int   // the segment fill reads next
-	pos    int64 // how far into it (its head, then its file bytes)
+	at     int    // the segment fill reads next
+	pos    int64  // how far into it (its head, then its file bytes)
 }
 
 // answer is a plan without a file: status and fields, an empty body.
