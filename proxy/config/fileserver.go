@@ -15,16 +15,7 @@ import (
 // another placeholder (a root per {host}, say) is not supported by
 // pollproxy, since a value the client sends would pick the directory.
 func (p *parser) literalPath(d *caddyfile.Dispenser, directive, s string) (string, bool) {
-	t, err := route.ParseTemplate(s, route.TemplateOptions{})
-	if err != nil {
-		p.errf(d, "%s: %v", directive, err)
-		return "", false
-	}
-	v, ok := t.Literal()
-	if !ok {
-		p.errf(d, "%s: placeholders in %q are not supported by pollproxy (want a path; {env.*} is read at load)", directive, s)
-	}
-	return v, ok
+	return p.literal(d, directive, s, "placeholders in %q are not supported by pollproxy (want a path; {env.*} is read at load)")
 }
 
 // root reads root [<matcher>] <path>: one argument is the path, never a
