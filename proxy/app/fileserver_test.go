@@ -83,7 +83,11 @@ func TestFileServer(t *testing.T) {
 		"style.css": "body{}", "big.txt": big, "blob": "raw", "sub/index.html": "sub index",
 		"docs/readme.txt": "readme", "tls.key": "KEY", ".git/config": "[core]", "empty.txt": "",
 	})
-	site := fmt.Sprintf("\troot * %s\n\tfile_server {\n\t\thide *.key .git\n\t\tprecompressed zstd gzip\n\t}", root)
+	// The file_server is in a file the Caddyfile imports, in the root:
+	// Caddy hides its configuration files.
+	imported := filepath.Join(root, "site.caddy")
+	os.WriteFile(imported, []byte("file_server {\n\thide *.key .git\n\tprecompressed zstd gzip\n}\n"), 0o644)
+	site := fmt.Sprintf("\troot * %s\n\timport %s", root, imported)
 	etag, lastMod := caddyETag(t, filepath.Join(root, "index.html"))
 	gzETag, _ := caddyETag(t, filepath.Join(root, "app.js.gz"))
 	bigETag, _ := caddyETag(t, filepath.Join(root, "big.txt"))
@@ -109,6 +113,7 @@ func TestFileServer(t *testing.T) {
 					{method: "GET", path: "/missing", status: 404, body: ""},
 					{method: "GET", path: "/tls.key", status: 404, body: ""},
 					{method: "GET", path: "/.git/config", status: 404, body: ""},
+					{method: "GET", path: "/site.caddy", status: 404, body: ""},
 					{method: "GET", path: "/link.js", status: 200, body: js}, // a link inside the root
 					{method: "POST", path: "/index.html", status: 405, body: "", want: map[string]string{"Allow": "GET, HEAD"}},
 					{method: "HEAD", path: "/big.txt", status: 200, body: "", want: map[string]string{"Content-Length": "192000", "Etag": bigETag}},
@@ -193,11 +198,13 @@ func TestFileServer(t *testing.T) {
 }
 
 // TestTryFiles: Caddy's try_files and file matcher: a single-page app's
-// fallback, a directory candidate, =404, a query on a candidate, and
-// the file matcher in a named matcher, with the stat off the loop.
+// fallback, a directory candidate, =404, a query on a candidate, the
+// file matcher in a named matcher, and file_server's pass_thru, with
+// every stat off the loop.
 func TestTryFiles(t *testing.T) {
 	up := echoOrigin(t, "api")
-	root := siteTree(t, map[string]string{"index.html": "SPA", "app.js": "js", "docs/index.html": "docs", "page.html": "page"})
+	root := siteTree(t, map[string]string{"index.html": "SPA", "app.js": "js", "docs/index.html": "docs", "page.html": "page",
+		"pt/here.txt": "here"})
 	site := fmt.Sprintf(`	root * %s
 	handle /api/* {
 		reverse_proxy %s
@@ -209,6 +216,14 @@ func TestTryFiles(t *testing.T) {
 	handle /q/* {
 		try_files {path} /index.html?from={path}
 		reverse_proxy %[2]s
+	}
+	handle /pt/* {
+		route {
+			file_server {
+				pass_thru
+			}
+			respond "next {path}"
+		}
 	}
 	@html file {path}.html
 	handle @html {
@@ -236,6 +251,10 @@ func TestTryFiles(t *testing.T) {
 					{method: "GET", path: "/strict/nothing", status: 404, body: ""},
 					{method: "GET", path: "/q/x?a=1", status: 200, body: "api /index.html?from=/q/x"},
 					{method: "GET", path: "/page", status: 200, body: "html /page"},
+					// pass_thru: a missing file goes to the next handler.
+					{method: "GET", path: "/pt/here.txt", status: 200, body: "here"},
+					{method: "GET", path: "/pt/missing", status: 200, body: "next /pt/missing"},
+					{method: "GET", path: "/pt/", status: 200, body: "next /pt/"},
 				} {
 					x.run(t, c, base)
 				}

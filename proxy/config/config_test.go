@@ -274,7 +274,7 @@ func TestErrors(t *testing.T) {
 			`Caddyfile:3: templates is not supported by pollproxy`},
 		{"php_fastcgi", site("\tphp_fastcgi 127.0.0.1:9000"), `Caddyfile:2: php_fastcgi is not supported by pollproxy`},
 		{"file_server browse", site("\tfile_server browse"), `Caddyfile:2: file_server: browse is not supported by pollproxy`},
-		{"file_server pass_thru", site("\tfile_server {\n\t\tpass_thru\n\t}"), `Caddyfile:3: file_server: pass_thru is not supported by pollproxy`},
+		{"file_server fs", site("\tfile_server {\n\t\tfs embedded\n\t}"), `Caddyfile:3: file_server: fs is not supported by pollproxy`},
 		{"file_server precompressed", site("\tfile_server {\n\t\tprecompressed gzip lzma\n\t}"), `Caddyfile:3: file_server: precompressed "lzma": want br, zstd or gzip`},
 		{"root placeholder", site("\troot * /srv/{host}\n\tfile_server"), `Caddyfile:2: root: placeholders in "/srv/{host}" are not supported by pollproxy`},
 		{"root args", site("\troot\n\tfile_server"), `Caddyfile:2: root: want [matcher] path`},

@@ -86,21 +86,29 @@ func (p *parser) fileServer(d *caddyfile.Dispenser, n *route.Node) {
 				p.errf(d, "file_server: disable_canonical_uris takes no argument")
 			}
 			opt.NoCanonical = true
-		case "browse", "pass_thru", "fs", "etag_file_extensions":
+		case "pass_thru":
+			if d.NextArg() {
+				p.errf(d, "file_server: pass_thru takes no argument")
+			}
+			opt.PassThru = true
+		case "browse", "fs", "etag_file_extensions":
 			p.errf(d, "file_server: %s is not supported by pollproxy", sub)
 			d.RemainingArgs()
 			skipBlock(d)
 		default:
-			p.errf(d, "file_server: unknown subdirective %q (want root, hide, index, precompressed, status, disable_canonical_uris)", sub)
+			p.errf(d, "file_server: unknown subdirective %q (want root, hide, index, precompressed, status, disable_canonical_uris, pass_thru)", sub)
 			d.RemainingArgs()
 			skipBlock(d)
 		}
 	}
-	// Caddy hides the Caddyfile itself; without a slash it would hide
-	// every file of that name, so it is made a path.
-	if f := d.File(); f != "" {
-		f = filepath.Clean(f)
-		if !strings.Contains(f, "/") {
+	// Caddy hides its configuration files: the Caddyfile, and here the
+	// imported file the directive is in. Without a slash an entry would
+	// hide every file of that name, so each is made a path.
+	for _, f := range []string{p.cfg.File, d.File()} {
+		if f == "" {
+			continue
+		}
+		if f = filepath.Clean(f); !strings.Contains(f, "/") {
 			f = "./" + f
 		}
 		hide = append(hide, f)

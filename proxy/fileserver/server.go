@@ -35,6 +35,9 @@ type Options struct {
 	Precompressed []string // encodings, best first
 	Status        int      // answer this instead of 200 or 206 (0: no)
 	NoCanonical   bool     // disable_canonical_uris
+	// PassThru: a file not found goes to the next handler, not 404
+	// (the routes ask Finds first).
+	PassThru bool
 }
 
 // Server is one file_server directive, built once per (re)load and only
@@ -51,6 +54,10 @@ func New(opt Options) *Server {
 	}
 	return &Server{opt: opt}
 }
+
+// PassThru reports whether the directive hands a request for a file
+// that is not there to the next handler.
+func (s *Server) PassThru() bool { return s.opt.PassThru }
 
 // WithPool returns a copy of s using pool: tests size their own.
 func (s *Server) WithPool(p *Pool) *Server {
@@ -160,39 +167,9 @@ var busy = answer(503, []stream.Field{{Name: "retry-after", Value: "1"}})
 // regular file, choose a precompressed sidecar, evaluate the
 // conditional fields and ranges, and read the body's first chunk.
 func (s *Server) prepare(t target, c *conditions) *plan {
-	absRoot, err := filepath.Abs(t.root)
-	if err != nil {
-		return answer(500, nil)
-	}
-	f, info, err := openFile(t.root, t.rel)
-	if err != nil {
-		return openFailed(err)
-	}
-	name := t.rel
-	implicitIndex := false
-	if info.IsDir() {
-		f.Close()
-		f = nil
-		for _, idx := range s.opt.Index {
-			cand := path.Join(t.rel, idx)
-			if s.opt.Hide.Hidden(path.Join(absRoot, cand)) {
-				continue
-			}
-			if g, gi, err := openFile(t.root, cand); err == nil {
-				if gi.Mode().IsRegular() {
-					f, info, name, implicitIndex = g, gi, cand, true
-					break
-				}
-				g.Close()
-			}
-		}
-		if f == nil { // browse is not supported by pollproxy: as if absent
-			return answer(404, nil)
-		}
-	}
-	if !info.Mode().IsRegular() || s.opt.Hide.Hidden(path.Join(absRoot, name)) {
-		f.Close()
-		return answer(404, nil)
+	f, info, name, implicitIndex, p := s.locate(t.root, t.rel)
+	if p != nil {
+		return p
 	}
 	if p := s.canonical(t, implicitIndex); p != nil {
 		f.Close()
@@ -237,7 +214,7 @@ func (s *Server) prepare(t target, c *conditions) *plan {
 		fields = append(fields, stream.Field{Name: "last-modified", Value: mod.UTC().Format(http.TimeFormat)})
 	}
 	ctype := mime.TypeByExtension(filepath.Ext(name))
-	p := &plan{status: 200, file: f, segs: []segment{{n: size}}, length: size}
+	p = &plan{status: 200, file: f, segs: []segment{{n: size}}, length: size}
 	fields = append(fields, stream.Field{Name: "accept-ranges", Value: "bytes"})
 	if c.rng != "" {
 		spans, ok := parseRanges(c.rng, size)
@@ -271,6 +248,56 @@ func (s *Server) prepare(t target, c *conditions) *plan {
 	}
 	p.first = buf[:n]
 	return p
+}
+
+// locate opens the file rel names under root: the file itself, or a
+// directory's first index file that is there and not hidden. A plan
+// instead when there is none to serve (404), or it cannot be opened.
+func (s *Server) locate(root, rel string) (f *os.File, info os.FileInfo, name string, implicitIndex bool, p *plan) {
+	absRoot, err := filepath.Abs(root)
+	if err != nil {
+		return nil, nil, "", false, answer(500, nil)
+	}
+	f, info, err = openFile(root, rel)
+	if err != nil {
+		return nil, nil, "", false, openFailed(err)
+	}
+	name = rel
+	if info.IsDir() {
+		f.Close()
+		f = nil
+		for _, idx := range s.opt.Index {
+			cand := path.Join(rel, idx)
+			if s.opt.Hide.Hidden(path.Join(absRoot, cand)) {
+				continue
+			}
+			if g, gi, err := openFile(root, cand); err == nil {
+				if gi.Mode().IsRegular() {
+					f, info, name, implicitIndex = g, gi, cand, true
+					break
+				}
+				g.Close()
+			}
+		}
+		if f == nil { // browse is not supported by pollproxy: as if absent
+			return nil, nil, "", false, answer(404, nil)
+		}
+	}
+	if !info.Mode().IsRegular() || s.opt.Hide.Hidden(path.Join(absRoot, name)) {
+		f.Close()
+		return nil, nil, "", false, answer(404, nil)
+	}
+	return f, info, name, implicitIndex, nil
+}
+
+// Finds reports whether a request for rel under root would be served
+// rather than answered 404: what pass_thru asks, in the pool.
+func (s *Server) Finds(root, rel string) bool {
+	f, _, _, _, p := s.locate(root, rel)
+	if f != nil {
+		f.Close()
+	}
+	return p == nil || p.status != 404
 }
 
 // status is the answer's status: the directive's, when it has one.

@@ -35,8 +35,13 @@ type File struct {
 	Policy string
 }
 
-// fileKey is one candidate under one root.
-type fileKey struct{ root, rel string }
+// fileKey is one candidate under one root: a stat for the file matcher,
+// or, with server, whether that file_server finds something to serve
+// (pass_thru).
+type fileKey struct {
+	root, rel string
+	server    *fileserver.Server
+}
 
 // fileMemo is what a request learned of the disk: candidates found or
 // not, and those a pass asked about that the pool must still look up.
@@ -143,7 +148,7 @@ func expandCandidate(t Template, root string, r *stream.Request) candidate {
 	if err != nil {
 		return candidate{}
 	}
-	return candidate{key: fileKey{root, rel}, dir: strings.HasSuffix(t.raw, "/"), ok: true}
+	return candidate{key: fileKey{root: root, rel: rel}, dir: strings.HasSuffix(t.raw, "/"), ok: true}
 }
 
 // atoi3 reads a status of three digits, or returns 0.
@@ -220,7 +225,11 @@ func (fw *fileWait) look(keys []fileKey) bool {
 	return fileserver.Shared().Submit(func() {
 		found := make([]fileserver.Found, len(keys))
 		for i, k := range keys {
-			found[i] = fileserver.Lookup(k.root, []string{k.rel})[0]
+			if k.server != nil {
+				found[i].Exists = k.server.Finds(k.root, k.rel)
+			} else {
+				found[i] = fileserver.Lookup(k.root, []string{k.rel})[0]
+			}
 		}
 		loop.Post(func() { fw.looked(keys, found) })
 	})
@@ -259,3 +268,26 @@ var filesBusy = &Node{Kind: Respond, Status: 503, Static: static.NewResponse(503
 	{Name: "retry-after", Value: "1"},
 	{Name: "content-length", Value: "0"},
 }, nil)}
+
+// fileServerFinds reports whether the file_server n, whose pass_thru
+// hands a request for a missing file on, has a file for the request; the
+// first pass asks the pool, as a file matcher does.
+func (h *Handler) fileServerFinds(n *Node) bool {
+	root := n.Root
+	if root == "" {
+		root = h.ctx.rootOr(".")
+	}
+	rel, _, err := fileserver.Clean(PathOnly(h.ctx.Req.Path))
+	if err != nil {
+		return true // file_server answers 400
+	}
+	if h.ctx.files == nil {
+		h.ctx.files = &fileMemo{}
+	}
+	k := fileKey{root: root, rel: rel, server: n.Files}
+	if f, ok := h.ctx.files.found[k]; ok {
+		return f.Exists
+	}
+	h.ctx.files.pending = append(h.ctx.files.pending, k)
+	return false
+}

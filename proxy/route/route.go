@@ -185,7 +185,7 @@ func (h *Handler) answer(n *Node, resp []*Node, vars reqVars, req *stream.Reques
 			root = vars.root
 		}
 		if root == "" {
-			root = "."
+			root = "." // Caddy's default: the working directory
 		}
 		return n.Files.Serve(h.checks.loop, root, vars.orig, req, w)
 	}
@@ -226,6 +226,11 @@ func (h *Handler) run(nodes []Node) *Node {
 			h.matchedAuth(n)
 		case SetRoot:
 			h.ctx.root = n.Root
+		case FileServer:
+			if n.Files.PassThru() && !h.fileServerFinds(n) {
+				continue
+			}
+			return n
 		case Group:
 			if n.Strip != "" {
 				h.setPath(stripPrefix(h.ctx.Req.Path, n.Strip))
