@@ -345,3 +345,45 @@ func TestFileServerSlowClient(t *testing.T) {
 		}
 	})
 }
+
+// TestFileServerOffLoop: the disk is never touched on the loop. With
+// every worker of the file pool held, a file request and a try_files
+// request wait in the pool's queue, and a request on the same HTTP/2
+// connection — so the same loop — that needs no disk is answered
+// meanwhile; both are answered once the workers are free.
+func TestFileServerOffLoop(t *testing.T) {
+	root := siteTree(t, map[string]string{"index.html": "home", "a.txt": "a"})
+	site := fmt.Sprintf("\trespond /ping pong\n\troot * %s\n\thandle /spa/* {\n\t\ttry_files {path} /index.html\n\t\tfile_server\n\t}\n\tfile_server", root)
+	pool := fileserver.Shared()
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		port, cls := startSite(t, backend, site)
+		base := fmt.Sprintf("https://localhost:%d", port)
+		c := cls["h2"]
+		exchange{method: "GET", path: "/ping", status: 200, body: "pong"}.run(t, c, base) // one connection for all
+		release := holdWorkers(t, pool)
+		defer release()
+		file := getAsync(c, base+"/a.txt")
+		spa := getAsync(c, base+"/spa/route")
+		for i := 0; pool.Queued() < 2; i++ {
+			if i == 10000 {
+				t.Fatal("the requests never reached the pool's queue")
+			}
+			time.Sleep(time.Millisecond) // waiting for a state, bounded; nothing is timed
+		}
+		exchange{method: "GET", path: "/ping", status: 200, body: "pong"}.run(t, c, base)
+		select {
+		case got := <-file:
+			t.Fatalf("a file answered while every worker was held: %s", got)
+		case got := <-spa:
+			t.Fatalf("try_files answered while every worker was held: %s", got)
+		default:
+		}
+		release()
+		if got := <-file; got != "200 a" {
+			t.Errorf("file after the workers were freed: %q", got)
+		}
+		if got := <-spa; got != "200 home" {
+			t.Errorf("try_files after the workers were freed: %q", got)
+		}
+	})
+}

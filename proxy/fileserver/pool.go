@@ -59,6 +59,13 @@ func (p *Pool) work() {
 // Workers is how many jobs run at once.
 func (p *Pool) Workers() int { return p.workers }
 
+// Queued is how many jobs wait for a worker now.
+func (p *Pool) Queued() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.fresh) + len(p.cont)
+}
+
 // Submit queues new work and reports whether it was taken: false when
 // every worker is busy and queue jobs already wait.
 func (p *Pool) Submit(job func()) bool {
