@@ -102,10 +102,10 @@ func TestFileServer(t *testing.T) {
 					{method: "GET", path: "/", status: 200, body: "<h1>home</h1>", want: html},
 					{method: "GET", path: "/index.html", status: 200, body: "<h1>home</h1>", want: html},
 					{method: "GET", path: "/?q=1", status: 200, body: "<h1>home</h1>"},
-					{method: "GET", path: "/sub", status: 308, want: map[string]string{"Location": "/sub/"}},
-					{method: "GET", path: "/sub?a=b", status: 308, want: map[string]string{"Location": "/sub/?a=b"}},
+					{method: "GET", path: "/sub", status: 308, body: `<a href="/sub/">Permanent Redirect</a>.`+"\n\n", want: map[string]string{"Location": "/sub/"}},
+					{method: "GET", path: "/sub?a=b", status: 308, body: `<a href="/sub/?a=b">Permanent Redirect</a>.`+"\n\n", want: map[string]string{"Location": "/sub/?a=b"}},
 					{method: "GET", path: "/sub/", status: 200, body: "sub index"},
-					{method: "GET", path: "/style.css/", status: 308, want: map[string]string{"Location": "/style.css"}},
+					{method: "GET", path: "/style.css/", status: 308, body: `<a href="/style.css">Permanent Redirect</a>.`+"\n\n", want: map[string]string{"Location": "/style.css"}},
 					{method: "GET", path: "/style.css", status: 200, body: "body{}", want: map[string]string{"Content-Type": "text/css; charset=utf-8"}},
 					{method: "GET", path: "/blob", status: 200, body: "raw", want: map[string]string{"Content-Type": ""}},
 					{method: "GET", path: "/empty.txt", status: 200, body: "", want: map[string]string{"Content-Length": "0"}},
@@ -115,7 +115,8 @@ func TestFileServer(t *testing.T) {
 					{method: "GET", path: "/.git/config", status: 404, body: ""},
 					{method: "GET", path: "/site.caddy", status: 404, body: ""},
 					{method: "GET", path: "/link.js", status: 200, body: js}, // a link inside the root
-					{method: "POST", path: "/index.html", status: 405, body: "", want: map[string]string{"Allow": "GET, HEAD"}},
+					{method: "POST", path: "/index.html", status: 405, body: "", want: map[string]string{"Allow": "GET, HEAD", "Vary": "Accept-Encoding"}},
+					{method: "POST", path: "/sub", status: 308, body: "", want: map[string]string{"Location": "/sub/"}},
 					{method: "HEAD", path: "/big.txt", status: 200, body: "", want: map[string]string{"Content-Length": "192000", "Etag": bigETag}},
 					// Conditional requests.
 					{method: "GET", path: "/", header: map[string]string{"If-None-Match": etag}, status: 304, body: "",
@@ -123,7 +124,10 @@ func TestFileServer(t *testing.T) {
 					{method: "GET", path: "/", header: map[string]string{"If-None-Match": `"other", W/` + etag}, status: 304},
 					{method: "GET", path: "/", header: map[string]string{"If-Modified-Since": lastMod}, status: 304, body: ""},
 					{method: "GET", path: "/", header: map[string]string{"If-None-Match": `"other"`, "If-Modified-Since": lastMod}, status: 200, body: "<h1>home</h1>"},
-					{method: "GET", path: "/", header: map[string]string{"If-Match": `"other"`}, status: 412, body: ""},
+					{method: "GET", path: "/", header: map[string]string{"If-Match": `"other"`}, status: 412, body: "",
+						want: map[string]string{"Etag": etag, "Last-Modified": lastMod, "Content-Type": "text/html; charset=utf-8"}},
+					{method: "GET", path: "/app.js", header: map[string]string{"If-None-Match": gzETag, "Accept-Encoding": "gzip"}, status: 304,
+						want: map[string]string{"Content-Encoding": "", "Etag": gzETag}},
 					{method: "GET", path: "/", header: map[string]string{"If-Match": etag}, status: 200, body: "<h1>home</h1>"},
 					// Ranges.
 					{method: "GET", path: "/big.txt", header: map[string]string{"Range": "bytes=0-9"}, status: 206, body: "0123456789",
@@ -131,7 +135,9 @@ func TestFileServer(t *testing.T) {
 					{method: "GET", path: "/big.txt", header: map[string]string{"Range": "bytes=-3"}, status: 206, body: "def"},
 					{method: "GET", path: "/big.txt", header: map[string]string{"Range": "bytes=191990-"}, status: 206, body: "6789abcdef"},
 					{method: "GET", path: "/big.txt", header: map[string]string{"Range": "bytes=192000-"}, status: 416,
-						want: map[string]string{"Content-Range": "bytes */192000"}},
+						body: "invalid range: failed to overlap\n", want: map[string]string{"Content-Range": "bytes */192000", "Etag": ""}},
+					{method: "GET", path: "/big.txt", header: map[string]string{"Range": "bytes=5-4"}, status: 416,
+						body: "invalid range\n", want: map[string]string{"Content-Range": ""}},
 					{method: "GET", path: "/big.txt", header: map[string]string{"Range": "bytes=0-3", "If-Range": bigETag}, status: 206, body: "0123"},
 					{method: "GET", path: "/index.html", header: map[string]string{"Range": "bytes=0-3", "If-Range": `"stale"`}, status: 200, body: "<h1>home</h1>"},
 					// Precompressed sidecars, by the client's preference and
@@ -244,7 +250,7 @@ func TestTryFiles(t *testing.T) {
 					// {path}/ rewrote it to the directory; as in Caddy, the
 					// last element is unchanged, so the canonical redirect
 					// still applies.
-					{method: "GET", path: "/docs", status: 308, want: map[string]string{"Location": "/docs/"}},
+					{method: "GET", path: "/docs", status: 308, body: `<a href="/docs/">Permanent Redirect</a>.`+"\n\n", want: map[string]string{"Location": "/docs/"}},
 					{method: "GET", path: "/docs/", status: 200, body: "docs"},
 					{method: "GET", path: "/", status: 200, body: "SPA"},
 					{method: "GET", path: "/api/hello?x=1", status: 200, body: "api /api/hello?x=1"},

@@ -3,6 +3,7 @@ package fileserver
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -124,13 +125,20 @@ func matchAny(list, etag string, strong bool) bool {
 // span is one byte range of a file: its first byte and length.
 type span struct{ start, n int64 }
 
+// The errors of a Range value, in net/http's words (Caddy answers 416
+// with them).
+var (
+	errInvalidRange = errors.New("invalid range")
+	errNoOverlap    = errors.New("invalid range: failed to overlap")
+)
+
 // parseRanges reads a Range value against a file of size bytes as Go's
-// net/http does (and so Caddy): ok false means 416, no spans and ok
-// true means the whole file.
-func parseRanges(v string, size int64) (spans []span, ok bool) {
+// net/http does (and so Caddy): an error means 416; no spans and no
+// error, the whole file.
+func parseRanges(v string, size int64) (spans []span, err error) {
 	specs, found := strings.CutPrefix(v, "bytes=")
 	if !found {
-		return nil, false
+		return nil, errInvalidRange
 	}
 	unsatisfiable := false
 	for _, spec := range strings.Split(specs, ",") {
@@ -140,13 +148,13 @@ func parseRanges(v string, size int64) (spans []span, ok bool) {
 		}
 		first, last, found := strings.Cut(spec, "-")
 		if !found {
-			return nil, false
+			return nil, errInvalidRange
 		}
 		first, last = strings.TrimSpace(first), strings.TrimSpace(last)
 		if first == "" { // the last N bytes
 			n, err := strconv.ParseInt(last, 10, 64)
 			if err != nil || n < 0 || last == "" || last[0] == '-' {
-				return nil, false
+				return nil, errInvalidRange
 			}
 			if n == 0 || size == 0 {
 				unsatisfiable = true
@@ -158,7 +166,7 @@ func parseRanges(v string, size int64) (spans []span, ok bool) {
 		}
 		a, err := strconv.ParseInt(first, 10, 64)
 		if err != nil || a < 0 {
-			return nil, false
+			return nil, errInvalidRange
 		}
 		if a >= size {
 			unsatisfiable = true
@@ -167,23 +175,23 @@ func parseRanges(v string, size int64) (spans []span, ok bool) {
 		b := size - 1
 		if last != "" {
 			if b, err = strconv.ParseInt(last, 10, 64); err != nil || b < a {
-				return nil, false
+				return nil, errInvalidRange
 			}
 			b = min(b, size-1)
 		}
 		spans = append(spans, span{a, b - a + 1})
 	}
 	if len(spans) == 0 && unsatisfiable {
-		return nil, false
+		return nil, errNoOverlap
 	}
 	var sum int64
 	for _, s := range spans {
 		sum += s.n
 	}
 	if sum > size { // overlapping ranges asking more than the file: all of it
-		return nil, true
+		return nil, nil
 	}
-	return spans, true
+	return spans, nil
 }
 
 // segment is a piece of a response body: head bytes, then n bytes of

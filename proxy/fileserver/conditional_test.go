@@ -21,19 +21,21 @@ func TestParseRanges(t *testing.T) {
 		{"bytes=90-200", "90+10"},
 		{"bytes=0-1, 5-6", "0+2 5+2"},
 		{"bytes= 0-1 ,, 5-6 ", "0+2 5+2"},
-		{"bytes=100-", "416"},
+		{"bytes=100-", "416 none"},
 		{"bytes=100-, 0-0", "0+1"},
-		{"bytes=-0", "416"},
+		{"bytes=-0", "416 none"},
 		{"bytes=5-4", "416"},
 		{"bytes=x-1", "416"},
 		{"bytes=1", "416"},
 		{"lines=0-1", "416"},
 		{"bytes=0-99, 0-99", "all"}, // more than the file: all of it
 	} {
-		spans, ok := parseRanges(c.in, 100)
+		spans, err := parseRanges(c.in, 100)
 		var got string
 		switch {
-		case !ok:
+		case err == errNoOverlap:
+			got = "416 none"
+		case err != nil:
 			got = "416"
 		case len(spans) == 0:
 			got = "all"

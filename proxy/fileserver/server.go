@@ -2,6 +2,7 @@ package fileserver
 
 import (
 	"errors"
+	"html"
 	"io/fs"
 	"mime"
 	"net/http"
@@ -160,6 +161,31 @@ func answer(status int, fields []stream.Field) *plan {
 	return &plan{status: status, fields: append(fields, stream.Field{Name: "content-length", Value: "0"})}
 }
 
+// textAnswer is a plan with a small body in memory, as Go's http.Error
+// and http.Redirect write them for Caddy: text/plain for an error,
+// text/html for a redirect's link.
+func textAnswer(status int, fields []stream.Field, body string) *plan {
+	ctype := "text/plain; charset=utf-8"
+	if status/100 == 3 {
+		ctype = "text/html; charset=utf-8"
+	} else {
+		fields = append(fields, stream.Field{Name: "x-content-type-options", Value: "nosniff"})
+	}
+	return &plan{status: status, first: []byte(body), fields: append(fields,
+		stream.Field{Name: "content-type", Value: ctype},
+		stream.Field{Name: "content-length", Value: strconv.Itoa(len(body))})}
+}
+
+// appendSet appends the fields that have a value.
+func appendSet(fields []stream.Field, more ...stream.Field) []stream.Field {
+	for _, f := range more {
+		if f.Value != "" {
+			fields = append(fields, f)
+		}
+	}
+	return fields
+}
+
 var busy = answer(503, []stream.Field{{Name: "retry-after", Value: "1"}})
 
 // prepare does a request's disk work, in the pool: open what the path
@@ -171,12 +197,12 @@ func (s *Server) prepare(t target, c *conditions) *plan {
 	if p != nil {
 		return p
 	}
-	if p := s.canonical(t, implicitIndex); p != nil {
+	if p := s.canonical(t, implicitIndex, c.method); p != nil {
 		f.Close()
 		return p
 	}
-	fields := []stream.Field{{Name: "vary", Value: "Accept-Encoding"}}
-	etag, size := etagOf(info.ModTime(), info.Size()), info.Size()
+	vary := stream.Field{Name: "vary", Value: "Accept-Encoding"}
+	etag, size, encoding := etagOf(info.ModTime(), info.Size()), info.Size(), ""
 	for _, enc := range acceptedEncodings(c.acceptEncoding, s.opt.Precompressed) {
 		g, gi, err := openFile(t.root, name+suffixes[enc])
 		if err != nil {
@@ -187,41 +213,50 @@ func (s *Server) prepare(t target, c *conditions) *plan {
 			continue
 		}
 		f.Close()
-		f, size, etag = g, gi.Size(), etagOf(gi.ModTime(), gi.Size())
-		fields = append(fields, stream.Field{Name: "content-encoding", Value: enc})
+		f, size, etag, encoding = g, gi.Size(), etagOf(gi.ModTime(), gi.Size()), enc
 		break
 	}
 	if c.method != "GET" && c.method != "HEAD" {
 		f.Close()
-		return answer(405, []stream.Field{{Name: "allow", Value: "GET, HEAD"}})
+		return answer(405, []stream.Field{{Name: "allow", Value: "GET, HEAD"}, vary})
 	}
-	mod := info.ModTime()
+	// The fields as Go's http.ServeContent leaves them for Caddy: each
+	// answer below keeps or drops some.
+	mod, ctype := info.ModTime(), mime.TypeByExtension(filepath.Ext(name))
+	lastModified := stream.Field{Name: "last-modified"}
+	if usefulModTime(mod) {
+		lastModified.Value = mod.UTC().Format(http.TimeFormat)
+	}
+	fields := []stream.Field{vary}
 	if etag != "" {
 		fields = append(fields, stream.Field{Name: "etag", Value: etag})
 	}
 	switch c.check(etag, mod) {
-	case notModified:
+	case notModified: // no content fields; Last-Modified only without an ETag
 		f.Close()
-		if etag == "" && usefulModTime(mod) {
-			fields = append(fields, stream.Field{Name: "last-modified", Value: mod.UTC().Format(http.TimeFormat)})
+		if etag == "" && lastModified.Value != "" {
+			fields = append(fields, lastModified)
 		}
 		return &plan{status: s.status(304), fields: fields}
 	case preconditionFailed:
 		f.Close()
-		return answer(s.status(412), nil)
+		fields = appendSet(fields, lastModified, stream.Field{Name: "content-type", Value: ctype})
+		return answer(s.status(412), fields)
 	}
-	if usefulModTime(mod) {
-		fields = append(fields, stream.Field{Name: "last-modified", Value: mod.UTC().Format(http.TimeFormat)})
+	if encoding != "" {
+		fields = append(fields, stream.Field{Name: "content-encoding", Value: encoding})
 	}
-	ctype := mime.TypeByExtension(filepath.Ext(name))
 	p = &plan{status: 200, file: f, segs: []segment{{n: size}}, length: size}
-	fields = append(fields, stream.Field{Name: "accept-ranges", Value: "bytes"})
 	if c.rng != "" {
-		spans, ok := parseRanges(c.rng, size)
+		spans, err := parseRanges(c.rng, size)
 		switch {
-		case !ok:
+		case err != nil: // net/http's error text, as Caddy answers
 			f.Close()
-			return answer(416, append(fields, stream.Field{Name: "content-range", Value: "bytes */" + strconv.FormatInt(size, 10)}))
+			fields = fields[:1] // an error drops the validators
+			if err == errNoOverlap {
+				fields = append(fields, stream.Field{Name: "content-range", Value: "bytes */" + strconv.FormatInt(size, 10)})
+			}
+			return textAnswer(416, fields, err.Error()+"\n")
 		case len(spans) == 1:
 			p.status, p.segs, p.length = 206, []segment{{off: spans[0].start, n: spans[0].n}}, spans[0].n
 			fields = append(fields, stream.Field{Name: "content-range", Value: contentRange(spans[0], size)})
@@ -230,9 +265,8 @@ func (s *Server) prepare(t target, c *conditions) *plan {
 			p.segs, p.length, ctype = multipart(spans, ctype, size)
 		}
 	}
-	if ctype != "" {
-		fields = append(fields, stream.Field{Name: "content-type", Value: ctype})
-	}
+	fields = appendSet(fields, lastModified, stream.Field{Name: "accept-ranges", Value: "bytes"},
+		stream.Field{Name: "content-type", Value: ctype})
 	p.status = s.status(p.status)
 	p.fields = append(fields, stream.Field{Name: "content-length", Value: strconv.FormatInt(p.length, 10)})
 	if c.method == "HEAD" || p.length == 0 {
@@ -312,7 +346,7 @@ func (s *Server) status(st int) int {
 // without the trailing slash, or a file with one, is redirected (308) to
 // the path as it should be, unless a rewrite changed the path's last
 // element (then the rewrite meant it).
-func (s *Server) canonical(t target, implicitIndex bool) *plan {
+func (s *Server) canonical(t target, implicitIndex bool, method string) *plan {
 	if s.opt.NoCanonical {
 		return nil
 	}
@@ -337,7 +371,12 @@ func (s *Server) canonical(t target, implicitIndex bool) *plan {
 	if q := strings.IndexByte(t.orig, '?'); q >= 0 {
 		to += t.orig[q:]
 	}
-	return answer(308, []stream.Field{{Name: "location", Value: to}})
+	loc := stream.Field{Name: "location", Value: to}
+	if method != "GET" && method != "HEAD" {
+		return answer(308, []stream.Field{loc})
+	}
+	// Go's http.Redirect, which Caddy answers with, adds a link.
+	return textAnswer(308, []stream.Field{loc}, "<a href=\""+html.EscapeString(to)+"\">Permanent Redirect</a>.\n\n")
 }
 
 func url2path(p string) (string, error) {
