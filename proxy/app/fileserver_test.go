@@ -102,10 +102,10 @@ func TestFileServer(t *testing.T) {
 					{method: "GET", path: "/", status: 200, body: "<h1>home</h1>", want: html},
 					{method: "GET", path: "/index.html", status: 200, body: "<h1>home</h1>", want: html},
 					{method: "GET", path: "/?q=1", status: 200, body: "<h1>home</h1>"},
-					{method: "GET", path: "/sub", status: 308, body: `<a href="/sub/">Permanent Redirect</a>.`+"\n\n", want: map[string]string{"Location": "/sub/"}},
-					{method: "GET", path: "/sub?a=b", status: 308, body: `<a href="/sub/?a=b">Permanent Redirect</a>.`+"\n\n", want: map[string]string{"Location": "/sub/?a=b"}},
+					{method: "GET", path: "/sub", status: 308, body: `<a href="/sub/">Permanent Redirect</a>.` + "\n\n", want: map[string]string{"Location": "/sub/"}},
+					{method: "GET", path: "/sub?a=b", status: 308, body: `<a href="/sub/?a=b">Permanent Redirect</a>.` + "\n\n", want: map[string]string{"Location": "/sub/?a=b"}},
 					{method: "GET", path: "/sub/", status: 200, body: "sub index"},
-					{method: "GET", path: "/style.css/", status: 308, body: `<a href="/style.css">Permanent Redirect</a>.`+"\n\n", want: map[string]string{"Location": "/style.css"}},
+					{method: "GET", path: "/style.css/", status: 308, body: `<a href="/style.css">Permanent Redirect</a>.` + "\n\n", want: map[string]string{"Location": "/style.css"}},
 					{method: "GET", path: "/style.css", status: 200, body: "body{}", want: map[string]string{"Content-Type": "text/css; charset=utf-8"}},
 					{method: "GET", path: "/blob", status: 200, body: "raw", want: map[string]string{"Content-Type": ""}},
 					{method: "GET", path: "/empty.txt", status: 200, body: "", want: map[string]string{"Content-Length": "0"}},
@@ -250,7 +250,7 @@ func TestTryFiles(t *testing.T) {
 					// {path}/ rewrote it to the directory; as in Caddy, the
 					// last element is unchanged, so the canonical redirect
 					// still applies.
-					{method: "GET", path: "/docs", status: 308, body: `<a href="/docs/">Permanent Redirect</a>.`+"\n\n", want: map[string]string{"Location": "/docs/"}},
+					{method: "GET", path: "/docs", status: 308, body: `<a href="/docs/">Permanent Redirect</a>.` + "\n\n", want: map[string]string{"Location": "/docs/"}},
 					{method: "GET", path: "/docs/", status: 200, body: "docs"},
 					{method: "GET", path: "/", status: 200, body: "SPA"},
 					{method: "GET", path: "/api/hello?x=1", status: 200, body: "api /api/hello?x=1"},

@@ -44,8 +44,7 @@ type Options struct {
 // Server is one file_server directive, built once per (re)load and only
 // read afterwards, by every loop.
 type Server struct {
-	opt  Options
-	pool *Pool
+	opt Options
 }
 
 // New returns the directive's server, on the Shared pool.
@@ -59,20 +58,6 @@ func New(opt Options) *Server {
 // PassThru reports whether the directive hands a request for a file
 // that is not there to the next handler.
 func (s *Server) PassThru() bool { return s.opt.PassThru }
-
-// WithPool returns a copy of s using pool: tests size their own.
-func (s *Server) WithPool(p *Pool) *Server {
-	c := *s
-	c.pool = p
-	return &c
-}
-
-func (s *Server) getPool() *Pool {
-	if s.pool == nil {
-		return Shared()
-	}
-	return s.pool
-}
 
 // Poster runs a function on the loop that owns a request:
 // netpoll.Loop.Post.
@@ -109,7 +94,7 @@ func (s *Server) Serve(loop Poster, root, orig string, req *stream.Request, w st
 			c.ifUnmodified = f.Value
 		}
 	}
-	r := &response{w: w, loop: loop, pool: s.getPool(), head: req.Method == "HEAD"}
+	r := &response{w: w, loop: loop, pool: Shared(), head: req.Method == "HEAD"}
 	t := target{root: root, rel: rel, dir: dir, orig: orig, cur: cur}
 	if !r.pool.Submit(func() {
 		p := s.prepare(t, c)
