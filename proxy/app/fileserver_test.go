@@ -393,3 +393,39 @@ func TestFileServerOffLoop(t *testing.T) {
 		}
 	})
 }
+
+// TestFileServerOptions: root with a matcher, and file_server's own
+// root, index, status and disable_canonical_uris, on every backend.
+func TestFileServerOptions(t *testing.T) {
+	main := siteTree(t, map[string]string{"index.html": "main"})
+	alt := siteTree(t, map[string]string{"alt/x.txt": "alt x"})
+	opts := siteTree(t, map[string]string{"o/home.htm": "home", "o/dir/home.htm": "dir home", "o/index.html": "not the index"})
+	site := fmt.Sprintf(`	root * %s
+	root /alt/* %s
+	handle /o/* {
+		file_server {
+			root %s
+			index home.htm
+			status 203
+			disable_canonical_uris
+		}
+	}
+	file_server`, main, alt, opts)
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		port, cls := startSite(t, backend, site)
+		base := fmt.Sprintf("https://localhost:%d", port)
+		for proto, c := range cls {
+			t.Run(proto, func(t *testing.T) {
+				for _, x := range []exchange{
+					{method: "GET", path: "/", status: 200, body: "main"},
+					{method: "GET", path: "/alt/x.txt", status: 200, body: "alt x"},
+					{method: "GET", path: "/o/", status: 203, body: "home"},
+					{method: "GET", path: "/o/dir", status: 203, body: "dir home"}, // no canonical redirect
+					{method: "GET", path: "/o/home.htm/", status: 203, body: "home"},
+				} {
+					x.run(t, c, base)
+				}
+			})
+		}
+	})
+}

@@ -127,6 +127,8 @@ func (p *parser) routeList(s *Site, ds []*caddyfile.Dispenser, ordered bool) []r
 			nodes[i].Exclusive = 1
 		case v.directive == "rewrite":
 			nodes[i].Exclusive = 2
+		case v.directive == "root": // as in Caddy: roots never cascade
+			nodes[i].Exclusive = 3
 		}
 	}
 	return nodes

@@ -59,7 +59,7 @@ type Node struct {
 	Match Matcher
 	// Exclusive is a group number (Caddy's route group): of the routes of
 	// one list with the same non-zero number, only the first that matches
-	// runs. handle, handle_path and rewrite are grouped this way.
+	// runs. handle, handle_path, rewrite and root are grouped this way.
 	Exclusive int
 	Kind      Kind
 
