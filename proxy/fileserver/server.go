@@ -71,7 +71,7 @@ type Poster interface {
 // answers 503 at once.
 func (s *Server) Serve(loop Poster, root, orig string, req *stream.Request, w stream.ResponseWriter) stream.Events {
 	cur := pathOnly(req.Path)
-	rel, dir, err := Clean(cur)
+	rel, _, err := Clean(cur)
 	if err != nil {
 		return answer(400, nil).serveWith(req, w)
 	}
@@ -95,7 +95,7 @@ func (s *Server) Serve(loop Poster, root, orig string, req *stream.Request, w st
 		}
 	}
 	r := &response{w: w, loop: loop, pool: Shared(), head: req.Method == "HEAD"}
-	t := target{root: root, rel: rel, dir: dir, orig: orig, cur: cur}
+	t := target{root: root, rel: rel, orig: orig, cur: cur}
 	if !r.pool.Submit(func() {
 		p := s.prepare(t, c)
 		loop.Post(func() { r.planned(p) })
@@ -119,12 +119,10 @@ func pathOnly(target string) string {
 	return target
 }
 
-// target is where a request points: the root, the cleaned path under it
-// (and whether it asked for a directory), and the request's path before
-// and after rewrites.
+// target is where a request points: the root, the cleaned path under
+// it, and the request's path before and after rewrites.
 type target struct {
 	root, rel string
-	dir       bool
 	orig, cur string
 }
 
