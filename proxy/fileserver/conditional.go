@@ -188,11 +188,17 @@ func parseRanges(v string, size int64) (spans []span, err error) {
 	for _, s := range spans {
 		sum += s.n
 	}
-	if sum > size { // overlapping ranges asking more than the file: all of it
+	// Overlapping ranges asking more than the file, or more ranges than
+	// any client needs (each costs a part head, and Apache's "killer"
+	// sent thousands): the whole file, as RFC 9110 lets a server do.
+	if sum > size || len(spans) > maxRanges {
 		return nil, nil
 	}
 	return spans, nil
 }
+
+// maxRanges bounds the ranges of one request.
+const maxRanges = 64
 
 // segment is a piece of a response body: head bytes, then n bytes of
 // the file from off.

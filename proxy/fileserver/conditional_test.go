@@ -29,6 +29,7 @@ func TestParseRanges(t *testing.T) {
 		{"bytes=1", "416"},
 		{"lines=0-1", "416"},
 		{"bytes=0-99, 0-99", "all"}, // more than the file: all of it
+		{"bytes=" + strings.Repeat("1-1,", 65), "all"}, // more ranges than any client needs
 	} {
 		spans, err := parseRanges(c.in, 100)
 		var got string
@@ -133,4 +134,35 @@ func TestPoolBound(t *testing.T) {
 	if a, b := <-order, <-order; a != "continued" || b != "new" {
 		t.Errorf("ran %s then %s, want the continued read first", a, b)
 	}
+}
+
+// FuzzParseRanges: whatever the Range value, the spans lie inside the
+// file, are not empty, and ask at most the file's size in all.
+func FuzzParseRanges(f *testing.F) {
+	for _, s := range []string{"bytes=0-9", "bytes=-5", "bytes=5-", "bytes=0-1,3-4", "bytes=-0", "bytes=9-1",
+		"bytes=0-99999999999999999999", "bytes=,", "bytes= 1 - 2 "} {
+		f.Add(s, int64(100))
+	}
+	f.Fuzz(func(t *testing.T, v string, size int64) {
+		if size < 0 {
+			return
+		}
+		spans, err := parseRanges(v, size)
+		if err != nil {
+			return
+		}
+		if len(spans) > maxRanges {
+			t.Fatalf("%q: %d ranges", v, len(spans))
+		}
+		var sum int64
+		for _, s := range spans {
+			if s.start < 0 || s.n <= 0 || s.start+s.n > size {
+				t.Fatalf("%q on %d: span %+v", v, size, s)
+			}
+			sum += s.n
+		}
+		if sum > size {
+			t.Fatalf("%q on %d: %d bytes asked", v, size, sum)
+		}
+	})
 }
