@@ -239,33 +239,23 @@ func TestTryFiles(t *testing.T) {
 		try_files {path} {path}/ /index.html
 		file_server
 	}`, root, up)
-	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
-		port, cls := startSite(t, backend, site)
-		base := fmt.Sprintf("https://localhost:%d", port)
-		for proto, c := range cls {
-			t.Run(proto, func(t *testing.T) {
-				for _, x := range []exchange{
-					{method: "GET", path: "/app/settings", status: 200, body: "SPA"},
-					{method: "GET", path: "/app.js", status: 200, body: "js"},
-					// {path}/ rewrote it to the directory; as in Caddy, the
-					// last element is unchanged, so the canonical redirect
-					// still applies.
-					{method: "GET", path: "/docs", status: 308, body: `<a href="/docs/">Permanent Redirect</a>.` + "\n\n", want: map[string]string{"Location": "/docs/"}},
-					{method: "GET", path: "/docs/", status: 200, body: "docs"},
-					{method: "GET", path: "/", status: 200, body: "SPA"},
-					{method: "GET", path: "/api/hello?x=1", status: 200, body: "api /api/hello?x=1"},
-					{method: "GET", path: "/strict/nothing", status: 404, body: ""},
-					{method: "GET", path: "/q/x?a=1", status: 200, body: "api /index.html?from=/q/x"},
-					{method: "GET", path: "/page", status: 200, body: "html /page"},
-					// pass_thru: a missing file goes to the next handler.
-					{method: "GET", path: "/pt/here.txt", status: 200, body: "here"},
-					{method: "GET", path: "/pt/missing", status: 200, body: "next /pt/missing"},
-					{method: "GET", path: "/pt/", status: 200, body: "next /pt/"},
-				} {
-					x.run(t, c, base)
-				}
-			})
-		}
+	siteExchanges(t, site, []exchange{
+		{method: "GET", path: "/app/settings", status: 200, body: "SPA"},
+		{method: "GET", path: "/app.js", status: 200, body: "js"},
+		// {path}/ rewrote it to the directory; as in Caddy, the
+		// last element is unchanged, so the canonical redirect
+		// still applies.
+		{method: "GET", path: "/docs", status: 308, body: `<a href="/docs/">Permanent Redirect</a>.` + "\n\n", want: map[string]string{"Location": "/docs/"}},
+		{method: "GET", path: "/docs/", status: 200, body: "docs"},
+		{method: "GET", path: "/", status: 200, body: "SPA"},
+		{method: "GET", path: "/api/hello?x=1", status: 200, body: "api /api/hello?x=1"},
+		{method: "GET", path: "/strict/nothing", status: 404, body: ""},
+		{method: "GET", path: "/q/x?a=1", status: 200, body: "api /index.html?from=/q/x"},
+		{method: "GET", path: "/page", status: 200, body: "html /page"},
+		// pass_thru: a missing file goes to the next handler.
+		{method: "GET", path: "/pt/here.txt", status: 200, body: "here"},
+		{method: "GET", path: "/pt/missing", status: 200, body: "next /pt/missing"},
+		{method: "GET", path: "/pt/", status: 200, body: "next /pt/"},
 	})
 }
 
@@ -411,18 +401,25 @@ func TestFileServerOptions(t *testing.T) {
 		}
 	}
 	file_server`, main, alt, opts)
+	siteExchanges(t, site, []exchange{
+		{method: "GET", path: "/", status: 200, body: "main"},
+		{method: "GET", path: "/alt/x.txt", status: 200, body: "alt x"},
+		{method: "GET", path: "/o/", status: 203, body: "home"},
+		{method: "GET", path: "/o/dir", status: 203, body: "dir home"}, // no canonical redirect
+		{method: "GET", path: "/o/home.htm/", status: 203, body: "home"},
+	})
+}
+
+// siteExchanges runs exchanges against a site over HTTP/2 and HTTP/1.1
+// on every poller backend.
+func siteExchanges(t *testing.T, site string, xs []exchange) {
+	t.Helper()
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		port, cls := startSite(t, backend, site)
 		base := fmt.Sprintf("https://localhost:%d", port)
 		for proto, c := range cls {
 			t.Run(proto, func(t *testing.T) {
-				for _, x := range []exchange{
-					{method: "GET", path: "/", status: 200, body: "main"},
-					{method: "GET", path: "/alt/x.txt", status: 200, body: "alt x"},
-					{method: "GET", path: "/o/", status: 203, body: "home"},
-					{method: "GET", path: "/o/dir", status: 203, body: "dir home"}, // no canonical redirect
-					{method: "GET", path: "/o/home.htm/", status: 203, body: "home"},
-				} {
+				for _, x := range xs {
 					x.run(t, c, base)
 				}
 			})
