@@ -28,7 +28,7 @@ func TestParseRanges(t *testing.T) {
 		{"bytes=x-1", "416"},
 		{"bytes=1", "416"},
 		{"lines=0-1", "416"},
-		{"bytes=0-99, 0-99", "all"}, // more than the file: all of it
+		{"bytes=0-99, 0-99", "all"},                    // more than the file: all of it
 		{"bytes=" + strings.Repeat("1-1,", 65), "all"}, // more ranges than any client needs
 	} {
 		spans, err := parseRanges(c.in, 100)

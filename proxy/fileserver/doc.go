@@ -18,9 +18,10 @@
 // checked to be the one resolved.
 //
 // One job per file: pool.go (the workers), resolve.go (request path to
-// file path, hidden files), open_linux.go and open_other.go (opening
-// beneath the root), server.go (one file_server directive: what to
-// answer), conditional.go (validators, conditional requests, ranges),
-// response.go (a response streamed on the loop), match.go (what the file
-// matcher asks of the disk).
+// file path, hidden files), open_linux.go (opening beneath the root with
+// openat2), open.go and open_other.go (the checked way, elsewhere),
+// server.go (one file_server directive: what to answer), conditional.go
+// (validators, conditional requests, ranges), response.go (a response
+// streamed on the loop), match.go (what the file matcher asks of the
+// disk).
 package fileserver
