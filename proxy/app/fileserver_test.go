@@ -273,12 +273,7 @@ func TestFileServerPoolFull(t *testing.T) {
 		for _, c := range cls {
 			exchange{method: "GET", path: "/", status: 200, body: "home"}.run(t, c, base)
 		}
-		release := holdWorkers(t, pool)
-		defer release()
-		full := make(chan struct{})
-		defer close(full)
-		for pool.Submit(func() { <-full }) { // the queue's room is bounded
-		}
+		defer fillPool(t, pool)()
 		for proto, c := range cls {
 			t.Run(proto, func(t *testing.T) {
 				exchange{method: "GET", path: "/", status: 503, body: "", want: map[string]string{"Retry-After": "1"}}.run(t, c, base)
