@@ -194,12 +194,7 @@ func TestBasicAuthPoolFull(t *testing.T) {
 		for _, c := range cls {
 			exchange{method: "GET", path: "/a", header: basic("alice", "secret"), status: 200, body: "/a user= auth=true body=0"}.run(t, c, base)
 		}
-		release := holdWorkers(t, pool)
-		defer release()
-		full := make(chan struct{})
-		defer close(full)
-		for pool.Submit(func() { <-full }) { // the queue's room is bounded
-		}
+		defer fillPool(t, pool)()
 		for proto, c := range cls {
 			t.Run(proto, func(t *testing.T) {
 				exchange{method: "GET", path: "/b", header: basic("bob", "pw"), status: 503, body: "pollproxy: too many password checks at once; try again\n",
@@ -210,9 +205,26 @@ func TestBasicAuthPoolFull(t *testing.T) {
 	})
 }
 
+// fillPool holds every worker of pool and fills its queue, whose room is
+// bounded, until release is called.
+func fillPool(t *testing.T, pool interface {
+	Workers() int
+	Submit(func()) bool
+}) (release func()) {
+	t.Helper()
+	freeWorkers := holdWorkers(t, pool)
+	full := make(chan struct{})
+	for pool.Submit(func() { <-full }) {
+	}
+	return func() { freeWorkers(); close(full) }
+}
+
 // holdWorkers keeps every worker of pool busy until release is called
 // (once or more).
-func holdWorkers(t *testing.T, pool *auth.Pool) (release func()) {
+func holdWorkers(t *testing.T, pool interface {
+	Workers() int
+	Submit(func()) bool
+}) (release func()) {
 	t.Helper()
 	ch := make(chan struct{})
 	held := make(chan struct{}, pool.Workers())

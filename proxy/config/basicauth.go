@@ -78,6 +78,12 @@ func (p *parser) basicAuth(d *caddyfile.Dispenser, n *route.Node, name string) {
 // request is not supported by pollproxy there. ({$NAME} is the lexer's
 // and already filled.)
 func (p *parser) envValue(d *caddyfile.Dispenser, directive, s string) (string, bool) {
+	return p.literal(d, directive, s, "placeholder in %q: only {env.*} is supported by pollproxy in an account")
+}
+
+// literal reads a token that must be known at load: {env.*} is filled,
+// another placeholder is an error with refusal (a format taking s).
+func (p *parser) literal(d *caddyfile.Dispenser, directive, s, refusal string) (string, bool) {
 	t, err := route.ParseTemplate(s, route.TemplateOptions{})
 	if err != nil {
 		p.errf(d, "%s: %v", directive, err)
@@ -85,7 +91,7 @@ func (p *parser) envValue(d *caddyfile.Dispenser, directive, s string) (string, 
 	}
 	v, ok := t.Literal()
 	if !ok {
-		p.errf(d, "%s: placeholder in %q: only {env.*} is supported by pollproxy in an account", directive, s)
+		p.errf(d, "%s: "+refusal, directive, s)
 	}
 	return v, ok
 }

@@ -57,17 +57,17 @@ var caddyDocExamples = []docExample{
 	{"reverse_proxy", docSite("reverse_proxy https://example.com {\n\theader_up Host {hostport}\n}"), ""},
 
 	// handle
-	{"handle", "example.com {\n\thandle /foo/* {\n\t\tfile_server\n\t}\n\n\thandle {\n\t\treverse_proxy 127.0.0.1:8080\n\t}\n}\n", "Caddyfile:3: file_server is not supported by pollproxy"},
+	{"handle", "example.com {\n\thandle /foo/* {\n\t\tfile_server\n\t}\n\n\thandle {\n\t\treverse_proxy 127.0.0.1:8080\n\t}\n}\n", ""},
 	{"handle", "example.com {\n\thandle_path /foo/* {\n\t\t# The path has the \"/foo\" prefix stripped\n\t}\n\n\thandle /bar/* {\n\t\t# The path still retains \"/bar\"\n\t}\n}\n", ""},
 	{"handle", "example.com {\n\thandle /foo* {\n\t\thandle /foo/bar* {\n\t\t\t# This block only matches paths under /foo/bar\n\t\t}\n\n\t\thandle {\n\t\t\t# This block matches everything else under /foo/\n\t\t}\n\t}\n\n\thandle {\n\t\t# This block matches everything else (acts as a fallback)\n\t}\n}\n", ""},
 
 	// handle_path
-	{"handle_path", "example.com {\n\t# Serve your API, stripping the /api prefix\n\thandle_path /api/* {\n\t\treverse_proxy localhost:9000\n\t}\n\n\t# Serve your static site\n\thandle {\n\t\troot /srv\n\t\tfile_server\n\t}\n}\n", "Caddyfile:9: root is not supported by pollproxy\nCaddyfile:10: file_server is not supported by pollproxy"},
+	{"handle_path", "example.com {\n\t# Serve your API, stripping the /api prefix\n\thandle_path /api/* {\n\t\treverse_proxy localhost:9000\n\t}\n\n\t# Serve your static site\n\thandle {\n\t\troot /srv\n\t\tfile_server\n\t}\n}\n", ""},
 
 	// route
-	{"route", "example.com {\n\tfile_server /specific.html\n\tredir https://anothersite.com{uri}\n}\n", "Caddyfile:2: file_server is not supported by pollproxy"},
-	{"route", "example.com {\n\troute {\n\t\tfile_server /specific.html\n\t\tredir https://anothersite.com{uri}\n\t}\n}\n", "Caddyfile:3: file_server is not supported by pollproxy"},
-	{"route", "example.com {\n\troot /srv\n\troute {\n\t\treverse_proxy /api* localhost:9000\n\n\t\ttry_files {path} /index.html\n\t\tfile_server\n\t}\n}\n", "Caddyfile:2: root is not supported by pollproxy\nCaddyfile:6: try_files is not supported by pollproxy\nCaddyfile:7: file_server is not supported by pollproxy"},
+	{"route", "example.com {\n\tfile_server /specific.html\n\tredir https://anothersite.com{uri}\n}\n", ""},
+	{"route", "example.com {\n\troute {\n\t\tfile_server /specific.html\n\t\tredir https://anothersite.com{uri}\n\t}\n}\n", ""},
+	{"route", "example.com {\n\troot /srv\n\troute {\n\t\treverse_proxy /api* localhost:9000\n\n\t\ttry_files {path} /index.html\n\t\tfile_server\n\t}\n}\n", ""},
 
 	// redir
 	{"redir", "www.example.com {\n\tredir https://example.com\n}\n", ""},
@@ -117,16 +117,16 @@ var caddyDocExamples = []docExample{
 	// basic_auth ("hiccup" is Bob's password, as the page says)
 	{"basic_auth", "example.com {\n\tbasic_auth {\n\t\t# Username \"Bob\", password \"hiccup\"\n\t\tBob $2a$14$Zkx19XLiW6VYouLHR5NmfOFU0z2GTNmpkT/5qqR7hx4IjWJPDhjvG\n\t}\n\trespond \"Welcome, {http.auth.user.id}\" 200\n}\n", ""},
 	{"basic_auth", "example.com {\n\troot /srv\n\n\tbasic_auth /secret/* {\n\t\t# Username \"Bob\", password \"hiccup\"\n\t\tBob $2a$14$Zkx19XLiW6VYouLHR5NmfOFU0z2GTNmpkT/5qqR7hx4IjWJPDhjvG\n\t}\n\n\tfile_server\n}\n",
-		"Caddyfile:2: root is not supported by pollproxy\nCaddyfile:9: file_server is not supported by pollproxy"},
+		""},
 	{"basic_auth", "example.com {\n\troot /srv\n\n\tbasic_auth /secret/* argon2id {\n\t\t# Username \"Bob\", password \"hiccup\"\n\t\tBob $argon2id$v=19$m=47104,t=1,p=1$zJPvVe48N64JUa9MFlVhiw$b5Tznu0PxnA4TciY6qYe2BFPxncF1ePQaeNukHhH1cU\n\t}\n\n\tfile_server\n}\n",
-		"Caddyfile:2: root is not supported by pollproxy\nCaddyfile:4: basic_auth: argon2id is not supported by pollproxy (want bcrypt)\nCaddyfile:9: file_server is not supported by pollproxy"},
+		"Caddyfile:4: basic_auth: argon2id is not supported by pollproxy (want bcrypt)"},
 
 	// request matchers
 	{"matchers", docSite("reverse_proxy localhost:9000"), ""},
 	{"matchers", docSite("reverse_proxy * localhost:9000"), ""},
 	{"matchers", docSite("reverse_proxy /api/* localhost:9000"), ""},
 	{"matchers", docSite("@postfoo {\n\tmethod POST\n\tpath /foo/*\n}\nreverse_proxy @postfoo localhost:9000"), ""},
-	{"matchers", docSite("root * /home/www/mysite"), "Caddyfile:2: root is not supported by pollproxy"},
+	{"matchers", docSite("root * /home/www/mysite"), ""},
 	{"matchers", docSite("redir /old.html /new.html"), ""},
 	{"matchers", "example.com {\n\t@websockets {\n\t\theader Connection *Upgrade*\n\t\theader Upgrade    websocket\n\t}\n\treverse_proxy @websockets localhost:6001\n\n\treverse_proxy localhost:8080\n}\n", ""},
 	{"matchers", docSite("@post method POST\nreverse_proxy @post localhost:6001"), ""},
@@ -142,9 +142,9 @@ var caddyDocExamples = []docExample{
 	{"matchers", docMatcher("@user expression path_regexp('^/user/(\\w*)') || path_regexp('^/(\\w*)')"), "Caddyfile:2: expression: expression path_regexp('^/user/(\\w*)') || path_regexp('^/(\\w*)'): a backslash in a CEL string starts a CEL escape, in Caddy as here (write \\\\w, or a raw string r'^/(\\w+)'): ERROR: <input>:1:18: Syntax error: *"},
 	{"matchers", docMatcher("@user `path_regexp('^/user/(\\w*)') || path_regexp('^/(\\w*)')`"), "Caddyfile:2: expression: expression path_regexp('^/user/(\\w*)') || path_regexp('^/(\\w*)'): a backslash in a CEL string starts a CEL escape, in Caddy as here (write \\\\w, or a raw string r'^/(\\w+)'): ERROR: <input>:1:18: Syntax error: *"},
 	{"matchers", docSite("@api <<CEL\n\t{method} == \"GET\"\n\t&& {path}.startsWith(\"/api/\")\n\tCEL\nrespond @api \"Hello, API!\""), ""},
-	{"matchers", docMatcher("@file file"), "Caddyfile:2: matcher file is not supported by pollproxy"},
-	{"matchers", docMatcher("@html file {\n\ttry_files {path}.html {path} \n}"), "Caddyfile:2: matcher file is not supported by pollproxy"},
-	{"matchers", docMatcher("@html-or-error file {path}.html {path} =404"), "Caddyfile:2: matcher file is not supported by pollproxy"},
+	{"matchers", docMatcher("@file file"), ""},
+	{"matchers", docMatcher("@html file {\n\ttry_files {path}.html {path} \n}"), ""},
+	{"matchers", docMatcher("@html-or-error file {path}.html {path} =404"), ""},
 	{"matchers", docMatcher("@file `file()`"), "Caddyfile:2: expression: expression file(): file() is not supported by pollproxy"},
 	{"matchers", docMatcher("@upgrade header Connection *Upgrade*"), ""},
 	{"matchers", docMatcher("@foo {\n\theader Foo bar\n\theader Foo baz\n}"), ""},

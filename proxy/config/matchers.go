@@ -10,7 +10,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/route"
 )
 
-var matcherNames = "path, path_regexp, host, method, header, header_regexp, query, remote_ip, client_ip, protocol, not, expression"
+var matcherNames = "path, path_regexp, host, method, header, header_regexp, query, remote_ip, client_ip, protocol, file, not, expression"
 
 // matcherToken reads the optional matcher that starts a directive's
 // arguments, as Caddy does: "*" (every request), a path ("/api/*") or a
@@ -123,12 +123,12 @@ func (p *parser) matcherSet(lines []line, name string) (route.All, bool) {
 	var pathLine, remoteLine, clientLine line
 	pathRegexps := 0
 	for _, l := range lines {
-		if unsupportedMatchers[l.typ] { // before its arguments: "@file file" takes none
+		if unsupportedMatchers[l.typ] { // before its arguments: "@vars vars" would want some
 			p.errAt(l.pos, "matcher %s is not supported by pollproxy", l.typ)
 			ok = false
 			continue
 		}
-		if len(l.args) == 0 && l.typ != "not" {
+		if len(l.args) == 0 && l.typ != "not" && l.typ != "file" {
 			bad(l, "want arguments")
 			continue
 		}
@@ -234,6 +234,13 @@ func (p *parser) matcherSet(lines []line, name string) (route.All, bool) {
 				continue
 			}
 			set = append(set, route.Not{s})
+		case "file":
+			m, good := p.fileMatcher(l)
+			if !good {
+				ok = false
+				continue
+			}
+			set = append(set, m)
 		case "expression":
 			m, err := route.CompileExpression(strings.Join(l.args, " "), name)
 			if err != nil {

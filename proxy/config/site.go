@@ -15,14 +15,16 @@ import (
 )
 
 var siteDirectives = []string{"reverse_proxy", "handle", "handle_path", "route", "redir", "respond",
-	"header", "request_header", "uri", "rewrite", "abort", "basic_auth", "tls", "@name (a named matcher)"}
+	"header", "request_header", "uri", "rewrite", "abort", "basic_auth", "root", "file_server", "try_files",
+	"tls", "@name (a named matcher)"}
 
 // directiveOrder is Caddy's default order of the directives pollproxy
 // implements (handle_path sorts as handle; basicauth is basic_auth's
 // older name, which Caddy still reads and sorts just before it).
 var directiveOrder = map[string]int{
-	"header": 1, "redir": 2, "rewrite": 3, "uri": 4, "basicauth": 5, "basic_auth": 6,
-	"request_header": 7, "handle": 8, "route": 9, "abort": 10, "respond": 11, "reverse_proxy": 12,
+	"root": 0, "header": 1, "redir": 2, "rewrite": 3, "uri": 4, "try_files": 5, "basicauth": 6, "basic_auth": 7,
+	"request_header": 8, "handle": 9, "route": 10, "abort": 11, "respond": 12, "reverse_proxy": 13,
+	"file_server": 14,
 }
 
 // value is one routing directive before sorting: Caddy's "config value".
@@ -77,7 +79,7 @@ func (p *parser) site(b caddyfile.ServerBlock) {
 func answers(nodes []route.Node) bool {
 	for _, n := range nodes {
 		switch n.Kind {
-		case route.Respond, route.Redirect, route.Abort, route.Proxy:
+		case route.Respond, route.Redirect, route.Abort, route.Proxy, route.FileServer:
 			return true
 		case route.Group:
 			if answers(n.Children) {
@@ -125,6 +127,8 @@ func (p *parser) routeList(s *Site, ds []*caddyfile.Dispenser, ordered bool) []r
 			nodes[i].Exclusive = 1
 		case v.directive == "rewrite":
 			nodes[i].Exclusive = 2
+		case v.directive == "root": // as in Caddy: roots never cascade
+			nodes[i].Exclusive = 3
 		}
 	}
 	return nodes
@@ -174,9 +178,10 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 	var m route.Matcher
 	var paths []string
 	matched, ok := false, true
-	// Caddy reads a rewrite with one argument as its target, never as a
-	// matcher: "rewrite /index.html".
-	if name != "rewrite" || d.CountRemainingArgs() != 1 {
+	// Caddy reads a rewrite or a root with one argument as its target,
+	// never as a matcher: "rewrite /index.html", "root /srv"; try_files
+	// takes no matcher.
+	if (name != "rewrite" && name != "root" || d.CountRemainingArgs() != 1) && name != "try_files" {
 		m, paths, matched, ok = p.matcherToken(d)
 	}
 	if !ok {
@@ -231,6 +236,12 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 		p.uri(d, n)
 	case "basic_auth", "basicauth":
 		p.basicAuth(d, n, name)
+	case "root":
+		p.root(d, n)
+	case "file_server":
+		p.fileServer(d, n)
+	case "try_files":
+		p.tryFiles(d, n)
 	case "abort":
 		if args := d.RemainingArgs(); len(args) > 0 {
 			p.errf(d, "abort: takes only a matcher")

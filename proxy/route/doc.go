@@ -10,12 +10,16 @@
 // One job per file: router.go (host to site), route.go (the route
 // table), match.go (matchers), expression.go (CEL), header.go (header
 // operations), placeholder.go (placeholders), clientip.go (the client's
-// address), ranges.go (IP ranges and private_ranges).
+// address), ranges.go (IP ranges and private_ranges), basicauth.go (a
+// request waiting for its password checks), files.go (the file matcher,
+// and a request waiting for the disk), hold.go (what a waiting request
+// holds).
 //
 // Everything here is built once per (re)load and only read afterwards, so
 // one compiled table is shared by every loop; what is per loop (the
 // reverse proxies a table ends in, scratch space) lives in the Handler
 // made for that loop. Evaluating a table allocates nothing unless a
 // directive rewrites the path or edits response headers (one small
-// wrapper per request) or a CEL expression runs.
+// wrapper per request), a CEL expression runs, or a file matcher asks
+// about the disk.
 package route

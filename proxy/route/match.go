@@ -36,6 +36,11 @@ type Ctx struct {
 	// matcherName is the named matcher an expression being evaluated
 	// belongs to: its regexps' captures take that name.
 	matcherName string
+
+	root       string    // the root directive's, for this request
+	files      *fileMemo // what file matchers learned of the disk
+	fileRel    string    // {http.matchers.file.relative}
+	failStatus int       // a file matcher reached "=NNN"
 }
 
 // NewCtx returns a context for r with the given client address function

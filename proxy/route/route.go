@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/pollproxy/pollproxy/proxy/auth"
+	"github.com/pollproxy/pollproxy/proxy/fileserver"
 	"github.com/pollproxy/pollproxy/proxy/static"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
@@ -36,6 +37,11 @@ const (
 	// BasicAuth lets a request on only with credentials that pass
 	// (basic_auth); otherwise Static answers 401 with the challenge.
 	BasicAuth
+	// SetRoot sets the root that file matchers and file_server use
+	// (root): Caddy's {http.vars.root}.
+	SetRoot
+	// FileServer answers with a file (file_server); terminal.
+	FileServer
 )
 
 // URI operations.
@@ -53,7 +59,7 @@ type Node struct {
 	Match Matcher
 	// Exclusive is a group number (Caddy's route group): of the routes of
 	// one list with the same non-zero number, only the first that matches
-	// runs. handle, handle_path and rewrite are grouped this way.
+	// runs. handle, handle_path, rewrite and root are grouped this way.
 	Exclusive int
 	Kind      Kind
 
@@ -78,6 +84,10 @@ type Node struct {
 	Children []Node // Group
 
 	Auth *auth.BasicAuth // BasicAuth
+
+	Root       string             // SetRoot; FileServer's own root ("": the request's)
+	Files      *fileserver.Server // FileServer
+	FileTarget bool               // Rewrite: to {http.matchers.file.relative}, then To
 }
 
 // Table is one site's compiled routes, shared read-only by every loop.
@@ -115,20 +125,41 @@ func NewHandler(t *Table, proxies []stream.Handler, clientIP ClientIPFunc, loop 
 // Serve runs the routes over one request. Without a terminal route that
 // matches, the answer is an empty 200, as in Caddy.
 func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
+	path, header, user := req.Path, req.Header, req.AuthUser
+	n, vars := h.evaluate(req, nil)
+	if h.ctx.files != nil && len(h.ctx.files.pending) > 0 {
+		return h.lookFiles(req, w, path, header, user)
+	}
+	return h.serveRouted(n, vars, req, w)
+}
+
+// evaluate runs the routes over req, with what file matchers learned of
+// the disk so far (memo, nil at first), and returns the terminal route
+// (nil: none matched).
+func (h *Handler) evaluate(req *stream.Request, memo *fileMemo) (*Node, reqVars) {
 	h.ctx.Reset(req, h.clientFn)
 	req.ClientIP = h.ctx.ClientIP() // for {client_ip}
+	req.Captures = req.Captures[:0] // a second pass (file matchers) saves them again
+	h.ctx.files = memo
 	h.resp = h.resp[:0]
 	h.auths = h.auths[:0]
+	orig := req.Path
 	n := h.run(h.t.Nodes)
+	return n, reqVars{root: h.ctx.root, orig: orig}
+}
+
+// serveRouted answers once the routes are evaluated: after the password
+// checks, if any matched.
+func (h *Handler) serveRouted(n *Node, vars reqVars, req *stream.Request, w stream.ResponseWriter) stream.Events {
 	if len(h.auths) > 0 {
-		return h.authenticate(n, req, w)
+		return h.authenticate(n, vars, req, w)
 	}
-	return h.answer(n, h.resp, req, w)
+	return h.answer(n, h.resp, vars, req, w)
 }
 
 // answer hands the request to the terminal route n (nil: none matched),
 // with the response edits resp.
-func (h *Handler) answer(n *Node, resp []*Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
+func (h *Handler) answer(n *Node, resp []*Node, vars reqVars, req *stream.Request, w stream.ResponseWriter) stream.Events {
 	if len(resp) > 0 {
 		w = h.wrap(w, req, resp)
 	}
@@ -150,6 +181,15 @@ func (h *Handler) answer(n *Node, resp []*Node, req *stream.Request, w stream.Re
 		return nil
 	case BasicAuth:
 		return n.Static.Serve(req, w)
+	case FileServer:
+		root := n.Root
+		if root == "" {
+			root = vars.root
+		}
+		if root == "" {
+			root = "." // Caddy's default: the working directory
+		}
+		return n.Files.Serve(h.checks.loop, root, vars.orig, req, w)
 	}
 	return empty.Serve(req, w)
 }
@@ -170,6 +210,9 @@ func (h *Handler) run(nodes []Node) *Node {
 		if n.Match != nil && !n.Match.Match(&h.ctx) {
 			continue
 		}
+		if h.ctx.failStatus != 0 { // a file matcher reached "=NNN"
+			return statusNode(h.ctx.failStatus)
+		}
 		done |= bit
 		switch n.Kind {
 		case EditResponse:
@@ -183,6 +226,13 @@ func (h *Handler) run(nodes []Node) *Node {
 			h.uri(n)
 		case BasicAuth:
 			h.matchedAuth(n)
+		case SetRoot:
+			h.ctx.root = n.Root
+		case FileServer:
+			if n.Files.PassThru() && !h.fileServerFinds(n) {
+				continue
+			}
+			return n
 		case Group:
 			if n.Strip != "" {
 				h.setPath(stripPrefix(h.ctx.Req.Path, n.Strip))
@@ -253,6 +303,9 @@ func (h *Handler) uri(n *Node) {
 func (h *Handler) rewrite(n *Node) {
 	r := h.ctx.Req
 	to := n.To.Expand(r)
+	if n.FileTarget {
+		to = h.ctx.fileRel + to
+	}
 	if to == "" {
 		return
 	}

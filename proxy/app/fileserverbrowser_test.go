@@ -1,0 +1,92 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/netpoll/polltest"
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
+)
+
+// spaIndex is a built front end's page: its script asks the API and
+// writes the answer, and the route the browser is on, into the DOM.
+const spaIndex = `<!doctype html>
+<html><head><link rel="stylesheet" href="/assets/app.css"></head>
+<body><pre id="out">PENDING</pre><script src="/assets/app.js"></script></body></html>
+`
+
+const spaScript = `(async () => {
+	const r = await fetch("/api/hello");
+	const css = getComputedStyle(document.body).marginLeft;
+	document.getElementById("out").textContent =
+		"RESULT route=" + location.pathname + " api=" + r.status + ":" + (await r.text()) + " css=" + css + " END";
+})();
+`
+
+var spaResult = regexp.MustCompile(`RESULT (.*) END`)
+
+// TestSinglePageAppInBrowser: the common layout end to end in headless
+// Chromium — a built front end served by file_server with try_files
+// {path} /index.html, /api/* to an app — opened on a client-side route:
+// the page, its script and its stylesheet come from the files, and the
+// script's answer from the app, over HTTP/2 and HTTP/1.1 on every poller
+// backend.
+func TestSinglePageAppInBrowser(t *testing.T) {
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("chromium is not installed (Debian package chromium): the real-browser test needs it")
+	}
+	app := servertest.Origin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "hello from the app at %s", r.URL.Path)
+	}))
+	root := siteTree(t, map[string]string{"index.html": spaIndex, "assets/app.js": spaScript,
+		"assets/app.css": "body { margin-left: 7px; }"})
+	site := fmt.Sprintf(`	root * %s
+	handle /api/* {
+		reverse_proxy %s
+	}
+	handle {
+		try_files {path} /index.html
+		file_server
+	}`, root, app)
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		port, _ := startSite(t, backend, site)
+		for _, mode := range []struct {
+			name  string
+			flags []string
+		}{{"h2", nil}, {"h1", []string{"--disable-http2"}}} {
+			t.Run(mode.name, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				args := append([]string{"--headless=new", "--no-sandbox", "--disable-gpu",
+					"--disable-background-networking", "--disable-component-update", "--disable-sync",
+					"--no-first-run", "--disable-dev-shm-usage", "--user-data-dir=" + t.TempDir(),
+					"--ignore-certificate-errors", "--virtual-time-budget=30000"}, mode.flags...)
+				args = append(args, "--dump-dom", fmt.Sprintf("https://localhost:%d/app/settings", port))
+				cmd := exec.CommandContext(ctx, chromium, args...)
+				cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+				var stderr strings.Builder
+				cmd.Stderr = &stderr
+				dom, err := cmd.Output()
+				if err != nil {
+					t.Fatalf("chromium: %v\n%s", err, stderr.String())
+				}
+				m := spaResult.FindSubmatch(dom)
+				if m == nil {
+					t.Fatalf("the page wrote no result:\n%s\nchromium's log:\n%s", dom, stderr.String())
+				}
+				if got, want := string(m[1]), "route=/app/settings api=200:hello from the app at /api/hello css=7px"; got != want {
+					t.Errorf("page: %q, want %q", got, want)
+				}
+			})
+		}
+	})
+}

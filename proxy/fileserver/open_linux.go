@@ -1,0 +1,59 @@
+package fileserver
+
+import (
+	"errors"
+	"os"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// noOpenat2 is set once openat2 proved missing (a kernel before 5.6, or
+// a seccomp filter that refuses it): every open then takes the portable
+// way.
+var noOpenat2 atomic.Bool
+
+// openBeneath opens rel (relative, cleaned) under root for reading. The
+// kernel resolves it with RESOLVE_BENEATH: a symbolic link that leaves
+// root, or any absolute one, fails the open (EXDEV), and so does a
+// "magic" /proc link. O_NONBLOCK keeps a FIFO from blocking the worker
+// in open; what is not a regular file or a directory is refused after.
+func openBeneath(root, rel string) (*os.File, error) {
+	if noOpenat2.Load() {
+		return openChecked(root, rel)
+	}
+	dirfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: root, Err: err}
+	}
+	defer unix.Close(dirfd)
+	if rel == "" {
+		rel = "."
+	}
+	how := unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NONBLOCK,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS,
+	}
+	for {
+		fd, err := unix.Openat2(dirfd, rel, &how)
+		switch {
+		case err == nil:
+			return os.NewFile(uintptr(fd), root+"/"+rel), nil
+		case errors.Is(err, unix.EINTR), errors.Is(err, unix.EAGAIN):
+			continue // EAGAIN: a rename raced the lookup; try again
+		case errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EPERM) && !permissionOf(root, rel):
+			noOpenat2.Store(true)
+			return openChecked(root, rel)
+		case errors.Is(err, unix.EXDEV), errors.Is(err, unix.ELOOP):
+			return nil, errEscape
+		}
+		return nil, &os.PathError{Op: "open", Path: rel, Err: err}
+	}
+}
+
+// permissionOf tells a real EPERM on the file from a seccomp filter's
+// EPERM for the system call: only the latter lets the portable open in.
+func permissionOf(root, rel string) bool {
+	_, err := os.Lstat(root + "/" + rel)
+	return err == nil
+}

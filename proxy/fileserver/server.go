@@ -1,0 +1,402 @@
+package fileserver
+
+import (
+	"errors"
+	"html"
+	"io/fs"
+	"mime"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/pollproxy/pollproxy/proxy/stream"
+)
+
+// DefaultIndex is Caddy's list of index files.
+var DefaultIndex = []string{"index.html", "index.txt"}
+
+// DefaultPrecompressed is the order of "precompressed" without names.
+var DefaultPrecompressed = []string{"br", "zstd", "gzip"}
+
+// suffixes are the sidecar file suffixes of the encodings Caddy knows.
+var suffixes = map[string]string{"br": ".br", "zstd": ".zst", "gzip": ".gz"}
+
+// Suffix is the sidecar suffix of a precompressed encoding, or "" for
+// one Caddy does not have.
+func Suffix(encoding string) string { return suffixes[encoding] }
+
+// Options are one file_server directive's, as Caddy names them.
+type Options struct {
+	Hide          Hide
+	Index         []string // nil: DefaultIndex
+	Precompressed []string // encodings, best first
+	Status        int      // answer this instead of 200 or 206 (0: no)
+	NoCanonical   bool     // disable_canonical_uris
+	// PassThru: a file not found goes to the next handler, not 404
+	// (the routes ask Finds first).
+	PassThru bool
+}
+
+// Server is one file_server directive, built once per (re)load and only
+// read afterwards, by every loop.
+type Server struct {
+	opt Options
+}
+
+// New returns the directive's server, on the Shared pool.
+func New(opt Options) *Server {
+	if opt.Index == nil {
+		opt.Index = DefaultIndex
+	}
+	return &Server{opt: opt}
+}
+
+// PassThru reports whether the directive hands a request for a file
+// that is not there to the next handler.
+func (s *Server) PassThru() bool { return s.opt.PassThru }
+
+// Poster runs a function on the loop that owns a request:
+// netpoll.Loop.Post.
+type Poster interface {
+	Post(f func())
+}
+
+// Serve answers req with the file its path names under root. orig is the
+// request's target before any rewrite, for Caddy's canonical redirects.
+// It runs on the loop; the disk work goes to the pool, and a full pool
+// answers 503 at once.
+func (s *Server) Serve(loop Poster, root, orig string, req *stream.Request, w stream.ResponseWriter) stream.Events {
+	cur := pathOnly(req.Path)
+	rel, _, err := Clean(cur)
+	if err != nil {
+		return answer(400, nil).serveWith(req, w)
+	}
+	c := &conditions{method: req.Method}
+	for _, f := range req.Header {
+		switch f.Name {
+		case "accept-encoding":
+			c.acceptEncoding = joinField(c.acceptEncoding, f.Value)
+		case "range":
+			c.rng = f.Value
+		case "if-range":
+			c.ifRange = f.Value
+		case "if-match":
+			c.ifMatch, c.haveIfMatch = joinField(c.ifMatch, f.Value), true
+		case "if-none-match":
+			c.ifNoneMatch, c.haveIfNoneMatch = joinField(c.ifNoneMatch, f.Value), true
+		case "if-modified-since":
+			c.ifModified = f.Value
+		case "if-unmodified-since":
+			c.ifUnmodified = f.Value
+		}
+	}
+	r := &response{w: w, loop: loop, pool: Shared(), head: req.Method == "HEAD"}
+	t := target{root: root, rel: rel, orig: orig, cur: cur}
+	if !r.pool.Submit(func() {
+		p := s.prepare(t, c)
+		loop.Post(func() { r.planned(p) })
+	}) {
+		return busy.serveWith(req, w)
+	}
+	return r
+}
+
+func joinField(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + ", " + b
+}
+
+func pathOnly(target string) string {
+	if i := strings.IndexByte(target, '?'); i >= 0 {
+		return target[:i]
+	}
+	return target
+}
+
+// target is where a request points: the root, the cleaned path under
+// it, and the request's path before and after rewrites.
+type target struct {
+	root, rel string
+	orig, cur string
+}
+
+// plan is a response decided in the pool: its head, and a body read
+// from file (or no file: only the segments' heads).
+type plan struct {
+	status int
+	fields []stream.Field
+	file   *os.File
+	segs   []segment
+	length int64
+	first  []byte // the body's first chunk, read with the plan
+	at     int    // the segment fill reads next
+	pos    int64  // how far into it (its head, then its file bytes)
+}
+
+// answer is a plan without a file: status and fields, an empty body.
+func answer(status int, fields []stream.Field) *plan {
+	return &plan{status: status, fields: append(fields, stream.Field{Name: "content-length", Value: "0"})}
+}
+
+// textAnswer is a plan with a small body in memory, as Go's http.Error
+// and http.Redirect write them for Caddy: text/plain for an error,
+// text/html for a redirect's link.
+func textAnswer(status int, fields []stream.Field, body string) *plan {
+	ctype := "text/plain; charset=utf-8"
+	if status/100 == 3 {
+		ctype = "text/html; charset=utf-8"
+	} else {
+		fields = append(fields, stream.Field{Name: "x-content-type-options", Value: "nosniff"})
+	}
+	return &plan{status: status, first: []byte(body), fields: append(fields,
+		stream.Field{Name: "content-type", Value: ctype},
+		stream.Field{Name: "content-length", Value: strconv.Itoa(len(body))})}
+}
+
+// appendSet appends the fields that have a value.
+func appendSet(fields []stream.Field, more ...stream.Field) []stream.Field {
+	for _, f := range more {
+		if f.Value != "" {
+			fields = append(fields, f)
+		}
+	}
+	return fields
+}
+
+var busy = answer(503, []stream.Field{{Name: "retry-after", Value: "1"}})
+
+// prepare does a request's disk work, in the pool: open what the path
+// names (an index file for a directory), refuse what is hidden or not a
+// regular file, choose a precompressed sidecar, evaluate the
+// conditional fields and ranges, and read the body's first chunk.
+func (s *Server) prepare(t target, c *conditions) *plan {
+	f, info, name, implicitIndex, p := s.locate(t.root, t.rel)
+	if p != nil {
+		return p
+	}
+	if p := s.canonical(t, implicitIndex, c.method); p != nil {
+		f.Close()
+		return p
+	}
+	vary := stream.Field{Name: "vary", Value: "Accept-Encoding"}
+	etag, size, encoding := etagOf(info.ModTime(), info.Size()), info.Size(), ""
+	for _, enc := range acceptedEncodings(c.acceptEncoding, s.opt.Precompressed) {
+		g, gi, err := openFile(t.root, name+suffixes[enc])
+		if err != nil {
+			continue
+		}
+		if !gi.Mode().IsRegular() {
+			g.Close()
+			continue
+		}
+		f.Close()
+		f, size, etag, encoding = g, gi.Size(), etagOf(gi.ModTime(), gi.Size()), enc
+		break
+	}
+	if c.method != "GET" && c.method != "HEAD" {
+		f.Close()
+		return answer(405, []stream.Field{{Name: "allow", Value: "GET, HEAD"}, vary})
+	}
+	// The fields as Go's http.ServeContent leaves them for Caddy: each
+	// answer below keeps or drops some.
+	mod, ctype := info.ModTime(), mime.TypeByExtension(filepath.Ext(name))
+	lastModified := stream.Field{Name: "last-modified"}
+	if usefulModTime(mod) {
+		lastModified.Value = mod.UTC().Format(http.TimeFormat)
+	}
+	fields := []stream.Field{vary}
+	if etag != "" {
+		fields = append(fields, stream.Field{Name: "etag", Value: etag})
+	}
+	switch c.check(etag, mod) {
+	case notModified: // no content fields; Last-Modified only without an ETag
+		f.Close()
+		if etag == "" && lastModified.Value != "" {
+			fields = append(fields, lastModified)
+		}
+		return &plan{status: s.status(304), fields: fields}
+	case preconditionFailed:
+		f.Close()
+		fields = appendSet(fields, lastModified, stream.Field{Name: "content-type", Value: ctype})
+		return answer(s.status(412), fields)
+	}
+	if encoding != "" {
+		fields = append(fields, stream.Field{Name: "content-encoding", Value: encoding})
+	}
+	p = &plan{status: 200, file: f, segs: []segment{{n: size}}, length: size}
+	if c.rng != "" {
+		spans, err := parseRanges(c.rng, size)
+		switch {
+		case err != nil: // net/http's error text, as Caddy answers
+			f.Close()
+			fields = fields[:1] // an error drops the validators
+			if err == errNoOverlap {
+				fields = append(fields, stream.Field{Name: "content-range", Value: "bytes */" + strconv.FormatInt(size, 10)})
+			}
+			return textAnswer(416, fields, err.Error()+"\n")
+		case len(spans) == 1:
+			p.status, p.segs, p.length = 206, []segment{{off: spans[0].start, n: spans[0].n}}, spans[0].n
+			fields = append(fields, stream.Field{Name: "content-range", Value: contentRange(spans[0], size)})
+		case len(spans) > 1:
+			p.status = 206
+			p.segs, p.length, ctype = multipart(spans, ctype, size)
+		}
+	}
+	fields = appendSet(fields, lastModified, stream.Field{Name: "accept-ranges", Value: "bytes"},
+		stream.Field{Name: "content-type", Value: ctype})
+	p.status = s.status(p.status)
+	p.fields = append(fields, stream.Field{Name: "content-length", Value: strconv.FormatInt(p.length, 10)})
+	if c.method == "HEAD" || p.length == 0 {
+		f.Close()
+		p.file, p.segs = nil, nil
+		return p
+	}
+	buf := getChunk()
+	n, err := p.fill(buf)
+	if err != nil {
+		putChunk(buf)
+		return answer(500, nil)
+	}
+	p.first = buf[:n]
+	return p
+}
+
+// locate opens the file rel names under root: the file itself, or a
+// directory's first index file that is there and not hidden. A plan
+// instead when there is none to serve (404), or it cannot be opened.
+func (s *Server) locate(root, rel string) (f *os.File, info os.FileInfo, name string, implicitIndex bool, p *plan) {
+	absRoot, err := filepath.Abs(root)
+	if err != nil {
+		return nil, nil, "", false, answer(500, nil)
+	}
+	f, info, err = openFile(root, rel)
+	if err != nil {
+		return nil, nil, "", false, openFailed(err)
+	}
+	name = rel
+	if info.IsDir() {
+		f.Close()
+		f = nil
+		for _, idx := range s.opt.Index {
+			cand := path.Join(rel, idx)
+			if s.opt.Hide.Hidden(path.Join(absRoot, cand)) {
+				continue
+			}
+			if g, gi, err := openFile(root, cand); err == nil {
+				if gi.Mode().IsRegular() {
+					f, info, name, implicitIndex = g, gi, cand, true
+					break
+				}
+				g.Close()
+			}
+		}
+		if f == nil { // browse is not supported by pollproxy: as if absent
+			return nil, nil, "", false, answer(404, nil)
+		}
+	}
+	if !info.Mode().IsRegular() || s.opt.Hide.Hidden(path.Join(absRoot, name)) {
+		f.Close()
+		return nil, nil, "", false, answer(404, nil)
+	}
+	return f, info, name, implicitIndex, nil
+}
+
+// Finds reports whether a request for rel under root would be served
+// rather than answered 404: what pass_thru asks, in the pool.
+func (s *Server) Finds(root, rel string) bool {
+	f, _, _, _, p := s.locate(root, rel)
+	if f != nil {
+		f.Close()
+	}
+	return p == nil || p.status != 404
+}
+
+// status is the answer's status: the directive's, when it has one.
+func (s *Server) status(st int) int {
+	if s.opt.Status != 0 {
+		return s.opt.Status
+	}
+	return st
+}
+
+// canonical is Caddy's canonical redirect: a directory's index asked for
+// without the trailing slash, or a file with one, is redirected (308) to
+// the path as it should be, unless a rewrite changed the path's last
+// element (then the rewrite meant it).
+func (s *Server) canonical(t target, implicitIndex bool, method string) *plan {
+	if s.opt.NoCanonical {
+		return nil
+	}
+	origPath := pathOnly(t.orig)
+	od, err1 := url2path(origPath)
+	cd, err2 := url2path(t.cur)
+	if err1 != nil || err2 != nil || path.Base(od) != path.Base(cd) {
+		return nil
+	}
+	var to string
+	switch {
+	case implicitIndex && !strings.HasSuffix(od, "/"):
+		to = origPath + "/"
+	case !implicitIndex && strings.HasSuffix(od, "/"):
+		to = strings.TrimSuffix(origPath, "/")
+	default:
+		return nil
+	}
+	for strings.HasPrefix(to, "//") { // never a redirect to another host
+		to = to[1:]
+	}
+	if q := strings.IndexByte(t.orig, '?'); q >= 0 {
+		to += t.orig[q:]
+	}
+	loc := stream.Field{Name: "location", Value: to}
+	if method != "GET" && method != "HEAD" {
+		return answer(308, []stream.Field{loc})
+	}
+	// Go's http.Redirect, which Caddy answers with, adds a link.
+	return textAnswer(308, []stream.Field{loc}, "<a href=\""+html.EscapeString(to)+"\">Permanent Redirect</a>.\n\n")
+}
+
+func url2path(p string) (string, error) {
+	rel, dir, err := Clean(p)
+	if err != nil {
+		return "", err
+	}
+	if dir {
+		return "/" + rel + "/", nil
+	}
+	return "/" + rel, nil
+}
+
+// openFile opens rel under root and reads its metadata.
+func openFile(root, rel string) (*os.File, os.FileInfo, error) {
+	f, err := openBeneath(root, rel)
+	if err != nil {
+		return nil, nil, err
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, info, nil
+}
+
+// openFailed maps a failed open to Caddy's answer: 404 for what is not
+// there (or not under the root), 403 for what may not be read, 503
+// otherwise (out of descriptors, most likely), with a Retry-After.
+func openFailed(err error) *plan {
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, errEscape), errors.Is(err, syscall.ENOTDIR),
+		errors.Is(err, syscall.ENAMETOOLONG):
+		return answer(404, nil)
+	case errors.Is(err, fs.ErrPermission):
+		return answer(403, nil)
+	}
+	return busy
+}

@@ -1,0 +1,293 @@
+package route
+
+import (
+	"net/url"
+	"strings"
+
+	"github.com/pollproxy/pollproxy/proxy/fileserver"
+	"github.com/pollproxy/pollproxy/proxy/static"
+	"github.com/pollproxy/pollproxy/proxy/stream"
+)
+
+// reqVars is what routing decided for a request besides its answer, kept
+// with it while it waits (for a password check, for the disk): the root
+// the root directive set, and the target before any rewrite (Caddy's
+// original request, for file_server's canonical redirects).
+type reqVars struct {
+	root string
+	orig string
+}
+
+// File is Caddy's file matcher: it matches when one of its candidate
+// files exists under the root, and sets {http.matchers.file.relative} to
+// it. The stat runs in fileserver's pool, never on the loop: a first
+// pass over the routes learns which files the matchers ask about, and
+// the routes run again once the pool has answered (see fileWait).
+type File struct {
+	// Root is the matcher's root; "" is the root directive's, or the
+	// working directory.
+	Root string
+	// Try are the candidates (Caddy's try_files); empty is {path}.
+	Try []Template
+	// Policy is Caddy's try_policy: first_exist (""),
+	// first_exist_fallback, largest_size, smallest_size,
+	// most_recently_modified.
+	Policy string
+}
+
+// fileKey is one candidate under one root: a stat for the file matcher,
+// or, with server, whether that file_server finds something to serve
+// (pass_thru).
+type fileKey struct {
+	root, rel string
+	server    *fileserver.Server
+}
+
+// fileMemo is what a request learned of the disk: candidates found or
+// not, and those a pass asked about that the pool must still look up.
+type fileMemo struct {
+	found   map[fileKey]fileserver.Found
+	pending []fileKey
+}
+
+// candidate is one try_files entry, expanded.
+type candidate struct {
+	key    fileKey
+	dir    bool // ended with "/": only a directory matches
+	status int  // "=NNN": answer NNN
+	ok     bool // a path under the root at all
+}
+
+var defaultTry = []Template{{parts: []part{{kind: phPath}}, raw: "{path}"}}
+
+// Match implements Matcher.
+func (m *File) Match(c *Ctx) bool {
+	root := m.Root
+	if root == "" {
+		root = c.rootOr(".")
+	}
+	try := m.Try
+	if len(try) == 0 {
+		try = defaultTry
+	}
+	cands := make([]candidate, len(try))
+	for i, t := range try {
+		cands[i] = expandCandidate(t, root, c.Req)
+	}
+	if c.files == nil {
+		c.files = &fileMemo{}
+	}
+	// Every candidate the policy may need and the pool has not looked
+	// up yet goes to the pool at once, so one more pass decides.
+	firstExist := m.Policy == "" || m.Policy == "first_exist" || m.Policy == "first_exist_fallback"
+	unknown := false
+	for i, cd := range cands {
+		if firstExist && cd.status != 0 || m.Policy == "first_exist_fallback" && i == len(cands)-1 {
+			break // what follows is never looked at
+		}
+		if _, ok := c.files.found[cd.key]; cd.ok && !ok {
+			c.files.pending = append(c.files.pending, cd.key)
+			unknown = true
+		}
+	}
+	if unknown {
+		return false
+	}
+	pick := -1
+	var best fileserver.Found
+	for i, cd := range cands {
+		switch m.Policy {
+		case "", "first_exist", "first_exist_fallback":
+			if cd.status != 0 {
+				c.failStatus = cd.status
+				return true
+			}
+			if m.Policy == "first_exist_fallback" && i == len(cands)-1 {
+				return c.matchedFile(cd)
+			}
+			if f := c.files.found[cd.key]; cd.ok && f.Exists && f.Dir == cd.dir {
+				return c.matchedFile(cd)
+			}
+			continue
+		}
+		f := c.files.found[cd.key]
+		if !cd.ok || !f.Exists {
+			continue
+		}
+		better := pick < 0
+		switch m.Policy {
+		case "largest_size":
+			better = f.Size > best.Size
+		case "smallest_size":
+			better = better || f.Size < best.Size
+		case "most_recently_modified":
+			better = better || f.Mod.After(best.Mod)
+		}
+		if better {
+			pick, best = i, f
+		}
+	}
+	if pick < 0 {
+		return false
+	}
+	cd := cands[pick]
+	cd.dir = best.Dir
+	return c.matchedFile(cd)
+}
+
+// expandCandidate fills a try_files entry from the request and cleans it
+// as file_server would.
+func expandCandidate(t Template, root string, r *stream.Request) candidate {
+	raw := t.Expand(r)
+	if len(raw) > 1 && raw[0] == '=' {
+		if code := atoi3(raw[1:]); code >= 100 {
+			return candidate{status: code}
+		}
+	}
+	rel, _, err := fileserver.Clean(PathOnly(raw))
+	if err != nil {
+		return candidate{}
+	}
+	return candidate{key: fileKey{root: root, rel: rel}, dir: strings.HasSuffix(t.raw, "/"), ok: true}
+}
+
+// atoi3 reads a status of three digits, or returns 0.
+func atoi3(s string) int {
+	if len(s) != 3 {
+		return 0
+	}
+	n := 0
+	for i := range 3 {
+		if s[i] < '0' || s[i] > '9' {
+			return 0
+		}
+		n = n*10 + int(s[i]-'0')
+	}
+	return n
+}
+
+// matchedFile sets {http.matchers.file.relative}: the file's path from
+// the root, with a trailing slash for a directory, escaped as a target.
+func (c *Ctx) matchedFile(cd candidate) bool {
+	rel := "/" + cd.key.rel
+	if cd.dir && cd.key.rel != "" {
+		rel += "/"
+	}
+	c.fileRel = (&url.URL{Path: rel}).EscapedPath()
+	return true
+}
+
+func (c *Ctx) rootOr(def string) string {
+	if c.root != "" {
+		return c.root
+	}
+	return def
+}
+
+// fileWait is a request whose file matchers wait for the pool. It keeps
+// the request as it arrived, so that each pass runs the routes over the
+// same request, and holds the body meanwhile as a password check does.
+type fileWait struct {
+	hold
+	h        *Handler
+	req      *stream.Request
+	w        stream.ResponseWriter
+	path     string
+	header   []stream.Field
+	authUser string
+	memo     fileMemo
+	passes   int
+}
+
+// maxFilePasses bounds the passes over a request's routes: each one
+// looks up every candidate the last one asked about, so only file
+// matchers that depend on other file matchers' rewrites need more than
+// two.
+const maxFilePasses = 4
+
+// lookFiles parks the request while the pool stats what the routes asked
+// about.
+func (h *Handler) lookFiles(req *stream.Request, w stream.ResponseWriter, orig string, header []stream.Field, user string) stream.Events {
+	fw := &fileWait{h: h, req: req, w: w, path: orig, header: header, authUser: user,
+		memo: fileMemo{found: map[fileKey]fileserver.Found{}}}
+	fw.hold.w = w
+	if !fw.look(h.ctx.files.pending) {
+		return h.answer(filesBusy, nil, reqVars{}, req, w)
+	}
+	return fw
+}
+
+// look asks the pool about keys; false when it is full.
+func (fw *fileWait) look(keys []fileKey) bool {
+	keys = append([]fileKey(nil), keys...)
+	loop := fw.h.checks.loop
+	fw.passes++
+	return fileserver.Shared().Submit(func() {
+		found := make([]fileserver.Found, len(keys))
+		for i, k := range keys {
+			if k.server != nil {
+				found[i].Exists = k.server.Finds(k.root, k.rel)
+			} else {
+				found[i] = fileserver.Lookup(k.root, []string{k.rel})[0]
+			}
+		}
+		loop.Post(func() { fw.looked(keys, found) })
+	})
+}
+
+// looked takes the pool's answer, on the loop, and runs the routes again.
+func (fw *fileWait) looked(keys []fileKey, found []fileserver.Found) {
+	if fw.gone {
+		return
+	}
+	for i, k := range keys {
+		fw.memo.found[k] = found[i]
+	}
+	h, r := fw.h, fw.req
+	r.Path, r.Header, r.AuthUser = fw.path, fw.header, fw.authUser
+	fw.memo.pending = fw.memo.pending[:0]
+	n, vars := h.evaluate(r, &fw.memo)
+	if len(fw.memo.pending) > 0 {
+		if fw.passes < maxFilePasses && fw.look(fw.memo.pending) {
+			return
+		}
+		n = filesBusy
+	}
+	fw.handOver(h.serveRouted(n, vars, r, fw.w))
+}
+
+// statusNode answers status with an empty body, as Caddy's error does
+// without handle_errors ("=404" in try_files).
+func statusNode(status int) *Node {
+	return &Node{Kind: Respond, Status: status, Static: Responder(status, "")}
+}
+
+// filesBusy answers a request whose file lookups found the pool full, as
+// file_server does.
+var filesBusy = &Node{Kind: Respond, Status: 503, Static: static.NewResponse(503, []stream.Field{
+	{Name: "retry-after", Value: "1"},
+	{Name: "content-length", Value: "0"},
+}, nil)}
+
+// fileServerFinds reports whether the file_server n, whose pass_thru
+// hands a request for a missing file on, has a file for the request; the
+// first pass asks the pool, as a file matcher does.
+func (h *Handler) fileServerFinds(n *Node) bool {
+	root := n.Root
+	if root == "" {
+		root = h.ctx.rootOr(".")
+	}
+	rel, _, err := fileserver.Clean(PathOnly(h.ctx.Req.Path))
+	if err != nil {
+		return true // file_server answers 400
+	}
+	if h.ctx.files == nil {
+		h.ctx.files = &fileMemo{}
+	}
+	k := fileKey{root: root, rel: rel, server: n.Files}
+	if f, ok := h.ctx.files.found[k]; ok {
+		return f.Exists
+	}
+	h.ctx.files.pending = append(h.ctx.files.pending, k)
+	return false
+}
