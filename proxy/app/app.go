@@ -49,7 +49,6 @@ import (
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy/ab"
-	"github.com/pollproxy/pollproxy/proxy/accesslog"
 	"github.com/pollproxy/pollproxy/proxy/config"
 	"github.com/pollproxy/pollproxy/proxy/metrics"
 	"github.com/pollproxy/pollproxy/proxy/server"
@@ -119,8 +118,7 @@ type Instance struct {
 	metrics   *metrics.Metrics // nil without an admin listener
 	ab        *ab.Sampler      // the A/B samples; nil without an admin listener
 	admin     *http.Server
-	http      *http.Server // ACME HTTP-01 answers and redirects to HTTPS
-	alog      *accesslog.Logger
+	http      *http.Server              // ACME HTTP-01 answers and redirects to HTTPS
 	servers   map[string]*server.Server // by configured listen address
 	upstreams map[string]*upstream.Upstream
 	watch     upstreamWatch // re-resolution off the loops (upstreams.go)
@@ -199,9 +197,7 @@ func (in *Instance) start(cfg *config.Config) error {
 	for _, l := range cfg.Listeners() {
 		srv, err := in.newServer(cfg, p, l)
 		if err != nil {
-			if p.newLog {
-				p.alog.Close()
-			}
+			p.logs.abandon()
 			return err
 		}
 		in.servers[l.Addr] = srv
@@ -292,9 +288,7 @@ func (in *Instance) reload(file string) error {
 	added := map[string]*server.Server{}
 	for _, l := range listeners {
 		if srv := in.servers[l.Addr]; srv != nil && srv.Cleartext() != l.Cleartext {
-			if p.newLog {
-				p.alog.Close()
-			}
+			p.logs.abandon()
 			return &config.Error{Pos: l.Hosts[0].Site.Pos, Msg: fmt.Sprintf("listener %s changes between HTTP and HTTPS: that takes a restart", l.Addr)}
 		}
 	}
@@ -307,9 +301,7 @@ func (in *Instance) reload(file string) error {
 			for _, s := range added {
 				s.Close()
 			}
-			if p.newLog {
-				p.alog.Close()
-			}
+			p.logs.abandon()
 			return err
 		}
 		added[l.Addr] = srv
@@ -340,10 +332,8 @@ func (in *Instance) reload(file string) error {
 	retire(in.running, p)
 	in.reloadPollers(in.cfg.Pollers, cfg.Pollers)
 	in.warnRestart(cfg)
-	if p.alog != nil && !p.newLog {
-		if err := p.alog.Reopen(); err != nil {
-			in.log.Error("access log reopen failed, still writing the old file", "error", err)
-		}
+	if err := p.logs.reopen(); err != nil {
+		in.log.Error("access log reopen failed, still writing the old file", "error", err)
 	}
 	in.commit(p)
 	in.log.Info("reloaded", "config", file, "sites", len(cfg.Sites), "listeners", len(listeners))
@@ -442,8 +432,8 @@ func (in *Instance) Close() {
 	if in.http != nil {
 		in.http.Close()
 	}
-	if in.alog != nil {
-		in.alog.Close()
+	if in.running != nil {
+		in.running.logs.closeAll()
 	}
 	if in.certs != nil {
 		in.certs.Close()

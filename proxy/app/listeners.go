@@ -11,7 +11,6 @@ import (
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy"
-	"github.com/pollproxy/pollproxy/proxy/accesslog"
 	"github.com/pollproxy/pollproxy/proxy/config"
 	"github.com/pollproxy/pollproxy/proxy/metrics"
 	"github.com/pollproxy/pollproxy/proxy/observe"
@@ -40,6 +39,7 @@ func (in *Instance) newHandler(p *plan, l *config.Listener) func(*netpoll.Loop) 
 			for _, rp := range s.AllProxies() {
 				pc := p.proxies[rp]
 				pc.Observer = obs
+				pc.LogHeaders = len(p.logs.sites[s]) > 0
 				ph := proxy.NewHandler(loop, pc)
 				p.track(loop, s, ph)
 				proxies = append(proxies, ph)
@@ -84,40 +84,21 @@ func clientIPFunc(cfg *config.Config) route.ClientIPFunc {
 }
 
 // observer is what watches a site's requests on one loop: the metrics,
-// the access log, both or nothing.
+// the site's access logs, both or nothing.
 func (in *Instance) observer(loop *netpoll.Loop, p *plan, s *config.Site) observe.Observer {
 	var m *metrics.LoopObserver
 	if in.metrics != nil {
 		m = in.metrics.ForLoop(loop, observe.Upstreams(p.siteUps[s]))
 	}
+	logs := p.logs.sites[s]
 	switch {
-	case m != nil && p.alog != nil:
-		return bothObservers{m, p.alog}
+	case len(logs) > 0:
+		return siteObserver{m, logs}
 	case m != nil:
 		return m
-	case p.alog != nil:
-		return p.alog
 	}
 	return nil
 }
-
-// bothObservers feeds the metrics and the access log.
-type bothObservers struct {
-	m *metrics.LoopObserver
-	l *accesslog.Logger
-}
-
-func (o bothObservers) Observe(r *observe.RequestLog) {
-	o.m.Observe(r)
-	o.l.Observe(r)
-}
-
-// UpstreamFailed and TunnelOpened are the metrics' alone.
-func (o bothObservers) UpstreamFailed(upstream string, r observe.Reason) {
-	o.m.UpstreamFailed(upstream, r)
-}
-
-func (o bothObservers) TunnelOpened(r *observe.RequestLog) { o.m.TunnelOpened(r) }
 
 func (in *Instance) newServer(cfg *config.Config, p *plan, l *config.Listener) (*server.Server, error) {
 	sc := server.Config{

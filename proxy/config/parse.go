@@ -53,6 +53,7 @@ func Parse(filename string, body []byte) (*Config, error) {
 	if len(p.errs) == 0 && len(p.cfg.Sites) == 0 {
 		p.errAt(Pos{filename, 1}, "no site block (want e.g. \"localhost:8443 { reverse_proxy :8080 }\")")
 	}
+	p.resolveLogs()
 	p.schemes()
 	p.checkDuplicates()
 	if len(p.errs) > 0 {
@@ -69,9 +70,12 @@ func Parse(filename string, body []byte) (*Config, error) {
 }
 
 type parser struct {
-	cfg   *Config
-	errs  Errors
-	named map[string]route.Matcher // the site's named matchers
+	cfg        *Config
+	errs       Errors
+	named      map[string]route.Matcher // the site's named matchers
+	logCounter int                      // the next unnamed site log is "log" + logCounter
+	order      []string                 // the directive order, after the order options (order.go)
+	ranks      map[string]int
 }
 
 func tokPos(t caddyfile.Token) Pos { return Pos{t.File, t.Line} }

@@ -28,7 +28,7 @@ func set(names ...string) map[string]bool {
 	return m
 }
 
-var unsupportedGlobal = set("debug", "http_port_https", "order", "storage_clean_interval",
+var unsupportedGlobal = set("debug", "http_port_https", "storage_clean_interval",
 	"renew_interval", "ocsp_interval", "ocsp_stapling", "local_certs", "skip_install_trust",
 	"acme_ca_root", "acme_eab", "acme_dns", "cert_issuer", "key_type", "on_demand_tls", "preferred_chains",
 	"pki", "events", "persist_config", "filesystem", "cert_lifetime", "grace_period_http",
@@ -39,9 +39,9 @@ var unsupportedServers = set("strict_sni_host", "keepalive_interval",
 	"enable_full_duplex", "trace", "listen_protocols", "0rtt", "max_header_bytes")
 
 var unsupportedDirectives = set("abort_with", "acme_server", "bind", "encode",
-	"error", "file_server", "forward_auth", "fs", "handle_errors", "import", "intercept", "invoke", "log",
-	"log_append", "log_name", "log_skip", "log_level", "map", "method", "metrics", "php_fastcgi", "push",
-	"request_body", "root", "skip_log", "templates", "tracing", "try_files", "vars", "copy_response",
+	"error", "file_server", "forward_auth", "fs", "handle_errors", "import", "intercept", "invoke",
+	"log_append", "log_name", "log_level", "map", "method", "metrics", "php_fastcgi", "push",
+	"root", "templates", "tracing", "try_files", "vars", "copy_response",
 	"copy_response_headers", "timeouts")
 
 var unsupportedMatchers = set("file", "vars", "vars_regexp", "tls", "path_regexp_all")

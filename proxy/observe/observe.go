@@ -7,6 +7,8 @@ package observe
 import (
 	"net/netip"
 	"time"
+
+	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
 // RequestLog describes one finished request, for access logs and metrics.
@@ -43,6 +45,18 @@ type RequestLog struct {
 	ClientIP netip.Addr
 	// User is the user basic_auth let in ({http.auth.user.id}), or "".
 	User string
+
+	// BytesRead is how many request body bytes the client sent (Caddy's
+	// bytes_read).
+	BytesRead int64
+	// Skip: a log_skip matched the request; access logs leave it out,
+	// metrics count it.
+	Skip bool
+	// Header and RespHeader are the request's fields and the response's
+	// as the origin sent them (Caddy's headers and resp_headers); filled
+	// only for observers that ask (the proxy's Config.LogHeaders), copies
+	// the observer may keep.
+	Header, RespHeader []stream.Field
 }
 
 // ErrorText is why pollproxy answered or reset, in words (Reason.Text),

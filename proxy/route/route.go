@@ -36,6 +36,11 @@ const (
 	// BasicAuth lets a request on only with credentials that pass
 	// (basic_auth); otherwise Static answers 401 with the challenge.
 	BasicAuth
+	// LogSkip leaves the request out of the access log (log_skip).
+	LogSkip
+	// RequestBody bounds the request body a reverse proxy forwards
+	// (request_body max_size: MaxBody).
+	RequestBody
 )
 
 // URI operations.
@@ -78,6 +83,8 @@ type Node struct {
 	Children []Node // Group
 
 	Auth *auth.BasicAuth // BasicAuth
+
+	MaxBody int64 // RequestBody: max_size (0: no bound)
 }
 
 // Table is one site's compiled routes, shared read-only by every loop.
@@ -182,6 +189,10 @@ func (h *Handler) run(nodes []Node) *Node {
 			h.uri(n)
 		case BasicAuth:
 			h.matchedAuth(n)
+		case LogSkip:
+			h.ctx.Req.LogSkip = true
+		case RequestBody:
+			h.ctx.Req.MaxBodySize = n.MaxBody
 		case Group:
 			if n.Strip != "" {
 				h.setPath(stripPrefix(h.ctx.Req.Path, n.Strip))

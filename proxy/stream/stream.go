@@ -115,6 +115,13 @@ type Request struct {
 	// AuthUser is the user a basic_auth directive authenticated: Caddy's
 	// {http.auth.user.id}. Front ends leave it empty; routing sets it.
 	AuthUser string
+	// MaxBodySize bounds the request body a handler reads (Caddy's
+	// request_body max_size): a reverse proxy answers 413 when the body is
+	// longer and forwards no byte past it. 0: no bound. Routing sets it.
+	MaxBodySize int64
+	// LogSkip leaves the request out of the access log (Caddy's log_skip),
+	// not out of the metrics. Routing sets it.
+	LogSkip bool
 }
 
 // Get returns the first value of the named field (name in lowercase).

@@ -1,0 +1,347 @@
+package config
+
+import (
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/pollproxy/pollproxy/proxy/accesslog"
+)
+
+// Log is one logger: a site's log directive (an access log for that
+// site, Caddy's meaning) or a global log option (a logger whose output,
+// format and level the sites' logs take when they name none).
+type Log struct {
+	Pos Pos
+	// Name is the logger's name: a site's "log NAME", or "log0", "log1"
+	// ... for an unnamed log with settings of its own, "" for a bare
+	// "log" (Caddy's http.log.access); a global option's name, "default"
+	// without one.
+	Name      string
+	Output    accesslog.Output
+	Format    string // json, console, or pollproxy's common
+	Level     accesslog.Level
+	Hostnames []string // site logs only: the hosts it logs
+
+	outputSet, formatSet, levelSet, empty bool
+}
+
+// Options are the logger's accesslog options.
+func (l *Log) Options() accesslog.Options {
+	return accesslog.Options{Name: l.Name, Format: l.Format, Level: l.Level, Hostnames: l.Hostnames}
+}
+
+// DefaultLoggerName is the global log option without a name: Caddy's
+// default logger.
+const DefaultLoggerName = "default"
+
+// globalLog reads the global log option: log [NAME] { output; format;
+// level; include; exclude }.
+func (p *parser) globalLog(d *caddyfile.Dispenser) {
+	name := DefaultLoggerName
+	args := d.RemainingArgs()
+	switch {
+	case len(args) == 1:
+		name = args[0]
+	case len(args) > 1:
+		p.errf(d, "log: want at most a logger name, then a block")
+	}
+	if p.cfg.Loggers == nil {
+		p.cfg.Loggers = map[string]*Log{}
+	}
+	l := p.logBlock(d, name, true)
+	if prev := p.cfg.Loggers[name]; prev != nil {
+		p.errAt(l.Pos, "log: duplicate global log option for %s (the first is at %s)", name, prev.Pos)
+		return
+	}
+	p.cfg.Loggers[name] = l
+	if name == DefaultLoggerName {
+		p.cfg.Log = l
+	}
+}
+
+// siteLog reads a site's log directive: log [NAME] { output; format;
+// level; hostnames }.
+func (p *parser) siteLog(s *Site, d *caddyfile.Dispenser) {
+	args := d.RemainingArgs()
+	name := ""
+	switch {
+	case len(args) == 1:
+		name = args[0]
+	case len(args) > 1:
+		p.errf(d, "log: want at most a logger name, then a block")
+	}
+	l := p.logBlock(d, name, false)
+	if l.Name == "" && !l.empty {
+		l.Name = "log" + strconv.Itoa(p.logCounter)
+		p.logCounter++
+	}
+	s.Logs = append(s.Logs, l)
+}
+
+// logBlock reads a log block, as Caddy's parseLogHelper.
+func (p *parser) logBlock(d *caddyfile.Dispenser, name string, global bool) *Log {
+	l := &Log{Pos: dpos(d), Name: name, empty: true}
+	seen := map[string]bool{}
+	for n := d.Nesting(); d.NextBlock(n); {
+		sub := d.Val()
+		l.empty = false
+		if seen[sub] && sub != "hostnames" && sub != "include" && sub != "exclude" {
+			p.errf(d, "log: '%s' subdirective specified more than once in the same log block", sub)
+		}
+		seen[sub] = true
+		switch sub {
+		case "output":
+			p.logOutput(d, l)
+		case "format":
+			p.logFormat(d, l)
+		case "level":
+			if v, ok := p.oneArg(d, "log: level", "DEBUG, INFO, WARN or ERROR"); ok {
+				lv, err := accesslog.ParseLevel(v)
+				if err != nil {
+					p.errf(d, "log: level: %v", err)
+				}
+				l.Level, l.levelSet = lv, true
+			}
+		case "hostnames":
+			if global {
+				p.errf(d, "log: hostnames is not allowed in the log global options")
+			}
+			hs := d.RemainingArgs()
+			if len(hs) == 0 {
+				p.errf(d, "log: hostnames: want one or more host names")
+			}
+			l.Hostnames = append(l.Hostnames, hs...)
+		case "include", "exclude":
+			if !global {
+				p.errf(d, "log: %s is not allowed in the log directive", sub)
+			}
+			// pollproxy's loggers carry access logs alone, each site's
+			// to the loggers it names: naming those is all an include
+			// or exclude can say here.
+			for _, v := range d.RemainingArgs() {
+				switch {
+				case v != "http.log.access" && !strings.HasPrefix(v, "http.log.access."):
+					p.errf(d, "log: %s %s is not supported by pollproxy (its loggers carry only access logs, http.log.access...)", sub, v)
+				case sub == "include" && v != "http.log.access" && v != "http.log.access."+name:
+					p.errf(d, "log: include %s in logger %s is not supported by pollproxy (a site's log %s writes to the global logger of its name)", v, name, strings.TrimPrefix(v, "http.log.access."))
+				}
+			}
+		case "sampling", "core", "no_hostname":
+			p.errf(d, "log: %s is not supported by pollproxy", sub)
+			d.RemainingArgs()
+			skipBlock(d)
+		default:
+			p.errf(d, "log: unrecognized subdirective %s (want output, format, level, %s)", sub, map[bool]string{true: "include, exclude", false: "hostnames"}[global])
+			d.RemainingArgs()
+			skipBlock(d)
+		}
+	}
+	return l
+}
+
+// logOutput reads output stdout|stderr|discard|file PATH { ... }, and
+// pollproxy's older output PATH.
+func (p *parser) logOutput(d *caddyfile.Dispenser, l *Log) {
+	if !d.NextArg() {
+		p.errf(d, "log: output: want stdout, stderr, discard or file PATH")
+		return
+	}
+	l.outputSet = true
+	kind := d.Val()
+	switch kind {
+	case "stdout", "stderr", "discard":
+		l.Output = accesslog.Output{Kind: kind}
+		if d.NextArg() {
+			p.errf(d, "log: output %s takes no argument", kind)
+			d.RemainingArgs()
+		}
+		if at, ok := openedBlock(d); ok {
+			p.errAt(at, "log: output %s takes no block", kind)
+		}
+	case "file":
+		p.fileOutput(d, l)
+	case "net":
+		p.errf(d, "log: output net is not supported by pollproxy (want stdout, stderr, discard or file)")
+		d.RemainingArgs()
+		skipBlock(d)
+	default:
+		if strings.ContainsAny(kind, "/.") && d.CountRemainingArgs() == 0 {
+			// pollproxy's older spelling of a file: output PATH.
+			l.Output = accesslog.Output{Kind: "file", File: kind}
+			if at, ok := openedBlock(d); ok {
+				p.errAt(at, "log: output %s: write output file %s { ... } for file options", kind, kind)
+			}
+			return
+		}
+		p.errf(d, "log: output %s is not supported by pollproxy (want stdout, stderr, discard or file PATH)", kind)
+		d.RemainingArgs()
+		skipBlock(d)
+	}
+}
+
+// fileOutput reads Caddy's file writer: file PATH { mode; roll_disabled;
+// roll_size; roll_uncompressed; roll_local_time; roll_keep; roll_keep_for }.
+func (p *parser) fileOutput(d *caddyfile.Dispenser, l *Log) {
+	args := d.RemainingArgs()
+	if len(args) != 1 {
+		p.errf(d, "log: output file: want one file name")
+		skipBlock(d)
+		return
+	}
+	o := accesslog.Output{Kind: "file", File: args[0]}
+	for n := d.Nesting(); d.NextBlock(n); {
+		sub := d.Val()
+		label := "log: output file: " + sub
+		switch sub {
+		case "mode":
+			if v, ok := p.oneArg(d, label, "an octal mode such as 0644"); ok {
+				m, err := strconv.ParseUint(v, 8, 32)
+				if err != nil || m > 0o7777 {
+					p.errf(d, "%s: %q: want an octal mode such as 0644", label, v)
+				}
+				o.Roll.Mode = os.FileMode(m)
+			}
+		case "roll_disabled":
+			p.noArgs(d, label)
+			o.Roll.Disabled = true
+		case "roll_size":
+			if v, ok := p.oneArg(d, label, "a size such as 10MiB"); ok {
+				n, err := parseSize(v)
+				if err != nil || n < 0 {
+					p.errf(d, "%s: %q: want a size such as 10MiB", label, v)
+				}
+				// Caddy rolls at whole MiB, rounding up.
+				o.Roll.SizeMB = int(math.Ceil(float64(n) / (1 << 20)))
+			}
+		case "roll_uncompressed":
+			p.noArgs(d, label)
+			o.Roll.Uncompressed = true
+		case "roll_compression":
+			if v, ok := p.oneArg(d, label, "none or gzip"); ok {
+				switch v {
+				case "none":
+					o.Roll.Uncompressed = true
+				case "gzip":
+				case "zstd":
+					p.errf(d, "%s zstd is not supported by pollproxy (want none or gzip)", label)
+				default:
+					p.errf(d, "%s: %q: want none or gzip", label, v)
+				}
+			}
+		case "roll_local_time":
+			p.noArgs(d, label)
+			o.Roll.LocalTime = true
+		case "roll_keep":
+			o.Roll.Keep = p.intArg(d, label, 0)
+		case "roll_keep_for":
+			if v, ok := p.oneArg(d, label, "a duration such as 720h or 30d"); ok {
+				dur, err := parseDays(v)
+				if err != nil || dur < 0 {
+					p.errf(d, "%s: %q: want a duration such as 720h or 30d", label, v)
+				}
+				o.Roll.KeepDays = int(math.Ceil(dur.Hours() / 24))
+			}
+		case "dir_mode", "roll_interval", "roll_minutes", "roll_at", "backup_time_format":
+			p.errf(d, "%s is not supported by pollproxy", label)
+			d.RemainingArgs()
+			skipBlock(d)
+		default:
+			p.errf(d, "log: output file: unknown option %q (want mode, roll_disabled, roll_size, roll_uncompressed, roll_local_time, roll_keep, roll_keep_for)", sub)
+			d.RemainingArgs()
+			skipBlock(d)
+		}
+	}
+	l.Output = o
+}
+
+// parseDays reads a duration as Caddy does, with its "d" for days.
+func parseDays(v string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(v, "d"); ok {
+		n, err := strconv.ParseFloat(days, 64)
+		return time.Duration(n * 24 * float64(time.Hour)), err
+	}
+	return time.ParseDuration(v)
+}
+
+// logFormat reads format json|console, and pollproxy's common.
+func (p *parser) logFormat(d *caddyfile.Dispenser, l *Log) {
+	v, ok := p.oneArgOrBlock(d, "log: format", "json or console")
+	if !ok {
+		return
+	}
+	switch v {
+	case "json", "console", "common":
+		l.Format, l.formatSet = v, true
+	case "filter", "transform", "append", "logfmt", "single_field":
+		p.errf(d, "log: format %s is not supported by pollproxy (want json or console)", v)
+	default:
+		p.errf(d, "log: format: unknown format %q (want json or console)", v)
+	}
+	for n := d.Nesting(); d.NextBlock(n); {
+		p.errf(d, "log: format %s: %s is not supported by pollproxy", v, d.Val())
+		d.RemainingArgs()
+		skipBlock(d)
+	}
+}
+
+// oneArgOrBlock reads one argument, leaving a block that follows it to
+// the caller.
+func (p *parser) oneArgOrBlock(d *caddyfile.Dispenser, label, want string) (string, bool) {
+	if !d.NextArg() {
+		p.errf(d, "%s: want %s", label, want)
+		return "", false
+	}
+	v := d.Val()
+	if d.NextArg() {
+		p.errf(d, "%s: want one argument: %s", label, want)
+		d.RemainingArgs()
+	}
+	return v, true
+}
+
+// noArgs refuses arguments and a block after a flag option.
+func (p *parser) noArgs(d *caddyfile.Dispenser, label string) {
+	if d.NextArg() {
+		p.errf(d, "%s takes no argument", label)
+		d.RemainingArgs()
+	}
+	if at, ok := openedBlock(d); ok {
+		p.errAt(at, "%s takes no block", label)
+	}
+}
+
+// resolveLogs gives each site log what it does not set itself: a named
+// log takes the global logger of its name, any other the default
+// logger's; what neither sets is Caddy's default (stderr, json, INFO).
+func (p *parser) resolveLogs() {
+	for _, s := range p.cfg.Sites {
+		for _, l := range s.Logs {
+			from := p.cfg.Log
+			if g := p.cfg.Loggers[l.Name]; g != nil && l.Name != "" {
+				from = g
+			}
+			if from != nil {
+				if !l.outputSet && from.outputSet {
+					l.Output = from.Output
+				}
+				if !l.formatSet && from.formatSet {
+					l.Format = from.Format
+				}
+				if !l.levelSet && from.levelSet {
+					l.Level = from.Level
+				}
+			}
+			if l.Output.Kind == "" {
+				l.Output.Kind = "stderr"
+			}
+			if l.Format == "" {
+				l.Format = "json"
+			}
+		}
+	}
+}
