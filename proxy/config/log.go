@@ -119,6 +119,8 @@ func (p *parser) logBlock(d *caddyfile.Dispenser, name string, global bool) *Log
 		case "include", "exclude":
 			if !global {
 				p.errf(d, "log: %s is not allowed in the log directive", sub)
+				d.RemainingArgs()
+				continue
 			}
 			// pollproxy's loggers carry access logs alone, each site's
 			// to the loggers it names: naming those is all an include
