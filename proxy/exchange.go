@@ -259,11 +259,10 @@ func (ex *exchange) report(o *outcome, tunnel bool) {
 	l := &ex.log
 	l.Status, l.BytesOut, l.Reused = ex.status, ex.bytesOut, ex.reused
 	l.Reason, l.Detail = o.reason, o.detail
-	if !tunnel {
-		l.BytesRead = ex.bodyRead
-	}
 	if tunnel {
 		l.Tunnel, l.BytesIn = true, ex.tun.bytesIn
+	} else {
+		l.BytesRead = ex.bodyRead
 	}
 	if ex.pool != nil {
 		l.Upstream = ex.pool.up.Name
