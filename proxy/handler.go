@@ -185,18 +185,11 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 		timer: ex.timer, bodyTimer: ex.bodyTimer, head: ex.head[:0]}
 	trusted := route.Trusted(req.RemoteAddr.Addr(), h.cfg.TrustedProxies)
 	if h.cfg.Observer != nil {
-		ex.log = observe.RequestLog{
-			Loop: h.loop.ID(), Poller: h.loop.Backend(), Proto: req.Proto, Method: req.Method,
-			Authority: req.Authority, Path: req.Path, Remote: req.RemoteAddr, Start: h.loop.Now(),
-			ClientIP: req.RemoteAddr.Addr().Unmap(), User: req.AuthUser,
-		}
+		client := req.RemoteAddr.Addr().Unmap()
 		if trusted {
-			ex.log.ClientIP = route.ClientAddr(req.RemoteAddr.Addr(), req.Header, h.cfg.TrustedProxies, h.cfg.ClientIPHeaders)
+			client = route.ClientAddr(req.RemoteAddr.Addr(), req.Header, h.cfg.TrustedProxies, h.cfg.ClientIPHeaders)
 		}
-		if h.cfg.LogHeaders && !req.LogSkip {
-			ex.log.Header = append([]stream.Field(nil), req.Header...)
-		}
-		ex.log.Skip = req.LogSkip
+		ex.log.Begin(req, h.loop.ID(), h.loop.Backend(), h.loop.Now(), client, h.cfg.LogHeaders)
 	}
 	ex.maxBody = req.MaxBodySize
 	h.live.add(ex)

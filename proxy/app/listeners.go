@@ -45,6 +45,11 @@ func (in *Instance) newHandler(p *plan, l *config.Listener) func(*netpoll.Loop) 
 				proxies = append(proxies, ph)
 			}
 			h := siteHandler(s.Table(), proxies, clientIPFunc(p.cfg), loop)
+			if rh, ok := h.(*route.Handler); ok && len(p.logs.sites[s]) > 0 {
+				// What the routes answer themselves goes to the access
+				// logs too (the metrics count proxied requests).
+				rh.Observe(siteObserver{logs: p.logs.sites[s]}, true)
+			}
 			bySite[s] = h
 			return h
 		}

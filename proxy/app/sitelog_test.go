@@ -24,7 +24,8 @@ import (
 )
 
 // siteLogConfig is the Caddyfile of TestSiteLogs: site A logs json to
-// fileA (rolled at 1 MiB), skips /health and bounds /upload bodies;
+// fileA (rolled at 1 MiB), skips /health, bounds /upload bodies and
+// answers /teapot itself;
 // site B logs errors only, in Caddy's console format, to fileB; site C
 // (plain HTTP) shares fileA's writer, and with order moves its header
 // directive after reverse_proxy, where it never runs.
@@ -52,6 +53,7 @@ localhost:%d {
 	request_body /upload* {
 		max_size 1000
 	}
+	respond /teapot "short and stout" 418
 	reverse_proxy %s
 	tls %s %s
 }
@@ -124,8 +126,10 @@ func TestSiteLogs(t *testing.T) {
 			t.Errorf("order header last: X-Order %q, want none (header sorts after reverse_proxy)", res.Header.Get("X-Order"))
 		}
 
+		status(t, h1, "GET", urlA+"/teapot", 418) // answered by the routes, logged all the same
+
 		// Site A's file: Caddy's json entry, field for field.
-		a := awaitLines(t, fileA, 2)
+		a := awaitLines(t, fileA, 3)
 		if strings.Contains(strings.Join(a, ""), "/health") {
 			t.Errorf("log_skip /health was logged: %q", a)
 		}
@@ -145,6 +149,11 @@ func TestSiteLogs(t *testing.T) {
 		// Site C's entry went to the same file, under its own logger name.
 		if !strings.Contains(a[1], `"logger":"http.log.access.log1"`) || !strings.Contains(a[1], `"uri":"/c"`) {
 			t.Errorf("site C entry %s", a[1])
+		}
+
+		if !strings.Contains(a[2], `"uri":"/teapot"`) || !strings.Contains(a[2], `"status":418`) || !strings.Contains(a[2], `"size":15`) ||
+			!strings.Contains(a[2], `"resp_headers":{"Content-Type":["text/plain; charset=utf-8"],"Content-Length":["15"]}`) {
+			t.Errorf("respond entry %s", a[2])
 		}
 
 		// Site B's file: only the 503, as Caddy's console line.

@@ -59,6 +59,20 @@ type RequestLog struct {
 	Header, RespHeader []stream.Field
 }
 
+// Begin records req's facts at its start on a loop (loop, poller), with
+// the client address the proxy derived, and its fields when headers is
+// set and no log_skip matched.
+func (r *RequestLog) Begin(req *stream.Request, loop int, poller string, start time.Time, client netip.Addr, headers bool) {
+	*r = RequestLog{
+		Loop: loop, Poller: poller, Proto: req.Proto, Method: req.Method,
+		Authority: req.Authority, Path: req.Path, Remote: req.RemoteAddr, Start: start,
+		ClientIP: client, User: req.AuthUser, Skip: req.LogSkip,
+	}
+	if headers && !req.LogSkip {
+		r.Header = append([]stream.Field(nil), req.Header...)
+	}
+}
+
 // ErrorText is why pollproxy answered or reset, in words (Reason.Text),
 // or "" when the request ended as the origin meant it.
 func (r *RequestLog) ErrorText() string { return r.Reason.Text(r.Detail) }

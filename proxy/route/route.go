@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/pollproxy/pollproxy/proxy/auth"
+	"github.com/pollproxy/pollproxy/proxy/observe"
 	"github.com/pollproxy/pollproxy/proxy/static"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
@@ -104,6 +105,10 @@ type Handler struct {
 	auths    []authStep // basic_auth directives it matched, in order
 	fields   []stream.Field
 	checks   checks // basic_auth's checks off the loop (basicauth.go)
+
+	obs        observe.Observer // the site's access logs, for the answers the routes make (answerlog.go)
+	clock      LoopClock
+	logHeaders bool
 }
 
 // Poster runs a function on the loop that owns a Handler:
@@ -135,6 +140,16 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 // answer hands the request to the terminal route n (nil: none matched),
 // with the response edits resp.
 func (h *Handler) answer(n *Node, resp []*Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
+	if h.obs != nil && (n == nil || n.Kind != Proxy) {
+		// A reverse proxy observes its own requests.
+		w, a := h.observed(req, w)
+		return a.events(h.reply(n, resp, req, w))
+	}
+	return h.reply(n, resp, req, w)
+}
+
+// reply is answer's work, observed or not.
+func (h *Handler) reply(n *Node, resp []*Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
 	if len(resp) > 0 {
 		w = h.wrap(w, req, resp)
 	}
