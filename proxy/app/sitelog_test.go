@@ -27,7 +27,7 @@ import (
 // fileA (rolled at 1 MiB), skips /health, bounds /upload bodies and
 // answers /teapot itself;
 // site B logs errors only, in Caddy's console format, to fileB; site C
-// (plain HTTP) shares fileA's writer, and with order moves its header
+// (plain HTTP) shares fileA's writer, rewrites /c, and with order moves its header
 // directive after reverse_proxy, where it never runs.
 func siteLogConfig(storage, fileA, fileB, origin, cert, key string, admin, pA, pB, pC, httpPort int, order bool) []byte {
 	orderLine := ""
@@ -73,6 +73,7 @@ localhost:%d {
 		%s
 	}
 	header X-Order applied
+	rewrite /c /rewritten
 	reverse_proxy %s
 }
 `, admin, storage, httpPort, orderLine, pA, outputA, origin, cert, key, pB, fileB, origin, cert, key, pC, outputA, origin))
@@ -97,6 +98,7 @@ func TestSiteLogs(t *testing.T) {
 				fmt.Fprintf(w, "got %d", n)
 			default:
 				w.Header().Set("X-Origin", "o")
+				w.Header().Set("X-Path", r.URL.Path)
 				io.WriteString(w, "ok")
 			}
 		}))
@@ -125,6 +127,9 @@ func TestSiteLogs(t *testing.T) {
 		if res.Header.Get("X-Order") != "" {
 			t.Errorf("order header last: X-Order %q, want none (header sorts after reverse_proxy)", res.Header.Get("X-Order"))
 		}
+		if res.Header.Get("X-Path") != "/rewritten" {
+			t.Errorf("site C's origin saw %q, want the rewritten /rewritten", res.Header.Get("X-Path"))
+		}
 
 		status(t, h1, "GET", urlA+"/teapot", 418) // answered by the routes, logged all the same
 
@@ -146,7 +151,8 @@ func TestSiteLogs(t *testing.T) {
 			hdrs["User-Agent"] == nil || resp["X-Origin"] == nil {
 			t.Errorf("site A entry %s", a[0])
 		}
-		// Site C's entry went to the same file, under its own logger name.
+		// Site C's entry went to the same file, under its own logger name,
+		// with the uri the client sent (before rewrite), as Caddy logs it.
 		if !strings.Contains(a[1], `"logger":"http.log.access.log1"`) || !strings.Contains(a[1], `"uri":"/c"`) {
 			t.Errorf("site C entry %s", a[1])
 		}

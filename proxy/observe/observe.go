@@ -68,6 +68,9 @@ func (r *RequestLog) Begin(req *stream.Request, loop int, poller string, start t
 		Authority: req.Authority, Path: req.Path, Remote: req.RemoteAddr, Start: start,
 		ClientIP: client, User: req.AuthUser, Skip: req.LogSkip,
 	}
+	if req.OriginalPath != "" {
+		r.Path = req.OriginalPath
+	}
 	if headers && !req.LogSkip {
 		r.Header = append([]stream.Field(nil), req.Header...)
 	}

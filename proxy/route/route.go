@@ -127,6 +127,7 @@ func NewHandler(t *Table, proxies []stream.Handler, clientIP ClientIPFunc, loop 
 // Serve runs the routes over one request. Without a terminal route that
 // matches, the answer is an empty 200, as in Caddy.
 func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
+	req.OriginalPath = req.Path
 	h.ctx.Reset(req, h.clientFn)
 	h.resp = h.resp[:0]
 	h.auths = h.auths[:0]

@@ -122,6 +122,10 @@ type Request struct {
 	// LogSkip leaves the request out of the access log (Caddy's log_skip),
 	// not out of the metrics. Routing sets it.
 	LogSkip bool
+	// OriginalPath is Path as the client sent it, before routing rewrote
+	// it: the access log's uri, as Caddy logs it. Routing sets it; ""
+	// means Path was not rewritten.
+	OriginalPath string
 }
 
 // Get returns the first value of the named field (name in lowercase).
