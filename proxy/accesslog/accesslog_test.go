@@ -107,6 +107,19 @@ func TestJSON(t *testing.T) {
 	}
 }
 
+// TestCredentials: log_credentials keeps what is REDACTED by default.
+func TestCredentials(t *testing.T) {
+	var buf syncBuf
+	l, _ := NewLogger(NewWriter(&buf, 16), Options{Credentials: true})
+	r := sample()
+	r.Header = []stream.Field{{Name: "authorization", Value: "Basic YTpi"}}
+	l.Observe(r)
+	l.Close()
+	if !strings.Contains(buf.String(), `"headers":{"Authorization":["Basic YTpi"]}`) {
+		t.Errorf("with log_credentials: %s", buf.String())
+	}
+}
+
 // TestConsole: Caddy's console format is its fields after the time, the
 // level in color, the logger and the message; a 5xx is an error.
 func TestConsole(t *testing.T) {

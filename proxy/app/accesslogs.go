@@ -51,7 +51,9 @@ func (in *Instance) openLogs(cfg *config.Config) (*accessLogs, error) {
 				errs = append(errs, &config.Error{Pos: l.Pos, Msg: "log: file " + l.Output.File + " is written by another log with other file options"})
 				continue
 			}
-			lg, err := accesslog.NewLogger(w, l.Options())
+			opts := l.Options()
+			opts.Credentials = cfg.LogCredentials
+			lg, err := accesslog.NewLogger(w, opts)
 			if err != nil {
 				errs = append(errs, &config.Error{Pos: l.Pos, Msg: "log: " + err.Error()})
 				continue

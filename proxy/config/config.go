@@ -91,7 +91,11 @@ type Config struct {
 	// option by name, the default one included.
 	Log     *Log
 	Loggers map[string]*Log
-	Sites   []*Site
+	// LogCredentials keeps Cookie, Set-Cookie, Authorization and
+	// Proxy-Authorization values in access logs (servers {
+	// log_credentials }); by default they read REDACTED.
+	LogCredentials bool
+	Sites          []*Site
 	// NoExtendedConnect switches RFC 8441 off (h2_extended_connect off).
 	NoExtendedConnect bool
 	// H2C lets plain-HTTP listeners take HTTP/2 with prior knowledge

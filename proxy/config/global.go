@@ -253,8 +253,11 @@ func (p *parser) servers(d *caddyfile.Dispenser) {
 			p.metrics(d, "servers_metrics")
 		case "protocols":
 			p.protocols(d)
+		case "log_credentials":
+			p.noArgs(d, label)
+			c.LogCredentials = true
 		default:
-			p.notOurs(d, "servers: ", sub, unsupportedServers, "timeouts, trusted_proxies, client_ip_headers, max_header_size, listener_wrappers, protocols, metrics")
+			p.notOurs(d, "servers: ", sub, unsupportedServers, "timeouts, trusted_proxies, client_ip_headers, max_header_size, listener_wrappers, protocols, metrics, log_credentials")
 		}
 	}
 }

@@ -14,6 +14,9 @@ import (
 // are log0, log1 ..., a bare log is Caddy's http.log.access.
 func TestSiteLogs(t *testing.T) {
 	c := mustParse(t, `{
+	servers {
+		log_credentials
+	}
 	log {
 		output file /var/log/default.log
 		level WARN
@@ -72,7 +75,7 @@ c.example.com {
 	if len(none) != 0 {
 		t.Errorf("a site without log has logs %+v", none)
 	}
-	if c.Log == nil || c.Loggers["access"] == nil {
+	if c.Log == nil || c.Loggers["access"] == nil || !c.LogCredentials {
 		t.Errorf("global loggers %+v", c.Loggers)
 	}
 	// Without any global log: stderr, json, info.

@@ -35,7 +35,7 @@ var unsupportedGlobal = set("debug", "http_port_https", "storage_clean_interval"
 	"shutdown_delay", "default_sni", "fallback_sni", "dns", "ech", "tracing", "ocsp", "renewal_window_ratio")
 
 var unsupportedServers = set("strict_sni_host", "keepalive_interval",
-	"keepalive_idle", "keepalive_count", "trusted_proxies_strict", "log_credentials", "name",
+	"keepalive_idle", "keepalive_count", "trusted_proxies_strict", "name",
 	"enable_full_duplex", "trace", "listen_protocols", "0rtt", "max_header_bytes")
 
 var unsupportedDirectives = set("abort_with", "acme_server", "bind", "encode",
