@@ -60,6 +60,7 @@ func TestJSON(t *testing.T) {
 	r.Header = []stream.Field{{Name: "user-agent", Value: "curl/8"}, {Name: "accept", Value: "a"}, {Name: "accept", Value: "b"}, {Name: "cookie", Value: "secret"}}
 	r.RespHeader = []stream.Field{{Name: "content-type", Value: "text/html"}}
 	r.BytesRead = 7
+	r.TLS = &stream.TLSState{Version: 0x0304, CipherSuite: 0x1301, Proto: "h2", ServerName: "example.com"}
 	l.Observe(r)
 	l.Close()
 	line := strings.TrimSpace(buf.String())
@@ -85,6 +86,9 @@ func TestJSON(t *testing.T) {
 	}
 	if !strings.Contains(line, `"headers":{"User-Agent":["curl/8"],"Accept":["a","b"],"Cookie":["REDACTED"]}`) {
 		t.Errorf("request headers: %s", line)
+	}
+	if !strings.Contains(line, `"Cookie":["REDACTED"]},"tls":{"resumed":false,"version":772,"cipher_suite":4865,"proto":"h2","server_name":"example.com","ech":false}},"bytes_read":7`) {
+		t.Errorf("tls: %s", line)
 	}
 	if !strings.Contains(line, `"resp_headers":{"Content-Type":["text/html"]}`) {
 		t.Errorf("response headers: %s", line)

@@ -16,7 +16,8 @@ import (
 //
 //	{"level":"info","ts":1767366245.000412,"logger":"http.log.access.log0","msg":"handled request",
 //	 "request":{"remote_ip":"192.0.2.7","remote_port":"5555","client_ip":"192.0.2.7","proto":"HTTP/2.0",
-//	  "method":"GET","host":"example.com","uri":"/a","headers":{"User-Agent":["curl/8"]}},
+//	  "method":"GET","host":"example.com","uri":"/a","headers":{"User-Agent":["curl/8"]},
+//	  "tls":{"resumed":false,"version":772,"cipher_suite":4865,"proto":"h2","server_name":"example.com","ech":false}},
 //	 "bytes_read":0,"user_id":"","duration":0.000412,"size":1024,"status":200,
 //	 "resp_headers":{"Content-Type":["text/html"]}, ...pollproxy's own fields}
 //
@@ -78,6 +79,21 @@ func (l *Logger) appendFields(b []byte, r *observe.RequestLog) []byte {
 	b = appendString(b, r.Path)
 	b = append(b, `,"headers":`...)
 	b = l.appendHeader(b, r.Header)
+	if t := r.TLS; t != nil {
+		b = append(b, `,"tls":{"resumed":`...)
+		b = strconv.AppendBool(b, t.Resumed)
+		b = append(b, `,"version":`...)
+		b = strconv.AppendUint(b, uint64(t.Version), 10)
+		b = append(b, `,"cipher_suite":`...)
+		b = strconv.AppendUint(b, uint64(t.CipherSuite), 10)
+		b = append(b, `,"proto":`...)
+		b = appendString(b, t.Proto)
+		b = append(b, `,"server_name":`...)
+		b = appendString(b, t.ServerName)
+		b = append(b, `,"ech":`...)
+		b = strconv.AppendBool(b, t.ECH)
+		b = append(b, '}')
+	}
 	b = append(b, `},"bytes_read":`...)
 	b = strconv.AppendInt(b, r.BytesRead, 10)
 	b = append(b, `,"user_id":`...)

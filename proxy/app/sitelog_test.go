@@ -151,9 +151,12 @@ func TestSiteLogs(t *testing.T) {
 			hdrs["User-Agent"] == nil || resp["X-Origin"] == nil {
 			t.Errorf("site A entry %s", a[0])
 		}
+		if tls, _ := req["tls"].(map[string]any); tls["proto"] != "http/1.1" || tls["server_name"] != "localhost" || tls["version"] != 772.0 {
+			t.Errorf("site A entry's tls %v", req["tls"])
+		}
 		// Site C's entry went to the same file, under its own logger name,
 		// with the uri the client sent (before rewrite), as Caddy logs it.
-		if !strings.Contains(a[1], `"logger":"http.log.access.log1"`) || !strings.Contains(a[1], `"uri":"/c"`) {
+		if !strings.Contains(a[1], `"logger":"http.log.access.log1"`) || !strings.Contains(a[1], `"uri":"/c"`) || strings.Contains(a[1], `"tls"`) {
 			t.Errorf("site C entry %s", a[1])
 		}
 

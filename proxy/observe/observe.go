@@ -57,6 +57,9 @@ type RequestLog struct {
 	// only for observers that ask (the proxy's Config.LogHeaders), copies
 	// the observer may keep.
 	Header, RespHeader []stream.Field
+	// TLS is the request's TLS connection (nil over cleartext), shared
+	// read-only with the connection.
+	TLS *stream.TLSState
 }
 
 // Begin records req's facts at its start on a loop (loop, poller), with
@@ -66,7 +69,7 @@ func (r *RequestLog) Begin(req *stream.Request, loop int, poller string, start t
 	*r = RequestLog{
 		Loop: loop, Poller: poller, Proto: req.Proto, Method: req.Method,
 		Authority: req.Authority, Path: req.Path, Remote: req.RemoteAddr, Start: start,
-		ClientIP: client, User: req.AuthUser, Skip: req.LogSkip,
+		ClientIP: client, User: req.AuthUser, Skip: req.LogSkip, TLS: req.TLS,
 	}
 	if req.OriginalPath != "" {
 		r.Path = req.OriginalPath

@@ -122,10 +122,24 @@ type Request struct {
 	// LogSkip leaves the request out of the access log (Caddy's log_skip),
 	// not out of the metrics. Routing sets it.
 	LogSkip bool
+	// TLS is the connection's TLS, for access logs (Caddy's request.tls);
+	// nil over cleartext. Shared by the connection's requests, read-only.
+	TLS *TLSState
 	// OriginalPath is Path as the client sent it, before routing rewrote
 	// it: the access log's uri, as Caddy logs it. Routing sets it; ""
 	// means Path was not rewritten.
 	OriginalPath string
+}
+
+// TLSState is what an access log says of a request's TLS connection, as
+// Caddy logs it.
+type TLSState struct {
+	Resumed     bool
+	Version     uint16
+	CipherSuite uint16
+	Proto       string // the ALPN protocol
+	ServerName  string
+	ECH         bool
 }
 
 // Get returns the first value of the named field (name in lowercase).
