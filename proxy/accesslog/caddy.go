@@ -99,7 +99,7 @@ func (l *Logger) appendFields(b []byte, r *observe.RequestLog) []byte {
 	b = append(b, `,"user_id":`...)
 	b = appendString(b, r.User)
 	b = append(b, `,"duration":`...)
-	b = strconv.AppendFloat(b, r.Duration.Seconds(), 'f', -1, 64)
+	b = strconv.AppendFloat(b, float64(r.Duration)/float64(time.Second), 'f', -1, 64) // zap's seconds
 	b = append(b, `,"size":`...)
 	b = strconv.AppendInt(b, r.BytesOut, 10)
 	b = append(b, `,"status":`...)
