@@ -3,6 +3,7 @@ package config
 import (
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +29,7 @@ type Log struct {
 	Hostnames []string // site logs only: the hosts it logs
 
 	outputSet, formatSet, levelSet, empty bool
+	includes                              []string // a global logger's include http.log.access.NAME
 }
 
 // Options are the logger's accesslog options.
@@ -122,15 +124,18 @@ func (p *parser) logBlock(d *caddyfile.Dispenser, name string, global bool) *Log
 				d.RemainingArgs()
 				continue
 			}
-			// pollproxy's loggers carry access logs alone, each site's
-			// to the loggers it names: naming those is all an include
-			// or exclude can say here.
+			// pollproxy's loggers carry access logs alone: a logger
+			// includes the sites' logs it names (http.log.access.NAME);
+			// an exclude says what already holds (a site's log goes to
+			// the loggers that include it, not to the default one).
 			for _, v := range d.RemainingArgs() {
 				switch {
 				case v != "http.log.access" && !strings.HasPrefix(v, "http.log.access."):
 					p.errf(d, "log: %s %s is not supported by pollproxy (its loggers carry only access logs, http.log.access...)", sub, v)
-				case sub == "include" && v != "http.log.access" && v != "http.log.access."+name:
-					p.errf(d, "log: include %s in logger %s is not supported by pollproxy (a site's log %s writes to the global logger of its name)", v, name, strings.TrimPrefix(v, "http.log.access."))
+				case sub == "include" && v == "http.log.access":
+					p.errf(d, "log: include http.log.access (every site's access log) is not supported by pollproxy (include http.log.access.NAME for a site's log NAME)")
+				case sub == "include":
+					l.includes = append(l.includes, strings.TrimPrefix(v, "http.log.access."))
 				}
 			}
 		case "sampling", "core", "no_hostname":
@@ -322,6 +327,7 @@ func (p *parser) noArgs(d *caddyfile.Dispenser, label string) {
 // logger's; what neither sets is Caddy's default (stderr, json, INFO).
 func (p *parser) resolveLogs() {
 	for _, s := range p.cfg.Sites {
+		s.Logs = p.included(s.Logs)
 		for _, l := range s.Logs {
 			from := p.cfg.Log
 			if g := p.cfg.Loggers[l.Name]; g != nil && l.Name != "" {
@@ -346,4 +352,38 @@ func (p *parser) resolveLogs() {
 			}
 		}
 	}
+}
+
+// included adds, for each site log named NAME, a log to every global
+// logger that includes http.log.access.NAME (Caddy's way of writing one
+// site's entries to several outputs); a log of that name that sets no
+// output of its own then writes only there, as Caddy's default logger
+// excludes what another logger includes.
+func (p *parser) included(logs []*Log) []*Log {
+	var out []*Log
+	for _, l := range logs {
+		var extra []*Log
+		for _, name := range sortedNames(p.cfg.Loggers) {
+			g := p.cfg.Loggers[name]
+			if l.Name == "" || name == l.Name || !slices.Contains(g.includes, l.Name) {
+				continue
+			}
+			extra = append(extra, &Log{Pos: l.Pos, Name: l.Name, Output: g.Output, Format: g.Format, Level: g.Level,
+				Hostnames: l.Hostnames, outputSet: true, formatSet: g.formatSet, levelSet: true})
+		}
+		if len(extra) == 0 || l.outputSet || p.cfg.Loggers[l.Name] != nil {
+			out = append(out, l)
+		}
+		out = append(out, extra...)
+	}
+	return out
+}
+
+func sortedNames(m map[string]*Log) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
 }

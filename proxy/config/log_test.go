@@ -78,6 +78,30 @@ c.example.com {
 	if c.Log == nil || c.Loggers["access"] == nil || !c.LogCredentials {
 		t.Errorf("global loggers %+v", c.Loggers)
 	}
+	// Caddy's "multiple outputs": two global loggers include the site's
+	// log foo, which then writes to both and nowhere else.
+	c = mustParse(t, `{
+	log access-text {
+		include http.log.access.foo
+		output file /var/log/access-foo.log
+		format console
+	}
+	log access-json {
+		include http.log.access.foo
+		output file /var/log/access-foo.json
+		format json
+	}
+}
+
+foo.example.com {
+	log foo
+	reverse_proxy :8080
+}
+`)
+	if ls := c.Sites[0].Logs; len(ls) != 2 || ls[0].Output.File != "/var/log/access-foo.json" || ls[0].Format != "json" ||
+		ls[1].Output.File != "/var/log/access-foo.log" || ls[1].Format != "console" || ls[0].Name != "foo" {
+		t.Errorf("included logs %+v", ls)
+	}
 	// Without any global log: stderr, json, info.
 	c = mustParse(t, "x.example.com {\n\tlog {\n\t\tformat console\n\t}\n\treverse_proxy :8080\n}\n")
 	if l := c.Sites[0].Logs[0]; l.Output.Kind != "stderr" || l.Format != "console" || l.Level != accesslog.Info || l.Name != "log0" {
