@@ -300,3 +300,53 @@ func TestUser(t *testing.T) {
 		t.Errorf("json %q: user_id %v", b, m["user_id"])
 	}
 }
+
+// TestRollNext: the next roll by time is the earliest of roll_interval,
+// roll_at and roll_minutes still to come.
+func TestRollNext(t *testing.T) {
+	now := time.Date(2026, 1, 2, 10, 20, 0, 0, time.Local)
+	for _, c := range []struct {
+		r    Roll
+		want time.Time
+	}{
+		{Roll{}, time.Time{}},
+		{Roll{Interval: time.Hour}, now.Add(50 * time.Minute)},
+		{Roll{At: []string{"00:00", "12:00"}}, time.Date(2026, 1, 2, 12, 0, 0, 0, time.Local)},
+		{Roll{At: []string{"09:00"}}, time.Date(2026, 1, 3, 9, 0, 0, 0, time.Local)},
+		{Roll{Minutes: []int{15, 45}, At: []string{"12:00"}}, time.Date(2026, 1, 2, 10, 45, 0, 0, time.Local)},
+		{Roll{Minutes: []int{15}}, time.Date(2026, 1, 2, 11, 15, 0, 0, time.Local)},
+	} {
+		if got := c.r.next(now, now.Add(-70*time.Minute)); !got.Equal(c.want) {
+			t.Errorf("%+v: next %v, want %v", c.r, got, c.want)
+		}
+	}
+}
+
+// TestRollInterval: a file output with roll_interval is rolled by its
+// writer when the interval is up, without a size reached.
+func TestRollInterval(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "timed.log")
+	w, err := OpenWriter(Output{Kind: "file", File: name, Roll: Roll{Interval: 20 * time.Millisecond, Uncompressed: true}}, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	l, _ := NewLogger(w, Options{})
+	l.Observe(sample())
+	for i := 0; i < 500; i++ {
+		if m, _ := filepath.Glob(filepath.Join(dir, "timed-*.log")); len(m) > 0 {
+			// Only a file with an entry is rolled.
+			if len(m) != 1 {
+				t.Errorf("rolled %q, want one file", m)
+			}
+			b, _ := os.ReadFile(m[0])
+			if !strings.Contains(string(b), `"msg":"handled request"`) {
+				t.Errorf("rolled file %q", b)
+			}
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("no file rolled by roll_interval")
+}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"gopkg.in/natefinch/lumberjack.v2"
 
@@ -38,6 +39,46 @@ type Roll struct {
 	Keep         int // default 10
 	KeepDays     int // default 90
 	Mode         os.FileMode
+	// Interval, At and Minutes roll by time as well as by size (Caddy's
+	// roll_interval, roll_at, roll_minutes): every Interval, at each
+	// "HH:MM" of At every day, at each of Minutes past every hour, in
+	// local time.
+	Interval time.Duration
+	At       []string
+	Minutes  []int
+}
+
+// next is the first time after now at which r rolls by time; zero when
+// it does not.
+func (r *Roll) next(now, opened time.Time) time.Time {
+	var t time.Time
+	earlier := func(c time.Time) {
+		if c.After(now) && (t.IsZero() || c.Before(t)) {
+			t = c
+		}
+	}
+	if r.Interval > 0 {
+		n := opened.Add(r.Interval)
+		for !n.After(now) {
+			n = n.Add(r.Interval)
+		}
+		earlier(n)
+	}
+	now = now.Local()
+	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.Local)
+	for _, at := range r.At {
+		if c, err := time.ParseInLocation("15:04", at, time.Local); err == nil {
+			d := time.Duration(c.Hour())*time.Hour + time.Duration(c.Minute())*time.Minute
+			earlier(day.Add(d))
+			earlier(day.AddDate(0, 0, 1).Add(d))
+		}
+	}
+	hour := now.Truncate(time.Hour)
+	for _, m := range r.Minutes {
+		earlier(hour.Add(time.Duration(m) * time.Minute))
+		earlier(hour.Add(time.Hour + time.Duration(m)*time.Minute))
+	}
+	return t
 }
 
 // Key is what makes two outputs one writer: the same stream or the same
@@ -68,10 +109,11 @@ type Writer struct {
 	written atomic.Uint64
 
 	// Owned by the writer goroutine.
-	w    io.Writer
-	file io.Closer // the file or the roller; nil for the standard streams
-	buf  *bufio.Writer
-	line []byte
+	w         io.Writer
+	file      io.Closer // the file or the roller; nil for the standard streams
+	buf       *bufio.Writer
+	line      []byte
+	sinceRoll int // entries written since the last roll by time
 }
 
 // entry is one request on its way to the writer, with the logger that
@@ -223,8 +265,37 @@ func (w *Writer) Close() error {
 
 func (w *Writer) run() {
 	defer close(w.done)
+	var roll *time.Timer
+	var rollC <-chan time.Time
+	lj, _ := w.file.(*lumberjack.Logger)
+	opened := time.Now()
+	arm := func() {
+		if lj == nil {
+			return
+		}
+		if next := w.out.Roll.next(time.Now(), opened); !next.IsZero() {
+			roll = time.NewTimer(time.Until(next))
+			rollC = roll.C
+		}
+	}
+	arm()
+	defer func() {
+		if roll != nil {
+			roll.Stop()
+		}
+	}()
 	for {
 		select {
+		case <-rollC:
+			// A file with no new entry is not rolled: an idle site does
+			// not leave an empty file per interval.
+			if w.sinceRoll > 0 {
+				w.buf.Flush()
+				lj.Rotate()
+				w.sinceRoll = 0
+			}
+			opened = time.Now()
+			arm()
 		case e := <-w.ch:
 			w.write(&e)
 			// Drain what else is queued before flushing: one write per
@@ -272,5 +343,6 @@ func (w *Writer) doReopen() error {
 func (w *Writer) write(e *entry) {
 	w.line = e.l.appendEntry(w.line[:0], &e.r)
 	w.buf.Write(w.line)
+	w.sinceRoll++
 	w.written.Add(1)
 }

@@ -253,7 +253,39 @@ func (p *parser) fileOutput(d *caddyfile.Dispenser, l *Log) {
 				}
 				o.Roll.KeepDays = int(math.Ceil(dur.Hours() / 24))
 			}
-		case "dir_mode", "roll_interval", "roll_minutes", "roll_at", "backup_time_format":
+		case "roll_interval":
+			if v, ok := p.oneArg(d, label, "a duration such as 24h"); ok {
+				dur, err := parseDays(v)
+				if err != nil || dur <= 0 {
+					p.errf(d, "%s: %q: want a positive duration such as 24h or 1d", label, v)
+				}
+				o.Roll.Interval = dur
+			}
+		case "roll_at":
+			args := splitArgs(d.RemainingArgs())
+			if len(args) == 0 {
+				p.errf(d, "%s: want one or more times of day, HH:MM", label)
+			}
+			for _, a := range args {
+				if _, err := time.Parse("15:04", a); err != nil {
+					p.errf(d, "%s: %q: want a time of day, HH:MM", label, a)
+				}
+			}
+			o.Roll.At = append(o.Roll.At, args...)
+		case "roll_minutes":
+			args := splitArgs(d.RemainingArgs())
+			if len(args) == 0 {
+				p.errf(d, "%s: want one or more minutes past the hour, 0-59", label)
+			}
+			for _, a := range args {
+				m, err := strconv.Atoi(a)
+				if err != nil || m < 0 || m > 59 {
+					p.errf(d, "%s: %q: want a minute past the hour, 0-59", label, a)
+					continue
+				}
+				o.Roll.Minutes = append(o.Roll.Minutes, m)
+			}
+		case "dir_mode", "backup_time_format":
 			p.errf(d, "%s is not supported by pollproxy", label)
 			d.RemainingArgs()
 			skipBlock(d)
@@ -264,6 +296,20 @@ func (p *parser) fileOutput(d *caddyfile.Dispenser, l *Log) {
 		}
 	}
 	l.Output = o
+}
+
+// splitArgs splits arguments written with commas, as Caddy's roll_at and
+// roll_minutes take them either way.
+func splitArgs(args []string) []string {
+	var out []string
+	for _, a := range args {
+		for _, p := range strings.Split(a, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }
 
 // parseDays reads a duration as Caddy does, with its "d" for days.

@@ -1,8 +1,10 @@
 package config
 
 import (
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pollproxy/pollproxy/proxy/accesslog"
 	"github.com/pollproxy/pollproxy/proxy/route"
@@ -29,6 +31,9 @@ func TestSiteLogs(t *testing.T) {
 			roll_local_time
 			roll_keep 5
 			roll_keep_for 48h
+			roll_at 00:00,12:00
+			roll_minutes 15 45
+			roll_interval 1d
 			mode 0640
 		}
 		format console
@@ -62,8 +67,9 @@ c.example.com {
 	if len(a) != 1 || a[0].Name != "" || a[0].Output.File != "/var/log/default.log" || a[0].Level != accesslog.Warn || a[0].Format != "json" {
 		t.Errorf("bare log %+v", a[0])
 	}
-	want := accesslog.Output{Kind: "file", File: "/var/log/access.log", Roll: accesslog.Roll{SizeMB: 2, Uncompressed: true, LocalTime: true, Keep: 5, KeepDays: 2, Mode: 0o640}}
-	if len(b) != 3 || b[0].Name != "access" || b[0].Output != want || b[0].Format != "console" || b[0].Level != accesslog.Info {
+	want := accesslog.Output{Kind: "file", File: "/var/log/access.log", Roll: accesslog.Roll{SizeMB: 2, Uncompressed: true, LocalTime: true, Keep: 5, KeepDays: 2, Mode: 0o640,
+		Interval: 24 * time.Hour, At: []string{"00:00", "12:00"}, Minutes: []int{15, 45}}}
+	if len(b) != 3 || b[0].Name != "access" || !reflect.DeepEqual(b[0].Output, want) || b[0].Format != "console" || b[0].Level != accesslog.Info {
 		t.Errorf("named log %+v", b[0])
 	}
 	if b[1].Name != "log0" || b[1].Output.Kind != "stdout" || strings.Join(b[1].Hostnames, ",") != "b.example.com" || b[1].Level != accesslog.Warn {
@@ -160,7 +166,7 @@ func TestLogErrors(t *testing.T) {
 		{"{\n\tlog {\n\t\tformat filter {\n\t\t\twrap json\n\t\t}\n\t}\n}" + site, "Caddyfile:3: log: format filter is not supported by pollproxy (want json or console)\nCaddyfile:4: log: format filter: wrap is not supported by pollproxy"},
 		{"{\n\tlog a\n\tlog a\n}" + site, "Caddyfile:3: log: duplicate global log option for a (the first is at Caddyfile:2)"},
 		{"x.example.com {\n\tlog {\n\t\tlevel LOUD\n\t\tinclude x\n\t}\n\treverse_proxy :8080\n}\n", "Caddyfile:3: log: level: unknown level \"LOUD\" (want DEBUG, INFO, WARN, ERROR, PANIC, FATAL)\nCaddyfile:4: log: include is not allowed in the log directive"},
-		{"x.example.com {\n\tlog {\n\t\toutput file a.log {\n\t\t\troll_interval 1h\n\t\t}\n\t}\n\treverse_proxy :8080\n}\n", "Caddyfile:4: log: output file: roll_interval is not supported by pollproxy"},
+		{"x.example.com {\n\tlog {\n\t\toutput file a.log {\n\t\t\tdir_mode 0755\n\t\t\troll_at 25:00\n\t\t}\n\t}\n\treverse_proxy :8080\n}\n", "Caddyfile:4: log: output file: dir_mode is not supported by pollproxy\nCaddyfile:5: log: output file: roll_at: \"25:00\": want a time of day, HH:MM"},
 		{"x.example.com {\n\trequest_body {\n\t\tset x\n\t}\n\treverse_proxy :8080\n}\n", "Caddyfile:3: request_body: set is not supported by pollproxy"},
 		{"x.example.com {\n\thandle {\n\t\tlog\n\t}\n\treverse_proxy :8080\n}\n", "Caddyfile:3: log: belongs at the top of a site block, not inside a route"},
 		{"x.example.com {\n\tlog_skip /a /b\n\treverse_proxy :8080\n}\n", "Caddyfile:2: log_skip: takes only a matcher"},
