@@ -87,6 +87,9 @@ type Options struct {
 	// Proxy-Authorization values (Caddy's log_credentials); by default
 	// they read REDACTED.
 	Credentials bool
+	// Filters are Caddy's format filter's field filters, in order
+	// (json and console formats).
+	Filters []Filter
 }
 
 // Logger is one access logger: it decides on the loop whether a request

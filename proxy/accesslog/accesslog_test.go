@@ -2,12 +2,14 @@ package accesslog
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -349,4 +351,39 @@ func TestRollInterval(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatal("no file rolled by roll_interval")
+}
+
+// TestFilter: Caddy's filter format — delete, replace (one string),
+// hash, ip_mask and regexp — on request fields and headers.
+func TestFilter(t *testing.T) {
+	var buf syncBuf
+	l, _ := NewLogger(NewWriter(&buf, 16), Options{Filters: []Filter{
+		{Field: "request>headers>User-Agent", Op: "delete"},
+		{Field: "request>headers>Cookie", Op: "replace", Value: "gone"},
+		{Field: "request>remote_ip", Op: "ip_mask", V4: 16, V6: 32},
+		{Field: "request>client_ip", Op: "delete"},
+		{Field: "request>uri", Op: "regexp", Re: regexp.MustCompile(`token=[^&]*`), Value: "token=x"},
+		{Field: "user_id", Op: "hash"},
+		{Field: "resp_headers>Set-Cookie", Op: "delete"},
+	}})
+	r := sample()
+	r.Path, r.User = "/a?token=secret&b=1", "alice"
+	r.Header = []stream.Field{{Name: "user-agent", Value: "curl"}, {Name: "cookie", Value: "a=1"}, {Name: "accept", Value: "*/*"}}
+	r.RespHeader = []stream.Field{{Name: "set-cookie", Value: "s=1"}, {Name: "content-type", Value: "text/plain"}}
+	l.Observe(r)
+	l.Close()
+	line := buf.String()
+	for _, want := range []string{
+		`"request":{"remote_ip":"192.0.0.0","remote_port":"5555","proto"`,
+		`"uri":"/a?token=x&b=1","headers":{"Cookie":"gone","Accept":["*/*"]}`,
+		fmt.Sprintf(`"user_id":"%.4x"`, sha256.Sum256([]byte("alice"))),
+		`"resp_headers":{"Content-Type":["text/plain"]}`,
+	} {
+		if !strings.Contains(line, want) {
+			t.Errorf("want %s in %s", want, line)
+		}
+	}
+	if err := CheckFilterField("request>tls>cipher_suite"); err == nil {
+		t.Errorf("an unsupported field accepted")
+	}
 }

@@ -63,22 +63,32 @@ func (l *Logger) appendConsole(b []byte, r *observe.RequestLog) []byte {
 // appendFields appends the entry's fields after the message, without
 // braces.
 func (l *Logger) appendFields(b []byte, r *observe.RequestLog) []byte {
-	b = append(b, `"request":{"remote_ip":`...)
-	b = appendString(b, r.Remote.Addr().Unmap().String())
-	b = append(b, `,"remote_port":"`...)
+	v := l.view(r)
+	b = append(b, `"request":{`...)
+	if !v.omit[0] {
+		b = append(b, `"remote_ip":`...)
+		b = appendString(b, v.remoteIP)
+		b = append(b, ',')
+	}
+	b = append(b, `"remote_port":"`...)
 	b = strconv.AppendUint(b, uint64(r.Remote.Port()), 10)
-	b = append(b, `","client_ip":`...)
-	b = appendString(b, clientIP(r).Unmap().String())
+	b = append(b, '"')
+	if !v.omit[1] {
+		b = append(b, `,"client_ip":`...)
+		b = appendString(b, v.clientIP)
+	}
 	b = append(b, `,"proto":`...)
 	b = appendString(b, r.Proto)
 	b = append(b, `,"method":`...)
 	b = appendString(b, r.Method)
 	b = append(b, `,"host":`...)
 	b = appendString(b, r.Authority)
-	b = append(b, `,"uri":`...)
-	b = appendString(b, r.Path)
+	if !v.omit[2] {
+		b = append(b, `,"uri":`...)
+		b = appendString(b, v.uri)
+	}
 	b = append(b, `,"headers":`...)
-	b = l.appendHeader(b, r.Header)
+	b = l.appendHeader(b, v.header, v.headerRepl)
 	if t := r.TLS; t != nil {
 		b = append(b, `,"tls":{"resumed":`...)
 		b = strconv.AppendBool(b, t.Resumed)
@@ -96,8 +106,10 @@ func (l *Logger) appendFields(b []byte, r *observe.RequestLog) []byte {
 	}
 	b = append(b, `},"bytes_read":`...)
 	b = strconv.AppendInt(b, r.BytesRead, 10)
-	b = append(b, `,"user_id":`...)
-	b = appendString(b, r.User)
+	if !v.omit[3] {
+		b = append(b, `,"user_id":`...)
+		b = appendString(b, v.userID)
+	}
 	b = append(b, `,"duration":`...)
 	b = strconv.AppendFloat(b, float64(r.Duration)/float64(time.Second), 'f', -1, 64) // zap's seconds
 	b = append(b, `,"size":`...)
@@ -105,7 +117,7 @@ func (l *Logger) appendFields(b []byte, r *observe.RequestLog) []byte {
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(r.Status), 10)
 	b = append(b, `,"resp_headers":`...)
-	b = l.appendHeader(b, r.RespHeader)
+	b = l.appendHeader(b, v.resp, v.respRepl)
 	// pollproxy's own fields, after Caddy's.
 	b = append(b, `,"upstream":`...)
 	b = appendString(b, r.Upstream)
@@ -136,14 +148,23 @@ func (l *Logger) appendFields(b []byte, r *observe.RequestLog) []byte {
 
 // appendHeader appends fields as Caddy logs an http.Header: canonical
 // names, each with its values in an array, in the order the names first
-// appear; credentials read REDACTED unless the logger keeps them.
-func (l *Logger) appendHeader(b []byte, fs []stream.Field) []byte {
+// appear; credentials read REDACTED unless the logger keeps them. repl
+// are fields a replace filter made one string.
+func (l *Logger) appendHeader(b []byte, fs []stream.Field, repl [][2]string) []byte {
 	b = append(b, '{')
+	for _, r := range repl {
+		if len(b) > 0 && b[len(b)-1] != '{' {
+			b = append(b, ',')
+		}
+		b = appendString(b, textproto.CanonicalMIMEHeaderKey(r[0]))
+		b = append(b, ':')
+		b = appendString(b, r[1])
+	}
 	for i, f := range fs {
 		if seen(fs[:i], f.Name) {
 			continue
 		}
-		if i > 0 {
+		if b[len(b)-1] != '{' {
 			b = append(b, ',')
 		}
 		b = appendString(b, textproto.CanonicalMIMEHeaderKey(f.Name))

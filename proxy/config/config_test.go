@@ -395,7 +395,7 @@ func TestErrors(t *testing.T) {
 		{"bad grace", "{\n\tgrace_period -1s\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
 			`Caddyfile:2: grace_period: "-1s": want a positive duration`},
 		{"bad log format", "{\n\tlog {\n\t\tformat xml\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
-			`Caddyfile:3: log: format: unknown format "xml" (want json or console)`},
+			`Caddyfile:3: log: format: unknown format "xml" (want json, console or filter)`},
 		{"unclosed block", "localhost {\n\treverse_proxy 127.0.0.1:8080 {\n",
 			`Caddyfile:2: unexpected EOF`},
 		{"no sites", "{\n\tloops 2\n}\n", `Caddyfile:1: no site block`},

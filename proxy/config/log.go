@@ -3,6 +3,7 @@ package config
 import (
 	"math"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,7 +27,8 @@ type Log struct {
 	Output    accesslog.Output
 	Format    string // json, console, or pollproxy's common
 	Level     accesslog.Level
-	Hostnames []string // site logs only: the hosts it logs
+	Hostnames []string           // site logs only: the hosts it logs
+	Filters   []accesslog.Filter // format filter's field filters
 
 	outputSet, formatSet, levelSet, empty bool
 	includes                              []string // a global logger's include http.log.access.NAME
@@ -34,7 +36,7 @@ type Log struct {
 
 // Options are the logger's accesslog options.
 func (l *Log) Options() accesslog.Options {
-	return accesslog.Options{Name: l.Name, Format: l.Format, Level: l.Level, Hostnames: l.Hostnames}
+	return accesslog.Options{Name: l.Name, Format: l.Format, Level: l.Level, Hostnames: l.Hostnames, Filters: l.Filters}
 }
 
 // DefaultLoggerName is the global log option without a name: Caddy's
@@ -323,17 +325,27 @@ func parseDays(v string) (time.Duration, error) {
 
 // logFormat reads format json|console, and pollproxy's common.
 func (p *parser) logFormat(d *caddyfile.Dispenser, l *Log) {
-	v, ok := p.oneArgOrBlock(d, "log: format", "json or console")
-	if !ok {
+	if !d.NextArg() {
+		p.errf(d, "log: format: want json, console or filter")
 		return
+	}
+	v := d.Val()
+	if args := d.RemainingArgs(); len(args) > 0 && v != "transform" && v != "append" {
+		p.errf(d, "log: format %s: takes a block, not %q", v, args[0])
 	}
 	switch v {
 	case "json", "console", "common":
 		l.Format, l.formatSet = v, true
-	case "filter", "transform", "append", "logfmt", "single_field":
-		p.errf(d, "log: format %s is not supported by pollproxy (want json or console)", v)
+	case "filter":
+		l.Format, l.formatSet = "json", true
+		p.logFilter(d, l)
+		return
+	case "transform", "append", "logfmt", "single_field":
+		p.errf(d, "log: format %s is not supported by pollproxy (want json, console or filter)", v)
+		skipBlock(d)
+		return
 	default:
-		p.errf(d, "log: format: unknown format %q (want json or console)", v)
+		p.errf(d, "log: format: unknown format %q (want json, console or filter)", v)
 	}
 	for n := d.Nesting(); d.NextBlock(n); {
 		p.errf(d, "log: format %s: %s is not supported by pollproxy", v, d.Val())
@@ -342,19 +354,113 @@ func (p *parser) logFormat(d *caddyfile.Dispenser, l *Log) {
 	}
 }
 
-// oneArgOrBlock reads one argument, leaving a block that follows it to
-// the caller.
-func (p *parser) oneArgOrBlock(d *caddyfile.Dispenser, label, want string) (string, bool) {
-	if !d.NextArg() {
-		p.errf(d, "%s: want %s", label, want)
-		return "", false
+// logFilter reads Caddy's filter format: format filter { wrap json|console
+// FIELD FILTER ...  fields { FIELD FILTER ... } }, with the filters
+// accesslog implements.
+func (p *parser) logFilter(d *caddyfile.Dispenser, l *Log) {
+	field := func() {
+		path := d.Val()
+		if !d.NextArg() {
+			p.errf(d, "log: format filter: %s: want a filter (%s)", path, strings.Join(accesslog.FilterOps, ", "))
+			return
+		}
+		f := accesslog.Filter{Field: path, Op: d.Val()}
+		if err := accesslog.CheckFilterField(path); err != nil {
+			p.errf(d, "log: format filter: %v", err)
+			d.RemainingArgs()
+			skipBlock(d)
+			return
+		}
+		args := d.RemainingArgs()
+		switch f.Op {
+		case "delete", "hash":
+			if len(args) > 0 {
+				p.errf(d, "log: format filter: %s %s takes no argument", path, f.Op)
+			}
+		case "replace":
+			if len(args) > 1 {
+				p.errf(d, "log: format filter: %s replace: want one value", path)
+			}
+			if len(args) == 1 {
+				f.Value = args[0]
+			}
+		case "regexp":
+			if len(args) != 2 {
+				p.errf(d, "log: format filter: %s regexp: want a pattern and a replacement", path)
+				return
+			}
+			re, err := regexp.Compile(args[0])
+			if err != nil {
+				p.errf(d, "log: format filter: %s regexp: %v", path, err)
+				return
+			}
+			f.Re, f.Value = re, args[1]
+		case "ip_mask":
+			f.V4, f.V6 = 32, 128
+			p.ipMask(d, &f, args)
+		case "rename", "query", "cookie":
+			p.errf(d, "log: format filter: %s is not supported by pollproxy (want %s)", f.Op, strings.Join(accesslog.FilterOps, ", "))
+			skipBlock(d)
+			return
+		default:
+			p.errf(d, "log: format filter: unknown filter %q (want %s)", f.Op, strings.Join(accesslog.FilterOps, ", "))
+			skipBlock(d)
+			return
+		}
+		l.Filters = append(l.Filters, f)
 	}
-	v := d.Val()
-	if d.NextArg() {
-		p.errf(d, "%s: want one argument: %s", label, want)
-		d.RemainingArgs()
+	for n := d.Nesting(); d.NextBlock(n); {
+		switch d.Val() {
+		case "wrap":
+			if v, ok := p.oneArg(d, "log: format filter: wrap", "json or console"); ok {
+				if v != "json" && v != "console" {
+					p.errf(d, "log: format filter: wrap %s is not supported by pollproxy (want json or console)", v)
+				}
+				l.Format = v
+			}
+		case "fields":
+			for m := d.Nesting(); d.NextBlock(m); {
+				field()
+			}
+		default:
+			field()
+		}
 	}
-	return v, true
+}
+
+// ipMask reads ip_mask [V4 [V6]] { ipv4 N  ipv6 N }.
+func (p *parser) ipMask(d *caddyfile.Dispenser, f *accesslog.Filter, args []string) {
+	bits := func(v string, max int) int {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > max {
+			p.errf(d, "log: format filter: ip_mask: %q: want a prefix length 0-%d", v, max)
+		}
+		return n
+	}
+	if len(args) > 2 {
+		p.errf(d, "log: format filter: ip_mask: want [IPV4_BITS [IPV6_BITS]]")
+	}
+	if len(args) > 0 {
+		f.V4 = bits(args[0], 32)
+	}
+	if len(args) > 1 {
+		f.V6 = bits(args[1], 128)
+	}
+	for n := d.Nesting(); d.NextBlock(n); {
+		switch sub := d.Val(); sub {
+		case "ipv4":
+			if v, ok := p.oneArg(d, "log: format filter: ip_mask ipv4", "a prefix length"); ok {
+				f.V4 = bits(v, 32)
+			}
+		case "ipv6":
+			if v, ok := p.oneArg(d, "log: format filter: ip_mask ipv6", "a prefix length"); ok {
+				f.V6 = bits(v, 128)
+			}
+		default:
+			p.errf(d, "log: format filter: ip_mask: unknown option %q (want ipv4, ipv6)", sub)
+			d.RemainingArgs()
+		}
+	}
 }
 
 // noArgs refuses arguments and a block after a flag option.
@@ -384,7 +490,7 @@ func (p *parser) resolveLogs() {
 					l.Output = from.Output
 				}
 				if !l.formatSet && from.formatSet {
-					l.Format = from.Format
+					l.Format, l.Filters = from.Format, from.Filters
 				}
 				if !l.levelSet && from.levelSet {
 					l.Level = from.Level
@@ -414,7 +520,7 @@ func (p *parser) included(logs []*Log) []*Log {
 			if l.Name == "" || name == l.Name || !slices.Contains(g.includes, l.Name) {
 				continue
 			}
-			extra = append(extra, &Log{Pos: l.Pos, Name: l.Name, Output: g.Output, Format: g.Format, Level: g.Level,
+			extra = append(extra, &Log{Pos: l.Pos, Name: l.Name, Output: g.Output, Format: g.Format, Filters: g.Filters, Level: g.Level,
 				Hostnames: l.Hostnames, outputSet: true, formatSet: g.formatSet, levelSet: true})
 		}
 		if len(extra) == 0 || l.outputSet || p.cfg.Loggers[l.Name] != nil {

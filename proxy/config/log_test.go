@@ -108,6 +108,29 @@ foo.example.com {
 		ls[1].Output.File != "/var/log/access-foo.log" || ls[1].Format != "console" || ls[0].Name != "foo" {
 		t.Errorf("included logs %+v", ls)
 	}
+	// Caddy's filter examples.
+	c = mustParse(t, `example.com {
+	log {
+		format filter {
+			wrap console
+			request>headers>User-Agent delete
+			request>remote_ip ip_mask 16 32
+			request>client_ip ip_mask {
+				ipv4 24
+				ipv6 48
+			}
+			fields {
+				request>uri regexp "token=[^&]*" "token=x"
+			}
+		}
+	}
+	reverse_proxy :8080
+}
+`)
+	if l := c.Sites[0].Logs[0]; l.Format != "console" || len(l.Filters) != 4 || l.Filters[1].V4 != 16 || l.Filters[1].V6 != 32 ||
+		l.Filters[2].V4 != 24 || l.Filters[2].V6 != 48 || l.Filters[3].Re == nil || l.Filters[3].Value != "token=x" {
+		t.Errorf("filter %+v", l)
+	}
 	// Without any global log: stderr, json, info.
 	c = mustParse(t, "x.example.com {\n\tlog {\n\t\tformat console\n\t}\n\treverse_proxy :8080\n}\n")
 	if l := c.Sites[0].Logs[0]; l.Output.Kind != "stderr" || l.Format != "console" || l.Level != accesslog.Info || l.Name != "log0" {
@@ -163,7 +186,10 @@ func TestLogErrors(t *testing.T) {
 		{"{\n\torder header before nothing\n}" + site, "Caddyfile:2: order: directive 'nothing' not found"},
 		{"{\n\tlog {\n\t\toutput net localhost:9999\n\t}\n}" + site, "Caddyfile:3: log: output net is not supported by pollproxy (want stdout, stderr, discard or file)"},
 		{"{\n\tlog {\n\t\tinclude admin.api\n\t}\n}" + site, "Caddyfile:3: log: include admin.api is not supported by pollproxy (its loggers carry only access logs, http.log.access...)"},
-		{"{\n\tlog {\n\t\tformat filter {\n\t\t\twrap json\n\t\t}\n\t}\n}" + site, "Caddyfile:3: log: format filter is not supported by pollproxy (want json or console)\nCaddyfile:4: log: format filter: wrap is not supported by pollproxy"},
+		{"{\n\tlog {\n\t\tformat filter {\n\t\t\twrap logfmt\n\t\t\trequest>headers>Cookie cookie {\n\t\t\t\tdelete secret\n\t\t\t}\n\t\t\trequest>tls>proto delete\n\t\t}\n\t}\n}" + site,
+			"Caddyfile:4: log: format filter: wrap logfmt is not supported by pollproxy (want json or console)\nCaddyfile:5: log: format filter: cookie is not supported by pollproxy (want delete, replace, hash, ip_mask, regexp)\n" +
+				"Caddyfile:8: log: format filter: filtering request>tls>proto is not supported by pollproxy (want request>remote_ip, request>client_ip, request>uri, request>headers>NAME, resp_headers>NAME or user_id)"},
+		{"{\n\tlog {\n\t\tformat transform \"{common_log}\"\n\t}\n}" + site, "Caddyfile:3: log: format transform is not supported by pollproxy (want json, console or filter)"},
 		{"{\n\tlog a\n\tlog a\n}" + site, "Caddyfile:3: log: duplicate global log option for a (the first is at Caddyfile:2)"},
 		{"x.example.com {\n\tlog {\n\t\tlevel LOUD\n\t\tinclude x\n\t}\n\treverse_proxy :8080\n}\n", "Caddyfile:3: log: level: unknown level \"LOUD\" (want DEBUG, INFO, WARN, ERROR, PANIC, FATAL)\nCaddyfile:4: log: include is not allowed in the log directive"},
 		{"x.example.com {\n\tlog {\n\t\toutput file a.log {\n\t\t\tdir_mode 0755\n\t\t\troll_at 25:00\n\t\t}\n\t}\n\treverse_proxy :8080\n}\n", "Caddyfile:4: log: output file: dir_mode is not supported by pollproxy\nCaddyfile:5: log: output file: roll_at: \"25:00\": want a time of day, HH:MM"},
