@@ -26,7 +26,7 @@ import (
 // siteLogConfig is the Caddyfile of TestSiteLogs: site A logs json to
 // fileA (rolled at 1 MiB), skips /health, bounds /upload bodies and
 // answers /teapot itself;
-// site B logs errors only, in Caddy's console format, to fileB; site C
+// site B logs errors only, in Caddy's console format through a filter, to fileB; site C
 // (plain HTTP) shares fileA's writer, rewrites /c, and with order moves its header
 // directive after reverse_proxy, where it never runs.
 func siteLogConfig(storage, fileA, fileB, origin, cert, key string, admin, pA, pB, pC, httpPort int, order bool) []byte {
@@ -61,7 +61,10 @@ localhost:%d {
 localhost:%d {
 	log errors {
 		output file %s
-		format console
+		format filter {
+			wrap console
+			request>remote_ip ip_mask 8 32
+		}
 		level ERROR
 	}
 	reverse_proxy %s
@@ -165,11 +168,12 @@ func TestSiteLogs(t *testing.T) {
 			t.Errorf("respond entry %s", a[2])
 		}
 
-		// Site B's file: only the 503, as Caddy's console line.
+		// Site B's file: only the 503, as Caddy's console line, its
+		// remote_ip masked by the filter format.
 		b := awaitLines(t, fileB, 1)
 		parts := strings.SplitN(b[0], "\t", 5)
 		if len(b) != 1 || len(parts) != 5 || !strings.Contains(parts[1], "ERROR") || parts[2] != "http.log.access.errors" ||
-			parts[3] != "handled request" || !strings.Contains(parts[4], `"status":503`) {
+			parts[3] != "handled request" || !strings.Contains(parts[4], `"status":503`) || !strings.Contains(parts[4], `"remote_ip":"127.0.0.0"`) {
 			t.Errorf("site B lines %q", b)
 		}
 
