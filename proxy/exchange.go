@@ -37,7 +37,9 @@ type exchange struct {
 
 	early     []byte // body bytes framed before a connection was bound
 	earlyBody int
-	bodyEnded bool // the client's body (or its direction of a tunnel) ended
+	bodyEnded bool  // the client's body (or its direction of a tunnel) ended
+	bodyRead  int64 // request body bytes the client sent
+	maxBody   int64 // request_body max_size (0: none)
 
 	phase phase
 	pool  *pool        // the pool it waits in or got its connection from
@@ -259,6 +261,8 @@ func (ex *exchange) report(o *outcome, tunnel bool) {
 	l.Reason, l.Detail = o.reason, o.detail
 	if tunnel {
 		l.Tunnel, l.BytesIn = true, ex.tun.bytesIn
+	} else {
+		l.BytesRead = ex.bodyRead
 	}
 	if ex.pool != nil {
 		l.Upstream = ex.pool.up.Name
@@ -416,8 +420,16 @@ func (ex *exchange) connected() {
 
 // OnBody forwards request body bytes, framed for the origin.
 func (ex *exchange) OnBody(p []byte) {
+	ex.bodyRead += int64(len(p))
 	if ex.phase == phaseDone {
 		ex.w.Consumed(len(p)) // answered already: drain and drop
+		return
+	}
+	if ex.maxBody > 0 && ex.bodyRead > ex.maxBody && ex.tun == nil {
+		// Past request_body max_size: none of p goes to the origin, whose
+		// connection (holding part of a request) is closed by end.
+		ex.w.Consumed(len(p))
+		ex.end(answer(413, observe.ReasonBodyTooLarge, ""))
 		return
 	}
 	ex.sendBody(p, len(p))
@@ -555,6 +567,9 @@ func (ex *exchange) responseHead(p *h1.ResponseParser) {
 	fields := ex.h.responseFields(p.Header())
 	if ex.g.policy == Cookie && ex.key.cookie != ex.pool.index {
 		fields = append(fields, stream.Field{Name: "set-cookie", Value: ex.cookie()})
+	}
+	if ex.h.cfg.LogHeaders && !ex.log.Skip && ex.h.cfg.Observer != nil {
+		ex.log.RespHeader = append([]stream.Field(nil), fields...)
 	}
 	if err := ex.w.WriteHeader(ex.status, fields, !p.HasBody()); err != nil {
 		ex.end(clientGone())

@@ -91,6 +91,10 @@ type Config struct {
 	// a request body (Caddy's servers { timeouts { read_body } }): the
 	// client gets a 408 and the backend connection is closed.
 	ReadBodyTimeout time.Duration
+	// LogHeaders copies the request's and the response's fields into the
+	// Observer's RequestLog (an access log shaped as Caddy's wants them);
+	// without it the copies are not made.
+	LogHeaders bool
 }
 
 // WithDefaults returns c with zero values replaced by pollproxy's defaults.
@@ -197,16 +201,21 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 		req.ClientIP = route.ClientAddr(req.RemoteAddr.Addr(), req.Header, h.cfg.TrustedProxies, h.cfg.ClientIPHeaders)
 	}
 	if h.cfg.Observer != nil {
-		ex.log = observe.RequestLog{
-			Loop: h.loop.ID(), Poller: h.loop.Backend(), Proto: req.Proto, Method: req.Method,
-			Authority: req.Authority, Path: req.Path, Remote: req.RemoteAddr, Start: h.loop.Now(),
-			ClientIP: req.RemoteAddr.Addr().Unmap(), User: req.AuthUser,
-		}
+		client := req.RemoteAddr.Addr().Unmap()
 		if trusted {
-			ex.log.ClientIP = req.ClientIP
+			client = req.ClientIP
 		}
+		ex.log.Begin(req, h.loop.ID(), h.loop.Backend(), h.loop.Now(), client, h.cfg.LogHeaders)
 	}
+	ex.maxBody = req.MaxBodySize
 	h.live.add(ex)
+	if ex.maxBody > 0 && req.ContentLength > ex.maxBody && req.Upgrade == "" {
+		// The declared length is over request_body max_size: answered
+		// before any byte goes to an origin.
+		ex.bodyEnded = !req.HasBody
+		ex.end(answer(413, observe.ReasonBodyTooLarge, ""))
+		return ex
+	}
 	if req.Upgrade != "" {
 		if !ex.startUpgrade(req, trusted) {
 			return nil

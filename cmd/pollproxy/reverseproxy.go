@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/accesslog"
 	"github.com/pollproxy/pollproxy/proxy/app"
 	"github.com/pollproxy/pollproxy/proxy/config"
 	"github.com/pollproxy/pollproxy/proxy/route"
@@ -102,7 +103,9 @@ func runReverseProxy(name string, args []string, announce func(url, certPath str
 	}
 	cfg.Sites[0].Proxy = rp
 	if *accessLog {
-		cfg.Log = &config.Log{Format: "json", Output: "stderr"}
+		// caddy reverse-proxy --access-log: the site's access log, Caddy's
+		// json on stderr.
+		cfg.Sites[0].Logs = []*config.Log{{Format: "json", Output: accesslog.Output{Kind: "stderr"}}}
 	}
 	if *debug {
 		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})))

@@ -1,278 +1,194 @@
-// Package accesslog writes one line per finished request, as JSON (through
-// log/slog's JSONHandler) or in the Common Log Format.
+// Package accesslog writes one entry per finished request, shaped as
+// Caddy's access log ("handled request", in its json or console format)
+// so that tools built for Caddy's logs read it, or in the Common Log
+// Format.
 //
-// Observe runs on an event loop and must never block: it copies the
-// request's facts into a bounded channel and returns. A writer goroutine
-// drains the channel and formats and writes the lines, so a slow disk or a
-// full pipe costs dropped lines (counted by Dropped), never a stalled loop.
+// A Logger is one site's log directive; a Writer is one output (a
+// standard stream or a file, rolled as Caddy rolls it), shared by every
+// logger that names it. Observe runs on an event loop and must never
+// block: it copies the request's facts into the writer's bounded channel
+// and returns. The writer's goroutine drains the channel and formats and
+// writes the entries, so a slow disk or a full pipe costs dropped entries
+// (counted by Dropped), never a stalled loop.
 package accesslog
 
 import (
-	"bufio"
-	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/netip"
-	"os"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/pollproxy/pollproxy/proxy/observe"
 )
 
-// Formats.
+// Formats: Caddy's json and console encoders, and pollproxy's Common Log
+// Format line.
 const (
-	JSON   = "json"
-	Common = "common"
+	JSON    = "json"
+	Console = "console"
+	Common  = "common"
 )
 
-// DefaultQueue is how many records wait for the writer before new ones are
-// dropped.
-const DefaultQueue = 4096
+// Level is a log level as Caddy (zap) numbers them: an access entry is
+// Info, or Error for a 5xx status; a logger writes the entries at or
+// above its level.
+type Level int8
 
-// Logger is an access log.
+// Levels.
+const (
+	Debug Level = iota - 1
+	Info
+	Warn
+	Error
+	DPanic
+	Panic
+	Fatal
+)
+
+// ParseLevel reads a level as Caddy's level option spells it (any case).
+func ParseLevel(s string) (Level, error) {
+	switch strings.ToLower(s) {
+	case "debug":
+		return Debug, nil
+	case "", "info":
+		return Info, nil
+	case "warn", "warning":
+		return Warn, nil
+	case "error":
+		return Error, nil
+	case "dpanic":
+		return DPanic, nil
+	case "panic":
+		return Panic, nil
+	case "fatal":
+		return Fatal, nil
+	}
+	return 0, fmt.Errorf("unknown level %q (want DEBUG, INFO, WARN, ERROR, PANIC, FATAL)", s)
+}
+
+var levelNames = [...]string{"debug", "info", "warn", "error", "dpanic", "panic", "fatal"}
+
+// String is the level in lowercase, as Caddy's JSON writes it.
+func (l Level) String() string { return levelNames[l+1] }
+
+// Options configure one access logger (one site's log directive).
+type Options struct {
+	// Name is the logger's name after "http.log.access.": "log0" for a
+	// site's first unnamed log, or the name written; "" for the default
+	// logger ("http.log.access").
+	Name   string
+	Format string // json (default), console or common
+	Level  Level
+	// Hostnames, when set, are the only request hosts logged (Caddy's
+	// hostnames).
+	Hostnames []string
+	// Credentials keeps Cookie, Set-Cookie, Authorization and
+	// Proxy-Authorization values (Caddy's log_credentials); by default
+	// they read REDACTED.
+	Credentials bool
+	// Filters are Caddy's format filter's field filters, in order
+	// (json and console formats).
+	Filters []Filter
+}
+
+// Logger is one access logger: it decides on the loop whether a request
+// is logged and queues it to its Writer, which formats it off the loop.
 type Logger struct {
-	format string
-	output string // "stderr", "stdout" or a file name
-	ch     chan observe.RequestLog
-	reopen chan chan error
-	stop   chan struct{}
-	done   chan struct{}
-	closed atomic.Bool
-	once   sync.Once
-
-	dropped atomic.Uint64
-	written atomic.Uint64
-
-	// Owned by the writer goroutine.
-	w    io.Writer
-	file *os.File
-	buf  *bufio.Writer
-	json *slog.JSONHandler
-	line []byte
+	w      *Writer
+	opts   Options
+	logger string // "http.log.access.NAME"
 }
 
-// Open starts a log in format (json or common) to output: "stderr",
-// "stdout" or a file, opened for appending.
-func Open(format, output string, queue int) (*Logger, error) {
-	var w io.Writer
-	var f *os.File
-	switch output {
-	case "", "stderr":
-		w = os.Stderr
-	case "stdout":
-		w = os.Stdout
-	default:
-		var err error
-		f, err = openFile(output)
-		if err != nil {
-			return nil, err
-		}
-		w = f
+// NewLogger returns a logger writing through w.
+func NewLogger(w *Writer, o Options) (*Logger, error) {
+	if o.Format == "" {
+		o.Format = JSON
 	}
-	l, err := newLogger(format, w, queue)
-	if err != nil {
-		if f != nil {
-			f.Close()
-		}
-		return nil, err
+	if o.Format != JSON && o.Format != Console && o.Format != Common {
+		return nil, fmt.Errorf("access log: unknown format %q (want json, console, common)", o.Format)
 	}
-	l.output, l.file = output, f
-	go l.run()
-	return l, nil
+	name := "http.log.access"
+	if o.Name != "" {
+		name += "." + o.Name
+	}
+	for i, h := range o.Hostnames {
+		o.Hostnames[i] = strings.ToLower(h)
+	}
+	return &Logger{w: w, opts: o, logger: name}, nil
 }
 
-// New starts a log in format to w (tests, or an already open writer).
+// New starts a logger in format to w with a writer of its own (tests, or
+// an already open writer); Close stops both.
 func New(format string, w io.Writer, queue int) (*Logger, error) {
-	l, err := newLogger(format, w, queue)
-	if err != nil {
-		return nil, err
-	}
-	go l.run()
-	return l, nil
+	return NewLogger(NewWriter(w, queue), Options{Format: format})
 }
 
-func newLogger(format string, w io.Writer, queue int) (*Logger, error) {
-	if format == "" {
-		format = JSON
+// Writer is the logger's writer.
+func (l *Logger) Writer() *Writer { return l.w }
+
+// Observe queues one request's entry. It runs on the loop and never
+// blocks: an entry the queue has no room for is dropped and counted.
+func (l *Logger) Observe(r *observe.RequestLog) {
+	if r.Skip || level(r) < l.opts.Level || !l.wantsHost(r.Authority) {
+		return
 	}
-	if format != JSON && format != Common {
-		return nil, fmt.Errorf("access log: unknown format %q (want json, common)", format)
-	}
-	if queue <= 0 {
-		queue = DefaultQueue
-	}
-	l := &Logger{
-		format: format,
-		ch:     make(chan observe.RequestLog, queue),
-		reopen: make(chan chan error),
-		stop:   make(chan struct{}),
-		done:   make(chan struct{}),
-	}
-	l.setWriter(w)
-	return l, nil
+	l.w.enqueue(l, r)
 }
 
-func openFile(name string) (*os.File, error) {
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("access log: %w", err)
+// Dropped is how many entries the logger's writer dropped.
+func (l *Logger) Dropped() uint64 { return l.w.Dropped() }
+
+// Written is how many entries the logger's writer wrote.
+func (l *Logger) Written() uint64 { return l.w.Written() }
+
+// Close stops the logger's writer (New's loggers own theirs).
+func (l *Logger) Close() error { return l.w.Close() }
+
+// level is an entry's level as Caddy gives it: Error for a 5xx status,
+// Info otherwise.
+func level(r *observe.RequestLog) Level {
+	if r.Status >= 500 {
+		return Error
 	}
-	return f, nil
+	return Info
 }
 
-func (l *Logger) setWriter(w io.Writer) {
-	l.w = w
-	l.buf = bufio.NewWriterSize(w, 64<<10)
-	l.json = slog.NewJSONHandler(l.buf, &slog.HandlerOptions{ReplaceAttr: dropLevel})
+func (l *Logger) wantsHost(authority string) bool {
+	if len(l.opts.Hostnames) == 0 {
+		return true
+	}
+	host := hostOnly(authority)
+	for _, h := range l.opts.Hostnames {
+		if strings.EqualFold(h, host) {
+			return true
+		}
+	}
+	return false
 }
 
-// dropLevel leaves the level out of access log lines: they are all the
-// same kind.
-func dropLevel(groups []string, a slog.Attr) slog.Attr {
-	if len(groups) == 0 && a.Key == slog.LevelKey {
-		return slog.Attr{}
+// hostOnly is an authority without its port or IPv6 brackets.
+func hostOnly(a string) string {
+	if strings.HasPrefix(a, "[") {
+		if i := strings.IndexByte(a, ']'); i > 0 {
+			return a[1:i]
+		}
+	}
+	if i := strings.LastIndexByte(a, ':'); i >= 0 && !strings.Contains(a[:i], ":") {
+		return a[:i]
 	}
 	return a
 }
 
-// Observe queues one request's line. It never blocks: when the queue is
-// full, or the log is closed, the line is dropped and counted.
-func (l *Logger) Observe(r *observe.RequestLog) {
-	if l.closed.Load() {
-		l.dropped.Add(1)
-		return
+// appendEntry formats one entry in the logger's format.
+func (l *Logger) appendEntry(b []byte, r *observe.RequestLog) []byte {
+	switch l.opts.Format {
+	case Common:
+		return AppendCommon(b, r)
+	case Console:
+		return l.appendConsole(b, r)
 	}
-	select {
-	case l.ch <- *r:
-	default:
-		l.dropped.Add(1)
-	}
-}
-
-// Dropped is how many lines were dropped.
-func (l *Logger) Dropped() uint64 { return l.dropped.Load() }
-
-// Written is how many lines were written.
-func (l *Logger) Written() uint64 { return l.written.Load() }
-
-// Reopen closes and reopens a file output (after log rotation); for
-// stderr and stdout it only flushes.
-func (l *Logger) Reopen() error {
-	if l.closed.Load() {
-		return nil
-	}
-	errc := make(chan error, 1)
-	select {
-	case l.reopen <- errc:
-		return <-errc
-	case <-l.done:
-		return nil
-	}
-}
-
-// Close writes what is queued and stops the writer. Lines observed after
-// Close are dropped.
-func (l *Logger) Close() error {
-	l.once.Do(func() {
-		l.closed.Store(true)
-		close(l.stop)
-	})
-	<-l.done
-	return nil
-}
-
-func (l *Logger) run() {
-	defer close(l.done)
-	for {
-		select {
-		case r := <-l.ch:
-			l.write(&r)
-			// Drain what else is queued before flushing: one write per
-			// batch.
-			for n := len(l.ch); n > 0; n-- {
-				r := <-l.ch
-				l.write(&r)
-			}
-			l.buf.Flush()
-		case errc := <-l.reopen:
-			errc <- l.doReopen()
-		case <-l.stop:
-			for n := len(l.ch); n > 0; n-- {
-				r := <-l.ch
-				l.write(&r)
-			}
-			l.buf.Flush()
-			if l.file != nil {
-				l.file.Close()
-			}
-			return
-		}
-	}
-}
-
-func (l *Logger) doReopen() error {
-	l.buf.Flush()
-	if l.file == nil {
-		return nil
-	}
-	f, err := openFile(l.output)
-	if err != nil {
-		return err // keep writing to the old file
-	}
-	l.file.Close()
-	l.file = f
-	l.setWriter(f)
-	return nil
-}
-
-func (l *Logger) write(r *observe.RequestLog) {
-	if l.format == Common {
-		l.line = AppendCommon(l.line[:0], r)
-		l.buf.Write(l.line)
-	} else {
-		l.json.Handle(context.Background(), Record(r))
-	}
-	l.written.Add(1)
-}
-
-// Record is the slog record of one request: time (the request's end),
-// msg "request", then the request's attributes.
-func Record(r *observe.RequestLog) slog.Record {
-	rec := slog.NewRecord(r.Start.Add(r.Duration), slog.LevelInfo, "request", 0)
-	rec.AddAttrs(
-		slog.String("remote", r.Remote.Addr().String()),
-		slog.String("client_ip", clientIP(r).String()),
-		slog.String("proto", r.Proto),
-		slog.String("method", r.Method),
-		slog.String("host", r.Authority),
-		slog.String("uri", r.Path),
-		slog.Int("status", r.Status),
-		slog.Int64("bytes", r.BytesOut),
-		slog.Float64("duration", r.Duration.Seconds()),
-		slog.String("upstream", r.Upstream),
-		slog.Bool("reused", r.Reused),
-		slog.String("poller", r.Poller),
-		slog.Int("loop", r.Loop),
-	)
-	if r.User != "" {
-		rec.AddAttrs(slog.String("user_id", r.User)) // Caddy's name for it
-	}
-	if r.Reason != observe.ReasonNone {
-		// error in words, as the client read it; reason as the metrics
-		// label it, for filtering.
-		rec.AddAttrs(slog.String("error", r.ErrorText()), slog.String("reason", r.Reason.String()))
-	}
-	if r.Tunnel {
-		// One line per tunnel, when it ends: bytes is the origin's
-		// direction, bytes_in the client's, duration its whole life.
-		rec.AddAttrs(slog.Bool("tunnel", true), slog.Int64("bytes_in", r.BytesIn),
-			slog.String("tunnel_end", r.TunnelEnd()))
-	}
-	return rec
+	return l.appendJSON(b, r)
 }
 
 // AppendCommon appends r in the Common Log Format, followed by pollproxy's

@@ -50,7 +50,6 @@ import (
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy/ab"
-	"github.com/pollproxy/pollproxy/proxy/accesslog"
 	"github.com/pollproxy/pollproxy/proxy/config"
 	"github.com/pollproxy/pollproxy/proxy/metrics"
 	"github.com/pollproxy/pollproxy/proxy/server"
@@ -122,8 +121,7 @@ type Instance struct {
 	admin     *http.Server
 	http      *http.Server                   // ACME HTTP-01 answers and redirects to HTTPS
 	redirects atomic.Pointer[map[string]int] // the names http redirects, with their HTTPS ports
-	alog      *accesslog.Logger
-	servers   map[string]*server.Server // by configured listen address
+	servers   map[string]*server.Server      // by configured listen address
 	upstreams map[string]*upstream.Upstream
 	watch     upstreamWatch // re-resolution off the loops (upstreams.go)
 	running   *plan         // the plan serving now, whose handlers the next reload retires
@@ -202,9 +200,7 @@ func (in *Instance) start(cfg *config.Config) error {
 	for _, l := range cfg.Listeners() {
 		srv, err := in.newServer(cfg, p, l)
 		if err != nil {
-			if p.newLog {
-				p.alog.Close()
-			}
+			p.logs.abandon()
 			return err
 		}
 		in.servers[l.Addr] = srv
@@ -295,9 +291,7 @@ func (in *Instance) reload(file string) error {
 	added := map[string]*server.Server{}
 	for _, l := range listeners {
 		if srv := in.servers[l.Addr]; srv != nil && srv.Cleartext() != l.Cleartext {
-			if p.newLog {
-				p.alog.Close()
-			}
+			p.logs.abandon()
 			return &config.Error{Pos: l.Hosts[0].Site.Pos, Msg: fmt.Sprintf("listener %s changes between HTTP and HTTPS: that takes a restart", l.Addr)}
 		}
 	}
@@ -310,9 +304,7 @@ func (in *Instance) reload(file string) error {
 			for _, s := range added {
 				s.Close()
 			}
-			if p.newLog {
-				p.alog.Close()
-			}
+			p.logs.abandon()
 			return err
 		}
 		added[l.Addr] = srv
@@ -349,10 +341,8 @@ func (in *Instance) reload(file string) error {
 	in.reloadPollers(in.cfg.Pollers, cfg.Pollers)
 	in.reloadHTTP(cfg)
 	in.warnRestart(cfg)
-	if p.alog != nil && !p.newLog {
-		if err := p.alog.Reopen(); err != nil {
-			in.log.Error("access log reopen failed, still writing the old file", "error", err)
-		}
+	if err := p.logs.reopen(); err != nil {
+		in.log.Error("access log reopen failed, still writing the old file", "error", err)
 	}
 	in.commit(p)
 	in.log.Info("reloaded", "config", file, "sites", len(cfg.Sites), "listeners", len(listeners))
@@ -463,8 +453,8 @@ func (in *Instance) Close() {
 	if in.http != nil {
 		in.http.Close()
 	}
-	if in.alog != nil {
-		in.alog.Close()
+	if in.running != nil {
+		in.running.logs.closeAll()
 	}
 	if in.certs != nil {
 		in.certs.Close()

@@ -44,6 +44,7 @@ func TestEndToEnd(t *testing.T) {
 }
 
 localhost:%[4]d {
+	log
 	reverse_proxy %[5]s {
 		header_up X-Site files
 		header_down -X-Origin
@@ -52,6 +53,7 @@ localhost:%[4]d {
 }
 
 *.localhost:%[4]d {
+	log
 	reverse_proxy %[8]s {
 		header_up X-Site internal
 	}
@@ -150,6 +152,7 @@ func TestReload(t *testing.T) {
 }
 
 localhost:%d {
+	log
 	reverse_proxy %s {
 		lb_policy first
 		%s
@@ -189,7 +192,7 @@ localhost:%d {
 
 	// A broken file is refused, with its line, and the old one kept.
 	os.WriteFile(file, conf(b.addr, "lb_policy fastest"), 0o644)
-	want := file + `:14: reverse_proxy: lb_policy: unknown policy "fastest" (want round_robin, least_conn, first, random`
+	want := file + `:15: reverse_proxy: lb_policy: unknown policy "fastest" (want round_robin, least_conn, first, random`
 	if err := r.in.Reload(); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("reload of a broken file: %v, want %s", err, want)
 	}
@@ -213,10 +216,16 @@ localhost:%d {
 	if err := json.Unmarshal([]byte(lines[0]), &rec); err != nil {
 		t.Fatal(err)
 	}
-	for k, v := range map[string]any{"msg": "request", "method": "GET", "uri": "/", "status": 200.0, "proto": "HTTP/2.0",
-		"host": fmt.Sprintf("localhost:%d", port), "upstream": a.addr, "poller": "poll", "loop": 0.0} {
+	req, _ := rec["request"].(map[string]any)
+	for k, v := range map[string]any{"msg": "handled request", "logger": "http.log.access", "status": 200.0,
+		"upstream": a.addr, "poller": "poll", "loop": 0.0} {
 		if rec[k] != v {
 			t.Errorf("JSON %s = %v, want %v", k, rec[k], v)
+		}
+	}
+	for k, v := range map[string]any{"method": "GET", "uri": "/", "proto": "HTTP/2.0", "host": fmt.Sprintf("localhost:%d", port)} {
+		if req[k] != v {
+			t.Errorf("JSON request.%s = %v, want %v", k, req[k], v)
 		}
 	}
 }

@@ -43,9 +43,10 @@ func gaugesAcrossSwitch(t *testing.T, backend string, accessLog bool) {
 	certFile, keyFile, roots := filePair(t, dir)
 	port, adminPort := servertest.FreePort(t), servertest.FreePort(t)
 	admin := fmt.Sprintf("127.0.0.1:%d", adminPort)
-	logBlock := ""
+	logBlock, siteLog := "", ""
 	if accessLog {
 		logBlock = fmt.Sprintf("\tlog {\n\t\toutput %s\n\t}\n", filepath.Join(dir, "access.log"))
+		siteLog = "log"
 	}
 	file := filepath.Join(dir, "Caddyfile")
 	// A short upstream keepalive lets the pooled connections close on
@@ -58,6 +59,7 @@ func gaugesAcrossSwitch(t *testing.T, backend string, accessLog bool) {
 %s}
 
 localhost:%d {
+	%s
 	reverse_proxy %s {
 		transport http {
 			keepalive 100ms
@@ -65,7 +67,7 @@ localhost:%d {
 	}
 	tls %s %s
 }
-`, admin, filepath.Join(dir, "storage"), logBlock, port, streamOrigin(t), certFile, keyFile)), 0o644)
+`, admin, filepath.Join(dir, "storage"), logBlock, port, siteLog, streamOrigin(t), certFile, keyFile)), 0o644)
 	r := start(t, file, Options{Pollers: []string{backend}})
 	base := fmt.Sprintf("https://localhost:%d", port)
 	rest := gauges(t, admin)

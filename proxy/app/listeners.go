@@ -14,7 +14,6 @@ import (
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy"
-	"github.com/pollproxy/pollproxy/proxy/accesslog"
 	"github.com/pollproxy/pollproxy/proxy/config"
 	"github.com/pollproxy/pollproxy/proxy/metrics"
 	"github.com/pollproxy/pollproxy/proxy/observe"
@@ -48,11 +47,17 @@ func (in *Instance) newHandler(p *plan, l *config.Listener) func(*netpoll.Loop) 
 				// The listener's servers { trusted_proxies client_ip_headers timeouts { read_body } }
 				pc.TrustedProxies, pc.ClientIPHeaders = so.TrustedProxies, so.ClientIPHeaders
 				pc.ReadBodyTimeout, pc.ClientIP = so.ReadBodyTimeout, clientIP
+				pc.LogHeaders = len(p.logs.sites[s]) > 0
 				ph := proxy.NewHandler(loop, pc)
 				p.track(loop, s, ph)
 				proxies = append(proxies, ph)
 			}
 			h := siteHandler(s.Table(), proxies, clientIP, loop)
+			if rh, ok := h.(*route.Handler); ok && len(p.logs.sites[s]) > 0 {
+				// What the routes answer themselves goes to the access
+				// logs too (the metrics count proxied requests).
+				rh.Observe(siteObserver{logs: p.logs.sites[s]}, true)
+			}
 			bySite[s] = h
 			return h
 		}
@@ -92,40 +97,21 @@ func clientIPFunc(so *config.ServerOptions) route.ClientIPFunc {
 }
 
 // observer is what watches a site's requests on one loop: the metrics,
-// the access log, both or nothing.
+// the site's access logs, both or nothing.
 func (in *Instance) observer(loop *netpoll.Loop, p *plan, s *config.Site) observe.Observer {
 	var m *metrics.LoopObserver
 	if in.metrics != nil {
 		m = in.metrics.ForLoop(loop, observe.Upstreams(p.siteUps[s]))
 	}
+	logs := p.logs.sites[s]
 	switch {
-	case m != nil && p.alog != nil:
-		return bothObservers{m, p.alog}
+	case len(logs) > 0:
+		return siteObserver{m, logs}
 	case m != nil:
 		return m
-	case p.alog != nil:
-		return p.alog
 	}
 	return nil
 }
-
-// bothObservers feeds the metrics and the access log.
-type bothObservers struct {
-	m *metrics.LoopObserver
-	l *accesslog.Logger
-}
-
-func (o bothObservers) Observe(r *observe.RequestLog) {
-	o.m.Observe(r)
-	o.l.Observe(r)
-}
-
-// UpstreamFailed and TunnelOpened are the metrics' alone.
-func (o bothObservers) UpstreamFailed(upstream string, r observe.Reason) {
-	o.m.UpstreamFailed(upstream, r)
-}
-
-func (o bothObservers) TunnelOpened(r *observe.RequestLog) { o.m.TunnelOpened(r) }
 
 func (in *Instance) newServer(cfg *config.Config, p *plan, l *config.Listener) (*server.Server, error) {
 	so := cfg.ServerOptionsFor(l.Addr)

@@ -3,14 +3,12 @@ package app
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy"
-	"github.com/pollproxy/pollproxy/proxy/accesslog"
 	"github.com/pollproxy/pollproxy/proxy/config"
 	"github.com/pollproxy/pollproxy/proxy/h2"
 	"github.com/pollproxy/pollproxy/proxy/metrics"
@@ -19,14 +17,13 @@ import (
 )
 
 // plan is a configuration made ready to serve: upstreams resolved,
-// certificates managed, the access log open.
+// certificates managed, the access logs open.
 type plan struct {
 	cfg       *config.Config
 	upstreams map[string]*upstream.Upstream
 	proxies   map[*config.Proxy]proxy.Config
 	siteUps   map[*config.Site][]*upstream.Upstream
-	alog      *accesslog.Logger
-	newLog    bool          // alog was opened for this plan
+	logs      *accessLogs
 	built     builtHandlers // its per-loop proxy handlers, retired by the next reload (streams.go)
 }
 
@@ -77,17 +74,11 @@ func (in *Instance) prepare(cfg *config.Config) (*plan, error) {
 			return nil, err
 		}
 	}
-	if cfg.Log != nil {
-		if in.alog != nil && in.cfg != nil && reflect.DeepEqual(in.cfg.Log, cfg.Log) {
-			p.alog = in.alog
-		} else {
-			l, err := accesslog.Open(cfg.Log.Format, cfg.Log.Output, accesslog.DefaultQueue)
-			if err != nil {
-				return nil, err
-			}
-			p.alog, p.newLog = l, true
-		}
+	logs, err := in.openLogs(cfg)
+	if err != nil {
+		return nil, err
 	}
+	p.logs = logs
 	return p, nil
 }
 
@@ -123,15 +114,14 @@ func (in *Instance) upstream(p *plan, name string) (*upstream.Upstream, error) {
 // commit makes p the running plan's bookkeeping: upstreams, metrics
 // source, access log.
 func (in *Instance) commit(p *plan) {
-	old := in.alog
-	in.cfg, in.upstreams, in.alog = p.cfg, p.upstreams, p.alog
+	if in.running != nil {
+		// Requests in flight on the old handlers may still finish into
+		// the old logs; they get the grace period.
+		p.logs.retire(in.running.logs, p.cfg.GracePeriod)
+	}
+	in.cfg, in.upstreams = p.cfg, p.upstreams
 	in.watch.update(p)
 	in.running = p
-	if old != nil && old != p.alog {
-		// Requests in flight on the old handlers may still finish into
-		// the old log; give them the grace period.
-		time.AfterFunc(p.cfg.GracePeriod, func() { old.Close() })
-	}
 	if in.metrics == nil {
 		return
 	}
@@ -144,8 +134,8 @@ func (in *Instance) commit(p *plan) {
 	for _, up := range p.upstreams {
 		src.Upstreams = append(src.Upstreams, up)
 	}
-	if l := p.alog; l != nil {
-		src.AccessLogDropped = l.Dropped
+	if len(p.logs.writers) > 0 {
+		src.AccessLogDropped = p.logs.dropped
 	}
 	in.metrics.SetSource(src)
 }

@@ -71,9 +71,17 @@ type Config struct {
 	// Servers are the servers ADDR blocks, for the listener at ADDR alone.
 	Servers     []*ServerOptions
 	GracePeriod time.Duration
-	// Log is the access log; nil when there is none.
-	Log   *Log
-	Sites []*Site
+	// Log is the default logger (the global log option without a name, or
+	// log default): the output, format and level of the sites' logs that
+	// set none themselves; nil without one. Loggers are every global log
+	// option by name, the default one included.
+	Log     *Log
+	Loggers map[string]*Log
+	// LogCredentials keeps Cookie, Set-Cookie, Authorization and
+	// Proxy-Authorization values in access logs (servers {
+	// log_credentials }); by default they read REDACTED.
+	LogCredentials bool
+	Sites          []*Site
 	// NoExtendedConnect switches RFC 8441 off (h2_extended_connect off).
 	NoExtendedConnect bool
 }
@@ -128,12 +136,6 @@ type Timeouts struct {
 	Write      time.Duration // Caddy's write: the whole response (kept for the front ends)
 }
 
-// Log configures the access log.
-type Log struct {
-	Format string // "json" or "common"
-	Output string // "stderr", "stdout" or a file name
-}
-
 // Site is one site block: the addresses it answers and its routes.
 type Site struct {
 	Pos   Pos
@@ -145,6 +147,9 @@ type Site struct {
 	Proxies []*Proxy
 	Proxy   Proxy
 	TLS     TLS
+	// Logs are the site's log directives: its requests' access logs
+	// (none without one, as in Caddy).
+	Logs []*Log
 }
 
 // AllProxies is every reverse proxy the site uses, in the order its route

@@ -119,7 +119,7 @@ localhost:8443 {
 	if len(c.TrustedProxies) != 7 || c.TrustedProxies[0].String() != "10.1.0.0/16" || strings.Join(c.ClientIPHeaders, ",") != "X-Real-IP,X-Forwarded-For" {
 		t.Errorf("trusted %v client_ip_headers %v", c.TrustedProxies, c.ClientIPHeaders)
 	}
-	if c.Log == nil || *c.Log != (Log{"common", "stdout"}) {
+	if c.Log == nil || c.Log.Format != "common" || c.Log.Output.Kind != "stdout" {
 		t.Errorf("log %+v", c.Log)
 	}
 	if len(c.Sites) != 4 {
@@ -171,7 +171,7 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("listeners %+v", ls)
 	}
 	c = mustParse(t, "{\n\tadmin off\n\tlog\n}\nlocalhost:8443 {\n\treverse_proxy 127.0.0.1:8080\n}\n")
-	if c.Admin != "" || c.Log == nil || *c.Log != (Log{"json", "stderr"}) {
+	if c.Admin != "" || c.Log == nil || c.Log.Name != DefaultLoggerName || c.Log.Output.Kind != "" {
 		t.Errorf("admin off / log %+v %+v", c, c.Log)
 	}
 }
@@ -410,7 +410,7 @@ func TestErrors(t *testing.T) {
 		{"bad grace", "{\n\tgrace_period -1s\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
 			`Caddyfile:2: grace_period: "-1s": want a positive duration`},
 		{"bad log format", "{\n\tlog {\n\t\tformat xml\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
-			`Caddyfile:3: log: format: unknown format "xml" (want json, common)`},
+			`Caddyfile:3: log: format: unknown format "xml" (want json, console or filter)`},
 		{"unclosed block", "localhost {\n\treverse_proxy 127.0.0.1:8080 {\n",
 			`Caddyfile:2: unexpected EOF`},
 		{"no sites", "{\n\tloops 2\n}\n", `Caddyfile:1: no site block`},

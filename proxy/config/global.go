@@ -13,7 +13,7 @@ import (
 )
 
 var globalOptions = []string{"poller", "loops", "admin", "email", "acme_ca", "storage",
-	"default_bind", "http_port", "https_port", "auto_https", "servers", "grace_period", "log", "h2_extended_connect",
+	"default_bind", "http_port", "https_port", "auto_https", "servers", "grace_period", "log", "order", "h2_extended_connect",
 	"ab_interval", "ab_rotate", "metrics"}
 
 func (p *parser) global(b caddyfile.ServerBlock) {
@@ -111,7 +111,9 @@ func (p *parser) global(b caddyfile.ServerBlock) {
 			p.errf(d, "timeouts is not a global option: as in Caddy, write servers { timeouts { read_header 10s  idle 60s } }")
 			skipBlock(d)
 		case "log":
-			p.log(d)
+			p.globalLog(d)
+		case "order":
+			p.orderOption(d)
 		case "h2_extended_connect":
 			p.extendedConnect(d)
 		case "ab_interval":
@@ -268,8 +270,15 @@ func (p *parser) servers(d *caddyfile.Dispenser) {
 			p.metrics(d, "servers_metrics")
 		case "protocols":
 			p.protocols(d)
+		case "log_credentials":
+			p.noArgs(d, label)
+			if c.Addr != "" {
+				// The access logs are the sites', whatever their listener.
+				p.errf(d, "servers %s: log_credentials for one listener is not supported by pollproxy (write it in servers { })", c.Addr)
+			}
+			p.cfg.LogCredentials = true
 		default:
-			p.notOurs(d, "servers: ", sub, unsupportedServers, "timeouts, trusted_proxies, client_ip_headers, max_header_size, listener_wrappers, protocols, metrics")
+			p.notOurs(d, "servers: ", sub, unsupportedServers, "timeouts, trusted_proxies, client_ip_headers, max_header_size, listener_wrappers, protocols, metrics, log_credentials")
 		}
 	}
 }
@@ -316,35 +325,6 @@ func (p *parser) timeouts(d *caddyfile.Dispenser) {
 			t.Handshake = p.durationArg(d, "timeouts: "+sub)
 		default:
 			p.errf(d, "timeouts: unknown timeout %q (want read_body, read_header, write, idle, or pollproxy's handshake)", sub)
-			d.RemainingArgs()
-			skipBlock(d)
-		}
-	}
-}
-
-func (p *parser) log(d *caddyfile.Dispenser) {
-	l := &Log{Format: "json", Output: "stderr"}
-	p.cfg.Log = l
-	if d.CountRemainingArgs() > 0 {
-		p.errf(d, "log: want no argument, or a block: log { format json|common  output stderr|stdout|FILE }")
-		d.RemainingArgs()
-	}
-	for n := d.Nesting(); d.NextBlock(n); {
-		sub := d.Val()
-		switch sub {
-		case "format":
-			if v, ok := p.oneArg(d, "log: format", "json or common"); ok {
-				if v != "json" && v != "common" {
-					p.errf(d, "log: format: unknown format %q (want json, common)", v)
-				}
-				l.Format = v
-			}
-		case "output":
-			if v, ok := p.oneArg(d, "log: output", "stderr, stdout or a file name"); ok {
-				l.Output = v
-			}
-		default:
-			p.errf(d, "log: unknown option %q (want format, output)", sub)
 			d.RemainingArgs()
 			skipBlock(d)
 		}

@@ -53,6 +53,7 @@ func Parse(filename string, body []byte) (*Config, error) {
 	if len(p.errs) == 0 && len(p.cfg.Sites) == 0 {
 		p.errAt(Pos{filename, 1}, "no site block (want e.g. \"localhost:8443 { reverse_proxy :8080 }\")")
 	}
+	p.resolveLogs()
 	p.schemes()
 	p.checkDuplicates()
 	if len(p.errs) > 0 {
@@ -69,10 +70,13 @@ func Parse(filename string, body []byte) (*Config, error) {
 }
 
 type parser struct {
-	cfg   *Config
-	errs  Errors
-	named map[string]route.Matcher // the site's named matchers
-	srv   *ServerOptions           // the servers block being read
+	cfg        *Config
+	errs       Errors
+	named      map[string]route.Matcher // the site's named matchers
+	logCounter int                      // the next unnamed site log is "log" + logCounter
+	order      []string                 // the directive order, after the order options (order.go)
+	ranks      map[string]int
+	srv        *ServerOptions // the servers block being read
 	// seenServers are the listeners servers blocks named ("": the global one).
 	seenServers map[string]bool
 }

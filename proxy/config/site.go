@@ -16,16 +16,15 @@ import (
 
 var siteDirectives = []string{"reverse_proxy", "handle", "handle_path", "route", "redir", "respond",
 	"header", "request_header", "uri", "rewrite", "abort", "basic_auth", "root", "file_server", "try_files",
-	"tls", "@name (a named matcher)"}
+	"request_body", "log_skip", "log", "tls", "@name (a named matcher)"}
 
-// directiveOrder is Caddy's default order of the directives pollproxy
-// implements (handle_path sorts as handle; basicauth is basic_auth's
-// older name, which Caddy still reads and sorts just before it).
-var directiveOrder = map[string]int{
-	"root": 0, "header": 1, "redir": 2, "rewrite": 3, "uri": 4, "try_files": 5, "basicauth": 6, "basic_auth": 7,
-	"request_header": 8, "handle": 9, "route": 10, "abort": 11, "respond": 12, "reverse_proxy": 13,
-	"file_server": 14,
-}
+// implemented are the route directives pollproxy compiles, sorted in
+// the configuration's directive order (order.go; handle_path sorts as
+// handle, skip_log is log_skip's older name and basicauth basic_auth's,
+// which Caddy still reads and sorts just before them).
+var implemented = set("root", "skip_log", "log_skip", "header", "request_body", "redir", "rewrite", "uri",
+	"try_files", "basicauth", "basic_auth", "request_header", "handle", "route", "abort", "respond",
+	"reverse_proxy", "file_server")
 
 // value is one routing directive before sorting: Caddy's "config value".
 type value struct {
@@ -51,6 +50,10 @@ func (p *parser) site(b caddyfile.ServerBlock) {
 	for _, seg := range b.Segments {
 		d := caddyfile.NewDispenser(seg)
 		d.Next()
+		if d.Val() == "log" {
+			p.siteLog(s, d)
+			continue
+		}
 		if d.Val() == "tls" {
 			if seenTLS {
 				p.errf(d, "tls: a site has one tls directive (the first is at %s)", s.TLS.Pos)
@@ -111,7 +114,7 @@ func (p *parser) routeList(s *Site, ds []*caddyfile.Dispenser, ordered bool) []r
 		}
 	}
 	if ordered {
-		sortValues(vals)
+		sortValues(vals, p.rank())
 	}
 	handles := 0
 	for _, v := range vals {
@@ -134,14 +137,14 @@ func (p *parser) routeList(s *Site, ds []*caddyfile.Dispenser, ordered bool) []r
 	return nodes
 }
 
-// sortValues is Caddy's sortRoutes: directive order first; within one
-// directive, a single path matcher sorts longest (trailing * trimmed)
+// sortValues is Caddy's sortRoutes: directive order (rank) first; within
+// one directive, a single path matcher sorts longest (trailing * trimmed)
 // first, and routes with a matcher before those without.
-func sortValues(vals []value) {
+func sortValues(vals []value, rank map[string]int) {
 	sort.SliceStable(vals, func(i, j int) bool {
 		a, b := vals[i], vals[j]
 		if a.directive != b.directive {
-			return directiveOrder[a.directive] < directiveOrder[b.directive]
+			return rank[a.directive] < rank[b.directive]
 		}
 		if len(a.paths) == 1 && len(b.paths) == 1 {
 			at, bt := strings.TrimSuffix(a.paths[0], "*"), strings.TrimSuffix(b.paths[0], "*")
@@ -162,10 +165,10 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 	d.Next()
 	name := d.Val()
 	v := value{directive: name}
-	if _, known := directiveOrder[name]; !known && name != "handle_path" {
+	if !implemented[name] && name != "handle_path" {
 		switch {
-		case name == "tls":
-			p.errf(d, "tls: belongs at the top of a site block, not inside %s", "a route")
+		case name == "tls" || name == "log":
+			p.errf(d, "%s: belongs at the top of a site block, not inside %s", name, "a route")
 		case unsupportedDirectives[name]:
 			p.errf(d, "%s is not supported by pollproxy", name)
 		default:
@@ -247,11 +250,47 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 			p.errf(d, "abort: takes only a matcher")
 		}
 		n.Kind = route.Abort
+	case "log_skip", "skip_log":
+		v.directive = "log_skip"
+		if args := d.RemainingArgs(); len(args) > 0 {
+			p.errf(d, "%s: takes only a matcher", name)
+		}
+		n.Kind = route.LogSkip
+	case "request_body":
+		p.requestBody(d, n)
+		return v, true
 	}
 	if at, ok := openedBlock(d); ok {
 		p.errAt(at, "%s: takes no block here", name)
 	}
 	return v, true
+}
+
+// requestBody reads request_body [matcher] { max_size SIZE }.
+func (p *parser) requestBody(d *caddyfile.Dispenser, n *route.Node) {
+	n.Kind = route.RequestBody
+	if args := d.RemainingArgs(); len(args) > 0 {
+		p.errf(d, "request_body: want a matcher and a block: request_body { max_size 10MB }")
+	}
+	for nest := d.Nesting(); d.NextBlock(nest); {
+		switch sub := d.Val(); sub {
+		case "max_size":
+			if v, ok := p.oneArg(d, "request_body: max_size", "a size such as 10MB"); ok {
+				size, err := parseSize(v)
+				if err != nil || size < 0 {
+					p.errf(d, "request_body: max_size: %q: want a size such as 10MB", v)
+				}
+				n.MaxBody = int64(size)
+			}
+		case "set":
+			p.errf(d, "request_body: set is not supported by pollproxy")
+			d.RemainingArgs()
+		default:
+			p.errf(d, "request_body: unrecognized subdirective %q (want max_size)", sub)
+			d.RemainingArgs()
+			skipBlock(d)
+		}
+	}
 }
 
 // redir reads redir [matcher] to [code], with Caddy's codes: temporary

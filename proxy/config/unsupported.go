@@ -28,20 +28,20 @@ func set(names ...string) map[string]bool {
 	return m
 }
 
-var unsupportedGlobal = set("debug", "http_port_https", "order", "storage_clean_interval",
+var unsupportedGlobal = set("debug", "http_port_https", "storage_clean_interval",
 	"renew_interval", "ocsp_interval", "ocsp_stapling", "local_certs", "skip_install_trust",
 	"acme_ca_root", "acme_eab", "acme_dns", "cert_issuer", "key_type", "on_demand_tls", "preferred_chains",
 	"pki", "events", "persist_config", "filesystem", "cert_lifetime", "grace_period_http",
 	"shutdown_delay", "default_sni", "fallback_sni", "dns", "ech", "tracing", "ocsp", "renewal_window_ratio")
 
 var unsupportedServers = set("strict_sni_host", "keepalive_interval",
-	"keepalive_idle", "keepalive_count", "trusted_proxies_strict", "log_credentials", "name",
+	"keepalive_idle", "keepalive_count", "trusted_proxies_strict", "name",
 	"enable_full_duplex", "trace", "listen_protocols", "0rtt", "max_header_bytes")
 
 var unsupportedDirectives = set("abort_with", "acme_server", "bind", "encode",
-	"error", "forward_auth", "fs", "handle_errors", "import", "intercept", "invoke", "log",
-	"log_append", "log_name", "log_skip", "log_level", "map", "method", "metrics", "php_fastcgi", "push",
-	"request_body", "skip_log", "templates", "tracing", "vars", "copy_response",
+	"error", "forward_auth", "fs", "handle_errors", "import", "intercept", "invoke",
+	"log_append", "log_name", "log_level", "map", "method", "metrics", "php_fastcgi", "push",
+	"templates", "tracing", "vars", "copy_response",
 	"copy_response_headers", "timeouts")
 
 var unsupportedMatchers = set("vars", "vars_regexp", "tls", "path_regexp_all")

@@ -19,6 +19,8 @@ type ServerConfig struct {
 	// Scheme is reported as Request.Scheme (default "https": the transport
 	// beneath a front end is normally a TLS session).
 	Scheme string
+	// TLS is reported as Request.TLS: the connection's TLS, nil for none.
+	TLS *stream.TLSState
 	// HeaderTimeout bounds the time from a connection's start, or the first
 	// byte of a request, to the end of its head (default 10 s). A client
 	// that is slower gets 408 and a closed connection (slowloris defence).
@@ -374,7 +376,7 @@ func (c *ServerConn) bodyCanEnd() bool {
 // begin starts the exchange for the head just parsed.
 func (c *ServerConn) begin() error {
 	req := c.p.Request()
-	req.Scheme = c.cfg.Scheme
+	req.Scheme, req.TLS = c.cfg.Scheme, c.cfg.TLS
 	req.RemoteAddr = c.remote
 	if c.cfg.MaxRequestBody > 0 && req.ContentLength > c.cfg.MaxRequestBody {
 		return c.failRequest(&Error{413, "request body too large"})

@@ -3,6 +3,8 @@ package h2
 import (
 	"cmp"
 	"time"
+
+	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
 // Config holds the limits of one HTTP/2 server connection. The zero value of
@@ -11,6 +13,9 @@ type Config struct {
 	// Scheme is reported as stream.Request.Scheme: "https" when the
 	// connection arrived over TLS, "http" for cleartext (h2c). Default "https".
 	Scheme string
+	// TLS is reported as stream.Request.TLS: the connection's TLS, nil
+	// for none.
+	TLS *stream.TLSState
 
 	// MaxConcurrentStreams is advertised as SETTINGS_MAX_CONCURRENT_STREAMS.
 	// A HEADERS frame that would open one more stream is answered with

@@ -255,7 +255,7 @@ func (c *ServerConn) startRequest() error {
 	}
 	req := &s.req
 	req.Method = hb.method
-	req.Scheme = c.cfg.Scheme
+	req.Scheme, req.TLS = c.cfg.Scheme, c.cfg.TLS
 	req.Authority = authority
 	req.Path = hb.path
 	if hb.cookies > 1 {

@@ -7,6 +7,8 @@ package observe
 import (
 	"net/netip"
 	"time"
+
+	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
 // RequestLog describes one finished request, for access logs and metrics.
@@ -43,6 +45,38 @@ type RequestLog struct {
 	ClientIP netip.Addr
 	// User is the user basic_auth let in ({http.auth.user.id}), or "".
 	User string
+
+	// BytesRead is how many request body bytes the client sent (Caddy's
+	// bytes_read).
+	BytesRead int64
+	// Skip: a log_skip matched the request; access logs leave it out,
+	// metrics count it.
+	Skip bool
+	// Header and RespHeader are the request's fields and the response's
+	// as the origin sent them (Caddy's headers and resp_headers); filled
+	// only for observers that ask (the proxy's Config.LogHeaders), copies
+	// the observer may keep.
+	Header, RespHeader []stream.Field
+	// TLS is the request's TLS connection (nil over cleartext), shared
+	// read-only with the connection.
+	TLS *stream.TLSState
+}
+
+// Begin records req's facts at its start on a loop (loop, poller), with
+// the client address the proxy derived, and its fields when headers is
+// set and no log_skip matched.
+func (r *RequestLog) Begin(req *stream.Request, loop int, poller string, start time.Time, client netip.Addr, headers bool) {
+	*r = RequestLog{
+		Loop: loop, Poller: poller, Proto: req.Proto, Method: req.Method,
+		Authority: req.Authority, Path: req.Path, Remote: req.RemoteAddr, Start: start,
+		ClientIP: client, User: req.AuthUser, Skip: req.LogSkip, TLS: req.TLS,
+	}
+	if req.OriginalPath != "" {
+		r.Path = req.OriginalPath
+	}
+	if headers && !req.LogSkip {
+		r.Header = append([]stream.Field(nil), req.Header...)
+	}
 }
 
 // ErrorText is why pollproxy answered or reset, in words (Reason.Text),

@@ -61,6 +61,9 @@ const (
 	// ReasonBodyTimeout: the client's request body did not arrive within
 	// read_body.
 	ReasonBodyTimeout
+	// ReasonBodyTooLarge: the client's request body was longer than
+	// request_body max_size.
+	ReasonBodyTooLarge
 	// ReasonBadProtocol: an extended CONNECT named a protocol that cannot
 	// be written in Upgrade.
 	ReasonBadProtocol
@@ -97,6 +100,7 @@ var reasonNames = [NumReasons]string{
 	ReasonQueueTimeout:      "queue_timeout",
 	ReasonReadTimeout:       "read_timeout",
 	ReasonBodyTimeout:       "body_timeout",
+	ReasonBodyTooLarge:      "body_too_large",
 	ReasonBadProtocol:       "bad_protocol",
 	ReasonClientGone:        "client_gone",
 	ReasonRemoved:           "removed",
@@ -123,6 +127,7 @@ var reasonTexts = [NumReasons]string{
 	ReasonQueueTimeout:      "service unavailable: no upstream connection became free in time",
 	ReasonReadTimeout:       "upstream read timed out",
 	ReasonBodyTimeout:       "request timeout: the request body did not arrive in time",
+	ReasonBodyTooLarge:      "request body too large",
 	ReasonBadProtocol:       "bad request: unsupported :protocol",
 	ReasonClientGone:        "client went away",
 	ReasonRemoved:           "removed by reload",

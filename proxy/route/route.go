@@ -7,6 +7,7 @@ import (
 
 	"github.com/pollproxy/pollproxy/proxy/auth"
 	"github.com/pollproxy/pollproxy/proxy/fileserver"
+	"github.com/pollproxy/pollproxy/proxy/observe"
 	"github.com/pollproxy/pollproxy/proxy/static"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
@@ -42,6 +43,11 @@ const (
 	SetRoot
 	// FileServer answers with a file (file_server); terminal.
 	FileServer
+	// LogSkip leaves the request out of the access log (log_skip).
+	LogSkip
+	// RequestBody bounds the request body a reverse proxy forwards
+	// (request_body max_size: MaxBody).
+	RequestBody
 )
 
 // URI operations.
@@ -88,6 +94,7 @@ type Node struct {
 	Root       string             // SetRoot; FileServer's own root ("": the request's)
 	Files      *fileserver.Server // FileServer
 	FileTarget bool               // Rewrite: to {http.matchers.file.relative}, then To
+	MaxBody    int64              // RequestBody: max_size (0: no bound)
 }
 
 // Table is one site's compiled routes, shared read-only by every loop.
@@ -107,6 +114,10 @@ type Handler struct {
 	auths    []authStep // basic_auth directives it matched, in order
 	fields   []stream.Field
 	checks   checks // basic_auth's checks off the loop (basicauth.go)
+
+	obs        observe.Observer // the site's access logs, for the answers the routes make (answerlog.go)
+	clock      LoopClock
+	logHeaders bool
 }
 
 // Poster runs a function on the loop that owns a Handler:
@@ -125,6 +136,7 @@ func NewHandler(t *Table, proxies []stream.Handler, clientIP ClientIPFunc, loop 
 // Serve runs the routes over one request. Without a terminal route that
 // matches, the answer is an empty 200, as in Caddy.
 func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
+	req.OriginalPath = req.Path
 	path, header, user := req.Path, req.Header, req.AuthUser
 	n, vars := h.evaluate(req, nil)
 	if h.ctx.files != nil && len(h.ctx.files.pending) > 0 {
@@ -160,6 +172,16 @@ func (h *Handler) serveRouted(n *Node, vars reqVars, req *stream.Request, w stre
 // answer hands the request to the terminal route n (nil: none matched),
 // with the response edits resp.
 func (h *Handler) answer(n *Node, resp []*Node, vars reqVars, req *stream.Request, w stream.ResponseWriter) stream.Events {
+	if h.obs != nil && (n == nil || n.Kind != Proxy) {
+		// A reverse proxy observes its own requests.
+		w, a := h.observed(req, w)
+		return a.events(h.reply(n, resp, vars, req, w))
+	}
+	return h.reply(n, resp, vars, req, w)
+}
+
+// reply is answer's work, observed or not.
+func (h *Handler) reply(n *Node, resp []*Node, vars reqVars, req *stream.Request, w stream.ResponseWriter) stream.Events {
 	if len(resp) > 0 {
 		w = h.wrap(w, req, resp)
 	}
@@ -233,6 +255,10 @@ func (h *Handler) run(nodes []Node) *Node {
 				continue
 			}
 			return n
+		case LogSkip:
+			h.ctx.Req.LogSkip = true
+		case RequestBody:
+			h.ctx.Req.MaxBodySize = n.MaxBody
 		case Group:
 			if n.Strip != "" {
 				h.setPath(stripPrefix(h.ctx.Req.Path, n.Strip))

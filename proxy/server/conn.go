@@ -403,10 +403,17 @@ func (c *conn) handshakeProgress() {
 	}
 	c.state = stateOpen
 	t := c.ls.srv
-	if c.sess.ALPN() == "h2" {
-		c.proto = h2.NewServerConn(c, c.ls, t.cfg.H2)
+	cs := c.sess.ConnectionState()
+	info := &stream.TLSState{Resumed: cs.DidResume, Version: cs.Version, CipherSuite: cs.CipherSuite,
+		Proto: cs.NegotiatedProtocol, ServerName: cs.ServerName, ECH: cs.ECHAccepted}
+	if cs.NegotiatedProtocol == "h2" {
+		cfg := t.cfg.H2
+		cfg.TLS = info
+		c.proto = h2.NewServerConn(c, c.ls, cfg)
 	} else {
-		c.proto = h1.NewServerConn(c, c.ls, t.cfg.H1)
+		cfg := t.cfg.H1
+		cfg.TLS = info
+		c.proto = h1.NewServerConn(c, c.ls, cfg)
 	}
 	if c.ls.draining {
 		c.proto.Shutdown()

@@ -124,6 +124,20 @@ type Request struct {
 	// saved, oldest first: Caddy's {re.NAME.N} placeholders. Front ends
 	// leave it empty; routing appends.
 	Captures []Capture
+	// MaxBodySize bounds the request body a handler reads (Caddy's
+	// request_body max_size): a reverse proxy answers 413 when the body is
+	// longer and forwards no byte past it. 0: no bound. Routing sets it.
+	MaxBodySize int64
+	// LogSkip leaves the request out of the access log (Caddy's log_skip),
+	// not out of the metrics. Routing sets it.
+	LogSkip bool
+	// TLS is the connection's TLS, for access logs (Caddy's request.tls);
+	// nil over cleartext. Shared by the connection's requests, read-only.
+	TLS *TLSState
+	// OriginalPath is Path as the client sent it, before routing rewrote
+	// it: the access log's uri, as Caddy logs it. Routing sets it; ""
+	// means Path was not rewritten.
+	OriginalPath string
 }
 
 // Capture is one regexp match a matcher saved for the request's
@@ -158,6 +172,17 @@ func (c *Capture) Group(key string) (string, bool) {
 		return "", true
 	}
 	return c.Input[c.Index[2*i]:c.Index[2*i+1]], true
+}
+
+// TLSState is what an access log says of a request's TLS connection, as
+// Caddy logs it.
+type TLSState struct {
+	Resumed     bool
+	Version     uint16
+	CipherSuite uint16
+	Proto       string // the ALPN protocol
+	ServerName  string
+	ECH         bool
 }
 
 // Get returns the first value of the named field (name in lowercase).

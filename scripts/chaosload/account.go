@@ -126,7 +126,8 @@ func readEvents(in io.Reader, grace time.Duration) ([]window, map[string]int, er
 }
 
 // readAccessLog maps each request id of the load to the origin pollproxy
-// sent it to, from its JSON access log: the id is the second segment of
+// sent it to, from its JSON access log (Caddy's shape: request.uri, then
+// pollproxy's upstream): the id is the second segment of
 // the path, the upstream an address that names maps to an origin.
 func readAccessLog(in io.Reader, names map[string]string) (map[uint64]string, error) {
 	up := map[uint64]string{}
@@ -134,13 +135,15 @@ func readAccessLog(in io.Reader, names map[string]string) (map[uint64]string, er
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		var e struct {
-			URI      string `json:"uri"`
+			Request struct {
+				URI string `json:"uri"`
+			} `json:"request"`
 			Upstream string `json:"upstream"`
 		}
-		if json.Unmarshal(sc.Bytes(), &e) != nil || e.URI == "" {
+		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Request.URI == "" {
 			continue // pollproxy's own messages share the stream
 		}
-		path, _, _ := strings.Cut(e.URI, "?")
+		path, _, _ := strings.Cut(e.Request.URI, "?")
 		_, id, _, isLoad := parsePath(path)
 		if name, known := names[e.Upstream]; isLoad && known {
 			up[id] = name

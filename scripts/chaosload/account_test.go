@@ -33,10 +33,10 @@ func TestReadEvents(t *testing.T) {
 
 func TestReadAccessLog(t *testing.T) {
 	log := `{"time":"x","level":"INFO","msg":"reloading"}
-{"msg":"request","uri":"/up/17","status":502,"upstream":"127.0.0.1:9001"}
-{"msg":"request","uri":"/get/18/1024?x=1","status":200,"upstream":"127.0.0.1:9002"}
-{"msg":"request","uri":"/favicon.ico","status":200,"upstream":"127.0.0.1:9002"}
-{"msg":"request","uri":"/get/19/1","status":502,"upstream":""}
+{"msg":"handled request","request":{"uri":"/up/17"},"status":502,"upstream":"127.0.0.1:9001"}
+{"msg":"handled request","request":{"uri":"/get/18/1024?x=1"},"status":200,"upstream":"127.0.0.1:9002"}
+{"msg":"handled request","request":{"uri":"/favicon.ico"},"status":200,"upstream":"127.0.0.1:9002"}
+{"msg":"handled request","request":{"uri":"/get/19/1"},"status":502,"upstream":""}
 `
 	up, err := readAccessLog(strings.NewReader(log), map[string]string{"127.0.0.1:9001": "o1", "127.0.0.1:9002": "o2"})
 	if err != nil {
