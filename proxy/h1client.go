@@ -159,12 +159,20 @@ func (bc *backendConn) HandleEvent(ev netpoll.Event) {
 		// An orderly close is the origin's idle timeout: learn it, so the
 		// next connections close first. A TLS origin may send records
 		// that carry no data (a session ticket, a key update).
+		// A report with nothing behind it (io_uring's poll reports the
+		// socket's readiness again when it is re-armed) leaves it idle.
 		if bc.sess != nil {
 			if bc.idleTLS() {
 				return
 			}
-		} else if closed, _ := bc.peek(); closed {
-			bc.pool.up.LearnIdleClose(bc.pool.loop.Now().Sub(bc.idleSince))
+		} else {
+			closed, dead := bc.peek()
+			if !dead {
+				return
+			}
+			if closed {
+				bc.pool.up.LearnIdleClose(bc.pool.loop.Now().Sub(bc.idleSince))
+			}
 		}
 		bc.close()
 	case bcBusy:
