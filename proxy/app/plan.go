@@ -57,6 +57,10 @@ func (in *Instance) prepare(cfg *config.Config) (*plan, error) {
 			pc := rp.ProxyConfig(ups)
 			// servers { trusted_proxies client_ip_headers timeouts { read_body } }
 			pc.TrustedProxies = cfg.TrustedProxies
+			if len(rp.TrustedProxies) > 0 {
+				// reverse_proxy's own trusted_proxies adds to the servers'.
+				pc.TrustedProxies = append(slices.Clip(cfg.TrustedProxies), rp.TrustedProxies...)
+			}
 			pc.ClientIPHeaders = cfg.ClientIPHeaders
 			pc.ReadBodyTimeout = cfg.ReadBodyTimeout
 			pc.ClientIP = clientIPFunc(cfg)

@@ -7,7 +7,7 @@ import (
 
 // The configuration examples of Caddy's documentation (caddyserver.com/docs:
 // the reverse_proxy, handle, handle_path, route, redir, respond, header,
-// uri, rewrite and basic_auth directive pages and the request matchers page), each as
+// uri, rewrite, basic_auth and forward_auth directive pages and the request matchers page), each as
 // the Caddyfile a Caddy user would write. Every one validates, or fails
 // with "NAME is not supported by pollproxy" on the line that uses NAME.
 
@@ -147,6 +147,12 @@ var caddyDocExamples = []docExample{
 	{"matchers", docMatcher("@html-or-error file {path}.html {path} =404"), "Caddyfile:2: matcher file is not supported by pollproxy"},
 	{"matchers", docMatcher("@file `file()`"), "Caddyfile:2: expression: expression file(): file() is not supported by pollproxy"},
 	{"matchers", docMatcher("@upgrade header Connection *Upgrade*"), ""},
+	// forward_auth
+	{"forward_auth", "auth.example.com {\n\treverse_proxy authelia:9091\n}\n\napp1.example.com {\n\tforward_auth authelia:9091 {\n\t\turi /api/authz/forward-auth\n\t\tcopy_headers Remote-User Remote-Groups Remote-Name Remote-Email\n\t}\n\n\treverse_proxy app1:8080\n}\n", ""},
+	{"forward_auth", "app1.example.com {\n\troute {\n\t\treverse_proxy /outpost.goauthentik.io/* http://outpost.company:9000\n\n\t\tforward_auth http://outpost.company:9000 {\n\t\t\turi /outpost.goauthentik.io/auth/caddy\n\t\t\tcopy_headers X-Authentik-Username X-Authentik-Groups X-Authentik-Entitlements X-Authentik-Email X-Authentik-Name X-Authentik-Uid X-Authentik-Jwt X-Authentik-Meta-Jwks X-Authentik-Meta-Outpost X-Authentik-Meta-Provider X-Authentik-Meta-App X-Authentik-Meta-Version\n\t\t\ttrusted_proxies private_ranges\n\t\t}\n\n\t\treverse_proxy localhost:1234\n\t}\n}\n", ""},
+	{"forward_auth", docSite("forward_auth unix//run/tailscale.nginx-auth.sock {\n\turi /auth\n\theader_up Remote-Addr {remote_host}\n\theader_up Remote-Port {remote_port}\n\theader_up Original-URI {uri}\n\tcopy_headers {\n\t\tTailscale-User>X-Webauth-User\n\t\tTailscale-Name>X-Webauth-Name\n\t\tTailscale-Login>X-Webauth-Login\n\t\tTailscale-Tailnet>X-Webauth-Tailnet\n\t\tTailscale-Profile-Picture>X-Webauth-Profile-Picture\n\t}\n}\nreverse_proxy localhost:8080"), ""},
+	{"forward_auth", docSite("forward_auth authelia:9091 {\n\tcopy_headers Remote-User\n}"), "Caddyfile:2: forward_auth: the 'uri' subdirective is required"},
+
 	{"matchers", docMatcher("@foo {\n\theader Foo bar\n\theader Foo baz\n}"), ""},
 	{"matchers", docMatcher("@not_foo header !Foo"), ""},
 	{"matchers", docMatcher("@websockets `header({'Connection':'*Upgrade*','Upgrade':'websocket'}) || header({':protocol': 'websocket'})`"), ""},

@@ -164,7 +164,10 @@ type Address struct {
 type Proxy struct {
 	Pos       Pos
 	Upstreams []string // host:port
-	Policy    proxy.Policy
+	// TrustedProxies is reverse_proxy's own trusted_proxies: peers whose
+	// X-Forwarded-* this proxy passes on, besides servers' trusted_proxies.
+	TrustedProxies []netip.Prefix
+	Policy         proxy.Policy
 	// PolicyArg and CookieSecret: lb_policy header FIELD, query KEY,
 	// cookie NAME [SECRET], random_choose N; Weights: weighted_round_robin
 	// W... (at PolicyPos).

@@ -16,7 +16,7 @@ import (
 
 var proxyOptions = append([]string{"to", "lb_policy", "lb_retries", "lb_try_duration", "lb_try_interval",
 	"max_fails", "fail_duration", "unhealthy_status", "unhealthy_latency", "header_up", "header_down",
-	"flush_interval", "transport", "stream_timeout", "stream_close_delay", "dynamic"}, activeHealthOptions...)
+	"flush_interval", "transport", "stream_timeout", "stream_close_delay", "dynamic", "trusted_proxies"}, activeHealthOptions...)
 
 // reverseProxy reads one reverse_proxy directive (its matcher already
 // taken off the line).
@@ -91,6 +91,16 @@ func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
 			}
 		case "dynamic":
 			p.dynamic(d, &rp)
+		case "trusted_proxies":
+			args := d.RemainingArgs()
+			if len(args) == 0 {
+				p.errf(d, "%s: want IP ranges or private_ranges", label)
+			}
+			ranges, err := route.ParseRanges(args)
+			if err != nil {
+				p.errf(d, "%s: %v", label, err)
+			}
+			rp.TrustedProxies = append(rp.TrustedProxies, ranges...)
 		case "transport":
 			p.transport(d, &rp)
 		case "health_uri", "health_port", "health_upstream", "health_interval", "health_timeout", "health_status",

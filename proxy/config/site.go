@@ -15,14 +15,14 @@ import (
 )
 
 var siteDirectives = []string{"reverse_proxy", "handle", "handle_path", "route", "redir", "respond",
-	"header", "request_header", "uri", "rewrite", "abort", "basic_auth", "tls", "@name (a named matcher)"}
+	"header", "request_header", "uri", "rewrite", "abort", "basic_auth", "forward_auth", "tls", "@name (a named matcher)"}
 
 // directiveOrder is Caddy's default order of the directives pollproxy
 // implements (handle_path sorts as handle; basicauth is basic_auth's
 // older name, which Caddy still reads and sorts just before it).
 var directiveOrder = map[string]int{
-	"header": 1, "redir": 2, "rewrite": 3, "uri": 4, "basicauth": 5, "basic_auth": 6,
-	"request_header": 7, "handle": 8, "route": 9, "abort": 10, "respond": 11, "reverse_proxy": 12,
+	"header": 1, "redir": 2, "rewrite": 3, "uri": 4, "basicauth": 5, "basic_auth": 6, "forward_auth": 7,
+	"request_header": 8, "handle": 9, "route": 10, "abort": 11, "respond": 12, "reverse_proxy": 13,
 }
 
 // value is one routing directive before sorting: Caddy's "config value".
@@ -231,6 +231,8 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 		p.uri(d, n)
 	case "basic_auth", "basicauth":
 		p.basicAuth(d, n, name)
+	case "forward_auth":
+		p.forwardAuth(d, s, n)
 	case "abort":
 		if args := d.RemainingArgs(); len(args) > 0 {
 			p.errf(d, "abort: takes only a matcher")

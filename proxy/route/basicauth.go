@@ -75,23 +75,23 @@ func credentials(req *stream.Request) (user, password string, ok bool) {
 // credentials, or credentials this loop saw pass. The first that needs a
 // comparison parks the request until the pool's answer comes back through
 // the loop's task queue.
-func (h *Handler) authenticate(term *Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
+func (h *Handler) authenticate(term *Node, at *resumePoint, req *stream.Request, w stream.ResponseWriter) stream.Events {
 	user, pass, ok := credentials(req)
 	if !ok {
 		st := h.auths[0]
-		return h.answer(st.n, h.resp[:st.resp], req, w)
+		return h.answer(st.n, nil, h.resp[:st.resp], req, w)
 	}
 	for i, st := range h.auths {
 		hash, known := st.n.Auth.Lookup(user)
 		if known && h.checks.cache != nil && h.checks.cache.Passed(auth.KeyOf(hash, pass)) {
 			continue
 		}
-		a := &authWait{h: h, req: req, w: w, term: term, user: user, pass: pass,
+		a := &authWait{parked: parked{w: w}, h: h, req: req, term: term, at: at, user: user, pass: pass,
 			steps: append([]authStep(nil), h.auths[i:]...), resp: append([]*Node(nil), h.resp...)}
 		a.next()
 		return a
 	}
-	return h.answer(term, h.resp, req, w)
+	return h.answer(term, at, h.resp, req, w)
 }
 
 // start asks the pool to compare a's password with hash, unless the same
@@ -134,25 +134,16 @@ func (c *checks) done(k auth.Key, good bool) {
 }
 
 // authWait is a request parked while its password is compared off the
-// loop. It holds the client's body bytes meanwhile: they are not reported
-// Consumed, so the client's flow-control window (h2) or the body window
-// (HTTP/1.1) bounds them. Once answered, it hands everything it held to
-// the answer's Events and passes every later event on.
+// loop (parked holds its body meanwhile).
 type authWait struct {
+	parked
 	h          *Handler
 	req        *stream.Request
-	w          stream.ResponseWriter
-	term       *Node      // the answer once every step passed
-	steps      []authStep // the steps not passed yet
-	resp       []*Node    // the response edits matched
+	term       *Node        // the answer once every step passed
+	at         *resumePoint // term's, when it hands the request on (forward_auth)
+	steps      []authStep   // the steps not passed yet
+	resp       []*Node      // the response edits matched
 	user, pass string
-
-	inner    stream.Events // the answer's, once dispatched
-	answered bool
-	gone     bool // the client went away while parked
-	body     []byte
-	ended    bool
-	trailers []stream.Field
 }
 
 // next moves the request on from its first step not passed: past the
@@ -197,55 +188,15 @@ func (a *authWait) checked(good bool) {
 // resp. Refused, it has no user: {http.auth.user.id} is Caddy's only once
 // the credentials passed.
 func (a *authWait) dispatch(n *Node, resp []*Node) {
-	a.answered, a.pass = true, ""
+	a.pass = ""
+	var at *resumePoint
 	if n != a.term {
 		a.req.AuthUser = ""
+	} else {
+		at = a.at
 	}
-	a.inner = a.h.answer(n, resp, a.req, a.w)
-	a.replay()
-}
-
-// replay hands the body bytes held while parked to the answer.
-func (a *authWait) replay() {
-	body := a.body
-	a.body = nil
-	if a.inner == nil { // answered within Serve: nothing wants the body
-		if len(body) > 0 {
-			a.w.Consumed(len(body))
-		}
-		return
-	}
-	if len(body) > 0 {
-		a.inner.OnBody(body)
-	}
-	if a.ended {
-		a.inner.OnBodyEnd(a.trailers)
-		a.trailers = nil
-	}
-}
-
-// OnBody holds body bytes while parked, and passes them on afterwards.
-func (a *authWait) OnBody(p []byte) {
-	switch {
-	case a.inner != nil:
-		a.inner.OnBody(p)
-	case a.answered:
-		a.w.Consumed(len(p))
-	default:
-		a.body = append(a.body, p...)
-	}
-}
-
-// OnBodyEnd notes the body's end while parked, and passes it on
-// afterwards.
-func (a *authWait) OnBodyEnd(trailers []stream.Field) {
-	switch {
-	case a.inner != nil:
-		a.inner.OnBodyEnd(trailers)
-	case !a.answered:
-		a.ended = true
-		a.trailers = append([]stream.Field(nil), trailers...)
-	}
+	a.answered = true
+	a.handTo(a.h.answer(n, at, resp, a.req, a.w))
 }
 
 // OnWritable passes on: nothing is written while parked.
@@ -258,20 +209,11 @@ func (a *authWait) OnWritable() {
 // OnAbort: the client went away. A comparison still running finishes in
 // the pool (it cannot be stopped); its answer then finds nobody waiting,
 // though good credentials are still remembered.
-func (a *authWait) OnAbort(err error) {
-	a.gone, a.body = true, nil
-	if a.inner != nil {
-		a.inner.OnAbort(err)
-	}
-}
+func (a *authWait) OnAbort(err error) { a.abort(err) }
 
 // OnRelease passes on, so the answer's memory is reused as without
 // basic_auth.
-func (a *authWait) OnRelease() {
-	if r, ok := a.inner.(stream.Releaser); ok {
-		r.OnRelease()
-	}
-}
+func (a *authWait) OnRelease() { a.release() }
 
 var (
 	_ stream.Events   = (*authWait)(nil)

@@ -36,6 +36,10 @@ const (
 	// BasicAuth lets a request on only with credentials that pass
 	// (basic_auth); otherwise Static answers 401 with the challenge.
 	BasicAuth
+	// ForwardAuth asks an auth service (the reverse proxy Proxy) about
+	// the request first (forward_auth): a 2xx lets it on to the routes
+	// after this one with Copy's fields; any other answer is the client's.
+	ForwardAuth
 )
 
 // URI operations.
@@ -60,7 +64,7 @@ type Node struct {
 	Ops       []HeaderOp     // EditResponse, EditRequest
 	RespMatch *ResponseMatch // EditResponse: only responses it matches (header's match)
 
-	To Template // Rewrite; Redirect's target; Respond's body when it has placeholders
+	To Template // Rewrite; Redirect's target; Respond's body when it has placeholders; ForwardAuth's uri
 
 	URIOp        byte   // URI
 	Find, ReplBy string // URI: the prefix, suffix or search text; Replace's replacement
@@ -72,12 +76,14 @@ type Node struct {
 	Static *static.Handler // Respond; Redirect with a literal target; BasicAuth's 401
 	HTML   bool            // Redirect "html": a page that redirects
 
-	Proxy int // index of the reverse proxy in Handler's list
+	Proxy int // index of the reverse proxy in Handler's list (Proxy, ForwardAuth)
 
 	Strip    string // Group (handle_path): the prefix removed first
 	Children []Node // Group
 
 	Auth *auth.BasicAuth // BasicAuth
+
+	Copy []CopyField // ForwardAuth: the auth answer's fields put on the request
 }
 
 // Table is one site's compiled routes, shared read-only by every loop.
@@ -96,7 +102,8 @@ type Handler struct {
 	resp     []*Node    // response edits matched for the request in progress
 	auths    []authStep // basic_auth directives it matched, in order
 	fields   []stream.Field
-	checks   checks // basic_auth's checks off the loop (basicauth.go)
+	checks   checks  // basic_auth's checks off the loop (basicauth.go)
+	stack    []frame // where evaluation stands (walk)
 }
 
 // Poster runs a function on the loop that owns a Handler:
@@ -118,16 +125,29 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 	h.ctx.Reset(req, h.clientFn)
 	h.resp = h.resp[:0]
 	h.auths = h.auths[:0]
-	n := h.run(h.t.Nodes)
-	if len(h.auths) > 0 {
-		return h.authenticate(n, req, w)
+	return h.finish(h.run(h.t.Nodes), req, w)
+}
+
+// finish hands the request to n, the route where evaluation stopped,
+// once the basic_auth directives it matched on the way have passed.
+func (h *Handler) finish(n *Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
+	var at *resumePoint
+	if n != nil && n.Kind == ForwardAuth {
+		at = h.savePoint()
 	}
-	return h.answer(n, h.resp, req, w)
+	if len(h.auths) > 0 {
+		return h.authenticate(n, at, req, w)
+	}
+	return h.answer(n, at, h.resp, req, w)
 }
 
 // answer hands the request to the terminal route n (nil: none matched),
-// with the response edits resp.
-func (h *Handler) answer(n *Node, resp []*Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
+// with the response edits resp. A route that hands the request to another
+// exchange first gets at, where the request re-enters the routes.
+func (h *Handler) answer(n *Node, at *resumePoint, resp []*Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
+	if n != nil && n.Kind == ForwardAuth {
+		return h.forwardAuth(n, at, resp, req, w)
+	}
 	if len(resp) > 0 {
 		w = h.wrap(w, req, resp)
 	}
@@ -153,23 +173,40 @@ func (h *Handler) answer(n *Node, resp []*Node, req *stream.Request, w stream.Re
 	return empty.Serve(req, w)
 }
 
-// run evaluates a list of routes and returns the terminal route that
-// answers, or nil.
+// run evaluates a list of routes from the start and returns the terminal
+// route that answers, or nil.
 func (h *Handler) run(nodes []Node) *Node {
-	var done uint64 // exclusive groups that already ran (at most 64 per list)
-	for i := range nodes {
-		n := &nodes[i]
+	h.stack = append(h.stack[:0], frame{nodes: nodes})
+	return h.walk()
+}
+
+// walk evaluates the routes on h.stack from where it stands and returns
+// the terminal route that answers, or nil. A route that hands the request
+// to another exchange first (forward_auth) is returned like a terminal
+// one, with h.stack just past it: the request re-enters the table there
+// (reenter.go). The stack is the handler's, reused, so evaluating
+// allocates nothing once it has grown to the table's depth.
+func (h *Handler) walk() *Node {
+	for len(h.stack) > 0 {
+		f := &h.stack[len(h.stack)-1]
+		if f.i >= len(f.nodes) {
+			h.stack = h.stack[:len(h.stack)-1]
+			continue
+		}
+		n := &f.nodes[f.i]
+		f.i++
 		bit := uint64(0)
 		if n.Exclusive > 0 {
+			// Exclusive groups that already ran, at most 64 per list.
 			bit = 1 << (uint(n.Exclusive-1) & 63)
-			if done&bit != 0 {
+			if f.done&bit != 0 {
 				continue
 			}
 		}
 		if n.Match != nil && !n.Match.Match(&h.ctx) {
 			continue
 		}
-		done |= bit
+		f.done |= bit
 		switch n.Kind {
 		case EditResponse:
 			h.resp = append(h.resp, n)
@@ -186,9 +223,7 @@ func (h *Handler) run(nodes []Node) *Node {
 			if n.Strip != "" {
 				h.setPath(stripPrefix(h.ctx.Req.Path, n.Strip))
 			}
-			if t := h.run(n.Children); t != nil {
-				return t
-			}
+			h.stack = append(h.stack, frame{nodes: n.Children})
 		default:
 			return n
 		}
@@ -247,17 +282,24 @@ func (h *Handler) uri(n *Node) {
 	}
 }
 
-// rewrite replaces the target as Caddy's rewrite does: a target without
-// a query keeps the request's query; one with a query replaces it.
+// rewrite replaces the request target (Caddy's rewrite).
 func (h *Handler) rewrite(n *Node) {
-	r := h.ctx.Req
-	to := n.To.Expand(r)
+	if to := rewriteTarget(n.To, h.ctx.Req); to != "" {
+		h.setPath(to)
+	}
+}
+
+// rewriteTarget is the target to's rewrite gives r, as Caddy's rewrite
+// does: a target without a query keeps the request's query; one with a
+// query replaces it. Empty: the target expands to nothing, no rewrite.
+func rewriteTarget(tmpl Template, r *stream.Request) string {
+	to := tmpl.Expand(r)
 	if to == "" {
-		return
+		return ""
 	}
 	// A query a placeholder brought into the path ("rewrite /api{uri}")
 	// is the query, as in Caddy; it is not added a second time.
-	if !strings.Contains(n.To.raw, "?") && !strings.Contains(to, "?") {
+	if !strings.Contains(tmpl.raw, "?") && !strings.Contains(to, "?") {
 		if q := QueryOnly(r.Path); q != "" {
 			to += "?" + q
 		}
@@ -270,7 +312,7 @@ func (h *Handler) rewrite(n *Node) {
 	if to[0] == '?' {
 		to = PathOnly(r.Path) + to
 	}
-	h.setPath(to)
+	return to
 }
 
 func (h *Handler) redirect(n *Node, req *stream.Request, w stream.ResponseWriter) stream.Events {

@@ -1,0 +1,123 @@
+package route
+
+import "github.com/pollproxy/pollproxy/proxy/stream"
+
+// Responses that route. Some routes hand the request to another exchange
+// before anything answers it: forward_auth asks an auth service, and the
+// request goes on only if the answer lets it. The request then re-enters
+// the site's routes where it left them: the evaluation stack saved at that
+// route (a resumePoint), evaluated on the loop like any request. Until
+// then the request is parked: its body is held, unread, so the client's
+// flow-control window bounds it, and handed to whatever answers in the
+// end, or drained if that is the other exchange's answer.
+
+// frame is one list of routes being evaluated, and how far.
+type frame struct {
+	nodes []Node
+	i     int    // the next route to evaluate
+	done  uint64 // the exclusive groups of the list that ran
+}
+
+// resumePoint is where a request re-enters its site's routes: the
+// evaluation stack just past the route that handed it on, and the
+// response edits matched before it.
+type resumePoint struct {
+	stack []frame
+	resp  []*Node
+}
+
+// savePoint copies where evaluation stands, for a request that leaves the
+// table and comes back (the handler's stack serves the next request
+// meanwhile).
+func (h *Handler) savePoint() *resumePoint {
+	return &resumePoint{stack: append([]frame(nil), h.stack...), resp: append([]*Node(nil), h.resp...)}
+}
+
+// resume re-enters the routes at p for req and hands the request to what
+// answers there, as Serve does from the start. It runs on the loop from
+// one of its entry points (the other exchange's events), never inside
+// another evaluation, so the handler's scratch state is free.
+func (h *Handler) resume(p *resumePoint, req *stream.Request, w stream.ResponseWriter) stream.Events {
+	h.ctx.Reset(req, h.clientFn)
+	h.resp = append(h.resp[:0], p.resp...)
+	h.auths = h.auths[:0]
+	h.stack = append(h.stack[:0], p.stack...)
+	return h.finish(h.walk(), req, w)
+}
+
+// parked is a request whose answer is not chosen yet. It holds the
+// client's body bytes meanwhile: they are not reported Consumed, so the
+// client's flow-control window (h2) or the body window (HTTP/1.1) bounds
+// them. Once answered, it hands everything it held to the answer's Events
+// (handTo) and passes every later body event on.
+type parked struct {
+	w        stream.ResponseWriter // the client's
+	inner    stream.Events         // the answer's, once dispatched
+	answered bool
+	gone     bool // the client went away while parked
+	body     []byte
+	ended    bool
+	trailers []stream.Field
+}
+
+// handTo ends the parking: inner is the answer's Events, nil when the
+// answer wants no body (it was written already), whose held and later
+// body bytes are then drained.
+func (p *parked) handTo(inner stream.Events) {
+	p.answered, p.inner = true, inner
+	body := p.body
+	p.body = nil
+	if inner == nil {
+		if len(body) > 0 {
+			p.w.Consumed(len(body))
+		}
+		return
+	}
+	if len(body) > 0 {
+		inner.OnBody(body)
+	}
+	if p.ended {
+		inner.OnBodyEnd(p.trailers)
+		p.trailers = nil
+	}
+}
+
+// OnBody holds body bytes while parked, and passes them on afterwards.
+func (p *parked) OnBody(b []byte) {
+	switch {
+	case p.inner != nil:
+		p.inner.OnBody(b)
+	case p.answered:
+		p.w.Consumed(len(b))
+	default:
+		p.body = append(p.body, b...)
+	}
+}
+
+// OnBodyEnd notes the body's end while parked, and passes it on
+// afterwards.
+func (p *parked) OnBodyEnd(trailers []stream.Field) {
+	switch {
+	case p.inner != nil:
+		p.inner.OnBodyEnd(trailers)
+	case !p.answered:
+		p.ended = true
+		p.trailers = append([]stream.Field(nil), trailers...)
+	}
+}
+
+// abort: the client went away.
+func (p *parked) abort(err error) {
+	p.gone, p.body = true, nil
+	if p.inner != nil {
+		p.inner.OnAbort(err)
+	}
+}
+
+// release passes the front end's release on to the answer, so its memory
+// is reused as without the parking.
+func (p *parked) release() {
+	if r, ok := p.inner.(stream.Releaser); ok {
+		r.OnRelease()
+	}
+}
