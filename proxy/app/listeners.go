@@ -63,7 +63,7 @@ func (in *Instance) newHandler(p *plan, l *config.Listener) func(*netpoll.Loop) 
 // siteHandler evaluates a site's routes on one loop; a site whose only
 // route proxies every request is its proxy, with nothing in between.
 func siteHandler(t *route.Table, proxies []stream.Handler, clientIP route.ClientIPFunc, loop *netpoll.Loop) stream.Handler {
-	if len(t.Nodes) == 1 && t.Nodes[0].Kind == route.Proxy && t.Nodes[0].Match == nil {
+	if len(t.Nodes) == 1 && t.Nodes[0].Kind == route.Proxy && t.Nodes[0].Match == nil && len(t.Errors) == 0 {
 		return proxies[t.Nodes[0].Proxy]
 	}
 	return route.NewHandler(t, proxies, clientIP, loop)

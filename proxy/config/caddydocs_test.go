@@ -7,7 +7,7 @@ import (
 
 // The configuration examples of Caddy's documentation (caddyserver.com/docs:
 // the reverse_proxy, handle, handle_path, route, redir, respond, header,
-// uri, rewrite, basic_auth and forward_auth directive pages and the request matchers page), each as
+// uri, rewrite, basic_auth, forward_auth, handle_errors and error directive pages and the request matchers page), each as
 // the Caddyfile a Caddy user would write. Every one validates, or fails
 // with "NAME is not supported by pollproxy" on the line that uses NAME.
 
@@ -130,13 +130,13 @@ var caddyDocExamples = []docExample{
 	{"matchers", docSite("redir /old.html /new.html"), ""},
 	{"matchers", "example.com {\n\t@websockets {\n\t\theader Connection *Upgrade*\n\t\theader Upgrade    websocket\n\t}\n\treverse_proxy @websockets localhost:6001\n\n\treverse_proxy localhost:8080\n}\n", ""},
 	{"matchers", docSite("@post method POST\nreverse_proxy @post localhost:6001"), ""},
-	{"matchers", docMatcher("@not-found `{err.status_code} == 404`"), "Caddyfile:2: expression: expression {err.status_code} == 404: placeholder {err.status_code} is not supported by pollproxy"},
+	{"matchers", docMatcher("@not-found `{err.status_code} == 404`"), ""},
 	{"matchers", docMatcher("@private-ipv4 client_ip 192.168.0.0/16 172.16.0.0/12 10.0.0.0/8 127.0.0.1/8"), ""},
 	{"matchers", "example.com {\n\t@denied not client_ip private_ranges\n\tabort @denied\n\n\trespond \"Hello, you must be from a private network!\"\n}\n", ""},
 	{"matchers", docMatcher("@my-friends `client_ip('12.23.34.45', '23.34.45.56')`"), ""},
 	{"matchers", docMatcher("@mutable `{method}.startsWith(\"P\")`"), ""},
 	{"matchers", docMatcher("@methods expression {method}.startsWith(\"P\")"), ""},
-	{"matchers", docMatcher("@404 expression {err.status_code} == 404"), "Caddyfile:2: expression: expression {err.status_code} == 404: placeholder {err.status_code} is not supported by pollproxy"},
+	{"matchers", docMatcher("@404 expression {err.status_code} == 404"), ""},
 	// CEL reads \w in a string literal as an escape it lacks: these two fail
 	// in Caddy as well (caddyserver/caddy#6501), here with CEL's own error.
 	{"matchers", docMatcher("@user expression path_regexp('^/user/(\\w*)') || path_regexp('^/(\\w*)')"), "Caddyfile:2: expression: expression path_regexp('^/user/(\\w*)') || path_regexp('^/(\\w*)'): ERROR: <input>:1:18: Syntax error: *"},
@@ -152,6 +152,16 @@ var caddyDocExamples = []docExample{
 	{"forward_auth", "app1.example.com {\n\troute {\n\t\treverse_proxy /outpost.goauthentik.io/* http://outpost.company:9000\n\n\t\tforward_auth http://outpost.company:9000 {\n\t\t\turi /outpost.goauthentik.io/auth/caddy\n\t\t\tcopy_headers X-Authentik-Username X-Authentik-Groups X-Authentik-Entitlements X-Authentik-Email X-Authentik-Name X-Authentik-Uid X-Authentik-Jwt X-Authentik-Meta-Jwks X-Authentik-Meta-Outpost X-Authentik-Meta-Provider X-Authentik-Meta-App X-Authentik-Meta-Version\n\t\t\ttrusted_proxies private_ranges\n\t\t}\n\n\t\treverse_proxy localhost:1234\n\t}\n}\n", ""},
 	{"forward_auth", docSite("forward_auth unix//run/tailscale.nginx-auth.sock {\n\turi /auth\n\theader_up Remote-Addr {remote_host}\n\theader_up Remote-Port {remote_port}\n\theader_up Original-URI {uri}\n\tcopy_headers {\n\t\tTailscale-User>X-Webauth-User\n\t\tTailscale-Name>X-Webauth-Name\n\t\tTailscale-Login>X-Webauth-Login\n\t\tTailscale-Tailnet>X-Webauth-Tailnet\n\t\tTailscale-Profile-Picture>X-Webauth-Profile-Picture\n\t}\n}\nreverse_proxy localhost:8080"), ""},
 	{"forward_auth", docSite("forward_auth authelia:9091 {\n\tcopy_headers Remote-User\n}"), "Caddyfile:2: forward_auth: the 'uri' subdirective is required"},
+
+	// handle_errors and error
+	{"handle_errors", docSite("handle_errors {\n\trespond \"{err.status_code} {err.status_text}\"\n}\nreverse_proxy localhost:8080"), ""},
+	{"handle_errors", docSite("handle_errors {\n\t@5xx expression `{err.status_code} >= 500 && {err.status_code} < 600`\n\trespond @5xx \"It's a 5xx error.\"\n\trespond \"It's not a 5xx error.\"\n}\nreverse_proxy localhost:8080"), ""},
+	{"handle_errors", docSite("handle_errors 404 410 {\n\trespond \"It's a 404 or 410 error!\"\n}\nhandle_errors 5xx {\n\trespond \"It's a 5xx error.\"\n}\nhandle_errors {\n\trespond \"It's another error\"\n}\nreverse_proxy localhost:8080"), ""},
+	{"handle_errors", docSite("handle_errors {\n\trewrite * /{err.status_code}.html\n\tfile_server\n}\nreverse_proxy localhost:8080"), "Caddyfile:4: file_server is not supported by pollproxy"},
+	{"handle_errors", docSite("handle_errors 40x {\n\trespond \"no\"\n}\nreverse_proxy localhost:8080"), "Caddyfile:2: handle_errors: bad status value \"40x\" (want a code such as 404 or a class such as 5xx)"},
+	{"error", "example.com {\n\troot * /srv\n\n\t# Trigger errors for certain paths\n\terror /private* \"Unauthorized\" 403\n\terror /hidden* \"Not found\" 404\n\n\t# Handle the error by serving an HTML page\n\thandle_errors {\n\t\trewrite * /{err.status_code}.html\n\t\tfile_server\n\t}\n\n\tfile_server\n}\n",
+		"Caddyfile:2: root is not supported by pollproxy\nCaddyfile:11: file_server is not supported by pollproxy\nCaddyfile:14: file_server is not supported by pollproxy"},
+	{"error", docSite("error \"Unauthorized\" 401 {\n\tmessage \"twice\"\n}"), "Caddyfile:3: error: message already specified"},
 
 	{"matchers", docMatcher("@foo {\n\theader Foo bar\n\theader Foo baz\n}"), ""},
 	{"matchers", docMatcher("@not_foo header !Foo"), ""},

@@ -15,14 +15,14 @@ import (
 )
 
 var siteDirectives = []string{"reverse_proxy", "handle", "handle_path", "route", "redir", "respond",
-	"header", "request_header", "uri", "rewrite", "abort", "basic_auth", "forward_auth", "tls", "@name (a named matcher)"}
+	"header", "request_header", "uri", "rewrite", "abort", "basic_auth", "forward_auth", "error", "handle_errors", "tls", "@name (a named matcher)"}
 
 // directiveOrder is Caddy's default order of the directives pollproxy
 // implements (handle_path sorts as handle; basicauth is basic_auth's
 // older name, which Caddy still reads and sorts just before it).
 var directiveOrder = map[string]int{
 	"header": 1, "redir": 2, "rewrite": 3, "uri": 4, "basicauth": 5, "basic_auth": 6, "forward_auth": 7,
-	"request_header": 8, "handle": 9, "route": 10, "abort": 11, "respond": 12, "reverse_proxy": 13,
+	"request_header": 8, "handle": 9, "route": 10, "abort": 11, "error": 12, "respond": 13, "reverse_proxy": 14,
 }
 
 // value is one routing directive before sorting: Caddy's "config value".
@@ -44,11 +44,15 @@ func (p *parser) site(b caddyfile.ServerBlock) {
 		s.Addrs = append(s.Addrs, a)
 	}
 	p.named = map[string]route.Matcher{}
-	var ds []*caddyfile.Dispenser
+	var ds, errs []*caddyfile.Dispenser
 	seenTLS := false
 	for _, seg := range b.Segments {
 		d := caddyfile.NewDispenser(seg)
 		d.Next()
+		if d.Val() == "handle_errors" {
+			errs = append(errs, d)
+			continue
+		}
 		if d.Val() == "tls" {
 			if seenTLS {
 				p.errf(d, "tls: a site has one tls directive (the first is at %s)", s.TLS.Pos)
@@ -61,13 +65,21 @@ func (p *parser) site(b caddyfile.ServerBlock) {
 		d.Reset()
 		ds = append(ds, d)
 	}
-	errs := len(p.errs)
+	nerrs := len(p.errs)
 	nodes := p.routeList(s, ds, true)
-	s.Routes = &route.Table{Nodes: nodes, Proxies: len(s.Proxies)}
+	s.Routes = &route.Table{Nodes: nodes}
+	for _, d := range errs {
+		s.Routes.Errors = append(s.Routes.Errors, p.handleErrors(s, d))
+	}
+	// Caddy tries the handle_errors blocks with status codes first.
+	sort.SliceStable(s.Routes.Errors, func(i, j int) bool {
+		return s.Routes.Errors[i].Match != nil && s.Routes.Errors[j].Match == nil
+	})
+	s.Routes.Proxies = len(s.Proxies)
 	// A site of directives that answer nothing (only header, rewrite
 	// ...) gets Caddy's empty 200, as Caddy's own examples expect; a
 	// site with no directive at all is surely a mistake.
-	if len(ds) == 0 && len(s.Proxies) == 0 && !answers(nodes) && len(p.errs) == errs {
+	if len(ds) == 0 && len(errs) == 0 && len(s.Proxies) == 0 && !answers(nodes) && len(p.errs) == nerrs {
 		p.errAt(s.Pos, "site %s: no reverse_proxy, respond or redir (want e.g. reverse_proxy :8080)", strings.Join(b.GetKeysText(), ", "))
 	}
 	p.cfg.Sites = append(p.cfg.Sites, s)
@@ -160,8 +172,8 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 	v := value{directive: name}
 	if _, known := directiveOrder[name]; !known && name != "handle_path" {
 		switch {
-		case name == "tls":
-			p.errf(d, "tls: belongs at the top of a site block, not inside %s", "a route")
+		case name == "tls" || name == "handle_errors":
+			p.errf(d, "%s: belongs at the top of a site block, not inside %s", name, "a route")
 		case unsupportedDirectives[name]:
 			p.errf(d, "%s is not supported by pollproxy", name)
 		default:
@@ -233,6 +245,8 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 		p.basicAuth(d, n, name)
 	case "forward_auth":
 		p.forwardAuth(d, s, n)
+	case "error":
+		p.errorDirective(d, n)
 	case "abort":
 		if args := d.RemainingArgs(); len(args) > 0 {
 			p.errf(d, "abort: takes only a matcher")
@@ -285,17 +299,29 @@ func (p *parser) redir(d *caddyfile.Dispenser, n *route.Node) {
 func (p *parser) respond(d *caddyfile.Dispenser, n *route.Node) {
 	args := d.RemainingArgs()
 	status, body := 200, ""
+	n.StatusUnset = true
 	switch len(args) {
 	case 0:
 	case 1:
 		if code, err := strconv.Atoi(args[0]); err == nil && len(args[0]) == 3 {
-			status = code
+			status, n.StatusUnset = code, false
 		} else {
 			body = args[0]
 		}
 	case 2:
 		body = args[0]
+		n.StatusUnset = false
 		code, err := strconv.Atoi(args[1])
+		if strings.Contains(args[1], "{") {
+			// A status from a placeholder ({err.status_code}), read when
+			// the response is written, as Caddy does.
+			t, terr := route.ParseTemplate(args[1], route.TemplateOptions{})
+			if terr != nil {
+				p.errf(d, "respond: status: %v", terr)
+				return
+			}
+			n.StatusT, code, err = t, 200, nil
+		}
 		if err != nil {
 			p.errf(d, "respond: status %q: want a number such as 404", args[1])
 			return
@@ -329,11 +355,9 @@ func (p *parser) respond(d *caddyfile.Dispenser, n *route.Node) {
 		p.errf(d, "respond: %v", err)
 		return
 	}
-	n.Kind, n.Status = route.Respond, status
+	n.Kind, n.Status, n.To = route.Respond, status, t
 	if lit, ok := t.Literal(); ok {
 		n.Static = route.Responder(status, lit)
-	} else {
-		n.To = t
 	}
 }
 

@@ -202,6 +202,20 @@ func (a *authReply) Reset(code uint32) {
 	}
 }
 
+// RouteError passes an error pollproxy answers for the auth service (it
+// is down, or slow) on to the site's error routes, as Caddy's
+// forward_auth, a reverse proxy, returns it to handle_errors.
+func (a *authReply) RouteError(status int, message string) bool {
+	f := (*forwardWait)(a)
+	r, ok := f.w.(stream.ErrorRouter)
+	if !ok || f.passing || f.granted {
+		return false
+	}
+	f.passing = true
+	f.handTo(nil)
+	return r.RouteError(status, message)
+}
+
 // Consumed: the subrequest has no body.
 func (a *authReply) Consumed(int) {}
 
@@ -213,6 +227,7 @@ var (
 	_ stream.Releaser       = (*forwardWait)(nil)
 	_ stream.ResponseWriter = (*authReply)(nil)
 	_ stream.BodyRefuser    = (*authReply)(nil)
+	_ stream.ErrorRouter    = (*authReply)(nil)
 )
 
 // ParseCopyField reads one copy_headers argument: Name, or From>To to

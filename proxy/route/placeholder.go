@@ -41,7 +41,19 @@ const (
 	phUpstreamHostport
 	phUpstreamHost
 	phUpstreamPort
+	// What a request re-entering its routes was handed (stream.Handoff):
+	// the error handle_errors renders, the response handle_response
+	// matched.
+	phErrStatus
+	phErrStatusText
+	phErrMessage
+	phErrID
+	phRespStatus
+	phRespHeader // the response field named by part.text
 )
+
+// upstream reports whether k is an upstream placeholder.
+func (k phKind) upstream() bool { return k >= phUpstreamHostport && k <= phUpstreamPort }
 
 // UpstreamMark starts the mark Append writes for an upstream placeholder.
 // NUL can never be in a valid field value, so a mark cannot be confused
@@ -70,6 +82,12 @@ var placeholders = map[string]phKind{
 	"upstream_hostport": phUpstreamHostport, "http.reverse_proxy.upstream.hostport": phUpstreamHostport,
 	"http.reverse_proxy.upstream.host": phUpstreamHost,
 	"http.reverse_proxy.upstream.port": phUpstreamPort,
+	// What a request re-entering its routes was handed (stream.Handoff).
+	"err.status_code": phErrStatus, "http.error.status_code": phErrStatus,
+	"err.status_text": phErrStatusText, "http.error.status_text": phErrStatusText,
+	"err.message": phErrMessage, "http.error.message": phErrMessage,
+	"err.id": phErrID, "http.error.id": phErrID,
+	"rp.status_code": phRespStatus, "http.reverse_proxy.status_code": phRespStatus,
 }
 
 type part struct {
@@ -140,7 +158,7 @@ func ParseTemplate(s string, opt TemplateOptions) (Template, error) {
 				return t, fmt.Errorf("placeholder {%s}: request fields in response edits are not supported by pollproxy", name)
 			}
 			p = part{kind: k, text: arg}
-			if k == phHeader {
+			if k == phHeader || k == phRespHeader {
 				p.text = strings.ToLower(arg)
 			}
 			if k == phLabel || k == phSegment {
@@ -157,7 +175,7 @@ func ParseTemplate(s string, opt TemplateOptions) (Template, error) {
 		switch {
 		default:
 			k, ok := placeholders[name]
-			if opt.KeepUnknown && (!ok || k >= phUpstreamHostport) {
+			if opt.KeepUnknown && (!ok || k.upstream()) {
 				// As Caddy's replacer: the brace stays, and the scan goes
 				// on right after it, so {"a": "{host}"} fills {host}.
 				lit.WriteByte('{')
@@ -167,7 +185,7 @@ func ParseTemplate(s string, opt TemplateOptions) (Template, error) {
 			if !ok {
 				return t, fmt.Errorf("placeholder {%s} is not supported by pollproxy", name)
 			}
-			if k >= phUpstreamHostport && !opt.Upstream {
+			if k.upstream() && !opt.Upstream {
 				return t, fmt.Errorf("placeholder {%s} outside header_up is not supported by pollproxy", name)
 			}
 			p = part{kind: k}
@@ -190,6 +208,7 @@ var prefixes = []struct {
 	{"path.", phSegment}, {"http.request.uri.path.", phSegment},
 	{"query.", phQueryArg}, {"http.request.uri.query.", phQueryArg},
 	{"cookie.", phCookie}, {"http.request.cookie.", phCookie},
+	{"rp.header.", phRespHeader}, {"http.reverse_proxy.header.", phRespHeader},
 }
 
 // prefixed reads a placeholder with an argument ({header.X-Name},
@@ -271,6 +290,8 @@ func (t Template) Append(dst []byte, r *stream.Request) []byte {
 			dst = append(dst, r.AuthUser...)
 		case phUpstreamHostport, phUpstreamHost, phUpstreamPort:
 			dst = append(dst, UpstreamMark, upstreamMarks[p.kind])
+		default:
+			dst = appendHandoff(dst, p, r.Handoff)
 		}
 	}
 	return dst
@@ -279,7 +300,7 @@ func (t Template) Append(dst []byte, r *stream.Request) []byte {
 // UsesUpstream reports whether the template has an upstream placeholder.
 func (t Template) UsesUpstream() bool {
 	for _, p := range t.parts {
-		if p.kind >= phUpstreamHostport {
+		if p.kind.upstream() {
 			return true
 		}
 	}
@@ -406,4 +427,41 @@ func cookie(r *stream.Request, name string) string {
 		}
 	}
 	return ""
+}
+
+// appendHandoff fills a placeholder of what the request was handed; each
+// is empty when it was handed nothing of the kind.
+func appendHandoff(dst []byte, p part, h *stream.Handoff) []byte {
+	if h == nil {
+		return dst
+	}
+	switch p.kind {
+	case phErrStatus:
+		if h.ErrStatus > 0 {
+			dst = strconv.AppendInt(dst, int64(h.ErrStatus), 10)
+		}
+	case phErrStatusText:
+		if h.ErrStatus > 0 {
+			dst = append(dst, StatusText(h.ErrStatus)...)
+		}
+	case phErrMessage:
+		dst = append(dst, h.ErrMessage...)
+	case phErrID:
+		dst = append(dst, h.ErrID...)
+	case phRespStatus:
+		if h.Status > 0 {
+			dst = strconv.AppendInt(dst, int64(h.Status), 10)
+		}
+	case phRespHeader:
+		first := true
+		for _, f := range h.Header {
+			if f.Name == p.text {
+				if !first {
+					dst = append(dst, ',')
+				}
+				dst, first = append(dst, f.Value...), false
+			}
+		}
+	}
+	return dst
 }

@@ -40,6 +40,9 @@ const (
 	// the request first (forward_auth): a 2xx lets it on to the routes
 	// after this one with Copy's fields; any other answer is the client's.
 	ForwardAuth
+	// Error answers with an error (the error directive): Status, and the
+	// message To, rendered by the site's error routes; terminal.
+	Error
 )
 
 // URI operations.
@@ -64,7 +67,7 @@ type Node struct {
 	Ops       []HeaderOp     // EditResponse, EditRequest
 	RespMatch *ResponseMatch // EditResponse: only responses it matches (header's match)
 
-	To Template // Rewrite; Redirect's target; Respond's body when it has placeholders; ForwardAuth's uri
+	To Template // Rewrite; Redirect's target; Respond's body when it has placeholders; ForwardAuth's uri; Error's message
 
 	URIOp        byte   // URI
 	Find, ReplBy string // URI: the prefix, suffix or search text; Replace's replacement
@@ -72,9 +75,14 @@ type Node struct {
 	Regexp       *regexp.Regexp
 	Query        *QueryOps
 
-	Status int             // Redirect, Respond
-	Static *static.Handler // Respond; Redirect with a literal target; BasicAuth's 401
-	HTML   bool            // Redirect "html": a page that redirects
+	Status int // Redirect, Respond, Error
+	// StatusT is respond's status when a placeholder gives it
+	// ({err.status_code}); StatusUnset: respond named no status, so an
+	// error route's respond answers with the error's, as Caddy's does.
+	StatusT     Template
+	StatusUnset bool
+	Static      *static.Handler // Respond; Redirect with a literal target; BasicAuth's 401; Error's bare status
+	HTML        bool            // Redirect "html": a page that redirects
 
 	Proxy int // index of the reverse proxy in Handler's list (Proxy, ForwardAuth)
 
@@ -89,6 +97,9 @@ type Node struct {
 // Table is one site's compiled routes, shared read-only by every loop.
 type Table struct {
 	Nodes []Node
+	// Errors are the site's error routes (handle_errors): the errors its
+	// handlers answer themselves re-enter them (errors.go).
+	Errors []Node
 	// Proxies is how many reverse proxies the routes reach.
 	Proxies int
 }
@@ -122,10 +133,22 @@ func NewHandler(t *Table, proxies []stream.Handler, clientIP ClientIPFunc, loop 
 // Serve runs the routes over one request. Without a terminal route that
 // matches, the answer is an empty 200, as in Caddy.
 func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
+	if len(h.t.Errors) > 0 {
+		return h.watch(req, w)
+	}
+	return h.serve(req, w)
+}
+
+func (h *Handler) serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
+	return h.serveFrom(h.t.Nodes, req, w)
+}
+
+// serveFrom runs the routes nodes over req from the start.
+func (h *Handler) serveFrom(nodes []Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
 	h.ctx.Reset(req, h.clientFn)
 	h.resp = h.resp[:0]
 	h.auths = h.auths[:0]
-	return h.finish(h.run(h.t.Nodes), req, w)
+	return h.finish(h.run(nodes), req, w)
 }
 
 // finish hands the request to n, the route where evaluation stopped,
@@ -158,6 +181,9 @@ func (h *Handler) answer(n *Node, at *resumePoint, resp []*Node, req *stream.Req
 	case Proxy:
 		return h.proxies[n.Proxy].Serve(req, w)
 	case Respond:
+		if status, ok := respondStatus(n, req); ok {
+			return Responder(status, n.To.Expand(req)).Serve(req, w)
+		}
 		if n.Static == nil { // a body with placeholders
 			return Responder(n.Status, n.To.Expand(req)).Serve(req, w)
 		}
@@ -169,6 +195,8 @@ func (h *Handler) answer(n *Node, at *resumePoint, resp []*Node, req *stream.Req
 		return nil
 	case BasicAuth:
 		return n.Static.Serve(req, w)
+	case Error:
+		return h.raise(n, req, w)
 	}
 	return empty.Serve(req, w)
 }
@@ -340,6 +368,23 @@ func Redirector(status int, loc string, html bool) *static.Handler {
 	}, nil)
 }
 
+// respondStatus is respond's status when it is not the one compiled: a
+// placeholder's, or the error's in an error route when respond named
+// none (an invalid number: 500).
+func respondStatus(n *Node, req *stream.Request) (int, bool) {
+	if n.StatusT.parts != nil {
+		s, err := strconv.Atoi(n.StatusT.Expand(req))
+		if err != nil || s < 100 || s > 599 {
+			s = 500
+		}
+		return s, true
+	}
+	if n.StatusUnset && req.Handoff != nil && req.Handoff.ErrStatus > 0 {
+		return req.Handoff.ErrStatus, true
+	}
+	return 0, false
+}
+
 // Responder is respond's answer: status and body, as plain text.
 func Responder(status int, body string) *static.Handler {
 	fields := []stream.Field{{Name: "content-length", Value: strconv.Itoa(len(body))}}
@@ -381,6 +426,12 @@ func (h *Handler) wrap(w stream.ResponseWriter, req *stream.Request, resp []*Nod
 	rw.req = *req
 	rw.req.Header = nil
 	return rw
+}
+
+// RouteError passes stream.ErrorRouter on to the front end's side.
+func (rw *respWriter) RouteError(status int, message string) bool {
+	r, ok := rw.ResponseWriter.(stream.ErrorRouter)
+	return ok && r.RouteError(status, message)
 }
 
 // RefuseBody passes stream.BodyRefuser on to the front end's writer.
