@@ -164,6 +164,9 @@ type Address struct {
 type Proxy struct {
 	Pos       Pos
 	Upstreams []string // host:port
+	// Responses are its handle_response and replace_status, with their
+	// response matchers resolved.
+	Responses []route.ResponseHandler
 	// TrustedProxies is reverse_proxy's own trusted_proxies: peers whose
 	// X-Forwarded-* this proxy passes on, besides servers' trusted_proxies.
 	TrustedProxies []netip.Prefix

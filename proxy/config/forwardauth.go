@@ -81,6 +81,6 @@ func (p *parser) forwardAuth(d *caddyfile.Dispenser, s *Site, n *route.Node) {
 	rd := caddyfile.NewDispenser(kept)
 	rd.Next()
 	rp := p.reverseProxy(rd)
-	n.Kind, n.To, n.Proxy = route.ForwardAuth, tmpl, len(s.Proxies)
+	n.Kind, n.To, n.Proxy, n.Responses = route.ForwardAuth, tmpl, len(s.Proxies), rp.Responses
 	s.Proxies = append(s.Proxies, &rp)
 }

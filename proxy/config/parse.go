@@ -72,6 +72,10 @@ type parser struct {
 	cfg   *Config
 	errs  Errors
 	named map[string]route.Matcher // the site's named matchers
+	cur   *Site                    // the site being read
+	// inResponse counts the handle_response blocks being read: only
+	// their routes may copy_response, as in Caddy.
+	inResponse int
 }
 
 func tokPos(t caddyfile.Token) Pos { return Pos{t.File, t.Line} }

@@ -15,14 +15,15 @@ import (
 )
 
 var siteDirectives = []string{"reverse_proxy", "handle", "handle_path", "route", "redir", "respond",
-	"header", "request_header", "uri", "rewrite", "abort", "basic_auth", "forward_auth", "error", "handle_errors", "tls", "@name (a named matcher)"}
+	"header", "request_header", "uri", "rewrite", "abort", "basic_auth", "forward_auth", "error", "handle_errors", "copy_response", "copy_response_headers", "tls", "@name (a named matcher)"}
 
 // directiveOrder is Caddy's default order of the directives pollproxy
 // implements (handle_path sorts as handle; basicauth is basic_auth's
 // older name, which Caddy still reads and sorts just before it).
 var directiveOrder = map[string]int{
-	"header": 1, "redir": 2, "rewrite": 3, "uri": 4, "basicauth": 5, "basic_auth": 6, "forward_auth": 7,
-	"request_header": 8, "handle": 9, "route": 10, "abort": 11, "error": 12, "respond": 13, "reverse_proxy": 14,
+	"header": 1, "copy_response_headers": 2, "redir": 3, "rewrite": 4, "uri": 5, "basicauth": 6, "basic_auth": 7,
+	"forward_auth": 8, "request_header": 9, "handle": 10, "route": 11, "abort": 12, "error": 13,
+	"copy_response": 14, "respond": 15, "reverse_proxy": 16,
 }
 
 // value is one routing directive before sorting: Caddy's "config value".
@@ -43,7 +44,7 @@ func (p *parser) site(b caddyfile.ServerBlock) {
 		}
 		s.Addrs = append(s.Addrs, a)
 	}
-	p.named = map[string]route.Matcher{}
+	p.named, p.cur = map[string]route.Matcher{}, s
 	var ds, errs []*caddyfile.Dispenser
 	seenTLS := false
 	for _, seg := range b.Segments {
@@ -201,7 +202,7 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 	switch name {
 	case "reverse_proxy":
 		rp := p.reverseProxy(d)
-		n.Kind, n.Proxy = route.Proxy, len(s.Proxies)
+		n.Kind, n.Proxy, n.Responses = route.Proxy, len(s.Proxies), rp.Responses
 		s.Proxies = append(s.Proxies, &rp)
 	case "handle", "route", "handle_path":
 		if args := d.RemainingArgs(); len(args) > 0 {
@@ -247,6 +248,8 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 		p.forwardAuth(d, s, n)
 	case "error":
 		p.errorDirective(d, n)
+	case "copy_response", "copy_response_headers":
+		p.copyResponse(d, n, name)
 	case "abort":
 		if args := d.RemainingArgs(); len(args) > 0 {
 			p.errf(d, "abort: takes only a matcher")

@@ -41,13 +41,12 @@ var unsupportedServers = set("strict_sni_host", "keepalive_interval",
 var unsupportedDirectives = set("abort_with", "acme_server", "bind", "encode",
 	"file_server", "fs", "import", "intercept", "invoke", "log",
 	"log_append", "log_name", "log_skip", "log_level", "map", "method", "metrics", "php_fastcgi", "push",
-	"request_body", "root", "skip_log", "templates", "tracing", "try_files", "vars", "copy_response",
-	"copy_response_headers", "timeouts")
+	"request_body", "root", "skip_log", "templates", "tracing", "try_files", "vars", "timeouts")
 
 var unsupportedMatchers = set("file", "vars", "vars_regexp", "tls", "path_regexp_all")
 
 var unsupportedProxy = set("buffer_requests", "buffer_responses",
-	"request_buffers", "response_buffers", "max_buffer_size", "handle_response", "replace_status",
+	"request_buffers", "response_buffers", "max_buffer_size",
 	"method", "rewrite", "unhealthy_request_count", "verbose_logs", "stream_buffer_size",
 	"weighted_round_robin", "health_path", "health_follow_redirects", "health_method",
 	"health_request_body", "health_query")

@@ -57,7 +57,7 @@ type forwardWait struct {
 	auth         stream.Events // the subrequest's exchange
 	authReleased bool          // auth was released: never call it again
 	passing      bool          // the auth service's answer is the client's
-	granted      bool          // a 2xx: the request went on
+	granted      bool          // a 2xx, or a handle_response took the answer: the request went on
 }
 
 // copyFields puts copy_headers' fields of the auth answer on the request.
@@ -164,6 +164,18 @@ func (a *authReply) WriteHeader(status int, fields []stream.Field, end bool) err
 		f.copyFields(fields)
 		f.handTo(f.h.resume(f.at, f.req, f.w))
 		return nil
+	}
+	if rh := matchResponse(f.n.Responses, status, fields); rh != nil {
+		if rh.Status != 0 {
+			status = rh.Status
+		} else if handOn(f.req, status, fields) {
+			// handle_response: the request (its body still held) goes
+			// to the block's routes, and on past forward_auth if they
+			// do not answer; the auth answer is not the client's.
+			f.granted = true
+			f.handTo(f.h.resumeWith(f.at, rh.Routes, f.req, f.w))
+			return nil
+		}
 	}
 	f.passing = true
 	f.handTo(nil) // the app never runs: its body is drained

@@ -38,11 +38,7 @@ func (h *Handler) savePoint() *resumePoint {
 // one of its entry points (the other exchange's events), never inside
 // another evaluation, so the handler's scratch state is free.
 func (h *Handler) resume(p *resumePoint, req *stream.Request, w stream.ResponseWriter) stream.Events {
-	h.ctx.Reset(req, h.clientFn)
-	h.resp = append(h.resp[:0], p.resp...)
-	h.auths = h.auths[:0]
-	h.stack = append(h.stack[:0], p.stack...)
-	return h.finish(h.walk(), req, w)
+	return h.resumeWith(p, nil, req, w)
 }
 
 // parked is a request whose answer is not chosen yet. It holds the

@@ -43,6 +43,9 @@ const (
 	// Error answers with an error (the error directive): Status, and the
 	// message To, rendered by the site's error routes; terminal.
 	Error
+	// CopyResponse sends the origin response a handle_response matched
+	// (copy_response), with Status when not 0; terminal.
+	CopyResponse
 )
 
 // URI operations.
@@ -92,6 +95,13 @@ type Node struct {
 	Auth *auth.BasicAuth // BasicAuth
 
 	Copy []CopyField // ForwardAuth: the auth answer's fields put on the request
+
+	// Responses are a Proxy's (or ForwardAuth's) handle_response and
+	// replace_status, in order.
+	Responses []ResponseHandler
+	// CopyFrom makes an EditResponse copy_response_headers: the fields
+	// of the response a handle_response matched, filtered.
+	CopyFrom *HeaderFilter
 }
 
 // Table is one site's compiled routes, shared read-only by every loop.
@@ -155,7 +165,7 @@ func (h *Handler) serveFrom(nodes []Node, req *stream.Request, w stream.Response
 // once the basic_auth directives it matched on the way have passed.
 func (h *Handler) finish(n *Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
 	var at *resumePoint
-	if n != nil && n.Kind == ForwardAuth {
+	if n != nil && (n.Kind == ForwardAuth || len(n.Responses) > 0) {
 		at = h.savePoint()
 	}
 	if len(h.auths) > 0 {
@@ -168,8 +178,14 @@ func (h *Handler) finish(n *Node, req *stream.Request, w stream.ResponseWriter) 
 // with the response edits resp. A route that hands the request to another
 // exchange first gets at, where the request re-enters the routes.
 func (h *Handler) answer(n *Node, at *resumePoint, resp []*Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
-	if n != nil && n.Kind == ForwardAuth {
+	switch {
+	case n == nil:
+	case req.Handoff != nil && req.Handoff.Depth >= maxDepth:
+		return Responder(508, "").Serve(req, w)
+	case n.Kind == ForwardAuth:
 		return h.forwardAuth(n, at, resp, req, w)
+	case n.Kind == Proxy && len(n.Responses) > 0:
+		return h.proxyRouted(n, at, resp, req, w)
 	}
 	if len(resp) > 0 {
 		w = h.wrap(w, req, resp)
@@ -197,6 +213,8 @@ func (h *Handler) answer(n *Node, at *resumePoint, resp []*Node, req *stream.Req
 		return n.Static.Serve(req, w)
 	case Error:
 		return h.raise(n, req, w)
+	case CopyResponse:
+		return h.copyResponse(n, req, w)
 	}
 	return empty.Serve(req, w)
 }
@@ -454,6 +472,9 @@ func (rw *respWriter) WriteHeader(status int, fields []stream.Field, end bool) e
 	}
 	for _, n := range nodes {
 		if n.RespMatch == nil || n.RespMatch.Matches(status, fs) {
+			if n.CopyFrom != nil {
+				fs = n.CopyFrom.appendCopied(fs, rw.req.Handoff)
+			}
 			fs = ApplyHeaderOps(fs, n.Ops, &rw.req)
 		}
 	}

@@ -134,6 +134,8 @@ type Handoff struct {
 	// matched.
 	Status int
 	Header []Field
+	// Depth counts the times the request re-entered its routes before.
+	Depth int
 }
 
 // Get returns the first value of the named field (name in lowercase).
