@@ -18,9 +18,12 @@ import (
 // pattern of Caddy's docs with a second origin in place of file_server;
 // a handle_response that does not answer lets the request go on past the
 // reverse_proxy; forward_auth's handle_response (oauth2-proxy's
-// documented redirect to sign in). Over HTTP/2 and HTTP/1.1 on every
+// documented redirect to sign in); Caddy's intercept over a reverse_proxy
+// and over respond. Over HTTP/2 and HTTP/1.1 on every
 // poller backend.
 func TestHandleResponse(t *testing.T) {
+	// handle_response, replace_status and intercept share one mechanism:
+	// the response's head decides, the request re-enters routes.
 	app := servertest.Origin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		switch {
@@ -38,7 +41,14 @@ func TestHandleResponse(t *testing.T) {
 			w.Header().Set("X-Keep", "k")
 			w.Header().Set("X-Drop", "d")
 			fmt.Fprint(w, "origin body")
-		case strings.HasPrefix(r.URL.Path, "/status/"):
+		case strings.HasPrefix(r.URL.Path, "/icpt/404"):
+			w.Header().Set("X-Origin", "yes")
+			w.WriteHeader(404)
+			fmt.Fprint(w, "origin 404 body")
+		case strings.HasPrefix(r.URL.Path, "/icpt/500"):
+			w.WriteHeader(500)
+			fmt.Fprint(w, "boom")
+		case strings.HasPrefix(r.URL.Path, "/status/"), strings.HasPrefix(r.URL.Path, "/icpt/418"):
 			w.WriteHeader(418)
 			fmt.Fprint(w, "teapot")
 		default:
@@ -102,6 +112,30 @@ func TestHandleResponse(t *testing.T) {
 		}
 		reverse_proxy %[1]s
 	}
+	handle /icpt/* {
+		intercept {
+			@nf status 404
+			handle_response @nf {
+				respond "intercepted {resp.status_code} {resp.header.X-Origin}"
+			}
+			@teapot status 418
+			replace_status @teapot 200
+			@boom status 500
+			handle_response @boom {
+				header X-Empty yes
+			}
+		}
+		reverse_proxy %[1]s
+	}
+	handle /icpt-respond {
+		intercept {
+			@nf status 404
+			handle_response @nf {
+				respond "was {resp.status_code}" 200
+			}
+		}
+		respond "missing" 404
+	}
 	route {
 		reverse_proxy %[1]s {
 			@any status 2xx
@@ -128,6 +162,12 @@ func TestHandleResponse(t *testing.T) {
 					{method: "GET", path: "/fa/page?a=1", status: 302, want: map[string]string{"Location": "/login?rd=/fa/page?a=1"}},
 					{method: "GET", path: "/fa/page", header: map[string]string{"X-Token": "good"}, status: 200, body: "app GET /fa/page seen="},
 					{method: "GET", path: "/other", status: 200, body: "fell through: t1"},
+					// intercept: any handler's response, Caddy's {resp.*}
+					{method: "GET", path: "/icpt/404", status: 200, body: "intercepted 404 yes"},
+					{method: "GET", path: "/icpt/418", status: 200, body: "teapot"},
+					{method: "GET", path: "/icpt/500", status: 500, body: "", want: map[string]string{"X-Empty": "yes"}},
+					{method: "GET", path: "/icpt/ok", status: 200, body: "app GET /icpt/ok seen="},
+					{method: "GET", path: "/icpt-respond", status: 200, body: "was 404"},
 				} {
 					x.run(t, c, base)
 				}

@@ -7,7 +7,7 @@ import (
 
 // The configuration examples of Caddy's documentation (caddyserver.com/docs:
 // the reverse_proxy, handle, handle_path, route, redir, respond, header,
-// uri, rewrite, basic_auth, forward_auth, handle_errors and error directive pages and the request matchers page), each as
+// uri, rewrite, basic_auth, forward_auth, handle_errors, error and intercept directive pages and the request matchers page), each as
 // the Caddyfile a Caddy user would write. Every one validates, or fails
 // with "NAME is not supported by pollproxy" on the line that uses NAME.
 
@@ -162,6 +162,12 @@ var caddyDocExamples = []docExample{
 	{"error", "example.com {\n\troot * /srv\n\n\t# Trigger errors for certain paths\n\terror /private* \"Unauthorized\" 403\n\terror /hidden* \"Not found\" 404\n\n\t# Handle the error by serving an HTML page\n\thandle_errors {\n\t\trewrite * /{err.status_code}.html\n\t\tfile_server\n\t}\n\n\tfile_server\n}\n",
 		"Caddyfile:2: root is not supported by pollproxy\nCaddyfile:11: file_server is not supported by pollproxy\nCaddyfile:14: file_server is not supported by pollproxy"},
 	{"error", docSite("error \"Unauthorized\" 401 {\n\tmessage \"twice\"\n}"), "Caddyfile:3: error: message already specified"},
+
+	// intercept
+	{"intercept", docSite("reverse_proxy localhost:8080\nintercept {\n\t@accel header X-Accel-Redirect *\n\thandle_response @accel {\n\t\troot * /path/to/private/files\n\t\trewrite * {resp.header.X-Accel-Redirect}\n\t\tmethod * GET\n\t\tfile_server\n\t}\n}"),
+		"Caddyfile:6: root is not supported by pollproxy\nCaddyfile:8: method is not supported by pollproxy\nCaddyfile:9: file_server is not supported by pollproxy"},
+	{"intercept", docSite("reverse_proxy localhost:8080\nintercept {\n\t@404 status 404\n\thandle_response @404 {\n\t\trespond \"custom 404 for {resp.header.X-App}\" 404\n\t}\n\t@teapot status 418\n\treplace_status @teapot 200\n}"), ""},
+	{"intercept", docSite("respond 404\nintercept {\n\thandle_response @missing {\n\t\trespond \"x\"\n\t}\n}"), "Caddyfile:4: intercept: response matcher @missing is not defined in this intercept"},
 
 	{"matchers", docMatcher("@foo {\n\theader Foo bar\n\theader Foo baz\n}"), ""},
 	{"matchers", docMatcher("@not_foo header !Foo"), ""},

@@ -20,11 +20,11 @@ type matcherUse struct {
 
 // handleResponse reads handle_response [@matcher] { routes } or
 // replace_status [@matcher] STATUS inside reverse_proxy.
-func (p *parser) handleResponse(d *caddyfile.Dispenser, rp *Proxy, uses *[]matcherUse, sub string) {
+func (p *parser) handleResponse(d *caddyfile.Dispenser, hs *[]route.ResponseHandler, uses *[]matcherUse, sub string) {
 	args := d.RemainingArgs()
 	var rh route.ResponseHandler
 	if len(args) > 0 && strings.HasPrefix(args[0], "@") {
-		*uses = append(*uses, matcherUse{name: args[0], pos: dpos(d), index: len(rp.Responses)})
+		*uses = append(*uses, matcherUse{name: args[0], pos: dpos(d), index: len(*hs)})
 		args = args[1:]
 	}
 	if sub == "replace_status" {
@@ -34,7 +34,7 @@ func (p *parser) handleResponse(d *caddyfile.Dispenser, rp *Proxy, uses *[]match
 			return
 		}
 		rh.Status = c
-		rp.Responses = append(rp.Responses, rh)
+		*hs = append(*hs, rh)
 		return
 	}
 	if len(args) > 0 {
@@ -47,7 +47,48 @@ func (p *parser) handleResponse(d *caddyfile.Dispenser, rp *Proxy, uses *[]match
 	p.inResponse++
 	rh.Routes = p.routeList(p.cur, segs, true)
 	p.inResponse--
-	rp.Responses = append(rp.Responses, rh)
+	*hs = append(*hs, rh)
+}
+
+// resolve gives each handler the response matcher it names.
+func (p *parser) resolve(hs []route.ResponseHandler, uses []matcherUse, matchers map[string]*route.ResponseMatch, label string) {
+	for _, u := range uses {
+		m, ok := matchers[u.name]
+		if !ok {
+			p.errAt(u.pos, "%s: response matcher %s is not defined in this %s", label, u.name, label)
+			continue
+		}
+		hs[u.index].Match = m
+	}
+}
+
+// intercept reads intercept [matcher] { @name RESPONSE-MATCHER
+// replace_status [@name] STATUS  handle_response [@name] { routes } }.
+func (p *parser) intercept(d *caddyfile.Dispenser, n *route.Node) {
+	n.Kind = route.Intercept
+	if args := d.RemainingArgs(); len(args) > 0 {
+		p.errf(d, "intercept: want [matcher] { ... }, not %q", args[0])
+	}
+	matchers := map[string]*route.ResponseMatch{}
+	var uses []matcherUse
+	for nest := d.Nesting(); d.NextBlock(nest); {
+		switch sub := d.Val(); {
+		case sub == "handle_response" || sub == "replace_status":
+			p.handleResponse(d, &n.Responses, &uses, sub)
+		case strings.HasPrefix(sub, "@"):
+			m := &route.ResponseMatch{}
+			p.responseMatch(d, m)
+			matchers[sub] = m
+		default:
+			p.errf(d, "intercept: unknown option %q (want @name, replace_status, handle_response)", sub)
+			d.RemainingArgs()
+			skipBlock(d)
+		}
+	}
+	p.resolve(n.Responses, uses, matchers, "intercept")
+	if len(n.Responses) == 0 {
+		p.errf(d, "intercept: want a handle_response or replace_status")
+	}
 }
 
 // copyResponse reads copy_response [matcher] [STATUS] { status STATUS }

@@ -114,7 +114,7 @@ func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
 			p.errf(d, "%s: as in Caddy, this belongs in transport http { ... }", label)
 			d.RemainingArgs()
 		case "handle_response", "replace_status":
-			p.handleResponse(d, &rp, &uses, sub)
+			p.handleResponse(d, &rp.Responses, &uses, sub)
 		default:
 			if strings.HasPrefix(sub, "@") { // Caddy's response matchers, for handle_response
 				m := &route.ResponseMatch{}
@@ -125,14 +125,7 @@ func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
 			p.notOurs(d, "reverse_proxy: ", sub, unsupportedProxy, "one of "+strings.Join(proxyOptions, ", "))
 		}
 	}
-	for _, u := range uses {
-		m, ok := matchers[u.name]
-		if !ok {
-			p.errAt(u.pos, "reverse_proxy: response matcher %s is not defined in this reverse_proxy", u.name)
-			continue
-		}
-		rp.Responses[u.index].Match = m
-	}
+	p.resolve(rp.Responses, uses, matchers, "reverse_proxy")
 	if rp.Dynamic != nil && len(rp.Upstreams) > 1 {
 		p.errAt(rp.Pos, "reverse_proxy: static upstreams beside dynamic (Caddy's fallback) are not supported by pollproxy")
 	}

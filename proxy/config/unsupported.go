@@ -39,7 +39,7 @@ var unsupportedServers = set("strict_sni_host", "keepalive_interval",
 	"enable_full_duplex", "trace", "listen_protocols", "0rtt", "max_header_bytes")
 
 var unsupportedDirectives = set("abort_with", "acme_server", "bind", "encode",
-	"file_server", "fs", "import", "intercept", "invoke", "log",
+	"file_server", "fs", "import", "invoke", "log",
 	"log_append", "log_name", "log_skip", "log_level", "map", "method", "metrics", "php_fastcgi", "push",
 	"request_body", "root", "skip_log", "templates", "tracing", "try_files", "vars", "timeouts")
 

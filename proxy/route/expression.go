@@ -165,7 +165,8 @@ var matcherCall = regexp.MustCompile(`^(path|host|method|protocol|remote_ip|clie
 
 // numericPlaceholders are the placeholders an expression reads as ints.
 var numericPlaceholders = map[string]bool{"err.status_code": true, "http.error.status_code": true,
-	"rp.status_code": true, "http.reverse_proxy.status_code": true}
+	"rp.status_code": true, "http.reverse_proxy.status_code": true,
+	"resp.status_code": true, "http.intercept.status_code": true}
 
 // rewriteCEL turns Caddy's expression syntax into plain CEL: {name} into
 // ph(req, "name"), f(args) into f(req, args), outside string literals.

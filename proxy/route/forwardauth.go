@@ -173,7 +173,7 @@ func (a *authReply) WriteHeader(status int, fields []stream.Field, end bool) err
 			// to the block's routes, and on past forward_auth if they
 			// do not answer; the auth answer is not the client's.
 			f.granted = true
-			f.handTo(f.h.resumeWith(f.at, rh.Routes, f.req, f.w))
+			f.handTo(f.h.resumeWith(f.at, rh.Routes, nil, f.req, f.w))
 			return nil
 		}
 	}

@@ -68,6 +68,7 @@ type respRoute struct {
 	passing        bool // the origin's response is the client's
 	routed         bool // a handle_response took it
 	copying        bool // copy_response: the origin's body goes to the client
+	icpt           bool // intercept's, not a reverse_proxy's
 	inner          stream.Events
 
 	// the origin's final head, for copy_response
@@ -89,15 +90,33 @@ func (h *Handler) proxyRouted(n *Node, at *resumePoint, resp []*Node, req *strea
 
 // resumeWith re-enters the routes at p with nodes evaluated first, for a
 // request handed on by another exchange.
-func (h *Handler) resumeWith(p *resumePoint, nodes []Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
+// When they do not answer, orElse does (nil: Caddy's empty 200).
+func (h *Handler) resumeWith(p *resumePoint, nodes []Node, orElse *Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
 	h.ctx.Reset(req, h.clientFn)
 	h.resp = append(h.resp[:0], p.resp...)
 	h.auths = h.auths[:0]
+	h.icpt = nil
 	h.stack = append(h.stack[:0], p.stack...)
 	if len(nodes) > 0 {
 		h.stack = append(h.stack, frame{nodes: nodes})
 	}
-	return h.finish(h.walk(), req, w)
+	t := h.walk()
+	if t == nil {
+		t = orElse
+	}
+	return h.finish(t, req, w)
+}
+
+// intercept answers a request that matched an intercept: whatever
+// answers it (n) writes to the intercept, which decides on its head.
+// The handle_response routes do not go on past the intercept, as in
+// Caddy: when they do not answer, the response is the intercepted
+// status with no body.
+func (h *Handler) intercept(n *Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
+	rr := &respRoute{h: h, req: req, w: w, cw: w, n: h.icpt, at: &resumePoint{resp: append([]*Node(nil), h.resp...)}, icpt: true}
+	h.icpt = nil
+	rr.origin = h.finish(n, req, (*originReply)(rr))
+	return rr
 }
 
 func (rr *respRoute) releaseOrigin() {
@@ -113,7 +132,7 @@ func (rr *respRoute) releaseOrigin() {
 // OnBody goes to the origin's exchange: the request's body is its own
 // (once it is released, the rest is dropped).
 func (rr *respRoute) OnBody(p []byte) {
-	if rr.originReleased {
+	if rr.originReleased || rr.origin == nil {
 		rr.w.Consumed(len(p))
 		return
 	}
@@ -121,7 +140,7 @@ func (rr *respRoute) OnBody(p []byte) {
 }
 
 func (rr *respRoute) OnBodyEnd(trailers []stream.Field) {
-	if !rr.originReleased {
+	if !rr.originReleased && rr.origin != nil {
 		rr.origin.OnBodyEnd(trailers)
 	}
 }
@@ -129,7 +148,7 @@ func (rr *respRoute) OnBodyEnd(trailers []stream.Field) {
 // OnWritable goes to whichever answer writes to the client.
 func (rr *respRoute) OnWritable() {
 	switch {
-	case (rr.passing || rr.copying) && !rr.originReleased:
+	case (rr.passing || rr.copying) && !rr.originReleased && rr.origin != nil:
 		rr.origin.OnWritable()
 	case rr.inner != nil:
 		rr.inner.OnWritable()
@@ -137,7 +156,7 @@ func (rr *respRoute) OnWritable() {
 }
 
 func (rr *respRoute) OnAbort(err error) {
-	if !rr.originReleased {
+	if !rr.originReleased && rr.origin != nil {
 		rr.origin.OnAbort(err)
 	}
 	if rr.inner != nil {
@@ -181,7 +200,11 @@ func (o *originReply) WriteHeader(status int, fields []stream.Field, end bool) e
 	// The body went to the origin: the routes answer without one.
 	r := rr.req
 	r.HasBody, r.ContentLength, r.Upgrade = false, -1, ""
-	rr.inner = rr.h.resumeWith(rr.at, rh.Routes, r, (*routesWriter)(rr))
+	var orElse *Node
+	if rr.icpt {
+		orElse = &Node{Kind: Respond, Static: ErrorResponse(status)}
+	}
+	rr.inner = rr.h.resumeWith(rr.at, rh.Routes, orElse, r, (*routesWriter)(rr))
 	return nil
 }
 

@@ -88,6 +88,7 @@ var placeholders = map[string]phKind{
 	"err.message": phErrMessage, "http.error.message": phErrMessage,
 	"err.id": phErrID, "http.error.id": phErrID,
 	"rp.status_code": phRespStatus, "http.reverse_proxy.status_code": phRespStatus,
+	"resp.status_code": phRespStatus, "http.intercept.status_code": phRespStatus,
 }
 
 type part struct {
@@ -209,6 +210,7 @@ var prefixes = []struct {
 	{"query.", phQueryArg}, {"http.request.uri.query.", phQueryArg},
 	{"cookie.", phCookie}, {"http.request.cookie.", phCookie},
 	{"rp.header.", phRespHeader}, {"http.reverse_proxy.header.", phRespHeader},
+	{"resp.header.", phRespHeader}, {"http.intercept.header.", phRespHeader},
 }
 
 // prefixed reads a placeholder with an argument ({header.X-Name},

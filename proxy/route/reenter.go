@@ -38,7 +38,7 @@ func (h *Handler) savePoint() *resumePoint {
 // one of its entry points (the other exchange's events), never inside
 // another evaluation, so the handler's scratch state is free.
 func (h *Handler) resume(p *resumePoint, req *stream.Request, w stream.ResponseWriter) stream.Events {
-	return h.resumeWith(p, nil, req, w)
+	return h.resumeWith(p, nil, nil, req, w)
 }
 
 // parked is a request whose answer is not chosen yet. It holds the

@@ -46,6 +46,9 @@ const (
 	// CopyResponse sends the origin response a handle_response matched
 	// (copy_response), with Status when not 0; terminal.
 	CopyResponse
+	// Intercept watches the response of whatever answers the request
+	// (intercept): one its Responses match goes to their routes.
+	Intercept
 )
 
 // URI operations.
@@ -96,8 +99,8 @@ type Node struct {
 
 	Copy []CopyField // ForwardAuth: the auth answer's fields put on the request
 
-	// Responses are a Proxy's (or ForwardAuth's) handle_response and
-	// replace_status, in order.
+	// Responses are a Proxy's (or ForwardAuth's, or Intercept's)
+	// handle_response and replace_status, in order.
 	Responses []ResponseHandler
 	// CopyFrom makes an EditResponse copy_response_headers: the fields
 	// of the response a handle_response matched, filtered.
@@ -125,6 +128,7 @@ type Handler struct {
 	fields   []stream.Field
 	checks   checks  // basic_auth's checks off the loop (basicauth.go)
 	stack    []frame // where evaluation stands (walk)
+	icpt     *Node   // the intercept the request matched, if any
 }
 
 // Poster runs a function on the loop that owns a Handler:
@@ -158,12 +162,16 @@ func (h *Handler) serveFrom(nodes []Node, req *stream.Request, w stream.Response
 	h.ctx.Reset(req, h.clientFn)
 	h.resp = h.resp[:0]
 	h.auths = h.auths[:0]
+	h.icpt = nil
 	return h.finish(h.run(nodes), req, w)
 }
 
 // finish hands the request to n, the route where evaluation stopped,
 // once the basic_auth directives it matched on the way have passed.
 func (h *Handler) finish(n *Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
+	if h.icpt != nil {
+		return h.intercept(n, req, w)
+	}
 	var at *resumePoint
 	if n != nil && (n.Kind == ForwardAuth || len(n.Responses) > 0) {
 		at = h.savePoint()
@@ -265,6 +273,10 @@ func (h *Handler) walk() *Node {
 			h.uri(n)
 		case BasicAuth:
 			h.matchedAuth(n)
+		case Intercept:
+			if h.icpt == nil {
+				h.icpt = n
+			}
 		case Group:
 			if n.Strip != "" {
 				h.setPath(stripPrefix(h.ctx.Req.Path, n.Strip))
