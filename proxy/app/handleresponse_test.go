@@ -64,6 +64,7 @@ func TestHandleResponse(t *testing.T) {
 			@accel header X-Accel-Redirect *
 			handle_response @accel {
 				rewrite * {rp.header.X-Accel-Redirect}
+				method GET
 				reverse_proxy %[2]s
 			}
 		}
@@ -172,7 +173,8 @@ func TestHandleResponse(t *testing.T) {
 					x.run(t, c, base)
 				}
 				// The app reads the whole upload before it answers with
-				// X-Accel-Redirect; the second origin gets no body.
+				// X-Accel-Redirect; the second origin gets a GET (method),
+				// without a body.
 				req, _ := http.NewRequest("POST", base+"/accel/up", strings.NewReader(strings.Repeat("p", 150000)))
 				resp, err := c.Do(req)
 				if err != nil {
@@ -180,8 +182,8 @@ func TestHandleResponse(t *testing.T) {
 				}
 				b, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
-				if resp.StatusCode != 200 || string(b) != "file POST /private/up" {
-					t.Errorf("POST /accel/up: %d %q, want 200 %q", resp.StatusCode, b, "file POST /private/up")
+				if resp.StatusCode != 200 || string(b) != "file GET /private/up" {
+					t.Errorf("POST /accel/up: %d %q, want 200 %q", resp.StatusCode, b, "file GET /private/up")
 				}
 			})
 		}

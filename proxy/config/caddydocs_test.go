@@ -41,7 +41,7 @@ var caddyDocExamples = []docExample{
 	{"reverse_proxy", "example.com {\n\treverse_proxy 10.0.0.1:443 {\n\t\ttransport http {\n\t\t\ttls_trust_pool file /path/to/cert.pem\n\t\t\ttls_server_name app.example.com\n\t\t}\n\t}\n}\n", "Caddyfile:4: transport http: tls_trust_pool is not supported by pollproxy\nCaddyfile:5: transport http: tls_server_name is not supported by pollproxy"},
 	{"reverse_proxy", "example.com {\n\thandle_path /prefix/* {\n\t\treverse_proxy localhost:9000\n\t}\n}\n", ""},
 	{"reverse_proxy", "example.com {\n\thandle_path /old-prefix/* {\n\t\trewrite /new-prefix{path}\n\t\treverse_proxy localhost:9000\n\t}\n}\n", ""},
-	{"reverse_proxy", "example.com {\n\treverse_proxy localhost:8080 {\n\t\t@accel header X-Accel-Redirect *\n\t\thandle_response @accel {\n\t\t\troot /path/to/private/files\n\t\t\trewrite {rp.header.X-Accel-Redirect}\n\t\t\tmethod GET\n\t\t\tfile_server\n\t\t}\n\t}\n}\n", "Caddyfile:5: root is not supported by pollproxy\nCaddyfile:7: method is not supported by pollproxy\nCaddyfile:8: file_server is not supported by pollproxy"},
+	{"reverse_proxy", "example.com {\n\treverse_proxy localhost:8080 {\n\t\t@accel header X-Accel-Redirect *\n\t\thandle_response @accel {\n\t\t\troot /path/to/private/files\n\t\t\trewrite {rp.header.X-Accel-Redirect}\n\t\t\tmethod GET\n\t\t\tfile_server\n\t\t}\n\t}\n}\n", "Caddyfile:5: root is not supported by pollproxy\nCaddyfile:8: file_server is not supported by pollproxy"},
 	{"reverse_proxy", "example.com {\n\treverse_proxy localhost:8080 {\n\t\t@error status 500 503\n\t\thandle_response @error {\n\t\t\troot /path/to/error/pages\n\t\t\trewrite /{rp.status_code}.html\n\t\t\tfile_server\n\t\t}\n\t}\n}\n", "Caddyfile:5: root is not supported by pollproxy\nCaddyfile:7: file_server is not supported by pollproxy"},
 	{"reverse_proxy", "example.com {\n\treverse_proxy {\n\t\tdynamic a example.com 9000\n\t}\n}\n", ""},
 	{"reverse_proxy", "example.com {\n\treverse_proxy {\n\t\tdynamic srv _api._tcp.example.com\n\t}\n}\n", ""},
@@ -165,7 +165,7 @@ var caddyDocExamples = []docExample{
 
 	// intercept
 	{"intercept", docSite("reverse_proxy localhost:8080\nintercept {\n\t@accel header X-Accel-Redirect *\n\thandle_response @accel {\n\t\troot * /path/to/private/files\n\t\trewrite * {resp.header.X-Accel-Redirect}\n\t\tmethod * GET\n\t\tfile_server\n\t}\n}"),
-		"Caddyfile:6: root is not supported by pollproxy\nCaddyfile:8: method is not supported by pollproxy\nCaddyfile:9: file_server is not supported by pollproxy"},
+		"Caddyfile:6: root is not supported by pollproxy\nCaddyfile:9: file_server is not supported by pollproxy"},
 	{"intercept", docSite("reverse_proxy localhost:8080\nintercept {\n\t@404 status 404\n\thandle_response @404 {\n\t\trespond \"custom 404 for {resp.header.X-App}\" 404\n\t}\n\t@teapot status 418\n\treplace_status @teapot 200\n}"), ""},
 	{"intercept", docSite("respond 404\nintercept {\n\thandle_response @missing {\n\t\trespond \"x\"\n\t}\n}"), "Caddyfile:4: intercept: response matcher @missing is not defined in this intercept"},
 

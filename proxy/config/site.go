@@ -15,15 +15,15 @@ import (
 )
 
 var siteDirectives = []string{"reverse_proxy", "handle", "handle_path", "route", "redir", "respond",
-	"header", "request_header", "uri", "rewrite", "abort", "basic_auth", "forward_auth", "error", "handle_errors", "copy_response", "copy_response_headers", "intercept", "tls", "@name (a named matcher)"}
+	"header", "request_header", "uri", "rewrite", "abort", "basic_auth", "forward_auth", "error", "handle_errors", "copy_response", "copy_response_headers", "intercept", "method", "tls", "@name (a named matcher)"}
 
 // directiveOrder is Caddy's default order of the directives pollproxy
 // implements (handle_path sorts as handle; basicauth is basic_auth's
 // older name, which Caddy still reads and sorts just before it).
 var directiveOrder = map[string]int{
-	"header": 1, "copy_response_headers": 2, "redir": 3, "rewrite": 4, "uri": 5, "basicauth": 6, "basic_auth": 7,
-	"forward_auth": 8, "request_header": 9, "intercept": 10, "handle": 11, "route": 12, "abort": 13, "error": 14,
-	"copy_response": 15, "respond": 16, "reverse_proxy": 17,
+	"header": 1, "copy_response_headers": 2, "redir": 3, "method": 4, "rewrite": 5, "uri": 6, "basicauth": 7, "basic_auth": 8,
+	"forward_auth": 9, "request_header": 10, "intercept": 11, "handle": 12, "route": 13, "abort": 14, "error": 15,
+	"copy_response": 16, "respond": 17, "reverse_proxy": 18,
 }
 
 // value is one routing directive before sorting: Caddy's "config value".
@@ -252,6 +252,13 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 		p.copyResponse(d, n, name)
 	case "intercept":
 		p.intercept(d, n)
+	case "method":
+		args := d.RemainingArgs()
+		if len(args) != 1 {
+			p.errf(d, "method: want [matcher] METHOD, e.g. method GET")
+			return v, false
+		}
+		n.Kind, n.Find = route.SetMethod, strings.ToUpper(args[0])
 	case "abort":
 		if args := d.RemainingArgs(); len(args) > 0 {
 			p.errf(d, "abort: takes only a matcher")

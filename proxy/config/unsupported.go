@@ -40,7 +40,7 @@ var unsupportedServers = set("strict_sni_host", "keepalive_interval",
 
 var unsupportedDirectives = set("abort_with", "acme_server", "bind", "encode",
 	"file_server", "fs", "import", "invoke", "log",
-	"log_append", "log_name", "log_skip", "log_level", "map", "method", "metrics", "php_fastcgi", "push",
+	"log_append", "log_name", "log_skip", "log_level", "map", "metrics", "php_fastcgi", "push",
 	"request_body", "root", "skip_log", "templates", "tracing", "try_files", "vars", "timeouts")
 
 var unsupportedMatchers = set("file", "vars", "vars_regexp", "tls", "path_regexp_all")

@@ -49,6 +49,8 @@ const (
 	// Intercept watches the response of whatever answers the request
 	// (intercept): one its Responses match goes to their routes.
 	Intercept
+	// SetMethod changes the request's method to Find (method).
+	SetMethod
 )
 
 // URI operations.
@@ -76,7 +78,7 @@ type Node struct {
 	To Template // Rewrite; Redirect's target; Respond's body when it has placeholders; ForwardAuth's uri; Error's message
 
 	URIOp        byte   // URI
-	Find, ReplBy string // URI: the prefix, suffix or search text; Replace's replacement
+	Find, ReplBy string // URI: the prefix, suffix or search text; Replace's replacement; SetMethod's method
 	Limit        int    // URI Replace: at most this many (0: all)
 	Regexp       *regexp.Regexp
 	Query        *QueryOps
@@ -273,6 +275,8 @@ func (h *Handler) walk() *Node {
 			h.uri(n)
 		case BasicAuth:
 			h.matchedAuth(n)
+		case SetMethod:
+			h.ctx.Req.Method = n.Find
 		case Intercept:
 			if h.icpt == nil {
 				h.icpt = n
