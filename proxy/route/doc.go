@@ -10,7 +10,10 @@
 // One job per file: router.go (host to site), route.go (the route
 // table), match.go (matchers), expression.go (CEL), header.go (header
 // operations), placeholder.go (placeholders), clientip.go (the client's
-// address), ranges.go (IP ranges and private_ranges).
+// address), ranges.go (IP ranges and private_ranges), reenter.go (a
+// request re-entering its routes), relay.go (a request answered first by
+// another exchange), forwardauth.go, handleresponse.go (handle_response,
+// intercept, copy_response) and errors.go (handle_errors, error).
 //
 // Everything here is built once per (re)load and only read afterwards, so
 // one compiled table is shared by every loop; what is per loop (the

@@ -2,14 +2,19 @@ package route
 
 import "github.com/pollproxy/pollproxy/proxy/stream"
 
-// Responses that route. Some routes hand the request to another exchange
-// before anything answers it: forward_auth asks an auth service, and the
-// request goes on only if the answer lets it. The request then re-enters
-// the site's routes where it left them: the evaluation stack saved at that
-// route (a resumePoint), evaluated on the loop like any request. Until
-// then the request is parked: its body is held, unread, so the client's
-// flow-control window bounds it, and handed to whatever answers in the
-// end, or drained if that is the other exchange's answer.
+// Re-entering the routes: the one mechanism behind forward_auth,
+// handle_response, intercept and handle_errors. Some routes hand the
+// request to another exchange before anything answers it (relay.go): an
+// auth service's answer, an origin's response a matcher picks, any
+// handler's response an intercept watches. When that answer is taken,
+// the request re-enters the site's routes where it left them: the
+// evaluation stack saved at that route (a resumePoint), with the taken
+// block's routes on top, evaluated on the loop like any request. An error
+// pollproxy answers itself re-enters the error routes the same way
+// (errors.go). Meanwhile a request whose body must wait (forward_auth's)
+// is parked: its body is held, unread, so the client's flow-control
+// window bounds it, and handed to whatever answers in the end, or drained
+// if that is the other exchange's answer.
 
 // frame is one list of routes being evaluated, and how far.
 type frame struct {
@@ -33,12 +38,45 @@ func (h *Handler) savePoint() *resumePoint {
 	return &resumePoint{stack: append([]frame(nil), h.stack...), resp: append([]*Node(nil), h.resp...)}
 }
 
-// resume re-enters the routes at p for req and hands the request to what
-// answers there, as Serve does from the start. It runs on the loop from
-// one of its entry points (the other exchange's events), never inside
-// another evaluation, so the handler's scratch state is free.
-func (h *Handler) resume(p *resumePoint, req *stream.Request, w stream.ResponseWriter) stream.Events {
-	return h.resumeWith(p, nil, nil, req, w)
+// resumeWith re-enters the routes at p for req, with nodes (a
+// handle_response block) evaluated first, and hands the request to what
+// answers there, as Serve does from the start; when nothing does, orElse
+// answers (nil: Caddy's empty 200). It runs on the loop from one of its
+// entry points (the other exchange's events), never inside another
+// evaluation, so the handler's scratch state is free.
+func (h *Handler) resumeWith(p *resumePoint, nodes []Node, orElse *Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
+	h.ctx.Reset(req, h.clientFn)
+	h.resp = append(h.resp[:0], p.resp...)
+	h.auths = h.auths[:0]
+	h.icpt = nil
+	h.stack = append(h.stack[:0], p.stack...)
+	if len(nodes) > 0 {
+		h.stack = append(h.stack, frame{nodes: nodes})
+	}
+	t := h.walk()
+	if t == nil {
+		t = orElse
+	}
+	return h.finish(t, req, w)
+}
+
+// maxDepth bounds how many times one request re-enters its routes. The
+// routes are a tree, so a request cannot come back to where it was; the
+// bound is there for whatever future route makes that untrue.
+const maxDepth = 8
+
+// handOn records on req what re-entering its routes hands them: the
+// origin's response. It reports false past maxDepth.
+func handOn(req *stream.Request, status int, fields []stream.Field) bool {
+	depth := 0
+	if req.Handoff != nil {
+		depth = req.Handoff.Depth + 1
+	}
+	if depth >= maxDepth {
+		return false
+	}
+	req.Handoff = &stream.Handoff{Status: status, Header: append([]stream.Field(nil), fields...), Depth: depth}
+	return true
 }
 
 // parked is a request whose answer is not chosen yet. It holds the
