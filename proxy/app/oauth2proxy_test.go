@@ -3,7 +3,6 @@ package app
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
@@ -85,30 +83,8 @@ func startOAuth2Proxy(t *testing.T) string {
 		"--oidc-jwks-url="+never+"/jwks", "--client-id=pollproxy-test", "--client-secret=unused",
 		"--cookie-secret=0123456789abcdef0123456789abcdef", "--email-domain=*", "--upstream=static://202",
 		"--htpasswd-file="+htpasswd, "--set-xauthrequest", "--reverse-proxy", "--trusted-proxy-ip=127.0.0.1/32")
-	out := &servertest.SyncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("oauth2-proxy output:\n%s", out)
-		}
-	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			return addr
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("oauth2-proxy did not listen on %s: %v\n%s", addr, err, out)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	runListening(t, "oauth2-proxy", cmd, addr)
+	return addr
 }
 
 // TestForwardAuthOAuth2Proxy: forward_auth in front of an app with
