@@ -113,20 +113,13 @@ func TestForwardAuth(t *testing.T) {
 				// The auth service gets no body (method GET, as Caddy's
 				// expansion); the app gets all of it after a 2xx.
 				for _, tok := range []string{"good", "no"} {
-					req, _ := http.NewRequest("POST", base+"/upload", strings.NewReader(strings.Repeat("b", 100000)))
-					req.Header.Set("X-Token", tok)
-					resp, err := c.Do(req)
-					if err != nil {
-						t.Fatal(err)
-					}
-					b, _ := io.ReadAll(resp.Body)
-					resp.Body.Close()
+					status, b := send(t, c, "POST", base+"/upload", strings.Repeat("b", 100000), map[string]string{"X-Token": tok})
 					want := "app POST /upload user=alice email=alice@example.com groups=admins,dev token=good body=" + strings.Repeat("b", 100000)
 					if tok == "no" {
 						want = "denied: GET /auth?from=pollproxy fwd=POST /upload cl=0 body=0"
 					}
-					if string(b) != want {
-						t.Errorf("POST X-Token %s: %d %.120q, want %.120q", tok, resp.StatusCode, b, want)
+					if b != want {
+						t.Errorf("POST X-Token %s: %d %.120q, want %.120q", tok, status, b, want)
 					}
 				}
 			})

@@ -2,7 +2,6 @@ package app
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -98,20 +97,14 @@ func TestHandleErrors(t *testing.T) {
 				}
 				// The request as it arrived, not as rewritten; the message
 				// is pollproxy's; every occurrence has its own id.
-				b1, b2 := bodyOf(t, c, base+"/other?q=1"), bodyOf(t, c, base+"/other?q=1")
+				_, b1 := send(t, c, "GET", base+"/other?q=1", "", nil)
+				_, b2 := send(t, c, "GET", base+"/other?q=1", "", nil)
 				if !strings.Contains(b1, "(GET /other?q=1) id=") || b1[strings.LastIndex(b1, "id="):] == b2[strings.LastIndex(b2, "id="):] {
 					t.Errorf("bodies %q and %q: want the original request and two different ids", b1, b2)
 				}
 				// A body the failed handler never read is drained.
-				req, _ := http.NewRequest("POST", base+"/down/upload", strings.NewReader(strings.Repeat("u", 200000)))
-				resp, err := c.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != 502 || !strings.Contains(string(b), "(POST /down/upload)") {
-					t.Errorf("POST /down/upload: %d %q", resp.StatusCode, b)
+				if status, b := send(t, c, "POST", base+"/down/upload", strings.Repeat("u", 200000), nil); status != 502 || !strings.Contains(b, "(POST /down/upload)") {
+					t.Errorf("POST /down/upload: %d %q", status, b)
 				}
 			})
 		}
@@ -134,16 +127,4 @@ func TestErrorDirective(t *testing.T) {
 			}
 		}
 	})
-}
-
-// bodyOf returns the body of a GET of url, whatever its status.
-func bodyOf(t *testing.T, c *http.Client, url string) string {
-	t.Helper()
-	resp, err := c.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
 }

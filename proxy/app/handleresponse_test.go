@@ -175,15 +175,8 @@ func TestHandleResponse(t *testing.T) {
 				// The app reads the whole upload before it answers with
 				// X-Accel-Redirect; the second origin gets a GET (method),
 				// without a body.
-				req, _ := http.NewRequest("POST", base+"/accel/up", strings.NewReader(strings.Repeat("p", 150000)))
-				resp, err := c.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != 200 || string(b) != "file GET /private/up" {
-					t.Errorf("POST /accel/up: %d %q, want 200 %q", resp.StatusCode, b, "file GET /private/up")
+				if status, b := send(t, c, "POST", base+"/accel/up", strings.Repeat("p", 150000), nil); status != 200 || b != "file GET /private/up" {
+					t.Errorf("POST /accel/up: %d %q, want 200 %q", status, b, "file GET /private/up")
 				}
 			})
 		}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -207,4 +208,24 @@ func runListening(t *testing.T, name string, cmd *exec.Cmd, addr string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// send makes a request with body (none when empty) and returns the
+// response's status and body.
+func send(t *testing.T, c *http.Client, method, url, body string, header map[string]string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
