@@ -104,7 +104,11 @@ func (ew *errWatch) RouteError(status int, message string) bool {
 	// The body stays with the handler that failed, read and dropped: the
 	// error routes answer without it.
 	r.HasBody, r.ContentLength = false, -1
-	r.Handoff = &stream.Handoff{ErrStatus: status, ErrMessage: message, ErrID: errorID()}
+	depth := 0
+	if r.Handoff != nil {
+		depth = r.Handoff.Depth + 1
+	}
+	r.Handoff = &stream.Handoff{ErrStatus: status, ErrMessage: message, ErrID: errorID(), Depth: depth}
 	ew.inner = ew.h.serveFrom(ew.h.t.Errors, r, ew)
 	return true
 }

@@ -67,15 +67,19 @@ const maxDepth = 8
 
 // handOn records on req what re-entering its routes hands them: the
 // origin's response. It reports false past maxDepth.
+// The error being rendered, if any, stays: {err.*} still read it in an
+// error route's handle_response.
 func handOn(req *stream.Request, status int, fields []stream.Field) bool {
-	depth := 0
+	var h stream.Handoff
 	if req.Handoff != nil {
-		depth = req.Handoff.Depth + 1
+		h = *req.Handoff
+		h.Depth++
 	}
-	if depth >= maxDepth {
+	if h.Depth >= maxDepth {
 		return false
 	}
-	req.Handoff = &stream.Handoff{Status: status, Header: append([]stream.Field(nil), fields...), Depth: depth}
+	h.Status, h.Header = status, append([]stream.Field(nil), fields...)
+	req.Handoff = &h
 	return true
 }
 
