@@ -90,9 +90,10 @@ func startOAuth2Proxy(t *testing.T) string {
 // TestForwardAuthOAuth2Proxy: forward_auth in front of an app with
 // oauth2-proxy as the auth service, configured as its documentation
 // configures it for Caddy: /oauth2/* goes to oauth2-proxy, everything
-// else asks its /oauth2/auth first. Without a session the client gets
-// oauth2-proxy's 401; after signing in through pollproxy, its 202 lets
-// the request on with the user oauth2-proxy names. Over HTTP/2 and
+// else asks its /oauth2/auth first, and its 401 is turned into a redirect
+// to its sign-in page (handle_response). After signing in through
+// pollproxy, its 202 lets the request on with the user oauth2-proxy
+// names, never one the client sent. Over HTTP/2 and
 // HTTP/1.1 on every poller backend.
 func TestForwardAuthOAuth2Proxy(t *testing.T) {
 	o2p, app := startOAuth2Proxy(t), userAppAuthRequest(t)
@@ -107,6 +108,10 @@ func TestForwardAuthOAuth2Proxy(t *testing.T) {
 			uri /oauth2/auth
 			header_up X-Real-IP {remote_host}
 			copy_headers X-Auth-Request-User X-Auth-Request-Email>X-Email
+			@error status 401
+			handle_response @error {
+				redir * /oauth2/sign_in?rd={scheme}://{host}{uri}
+			}
 		}
 		reverse_proxy %[2]s
 	}`, o2p, app)
@@ -115,8 +120,10 @@ func TestForwardAuthOAuth2Proxy(t *testing.T) {
 		base := fmt.Sprintf("https://localhost:%d", port)
 		for proto, c := range cls {
 			t.Run(proto, func(t *testing.T) {
+				signIn := "/oauth2/sign_in?rd=https://localhost/dashboard"
 				exchange{method: "GET", path: "/dashboard", header: map[string]string{"X-Auth-Request-User": "mallory"},
-					status: 401, body: "Unauthorized\n"}.run(t, c, base)
+					status: 302, want: map[string]string{"Location": signIn}}.run(t, c, base)
+				exchange{method: "GET", path: signIn, status: 200, body: "\n<!DOCTYPE html>*"}.run(t, c, base)
 				form := url.Values{"username": {"alice"}, "password": {"secret"}, "rd": {"/dashboard"}}
 				resp, err := c.Post(base+"/oauth2/sign_in", "application/x-www-form-urlencoded", strings.NewReader(form.Encode()))
 				if err != nil {
@@ -137,7 +144,7 @@ func TestForwardAuthOAuth2Proxy(t *testing.T) {
 				exchange{method: "GET", path: "/dashboard?tab=1", header: map[string]string{"Cookie": session, "X-Auth-Request-User": "mallory"},
 					status: 200, body: "app GET /dashboard?tab=1 user=alice email="}.run(t, c, base)
 				exchange{method: "GET", path: "/dashboard", header: map[string]string{"Cookie": "_oauth2_proxy=forged"},
-					status: 401, body: "Unauthorized\n"}.run(t, c, base)
+					status: 302, want: map[string]string{"Location": signIn}}.run(t, c, base)
 			})
 		}
 	})
