@@ -182,3 +182,19 @@ func TestHandleResponse(t *testing.T) {
 		}
 	})
 }
+
+// TestHandleResponseOnly: a site whose one directive is a reverse_proxy
+// with handle_response still routes its responses (such a site is not
+// served by the bare proxy).
+func TestHandleResponseOnly(t *testing.T) {
+	app := servertest.Origin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(404)
+		fmt.Fprint(w, "origin 404")
+	}))
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		port, cls := startSite(t, backend, fmt.Sprintf("\treverse_proxy %s {\n\t\t@nf status 404\n\t\thandle_response @nf {\n\t\t\trespond \"not here: {uri}\" 404\n\t\t}\n\t}", app))
+		for _, c := range cls {
+			exchange{method: "GET", path: "/x", status: 404, body: "not here: /x"}.run(t, c, fmt.Sprintf("https://localhost:%d", port))
+		}
+	})
+}

@@ -61,9 +61,10 @@ func (in *Instance) newHandler(p *plan, l *config.Listener) func(*netpoll.Loop) 
 }
 
 // siteHandler evaluates a site's routes on one loop; a site whose only
-// route proxies every request is its proxy, with nothing in between.
+// route proxies every request, with no response or error routes, is its
+// proxy, with nothing in between.
 func siteHandler(t *route.Table, proxies []stream.Handler, clientIP route.ClientIPFunc, loop *netpoll.Loop) stream.Handler {
-	if len(t.Nodes) == 1 && t.Nodes[0].Kind == route.Proxy && t.Nodes[0].Match == nil && len(t.Errors) == 0 {
+	if n := t.Nodes; len(n) == 1 && n[0].Kind == route.Proxy && n[0].Match == nil && len(n[0].Responses) == 0 && len(t.Errors) == 0 {
 		return proxies[t.Nodes[0].Proxy]
 	}
 	return route.NewHandler(t, proxies, clientIP, loop)
