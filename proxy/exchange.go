@@ -228,9 +228,13 @@ func (ex *exchange) end(o outcome) {
 	ex.recycle()
 }
 
-// answer sends pollproxy's own short error response.
+// answer sends pollproxy's own short error response, unless the site
+// renders its errors itself (handle_errors).
 func (ex *exchange) answer(status int, text string) {
 	ex.status = status
+	if r, ok := ex.w.(stream.ErrorRouter); ok && r.RouteError(status, text) {
+		return
+	}
 	if r, ok := ex.w.(stream.BodyRefuser); ok && !ex.bodyEnded {
 		// The rest of the client's body goes nowhere now.
 		r.RefuseBody()

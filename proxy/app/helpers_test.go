@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -174,4 +177,55 @@ func selfSigned(t *testing.T) (*stdtls.Config, *x509.CertPool) {
 	roots := x509.NewCertPool()
 	roots.AddCert(cert.Leaf)
 	return pptls.ServerConfig([]stdtls.Certificate{cert}), roots
+}
+
+// runListening starts cmd, a server the test needs (haproxy,
+// oauth2-proxy), and waits until it accepts connections on addr; the
+// test's cleanup stops it and shows its output when the test failed.
+func runListening(t *testing.T, name string, cmd *exec.Cmd, addr string) {
+	t.Helper()
+	out := &servertest.SyncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("%s output:\n%s", name, out)
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not listen on %s: %v\n%s", name, addr, err, out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// send makes a request with body (none when empty) and returns the
+// response's status and body.
+func send(t *testing.T, c *http.Client, method, url, body string, header map[string]string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }

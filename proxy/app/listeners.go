@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -45,7 +46,8 @@ func (in *Instance) newHandler(p *plan, l *config.Listener) func(*netpoll.Loop) 
 				pc := p.proxies[rp]
 				pc.Observer = obs
 				// The listener's servers { trusted_proxies client_ip_headers timeouts { read_body } }
-				pc.TrustedProxies, pc.ClientIPHeaders = so.TrustedProxies, so.ClientIPHeaders
+				pc.TrustedProxies = append(slices.Clip(so.TrustedProxies), pc.TrustedProxies...) // reverse_proxy's own add to them
+				pc.ClientIPHeaders = so.ClientIPHeaders
 				pc.ReadBodyTimeout, pc.ClientIP = so.ReadBodyTimeout, clientIP
 				pc.LogHeaders = len(p.logs.sites[s]) > 0
 				ph := proxy.NewHandler(loop, pc)
@@ -74,9 +76,10 @@ func (in *Instance) newHandler(p *plan, l *config.Listener) func(*netpoll.Loop) 
 }
 
 // siteHandler evaluates a site's routes on one loop; a site whose only
-// route proxies every request is its proxy, with nothing in between.
+// route proxies every request, with no response or error routes, is its
+// proxy, with nothing in between.
 func siteHandler(t *route.Table, proxies []stream.Handler, clientIP route.ClientIPFunc, loop *netpoll.Loop) stream.Handler {
-	if len(t.Nodes) == 1 && t.Nodes[0].Kind == route.Proxy && t.Nodes[0].Match == nil {
+	if n := t.Nodes; len(n) == 1 && n[0].Kind == route.Proxy && n[0].Match == nil && len(n[0].Responses) == 0 && len(t.Errors) == 0 {
 		return proxies[t.Nodes[0].Proxy]
 	}
 	return route.NewHandler(t, proxies, clientIP, loop)

@@ -61,7 +61,9 @@ func (in *Instance) prepare(cfg *config.Config) (*plan, error) {
 				pc.TLS = t
 				pc.ActiveHealth.TLS = t.Config
 			}
-			// The servers options are the listener's: newHandler adds them.
+			// The servers options are the listener's: newHandler adds them
+			// to reverse_proxy's own trusted_proxies.
+			pc.TrustedProxies = rp.TrustedProxies
 			p.proxies[rp] = pc
 		}
 		p.siteUps[s] = all

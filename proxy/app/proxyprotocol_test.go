@@ -87,31 +87,8 @@ frontend in
 backend pollproxy
 	server p %s send-proxy-v2
 `, addr, backend)), 0o644)
-	cmd := exec.Command(bin, "-db", "-f", cfg)
-	out := &servertest.SyncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("haproxy output:\n%s", out)
-		}
-	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			return addr
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("haproxy did not listen on %s: %v\n%s", addr, err, out)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	runListening(t, "haproxy", exec.Command(bin, "-db", "-f", cfg), addr)
+	return addr
 }
 
 // startProxyProtocolSite starts a site on loopback behind Caddy's

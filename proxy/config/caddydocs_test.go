@@ -7,7 +7,7 @@ import (
 
 // The configuration examples of Caddy's documentation (caddyserver.com/docs:
 // the reverse_proxy, handle, handle_path, route, redir, respond, header,
-// uri, rewrite and basic_auth directive pages and the request matchers page), each as
+// uri, rewrite, basic_auth, forward_auth, handle_errors, error and intercept directive pages and the request matchers page), each as
 // the Caddyfile a Caddy user would write. Every one validates, or fails
 // with "NAME is not supported by pollproxy" on the line that uses NAME.
 
@@ -41,8 +41,8 @@ var caddyDocExamples = []docExample{
 	{"reverse_proxy", "example.com {\n\treverse_proxy 10.0.0.1:443 {\n\t\ttransport http {\n\t\t\ttls_trust_pool file /path/to/cert.pem\n\t\t\ttls_server_name app.example.com\n\t\t}\n\t}\n}\n", ""},
 	{"reverse_proxy", "example.com {\n\thandle_path /prefix/* {\n\t\treverse_proxy localhost:9000\n\t}\n}\n", ""},
 	{"reverse_proxy", "example.com {\n\thandle_path /old-prefix/* {\n\t\trewrite /new-prefix{path}\n\t\treverse_proxy localhost:9000\n\t}\n}\n", ""},
-	{"reverse_proxy", "example.com {\n\treverse_proxy localhost:8080 {\n\t\t@accel header X-Accel-Redirect *\n\t\thandle_response @accel {\n\t\t\troot /path/to/private/files\n\t\t\trewrite {rp.header.X-Accel-Redirect}\n\t\t\tmethod GET\n\t\t\tfile_server\n\t\t}\n\t}\n}\n", "Caddyfile:3: reverse_proxy: response matcher @accel is not supported by pollproxy\nCaddyfile:4: reverse_proxy: handle_response is not supported by pollproxy"},
-	{"reverse_proxy", "example.com {\n\treverse_proxy localhost:8080 {\n\t\t@error status 500 503\n\t\thandle_response @error {\n\t\t\troot /path/to/error/pages\n\t\t\trewrite /{rp.status_code}.html\n\t\t\tfile_server\n\t\t}\n\t}\n}\n", "Caddyfile:3: reverse_proxy: response matcher @error is not supported by pollproxy\nCaddyfile:4: reverse_proxy: handle_response is not supported by pollproxy"},
+	{"reverse_proxy", "example.com {\n\treverse_proxy localhost:8080 {\n\t\t@accel header X-Accel-Redirect *\n\t\thandle_response @accel {\n\t\t\troot /path/to/private/files\n\t\t\trewrite {rp.header.X-Accel-Redirect}\n\t\t\tmethod GET\n\t\t\tfile_server\n\t\t}\n\t}\n}\n", ""},
+	{"reverse_proxy", "example.com {\n\treverse_proxy localhost:8080 {\n\t\t@error status 500 503\n\t\thandle_response @error {\n\t\t\troot /path/to/error/pages\n\t\t\trewrite /{rp.status_code}.html\n\t\t\tfile_server\n\t\t}\n\t}\n}\n", ""},
 	{"reverse_proxy", "example.com {\n\treverse_proxy {\n\t\tdynamic a example.com 9000\n\t}\n}\n", ""},
 	{"reverse_proxy", "example.com {\n\treverse_proxy {\n\t\tdynamic srv _api._tcp.example.com\n\t}\n}\n", ""},
 	{"reverse_proxy", "example.com {\n\treverse_proxy node1:80 node2:80 node3:80 {\n\t\thealth_uri /health\n\t\thealth_upstream 127.0.0.1:53336\n\t\thealth_headers {\n\t\t\tFull-Upstream {http.reverse_proxy.active.target_upstream}\n\t\t}\n\t}\n}\n", ""},
@@ -130,13 +130,13 @@ var caddyDocExamples = []docExample{
 	{"matchers", docSite("redir /old.html /new.html"), ""},
 	{"matchers", "example.com {\n\t@websockets {\n\t\theader Connection *Upgrade*\n\t\theader Upgrade    websocket\n\t}\n\treverse_proxy @websockets localhost:6001\n\n\treverse_proxy localhost:8080\n}\n", ""},
 	{"matchers", docSite("@post method POST\nreverse_proxy @post localhost:6001"), ""},
-	{"matchers", docMatcher("@not-found `{err.status_code} == 404`"), "Caddyfile:2: expression: expression {err.status_code} == 404: placeholder {err.status_code} is not supported by pollproxy"},
+	{"matchers", docMatcher("@not-found `{err.status_code} == 404`"), ""},
 	{"matchers", docMatcher("@private-ipv4 client_ip 192.168.0.0/16 172.16.0.0/12 10.0.0.0/8 127.0.0.1/8"), ""},
 	{"matchers", "example.com {\n\t@denied not client_ip private_ranges\n\tabort @denied\n\n\trespond \"Hello, you must be from a private network!\"\n}\n", ""},
 	{"matchers", docMatcher("@my-friends `client_ip('12.23.34.45', '23.34.45.56')`"), ""},
 	{"matchers", docMatcher("@mutable `{method}.startsWith(\"P\")`"), ""},
 	{"matchers", docMatcher("@methods expression {method}.startsWith(\"P\")"), ""},
-	{"matchers", docMatcher("@404 expression {err.status_code} == 404"), "Caddyfile:2: expression: expression {err.status_code} == 404: placeholder {err.status_code} is not supported by pollproxy"},
+	{"matchers", docMatcher("@404 expression {err.status_code} == 404"), ""},
 	// CEL reads \w in a string literal as an escape it lacks: these two fail
 	// in Caddy as well (caddyserver/caddy#6501), here with CEL's own error.
 	{"matchers", docMatcher("@user expression path_regexp('^/user/(\\w*)') || path_regexp('^/(\\w*)')"), "Caddyfile:2: expression: expression path_regexp('^/user/(\\w*)') || path_regexp('^/(\\w*)'): a backslash in a CEL string starts a CEL escape, in Caddy as here (write \\\\w, or a raw string r'^/(\\w+)'): ERROR: <input>:1:18: Syntax error: *"},
@@ -147,6 +147,31 @@ var caddyDocExamples = []docExample{
 	{"matchers", docMatcher("@html-or-error file {path}.html {path} =404"), ""},
 	{"matchers", docMatcher("@file `file()`"), "Caddyfile:2: expression: expression file(): file() is not supported by pollproxy"},
 	{"matchers", docMatcher("@upgrade header Connection *Upgrade*"), ""},
+	// forward_auth
+	{"forward_auth", "auth.example.com {\n\treverse_proxy authelia:9091\n}\n\napp1.example.com {\n\tforward_auth authelia:9091 {\n\t\turi /api/authz/forward-auth\n\t\tcopy_headers Remote-User Remote-Groups Remote-Name Remote-Email\n\t}\n\n\treverse_proxy app1:8080\n}\n", ""},
+	{"forward_auth", "app1.example.com {\n\troute {\n\t\treverse_proxy /outpost.goauthentik.io/* http://outpost.company:9000\n\n\t\tforward_auth http://outpost.company:9000 {\n\t\t\turi /outpost.goauthentik.io/auth/caddy\n\t\t\tcopy_headers X-Authentik-Username X-Authentik-Groups X-Authentik-Entitlements X-Authentik-Email X-Authentik-Name X-Authentik-Uid X-Authentik-Jwt X-Authentik-Meta-Jwks X-Authentik-Meta-Outpost X-Authentik-Meta-Provider X-Authentik-Meta-App X-Authentik-Meta-Version\n\t\t\ttrusted_proxies private_ranges\n\t\t}\n\n\t\treverse_proxy localhost:1234\n\t}\n}\n", ""},
+	{"forward_auth", docSite("forward_auth unix//run/tailscale.nginx-auth.sock {\n\turi /auth\n\theader_up Remote-Addr {remote_host}\n\theader_up Remote-Port {remote_port}\n\theader_up Original-URI {uri}\n\tcopy_headers {\n\t\tTailscale-User>X-Webauth-User\n\t\tTailscale-Name>X-Webauth-Name\n\t\tTailscale-Login>X-Webauth-Login\n\t\tTailscale-Tailnet>X-Webauth-Tailnet\n\t\tTailscale-Profile-Picture>X-Webauth-Profile-Picture\n\t}\n}\nreverse_proxy localhost:8080"), ""},
+	{"forward_auth", docSite("forward_auth authelia:9091 {\n\tcopy_headers Remote-User\n}"), "Caddyfile:2: forward_auth: the 'uri' subdirective is required"},
+	// oauth2-proxy's documentation for Caddy: its 401 turned into the sign-in redirect
+	{"forward_auth", "example.com {\n\thandle /oauth2/* {\n\t\treverse_proxy oauth2-proxy.internal:4180 {\n\t\t\theader_up X-Real-IP {remote_host}\n\t\t\theader_up X-Forwarded-Uri {uri}\n\t\t}\n\t}\n\thandle {\n\t\tforward_auth oauth2-proxy.internal:4180 {\n\t\t\turi /oauth2/auth\n\t\t\theader_up X-Real-IP {remote_host}\n\t\t\t@error status 401\n\t\t\thandle_response @error {\n\t\t\t\tredir * /oauth2/sign_in?rd={scheme}://{host}{uri}\n\t\t\t}\n\t\t}\n\t\treverse_proxy app.internal:8080\n\t}\n}\n", ""},
+
+
+	// handle_errors and error
+	{"handle_errors", docSite("handle_errors {\n\trespond \"{err.status_code} {err.status_text}\"\n}\nreverse_proxy localhost:8080"), ""},
+	{"handle_errors", docSite("handle_errors {\n\t@5xx expression `{err.status_code} >= 500 && {err.status_code} < 600`\n\trespond @5xx \"It's a 5xx error.\"\n\trespond \"It's not a 5xx error.\"\n}\nreverse_proxy localhost:8080"), ""},
+	{"handle_errors", docSite("handle_errors 404 410 {\n\trespond \"It's a 404 or 410 error!\"\n}\nhandle_errors 5xx {\n\trespond \"It's a 5xx error.\"\n}\nhandle_errors {\n\trespond \"It's another error\"\n}\nreverse_proxy localhost:8080"), ""},
+	{"handle_errors", docSite("handle_errors {\n\trewrite * /{err.status_code}.html\n\tfile_server\n}\nreverse_proxy localhost:8080"), ""},
+	{"handle_errors", docSite("handle_errors 40x {\n\trespond \"no\"\n}\nreverse_proxy localhost:8080"), "Caddyfile:2: handle_errors: bad status value \"40x\" (want a code such as 404 or a class such as 5xx)"},
+	{"error", "example.com {\n\troot * /srv\n\n\t# Trigger errors for certain paths\n\terror /private* \"Unauthorized\" 403\n\terror /hidden* \"Not found\" 404\n\n\t# Handle the error by serving an HTML page\n\thandle_errors {\n\t\trewrite * /{err.status_code}.html\n\t\tfile_server\n\t}\n\n\tfile_server\n}\n",
+		""},
+	{"error", docSite("error \"Unauthorized\" 401 {\n\tmessage \"twice\"\n}"), "Caddyfile:3: error: message already specified"},
+
+	// intercept
+	{"intercept", docSite("reverse_proxy localhost:8080\nintercept {\n\t@accel header X-Accel-Redirect *\n\thandle_response @accel {\n\t\troot * /path/to/private/files\n\t\trewrite * {resp.header.X-Accel-Redirect}\n\t\tmethod * GET\n\t\tfile_server\n\t}\n}"),
+		""},
+	{"intercept", docSite("reverse_proxy localhost:8080\nintercept {\n\t@404 status 404\n\thandle_response @404 {\n\t\trespond \"custom 404 for {resp.header.X-App}\" 404\n\t}\n\t@teapot status 418\n\treplace_status @teapot 200\n}"), ""},
+	{"intercept", docSite("respond 404\nintercept {\n\thandle_response @missing {\n\t\trespond \"x\"\n\t}\n}"), "Caddyfile:4: intercept: response matcher @missing is not defined in this intercept"},
+
 	{"matchers", docMatcher("@foo {\n\theader Foo bar\n\theader Foo baz\n}"), ""},
 	{"matchers", docMatcher("@not_foo header !Foo"), ""},
 	{"matchers", docMatcher("@websockets `header({'Connection':'*Upgrade*','Upgrade':'websocket'}) || header({':protocol': 'websocket'})`"), ""},

@@ -194,7 +194,13 @@ type Address struct {
 type Proxy struct {
 	Pos       Pos
 	Upstreams []string // host:port
-	Policy    proxy.Policy
+	// Responses are its handle_response and replace_status, with their
+	// response matchers resolved.
+	Responses []route.ResponseHandler
+	// TrustedProxies is reverse_proxy's own trusted_proxies: peers whose
+	// X-Forwarded-* this proxy passes on, besides servers' trusted_proxies.
+	TrustedProxies []netip.Prefix
+	Policy         proxy.Policy
 	// PolicyArg and CookieSecret: lb_policy header FIELD, query KEY,
 	// cookie NAME [SECRET], random_choose N; Weights: weighted_round_robin
 	// W... (at PolicyPos).

@@ -79,6 +79,10 @@ type parser struct {
 	srv        *ServerOptions // the servers block being read
 	// seenServers are the listeners servers blocks named ("": the global one).
 	seenServers map[string]bool
+	cur         *Site // the site being read
+	// inResponse counts the handle_response blocks being read: only
+	// their routes may copy_response, as in Caddy.
+	inResponse int
 }
 
 func tokPos(t caddyfile.Token) Pos { return Pos{t.File, t.Line} }

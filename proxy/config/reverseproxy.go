@@ -16,7 +16,7 @@ import (
 
 var proxyOptions = append([]string{"to", "lb_policy", "lb_retries", "lb_try_duration", "lb_try_interval",
 	"max_fails", "fail_duration", "unhealthy_status", "unhealthy_latency", "header_up", "header_down",
-	"flush_interval", "transport", "stream_timeout", "stream_close_delay", "dynamic"}, activeHealthOptions...)
+	"flush_interval", "transport", "stream_timeout", "stream_close_delay", "dynamic", "trusted_proxies", "handle_response", "replace_status", "@name (a response matcher)"}, activeHealthOptions...)
 
 // reverseProxy reads one reverse_proxy directive (its matcher already
 // taken off the line).
@@ -24,6 +24,8 @@ func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
 	rp := Proxy{Pos: dpos(d)}
 	errs := len(p.errs)
 	upConflict := false
+	matchers := map[string]*route.ResponseMatch{}
+	var uses []matcherUse
 	p.upstreams(d, &rp)
 	for n := d.Nesting(); d.NextBlock(n); {
 		sub := d.Val()
@@ -91,6 +93,16 @@ func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
 			}
 		case "dynamic":
 			p.dynamic(d, &rp)
+		case "trusted_proxies":
+			args := d.RemainingArgs()
+			if len(args) == 0 {
+				p.errf(d, "%s: want IP ranges or private_ranges", label)
+			}
+			ranges, err := route.ParseRanges(args)
+			if err != nil {
+				p.errf(d, "%s: %v", label, err)
+			}
+			rp.TrustedProxies = append(rp.TrustedProxies, ranges...)
 		case "transport":
 			p.transport(d, &rp)
 		case "health_uri", "health_port", "health_upstream", "health_interval", "health_timeout", "health_status",
@@ -101,11 +113,13 @@ func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
 		case "keepalive", "keepalive_timeout", "max_conns", "dial_timeout", "response_header_timeout", "read_timeout":
 			p.errf(d, "%s: as in Caddy, this belongs in transport http { ... }", label)
 			d.RemainingArgs()
+		case "handle_response", "replace_status":
+			p.handleResponse(d, &rp.Responses, &uses, sub)
 		default:
 			if strings.HasPrefix(sub, "@") { // Caddy's response matchers, for handle_response
-				p.errf(d, "reverse_proxy: response matcher %s is not supported by pollproxy", sub)
-				d.RemainingArgs()
-				skipBlock(d)
+				m := &route.ResponseMatch{}
+				p.responseMatch(d, m)
+				matchers[sub] = m
 				continue
 			}
 			p.notOurs(d, "reverse_proxy: ", sub, unsupportedProxy, "one of "+strings.Join(proxyOptions, ", "))
@@ -117,6 +131,7 @@ func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
 	case rp.scheme == "http" && rp.TLS != nil:
 		p.errAt(rp.TLS.Pos, "reverse_proxy: upstream address scheme is HTTP but transport is configured for HTTP+TLS (HTTPS)")
 	}
+	p.resolve(rp.Responses, uses, matchers, "reverse_proxy")
 	if rp.Dynamic != nil && len(rp.Upstreams) > 1 {
 		p.errAt(rp.Pos, "reverse_proxy: static upstreams beside dynamic (Caddy's fallback) are not supported by pollproxy")
 	}

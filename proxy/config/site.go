@@ -16,14 +16,16 @@ import (
 
 var siteDirectives = []string{"reverse_proxy", "handle", "handle_path", "route", "redir", "respond",
 	"header", "request_header", "uri", "rewrite", "abort", "basic_auth", "root", "file_server", "try_files",
-	"request_body", "log_skip", "log", "tls", "@name (a named matcher)"}
+	"request_body", "log_skip", "log", "forward_auth", "error", "handle_errors", "copy_response",
+	"copy_response_headers", "intercept", "method", "tls", "@name (a named matcher)"}
 
 // implemented are the route directives pollproxy compiles, sorted in
 // the configuration's directive order (order.go; handle_path sorts as
 // handle, skip_log is log_skip's older name and basicauth basic_auth's,
 // which Caddy still reads and sorts just before them).
-var implemented = set("root", "skip_log", "log_skip", "header", "request_body", "redir", "rewrite", "uri",
-	"try_files", "basicauth", "basic_auth", "request_header", "handle", "route", "abort", "respond",
+var implemented = set("root", "skip_log", "log_skip", "header", "copy_response_headers", "request_body",
+	"redir", "method", "rewrite", "uri", "try_files", "basicauth", "basic_auth", "forward_auth",
+	"request_header", "intercept", "handle", "route", "abort", "error", "copy_response", "respond",
 	"reverse_proxy", "file_server")
 
 // value is one routing directive before sorting: Caddy's "config value".
@@ -44,14 +46,18 @@ func (p *parser) site(b caddyfile.ServerBlock) {
 		}
 		s.Addrs = append(s.Addrs, a)
 	}
-	p.named = map[string]route.Matcher{}
-	var ds []*caddyfile.Dispenser
+	p.named, p.cur = map[string]route.Matcher{}, s
+	var ds, errs []*caddyfile.Dispenser
 	seenTLS := false
 	for _, seg := range b.Segments {
 		d := caddyfile.NewDispenser(seg)
 		d.Next()
 		if d.Val() == "log" {
 			p.siteLog(s, d)
+			continue
+		}
+		if d.Val() == "handle_errors" {
+			errs = append(errs, d)
 			continue
 		}
 		if d.Val() == "tls" {
@@ -66,13 +72,21 @@ func (p *parser) site(b caddyfile.ServerBlock) {
 		d.Reset()
 		ds = append(ds, d)
 	}
-	errs := len(p.errs)
+	nerrs := len(p.errs)
 	nodes := p.routeList(s, ds, true)
-	s.Routes = &route.Table{Nodes: nodes, Proxies: len(s.Proxies)}
+	s.Routes = &route.Table{Nodes: nodes}
+	for _, d := range errs {
+		s.Routes.Errors = append(s.Routes.Errors, p.handleErrors(s, d))
+	}
+	// Caddy tries the handle_errors blocks with status codes first.
+	sort.SliceStable(s.Routes.Errors, func(i, j int) bool {
+		return s.Routes.Errors[i].Match != nil && s.Routes.Errors[j].Match == nil
+	})
+	s.Routes.Proxies = len(s.Proxies)
 	// A site of directives that answer nothing (only header, rewrite
 	// ...) gets Caddy's empty 200, as Caddy's own examples expect; a
 	// site with no directive at all is surely a mistake.
-	if len(ds) == 0 && len(s.Proxies) == 0 && !answers(nodes) && len(p.errs) == errs {
+	if len(ds) == 0 && len(errs) == 0 && len(s.Proxies) == 0 && !answers(nodes) && len(p.errs) == nerrs {
 		p.errAt(s.Pos, "site %s: no reverse_proxy, respond or redir (want e.g. reverse_proxy :8080)", strings.Join(b.GetKeysText(), ", "))
 	}
 	p.cfg.Sites = append(p.cfg.Sites, s)
@@ -167,7 +181,7 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 	v := value{directive: name}
 	if !implemented[name] && name != "handle_path" {
 		switch {
-		case name == "tls" || name == "log":
+		case name == "tls" || name == "log" || name == "handle_errors":
 			p.errf(d, "%s: belongs at the top of a site block, not inside %s", name, "a route")
 		case unsupportedDirectives[name]:
 			p.errf(d, "%s is not supported by pollproxy", name)
@@ -197,7 +211,7 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 	switch name {
 	case "reverse_proxy":
 		rp := p.reverseProxy(d)
-		n.Kind, n.Proxy = route.Proxy, len(s.Proxies)
+		n.Kind, n.Proxy, n.Responses = route.Proxy, len(s.Proxies), rp.Responses
 		s.Proxies = append(s.Proxies, &rp)
 	case "handle", "route", "handle_path":
 		if args := d.RemainingArgs(); len(args) > 0 {
@@ -245,6 +259,21 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 		p.fileServer(d, n)
 	case "try_files":
 		p.tryFiles(d, n)
+	case "forward_auth":
+		p.forwardAuth(d, s, n)
+	case "error":
+		p.errorDirective(d, n)
+	case "copy_response", "copy_response_headers":
+		p.copyResponse(d, n, name)
+	case "intercept":
+		p.intercept(d, n)
+	case "method":
+		args := d.RemainingArgs()
+		if len(args) != 1 {
+			p.errf(d, "method: want [matcher] METHOD, e.g. method GET")
+			return v, false
+		}
+		n.Kind, n.Find = route.SetMethod, strings.ToUpper(args[0])
 	case "abort":
 		if args := d.RemainingArgs(); len(args) > 0 {
 			p.errf(d, "abort: takes only a matcher")
@@ -333,17 +362,29 @@ func (p *parser) redir(d *caddyfile.Dispenser, n *route.Node) {
 func (p *parser) respond(d *caddyfile.Dispenser, n *route.Node) {
 	args := d.RemainingArgs()
 	status, body := 200, ""
+	n.StatusUnset = true
 	switch len(args) {
 	case 0:
 	case 1:
 		if code, err := strconv.Atoi(args[0]); err == nil && len(args[0]) == 3 {
-			status = code
+			status, n.StatusUnset = code, false
 		} else {
 			body = args[0]
 		}
 	case 2:
 		body = args[0]
+		n.StatusUnset = false
 		code, err := strconv.Atoi(args[1])
+		if strings.Contains(args[1], "{") {
+			// A status from a placeholder ({err.status_code}), read when
+			// the response is written, as Caddy does.
+			t, terr := route.ParseTemplate(args[1], route.TemplateOptions{})
+			if terr != nil {
+				p.errf(d, "respond: status: %v", terr)
+				return
+			}
+			n.StatusT, code, err = t, 200, nil
+		}
 		if err != nil {
 			p.errf(d, "respond: status %q: want a number such as 404", args[1])
 			return
@@ -377,11 +418,9 @@ func (p *parser) respond(d *caddyfile.Dispenser, n *route.Node) {
 		p.errf(d, "respond: %v", err)
 		return
 	}
-	n.Kind, n.Status = route.Respond, status
+	n.Kind, n.Status, n.To = route.Respond, status, t
 	if lit, ok := t.Literal(); ok {
 		n.Static = route.Responder(status, lit)
-	} else {
-		n.To = t
 	}
 }
 

@@ -39,15 +39,14 @@ var unsupportedServers = set("strict_sni_host", "keepalive_interval",
 	"enable_full_duplex", "trace", "listen_protocols", "0rtt", "max_header_bytes")
 
 var unsupportedDirectives = set("abort_with", "acme_server", "bind", "encode",
-	"error", "forward_auth", "fs", "handle_errors", "import", "intercept", "invoke",
-	"log_append", "log_name", "log_level", "map", "method", "metrics", "php_fastcgi", "push",
-	"templates", "tracing", "vars", "copy_response",
-	"copy_response_headers", "timeouts")
+	"fs", "import", "invoke",
+	"log_append", "log_name", "log_level", "map", "metrics", "php_fastcgi", "push",
+	"templates", "tracing", "vars", "timeouts")
 
 var unsupportedMatchers = set("vars", "vars_regexp", "tls", "path_regexp_all")
 
-var unsupportedProxy = set("trusted_proxies", "buffer_requests", "buffer_responses",
-	"request_buffers", "response_buffers", "max_buffer_size", "handle_response", "replace_status",
+var unsupportedProxy = set("buffer_requests", "buffer_responses",
+	"request_buffers", "response_buffers", "max_buffer_size",
 	"method", "rewrite", "unhealthy_request_count", "verbose_logs", "stream_buffer_size",
 	"weighted_round_robin", "health_path", "health_follow_redirects", "health_method",
 	"health_request_body", "health_query")

@@ -75,23 +75,23 @@ func credentials(req *stream.Request) (user, password string, ok bool) {
 // credentials, or credentials this loop saw pass. The first that needs a
 // comparison parks the request until the pool's answer comes back through
 // the loop's task queue.
-func (h *Handler) authenticate(term *Node, vars reqVars, req *stream.Request, w stream.ResponseWriter) stream.Events {
+func (h *Handler) authenticate(term *Node, at *resumePoint, vars reqVars, req *stream.Request, w stream.ResponseWriter) stream.Events {
 	user, pass, ok := credentials(req)
 	if !ok {
 		st := h.auths[0]
-		return h.answer(st.n, h.resp[:st.resp], vars, req, w)
+		return h.answer(st.n, nil, h.resp[:st.resp], vars, req, w)
 	}
 	for i, st := range h.auths {
 		hash, known := st.n.Auth.Lookup(user)
 		if known && h.checks.cache != nil && h.checks.cache.Passed(auth.KeyOf(hash, pass)) {
 			continue
 		}
-		a := &authWait{hold: hold{w: w}, h: h, req: req, term: term, user: user, pass: pass, vars: vars,
+		a := &authWait{hold: hold{w: w}, h: h, req: req, term: term, at: at, user: user, pass: pass, vars: vars,
 			steps: append([]authStep(nil), h.auths[i:]...), resp: append([]*Node(nil), h.resp...)}
 		a.next()
 		return a
 	}
-	return h.answer(term, h.resp, vars, req, w)
+	return h.answer(term, at, h.resp, vars, req, w)
 }
 
 // start asks the pool to compare a's password with hash, unless the same
@@ -139,9 +139,10 @@ type authWait struct {
 	hold
 	h          *Handler
 	req        *stream.Request
-	term       *Node      // the answer once every step passed
-	steps      []authStep // the steps not passed yet
-	resp       []*Node    // the response edits matched
+	term       *Node        // the answer once every step passed
+	at         *resumePoint // term's, when it hands the request on (forward_auth)
+	steps      []authStep   // the steps not passed yet
+	resp       []*Node      // the response edits matched
 	vars       reqVars
 	user, pass string
 }
@@ -189,8 +190,11 @@ func (a *authWait) checked(good bool) {
 // the credentials passed.
 func (a *authWait) dispatch(n *Node, resp []*Node) {
 	a.pass = ""
+	var at *resumePoint
 	if n != a.term {
 		a.req.AuthUser = ""
+	} else {
+		at = a.at
 	}
-	a.handOver(a.h.answer(n, resp, a.vars, a.req, a.w))
+	a.handOver(a.h.answer(n, at, resp, a.vars, a.req, a.w))
 }

@@ -13,7 +13,10 @@
 // address), ranges.go (IP ranges and private_ranges), basicauth.go (a
 // request waiting for its password checks), files.go (the file matcher,
 // and a request waiting for the disk), hold.go (what a waiting request
-// holds).
+// holds), reenter.go (a request re-entering its routes), relay.go (a
+// request answered first by another exchange), forwardauth.go,
+// handleresponse.go (handle_response, intercept, copy_response) and
+// errors.go (handle_errors, error).
 //
 // Everything here is built once per (re)load and only read afterwards, so
 // one compiled table is shared by every loop; what is per loop (the

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"cel.dev/cel-go/cel"
@@ -92,6 +93,17 @@ var celEnv = func() *cel.Env {
 				}
 				return types.String(t.Expand(r.(reqVal).c.Req))
 			}))),
+		// The status placeholders are numbers, as Caddy's are in an
+		// expression: {err.status_code} >= 500.
+		cel.Function("phint", cel.Overload("phint_req_string", []*cel.Type{reqType, cel.StringType}, cel.IntType,
+			cel.BinaryBinding(func(r, name ref.Val) ref.Val {
+				t, err := ParseTemplate("{"+string(name.(types.String))+"}", TemplateOptions{})
+				if err != nil {
+					return types.NewErr("%v", err)
+				}
+				n, _ := strconv.Atoi(t.Expand(r.(reqVal).c.Req))
+				return types.Int(n)
+			}))),
 	}
 	for name, build := range stringMatchers {
 		for n := 1; n <= 6; n++ {
@@ -163,6 +175,11 @@ var celEnv = func() *cel.Env {
 // matcherCall finds a matcher function called at i in src.
 var matcherCall = regexp.MustCompile(`^(path|host|method|protocol|remote_ip|client_ip|path_regexp|header_regexp|header|query)\s*\(`)
 
+// numericPlaceholders are the placeholders an expression reads as ints.
+var numericPlaceholders = map[string]bool{"err.status_code": true, "http.error.status_code": true,
+	"rp.status_code": true, "http.reverse_proxy.status_code": true,
+	"resp.status_code": true, "http.intercept.status_code": true}
+
 // rewriteCEL turns Caddy's expression syntax into plain CEL: {name} into
 // ph(req, "name"), f(args) into f(req, args), outside string literals.
 func rewriteCEL(src string) string {
@@ -184,7 +201,11 @@ func rewriteCEL(src string) string {
 			quote = c
 		case c == '{':
 			if end := strings.IndexByte(src[i:], '}'); end > 0 && !strings.ContainsAny(src[i+1:i+end], " :'\",{") {
-				fmt.Fprintf(&b, "ph(req, %q)", src[i+1:i+end])
+				fn := "ph"
+				if numericPlaceholders[src[i+1:i+end]] {
+					fn = "phint"
+				}
+				fmt.Fprintf(&b, "%s(req, %q)", fn, src[i+1:i+end])
 				i += end
 				continue
 			}

@@ -190,6 +190,7 @@ func (c *Ctx) rootOr(def string) string {
 type fileWait struct {
 	hold
 	h        *Handler
+	nodes    []Node // the routes the request runs through
 	req      *stream.Request
 	w        stream.ResponseWriter
 	path     string
@@ -207,12 +208,12 @@ const maxFilePasses = 4
 
 // lookFiles parks the request while the pool stats what the routes asked
 // about.
-func (h *Handler) lookFiles(req *stream.Request, w stream.ResponseWriter, orig string, header []stream.Field, user string) stream.Events {
-	fw := &fileWait{h: h, req: req, w: w, path: orig, header: header, authUser: user,
+func (h *Handler) lookFiles(nodes []Node, req *stream.Request, w stream.ResponseWriter, orig string, header []stream.Field, user string) stream.Events {
+	fw := &fileWait{h: h, nodes: nodes, req: req, w: w, path: orig, header: header, authUser: user,
 		memo: fileMemo{found: map[fileKey]fileserver.Found{}}}
 	fw.hold.w = w
 	if !fw.look(h.ctx.files.pending) {
-		return h.answer(filesBusy, nil, reqVars{}, req, w)
+		return h.answer(filesBusy, nil, nil, reqVars{}, req, w)
 	}
 	return fw
 }
@@ -246,14 +247,14 @@ func (fw *fileWait) looked(keys []fileKey, found []fileserver.Found) {
 	h, r := fw.h, fw.req
 	r.Path, r.Header, r.AuthUser = fw.path, fw.header, fw.authUser
 	fw.memo.pending = fw.memo.pending[:0]
-	n, vars := h.evaluate(r, &fw.memo)
+	n, vars := h.evaluate(fw.nodes, r, &fw.memo)
 	if len(fw.memo.pending) > 0 {
 		if fw.passes < maxFilePasses && fw.look(fw.memo.pending) {
 			return
 		}
 		n = filesBusy
 	}
-	fw.handOver(h.serveRouted(n, vars, r, fw.w))
+	fw.handOver(h.finish(n, vars, r, fw.w))
 }
 
 // statusNode answers status with an empty body, as Caddy's error does

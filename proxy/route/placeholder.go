@@ -42,7 +42,19 @@ const (
 	phUpstreamHostport
 	phUpstreamHost
 	phUpstreamPort
+	// What a request re-entering its routes was handed (stream.Handoff):
+	// the error handle_errors renders, the response handle_response
+	// matched.
+	phErrStatus
+	phErrStatusText
+	phErrMessage
+	phErrID
+	phRespStatus
+	phRespHeader // the response field named by part.text
 )
+
+// upstream reports whether k is an upstream placeholder.
+func (k phKind) upstream() bool { return k >= phUpstreamHostport && k <= phUpstreamPort }
 
 // UpstreamMark starts the mark Append writes for an upstream placeholder.
 // NUL can never be in a valid field value, so a mark cannot be confused
@@ -71,6 +83,13 @@ var placeholders = map[string]phKind{
 	"upstream_hostport": phUpstreamHostport, "http.reverse_proxy.upstream.hostport": phUpstreamHostport,
 	"http.reverse_proxy.upstream.host": phUpstreamHost,
 	"http.reverse_proxy.upstream.port": phUpstreamPort,
+	// What a request re-entering its routes was handed (stream.Handoff).
+	"err.status_code": phErrStatus, "http.error.status_code": phErrStatus,
+	"err.status_text": phErrStatusText, "http.error.status_text": phErrStatusText,
+	"err.message": phErrMessage, "http.error.message": phErrMessage,
+	"err.id": phErrID, "http.error.id": phErrID,
+	"rp.status_code": phRespStatus, "http.reverse_proxy.status_code": phRespStatus,
+	"resp.status_code": phRespStatus, "http.intercept.status_code": phRespStatus,
 }
 
 type part struct {
@@ -141,7 +160,7 @@ func ParseTemplate(s string, opt TemplateOptions) (Template, error) {
 				return t, fmt.Errorf("placeholder {%s}: request fields in response edits are not supported by pollproxy", name)
 			}
 			p = part{kind: k, text: arg}
-			if k == phHeader {
+			if k == phHeader || k == phRespHeader {
 				p.text = strings.ToLower(arg)
 			}
 			if k == phRegexp && opt.KeepUnknown {
@@ -161,7 +180,7 @@ func ParseTemplate(s string, opt TemplateOptions) (Template, error) {
 		switch {
 		default:
 			k, ok := placeholders[name]
-			if opt.KeepUnknown && (!ok || k >= phUpstreamHostport) {
+			if opt.KeepUnknown && (!ok || k.upstream()) {
 				// As Caddy's replacer: the brace stays, and the scan goes
 				// on right after it, so {"a": "{host}"} fills {host}.
 				lit.WriteByte('{')
@@ -171,7 +190,7 @@ func ParseTemplate(s string, opt TemplateOptions) (Template, error) {
 			if !ok {
 				return t, fmt.Errorf("placeholder {%s} is not supported by pollproxy", name)
 			}
-			if k >= phUpstreamHostport && !opt.Upstream {
+			if k.upstream() && !opt.Upstream {
 				return t, fmt.Errorf("placeholder {%s} outside header_up is not supported by pollproxy", name)
 			}
 			p = part{kind: k}
@@ -195,6 +214,8 @@ var prefixes = []struct {
 	{"query.", phQueryArg}, {"http.request.uri.query.", phQueryArg},
 	{"cookie.", phCookie}, {"http.request.cookie.", phCookie},
 	{"re.", phRegexp}, {"http.regexp.", phRegexp},
+	{"rp.header.", phRespHeader}, {"http.reverse_proxy.header.", phRespHeader},
+	{"resp.header.", phRespHeader}, {"http.intercept.header.", phRespHeader},
 }
 
 // prefixed reads a placeholder with an argument ({header.X-Name},
@@ -289,6 +310,8 @@ func (t Template) Append(dst []byte, r *stream.Request) []byte {
 			}
 		case phUpstreamHostport, phUpstreamHost, phUpstreamPort:
 			dst = append(dst, UpstreamMark, upstreamMarks[p.kind])
+		default:
+			dst = appendHandoff(dst, p, r.Handoff)
 		}
 	}
 	return dst
@@ -317,7 +340,7 @@ func captured(r *stream.Request, key string) (v string, ok bool) {
 // UsesUpstream reports whether the template has an upstream placeholder.
 func (t Template) UsesUpstream() bool {
 	for _, p := range t.parts {
-		if p.kind >= phUpstreamHostport {
+		if p.kind.upstream() {
 			return true
 		}
 	}
@@ -444,4 +467,41 @@ func cookie(r *stream.Request, name string) string {
 		}
 	}
 	return ""
+}
+
+// appendHandoff fills a placeholder of what the request was handed; each
+// is empty when it was handed nothing of the kind.
+func appendHandoff(dst []byte, p part, h *stream.Handoff) []byte {
+	if h == nil {
+		return dst
+	}
+	switch p.kind {
+	case phErrStatus:
+		if h.ErrStatus > 0 {
+			dst = strconv.AppendInt(dst, int64(h.ErrStatus), 10)
+		}
+	case phErrStatusText:
+		if h.ErrStatus > 0 {
+			dst = append(dst, StatusText(h.ErrStatus)...)
+		}
+	case phErrMessage:
+		dst = append(dst, h.ErrMessage...)
+	case phErrID:
+		dst = append(dst, h.ErrID...)
+	case phRespStatus:
+		if h.Status > 0 {
+			dst = strconv.AppendInt(dst, int64(h.Status), 10)
+		}
+	case phRespHeader:
+		first := true
+		for _, f := range h.Header {
+			if f.Name == p.text {
+				if !first {
+					dst = append(dst, ',')
+				}
+				dst, first = append(dst, f.Value...), false
+			}
+		}
+	}
+	return dst
 }

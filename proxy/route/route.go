@@ -48,6 +48,21 @@ const (
 	// RequestBody bounds the request body a reverse proxy forwards
 	// (request_body max_size: MaxBody).
 	RequestBody
+	// ForwardAuth asks an auth service (the reverse proxy Proxy) about
+	// the request first (forward_auth): a 2xx lets it on to the routes
+	// after this one with Copy's fields; any other answer is the client's.
+	ForwardAuth
+	// Error answers with an error (the error directive): Status, and the
+	// message To, rendered by the site's error routes; terminal.
+	Error
+	// CopyResponse sends the origin response a handle_response matched
+	// (copy_response), with Status when not 0; terminal.
+	CopyResponse
+	// Intercept watches the response of whatever answers the request
+	// (intercept): one its Responses match goes to their routes.
+	Intercept
+	// SetMethod changes the request's method to Find (method).
+	SetMethod
 )
 
 // URI operations.
@@ -72,19 +87,24 @@ type Node struct {
 	Ops       []HeaderOp     // EditResponse, EditRequest
 	RespMatch *ResponseMatch // EditResponse: only responses it matches (header's match)
 
-	To Template // Rewrite; Redirect's target; Respond's body when it has placeholders
+	To Template // Rewrite; Redirect's target; Respond's body when it has placeholders; ForwardAuth's uri; Error's message
 
 	URIOp        byte   // URI
-	Find, ReplBy string // URI: the prefix, suffix or search text; Replace's replacement
+	Find, ReplBy string // URI: the prefix, suffix or search text; Replace's replacement; SetMethod's method
 	Limit        int    // URI Replace: at most this many (0: all)
 	Regexp       *regexp.Regexp
 	Query        *QueryOps
 
-	Status int             // Redirect, Respond
-	Static *static.Handler // Respond; Redirect with a literal target; BasicAuth's 401
-	HTML   bool            // Redirect "html": a page that redirects
+	Status int // Redirect, Respond, Error
+	// StatusT is respond's status when a placeholder gives it
+	// ({err.status_code}); StatusUnset: respond named no status, so an
+	// error route's respond answers with the error's, as Caddy's does.
+	StatusT     Template
+	StatusUnset bool
+	Static      *static.Handler // Respond; Redirect with a literal target; BasicAuth's 401; Error's bare status
+	HTML        bool            // Redirect "html": a page that redirects
 
-	Proxy int // index of the reverse proxy in Handler's list
+	Proxy int // index of the reverse proxy in Handler's list (Proxy, ForwardAuth)
 
 	Strip    string // Group (handle_path): the prefix removed first
 	Children []Node // Group
@@ -95,11 +115,22 @@ type Node struct {
 	Files      *fileserver.Server // FileServer
 	FileTarget bool               // Rewrite: to {http.matchers.file.relative}, then To
 	MaxBody    int64              // RequestBody: max_size (0: no bound)
+	Copy []CopyField // ForwardAuth: the auth answer's fields put on the request
+
+	// Responses are a Proxy's (or ForwardAuth's, or Intercept's)
+	// handle_response and replace_status, in order.
+	Responses []ResponseHandler
+	// CopyFrom makes an EditResponse copy_response_headers: the fields
+	// of the response a handle_response matched, filtered.
+	CopyFrom *HeaderFilter
 }
 
 // Table is one site's compiled routes, shared read-only by every loop.
 type Table struct {
 	Nodes []Node
+	// Errors are the site's error routes (handle_errors): the errors its
+	// handlers answer themselves re-enter them (errors.go).
+	Errors []Node
 	// Proxies is how many reverse proxies the routes reach.
 	Proxies int
 }
@@ -113,7 +144,9 @@ type Handler struct {
 	resp     []*Node    // response edits matched for the request in progress
 	auths    []authStep // basic_auth directives it matched, in order
 	fields   []stream.Field
-	checks   checks // basic_auth's checks off the loop (basicauth.go)
+	checks   checks  // basic_auth's checks off the loop (basicauth.go)
+	stack    []frame // where evaluation stands (walk)
+	icpt     *Node   // the intercept the request matched, if any
 
 	obs        observe.Observer // the site's access logs, for the answers the routes make (answerlog.go)
 	clock      LoopClock
@@ -137,41 +170,73 @@ func NewHandler(t *Table, proxies []stream.Handler, clientIP ClientIPFunc, loop 
 // matches, the answer is an empty 200, as in Caddy.
 func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
 	req.OriginalPath = req.Path
-	path, header, user := req.Path, req.Header, req.AuthUser
-	n, vars := h.evaluate(req, nil)
-	if h.ctx.files != nil && len(h.ctx.files.pending) > 0 {
-		return h.lookFiles(req, w, path, header, user)
+	if len(h.t.Errors) > 0 {
+		return h.watch(req, w)
 	}
-	return h.serveRouted(n, vars, req, w)
+	return h.serve(req, w)
 }
 
-// evaluate runs the routes over req, with what file matchers learned of
-// the disk so far (memo, nil at first), and returns the terminal route
-// (nil: none matched).
-func (h *Handler) evaluate(req *stream.Request, memo *fileMemo) (*Node, reqVars) {
+func (h *Handler) serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
+	return h.serveFrom(h.t.Nodes, req, w)
+}
+
+// serveFrom runs the routes nodes over req from the start. When file
+// matchers asked about the disk, the request waits for the pool's answer
+// and the routes run again (lookFiles).
+func (h *Handler) serveFrom(nodes []Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
+	path, header, user := req.Path, req.Header, req.AuthUser
+	n, vars := h.evaluate(nodes, req, nil)
+	if h.ctx.files != nil && len(h.ctx.files.pending) > 0 {
+		return h.lookFiles(nodes, req, w, path, header, user)
+	}
+	return h.finish(n, vars, req, w)
+}
+
+// evaluate runs the routes nodes over req, with what file matchers
+// learned of the disk so far (memo, nil at first), and returns the
+// terminal route (nil: none matched).
+func (h *Handler) evaluate(nodes []Node, req *stream.Request, memo *fileMemo) (*Node, reqVars) {
 	h.ctx.Reset(req, h.clientFn)
 	req.ClientIP = h.ctx.ClientIP() // for {client_ip}
 	req.Captures = req.Captures[:0] // a second pass (file matchers) saves them again
 	h.ctx.files = memo
 	h.resp = h.resp[:0]
 	h.auths = h.auths[:0]
+	h.icpt = nil
 	orig := req.Path
-	n := h.run(h.t.Nodes)
+	n := h.run(nodes)
 	return n, reqVars{root: h.ctx.root, orig: orig}
 }
 
-// serveRouted answers once the routes are evaluated: after the password
-// checks, if any matched.
-func (h *Handler) serveRouted(n *Node, vars reqVars, req *stream.Request, w stream.ResponseWriter) stream.Events {
-	if len(h.auths) > 0 {
-		return h.authenticate(n, vars, req, w)
+// finish hands the request to n, the route where evaluation stopped,
+// once the basic_auth directives it matched on the way have passed.
+func (h *Handler) finish(n *Node, vars reqVars, req *stream.Request, w stream.ResponseWriter) stream.Events {
+	if h.icpt != nil {
+		return h.intercept(n, vars, req, w)
 	}
-	return h.answer(n, h.resp, vars, req, w)
+	var at *resumePoint
+	if n != nil && (n.Kind == ForwardAuth || len(n.Responses) > 0) {
+		at = h.savePoint(vars)
+	}
+	if len(h.auths) > 0 {
+		return h.authenticate(n, at, vars, req, w)
+	}
+	return h.answer(n, at, h.resp, vars, req, w)
 }
 
 // answer hands the request to the terminal route n (nil: none matched),
-// with the response edits resp.
-func (h *Handler) answer(n *Node, resp []*Node, vars reqVars, req *stream.Request, w stream.ResponseWriter) stream.Events {
+// with the response edits resp. A route that hands the request to another
+// exchange first gets at, where the request re-enters the routes.
+func (h *Handler) answer(n *Node, at *resumePoint, resp []*Node, vars reqVars, req *stream.Request, w stream.ResponseWriter) stream.Events {
+	switch {
+	case n == nil:
+	case req.Handoff != nil && req.Handoff.Depth >= maxDepth:
+		return Responder(508, "").Serve(req, w)
+	case n.Kind == ForwardAuth:
+		return h.forwardAuth(n, at, resp, req, w)
+	case n.Kind == Proxy && len(n.Responses) > 0:
+		return h.proxyRouted(n, at, resp, req, w)
+	}
 	if h.obs != nil && (n == nil || n.Kind != Proxy) {
 		// A reverse proxy observes its own requests.
 		w, a := h.observed(req, w)
@@ -192,6 +257,9 @@ func (h *Handler) reply(n *Node, resp []*Node, vars reqVars, req *stream.Request
 	case Proxy:
 		return h.proxies[n.Proxy].Serve(req, w)
 	case Respond:
+		if status, ok := respondStatus(n, req); ok {
+			return Responder(status, n.To.Expand(req)).Serve(req, w)
+		}
 		if n.Static == nil { // a body with placeholders
 			return Responder(n.Status, n.To.Expand(req)).Serve(req, w)
 		}
@@ -212,20 +280,41 @@ func (h *Handler) reply(n *Node, resp []*Node, vars reqVars, req *stream.Request
 			root = "." // Caddy's default: the working directory
 		}
 		return n.Files.Serve(h.checks.loop, root, vars.orig, req, w)
+	case Error:
+		return h.raise(n, req, w)
+	case CopyResponse:
+		return h.copyResponse(n, req, w)
 	}
 	return empty.Serve(req, w)
 }
 
-// run evaluates a list of routes and returns the terminal route that
-// answers, or nil.
+// run evaluates a list of routes from the start and returns the terminal
+// route that answers, or nil.
 func (h *Handler) run(nodes []Node) *Node {
-	var done uint64 // exclusive groups that already ran (at most 64 per list)
-	for i := range nodes {
-		n := &nodes[i]
+	h.stack = append(h.stack[:0], frame{nodes: nodes})
+	return h.walk()
+}
+
+// walk evaluates the routes on h.stack from where it stands and returns
+// the terminal route that answers, or nil. A route that hands the request
+// to another exchange first (forward_auth) is returned like a terminal
+// one, with h.stack just past it: the request re-enters the table there
+// (reenter.go). The stack is the handler's, reused, so evaluating
+// allocates nothing once it has grown to the table's depth.
+func (h *Handler) walk() *Node {
+	for len(h.stack) > 0 {
+		f := &h.stack[len(h.stack)-1]
+		if f.i >= len(f.nodes) {
+			h.stack = h.stack[:len(h.stack)-1]
+			continue
+		}
+		n := &f.nodes[f.i]
+		f.i++
 		bit := uint64(0)
 		if n.Exclusive > 0 {
+			// Exclusive groups that already ran, at most 64 per list.
 			bit = 1 << (uint(n.Exclusive-1) & 63)
-			if done&bit != 0 {
+			if f.done&bit != 0 {
 				continue
 			}
 		}
@@ -235,7 +324,7 @@ func (h *Handler) run(nodes []Node) *Node {
 		if h.ctx.failStatus != 0 { // a file matcher reached "=NNN"
 			return statusNode(h.ctx.failStatus)
 		}
-		done |= bit
+		f.done |= bit
 		switch n.Kind {
 		case EditResponse:
 			h.resp = append(h.resp, n)
@@ -259,13 +348,17 @@ func (h *Handler) run(nodes []Node) *Node {
 			h.ctx.Req.LogSkip = true
 		case RequestBody:
 			h.ctx.Req.MaxBodySize = n.MaxBody
+		case SetMethod:
+			h.ctx.Req.Method = n.Find
+		case Intercept:
+			if h.icpt == nil {
+				h.icpt = n
+			}
 		case Group:
 			if n.Strip != "" {
 				h.setPath(stripPrefix(h.ctx.Req.Path, n.Strip))
 			}
-			if t := h.run(n.Children); t != nil {
-				return t
-			}
+			h.stack = append(h.stack, frame{nodes: n.Children})
 		default:
 			return n
 		}
@@ -324,20 +417,29 @@ func (h *Handler) uri(n *Node) {
 	}
 }
 
-// rewrite replaces the target as Caddy's rewrite does: a target without
-// a query keeps the request's query; one with a query replaces it.
+// rewrite replaces the request target (Caddy's rewrite).
 func (h *Handler) rewrite(n *Node) {
-	r := h.ctx.Req
-	to := n.To.Expand(r)
+	prefix := ""
 	if n.FileTarget {
-		to = h.ctx.fileRel + to
+		prefix = h.ctx.fileRel
 	}
+	if to := rewriteTarget(n.To, prefix, h.ctx.Req); to != "" {
+		h.setPath(to)
+	}
+}
+
+// rewriteTarget is the target to's rewrite gives r (after prefix, the
+// file a try_files rewrite found), as Caddy's rewrite does: a target
+// without a query keeps the request's query; one with a query replaces
+// it. Empty: the target expands to nothing, no rewrite.
+func rewriteTarget(tmpl Template, prefix string, r *stream.Request) string {
+	to := prefix + tmpl.Expand(r)
 	if to == "" {
-		return
+		return ""
 	}
 	// A query a placeholder brought into the path ("rewrite /api{uri}")
 	// is the query, as in Caddy; it is not added a second time.
-	if !strings.Contains(n.To.raw, "?") && !strings.Contains(to, "?") {
+	if !strings.Contains(tmpl.raw, "?") && !strings.Contains(to, "?") {
 		if q := QueryOnly(r.Path); q != "" {
 			to += "?" + q
 		}
@@ -350,7 +452,7 @@ func (h *Handler) rewrite(n *Node) {
 	if to[0] == '?' {
 		to = PathOnly(r.Path) + to
 	}
-	h.setPath(to)
+	return to
 }
 
 func (h *Handler) redirect(n *Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
@@ -376,6 +478,23 @@ func Redirector(status int, loc string, html bool) *static.Handler {
 		{Name: "location", Value: loc},
 		{Name: "content-length", Value: "0"},
 	}, nil)
+}
+
+// respondStatus is respond's status when it is not the one compiled: a
+// placeholder's, or the error's in an error route when respond named
+// none (an invalid number: 500).
+func respondStatus(n *Node, req *stream.Request) (int, bool) {
+	if n.StatusT.parts != nil {
+		s, err := strconv.Atoi(n.StatusT.Expand(req))
+		if err != nil || s < 100 || s > 599 {
+			s = 500
+		}
+		return s, true
+	}
+	if n.StatusUnset && req.Handoff != nil && req.Handoff.ErrStatus > 0 {
+		return req.Handoff.ErrStatus, true
+	}
+	return 0, false
 }
 
 // Responder is respond's answer: status and body, as plain text.
@@ -421,6 +540,12 @@ func (h *Handler) wrap(w stream.ResponseWriter, req *stream.Request, resp []*Nod
 	return rw
 }
 
+// RouteError passes stream.ErrorRouter on to the front end's side.
+func (rw *respWriter) RouteError(status int, message string) bool {
+	r, ok := rw.ResponseWriter.(stream.ErrorRouter)
+	return ok && r.RouteError(status, message)
+}
+
 // RefuseBody passes stream.BodyRefuser on to the front end's writer.
 func (rw *respWriter) RefuseBody() {
 	if r, ok := rw.ResponseWriter.(stream.BodyRefuser); ok {
@@ -441,6 +566,9 @@ func (rw *respWriter) WriteHeader(status int, fields []stream.Field, end bool) e
 	}
 	for _, n := range nodes {
 		if n.RespMatch == nil || n.RespMatch.Matches(status, fs) {
+			if n.CopyFrom != nil {
+				fs = n.CopyFrom.appendCopied(fs, rw.req.Handoff)
+			}
 			fs = ApplyHeaderOps(fs, n.Ops, &rw.req)
 		}
 	}

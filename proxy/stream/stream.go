@@ -138,6 +138,27 @@ type Request struct {
 	// it: the access log's uri, as Caddy logs it. Routing sets it; ""
 	// means Path was not rewritten.
 	OriginalPath string
+	// Handoff is what a response that routes hands the routes the request
+	// re-enters: the error handle_errors renders, or the origin response
+	// handle_response matched. Front ends leave it nil; routing sets it.
+	Handoff *Handoff
+}
+
+// Handoff describes why a request re-enters its site's routes, for the
+// placeholders that read it ({err.*}, {rp.*}).
+type Handoff struct {
+	// ErrStatus, ErrMessage and ErrID are the error being rendered
+	// (handle_errors): its status, its message, an identifier of this
+	// occurrence.
+	ErrStatus  int
+	ErrMessage string
+	ErrID      string
+	// Status and Header are the origin's response handle_response
+	// matched.
+	Status int
+	Header []Field
+	// Depth counts the times the request re-entered its routes before.
+	Depth int
 }
 
 // Capture is one regexp match a matcher saved for the request's
@@ -254,6 +275,16 @@ type Releaser interface {
 // reusable.
 type BodyRefuser interface {
 	RefuseBody()
+}
+
+// ErrorRouter is implemented by a ResponseWriter whose site renders the
+// errors its handlers answer themselves (Caddy's handle_errors). A
+// handler about to answer with its own error response (a 502 when the
+// origin is down) offers it first: when RouteError reports true, the
+// site's routes took the stream over and the handler writes nothing more
+// on it, though it still ends as usual (OnRelease included).
+type ErrorRouter interface {
+	RouteError(status int, message string) bool
 }
 
 // Handler serves requests on the loop.

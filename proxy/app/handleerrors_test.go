@@ -1,0 +1,130 @@
+package app
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/netpoll/polltest"
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
+)
+
+// TestHandleErrors: the errors pollproxy answers itself (an origin down:
+// 502, too slow: 504, an auth service down) and the error directive's
+// re-enter the site's handle_errors routes, as in Caddy: status-code
+// blocks first, {err.*} placeholders, the request as it arrived (before
+// rewrites), a reverse proxy to an error service; an error inside the
+// error routes is the first error's status with an empty body. Over
+// HTTP/2 and HTTP/1.1 on every poller backend.
+func TestHandleErrors(t *testing.T) {
+	closed := fmt.Sprintf("127.0.0.1:%d", servertest.FreePort(t))
+	hold := make(chan struct{})
+	defer close(hold)
+	slow := servertest.Origin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-hold }))
+	errSvc := servertest.Origin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(599)
+		fmt.Fprintf(w, "error service: %s %s for %s", r.Method, r.RequestURI, r.Header.Get("X-Error"))
+	}))
+	site := fmt.Sprintf(`	handle /down/* {
+		reverse_proxy %[1]s
+	}
+	handle /double/* {
+		reverse_proxy %[1]s
+	}
+	handle /slow/* {
+		reverse_proxy %[2]s {
+			transport http {
+				response_header_timeout 200ms
+			}
+		}
+	}
+	handle /auth/* {
+		forward_auth %[1]s {
+			uri /auth
+		}
+		respond "never"
+	}
+	handle /private/* {
+		error "no entry for {path}" 403
+	}
+	handle /gone {
+		error 410
+	}
+	handle /svc/* {
+		error 503
+	}
+	handle {
+		rewrite * /rewritten{uri}
+		reverse_proxy %[1]s
+	}
+	handle_errors {
+		respond "custom {err.status_code} {err.message}"
+	}
+	handle_errors 5xx 404 {
+		handle /svc/* {
+			reverse_proxy %[3]s {
+				header_up X-Error "{err.status_code} {err.status_text}"
+			}
+		}
+		handle /double/* {
+			reverse_proxy %[1]s
+		}
+		@five expression {err.status_code} >= 500
+		handle @five {
+			respond "{err.status_code} {err.status_text}: {err.message} ({method} {uri}) id={err.id}"
+		}
+	}`, closed, slow, errSvc)
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		port, cls := startSite(t, backend, site)
+		base := fmt.Sprintf("https://localhost:%d", port)
+		for proto, c := range cls {
+			t.Run(proto, func(t *testing.T) {
+				for _, x := range []exchange{
+					{method: "GET", path: "/down/x", status: 502, body: "502 Bad Gateway: bad gateway*"},
+					{method: "GET", path: "/slow/x", status: 504, body: "504 Gateway Timeout: gateway timeout: upstream sent no response head in time (GET /slow/x) id=*"},
+					{method: "GET", path: "/auth/x", status: 502, body: "502 Bad Gateway: bad gateway*"},
+					{method: "GET", path: "/other?q=1", status: 502, body: "502 Bad Gateway: *"},
+					{method: "GET", path: "/private/x", status: 403, body: "custom 403 no entry for /private/x"},
+					{method: "GET", path: "/gone", status: 410, body: "custom 410 "},
+					{method: "GET", path: "/svc/a?b=c", status: 599, body: "error service: GET /svc/a?b=c for 503 Service Unavailable"},
+					// The error routes' own reverse proxy fails: Caddy's
+					// answer, the first status with nothing more.
+					{method: "GET", path: "/double/x", status: 502, body: ""},
+				} {
+					x.run(t, c, base)
+				}
+				// The request as it arrived, not as rewritten; the message
+				// is pollproxy's; every occurrence has its own id.
+				_, b1 := send(t, c, "GET", base+"/other?q=1", "", nil)
+				_, b2 := send(t, c, "GET", base+"/other?q=1", "", nil)
+				if !strings.Contains(b1, "(GET /other?q=1) id=") || b1[strings.LastIndex(b1, "id="):] == b2[strings.LastIndex(b2, "id="):] {
+					t.Errorf("bodies %q and %q: want the original request and two different ids", b1, b2)
+				}
+				// A body the failed handler never read is drained.
+				if status, b := send(t, c, "POST", base+"/down/upload", strings.Repeat("u", 200000), nil); status != 502 || !strings.Contains(b, "(POST /down/upload)") {
+					t.Errorf("POST /down/upload: %d %q", status, b)
+				}
+			})
+		}
+	})
+}
+
+// TestErrorDirective: without handle_errors, the error directive answers
+// with its status and an empty body, as in Caddy.
+func TestErrorDirective(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		port, cls := startSite(t, backend, "\terror /private/* \"Unauthorized\" 401\n\terror /boom 500\n\trespond \"open\"")
+		base := fmt.Sprintf("https://localhost:%d", port)
+		for _, c := range cls {
+			for _, x := range []exchange{
+				{method: "GET", path: "/private/x", status: 401, body: ""},
+				{method: "GET", path: "/boom", status: 500, body: ""},
+				{method: "GET", path: "/open", status: 200, body: "open"},
+			} {
+				x.run(t, c, base)
+			}
+		}
+	})
+}

@@ -1,0 +1,97 @@
+package route
+
+import (
+	"slices"
+
+	"github.com/pollproxy/pollproxy/proxy/stream"
+)
+
+// reverse_proxy's handle_response: an origin response a response matcher
+// picks does not go to the client; the request re-enters the routes of
+// the handle_response block instead, with {rp.status_code} and
+// {rp.header.*} filled from that response, and goes on past the
+// reverse_proxy when they do not answer, as Caddy's do. copy_response
+// sends the origin's response after all; copy_response_headers copies
+// its fields onto whatever answers.
+
+// ResponseHandler is one of reverse_proxy's handle_response or
+// replace_status: the origin responses it matches go to Routes instead of
+// the client, or, with Status, go with that status.
+type ResponseHandler struct {
+	Match  *ResponseMatch // nil: every response
+	Status int            // replace_status
+	Routes []Node
+}
+
+// matchResponse returns the first handler matching the response, or nil.
+func matchResponse(hs []ResponseHandler, status int, fields []stream.Field) *ResponseHandler {
+	for i := range hs {
+		if hs[i].Match == nil || hs[i].Match.Matches(status, fields) {
+			return &hs[i]
+		}
+	}
+	return nil
+}
+
+// proxyRouted proxies req through n, a reverse_proxy with
+// handle_response, in a relay.
+func (h *Handler) proxyRouted(n *Node, at *resumePoint, resp []*Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
+	r := &relay{hold: hold{w: w}, h: h, req: req, cw: w, n: n, at: at}
+	if len(resp) > 0 {
+		r.cw = h.wrap(w, req, resp)
+	}
+	r.origin = h.proxies[n.Proxy].Serve(req, (*relayReply)(r))
+	return r
+}
+
+// intercept answers a request that matched an intercept: whatever
+// answers it (n) writes to the intercept, which decides on its head.
+// The handle_response routes do not go on past the intercept, as in
+// Caddy: when they do not answer, the response is the intercepted
+// status with no body.
+func (h *Handler) intercept(n *Node, vars reqVars, req *stream.Request, w stream.ResponseWriter) stream.Events {
+	r := &relay{hold: hold{w: w}, h: h, req: req, cw: w, n: h.icpt, at: &resumePoint{resp: append([]*Node(nil), h.resp...), vars: vars}, icpt: true}
+	h.icpt = nil
+	r.origin = h.finish(n, vars, req, (*relayReply)(r))
+	return r
+}
+
+// copier is a writer that reaches a handle_response's origin response.
+type copier interface {
+	copyResponse(w stream.ResponseWriter, status int) stream.Events
+}
+
+// copyResponse answers copy_response's route n.
+func (h *Handler) copyResponse(n *Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
+	c, ok := w.(copier)
+	if rw, wrapped := w.(*respWriter); wrapped {
+		c, ok = rw.ResponseWriter.(copier)
+	}
+	if !ok {
+		// Caddy refuses copy_response outside handle_response routes at
+		// load; pollproxy does too, so this is only a safety net.
+		return Responder(500, "").Serve(req, w)
+	}
+	return c.copyResponse(w, n.Status)
+}
+
+// HeaderFilter is copy_response_headers' include or exclude list (lower
+// case names).
+type HeaderFilter struct {
+	Include, Exclude []string
+}
+
+// appendCopied appends the fields of the response a handle_response
+// matched that f lets through.
+func (f *HeaderFilter) appendCopied(fs []stream.Field, h *stream.Handoff) []stream.Field {
+	if h == nil {
+		return fs
+	}
+	for _, fl := range h.Header {
+		if len(f.Include) > 0 && !slices.Contains(f.Include, fl.Name) || slices.Contains(f.Exclude, fl.Name) {
+			continue
+		}
+		fs = append(fs, fl)
+	}
+	return fs
+}

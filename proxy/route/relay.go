@@ -1,0 +1,273 @@
+package route
+
+import "github.com/pollproxy/pollproxy/proxy/stream"
+
+// relay is a request whose answer is first another exchange's, the
+// relayed one: forward_auth's subrequest, a reverse_proxy with
+// handle_response, whatever an intercept watches. That exchange writes to
+// the relay (relayReply), whose response head decides: the response is
+// the client's as written (passing); or, picked by a response matcher or
+// a 2xx to forward_auth, it is taken (routed) and the request re-enters
+// its routes (resumeWith) — the block's routes, then on past the route
+// that relayed it. A taken response's body is read and dropped unless
+// copy_response sends it after all (copying). The relay is also the
+// request's Events for the front end, passing each to whichever answer
+// it concerns.
+type relay struct {
+	// hold keeps the client's body for forward_auth, whose subrequest
+	// never gets it; otherwise the relayed exchange has the body and
+	// hold only keeps w and the routes' answer (inner).
+	hold
+	h   *Handler
+	req *stream.Request
+	cw  stream.ResponseWriter // the client's, with the response edits matched before
+	n   *Node                 // the route that relayed: its Responses, and Copy for forward_auth
+	at  *resumePoint          // where the request re-enters the routes
+
+	auth bool           // forward_auth: the relayed exchange serves sub
+	icpt bool           // intercept: the routes do not go on past it
+	sub  stream.Request // forward_auth's subrequest
+
+	origin         stream.Events // the relayed exchange
+	originReleased bool          // origin was released: never call it again
+	passing        bool          // the relayed response is the client's
+	routed         bool          // the relayed response was taken
+	copying        bool          // copy_response: the taken response goes to the client after all
+
+	// the taken response's head, for copy_response
+	status int
+	fields []stream.Field
+	end    bool
+}
+
+func (r *relay) live() bool { return r.origin != nil && !r.originReleased }
+
+// releaseOrigin releases the relayed exchange once: after that it may
+// serve another request, so nothing may reach it any more.
+func (r *relay) releaseOrigin() {
+	if r.originReleased {
+		return
+	}
+	r.originReleased = true
+	if rel, ok := r.origin.(stream.Releaser); ok {
+		rel.OnRelease()
+	}
+}
+
+// OnBody holds the body for forward_auth; otherwise it is the relayed
+// exchange's (once that is released, the rest is dropped).
+func (r *relay) OnBody(p []byte) {
+	switch {
+	case r.auth:
+		r.hold.OnBody(p)
+	case r.live():
+		r.origin.OnBody(p)
+	default:
+		r.w.Consumed(len(p))
+	}
+}
+
+func (r *relay) OnBodyEnd(trailers []stream.Field) {
+	switch {
+	case r.auth:
+		r.hold.OnBodyEnd(trailers)
+	case r.live():
+		r.origin.OnBodyEnd(trailers)
+	}
+}
+
+// OnWritable goes to whichever answer writes to the client.
+func (r *relay) OnWritable() {
+	switch {
+	case (r.passing || r.copying) && r.live():
+		r.origin.OnWritable()
+	case r.inner != nil:
+		r.inner.OnWritable()
+	}
+}
+
+// OnAbort: the client went away; so goes the relayed exchange, unless its
+// response was taken (it then ends on its own).
+func (r *relay) OnAbort(err error) {
+	r.hold.OnAbort(err)
+	if !r.routed && r.live() {
+		r.origin.OnAbort(err)
+	}
+}
+
+// OnRelease: the front end is done with the request, so are both answers.
+func (r *relay) OnRelease() {
+	r.hold.OnRelease()
+	r.releaseOrigin()
+}
+
+// take hands the request to the routes: the block's, then on past the
+// route that relayed it (for an intercept, to orElse instead).
+func (r *relay) take(routes []Node, status int, fields []stream.Field, end bool) {
+	r.routed = true
+	r.status, r.fields, r.end = status, r.req.Handoff.Header, end
+	var orElse *Node
+	if r.icpt {
+		orElse = &Node{Kind: Respond, Static: ErrorResponse(status)}
+	}
+	if r.auth {
+		// The body is still held: it goes to what answers now.
+		r.handOver(r.h.resumeWith(r.at, routes, orElse, r.req, (*routesWriter)(r)))
+		return
+	}
+	// The relayed exchange had the body: the routes answer without one.
+	q := r.req
+	q.HasBody, q.ContentLength, q.Upgrade = false, -1, ""
+	r.answered = true
+	r.inner = r.h.resumeWith(r.at, routes, orElse, q, (*routesWriter)(r))
+}
+
+// pass makes the relayed response the client's.
+func (r *relay) pass() {
+	r.passing = true
+	if r.auth {
+		r.handOver(nil) // the app never runs: the held body is drained
+	}
+}
+
+// relayReply is the relayed exchange's ResponseWriter.
+type relayReply relay
+
+// WriteHeader decides on the relayed response's final head: a 2xx to
+// forward_auth copies its fields and lets the request on; a response
+// handler's match is taken by its routes or, with replace_status, passes
+// with that status; anything else is the client's as written.
+func (o *relayReply) WriteHeader(status int, fields []stream.Field, end bool) error {
+	r := (*relay)(o)
+	switch {
+	case r.passing || r.copying:
+		return r.cw.WriteHeader(status, fields, end)
+	case r.routed:
+		return nil
+	case status < 200:
+		if r.auth {
+			return nil // the auth service's 1xx are not the client's
+		}
+		return r.cw.WriteHeader(status, fields, end)
+	case r.gone:
+		return stream.ErrStreamClosed
+	case r.auth && status < 300:
+		r.copyFields(fields)
+		if handOn(r.req, status, fields) {
+			r.take(nil, status, fields, end)
+			return nil
+		}
+	}
+	if rh := matchResponse(r.n.Responses, status, fields); rh != nil {
+		if rh.Status != 0 {
+			status = rh.Status
+		} else if handOn(r.req, status, fields) {
+			r.take(rh.Routes, status, fields, end)
+			return nil
+		}
+	}
+	r.pass()
+	return r.cw.WriteHeader(status, fields, end)
+}
+
+// Write passes the relayed body to the client, or drops a taken one.
+func (o *relayReply) Write(p []byte) (int, error) {
+	if r := (*relay)(o); r.passing || r.copying {
+		return r.cw.Write(p)
+	}
+	return len(p), nil
+}
+
+// Close ends the relayed response. A taken one's exchange is released
+// from the loop's task queue: it is still inside its ending here.
+func (o *relayReply) Close(trailers []stream.Field) error {
+	r := (*relay)(o)
+	if r.passing || r.copying {
+		return r.cw.Close(trailers)
+	}
+	if r.routed {
+		r.h.checks.loop.Post(r.releaseOrigin)
+	}
+	return nil
+}
+
+func (o *relayReply) Reset(code uint32) {
+	r := (*relay)(o)
+	switch {
+	case r.passing || r.copying:
+		r.cw.Reset(code)
+	case r.routed:
+		r.h.checks.loop.Post(r.releaseOrigin)
+	}
+}
+
+// Consumed: the relayed exchange took the client's body (forward_auth's
+// subrequest has none).
+func (o *relayReply) Consumed(n int) {
+	if r := (*relay)(o); !r.auth {
+		r.w.Consumed(n)
+	}
+}
+
+// RefuseBody passes on to the client's writer.
+func (o *relayReply) RefuseBody() {
+	if rf, ok := (*relay)(o).w.(stream.BodyRefuser); ok && !o.auth {
+		rf.RefuseBody()
+	}
+}
+
+// RouteError passes an error pollproxy answers for the relayed exchange
+// (its origin down or slow) on to the site's error routes, as Caddy's
+// reverse proxy returns it to handle_errors; it is never a response the
+// handlers match. Refused, the error answer is the client's.
+func (o *relayReply) RouteError(status int, message string) bool {
+	r := (*relay)(o)
+	if r.routed || r.passing || r.copying {
+		return false
+	}
+	r.pass()
+	er, ok := r.w.(stream.ErrorRouter)
+	return ok && er.RouteError(status, message)
+}
+
+// routesWriter is the ResponseWriter of what the routes answer: the
+// client's, and copy_response's way back to the taken response.
+type routesWriter relay
+
+func (rw *routesWriter) WriteHeader(status int, fields []stream.Field, end bool) error {
+	return rw.w.WriteHeader(status, fields, end)
+}
+func (rw *routesWriter) Write(p []byte) (int, error)         { return rw.w.Write(p) }
+func (rw *routesWriter) Close(trailers []stream.Field) error { return rw.w.Close(trailers) }
+func (rw *routesWriter) Reset(code uint32)                   { rw.w.Reset(code) }
+func (rw *routesWriter) Consumed(n int)                      { rw.w.Consumed(n) }
+
+// RouteError passes an error of the routes' answer on to handle_errors.
+func (rw *routesWriter) RouteError(status int, message string) bool {
+	r, ok := rw.w.(stream.ErrorRouter)
+	return ok && r.RouteError(status, message)
+}
+
+// copyResponse sends the taken response after all (copy_response),
+// through w (the routes' writer with their response edits), with status
+// when not 0.
+func (rw *routesWriter) copyResponse(w stream.ResponseWriter, status int) stream.Events {
+	r := (*relay)(rw)
+	if status == 0 {
+		status = r.status
+	}
+	r.copying, r.cw = true, w
+	r.cw.WriteHeader(status, r.fields, r.end)
+	return drain{r.w}
+}
+
+var (
+	_ stream.Events         = (*relay)(nil)
+	_ stream.Releaser       = (*relay)(nil)
+	_ stream.ResponseWriter = (*relayReply)(nil)
+	_ stream.ErrorRouter    = (*relayReply)(nil)
+	_ stream.BodyRefuser    = (*relayReply)(nil)
+	_ stream.ResponseWriter = (*routesWriter)(nil)
+	_ stream.ErrorRouter    = (*routesWriter)(nil)
+	_ copier                = (*routesWriter)(nil)
+)
