@@ -15,14 +15,14 @@ import (
 )
 
 var siteDirectives = []string{"reverse_proxy", "handle", "handle_path", "route", "redir", "respond",
-	"header", "request_header", "uri", "rewrite", "abort", "basic_auth", "tls", "@name (a named matcher)"}
+	"header", "request_header", "uri", "rewrite", "abort", "basic_auth", "encode", "tls", "@name (a named matcher)"}
 
 // directiveOrder is Caddy's default order of the directives pollproxy
 // implements (handle_path sorts as handle; basicauth is basic_auth's
 // older name, which Caddy still reads and sorts just before it).
 var directiveOrder = map[string]int{
 	"header": 1, "redir": 2, "rewrite": 3, "uri": 4, "basicauth": 5, "basic_auth": 6,
-	"request_header": 7, "handle": 8, "route": 9, "abort": 10, "respond": 11, "reverse_proxy": 12,
+	"request_header": 7, "encode": 8, "handle": 9, "route": 10, "abort": 11, "respond": 12, "reverse_proxy": 13,
 }
 
 // value is one routing directive before sorting: Caddy's "config value".
@@ -231,6 +231,8 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 		p.uri(d, n)
 	case "basic_auth", "basicauth":
 		p.basicAuth(d, n, name)
+	case "encode":
+		p.encode(d, n)
 	case "abort":
 		if args := d.RemainingArgs(); len(args) > 0 {
 			p.errf(d, "abort: takes only a matcher")
@@ -367,7 +369,7 @@ func (p *parser) header(d *caddyfile.Dispenser, n *route.Node, name string) {
 			if n.RespMatch == nil {
 				n.RespMatch = &route.ResponseMatch{}
 			}
-			p.responseMatch(d, n.RespMatch)
+			p.responseMatch(d, n.RespMatch, "header")
 			continue
 		}
 		args := append([]string{d.Val()}, d.RemainingArgs()...)
@@ -380,7 +382,7 @@ func (p *parser) header(d *caddyfile.Dispenser, n *route.Node, name string) {
 
 // responseMatch reads a response matcher, on the line (match status 2xx)
 // or as a block of status and header lines.
-func (p *parser) responseMatch(d *caddyfile.Dispenser, m *route.ResponseMatch) {
+func (p *parser) responseMatch(d *caddyfile.Dispenser, m *route.ResponseMatch, directive string) {
 	line := func(args []string) {
 		var err error
 		switch args[0] {
@@ -392,7 +394,7 @@ func (p *parser) responseMatch(d *caddyfile.Dispenser, m *route.ResponseMatch) {
 			err = fmt.Errorf("unknown response matcher %q (want status, header)", args[0])
 		}
 		if err != nil {
-			p.errf(d, "header: match: %v", err)
+			p.errf(d, "%s: match: %v", directive, err)
 		}
 	}
 	if args := d.RemainingArgs(); len(args) > 0 {

@@ -38,7 +38,7 @@ var unsupportedServers = set("strict_sni_host", "keepalive_interval",
 	"keepalive_idle", "keepalive_count", "trusted_proxies_strict", "log_credentials", "name",
 	"enable_full_duplex", "trace", "listen_protocols", "0rtt", "max_header_bytes")
 
-var unsupportedDirectives = set("abort_with", "acme_server", "bind", "encode",
+var unsupportedDirectives = set("abort_with", "acme_server", "bind",
 	"error", "file_server", "forward_auth", "fs", "handle_errors", "import", "intercept", "invoke", "log",
 	"log_append", "log_name", "log_skip", "log_level", "map", "method", "metrics", "php_fastcgi", "push",
 	"request_body", "root", "skip_log", "templates", "tracing", "try_files", "vars", "copy_response",

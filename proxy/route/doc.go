@@ -16,6 +16,6 @@
 // one compiled table is shared by every loop; what is per loop (the
 // reverse proxies a table ends in, scratch space) lives in the Handler
 // made for that loop. Evaluating a table allocates nothing unless a
-// directive rewrites the path or edits response headers (one small
-// wrapper per request) or a CEL expression runs.
+// directive rewrites the path, edits response headers or encodes the
+// response (one small wrapper per request) or a CEL expression runs.
 package route

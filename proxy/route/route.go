@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/pollproxy/pollproxy/proxy/auth"
+	"github.com/pollproxy/pollproxy/proxy/encode"
 	"github.com/pollproxy/pollproxy/proxy/static"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
@@ -36,6 +37,8 @@ const (
 	// BasicAuth lets a request on only with credentials that pass
 	// (basic_auth); otherwise Static answers 401 with the challenge.
 	BasicAuth
+	// Encode compresses the response (encode).
+	Encode
 )
 
 // URI operations.
@@ -78,6 +81,8 @@ type Node struct {
 	Children []Node // Group
 
 	Auth *auth.BasicAuth // BasicAuth
+
+	Encode *encode.Config // Encode
 }
 
 // Table is one site's compiled routes, shared read-only by every loop.
@@ -93,10 +98,11 @@ type Handler struct {
 	proxies  []stream.Handler
 	clientFn ClientIPFunc
 	ctx      Ctx
-	resp     []*Node    // response edits matched for the request in progress
+	resp     []*Node    // response edits and encodes matched for the request in progress
 	auths    []authStep // basic_auth directives it matched, in order
 	fields   []stream.Field
 	checks   checks // basic_auth's checks off the loop (basicauth.go)
+	encoders encode.Pool
 }
 
 // Poster runs a function on the loop that owns a Handler:
@@ -126,11 +132,45 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 }
 
 // answer hands the request to the terminal route n (nil: none matched),
-// with the response edits resp.
+// with the response edits and encodes resp.
 func (h *Handler) answer(n *Node, resp []*Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
-	if len(resp) > 0 {
-		w = h.wrap(w, req, resp)
+	if len(resp) == 0 {
+		return h.serve(n, req, w)
 	}
+	// Each matched directive wraps the writer of those before it, as
+	// Caddy's middleware chain does: the last is the handler's writer.
+	var one [1]*encode.Writer
+	encs := one[:0]
+	for i := 0; i < len(resp); {
+		if resp[i].Kind == Encode {
+			// A tunnel's bytes are never encoded.
+			if req.Upgrade == "" {
+				ew := encode.Wrap(resp[i].Encode, &h.encoders, req, w)
+				if name := ew.Encoding(); name != "" {
+					req.Header = encode.StripETags(req.Header, name)
+				}
+				w = ew
+				encs = append(encs, ew)
+			}
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(resp) && resp[j].Kind == EditResponse {
+			j++
+		}
+		w = h.wrap(w, req, resp[i:j])
+		i = j
+	}
+	ev := h.serve(n, req, w)
+	for i := len(encs) - 1; i >= 0; i-- {
+		ev = encs[i].Events(ev)
+	}
+	return ev
+}
+
+// serve hands the request to the terminal route n (nil: none matched).
+func (h *Handler) serve(n *Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
 	if n == nil {
 		return empty.Serve(req, w)
 	}
@@ -171,7 +211,7 @@ func (h *Handler) run(nodes []Node) *Node {
 		}
 		done |= bit
 		switch n.Kind {
-		case EditResponse:
+		case EditResponse, Encode:
 			h.resp = append(h.resp, n)
 		case EditRequest:
 			r := h.ctx.Req
@@ -345,6 +385,14 @@ func (h *Handler) wrap(w stream.ResponseWriter, req *stream.Request, resp []*Nod
 func (rw *respWriter) RefuseBody() {
 	if r, ok := rw.ResponseWriter.(stream.BodyRefuser); ok {
 		r.RefuseBody()
+	}
+}
+
+// Flush passes stream.Flusher on to an encode directive's Writer
+// beneath.
+func (rw *respWriter) Flush() {
+	if f, ok := rw.ResponseWriter.(stream.Flusher); ok {
+		f.Flush()
 	}
 }
 
