@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
+	stdtls "crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,10 +13,13 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
@@ -337,4 +342,282 @@ func readEvents(t *testing.T, cl *http.Client, port int, path, proto string, eve
 			t.Fatalf("event %d end: %q %v", i, blank, err)
 		}
 	}
+}
+
+// bigText is the encode memory tests' response: text that compresses
+// to about three quarters (a long stream of pseudo-random letters), so
+// that what the client leaves unread is megabytes of encoded bytes.
+const bigText = 64 << 20
+
+// textPattern fills p with the text's bytes from offset off on.
+func textPattern(p []byte, off int64) {
+	for i := range p {
+		// splitmix64 of the offset: no pattern an encoder could find.
+		x := uint64(off+int64(i)) * 0x9e3779b97f4a7c15
+		x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+		x = (x ^ x>>27) * 0x94d049bb133111eb
+		x ^= x >> 31
+		p[i] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 \n<>"[x%64]
+	}
+}
+
+func textSum() []byte {
+	h := sha256.New()
+	buf := make([]byte, 32<<10)
+	for off := int64(0); off < bigText; off += int64(len(buf)) {
+		textPattern(buf, off)
+		h.Write(buf)
+	}
+	return h.Sum(nil)
+}
+
+// bigTextOrigin serves bigText bytes of text/plain, 32 KiB per write,
+// chunked; written counts the bytes its socket took.
+func bigTextOrigin(t *testing.T) (string, *atomic.Int64) {
+	var written atomic.Int64
+	addr := servertest.Origin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		buf := make([]byte, 32<<10)
+		for off := int64(0); off < bigText; off += int64(len(buf)) {
+			textPattern(buf, off)
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+			written.Add(int64(len(buf)))
+		}
+	}))
+	return addr, &written
+}
+
+// decoder reads the decoded body of encoding from r.
+func decoder(encoding string, r io.Reader) (io.Reader, func(), error) {
+	if encoding == "gzip" {
+		zr, err := gzip.NewReader(r)
+		return zr, func() {}, err
+	}
+	zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+	if err != nil {
+		return nil, nil, err
+	}
+	return zr, zr.Close, nil
+}
+
+// gate passes a reader's bytes until at of them went through, then
+// reports reached and waits for open.
+type gate struct {
+	r             io.Reader
+	n, at         int64
+	reached, open chan struct{}
+}
+
+func (g *gate) Read(p []byte) (int, error) {
+	if g.n >= g.at && g.reached != nil {
+		close(g.reached)
+		g.reached = nil
+		<-g.open
+	}
+	if g.n < g.at && int64(len(p)) > g.at-g.n {
+		p = p[:g.at-g.n]
+	}
+	k, err := g.r.Read(p)
+	g.n += int64(k)
+	return k, err
+}
+
+// originStall waits until the origin stops making progress and returns
+// how much it wrote.
+func originStall(written *atomic.Int64) int64 {
+	last := int64(-1)
+	for i := 0; i < 100; i++ {
+		// Real time: what stalls is the origin's writes, once the kernel's
+		// buffers are full, and nothing reports that.
+		time.Sleep(20 * time.Millisecond)
+		if w := written.Load(); w == last {
+			break
+		} else {
+			last = w
+		}
+	}
+	return written.Load()
+}
+
+// TestEncodeSlowClient: a 64 MiB response encoded for a client that
+// reads 1 MiB of it and pauses. The origin is held back, pollproxy's
+// heap stays bounded (the encoder's state and a slice of output, not the
+// response), and the rest then arrives intact: gzip over HTTP/1.1, zstd
+// over HTTP/2 with the client's windows.
+func TestEncodeSlowClient(t *testing.T) {
+	sum := textSum()
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		for _, x := range []struct{ proto, encoding string }{{"h1.1", "gzip"}, {"h2", "zstd"}} {
+			t.Run(x.proto, func(t *testing.T) {
+				o, written := bigTextOrigin(t)
+				port, cls := startSite(t, backend, "\tencode\n\treverse_proxy "+o)
+				hw := servertest.WatchHeap(t)
+				var body io.Reader
+				if x.proto == "h2" {
+					body = h2Get(t, port, "/big", x.encoding)
+				} else {
+					req, _ := http.NewRequest("GET", fmt.Sprintf("https://localhost:%d/big", port), nil)
+					req.Header.Set("Accept-Encoding", x.encoding)
+					cls[x.proto].Timeout = time.Minute
+					resp, err := cls[x.proto].Do(req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer resp.Body.Close()
+					if ce := resp.Header.Get("Content-Encoding"); ce != x.encoding {
+						t.Fatalf("Content-Encoding %q", ce)
+					}
+					body = resp.Body
+				}
+				g := &gate{r: body, at: 1 << 20, reached: make(chan struct{}), open: make(chan struct{})}
+				reached := g.reached
+				done := make(chan error, 1)
+				h := sha256.New()
+				var decodedLen int64
+				go func() {
+					dec, closeDec, err := decoder(x.encoding, g)
+					if err != nil {
+						done <- err
+						return
+					}
+					defer closeDec()
+					decodedLen, err = io.Copy(h, dec)
+					done <- err
+				}()
+				select {
+				case <-reached:
+				case err := <-done:
+					t.Fatalf("the body ended before 1 MiB: %v", err)
+				}
+				stalled := originStall(written)
+				paused := hw.Growth()
+				close(g.open)
+				if err := <-done; err != nil {
+					t.Fatalf("decoding: %v", err)
+				}
+				peak := hw.Stop()
+				t.Logf("64 MiB %s response, paused after 1 MiB encoded: origin stalled after %.1f MiB, heap growth %.1f MiB paused, %.1f MiB peak",
+					x.encoding, float64(stalled)/(1<<20), float64(paused)/(1<<20), float64(peak)/(1<<20))
+				if decodedLen != bigText || !bytes.Equal(h.Sum(nil), sum) {
+					t.Fatalf("decoded %d bytes, not the response sent", decodedLen)
+				}
+				// The kernel's socket buffers on both legs hold tens of
+				// megabytes on loopback, but not the whole response; the
+				// heap is what pollproxy (and this test's client) holds.
+				if stalled >= bigText {
+					t.Errorf("the origin wrote all %d MiB while the client paused", bigText>>20)
+				}
+				if peak > 8<<20 {
+					t.Fatalf("heap grew by %.1f MiB carrying a 64 MiB response", float64(peak)/(1<<20))
+				}
+			})
+		}
+	})
+}
+
+// h2Get GETs path over HTTP/2 with a client of its own that grants the
+// window back only as its body is read, so a paused reader holds the
+// stream back; it returns the body, after checking the encoding.
+func h2Get(t *testing.T, port int, path, encoding string) io.Reader {
+	t.Helper()
+	conn, err := stdtls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port), &stdtls.Config{ServerName: "localhost", InsecureSkipVerify: true, NextProtos: []string{"h2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	conn.SetDeadline(time.Now().Add(time.Minute))
+	io.WriteString(conn, http2.ClientPreface)
+	fr := http2.NewFramer(conn, conn)
+	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	fr.WriteSettings()
+	var hbuf bytes.Buffer
+	enc := hpack.NewEncoder(&hbuf)
+	for _, f := range [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "localhost"}, {":path", path}, {"accept-encoding", encoding}} {
+		enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+	}
+	fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hbuf.Bytes(), EndHeaders: true, EndStream: true})
+	b := &h2Body{t: t, fr: fr}
+	for {
+		f := b.frame()
+		if h, ok := f.(*http2.MetaHeadersFrame); ok && h.StreamID == 1 {
+			if st := h.PseudoValue("status"); st != "200" {
+				t.Fatalf("status %s", st)
+			}
+			var ce string
+			for _, hf := range h.RegularFields() {
+				if hf.Name == "content-encoding" {
+					ce = hf.Value
+				}
+			}
+			if ce != encoding {
+				t.Fatalf("content-encoding %q, want %q", ce, encoding)
+			}
+			return b
+		}
+	}
+}
+
+// h2Body reads stream 1's DATA, returning each frame's window once its
+// bytes were read.
+type h2Body struct {
+	t             *testing.T
+	fr            *http2.Framer
+	data          []byte
+	done          bool
+	frames, bytes int
+	owed          uint32 // window not yet given back
+}
+
+func (b *h2Body) frame() http2.Frame {
+	f, err := b.fr.ReadFrame()
+	if err != nil {
+		b.t.Errorf("read frame: %v", err)
+		return nil
+	}
+	switch f := f.(type) {
+	case *http2.SettingsFrame:
+		if !f.IsAck() {
+			b.fr.WriteSettingsAck()
+		}
+	case *http2.PingFrame:
+		if !f.IsAck() {
+			b.fr.WritePing(true, f.Data)
+		}
+	}
+	return f
+}
+
+func (b *h2Body) Read(p []byte) (int, error) {
+	for len(b.data) == 0 {
+		if b.done {
+			return 0, io.EOF
+		}
+		f := b.frame()
+		if f == nil {
+			return 0, io.ErrUnexpectedEOF
+		}
+		switch f := f.(type) {
+		case *http2.DataFrame:
+			b.data = append(b.data[:0], f.Data()...)
+			b.frames++
+			b.bytes += len(f.Data())
+			b.done = f.StreamEnded()
+			// Credit goes back in batches: a WINDOW_UPDATE per small
+			// frame is what pollproxy counts as a glitch.
+			if b.owed += uint32(len(f.Data())); b.owed >= 16<<10 {
+				b.fr.WriteWindowUpdate(0, b.owed)
+				b.fr.WriteWindowUpdate(1, b.owed)
+				b.owed = 0
+			}
+		case *http2.RSTStreamFrame:
+			return 0, fmt.Errorf("stream reset: %v", f.ErrCode)
+		case *http2.GoAwayFrame:
+			return 0, fmt.Errorf("GOAWAY %v %q after %d frames %d bytes", f.ErrCode, f.DebugData(), b.frames, b.bytes)
+		}
+	}
+	n := copy(p, b.data)
+	b.data = b.data[n:]
+	return n, nil
 }

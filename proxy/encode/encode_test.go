@@ -26,7 +26,7 @@ func TestChoose(t *testing.T) {
 		{zg, []stream.Field{{Name: "accept-encoding", Value: "zstd;q=0, gzip;q=0"}}, ""},
 		{zg, []stream.Field{{Name: "accept-encoding", Value: "GZIP"}}, Gzip},
 		{zg, []stream.Field{{Name: "accept-encoding", Value: "gzip;q=2"}}, Gzip}, // out of range: 1, as in Caddy
-		{zg, []stream.Field{{Name: "accept-encoding", Value: "*"}}, ""},           // Caddy offers nothing for *
+		{zg, []stream.Field{{Name: "accept-encoding", Value: "*"}}, ""},          // Caddy offers nothing for *
 		{zg, []stream.Field{{Name: "accept-encoding", Value: "identity"}}, ""},
 		{zg, []stream.Field{{Name: "accept-encoding", Value: "gzip;q=0.2"}, {Name: "accept-encoding", Value: "zstd;q=0.3"}}, Zstd},
 		{zg, []stream.Field{{Name: "accept-encoding", Value: "gzip"}, {Name: "sec-websocket-key", Value: "x"}}, ""},
