@@ -1,0 +1,130 @@
+package encode
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/pollproxy/pollproxy/proxy/stream"
+)
+
+// page is an HTML page of about 20 KiB, the size encode is measured at.
+var page = func() []byte {
+	var b bytes.Buffer
+	b.WriteString("<!DOCTYPE html><html><head><title>encode</title></head><body><ul>\n")
+	for i := 0; b.Len() < 20<<10; i++ {
+		fmt.Fprintf(&b, "<li class=\"item\"><a href=\"/items/%d\">Item number %d</a> costs %d.%02d</li>\n", i, i, i*7%100, i%100)
+	}
+	b.WriteString("</ul></body></html>\n")
+	return b.Bytes()
+}()
+
+// frontEnd stands in for a front end's ResponseWriter: it takes at most
+// room bytes per Write (all when room is 0) and keeps what it took.
+type frontEnd struct {
+	status int
+	head   []stream.Field
+	body   bytes.Buffer
+	room   int
+	closed bool
+}
+
+func (f *frontEnd) WriteHeader(status int, fields []stream.Field, end bool) error {
+	f.status, f.head = status, append([]stream.Field(nil), fields...)
+	f.closed = end
+	return nil
+}
+
+func (f *frontEnd) Write(p []byte) (int, error) {
+	if f.room > 0 && len(p) > f.room {
+		p = p[:f.room]
+	}
+	f.body.Write(p)
+	return len(p), nil
+}
+
+func (f *frontEnd) Close([]stream.Field) error { f.closed = true; return nil }
+func (f *frontEnd) Reset(uint32)               {}
+func (f *frontEnd) Consumed(int)               {}
+
+var htmlHead = []stream.Field{{Name: "content-type", Value: "text/html; charset=utf-8"}, {Name: "content-length", Value: fmt.Sprint(len(page))}}
+
+var configs = map[string]*Config{
+	Gzip: {Formats: []Format{{Name: Gzip}}, MinLength: DefaultMinLength, Match: anyResponse{}},
+	Zstd: {Formats: []Format{{Name: Zstd}}, MinLength: DefaultMinLength, Match: anyResponse{}},
+}
+
+type anyResponse struct{}
+
+func (anyResponse) Matches(int, []stream.Field) bool { return true }
+
+// serve sends body through a Writer for a request accepting encoding,
+// as a handler would: writes until refused, then waits for OnWritable,
+// which the front end here gives at once.
+func serve(pool *Pool, encoding string, fe *frontEnd, body []byte) *Writer {
+	req := &stream.Request{Header: []stream.Field{{Name: "accept-encoding", Value: encoding}}}
+	w := Wrap(configs[encoding], pool, req, fe)
+	w.WriteHeader(200, htmlHead, false)
+	for len(body) > 0 {
+		n, _ := w.Write(body)
+		body = body[n:]
+		if n == 0 {
+			w.OnWritable()
+		}
+	}
+	w.Close(nil)
+	for !fe.closed {
+		w.OnWritable()
+	}
+	return w
+}
+
+func decode(t testing.TB, encoding string, p []byte) []byte {
+	var r io.Reader
+	var err error
+	if encoding == Gzip {
+		r, err = gzip.NewReader(bytes.NewReader(p))
+	} else {
+		r, err = zstd.NewReader(bytes.NewReader(p))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestWriterBackpressure: through a front end that takes a few bytes
+// per Write, a large body is encoded whole, and what waits in the
+// Writer stays within a slice's output and the encoder's block.
+func TestWriterBackpressure(t *testing.T) {
+	big := bytes.Repeat(page, 40)
+	for _, enc := range []string{Gzip, Zstd} {
+		var pool Pool
+		for _, room := range []int{0, 1000} {
+			fe := &frontEnd{room: room}
+			w := serve(&pool, enc, fe, big)
+			if got := decode(t, enc, fe.body.Bytes()); !bytes.Equal(got, big) {
+				t.Errorf("%s room %d: decoded %d bytes, want %d", enc, room, len(got), len(big))
+			}
+			if w.state != wsDone || w.enc != nil {
+				t.Errorf("%s: writer not finished (state %d)", enc, w.state)
+			}
+		}
+		if len(pool.free) != 1 || len(pool.bufs) != 1 {
+			t.Errorf("%s: the pool keeps %d encoders and %d buffers, want one of each reused", enc, len(pool.free), len(pool.bufs))
+		}
+		for _, b := range pool.bufs {
+			if cap(b) > 160<<10 {
+				t.Errorf("%s: an output buffer grew to %d KiB", enc, cap(b)>>10)
+			}
+		}
+	}
+}
