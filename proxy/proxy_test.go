@@ -207,7 +207,7 @@ func TestSlowClientDownload(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Stop reading until the origin stops making progress.
-		stalled := awaitStall(&written)
+		stalled := servertest.AwaitStall(&written)
 		pause := hw.Growth()
 		n, err := io.Copy(h, res.Body)
 		growth := hw.Stop()

@@ -23,19 +23,12 @@ import (
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
+	"github.com/pollproxy/pollproxy/proxy/encode/encodetest"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 )
 
 // encodePage is a page of HTML about the size encode is measured at.
-var encodePage = func() []byte {
-	var b bytes.Buffer
-	b.WriteString("<!DOCTYPE html><html><head><title>encode</title></head><body><ul>\n")
-	for i := 0; b.Len() < 20<<10; i++ {
-		fmt.Fprintf(&b, "<li class=\"item\"><a href=\"/items/%d\">Item number %d</a> costs %d.%02d</li>\n", i, i, i*7%100, i%100)
-	}
-	b.WriteString("</ul></body></html>\n")
-	return b.Bytes()
-}()
+var encodePage = encodetest.Page()
 
 // encodeOrigin serves what the encode tests ask for: /page (HTML with a
 // length and a strong ETag, 304 for a matching If-None-Match),
@@ -424,23 +417,6 @@ func (g *gate) Read(p []byte) (int, error) {
 	return k, err
 }
 
-// originStall waits until the origin stops making progress and returns
-// how much it wrote.
-func originStall(written *atomic.Int64) int64 {
-	last := int64(-1)
-	for i := 0; i < 100; i++ {
-		// Real time: what stalls is the origin's writes, once the kernel's
-		// buffers are full, and nothing reports that.
-		time.Sleep(20 * time.Millisecond)
-		if w := written.Load(); w == last {
-			break
-		} else {
-			last = w
-		}
-	}
-	return written.Load()
-}
-
 // TestEncodeSlowClient: a 64 MiB response encoded for a client that
 // reads 1 MiB of it and pauses. The origin is held back, pollproxy's
 // heap stays bounded (the encoder's state and a slice of output, not the
@@ -491,7 +467,7 @@ func TestEncodeSlowClient(t *testing.T) {
 				case err := <-done:
 					t.Fatalf("the body ended before 1 MiB: %v", err)
 				}
-				stalled := originStall(written)
+				stalled := servertest.AwaitStall(written)
 				paused := hw.Growth()
 				close(g.open)
 				if err := <-done; err != nil {

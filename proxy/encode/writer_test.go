@@ -9,19 +9,12 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/pollproxy/pollproxy/proxy/encode/encodetest"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
-// page is an HTML page of about 20 KiB, the size encode is measured at.
-var page = func() []byte {
-	var b bytes.Buffer
-	b.WriteString("<!DOCTYPE html><html><head><title>encode</title></head><body><ul>\n")
-	for i := 0; b.Len() < 20<<10; i++ {
-		fmt.Fprintf(&b, "<li class=\"item\"><a href=\"/items/%d\">Item number %d</a> costs %d.%02d</li>\n", i, i, i*7%100, i%100)
-	}
-	b.WriteString("</ul></body></html>\n")
-	return b.Bytes()
-}()
+// page is the page encode is measured at.
+var page = encodetest.Page()
 
 // frontEnd stands in for a front end's ResponseWriter: it takes at most
 // room bytes per Write (all when room is 0) and keeps what it took.
