@@ -194,7 +194,10 @@ func TestEncode(t *testing.T) {
 	encode @zs {
 		zstd better
 		gzip 9
-		match header Content-Type image/*
+		match {
+			header Content-Type application/wasm*
+			header Content-Type image/*
+		}
 	}
 	@bare not path /gz/* /zs/*
 	encode @bare
