@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"crypto/sha256"
 	stdtls "crypto/tls"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/klauspost/compress/zstd"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -599,4 +601,30 @@ func (b *h2Body) Read(p []byte) (int, error) {
 	n := copy(p, b.data)
 	b.data = b.data[n:]
 	return n, nil
+}
+
+// TestEncodeWebSocket: a WebSocket's handshake and tunnel pass through
+// encode untouched, whatever the client accepts: the 101 has no
+// Content-Encoding and a message well over minimum_length echoes intact.
+func TestEncodeWebSocket(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		port, cls := startSite(t, backend, "\tencode\n\treverse_proxy "+streamOrigin(t))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		c, resp, err := websocket.Dial(ctx, fmt.Sprintf("wss://localhost:%d/ws", port), &websocket.DialOptions{
+			HTTPClient: cls["h1.1"], HTTPHeader: http.Header{"Accept-Encoding": {"zstd, gzip"}}})
+		if err != nil {
+			t.Fatalf("dial: %v", err)
+		}
+		defer c.CloseNow()
+		if ce := resp.Header.Get("Content-Encoding"); ce != "" {
+			t.Errorf("101 with Content-Encoding %q", ce)
+		}
+		for i := 0; i < 2; i++ {
+			if err := echo(c, strings.Repeat("tunnel bytes are not encoded ", 150)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.Close(websocket.StatusNormalClosure, "")
+	})
 }
