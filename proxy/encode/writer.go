@@ -21,6 +21,7 @@ type Writer struct {
 	state     wstate
 	status    int
 	head      []stream.Field // the final head, edited, held while undecided
+	held      []byte         // the first body bytes, while too few to decide by
 	length    int64          // its content-length; -1 when it has none
 	enc       encoder        // while encoding a body
 	out       sink           // enc's output the front end has not taken
@@ -208,17 +209,58 @@ func (w *Writer) sendHead(end bool) error {
 
 // decide settles a held head with the first body bytes, as Caddy does:
 // encoded when they, or the declared length, pass minimum_length, with
-// a Content-Type sniffed from them when the head has none.
-func (w *Writer) decide(p []byte) error {
+// a Content-Type sniffed from them when the head has none. The bytes
+// held so far go on first: into the encoder, or to wait in out.
+func (w *Writer) decide(first []byte) error {
 	encode := false
-	if int64(len(p)) > w.cfg.MinLength || w.length > w.cfg.MinLength {
+	if int64(len(first)) > w.cfg.MinLength || w.length > w.cfg.MinLength {
 		if _, ok := get(w.head, "content-type"); !ok {
-			w.head = append(w.head, stream.Field{Name: "content-type", Value: http.DetectContentType(p)})
+			w.head = append(w.head, stream.Field{Name: "content-type", Value: http.DetectContentType(first)})
 		}
 		encode = w.init()
 	}
 	w.start(encode)
-	return w.sendHead(false)
+	if err := w.sendHead(false); err != nil {
+		return err
+	}
+	held := w.held
+	w.held = nil
+	if len(held) == 0 {
+		return nil
+	}
+	if encode {
+		w.dirty, w.wroteBody = true, true
+		_, err := w.enc.Write(held)
+		return err
+	}
+	if w.out.b == nil {
+		w.out.b = w.pool.getBuf()
+	}
+	w.out.b = append(w.out.b, held...)
+	return w.drain()
+}
+
+// hold keeps the first body bytes while they are too few to decide by
+// and the length is unknown: Caddy decides by its first write, which
+// carries what one read of the origin brought, however many chunks; here
+// each chunk comes as a write of its own. The head waits with them until
+// they pass minimum_length, the origin goes quiet (Flush) or the body
+// ends, so at most minimum_length bytes are held.
+func (w *Writer) hold(p []byte) bool {
+	if w.length >= 0 || int64(len(w.held)+len(p)) > w.cfg.MinLength {
+		return false
+	}
+	w.held = append(w.held, p...)
+	return true
+}
+
+// settle decides a held head by the bytes held, once no more are coming
+// for now.
+func (w *Writer) settle() error {
+	if w.state != wsHeld || len(w.held) == 0 {
+		return nil
+	}
+	return w.decide(w.held)
 }
 
 // Write takes body bytes. Encoding, it takes no more while compressed
@@ -227,17 +269,23 @@ func (w *Writer) decide(p []byte) error {
 // Write would.
 func (w *Writer) Write(p []byte) (int, error) {
 	switch w.state {
-	case wsHead, wsPlain:
+	case wsHead:
 		return w.next.Write(p)
+	case wsPlain:
+		return w.plain(p)
 	case wsHeld:
-		if len(p) == 0 {
-			return 0, nil
+		if len(p) == 0 || w.hold(p) {
+			return len(p), nil
 		}
-		if err := w.decide(p); err != nil {
+		first := p
+		if len(w.held) > 0 {
+			first = append(w.held[:len(w.held):len(w.held)], p[:min(len(p), 512)]...)
+		}
+		if err := w.decide(first); err != nil {
 			return 0, err
 		}
 		if w.state == wsPlain {
-			return w.next.Write(p)
+			return w.plain(p)
 		}
 	case wsEncoding:
 	default:
@@ -269,9 +317,24 @@ func (w *Writer) Write(p []byte) (int, error) {
 	return n, nil
 }
 
+// plain passes body bytes on as they are, after those waiting in out.
+func (w *Writer) plain(p []byte) (int, error) {
+	if w.pending() {
+		if err := w.drain(); err != nil || w.pending() {
+			return 0, err
+		}
+	}
+	return w.next.Write(p)
+}
+
 // Flush implements stream.Flusher: what the encoder holds goes out, so
-// that the client has everything written so far.
+// that the client has everything written so far; a head held with too
+// few bytes to decide by is decided by them.
 func (w *Writer) Flush() {
+	if w.state == wsHeld {
+		w.settle()
+		return
+	}
 	if w.state != wsEncoding || !w.dirty {
 		return
 	}
@@ -300,10 +363,15 @@ func (w *Writer) drain() error {
 // Close ends the encoded stream; the front end's response ends once the
 // client has taken its last bytes.
 func (w *Writer) Close(trailers []stream.Field) error {
+	if err := w.settle(); err != nil {
+		return err
+	}
 	switch w.state {
-	case wsHead, wsPlain:
+	case wsHead:
 		w.finish()
 		return w.next.Close(trailers)
+	case wsPlain:
+		return w.closeAfterOut(trailers)
 	case wsHeld:
 		// No body came. Caddy encodes the head by its length alone.
 		if w.length > w.cfg.MinLength {
@@ -325,6 +393,11 @@ func (w *Writer) Close(trailers []stream.Field) error {
 		}
 	}
 	w.putEncoder()
+	return w.closeAfterOut(trailers)
+}
+
+// closeAfterOut closes the front end's response once out is taken.
+func (w *Writer) closeAfterOut(trailers []stream.Field) error {
 	if err := w.drain(); err != nil {
 		return err
 	}
@@ -419,7 +492,7 @@ func (w *Writer) finish() {
 	w.state = wsDone
 	w.putEncoder()
 	w.pool.putBuf(w.out.b)
-	w.out = sink{}
+	w.out, w.held = sink{}, nil
 }
 
 // release is finish for a request the front end let go of: nothing

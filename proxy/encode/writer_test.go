@@ -121,3 +121,56 @@ func TestWriterBackpressure(t *testing.T) {
 		}
 	}
 }
+
+// TestWriterSmallPieces: a body of unknown length that comes in pieces
+// below minimum_length (an origin's chunks, one write each) is decided
+// by what came before the origin went quiet, as Caddy decides by what
+// one read brought: encoded once the pieces pass it, sent as it is when
+// the origin goes quiet or the body ends first.
+func TestWriterSmallPieces(t *testing.T) {
+	chunked := []stream.Field{{Name: "content-type", Value: "text/plain"}}
+	piece := bytes.Repeat([]byte("x"), 300)
+	for _, tc := range []struct {
+		name     string
+		steps    string // w: write a piece, f: flush (the origin is quiet)
+		encoding string
+	}{
+		{"pieces pass it", "www", Gzip},
+		{"quiet first", "wfww", ""},
+		{"ends first", "w", ""},
+	} {
+		var pool Pool
+		fe := &frontEnd{}
+		req := &stream.Request{Header: []stream.Field{{Name: "accept-encoding", Value: Gzip}}}
+		w := Wrap(configs[Gzip], &pool, req, fe)
+		w.WriteHeader(200, chunked, false)
+		var sent []byte
+		for _, s := range tc.steps {
+			if s == 'f' {
+				w.Flush()
+				continue
+			}
+			if n, err := w.Write(piece); n != len(piece) || err != nil {
+				t.Fatalf("%s: Write %d, %v", tc.name, n, err)
+			}
+			sent = append(sent, piece...)
+		}
+		w.Close(nil)
+		var ce string
+		for _, f := range fe.head {
+			if f.Name == "content-encoding" {
+				ce = f.Value
+			}
+		}
+		if fe.status != 200 || ce != tc.encoding || !fe.closed {
+			t.Errorf("%s: status %d, content-encoding %q, closed %v; want %q", tc.name, fe.status, ce, fe.closed, tc.encoding)
+		}
+		got := fe.body.Bytes()
+		if ce != "" {
+			got = decode(t, ce, got)
+		}
+		if !bytes.Equal(got, sent) {
+			t.Errorf("%s: body of %d bytes, want %d", tc.name, len(got), len(sent))
+		}
+	}
+}
