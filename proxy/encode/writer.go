@@ -128,6 +128,8 @@ func (w *Writer) WriteHeader(status int, fields []stream.Field, end bool) error 
 		if w.length > w.cfg.MinLength {
 			w.init()
 		}
+	case typed && !w.cfg.Match.Matches(w.status, w.head):
+		// Not a response match picks (an image, say): nothing to wait for.
 	case isStreaming(w.head):
 		w.oneByOne = true
 		w.start(w.init())
