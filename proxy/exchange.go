@@ -541,6 +541,19 @@ func (ex *exchange) gotBytes() {
 	}
 }
 
+// originQuiet: the origin has sent all it has for now. A writer that
+// holds bytes back to compress them (encode) lets them go, so the client
+// gets what arrived without waiting for more: pollproxy forwards a
+// response as it arrives (Caddy's flush_interval -1), encoded or not.
+func (ex *exchange) originQuiet() {
+	if ex.phase != phaseStreaming {
+		return
+	}
+	if f, ok := ex.w.(stream.Flusher); ok {
+		f.Flush()
+	}
+}
+
 // informational passes an informational response on: 100 Continue is
 // pollproxy's business with the origin; Early Hints are the client's.
 func (ex *exchange) informational(p *h1.ResponseParser) {

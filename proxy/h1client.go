@@ -439,6 +439,7 @@ func (bc *backendConn) readResponse() {
 		case n == 0 && err == nil:
 			bc.eof = true
 		case err == unix.EAGAIN:
+			bc.ex.originQuiet()
 			return
 		case err == unix.EINTR:
 		default:

@@ -217,7 +217,7 @@ func slowClientDownload(t *testing.T, size int64, start func(http.HandlerFunc) *
 		t.Fatal(err)
 	}
 	// Stop reading until the origin stops making progress.
-	stalled := awaitStall(&written)
+	stalled := servertest.AwaitStall(&written)
 	pause := hw.Growth()
 	n, err := io.Copy(h, res.Body)
 	growth := hw.Stop()

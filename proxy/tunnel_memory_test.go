@@ -51,24 +51,6 @@ func bigMessageOrigin(t *testing.T) (*origin, *atomic.Int64) {
 	return o, &written
 }
 
-// awaitStall waits until the origin stops making progress and returns
-// how much it wrote.
-func awaitStall(written *atomic.Int64) int64 {
-	last := int64(-1)
-	for i := 0; i < 100; i++ {
-		// Real time: what stalls is the origin's writes, once the kernel's
-		// buffers are full, and nothing reports that; no proxy timer is
-		// involved, so no test clock can stand in for the wait.
-		time.Sleep(20 * time.Millisecond)
-		if w := written.Load(); w == last {
-			break
-		} else {
-			last = w
-		}
-	}
-	return written.Load()
-}
-
 // checkBigMessage judges a slow read of the big message: it arrived
 // intact, and pollproxy's heap never held more than a fraction of it.
 func checkBigMessage(t *testing.T, stalled int64, paused, peak uint64, h hash.Hash) {
@@ -107,7 +89,7 @@ func TestWebSocketBigMessageSlowReaderH1(t *testing.T) {
 		if _, err := io.CopyN(h, r, 1<<20); err != nil {
 			t.Fatal(err)
 		}
-		stalled := awaitStall(written)
+		stalled := servertest.AwaitStall(written)
 		paused := hw.Growth()
 		if n, err := io.Copy(h, r); err != nil || n != bigMessage-1<<20 {
 			t.Fatalf("rest of the message: %d bytes, %v", n, err)
@@ -154,7 +136,7 @@ func TestWebSocketBigMessageSlowReaderH2(t *testing.T) {
 		}
 		buf = append(buf, d...)
 		take()
-		stalled := awaitStall(written)
+		stalled := servertest.AwaitStall(written)
 		paused := hw.Growth()
 		for got < bigMessage {
 			d, end, rst := c.readData(1, 1)

@@ -7,7 +7,8 @@ import (
 
 // The configuration examples of Caddy's documentation (caddyserver.com/docs:
 // the reverse_proxy, handle, handle_path, route, redir, respond, header,
-// uri, rewrite, basic_auth, forward_auth, handle_errors, error and intercept directive pages and the request matchers page), each as
+// uri, rewrite, basic_auth, forward_auth, handle_errors, error, intercept
+// and encode directive pages and the request matchers page), each as
 // the Caddyfile a Caddy user would write. Every one validates, or fails
 // with "NAME is not supported by pollproxy" on the line that uses NAME.
 
@@ -120,6 +121,11 @@ var caddyDocExamples = []docExample{
 		""},
 	{"basic_auth", "example.com {\n\troot /srv\n\n\tbasic_auth /secret/* argon2id {\n\t\t# Username \"Bob\", password \"hiccup\"\n\t\tBob $argon2id$v=19$m=47104,t=1,p=1$zJPvVe48N64JUa9MFlVhiw$b5Tznu0PxnA4TciY6qYe2BFPxncF1ePQaeNukHhH1cU\n\t}\n\n\tfile_server\n}\n",
 		"Caddyfile:4: basic_auth: argon2id is not supported by pollproxy (want bcrypt)"},
+	// encode
+	{"encode", docSite("encode gzip"), ""},
+	{"encode", docSite("encode zstd gzip"), ""},
+	{"encode", docSite("encode"), ""},
+	{"encode", "example.com {\n\troot /srv\n\tencode\n\tfile_server\n}\n", ""},
 
 	// request matchers
 	{"matchers", docSite("reverse_proxy localhost:9000"), ""},

@@ -323,7 +323,7 @@ func TestErrors(t *testing.T) {
 		{"handle_path without path", site("\t@a method GET\n\thandle_path @a {\n\t\trespond 200\n\t}"),
 			`Caddyfile:3: handle_path: want one path prefix`},
 		{"handle args", site("\thandle /a extra {\n\t\trespond 200\n\t}"), `Caddyfile:2: handle: want a matcher and a block, not "extra"`},
-		{"nested unsupported", site("\thandle /a {\n\t\tencode gzip\n\t}"), `Caddyfile:3: encode is not supported by pollproxy`},
+		{"nested unsupported", site("\thandle /a {\n\t\ttemplates\n\t}"), `Caddyfile:3: templates is not supported by pollproxy`},
 		{"tls in handle", site("\thandle {\n\t\ttls internal\n\t}"), `Caddyfile:3: tls: belongs at the top of a site block`},
 		{"abort args", site("\tabort now"), `Caddyfile:2: abort: takes only a matcher`},
 		{"named route", "&(app) {\n\trespond 200\n}\n" + site("\trespond 200"), `Caddyfile:1: named routes (&(name)) are not supported by pollproxy`},

@@ -77,7 +77,7 @@ func (p *parser) intercept(d *caddyfile.Dispenser, n *route.Node) {
 			p.handleResponse(d, &n.Responses, &uses, sub)
 		case strings.HasPrefix(sub, "@"):
 			m := &route.ResponseMatch{}
-			p.responseMatch(d, m)
+			p.responseMatch(d, m, "intercept "+sub)
 			matchers[sub] = m
 		default:
 			p.errf(d, "intercept: unknown option %q (want @name, replace_status, handle_response)", sub)

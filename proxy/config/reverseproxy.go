@@ -118,7 +118,7 @@ func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
 		default:
 			if strings.HasPrefix(sub, "@") { // Caddy's response matchers, for handle_response
 				m := &route.ResponseMatch{}
-				p.responseMatch(d, m)
+				p.responseMatch(d, m, "reverse_proxy "+sub)
 				matchers[sub] = m
 				continue
 			}

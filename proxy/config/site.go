@@ -17,7 +17,7 @@ import (
 var siteDirectives = []string{"reverse_proxy", "handle", "handle_path", "route", "redir", "respond",
 	"header", "request_header", "uri", "rewrite", "abort", "basic_auth", "root", "file_server", "try_files",
 	"request_body", "log_skip", "log", "forward_auth", "error", "handle_errors", "copy_response",
-	"copy_response_headers", "intercept", "method", "tls", "@name (a named matcher)"}
+	"copy_response_headers", "intercept", "method", "encode", "tls", "@name (a named matcher)"}
 
 // implemented are the route directives pollproxy compiles, sorted in
 // the configuration's directive order (order.go; handle_path sorts as
@@ -25,7 +25,7 @@ var siteDirectives = []string{"reverse_proxy", "handle", "handle_path", "route",
 // which Caddy still reads and sorts just before them).
 var implemented = set("root", "skip_log", "log_skip", "header", "copy_response_headers", "request_body",
 	"redir", "method", "rewrite", "uri", "try_files", "basicauth", "basic_auth", "forward_auth",
-	"request_header", "intercept", "handle", "route", "abort", "error", "copy_response", "respond",
+	"request_header", "encode", "intercept", "handle", "route", "abort", "error", "copy_response", "respond",
 	"reverse_proxy", "file_server")
 
 // value is one routing directive before sorting: Caddy's "config value".
@@ -274,6 +274,8 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 			return v, false
 		}
 		n.Kind, n.Find = route.SetMethod, strings.ToUpper(args[0])
+	case "encode":
+		p.encode(d, n)
 	case "abort":
 		if args := d.RemainingArgs(); len(args) > 0 {
 			p.errf(d, "abort: takes only a matcher")
@@ -456,7 +458,7 @@ func (p *parser) header(d *caddyfile.Dispenser, n *route.Node, name string) {
 			if n.RespMatch == nil {
 				n.RespMatch = &route.ResponseMatch{}
 			}
-			p.responseMatch(d, n.RespMatch)
+			p.responseMatch(d, n.RespMatch, "header")
 			continue
 		}
 		args := append([]string{d.Val()}, d.RemainingArgs()...)
@@ -469,7 +471,7 @@ func (p *parser) header(d *caddyfile.Dispenser, n *route.Node, name string) {
 
 // responseMatch reads a response matcher, on the line (match status 2xx)
 // or as a block of status and header lines.
-func (p *parser) responseMatch(d *caddyfile.Dispenser, m *route.ResponseMatch) {
+func (p *parser) responseMatch(d *caddyfile.Dispenser, m *route.ResponseMatch, directive string) {
 	line := func(args []string) {
 		var err error
 		switch args[0] {
@@ -481,7 +483,7 @@ func (p *parser) responseMatch(d *caddyfile.Dispenser, m *route.ResponseMatch) {
 			err = fmt.Errorf("unknown response matcher %q (want status, header)", args[0])
 		}
 		if err != nil {
-			p.errf(d, "header: match: %v", err)
+			p.errf(d, "%s: match: %v", directive, err)
 		}
 	}
 	if args := d.RemainingArgs(); len(args) > 0 {

@@ -38,7 +38,7 @@ var unsupportedServers = set("strict_sni_host", "keepalive_interval",
 	"keepalive_idle", "keepalive_count", "trusted_proxies_strict", "name",
 	"enable_full_duplex", "trace", "listen_protocols", "0rtt", "max_header_bytes")
 
-var unsupportedDirectives = set("abort_with", "acme_server", "bind", "encode",
+var unsupportedDirectives = set("abort_with", "acme_server", "bind",
 	"fs", "import", "invoke",
 	"log_append", "log_name", "log_level", "map", "metrics", "php_fastcgi", "push",
 	"templates", "tracing", "vars", "timeouts")

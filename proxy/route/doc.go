@@ -22,7 +22,7 @@
 // one compiled table is shared by every loop; what is per loop (the
 // reverse proxies a table ends in, scratch space) lives in the Handler
 // made for that loop. Evaluating a table allocates nothing unless a
-// directive rewrites the path or edits response headers (one small
-// wrapper per request), a CEL expression runs, or a file matcher asks
-// about the disk.
+// directive rewrites the path, edits response headers or encodes the
+// response (one small wrapper per request), a CEL expression runs, or a
+// file matcher asks about the disk.
 package route

@@ -36,10 +36,18 @@ func (m *ResponseMatch) AddStatus(args []string) error {
 }
 
 // AddHeader reads a header line: FIELD [VALUE...], !FIELD for absent.
+// Lines for the same field add values any of which may match, as in
+// Caddy (a list of Content-Types, one a line).
 func (m *ResponseMatch) AddHeader(args []string) error {
 	f, err := ParseHeaderField(args)
 	if err != nil {
 		return fmt.Errorf("header: %v", err)
+	}
+	for i := range m.Header {
+		if h := &m.Header[i]; h.Name == f.Name && !h.Absent && !f.Absent {
+			h.Values = append(h.Values, f.Values...)
+			return nil
+		}
 	}
 	m.Header = append(m.Header, f)
 	return nil

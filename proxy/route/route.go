@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/pollproxy/pollproxy/proxy/auth"
+	"github.com/pollproxy/pollproxy/proxy/encode"
 	"github.com/pollproxy/pollproxy/proxy/fileserver"
 	"github.com/pollproxy/pollproxy/proxy/observe"
 	"github.com/pollproxy/pollproxy/proxy/static"
@@ -63,6 +64,8 @@ const (
 	Intercept
 	// SetMethod changes the request's method to Find (method).
 	SetMethod
+	// Encode compresses the response (encode).
+	Encode
 )
 
 // URI operations.
@@ -115,7 +118,7 @@ type Node struct {
 	Files      *fileserver.Server // FileServer
 	FileTarget bool               // Rewrite: to {http.matchers.file.relative}, then To
 	MaxBody    int64              // RequestBody: max_size (0: no bound)
-	Copy []CopyField // ForwardAuth: the auth answer's fields put on the request
+	Copy       []CopyField        // ForwardAuth: the auth answer's fields put on the request
 
 	// Responses are a Proxy's (or ForwardAuth's, or Intercept's)
 	// handle_response and replace_status, in order.
@@ -123,6 +126,7 @@ type Node struct {
 	// CopyFrom makes an EditResponse copy_response_headers: the fields
 	// of the response a handle_response matched, filtered.
 	CopyFrom *HeaderFilter
+	Encode   *encode.Config // Encode
 }
 
 // Table is one site's compiled routes, shared read-only by every loop.
@@ -141,12 +145,13 @@ type Handler struct {
 	proxies  []stream.Handler
 	clientFn ClientIPFunc
 	ctx      Ctx
-	resp     []*Node    // response edits matched for the request in progress
+	resp     []*Node    // response edits and encodes matched for the request in progress
 	auths    []authStep // basic_auth directives it matched, in order
 	fields   []stream.Field
 	checks   checks  // basic_auth's checks off the loop (basicauth.go)
 	stack    []frame // where evaluation stands (walk)
 	icpt     *Node   // the intercept the request matched, if any
+	encoders encode.Pool
 
 	obs        observe.Observer // the site's access logs, for the answers the routes make (answerlog.go)
 	clock      LoopClock
@@ -245,11 +250,46 @@ func (h *Handler) answer(n *Node, at *resumePoint, resp []*Node, vars reqVars, r
 	return h.reply(n, resp, vars, req, w)
 }
 
-// reply is answer's work, observed or not.
+// reply is answer's work, observed or not: the response edits and
+// encodes resp wrap w, then the terminal route n answers.
 func (h *Handler) reply(n *Node, resp []*Node, vars reqVars, req *stream.Request, w stream.ResponseWriter) stream.Events {
-	if len(resp) > 0 {
-		w = h.wrap(w, req, resp)
+	if len(resp) == 0 {
+		return h.terminal(n, vars, req, w)
 	}
+	// Each matched directive wraps the writer of those before it, as
+	// Caddy's middleware chain does: the last is the handler's writer.
+	var one [1]*encode.Writer
+	encs := one[:0]
+	for i := 0; i < len(resp); {
+		if resp[i].Kind == Encode {
+			// A tunnel's bytes are never encoded.
+			if req.Upgrade == "" {
+				ew := encode.Wrap(resp[i].Encode, &h.encoders, req, w)
+				if name := ew.Encoding(); name != "" {
+					req.Header = encode.StripETags(req.Header, name)
+				}
+				w = ew
+				encs = append(encs, ew)
+			}
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(resp) && resp[j].Kind == EditResponse {
+			j++
+		}
+		w = h.wrap(w, req, resp[i:j])
+		i = j
+	}
+	ev := h.terminal(n, vars, req, w)
+	for i := len(encs) - 1; i >= 0; i-- {
+		ev = encs[i].Events(ev)
+	}
+	return ev
+}
+
+// terminal hands the request to the terminal route n (nil: none matched).
+func (h *Handler) terminal(n *Node, vars reqVars, req *stream.Request, w stream.ResponseWriter) stream.Events {
 	if n == nil {
 		return empty.Serve(req, w)
 	}
@@ -326,7 +366,7 @@ func (h *Handler) walk() *Node {
 		}
 		f.done |= bit
 		switch n.Kind {
-		case EditResponse:
+		case EditResponse, Encode:
 			h.resp = append(h.resp, n)
 		case EditRequest:
 			r := h.ctx.Req
@@ -550,6 +590,14 @@ func (rw *respWriter) RouteError(status int, message string) bool {
 func (rw *respWriter) RefuseBody() {
 	if r, ok := rw.ResponseWriter.(stream.BodyRefuser); ok {
 		r.RefuseBody()
+	}
+}
+
+// Flush passes stream.Flusher on to an encode directive's Writer
+// beneath.
+func (rw *respWriter) Flush() {
+	if f, ok := rw.ResponseWriter.(stream.Flusher); ok {
+		f.Flush()
 	}
 }
 

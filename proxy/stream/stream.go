@@ -287,6 +287,18 @@ type ErrorRouter interface {
 	RouteError(status int, message string) bool
 }
 
+// Flusher is implemented by a ResponseWriter that may hold body bytes
+// back to work on them (an encoder compressing the response). Front ends
+// never hold bytes a Write took, so theirs need none. A handler whose
+// source of body bytes went quiet for now (an origin's read would block)
+// calls Flush, so what was written so far reaches the client without
+// waiting for more: a server-sent event is not kept back until the next.
+// Flush obeys the same backpressure as Write: what the client cannot take
+// yet waits for OnWritable.
+type Flusher interface {
+	Flush()
+}
+
 // Handler serves requests on the loop.
 type Handler interface {
 	// Serve starts serving req. It returns the request's event sink, which
