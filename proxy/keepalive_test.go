@@ -73,9 +73,9 @@ func goIdleOrigin(t *testing.T) string {
 // it.
 func goIdleTLSOrigin(t *testing.T) (string, *upstream.TLS) {
 	ca := newTestCA(t, "origin CA")
-	o := startTLSOrigin(t, &stdtls.Config{Certificates: []stdtls.Certificate{ca.issue(t, "origin", []string{"127.0.0.1"}, time.Now().Add(time.Hour), false)}},
-		func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-	o.srv.Config.IdleTimeout = originKeepAlive
+	o := startTLSOriginWith(t, &stdtls.Config{Certificates: []stdtls.Certificate{ca.issue(t, "origin", []string{"127.0.0.1"}, time.Now().Add(time.Hour), false)}},
+		func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") },
+		func(s *http.Server) { s.IdleTimeout = originKeepAlive }) // before it serves: the race detector watches
 	tr, _ := upstreamTLS(t, &stdtls.Config{RootCAs: ca.pool}, nil)
 	return o.addr, tr
 }

@@ -123,6 +123,12 @@ type tlsOrigin struct {
 }
 
 func startTLSOrigin(t *testing.T, cfg *stdtls.Config, h http.HandlerFunc) *tlsOrigin {
+	return startTLSOriginWith(t, cfg, h, nil)
+}
+
+// startTLSOriginWith is startTLSOrigin with edit applied to the server
+// before it starts (nil: none).
+func startTLSOriginWith(t *testing.T, cfg *stdtls.Config, h http.HandlerFunc, edit func(*http.Server)) *tlsOrigin {
 	o := &tlsOrigin{origin: &origin{}}
 	if h == nil {
 		h = func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok "+r.Host) }
@@ -146,6 +152,9 @@ func startTLSOrigin(t *testing.T, cfg *stdtls.Config, h http.HandlerFunc) *tlsOr
 	}
 	o.srv.Config.ErrorLog = discardLog
 	o.srv.TLS = cfg
+	if edit != nil {
+		edit(o.srv.Config)
+	}
 	o.srv.StartTLS()
 	o.addr = o.srv.Listener.Addr().String()
 	t.Cleanup(o.srv.Close)
