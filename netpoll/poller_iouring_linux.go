@@ -51,11 +51,11 @@ const pollRDHUP = 0x2000
 // reports the readiness the descriptor has at that moment, so no edge is
 // lost in between.
 //
-// It does not use IORING_SETUP_SINGLE_ISSUER, DEFER_TASKRUN or
-// COOP_TASKRUN: the Poller contract lets any one goroutine at a time call
+// It asks for COOP_TASKRUN (see newRing) but not SINGLE_ISSUER or
+// DEFER_TASKRUN: the Poller contract lets any one goroutine at a time call
 // Wait (the tests do, from unlocked goroutines), and NewLoop opens the
 // poller on the caller's thread while Run waits on the loop's locked
-// thread; those flags bind the ring, or its completion work, to one
+// thread; those two flags bind the ring, or its completion work, to one
 // thread.
 type uringPoller struct {
 	r      *ring
