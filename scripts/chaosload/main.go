@@ -20,7 +20,7 @@
 // that answered it, else the upstream pollproxy's access log (-access)
 // gives for it; failed otherwise; corrupt; hung (older than -limit, its
 // origin up). It exits 1 on any failure outside a kill window, any
-// corruption, any hung request, descriptors above their start or a gauge
+// corruption, any hung request, sockets above their start or a gauge
 // not at rest; 2 when it could not run.
 package main
 
@@ -176,7 +176,7 @@ func (s *soak) run(w *os.File) (bool, error) {
 		return false, fmt.Errorf("first sample: %w", err)
 	}
 	t0 := time.Now()
-	fmt.Fprintf(w, "chaosload: %v of load, pollproxy pid %d: RSS %d KiB, %d descriptors at the start\n", s.length, s.pid, start.rss, start.fds)
+	fmt.Fprintf(w, "chaosload: %v of load, pollproxy pid %d: RSS %d KiB, %d sockets at the start\n", s.length, s.pid, start.rss, start.fds)
 
 	series, err := os.Create(filepath.Join(s.out, "samples.tsv"))
 	if err != nil {
@@ -257,7 +257,7 @@ func (s *soak) run(w *os.File) (bool, error) {
 	}
 	sort.Strings(names)
 	fmt.Fprintf(w, "RSS: %d KiB at the start, %d at most, %d at rest after\n", start.rss, peak.rss, end.rss)
-	fmt.Fprintf(w, "descriptors: %d at the start, %d at most, %d at rest after (%.1fs after the load)\n",
+	fmt.Fprintf(w, "sockets: %d at the start, %d at most, %d at rest after (%.1fs after the load)\n",
 		start.fds, peak.fds, end.fds, time.Since(loadEnd).Seconds())
 	for _, n := range names {
 		fmt.Fprintf(w, "gauge %s: at most %v (summed)\n", n, peakGauge[n])
@@ -270,7 +270,7 @@ func (s *soak) run(w *os.File) (bool, error) {
 	// Fewer is no leak: a connection of the script's own start-up checks
 	// may still have been open at the first sample.
 	if end.fds > start.fds {
-		fmt.Fprintf(w, "FAIL: %d descriptors at rest, %d at the start\n", end.fds, start.fds)
+		fmt.Fprintf(w, "FAIL: %d sockets at rest, %d at the start\n", end.fds, start.fds)
 		pass = false
 	}
 	for _, b := range rest {

@@ -64,8 +64,22 @@ func rssKiB(pid int) (int, error) {
 	return 0, fmt.Errorf("/proc/%d/status: no VmRSS", pid)
 }
 
-// descriptors is how many descriptors pid holds.
+// descriptors is how many sockets pid holds: connections and listeners,
+// what a leak would leave open. Other descriptors come and go for reasons
+// of their own (an access log's file opens at its first entry, the Go
+// runtime reads the cgroup's CPU limit, a loop switched to poll holds no
+// poller descriptor and one on epoll or io_uring one) and are not counted.
 func descriptors(pid int) (int, error) {
-	d, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-	return len(d), err
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	d, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range d {
+		if target, err := os.Readlink(dir + "/" + e.Name()); err == nil && strings.HasPrefix(target, "socket:") {
+			n++
+		}
+	}
+	return n, nil
 }
