@@ -161,7 +161,6 @@ var caddyDocExamples = []docExample{
 	// oauth2-proxy's documentation for Caddy: its 401 turned into the sign-in redirect
 	{"forward_auth", "example.com {\n\thandle /oauth2/* {\n\t\treverse_proxy oauth2-proxy.internal:4180 {\n\t\t\theader_up X-Real-IP {remote_host}\n\t\t\theader_up X-Forwarded-Uri {uri}\n\t\t}\n\t}\n\thandle {\n\t\tforward_auth oauth2-proxy.internal:4180 {\n\t\t\turi /oauth2/auth\n\t\t\theader_up X-Real-IP {remote_host}\n\t\t\t@error status 401\n\t\t\thandle_response @error {\n\t\t\t\tredir * /oauth2/sign_in?rd={scheme}://{host}{uri}\n\t\t\t}\n\t\t}\n\t\treverse_proxy app.internal:8080\n\t}\n}\n", ""},
 
-
 	// handle_errors and error
 	{"handle_errors", docSite("handle_errors {\n\trespond \"{err.status_code} {err.status_text}\"\n}\nreverse_proxy localhost:8080"), ""},
 	{"handle_errors", docSite("handle_errors {\n\t@5xx expression `{err.status_code} >= 500 && {err.status_code} < 600`\n\trespond @5xx \"It's a 5xx error.\"\n\trespond \"It's not a 5xx error.\"\n}\nreverse_proxy localhost:8080"), ""},
