@@ -1,16 +1,12 @@
 package app
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"regexp"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
@@ -109,23 +105,5 @@ func runAttackPage(t *testing.T, chromium string, s *adminSetup, pagePort int) s
 	go srv.Serve(ln)
 	defer srv.Close()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, chromium, "--headless=new", "--no-sandbox", "--disable-gpu",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--no-first-run", "--disable-dev-shm-usage", "--user-data-dir="+t.TempDir(),
-		// Virtual time runs out only once the page's fetches are done.
-		"--virtual-time-budget=30000", "--dump-dom", "http://"+srv.Addr+"/")
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	dom, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("chromium: %v\n%s", err, stderr.String())
-	}
-	m := adminAttackResult.FindSubmatch(dom)
-	if m == nil {
-		t.Fatalf("the page wrote no result:\n%s\nchromium's log:\n%s", dom, stderr.String())
-	}
-	return string(m[1])
+	return dumpDOM(t, chromium, "http://"+srv.Addr+"/", adminAttackResult)
 }

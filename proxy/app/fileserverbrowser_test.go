@@ -1,15 +1,11 @@
 package app
 
 import (
-	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
 	"regexp"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
@@ -64,26 +60,9 @@ func TestSinglePageAppInBrowser(t *testing.T) {
 			flags []string
 		}{{"h2", nil}, {"h1", []string{"--disable-http2"}}} {
 			t.Run(mode.name, func(t *testing.T) {
-				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-				defer cancel()
-				args := append([]string{"--headless=new", "--no-sandbox", "--disable-gpu",
-					"--disable-background-networking", "--disable-component-update", "--disable-sync",
-					"--no-first-run", "--disable-dev-shm-usage", "--user-data-dir=" + t.TempDir(),
-					"--ignore-certificate-errors", "--virtual-time-budget=30000"}, mode.flags...)
-				args = append(args, "--dump-dom", fmt.Sprintf("https://localhost:%d/app/settings", port))
-				cmd := exec.CommandContext(ctx, chromium, args...)
-				cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
-				var stderr strings.Builder
-				cmd.Stderr = &stderr
-				dom, err := cmd.Output()
-				if err != nil {
-					t.Fatalf("chromium: %v\n%s", err, stderr.String())
-				}
-				m := spaResult.FindSubmatch(dom)
-				if m == nil {
-					t.Fatalf("the page wrote no result:\n%s\nchromium's log:\n%s", dom, stderr.String())
-				}
-				if got, want := string(m[1]), "route=/app/settings api=200:hello from the app at /api/hello css=7px"; got != want {
+				got := dumpDOM(t, chromium, fmt.Sprintf("https://localhost:%d/app/settings", port), spaResult,
+					append([]string{"--ignore-certificate-errors"}, mode.flags...)...)
+				if want := "route=/app/settings api=200:hello from the app at /api/hello css=7px"; got != want {
 					t.Errorf("page: %q, want %q", got, want)
 				}
 			})

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	stdtls "crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -8,7 +9,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -228,4 +231,30 @@ func send(t *testing.T, c *http.Client, method, url, body string, header map[str
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// dumpDOM loads url in headless Chromium with flags added, lets virtual
+// time run out (only once the page's fetches are done) and returns the
+// first group of result in the DOM the page left.
+func dumpDOM(t *testing.T, chromium, url string, result *regexp.Regexp, flags ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	args := append([]string{"--headless=new", "--no-sandbox", "--disable-gpu",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--no-first-run", "--disable-dev-shm-usage", "--user-data-dir=" + t.TempDir(),
+		"--virtual-time-budget=30000"}, flags...)
+	cmd := exec.CommandContext(ctx, chromium, append(args, "--dump-dom", url)...)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	dom, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium: %v\n%s", err, stderr.String())
+	}
+	m := result.FindSubmatch(dom)
+	if m == nil {
+		t.Fatalf("the page wrote no result:\n%s\nchromium's log:\n%s", dom, stderr.String())
+	}
+	return string(m[1])
 }
