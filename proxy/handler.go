@@ -197,13 +197,17 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 	*ex = exchange{h: h, g: &h.group, w: w, method: req.Method, hasBody: req.HasBody, key: h.key(req), https: req.Scheme == "https", client: req.RemoteAddr,
 		timer: ex.timer, bodyTimer: ex.bodyTimer, head: ex.head[:0]}
 	trusted := route.Trusted(req.RemoteAddr.Addr(), h.cfg.TrustedProxies)
+	var derived netip.Addr // the client a trusted proxy names, by this proxy's trust (the listener's and reverse_proxy's own)
+	if trusted && (h.cfg.Observer != nil || !req.ClientIP.IsValid()) {
+		derived = route.ClientAddr(req.RemoteAddr.Addr(), req.Header, h.cfg.TrustedProxies, h.cfg.ClientIPHeaders)
+	}
 	if trusted && !req.ClientIP.IsValid() { // no route in front set it: for {client_ip} in header_up
-		req.ClientIP = route.ClientAddr(req.RemoteAddr.Addr(), req.Header, h.cfg.TrustedProxies, h.cfg.ClientIPHeaders)
+		req.ClientIP = derived
 	}
 	if h.cfg.Observer != nil {
 		client := req.RemoteAddr.Addr().Unmap()
 		if trusted {
-			client = req.ClientIP
+			client = derived
 		}
 		ex.log.Begin(req, h.loop.ID(), h.loop.Backend(), h.loop.Now(), client, h.cfg.LogHeaders)
 	}
