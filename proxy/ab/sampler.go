@@ -217,10 +217,11 @@ func (s *Sampler) Collect() {
 		s.lastEnd, s.procCPU = now, pcpu
 		return
 	}
-	var all Counts // every loop's requests, switched or not: the process served them
+	hists := make([]Counts, len(loops)) // each loop's requests this interval
+	var all Counts                      // every loop's, switched or not: the process served them
 	for i := range loops {
-		d := cur[i].hist.Sub(&s.prev[i].hist)
-		all.Add(&d)
+		hists[i] = cur[i].hist.Sub(&s.prev[i].hist)
+		all.Add(&hists[i])
 	}
 	proc := processSample(pcpu-s.procCPU, &all)
 	proc.Interval, proc.End, proc.Seconds = s.seq, now, now.Sub(s.lastEnd).Seconds()
@@ -267,7 +268,7 @@ func (s *Sampler) Collect() {
 			continue
 		}
 		d := loopDelta{cpu: cur[i].cpu - old.cpu, waits: cur[i].waits - old.waits, events: cur[i].events - old.events,
-			hist: cur[i].hist.Sub(&old.hist)}
+			hist: hists[i]}
 		s.cross.add(i, label(i), cur[i], d, s.seq, now.Sub(s.lastEnd), now)
 		g := groups[label(i)]
 		if g == nil {
