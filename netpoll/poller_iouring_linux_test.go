@@ -15,14 +15,7 @@ import (
 // must arm them again, so that every descriptor still reports the bytes
 // written afterwards.
 func TestURingMultishotEndsAndIsArmedAgain(t *testing.T) {
-	if err := ValidName("io_uring"); err != nil {
-		t.Skip(err)
-	}
-	p, err := openURingSized(nil, 8, 16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := smallURing(t, 8, 16)
 	const pairs = 64
 	ends := make([][2]int, pairs)
 	for i := range ends {
@@ -105,14 +98,7 @@ func TestURingRefusedByEnvironment(t *testing.T) {
 // not take) reaches the kernel in order with the next wait, across the
 // wrap of the SQ, and registrations queued behind it are not lost.
 func TestURingBacklog(t *testing.T) {
-	if err := ValidName("io_uring"); err != nil {
-		t.Skip(err)
-	}
-	p, err := openURingSized(nil, 8, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := smallURing(t, 8, 64)
 	// As if the kernel had refused a full SQ: 30 no-ops wait in the
 	// backlog, and everything queued after them must wait behind them.
 	for i := 0; i < 30; i++ {
@@ -198,4 +184,19 @@ func TestURingOneEnterPerIteration(t *testing.T) {
 		t.Errorf("%d io_uring_enter calls for %d loop iterations", enters, waits)
 	}
 	t.Logf("%d loop iterations, %d io_uring_enter calls", waits, enters)
+}
+
+// smallURing opens an io_uring poller with small rings for the test, or
+// skips it where io_uring is unavailable; the test's end closes it.
+func smallURing(t *testing.T, sqEntries, cqEntries uint32) *uringPoller {
+	t.Helper()
+	if err := ValidName("io_uring"); err != nil {
+		t.Skip(err)
+	}
+	p, err := openURingSized(nil, sqEntries, cqEntries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
 }
