@@ -41,7 +41,7 @@ const acceptBudget = 64
 // unregisters it.
 func (l *Loop) Listen(fd int, onAccept AcceptFunc) (*Listener, error) {
 	ln := &Listener{loop: l, onAccept: onAccept, backoff: 100 * time.Millisecond}
-	d, err := l.Register(fd, ln, Read)
+	d, err := l.Register(fd, ln, Read|accepting)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +52,7 @@ func (l *Loop) Listen(fd int, onAccept AcceptFunc) (*Listener, error) {
 // HandleEvent accepts pending connections.
 func (ln *Listener) HandleEvent(Event) {
 	for i := 0; i < acceptBudget; i++ {
-		nfd, sa, err := accept(ln.desc.FD())
+		nfd, sa, err := ln.desc.Accept()
 		switch err {
 		case nil:
 			ln.Accepted.Add(1)
@@ -93,7 +93,7 @@ func (ln *Listener) resume() {
 		return
 	}
 	ln.paused = false
-	ln.desc.SetInterest(Read)
+	ln.desc.SetInterest(Read | accepting)
 	ln.desc.Kick(EventRead)
 }
 

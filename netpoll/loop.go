@@ -32,6 +32,8 @@ type Desc struct {
 	want   Interest // what the handler asked for
 	kernel Interest // what the poller has registered
 	closed bool
+	reset  bool   // ResetOnClose was called
+	moved  *moved // brought from a completion backend: read and sent first
 }
 
 // FD returns the descriptor number.
@@ -53,13 +55,17 @@ func (d *Desc) SetInterest(want Interest) error {
 	}
 	d.want = want
 	l := d.loop
-	if l.edge || want == d.kernel {
+	if l.edge {
 		return nil
 	}
-	if err := l.poller.Modify(d.fd, want, d.tok); err != nil {
+	kw := d.kernelWant()
+	if kw == d.kernel {
+		return nil
+	}
+	if err := l.poller.Modify(d.fd, kw, d.tok); err != nil {
 		return fmt.Errorf("%s modify fd %d: %w", l.poller.Name(), d.fd, err)
 	}
-	d.kernel = want
+	d.kernel = kw
 	l.mods.Add(1)
 	return nil
 }
@@ -75,11 +81,24 @@ func (d *Desc) Kick(ev Event) {
 }
 
 // Close unregisters the descriptor and closes it. Events already collected
-// for it in this iteration are dropped.
+// for it in this iteration are dropped. What was written is still sent,
+// as close(2) leaves it to the kernel, unless ResetOnClose was called.
 func (d *Desc) Close() error {
 	if d.closed {
 		return nil
 	}
+	if io := d.loop.io; io != nil {
+		d.forget()
+		return io.close(d)
+	}
+	if m := d.moved; m != nil && !d.reset {
+		// Bytes a completion backend had not sent when the loop left it:
+		// what the socket takes now goes, as it would have from the
+		// socket buffer. A handler closes after its writes went through,
+		// which included these, so this is rare and small.
+		RawWrite(d.fd, m.out)
+	}
+	d.closeMovedFDs()
 	err := d.Detach()
 	if cerr := unix.Close(d.fd); err == nil {
 		err = cerr
@@ -92,12 +111,31 @@ func (d *Desc) Detach() error {
 	if d.closed {
 		return nil
 	}
+	if io := d.loop.io; io != nil {
+		d.forget()
+		return io.detach(d)
+	}
+	d.closeMovedFDs()
+	d.forget()
+	return d.loop.poller.Remove(d.fd)
+}
+
+// forget takes d out of the loop: no more events, its token stale.
+func (d *Desc) forget() {
 	d.closed = true
 	l := d.loop
-	err := l.poller.Remove(d.fd)
 	l.dels.Add(1)
 	l.release(d)
-	return err
+}
+
+// closeMovedFDs closes connections a listener had accepted but not taken.
+func (d *Desc) closeMovedFDs() {
+	if m := d.moved; m != nil {
+		for _, fd := range m.fds {
+			unix.Close(fd)
+		}
+		m.fds = nil
+	}
 }
 
 // Stats are a loop's counters, readable from any goroutine.
@@ -125,6 +163,9 @@ type Loop struct {
 	id     int
 	poller Poller // replaced only on the loop, by a switch
 	edge   bool
+	// io does the sockets' I/O when the poller is a completion backend;
+	// nil on readiness backends (see sockio.go).
+	io sockIO
 	// The wake-up and the backend's name outlive a poller switch; other
 	// goroutines reach the loop through them, never through poller.
 	waker *waker
@@ -169,7 +210,7 @@ type Loop struct {
 
 // NewLoop opens a loop over the named poller backend ("auto" for the best).
 func NewLoop(id int, backend string) (*Loop, error) {
-	p, err := Open(backend)
+	p, err := openForLoop(backend, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -178,6 +219,7 @@ func NewLoop(id int, backend string) (*Loop, error) {
 		id:     id,
 		poller: p,
 		edge:   p.EdgeTriggered(),
+		io:     sockIOOf(p),
 		waker:  p.(switchable).wakeup(),
 		ready:  make([]Ready, 512),
 		now:    time.Now,
@@ -404,6 +446,11 @@ func (l *Loop) dispatch(r Ready) int {
 	}
 	if d.want&Write != 0 {
 		mask |= EventWrite
+	}
+	if m := d.moved; m != nil && len(m.out) > 0 && r.Events&(EventWrite|EventErr) != 0 {
+		// A previous backend's unsent bytes go first; an error is met
+		// again by the handler's next Write.
+		d.writeMoved()
 	}
 	ev := r.Events & mask
 	if ev == 0 {

@@ -112,6 +112,9 @@ type backend struct {
 	name string
 	pref int
 	open func(*waker) (Poller, error) // nil: a new waker of its own
+	// forLoop opens the backend for a Loop, which waits on it from its
+	// own locked thread only; nil: open serves loops too.
+	forLoop func(*waker) (Poller, error)
 	// refused runs the backend's probe once and returns why this process
 	// cannot use it (nil: it can); nil for backends that need no probe.
 	refused func() error
@@ -122,7 +125,7 @@ var backends []backend
 // register adds a backend; each backend file calls it from init behind its
 // build tags. A higher pref wins for "auto".
 func register(name string, pref int, open func(*waker) (Poller, error)) {
-	registerProbed(name, pref, open, nil)
+	registerProbed(name, pref, open, nil, nil)
 }
 
 // registerProbed adds a backend that the kernel or its sandbox may refuse
@@ -130,13 +133,20 @@ func register(name string, pref int, open func(*waker) (Poller, error)) {
 // once, the first time something needs to know whether this backend works:
 // Available, Unavailable, or naming it (auto reaches it only when every
 // backend it prefers failed to open).
-func registerProbed(name string, pref int, open func(*waker) (Poller, error), probe func() error) {
-	b := backend{name: name, pref: pref, open: open}
+func registerProbed(name string, pref int, open, forLoop func(*waker) (Poller, error), probe func() error) {
+	b := backend{name: name, pref: pref, open: open, forLoop: forLoop}
 	if probe != nil {
 		b.refused = sync.OnceValue(probe)
 	}
 	backends = append(backends, b)
 	sort.SliceStable(backends, func(i, j int) bool { return backends[i].pref > backends[j].pref })
+}
+
+func (b backend) openFor(w *waker, forLoop bool) (Poller, error) {
+	if forLoop && b.forLoop != nil {
+		return b.forLoop(w)
+	}
+	return b.open(w)
 }
 
 // unavailable says why b cannot be used here, or nil.
@@ -214,17 +224,22 @@ func disabled(name string) bool {
 // Open returns the named backend, or the best available one for "" or
 // "auto". A named backend never silently falls back to another one: an A/B
 // run must measure what it says it measures.
-func Open(name string) (Poller, error) { return openWith(name, nil) }
+func Open(name string) (Poller, error) { return openWith(name, nil, false) }
 
-// openWith is Open with the wake-up a loop already has (nil: a new one).
-func openWith(name string, w *waker) (Poller, error) {
+// openForLoop opens a backend for a Loop, around the wake-up it already
+// has (nil: a new one).
+func openForLoop(name string, w *waker) (Poller, error) { return openWith(name, w, true) }
+
+// openWith is Open with the wake-up a loop already has (nil: a new one),
+// for a loop or not.
+func openWith(name string, w *waker, forLoop bool) (Poller, error) {
 	if name == "" || name == Auto {
 		var errs []error
 		for _, b := range backends {
 			if b.unavailable() != nil {
 				continue
 			}
-			p, err := b.open(w)
+			p, err := b.openFor(w, forLoop)
 			if err == nil {
 				return p, nil
 			}
@@ -237,7 +252,7 @@ func openWith(name string, w *waker) (Poller, error) {
 			if err := b.unavailable(); err != nil {
 				return nil, fmt.Errorf("%w %q: %w", ErrUnavailable, name, err)
 			}
-			p, err := b.open(w)
+			p, err := b.openFor(w, forLoop)
 			if err != nil {
 				return nil, fmt.Errorf("open poller %q: %w", name, err)
 			}

@@ -13,7 +13,7 @@ import (
 // io_uring ranks between epoll and poll: "auto" keeps epoll until
 // measurements say otherwise, and takes io_uring only where epoll is
 // switched off.
-func init() { registerProbed("io_uring", 200, openURing, probeURing) }
+func init() { registerProbed("io_uring", 200, openURing, openURingForLoop, probeURing) }
 
 // Ring sizes: the SQ holds the registrations of one loop iteration (a
 // full one is submitted on the spot), the CQ the readiness of one wait; a
@@ -51,21 +51,36 @@ const pollRDHUP = 0x2000
 // reports the readiness the descriptor has at that moment, so no edge is
 // lost in between.
 //
-// It asks for COOP_TASKRUN (see newRing) but not SINGLE_ISSUER or
-// DEFER_TASKRUN: the Poller contract lets any one goroutine at a time call
-// Wait (the tests do, from unlocked goroutines), and NewLoop opens the
-// poller on the caller's thread while Run waits on the loop's locked
-// thread; those two flags bind the ring, or its completion work, to one
-// thread.
+// Opened by Open it asks for COOP_TASKRUN (see newRing) but not
+// SINGLE_ISSUER or DEFER_TASKRUN: the Poller contract lets any one
+// goroutine at a time call Wait (the tests do, from unlocked goroutines).
+// A Loop's ring is bound to the loop's thread and does the sockets' I/O
+// itself (completion mode, uring_sockio_linux.go) where the kernel has
+// what that needs.
 type uringPoller struct {
 	r      *ring
 	waker  *waker
 	regs   []uringReg // by descriptor number
-	gen    uint32     // last generation handed out, below 1<<31
+	gen    uint32     // last generation handed out, below uringGenLimit
 	stamp  uint64     // counts Waits, for coalescing (never wraps)
 	rearms uint64     // multishot polls that ended and were armed again
 	closed bool
 	shared bool // the waker moved on to another poller: Close leaves it open
+
+	// Completion mode (cio): buffers lent to the kernel, requests in
+	// flight, and the descriptors whose received bytes outlived an
+	// iteration or that wait for buffers.
+	cio      bool
+	bufs     *bufRing
+	chunks   chunkPool
+	ops      int     // requests in flight: their last completion not reaped
+	holding  []int32 // fds whose rx holds provided buffers
+	starved  []int32 // fds whose receive ended for want of buffers
+	stopping bool    // handOver: submit nothing new
+	// noRecvBudget: the kernel refused uringRecvBudget (before 6.17).
+	noRecvBudget bool
+	evs          []Ready // the current reap's output
+	nout         int
 }
 
 // uringReg is one descriptor's registration.
@@ -75,6 +90,7 @@ type uringReg struct {
 	events uint32 // poll mask asked for
 	stamp  uint64 // the Wait that reported it last
 	out    int32  // where in that Wait's output
+	sock   *uringSock
 }
 
 // openURing opens a ring watching w, or a new waker when w is nil (a loop
@@ -90,7 +106,21 @@ func openURing(w *waker) (Poller, error) {
 // openURingSized is openURing with the ring sizes given (tests overflow
 // the CQ ring of a small one).
 func openURingSized(w *waker, sqEntries, cqEntries uint32) (*uringPoller, error) {
-	r, err := newRing(sqEntries, cqEntries)
+	return openURingRing(w, sqEntries, cqEntries, false)
+}
+
+// openURingForLoop opens a Loop's ring: bound to the loop's thread and,
+// where the kernel allows, in completion mode.
+func openURingForLoop(w *waker) (Poller, error) {
+	p, err := openURingRing(w, uringSQEntries, uringCQEntries, true)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func openURingRing(w *waker, sqEntries, cqEntries uint32, bound bool) (*uringPoller, error) {
+	r, err := newRing(sqEntries, cqEntries, bound)
 	if err != nil {
 		return nil, err
 	}
@@ -101,14 +131,21 @@ func openURingSized(w *waker, sqEntries, cqEntries uint32) (*uringPoller, error)
 		}
 	}
 	p := &uringPoller{r: r, waker: w}
+	if bound {
+		p.startCompletion()
+	}
 	// Arming the wake-up's poll on an eventfd that is already readable
 	// completes at once: a switch loses no pending wake-up.
 	p.armWake()
 	return p, nil
 }
 
-func (p *uringPoller) Name() string        { return "io_uring" }
-func (p *uringPoller) EdgeTriggered() bool { return true }
+func (p *uringPoller) Name() string { return "io_uring" }
+
+// EdgeTriggered is false in completion mode: the loop then tells Modify
+// every change of the handler's interest, which is when receives and
+// write-readiness polls are armed.
+func (p *uringPoller) EdgeTriggered() bool { return !p.cio }
 
 func uringEvents(want Interest) uint32 {
 	ev := uint32(pollRDHUP)
@@ -143,7 +180,29 @@ var bigEndian = func() bool {
 
 func (p *uringPoller) armWake() { p.pollAdd(p.waker.readFD(), unix.POLLIN, uringWakeData) }
 
-func uringData(fd int, gen uint32) uint64 { return uint64(gen)<<32 | uint64(uint32(fd)) }
+// A request's user_data: the top bit set for the poller's own requests
+// (above); otherwise the request's kind, the registration's generation
+// and the descriptor number.
+const (
+	uringKindPoll    = 0 // multishot readiness poll
+	uringKindRecv    = 1 // multishot receive into provided buffers
+	uringKindSend    = 2
+	uringKindAccept  = 3 // multishot accept
+	uringKindPollOut = 4 // one-shot wait for writability (a connect)
+
+	uringGenLimit = 1 << 28
+)
+
+func uringData(fd int, gen uint32) uint64 { return uringOpData(uringKindPoll, fd, gen) }
+
+func uringOpData(kind uint64, fd int, gen uint32) uint64 {
+	return kind<<60 | uint64(gen)<<32 | uint64(uint32(fd))
+}
+
+// uringSplit takes a user_data apart.
+func uringSplit(ud uint64) (kind uint64, fd int, gen uint32) {
+	return ud >> 60 & 7, int(uint32(ud)), uint32(ud>>32) & (uringGenLimit - 1)
+}
 
 func (p *uringPoller) arm(fd int, g *uringReg) { p.pollAdd(fd, g.events, uringData(fd, g.gen)) }
 
@@ -159,7 +218,7 @@ func (p *uringPoller) cancel(fd int, g *uringReg) {
 }
 
 func (p *uringPoller) register(fd int, want Interest, tok Token) {
-	if p.gen++; p.gen >= 1<<31 {
+	if p.gen++; p.gen >= uringGenLimit {
 		p.gen = 1
 	}
 	g := &p.regs[fd]
@@ -174,6 +233,9 @@ func (p *uringPoller) Add(fd int, want Interest, tok Token) error {
 	if fd >= len(p.regs) {
 		p.regs = append(p.regs, make([]uringReg, fd+1-len(p.regs)+len(p.regs)/2)...)
 	}
+	if p.cio {
+		return p.addSock(fd, want, tok)
+	}
 	if g := &p.regs[fd]; g.gen != 0 {
 		// A descriptor number closed without Remove and reused: take it over.
 		p.cancel(fd, g)
@@ -187,6 +249,9 @@ func (p *uringPoller) Modify(fd int, want Interest, tok Token) error {
 		return unix.ENOENT
 	}
 	g := &p.regs[fd]
+	if p.cio {
+		return p.modifySock(fd, g, want, tok)
+	}
 	if uringEvents(want) == g.events {
 		g.tok = tok // read when a completion arrives: nothing to tell the kernel
 		return nil
@@ -212,6 +277,12 @@ func (p *uringPoller) Remove(fd int) error {
 // completions into readiness.
 func (p *uringPoller) Wait(evs []Ready, timeout time.Duration) (int, error) {
 	r := p.r
+	if err := r.enable(); err != nil {
+		return 0, err
+	}
+	if p.cio {
+		p.settle()
+	}
 	if !r.flush() {
 		timeout = 0 // the kernel takes no more until completions are reaped
 	}
@@ -263,7 +334,13 @@ func (p *uringPoller) reap(evs []Ready) (int, error) {
 			}
 			continue // a removal's completion: nothing to report
 		}
-		fd, gen := int(uint32(c.userData)), uint32(c.userData>>32)
+		kind, fd, gen := uringSplit(c.userData)
+		if kind != uringKindPoll {
+			p.evs, p.nout = evs, out
+			p.complete(kind, fd, gen, c)
+			out = p.nout
+			continue
+		}
 		if fd >= len(p.regs) || p.regs[fd].gen != gen {
 			continue // removed or replaced since: stale
 		}
@@ -338,5 +415,6 @@ func (p *uringPoller) Close() error {
 	if !p.shared {
 		p.waker.close()
 	}
+	p.freeBuffers()
 	return p.r.close()
 }

@@ -150,17 +150,19 @@ func TestURingOneEnterPerIteration(t *testing.T) {
 	peers := make([]int, 0, pairs)
 	for i := 0; i < pairs; i++ {
 		a, b := socketPair(t)
+		var d *Desc
 		drain := handlerFunc(func(Event) {
 			var buf [64]byte
 			for {
-				n, _ := unix.Read(a, buf[:])
+				n, _ := d.Read(buf[:])
 				if n <= 0 {
 					return
 				}
 				read += n
 			}
 		})
-		if _, err := l.Register(a, drain, Read); err != nil {
+		var err error
+		if d, err = l.Register(a, drain, Read); err != nil {
 			t.Fatal(err)
 		}
 		peers = append(peers, b)

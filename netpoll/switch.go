@@ -106,7 +106,7 @@ func (l *Loop) switchPoller(name string) (SwitchEvent, error) {
 	if name == ev.From {
 		return ev, nil
 	}
-	np, err := openWith(name, l.waker)
+	np, err := openForLoop(name, l.waker)
 	if err != nil {
 		ev.To = ev.From
 		return ev, err
@@ -116,23 +116,48 @@ func (l *Loop) switchPoller(name string) (SwitchEvent, error) {
 		if edge {
 			return Read | Write
 		}
-		return d.want
+		return d.kernelWant()
 	}
+	descs := make([]*Desc, 0, len(l.slots))
 	for _, d := range l.slots {
-		if d == nil {
-			continue
+		if d != nil {
+			descs = append(descs, d)
 		}
-		if err := np.Add(d.fd, kernel(d), d.tok); err != nil {
-			// Nothing was taken from the old poller yet: drop the new one.
+	}
+	// A completion backend holds requests on the sockets and bytes in its
+	// buffers: they come out first (two phases: stop everything, then
+	// move what was held into the descriptors), before another backend
+	// watches the same sockets.
+	oldIO := l.io
+	if oldIO != nil {
+		if err := old.(completer).handOver(descs); err != nil {
 			np.(switchable).disownWaker()
 			np.Close()
 			ev.To = ev.From
+			return ev, fmt.Errorf("%s hand-over: %w", ev.From, err)
+		}
+		l.io = nil
+	}
+	for _, d := range descs {
+		if err := np.Add(d.fd, kernel(d), d.tok); err != nil {
+			np.(switchable).disownWaker()
+			np.Close()
+			if oldIO != nil {
+				// The old ring stopped; arm it again, as it was.
+				for _, d := range descs {
+					old.Add(d.fd, d.kernel, d.tok)
+				}
+				l.io = oldIO
+			}
+			ev.To = ev.From
 			return ev, fmt.Errorf("%s add fd %d: %w", name, d.fd, err)
 		}
-		d.kernel = kernel(d)
 		ev.Descriptors++
 	}
-	l.poller, l.edge = np, edge
+	for _, d := range descs {
+		d.kernel = kernel(d)
+	}
+	l.poller, l.edge, l.io = np, edge, sockIOOf(np)
 	old.(switchable).disownWaker()
 	old.Close()
 	l.adds.Add(uint64(ev.Descriptors))

@@ -17,14 +17,14 @@ import (
 // reader is an edge-style handler: it reads until EAGAIN and hands what it
 // read to the test.
 type reader struct {
-	fd  int
+	d   *Desc
 	got chan []byte
 }
 
 func (r *reader) HandleEvent(Event) {
 	for {
 		var buf [4096]byte
-		n, err := unix.Read(r.fd, buf[:])
+		n, err := r.d.Read(buf[:])
 		if n > 0 {
 			r.got <- append([]byte(nil), buf[:n]...)
 			continue
@@ -69,7 +69,7 @@ func (w *writer) write() {
 		return // done; a hang-up at the end of the test still reaches it
 	}
 	for w.left > 0 {
-		n, err := unix.Write(w.d.FD(), w.chunk[:min(len(w.chunk), w.left)])
+		n, err := w.d.Write(w.chunk[:min(len(w.chunk), w.left)])
 		if n > 0 {
 			w.left -= n
 			continue
@@ -99,7 +99,7 @@ func TestSwitchKeepsDescriptors(t *testing.T) {
 			runLoop(t, l)
 
 			ra, rb := socketPair(t)
-			rd := &reader{fd: ra, got: make(chan []byte, 64)}
+			rd := &reader{got: make(chan []byte, 64)}
 			wa, wb := socketPair(t)
 			const total = 4 << 20
 			wr := &writer{left: total, done: make(chan struct{}), chunk: make([]byte, 64<<10)}
@@ -112,6 +112,7 @@ func TestSwitchKeepsDescriptors(t *testing.T) {
 				if rdesc, err = l.Register(ra, rd, Read); err != nil {
 					t.Error(err)
 				}
+				rd.d = rdesc
 				if wr.d, err = l.Register(wa, wr, 0); err != nil {
 					t.Error(err)
 				}
@@ -254,8 +255,8 @@ func TestSwitchRefused(t *testing.T) {
 			t.Fatalf("unknown backend: %v", err)
 		}
 		a, b := socketPair(t)
-		rd := &reader{fd: a, got: make(chan []byte, 8)}
-		onLoop(l, func() { l.Register(a, rd, Read) })
+		rd := &reader{got: make(chan []byte, 8)}
+		onLoop(l, func() { rd.d, _ = l.Register(a, rd, Read) })
 		unix.Write(b, []byte("still"))
 		rd.expect(t, "still")
 		if s := l.Stats(); s.Backend != name || s.Switches != 0 {

@@ -15,9 +15,13 @@ import (
 // The io_uring ABI, as the kernel's include/uapi/linux/io_uring.h defines
 // it: x/sys/unix has the system call numbers only.
 const (
-	uringSetupCQSize      = 1 << 3 // IORING_SETUP_CQSIZE
-	uringSetupClamp       = 1 << 4 // IORING_SETUP_CLAMP
-	uringSetupCoopTaskrun = 1 << 8 // IORING_SETUP_COOP_TASKRUN (5.19)
+	uringSetupCQSize       = 1 << 3  // IORING_SETUP_CQSIZE
+	uringSetupClamp        = 1 << 4  // IORING_SETUP_CLAMP
+	uringSetupRDisabled    = 1 << 6  // IORING_SETUP_R_DISABLED (5.10)
+	uringSetupSubmitAll    = 1 << 7  // IORING_SETUP_SUBMIT_ALL (5.18)
+	uringSetupCoopTaskrun  = 1 << 8  // IORING_SETUP_COOP_TASKRUN (5.19)
+	uringSetupSingleIssuer = 1 << 12 // IORING_SETUP_SINGLE_ISSUER (6.0)
+	uringSetupDeferTaskrun = 1 << 13 // IORING_SETUP_DEFER_TASKRUN (6.1)
 
 	uringFeatSingleMmap = 1 << 0  // IORING_FEAT_SINGLE_MMAP (5.4)
 	uringFeatNoDrop     = 1 << 1  // IORING_FEAT_NODROP (5.5)
@@ -33,17 +37,29 @@ const (
 
 	uringSQCQOverflow = 1 << 1 // IORING_SQ_CQ_OVERFLOW in the SQ ring's flags
 
-	uringOpPollAdd    = 6 // IORING_OP_POLL_ADD
-	uringOpPollRemove = 7 // IORING_OP_POLL_REMOVE
+	uringOpPollAdd     = 6  // IORING_OP_POLL_ADD
+	uringOpPollRemove  = 7  // IORING_OP_POLL_REMOVE
+	uringOpAccept      = 13 // IORING_OP_ACCEPT
+	uringOpAsyncCancel = 14 // IORING_OP_ASYNC_CANCEL
+	uringOpSend        = 26 // IORING_OP_SEND
+	uringOpRecv        = 27 // IORING_OP_RECV
 
 	uringPollAddMulti = 1 << 0 // IORING_POLL_ADD_MULTI (5.13), in sqe.len
 
+	uringAcceptMultishot = 1 << 0 // IORING_ACCEPT_MULTISHOT (5.19), in sqe.ioprio
+	uringRecvMultishot   = 1 << 1 // IORING_RECV_MULTISHOT (6.0), in sqe.ioprio
+
+	uringSQEBufferSelect   = 1 << 5 // IOSQE_BUFFER_SELECT
 	uringSQECQESkipSuccess = 1 << 6 // IOSQE_CQE_SKIP_SUCCESS
 
-	uringCQEFMore = 1 << 1 // IORING_CQE_F_MORE
+	uringCQEFBuffer = 1 << 0 // IORING_CQE_F_BUFFER: the buffer id is in flags >> 16
+	uringCQEFMore   = 1 << 1 // IORING_CQE_F_MORE
 
-	uringRegisterProbe = 8      // IORING_REGISTER_PROBE
-	uringOpSupported   = 1 << 0 // IO_URING_OP_SUPPORTED
+	uringRegisterProbe       = 8      // IORING_REGISTER_PROBE
+	uringRegisterEnableRings = 12     // IORING_REGISTER_ENABLE_RINGS
+	uringRegisterPbufRing    = 22     // IORING_REGISTER_PBUF_RING (5.19)
+	uringUnregisterPbufRing  = 23     // IORING_UNREGISTER_PBUF_RING
+	uringOpSupported         = 1 << 0 // IO_URING_OP_SUPPORTED
 )
 
 // uringParams is struct io_uring_params (120 bytes).
@@ -134,6 +150,8 @@ var (
 type ring struct {
 	fd       int
 	features uint32
+	flags    uint32 // the setup flags the kernel took
+	disabled bool   // set up R_DISABLED and not enabled yet: no enter
 
 	sqMem, cqMem, sqeMem []byte // cqMem is sqMem with IORING_FEAT_SINGLE_MMAP
 
@@ -168,26 +186,68 @@ type ring struct {
 // with an inter-processor interrupt while it runs. Without it a busy loop
 // took one such interrupt per socket wake-up, and io_uring cost 1.8 times
 // epoll's CPU per request (docs/performance.md, "io_uring as a readiness
-// backend"); with it, the same. It binds nothing to one thread: a
-// completion is still posted for whichever thread submitted the poll, on
-// its next entry into the kernel. An older kernel refuses the flag with
-// EINVAL, and the ring is set up without it.
-func newRing(sqEntries, cqEntries uint32) (*ring, error) {
-	p := uringParams{flags: uringSetupCQSize | uringSetupClamp | uringSetupCoopTaskrun, cqEntries: cqEntries}
-	fd, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, uintptr(sqEntries), uintptr(unsafe.Pointer(&p)), 0)
-	if errno == unix.EINVAL {
-		p = uringParams{flags: uringSetupCQSize | uringSetupClamp, cqEntries: cqEntries}
+// backend"); with it, the same.
+//
+// A bound ring (one a Loop owns) also asks for SINGLE_ISSUER and
+// DEFER_TASKRUN (6.1): the completion work of every request is then done
+// only when the loop enters the kernel to wait, in a batch, never by an
+// interrupt or a kernel worker. Both tie the ring to one thread, so the
+// ring starts disabled (R_DISABLED) and enable binds it to the thread that
+// first waits on it: the loop's locked thread, not the one that opened the
+// loop. An older kernel refuses a flag with EINVAL, and the ring is set up
+// with fewer.
+func newRing(sqEntries, cqEntries uint32, bound bool) (*ring, error) {
+	const base = uringSetupCQSize | uringSetupClamp
+	tries := []uint32{base | uringSetupCoopTaskrun, base}
+	if bound {
+		tries = append([]uint32{base | uringSetupCoopTaskrun | uringSetupSubmitAll |
+			uringSetupSingleIssuer | uringSetupDeferTaskrun | uringSetupRDisabled}, tries...)
+	}
+	var p uringParams
+	var fd uintptr
+	var errno unix.Errno
+	for _, flags := range tries {
+		p = uringParams{flags: flags, cqEntries: cqEntries}
 		fd, _, errno = unix.Syscall(unix.SYS_IO_URING_SETUP, uintptr(sqEntries), uintptr(unsafe.Pointer(&p)), 0)
+		if errno != unix.EINVAL {
+			break
+		}
 	}
 	if errno != 0 {
 		return nil, fmt.Errorf("io_uring_setup: %w", errno)
 	}
-	r := &ring{fd: int(fd), features: p.features}
+	r := &ring{fd: int(fd), features: p.features, flags: p.flags, disabled: p.flags&uringSetupRDisabled != 0}
 	if err := r.mmap(&p); err != nil {
 		r.close()
 		return nil, err
 	}
 	return r, nil
+}
+
+// deferred reports whether the ring runs its completion work only when
+// this side enters the kernel (DEFER_TASKRUN).
+func (r *ring) deferred() bool { return r.flags&uringSetupDeferTaskrun != 0 }
+
+// enable starts a ring set up disabled, binding it to the calling thread;
+// it must be called on the thread that will submit and wait from now on.
+func (r *ring) enable() error {
+	if !r.disabled {
+		return nil
+	}
+	if err := r.register(uringRegisterEnableRings, nil, 0); err != nil {
+		return fmt.Errorf("IORING_REGISTER_ENABLE_RINGS: %w", err)
+	}
+	r.disabled = false
+	return nil
+}
+
+// register is one io_uring_register call.
+func (r *ring) register(op uintptr, arg unsafe.Pointer, n uintptr) error {
+	_, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), op, uintptr(arg), n, 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
 }
 
 func (r *ring) mmap(p *uringParams) error {
@@ -248,7 +308,7 @@ func (r *ring) pending() uint32 {
 // fails: a registration or a re-armed poll is never lost, at worst late.
 func (r *ring) push(s uringSQE) {
 	if len(r.backlog) == 0 {
-		if r.pending() == uint32(len(r.sqes)) {
+		if r.pending() == uint32(len(r.sqes)) && !r.disabled {
 			r.enter(0, 0, nil) // what it did not take is left in the SQ
 		}
 		if r.pending() < uint32(len(r.sqes)) {

@@ -35,7 +35,7 @@ type uringProbeOps struct {
 // it arms a multishot poll on an eventfd, makes it readable and waits for
 // the completion with a timeout.
 func probeURing() error {
-	r, err := newRing(4, 8)
+	r, err := newRing(4, 8, false)
 	if err != nil {
 		return explainURingSetup(err)
 	}

@@ -223,7 +223,7 @@ func (bc *backendConn) dead(now time.Time) bool {
 // (closed, reset, or bytes nobody asked for).
 func (bc *backendConn) peek() (closed, dead bool) {
 	var b [1]byte
-	n, _, err := unix.Recvfrom(bc.desc.FD(), b[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	n, err := bc.desc.Peek(b[:])
 	return n == 0 && err == nil, n > 0 || err != unix.EAGAIN
 }
 
@@ -351,7 +351,7 @@ func (bc *backendConn) write() bool {
 	}
 	wrote := false
 	for bc.outOff < len(bc.out) {
-		n, err := netpoll.RawWrite(bc.desc.FD(), bc.out[bc.outOff:])
+		n, err := bc.desc.Write(bc.out[bc.outOff:])
 		if n > 0 {
 			bc.outOff += n
 			wrote = true
@@ -387,7 +387,7 @@ func (bc *backendConn) read(p []byte) (int, error) {
 	if bc.sess != nil {
 		return bc.readTLS(p)
 	}
-	return netpoll.RawRead(bc.desc.FD(), p)
+	return bc.desc.Read(p)
 }
 
 func (bc *backendConn) setInterest() {
@@ -573,7 +573,7 @@ func (bc *backendConn) timedOut() {
 // after the close.
 func (bc *backendConn) abort() {
 	if bc.state != bcClosed {
-		unix.SetsockoptLinger(bc.desc.FD(), unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
+		bc.desc.ResetOnClose()
 	}
 	bc.close()
 }

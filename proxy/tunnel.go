@@ -326,7 +326,7 @@ func (bc *backendConn) tunnelDrained() {
 			}
 		}
 		bc.shutDone = true
-		unix.Shutdown(bc.desc.FD(), unix.SHUT_WR)
+		bc.desc.Shutdown()
 		if ex != nil {
 			ex.tunnelMaybeDone()
 		}

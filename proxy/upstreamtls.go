@@ -70,7 +70,7 @@ func (bc *backendConn) handshakeEvent(ev netpoll.Event) {
 	}
 	buf := bc.pool.h.tlsInBuf()
 	for {
-		n, err := netpoll.RawRead(bc.desc.FD(), buf)
+		n, err := bc.desc.Read(buf)
 		switch {
 		case n > 0:
 			if ferr := bc.sess.Feed(buf[:n]); ferr != nil {
@@ -104,7 +104,7 @@ func (bc *backendConn) flushHandshake() bool {
 		if len(p) == 0 {
 			break
 		}
-		n, err := netpoll.RawWrite(bc.desc.FD(), p)
+		n, err := bc.desc.Write(p)
 		if n > 0 {
 			if fromSess {
 				bc.sess.Consume(n)
@@ -210,7 +210,7 @@ func (bc *backendConn) writeTLS() bool {
 	wrote := false
 	for {
 		if p := s.Output(); len(p) > 0 {
-			n, err := netpoll.RawWrite(bc.desc.FD(), p)
+			n, err := bc.desc.Write(p)
 			if n > 0 {
 				s.Consume(n)
 				wrote = true
@@ -277,7 +277,7 @@ func (bc *backendConn) decrypt(p []byte) (total int, lent bool, err error) {
 			lent = false
 		}
 		buf := bc.pool.h.tlsInBuf()
-		m, rerr := netpoll.RawRead(bc.desc.FD(), buf)
+		m, rerr := bc.desc.Read(buf)
 		switch {
 		case m > 0:
 			if lerr := s.Lend(buf[:m]); lerr != nil {

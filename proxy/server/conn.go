@@ -184,7 +184,7 @@ func (c *conn) readSocket() {
 				rb = rb[:room]
 			}
 		}
-		n, err := netpoll.RawRead(c.desc.FD(), rb)
+		n, err := c.desc.Read(rb)
 		if n > 0 {
 			c.active = true
 			if c.state == stateLinger {
@@ -609,7 +609,7 @@ func (c *conn) writeSocket() {
 		if len(out) == 0 {
 			break
 		}
-		n, err := netpoll.RawWrite(c.desc.FD(), out)
+		n, err := c.desc.Write(out)
 		if n > 0 {
 			c.consume(n)
 			wrote = true
@@ -644,7 +644,7 @@ func (c *conn) writeSocket() {
 	case stateOpen:
 		if c.writeShut && !c.shutDone {
 			c.shutDone = true
-			unix.Shutdown(c.desc.FD(), unix.SHUT_WR)
+			c.desc.Shutdown()
 		}
 		// Everything is on the socket: the front end hears so after every
 		// flush, not only after big ones. A front end may stop producing
@@ -684,7 +684,7 @@ func (c *conn) writeTimedOut() {
 	}
 	// A reset: the bytes the client stopped taking are dropped, not left
 	// for the kernel to keep sending after the close.
-	unix.SetsockoptLinger(c.desc.FD(), unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
+	c.desc.ResetOnClose()
 	c.destroy(errWriteTimeout)
 }
 
@@ -695,7 +695,7 @@ var errWriteTimeout = errors.New("write to client timed out")
 // client reads our last response before the socket is closed.
 func (c *conn) linger() {
 	c.state = stateLinger
-	unix.Shutdown(c.desc.FD(), unix.SHUT_WR)
+	c.desc.Shutdown()
 	c.desc.SetInterest(netpoll.Read)
 	c.timer.Stop() // a write timeout: everything was written
 	c.wtArmed = false
