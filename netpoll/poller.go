@@ -118,6 +118,9 @@ type backend struct {
 	// refused runs the backend's probe once and returns why this process
 	// cannot use it (nil: it can); nil for backends that need no probe.
 	refused func() error
+	// describe says how the backend will run here (io_uring: which
+	// mode); nil for backends that run one way.
+	describe func() string
 }
 
 var backends []backend
@@ -140,6 +143,18 @@ func registerProbed(name string, pref int, open, forLoop func(*waker) (Poller, e
 	}
 	backends = append(backends, b)
 	sort.SliceStable(backends, func(i, j int) bool { return backends[i].pref > backends[j].pref })
+}
+
+// Describe says how the named backend runs on this system, when it can
+// run more than one way ("" otherwise): for io_uring, whether a loop's
+// ring does the sockets' I/O (completion mode) or reports readiness.
+func Describe(name string) string {
+	for _, b := range backends {
+		if b.name == name && b.describe != nil && b.unavailable() == nil {
+			return b.describe()
+		}
+	}
+	return ""
 }
 
 func (b backend) openFor(w *waker, forLoop bool) (Poller, error) {

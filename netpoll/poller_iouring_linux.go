@@ -13,7 +13,14 @@ import (
 // io_uring ranks between epoll and poll: "auto" keeps epoll until
 // measurements say otherwise, and takes io_uring only where epoll is
 // switched off.
-func init() { registerProbed("io_uring", 200, openURing, openURingForLoop, probeURing) }
+func init() {
+	registerProbed("io_uring", 200, openURing, openURingForLoop, probeURing)
+	for i := range backends {
+		if backends[i].name == "io_uring" {
+			backends[i].describe = describeURing
+		}
+	}
+}
 
 // Ring sizes: the SQ holds the registrations of one loop iteration (a
 // full one is submitted on the spot), the CQ the readiness of one wait; a

@@ -71,14 +71,37 @@ type uringPiece struct {
 // startCompletion turns p into a completion backend where the kernel
 // and the environment allow; it stays a readiness backend otherwise.
 func (p *uringPoller) startCompletion() {
-	if os.Getenv("POLLPROXY_IO_URING") == "readiness" || !p.r.deferred() {
-		return
+	if b, err := completionBuffers(p.r); err == nil {
+		p.bufs, p.cio = b, true
 	}
-	b, err := newBufRing(p.r)
+}
+
+// completionBuffers sets up the provided buffers of a completion-mode
+// ring, or says why r stays a readiness backend.
+func completionBuffers(r *ring) (*bufRing, error) {
+	if os.Getenv("POLLPROXY_IO_URING") == "readiness" {
+		return nil, fmt.Errorf("POLLPROXY_IO_URING=readiness")
+	}
+	if !r.deferred() {
+		return nil, fmt.Errorf("the kernel has no IORING_SETUP_DEFER_TASKRUN (Linux 6.1)")
+	}
+	return newBufRing(r)
+}
+
+// describeURing says which mode a loop's ring gets here, and why.
+func describeURing() string {
+	r, err := newRing(4, 8, true)
 	if err != nil {
-		return
+		return fmt.Sprintf("readiness mode: %v", err)
 	}
-	p.bufs, p.cio = b, true
+	defer r.close()
+	b, err := completionBuffers(r)
+	if err != nil {
+		return fmt.Sprintf("readiness mode (multishot poll): %v", err)
+	}
+	b.unregister(r)
+	b.unmap()
+	return "completion mode: multishot receive into provided buffers, sends and multishot accept on the ring; SINGLE_ISSUER, DEFER_TASKRUN"
 }
 
 // Mode says which kind of backend p is: "completion" or "readiness".

@@ -21,6 +21,11 @@ func init() {
 		}
 		// Scripts read the names from stdout, one a line; the refused
 		// ones go to stderr so that they never loop over them.
+		for _, n := range netpoll.Available() {
+			if d := netpoll.Describe(n); d != "" {
+				fmt.Fprintf(os.Stderr, "%s: %s\n", n, d)
+			}
+		}
 		for _, r := range netpoll.Unavailable() {
 			fmt.Fprintf(os.Stderr, "%s: unavailable: %v\n", r.Name, r.Reason)
 		}
