@@ -392,6 +392,18 @@ func (s *uringSock) room() int {
 	return n
 }
 
+// unsent copies the bytes written and not yet sent.
+func (s *uringSock) unsent() []byte {
+	var out []byte
+	for i, b := range s.tx {
+		if i == 0 {
+			b = b[s.txStart:]
+		}
+		out = append(out, b...)
+	}
+	return out
+}
+
 // dropTx gives back every send buffer but one in flight.
 func (p *uringPoller) dropTx(s *uringSock) {
 	for i, b := range s.tx {
@@ -567,9 +579,8 @@ func (p *uringPoller) shutdown(d *Desc) error {
 	return unix.Shutdown(d.fd, unix.SHUT_WR)
 }
 
-// stopAll cancels fd's receive, accept and write-readiness wait and gives
-// back what it received and accepted.
-func (p *uringPoller) stopAll(fd int, g *uringReg) {
+// cancelWaits cancels fd's receive, accept and write-readiness wait.
+func (p *uringPoller) cancelWaits(fd int, g *uringReg) {
 	s := g.sock
 	p.stopRecv(fd, g)
 	if s.acceptLive {
@@ -578,6 +589,13 @@ func (p *uringPoller) stopAll(fd int, g *uringReg) {
 	if s.pollOutLive {
 		p.cancel1(uringKindPollOut, fd, g)
 	}
+}
+
+// stopAll cancels fd's receive, accept and write-readiness wait and gives
+// back what it received and accepted.
+func (p *uringPoller) stopAll(fd int, g *uringReg) {
+	s := g.sock
+	p.cancelWaits(fd, g)
 	for _, pc := range s.rx {
 		p.bufs.give(pc.bid)
 	}
@@ -650,13 +668,7 @@ func (p *uringPoller) handOver(descs []*Desc) error {
 			continue
 		}
 		s := g.sock
-		p.stopRecv(fd, g)
-		if s.acceptLive {
-			p.cancel1(uringKindAccept, fd, g)
-		}
-		if s.pollOutLive {
-			p.cancel1(uringKindPollOut, fd, g)
-		}
+		p.cancelWaits(fd, g)
 		if s.sending > 0 {
 			p.cancel1(uringKindSend, fd, g)
 		}
@@ -692,14 +704,7 @@ func (p *uringPoller) handOver(descs []*Desc) error {
 		}
 		// What the ring was to send went before what the handler could
 		// not hand it yet.
-		var out []byte
-		for i, b := range s.tx {
-			if i == 0 {
-				b = b[s.txStart:]
-			}
-			out = append(out, b...)
-		}
-		m.out = append(out, m.out...)
+		m.out = append(s.unsent(), m.out...)
 		m.fds = append(m.fds, s.accepted...)
 		s.accepted = nil
 		p.dropTx(s)
@@ -713,12 +718,7 @@ func (p *uringPoller) handOver(descs []*Desc) error {
 	for fd := range p.regs {
 		if g := &p.regs[fd]; g.gen != 0 && g.sock != nil && g.sock.closing {
 			s := g.sock
-			for i, b := range s.tx {
-				if i == 0 {
-					b = b[s.txStart:]
-				}
-				RawWrite(fd, b)
-			}
+			RawWrite(fd, s.unsent())
 			p.dropTx(s)
 			p.finishClose(fd, g)
 		}
