@@ -386,7 +386,9 @@ func (l *Loop) nextTimeout() time.Duration {
 
 // RunOnce runs one iteration: wait up to timeout, dispatch readiness
 // events, then kicked events, expired timers, posted tasks, and finally the
-// flushes those asked for.
+// flushes those asked for. Call it from one thread, locked
+// (runtime.LockOSThread) as Run does: io_uring binds a loop's ring to the
+// thread of its first wait.
 func (l *Loop) RunOnce(timeout time.Duration) error {
 	n, err := l.poller.Wait(l.ready, timeout)
 	l.waits.Add(1)
