@@ -2,6 +2,8 @@ package netpoll
 
 import (
 	"errors"
+	"io"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -201,4 +203,33 @@ func smallURing(t *testing.T, sqEntries, cqEntries uint32) *uringPoller {
 	}
 	t.Cleanup(func() { p.Close() })
 	return p
+}
+
+// TestURingReadinessModeByEnvironment: POLLPROXY_IO_URING=readiness keeps
+// a loop's ring a readiness backend, which still serves a handler's
+// socket I/O through its Desc.
+func TestURingReadinessModeByEnvironment(t *testing.T) {
+	if err := ValidName("io_uring"); err != nil {
+		t.Skip(err)
+	}
+	t.Setenv("POLLPROXY_IO_URING", "readiness")
+	l := newTestLoop(t, "io_uring")
+	if p := l.poller.(*uringPoller); p.Mode() != "readiness" || l.io != nil || !l.EdgeTriggered() {
+		t.Fatalf("mode %s, completion I/O %v: the environment did not keep readiness", p.Mode(), l.io != nil)
+	}
+	runLoop(t, l)
+	addr := listenEcho(t, l, nil)
+	c, err := net.Dial("tcp", addr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Write([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	var buf [4]byte
+	if _, err := io.ReadFull(c, buf[:]); err != nil || string(buf[:]) != "ping" {
+		t.Fatalf("echo %q, %v", buf, err)
+	}
 }
