@@ -140,9 +140,14 @@ func (d *Desc) closeMovedFDs() {
 
 // Stats are a loop's counters, readable from any goroutine.
 type Stats struct {
-	Loop        int
-	Backend     string
-	Waits       uint64 // poller waits
+	Loop    int
+	Backend string
+	Waits   uint64 // poller waits
+	// Calls are the system calls the poller made: one per wait on epoll,
+	// kqueue and poll; on io_uring the io_uring_enter calls, which submit
+	// and wait (none when completions were already there), besides any a
+	// full submission queue forced.
+	Calls       uint64
 	Events      uint64 // readiness events delivered
 	Wakeups     uint64 // waits ended by Wake
 	Adds        uint64 // registrations
@@ -199,6 +204,8 @@ type Loop struct {
 	done     chan struct{}
 
 	waits, events, adds, mods, dels atomic.Uint64
+	calls                           atomic.Uint64
+	selfCounting                    bool // the poller counts its own calls
 	descs, ntimers                  atomic.Int64
 	switches                        atomic.Uint64
 
@@ -228,7 +235,17 @@ func NewLoop(id int, backend string) (*Loop, error) {
 		done:   make(chan struct{}),
 	}
 	l.setName(p.Name())
+	l.countCalls()
 	return l, nil
+}
+
+// countCalls lets a poller that knows its system calls count them.
+func (l *Loop) countCalls() {
+	c, ok := l.poller.(interface{ countCalls(*atomic.Uint64) })
+	if ok {
+		c.countCalls(&l.calls)
+	}
+	l.selfCounting = ok
 }
 
 // ID is the loop's index in its group.
@@ -392,6 +409,9 @@ func (l *Loop) nextTimeout() time.Duration {
 func (l *Loop) RunOnce(timeout time.Duration) error {
 	n, err := l.poller.Wait(l.ready, timeout)
 	l.waits.Add(1)
+	if !l.selfCounting {
+		l.calls.Add(1)
+	}
 	if err != nil {
 		return fmt.Errorf("%s wait: %w", l.poller.Name(), err)
 	}
@@ -503,6 +523,7 @@ func (l *Loop) Stats() Stats {
 		Loop:        l.id,
 		Backend:     l.Backend(),
 		Waits:       l.waits.Load(),
+		Calls:       l.calls.Load(),
 		Events:      l.events.Load(),
 		Adds:        l.adds.Load(),
 		Mods:        l.mods.Load(),

@@ -407,6 +407,9 @@ func uringReadiness(m uint32) Event {
 	return e
 }
 
+// countCalls makes the ring count its io_uring_enter calls in c.
+func (p *uringPoller) countCalls(c *atomic.Uint64) { p.r.counter = c }
+
 func (p *uringPoller) Wake() error     { return p.waker.wake() }
 func (p *uringPoller) wakeups() uint64 { return p.waker.wakeups() }
 func (p *uringPoller) wakeup() *waker  { return p.waker }

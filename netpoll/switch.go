@@ -163,6 +163,7 @@ func (l *Loop) switchPoller(name string) (SwitchEvent, error) {
 	l.adds.Add(uint64(ev.Descriptors))
 	l.probe()
 	l.setName(np.Name())
+	l.countCalls()
 	l.switches.Add(1)
 	ev.At = time.Now()
 	ev.Took = ev.At.Sub(start)

@@ -171,9 +171,16 @@ type ring struct {
 	cqMask uint32
 	cqes   []uringCQE
 
-	arg    uringGetEventsArg
-	ts     unix.Timespec
-	enters uint64 // io_uring_enter calls, for tests
+	arg uringGetEventsArg
+	// minWait, when set, makes the next waiting enter a batch wait
+	// (IORING_FEAT_MIN_TIMEOUT): min_complete completions within minWait
+	// µs, else return with any that came.
+	minWait uint32
+	ts      unix.Timespec
+	enters  uint64 // io_uring_enter calls
+	// counter, when set, counts them too, for the loop's Stats (read from
+	// other goroutines).
+	counter *atomic.Uint64
 }
 
 // newRing sets up a ring with sqEntries submission and cqEntries
@@ -363,6 +370,9 @@ func (r *ring) enter(flags uint32, minComplete uint32, timeout *time.Duration) e
 		flags |= uringEnterExtArg
 	}
 	r.enters++
+	if r.counter != nil {
+		r.counter.Add(1)
+	}
 	var errno unix.Errno
 	if minComplete == 0 {
 		// Submitting poll requests and reaping without waiting cannot

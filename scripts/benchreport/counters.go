@@ -48,8 +48,11 @@ func counters(w io.Writer, proxy string, requests int64, log io.Reader) error {
 	}
 	if len(lines) > 0 && requests > 0 {
 		n := float64(requests)
-		fmt.Fprintf(&b, "per request: adds %.5f mods %.5f dels %.5f waits %.3f events %.3f\n",
-			vals["adds"]/n, vals["mods"]/n, vals["dels"]/n, vals["waits"]/n, vals["events"]/n)
+		fmt.Fprintf(&b, "per request: adds %.5f mods %.5f dels %.5f waits %.3f", vals["adds"]/n, vals["mods"]/n, vals["dels"]/n, vals["waits"]/n)
+		if c, ok := vals["calls"]; ok { // a build before the loop counted its poller's calls has none
+			fmt.Fprintf(&b, " poller calls %.3f", c/n)
+		}
+		fmt.Fprintf(&b, " events %.3f\n", vals["events"]/n)
 	}
 	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())
