@@ -171,13 +171,9 @@ type ring struct {
 	cqMask uint32
 	cqes   []uringCQE
 
-	arg uringGetEventsArg
-	// minWait, when set, makes the next waiting enter a batch wait
-	// (IORING_FEAT_MIN_TIMEOUT): min_complete completions within minWait
-	// µs, else return with any that came.
-	minWait uint32
-	ts      unix.Timespec
-	enters  uint64 // io_uring_enter calls
+	arg    uringGetEventsArg
+	ts     unix.Timespec
+	enters uint64 // io_uring_enter calls
 	// counter, when set, counts them too, for the loop's Stats (read from
 	// other goroutines).
 	counter *atomic.Uint64
