@@ -156,13 +156,14 @@ func TestSocketEcho(t *testing.T) {
 }
 
 // TestSocketCloseSendsWhatWasWritten closes a connection right after
-// writing a megabyte to a peer that has not read yet: the peer still gets
+// writing 100 KiB to a peer that has not read yet (what a socket buffer,
+// or io_uring's send buffers, take in one write): the peer still gets
 // every byte, then the end of the stream, as close(2) promises.
 func TestSocketCloseSendsWhatWasWritten(t *testing.T) {
 	polltest.ForEachBackend(t, Available(), func(t *testing.T, name string) {
 		l := newTestLoop(t, name)
 		runLoop(t, l)
-		want := make([]byte, 1<<20)
+		want := make([]byte, 100<<10)
 		rand.Read(want)
 		addr := listenEcho(t, l, func(c *sockConn) {
 			for off := 0; off < len(want); {
@@ -192,6 +193,13 @@ func TestSocketCloseSendsWhatWasWritten(t *testing.T) {
 		}
 		if !bytes.Equal(got, want) {
 			t.Fatalf("read %d bytes, want the %d written before the close", len(got), len(want))
+		}
+		// Nothing of the close is left waiting on the loop: a bound on
+		// the last sends' wait is let go once they went.
+		onLoop(l, func() {})
+		onLoop(l, func() {})
+		if n := l.Stats().Timers; n != 0 {
+			t.Fatalf("%d timers pending after the close finished", n)
 		}
 	})
 }

@@ -56,10 +56,11 @@ type uringSock struct {
 	txStart  int      // tx[0][txStart:] is not sent yet
 	sending  int      // bytes of it in flight (0: no send in flight)
 	txErr    unix.Errno
-	wblocked bool // Write refused bytes: tell the handler when room frees
-	shut     bool // shut the sending side when tx drains
-	closing  bool // closed by the handler: close the descriptor when tx drains
-	reset    bool // ...or at once, dropping tx
+	wblocked bool   // Write refused bytes: tell the handler when room frees
+	shut     bool   // shut the sending side when tx drains
+	closing  bool   // closed by the handler: close the descriptor when tx drains
+	reset    bool   // ...or at once, dropping tx
+	drain    *Timer // bounds a closing socket's wait for its last sends
 }
 
 // uringPiece is received bytes in provided buffer bid: [off, end).
@@ -259,6 +260,9 @@ func (p *uringPoller) complete(kind uint64, fd int, gen uint32, c uringCQE) {
 	if fd < len(p.regs) && p.regs[fd].gen == gen && p.regs[fd].sock != nil {
 		g = &p.regs[fd]
 	}
+	if g != nil && g.sock.closing && kind != uringKindSend {
+		g = nil // closed by its handler, only its last bytes still going
+	}
 	errno := unix.Errno(0)
 	if c.res < 0 {
 		errno = unix.Errno(-c.res)
@@ -326,6 +330,9 @@ func (p *uringPoller) complete(kind uint64, fd int, gen uint32, c uringCQE) {
 			}
 			p.dropTx(s)
 			p.report(g, EventWrite|EventErr)
+		}
+		if s.reset {
+			p.dropTx(s) // a reset sends nothing more, a short send's rest included
 		}
 		if len(s.tx) > 0 {
 			p.submitSend(fd, g)
@@ -527,6 +534,10 @@ func (p *uringPoller) write(d *Desc, b []byte) (int, error) {
 			}
 			c, err := p.chunks.get()
 			if err != nil {
+				if n == 0 && len(s.tx) == 0 {
+					// Nothing in flight would ever say "try again".
+					return 0, unix.ENOBUFS
+				}
 				break
 			}
 			s.tx = append(s.tx, c[:0])
@@ -625,7 +636,7 @@ func (p *uringPoller) close(d *Desc) error {
 	// The last bytes still go, as close(2) would leave them to the kernel.
 	s.closing = true
 	gen := g.gen
-	d.loop.AfterFunc(uringDrainTimeout, func() {
+	s.drain = d.loop.AfterFunc(uringDrainTimeout, func() {
 		if g := &p.regs[fd]; g.gen == gen && g.sock.closing && !g.sock.reset {
 			g.sock.reset = true
 			unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
@@ -643,7 +654,16 @@ func (p *uringPoller) close(d *Desc) error {
 // finishClose closes fd. Completions of its requests still on their way
 // carry a generation nobody has any more and are dropped.
 func (p *uringPoller) finishClose(fd int, g *uringReg) error {
-	g.sock.closing = false
+	s := g.sock
+	s.closing = false
+	if s.drain != nil {
+		s.drain.Stop()
+		s.drain = nil
+	}
+	for _, pc := range s.rx {
+		p.bufs.give(pc.bid)
+	}
+	s.rx, s.rxHeap = s.rx[:0], nil
 	g.gen = 0
 	return unix.Close(fd)
 }
