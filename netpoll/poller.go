@@ -128,7 +128,7 @@ var backends []backend
 // register adds a backend; each backend file calls it from init behind its
 // build tags. A higher pref wins for "auto".
 func register(name string, pref int, open func(*waker) (Poller, error)) {
-	registerProbed(name, pref, open, nil, nil)
+	registerProbed(backend{name: name, pref: pref, open: open}, nil)
 }
 
 // registerProbed adds a backend that the kernel or its sandbox may refuse
@@ -136,8 +136,7 @@ func register(name string, pref int, open func(*waker) (Poller, error)) {
 // once, the first time something needs to know whether this backend works:
 // Available, Unavailable, or naming it (auto reaches it only when every
 // backend it prefers failed to open).
-func registerProbed(name string, pref int, open, forLoop func(*waker) (Poller, error), probe func() error) {
-	b := backend{name: name, pref: pref, open: open, forLoop: forLoop}
+func registerProbed(b backend, probe func() error) {
 	if probe != nil {
 		b.refused = sync.OnceValue(probe)
 	}

@@ -14,12 +14,7 @@ import (
 // measurements say otherwise, and takes io_uring only where epoll is
 // switched off.
 func init() {
-	registerProbed("io_uring", 200, openURing, openURingForLoop, probeURing)
-	for i := range backends {
-		if backends[i].name == "io_uring" {
-			backends[i].describe = describeURing
-		}
-	}
+	registerProbed(backend{name: "io_uring", pref: 200, open: openURing, forLoop: openURingForLoop, describe: describeURing}, probeURing)
 }
 
 // Ring sizes: the SQ holds the registrations of one loop iteration (a
