@@ -83,6 +83,9 @@ type uringPoller struct {
 	noRecvBudget bool
 	evs          []Ready // the current reap's output
 	nout         int
+	// Sends queued since the last enter, and sends that enter took whose
+	// success (no completion) is not accounted yet (see submitSend).
+	unissued, issued []uringSendRef
 }
 
 // uringReg is one descriptor's registration.
@@ -284,6 +287,9 @@ func (p *uringPoller) Wait(evs []Ready, timeout time.Duration) (int, error) {
 	}
 	if p.cio {
 		p.settle()
+		if timeout != 0 && p.urgentSends() {
+			timeout = 0 // their success posts nothing to wake us
+		}
 	}
 	if !r.flush() {
 		timeout = 0 // the kernel takes no more until completions are reaped
@@ -307,8 +313,15 @@ func (p *uringPoller) Wait(evs []Ready, timeout time.Duration) (int, error) {
 		default:
 			return 0, err
 		}
+		if p.cio {
+			p.issue()
+		}
 	}
-	return p.reap(evs)
+	n, err := p.reap(evs)
+	if p.cio && err == nil {
+		n = p.finishSends(evs, n)
+	}
+	return n, err
 }
 
 // reap turns the completions in the CQ ring into evs, merging those of

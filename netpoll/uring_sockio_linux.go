@@ -32,9 +32,13 @@ import (
 // readiness mode, as does POLLPROXY_IO_URING=readiness.
 
 // uringDrainTimeout bounds how long a closed socket's last bytes may wait
-// for a peer that does not read them, as the kernel bounds an orphaned
-// socket's: then it is reset.
-const uringDrainTimeout = 30 * time.Second
+// for a peer that does not read them: then it is reset. On epoll those
+// bytes sit in the kernel's socket buffer of an orphaned socket, which no
+// longer counts among the process's descriptors; here the descriptor
+// stays open while they wait, so the bound is kept short. A peer that
+// reads nothing for 10 s after the response was complete loses its last
+// (at most 128 KiB) bytes.
+const uringDrainTimeout = 10 * time.Second
 
 // uringSock is a registration's completion state.
 type uringSock struct {
@@ -57,6 +61,8 @@ type uringSock struct {
 	sending  int      // bytes of it in flight (0: no send in flight)
 	txErr    unix.Errno
 	wblocked bool   // Write refused bytes: tell the handler when room frees
+	sendSeq  uint32 // counts the socket's sends, to name one (uringSendRef)
+	outWait  bool   // the socket buffer is full: the next send waits for POLLOUT
 	shut     bool   // shut the sending side when tx drains
 	closing  bool   // closed by the handler: close the descriptor when tx drains
 	reset    bool   // ...or at once, dropping tx
@@ -158,10 +164,8 @@ func (p *uringPoller) modifySock(fd int, g *uringReg, want Interest, tok Token) 
 		// iteration, and the socket buffer holds what follows them.
 		p.armRecv(fd, g)
 	}
-	if want&Write != 0 && s.sending == 0 && !s.pollOutLive {
-		s.pollOutLive = true
-		p.submit(uringSQE{opcode: uringOpPollAdd, fd: int32(fd), opFlags: poll32(unix.POLLOUT | pollRDHUP),
-			userData: uringOpData(uringKindPollOut, fd, g.gen)})
+	if want&Write != 0 && s.sending == 0 {
+		p.armPollOut(fd, g)
 	}
 	return nil
 }
@@ -230,13 +234,88 @@ func (p *uringPoller) armAccept(fd int, g *uringReg) {
 
 func (p *uringPoller) submitSend(fd int, g *uringReg) {
 	s := g.sock
-	if p.stopping || s.sending > 0 || len(s.tx) == 0 {
+	if p.stopping || s.sending > 0 || len(s.tx) == 0 || s.outWait {
 		return
 	}
 	b := s.tx[0][s.txStart:]
 	s.sending = len(b)
-	p.submit(uringSQE{opcode: uringOpSend, fd: int32(fd), addr: uint64(uintptr(unsafe.Pointer(&b[0]))), len: uint32(len(b)),
-		opFlags: unix.MSG_NOSIGNAL, userData: uringOpData(uringKindSend, fd, g.gen)})
+	s.sendSeq++
+	sqe := uringSQE{opcode: uringOpSend, fd: int32(fd), addr: uint64(uintptr(unsafe.Pointer(&b[0]))), len: uint32(len(b)),
+		opFlags: unix.MSG_NOSIGNAL | unix.MSG_WAITALL | unix.MSG_DONTWAIT, userData: uringOpData(uringKindSend, fd, g.gen)}
+	if p.r.features&uringFeatCQESkip != 0 {
+		sqe.flags = uringSQECQESkipSuccess
+		p.unissued = append(p.unissued, uringSendRef{fd: int32(fd), gen: g.gen, seq: s.sendSeq})
+	}
+	p.submit(sqe)
+}
+
+// Sends are submitted with MSG_DONTWAIT, MSG_WAITALL and, where the kernel
+// has it, IOSQE_CQE_SKIP_SUCCESS. MSG_DONTWAIT makes the kernel try a send
+// once, inside the io_uring_enter that submits it, and never park it on
+// the socket's wait queue; MSG_WAITALL makes a send that could not go
+// whole a failure, which posts a completion with the bytes it sent (or
+// EAGAIN); a send that went whole posts nothing. So the sends an enter
+// submitted are finished when it returns: those without a completion went
+// whole, and a socket whose buffer filled waits for POLLOUT before its
+// next send. The gain: a wait is no longer ended by the loop's own sends
+// completing inside it, so a round trip takes one wait instead of two.
+
+// uringSendRef names one send: the socket's registration and its count.
+type uringSendRef struct {
+	fd       int32
+	gen, seq uint32
+}
+
+// issue notes that the enter just made took the sends queued before it.
+func (p *uringPoller) issue() {
+	if len(p.r.backlog) > 0 || p.r.pending() > 0 {
+		return // some are still queued: wait until all went in
+	}
+	p.issued = append(p.issued, p.unissued...)
+	p.unissued = p.unissued[:0]
+}
+
+// urgentSends reports whether a queued send's success is news someone
+// waits for: a writer that was refused, a shutdown or a close behind it.
+// A wait must not sleep on those, as their success posts no completion.
+func (p *uringPoller) urgentSends() bool {
+	for _, ref := range p.unissued {
+		if g := &p.regs[ref.fd]; g.gen == ref.gen && g.sock != nil {
+			if s := g.sock; s.wblocked || s.shut || s.closing {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// finishSends completes the issued sends that posted nothing: they went
+// whole. Only once every completion the kernel posted was read (a send
+// that failed posted one), and while evs has room for what they report.
+func (p *uringPoller) finishSends(evs []Ready, n int) int {
+	if len(p.issued) == 0 || p.r.ready() > 0 || len(evs)-n < len(p.issued) {
+		return n
+	}
+	p.evs, p.nout = evs, n
+	for _, ref := range p.issued {
+		g := &p.regs[ref.fd]
+		if g.gen != ref.gen || g.sock == nil || g.sock.sendSeq != ref.seq || g.sock.sending == 0 {
+			continue // it failed, and its completion was handled
+		}
+		p.ops--
+		p.sendDone(int(ref.fd), g, int32(g.sock.sending))
+	}
+	p.issued = p.issued[:0]
+	return p.nout
+}
+
+func (p *uringPoller) armPollOut(fd int, g *uringReg) {
+	if g.sock.pollOutLive {
+		return
+	}
+	g.sock.pollOutLive = true
+	p.submit(uringSQE{opcode: uringOpPollAdd, fd: int32(fd), opFlags: poll32(unix.POLLOUT | pollRDHUP),
+		userData: uringOpData(uringKindPollOut, fd, g.gen)})
 }
 
 // report adds e for g to the current reap's output.
@@ -260,7 +339,7 @@ func (p *uringPoller) complete(kind uint64, fd int, gen uint32, c uringCQE) {
 	if fd < len(p.regs) && p.regs[fd].gen == gen && p.regs[fd].sock != nil {
 		g = &p.regs[fd]
 	}
-	if g != nil && g.sock.closing && kind != uringKindSend {
+	if g != nil && g.sock.closing && (kind == uringKindRecv || kind == uringKindAccept) {
 		g = nil // closed by its handler, only its last bytes still going
 	}
 	errno := unix.Errno(0)
@@ -312,44 +391,7 @@ func (p *uringPoller) complete(kind uint64, fd int, gen uint32, c uringCQE) {
 		if g == nil {
 			return // cannot be: a socket stays registered until its sends end
 		}
-		s := g.sock
-		s.sending = 0
-		switch {
-		case c.res >= 0:
-			s.txStart += int(c.res)
-			if s.txStart == len(s.tx[0]) {
-				p.chunks.put(s.tx[0])
-				s.tx = append(s.tx[:0], s.tx[1:]...)
-				s.txStart = 0
-			}
-		case errno == unix.ECANCELED && !s.reset:
-			// handOver stopped it; what is left moves on.
-		default:
-			if errno != unix.ECANCELED {
-				s.txErr = errno
-			}
-			p.dropTx(s)
-			p.report(g, EventWrite|EventErr)
-		}
-		if s.reset {
-			p.dropTx(s) // a reset sends nothing more, a short send's rest included
-		}
-		if len(s.tx) > 0 {
-			p.submitSend(fd, g)
-		} else {
-			if s.shut {
-				s.shut = false
-				unix.Shutdown(fd, unix.SHUT_WR)
-			}
-			if s.closing {
-				p.finishClose(fd, g)
-				return
-			}
-		}
-		if s.wblocked && s.room() > 0 {
-			s.wblocked = false
-			p.report(g, EventWrite)
-		}
+		p.sendDone(fd, g, c.res)
 	case uringKindAccept:
 		if g == nil {
 			if c.res >= 0 {
@@ -377,7 +419,15 @@ func (p *uringPoller) complete(kind uint64, fd int, gen uint32, c uringCQE) {
 		if g == nil {
 			return
 		}
-		g.sock.pollOutLive = false
+		s := g.sock
+		s.pollOutLive = false
+		if s.outWait && errno != unix.ECANCELED {
+			s.outWait = false
+			p.submitSend(fd, g) // its error, if any, is the send's to meet
+		}
+		if s.closing {
+			return
+		}
 		switch {
 		case errno == unix.ECANCELED:
 		case c.res < 0:
@@ -387,6 +437,62 @@ func (p *uringPoller) complete(kind uint64, fd int, gen uint32, c uringCQE) {
 				p.report(g, e)
 			}
 		}
+	}
+}
+
+// sendDone handles the end of fd's send in flight: res bytes went out, or
+// the error that stopped it.
+func (p *uringPoller) sendDone(fd int, g *uringReg, res int32) {
+	s := g.sock
+	sent := s.sending
+	s.sending = 0
+	errno := unix.Errno(0)
+	if res < 0 {
+		errno = unix.Errno(-res)
+	}
+	switch {
+	case res >= 0:
+		s.txStart += int(res)
+		if s.txStart == len(s.tx[0]) {
+			p.chunks.put(s.tx[0])
+			s.tx = append(s.tx[:0], s.tx[1:]...)
+			s.txStart = 0
+		}
+		if int(res) < sent && !s.reset {
+			// The socket buffer filled: go on when it drains.
+			s.outWait = true
+			p.armPollOut(fd, g)
+		}
+	case errno == unix.EAGAIN && !s.reset:
+		s.outWait = true
+		p.armPollOut(fd, g)
+	case errno == unix.ECANCELED && !s.reset:
+		// handOver stopped it; what is left moves on.
+	default:
+		if errno != unix.ECANCELED {
+			s.txErr = errno
+		}
+		p.dropTx(s)
+		p.report(g, EventWrite|EventErr)
+	}
+	if s.reset {
+		p.dropTx(s) // a reset sends nothing more, a short send's rest included
+	}
+	if len(s.tx) > 0 {
+		p.submitSend(fd, g)
+	} else {
+		if s.shut {
+			s.shut = false
+			unix.Shutdown(fd, unix.SHUT_WR)
+		}
+		if s.closing {
+			p.finishClose(fd, g)
+			return
+		}
+	}
+	if s.wblocked && s.room() > 0 {
+		s.wblocked = false
+		p.report(g, EventWrite)
 	}
 }
 
@@ -597,7 +703,7 @@ func (p *uringPoller) cancelWaits(fd int, g *uringReg) {
 	if s.acceptLive {
 		p.cancel1(uringKindAccept, fd, g)
 	}
-	if s.pollOutLive {
+	if s.pollOutLive && (!s.outWait || p.stopping) {
 		p.cancel1(uringKindPollOut, fd, g)
 	}
 }
@@ -664,6 +770,12 @@ func (p *uringPoller) finishClose(fd int, g *uringReg) error {
 		p.bufs.give(pc.bid)
 	}
 	s.rx, s.rxHeap = s.rx[:0], nil
+	if s.pollOutLive {
+		// A request holds the socket open in the kernel after close(2):
+		// the wait for room, kept while sends needed it, goes too.
+		p.cancel1(uringKindPollOut, fd, g)
+	}
+	s.outWait = false
 	g.gen = 0
 	return unix.Close(fd)
 }
