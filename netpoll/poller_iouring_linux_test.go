@@ -3,7 +3,6 @@ package netpoll
 import (
 	"errors"
 	"io"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -218,13 +217,7 @@ func TestURingReadinessModeByEnvironment(t *testing.T) {
 		t.Fatalf("mode %s, completion I/O %v: the environment did not keep readiness", p.Mode(), l.io != nil)
 	}
 	runLoop(t, l)
-	addr := listenEcho(t, l, nil)
-	c, err := net.Dial("tcp", addr.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
+	c := dialEcho(t, l, 10*time.Second)
 	if _, err := c.Write([]byte("ping")); err != nil {
 		t.Fatal(err)
 	}

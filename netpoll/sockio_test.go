@@ -107,6 +107,19 @@ func listenEcho(t *testing.T, l *Loop, plan func(c *sockConn)) netip.AddrPort {
 	return addr
 }
 
+// dialEcho connects to a fresh echo listener on the running loop l.
+func dialEcho(t *testing.T, l *Loop, within time.Duration) net.Conn {
+	t.Helper()
+	addr := listenEcho(t, l, nil)
+	c, err := net.Dial("tcp", addr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(within))
+	return c
+}
+
 // TestSocketEcho sends 8 MiB through an echo handler, taking it back more
 // slowly than it is sent, so that both directions fill up and the handler
 // pauses its reads: every byte comes back, in order, on every backend.
@@ -114,13 +127,7 @@ func TestSocketEcho(t *testing.T) {
 	polltest.ForEachBackend(t, Available(), func(t *testing.T, name string) {
 		l := newTestLoop(t, name)
 		runLoop(t, l)
-		addr := listenEcho(t, l, nil)
-		c, err := net.Dial("tcp", addr.String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(20 * time.Second))
+		c := dialEcho(t, l, 20*time.Second)
 		want := make([]byte, 8<<20)
 		rand.Read(want)
 		errc := make(chan error, 1)
