@@ -81,7 +81,7 @@ type uringPoller struct {
 	stopping bool    // handOver: submit nothing new
 	// noRecvBudget: the kernel refused uringRecvBudget (before 6.17).
 	noRecvBudget bool
-	evs          []Ready // the current reap's output
+	evs          []Ready // the current reap's output (see report)
 	nout         int
 	// Sends queued since the last enter, and sends that enter took whose
 	// success (no completion) is not accounted yet (see submitSend).
@@ -329,12 +329,12 @@ func (p *uringPoller) Wait(evs []Ready, timeout time.Duration) (int, error) {
 func (p *uringPoller) reap(evs []Ready) (int, error) {
 	r := p.r
 	p.stamp++
-	out := 0
+	p.evs, p.nout = evs, 0
 	woke := false
 	head := atomic.LoadUint32(r.cqHead)
 	// Acquire: every CQE before the tail is fully written.
 	tail := atomic.LoadUint32(r.cqTail)
-	for ; head != tail && out < len(evs); head++ {
+	for ; head != tail && p.nout < len(evs); head++ {
 		c := r.cqes[head&r.cqMask]
 		more := c.flags&uringCQEFMore != 0
 		if c.userData&(1<<63) != 0 {
@@ -351,9 +351,7 @@ func (p *uringPoller) reap(evs []Ready) (int, error) {
 		}
 		kind, fd, gen := uringSplit(c.userData)
 		if kind != uringKindPoll {
-			p.evs, p.nout = evs, out
 			p.complete(kind, fd, gen, c)
-			out = p.nout
 			continue
 		}
 		if fd >= len(p.regs) || p.regs[fd].gen != gen {
@@ -384,17 +382,23 @@ func (p *uringPoller) reap(evs []Ready) (int, error) {
 				continue
 			}
 		}
-		if g.stamp == p.stamp {
-			evs[g.out].Events |= e
-			continue
-		}
-		g.stamp, g.out = p.stamp, int32(out)
-		evs[out] = Ready{Token: g.tok, Events: e}
-		out++
+		p.report(g, e)
 	}
 	// Release: the kernel may reuse the slots read above only now.
 	atomic.StoreUint32(r.cqHead, head)
-	return out, nil
+	return p.nout, nil
+}
+
+// report adds e for g to the current reap's output (p.evs up to p.nout),
+// merging the completions of one descriptor in one batch into one entry.
+func (p *uringPoller) report(g *uringReg, e Event) {
+	if g.stamp == p.stamp {
+		p.evs[g.out].Events |= e
+		return
+	}
+	g.stamp, g.out = p.stamp, int32(p.nout)
+	p.evs[p.nout] = Ready{Token: g.tok, Events: e}
+	p.nout++
 }
 
 // uringReadiness turns a poll completion's mask into events, as epoll's.

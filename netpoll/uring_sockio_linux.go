@@ -318,17 +318,6 @@ func (p *uringPoller) armPollOut(fd int, g *uringReg) {
 		userData: uringOpData(uringKindPollOut, fd, g.gen)})
 }
 
-// report adds e for g to the current reap's output.
-func (p *uringPoller) report(g *uringReg, e Event) {
-	if g.stamp == p.stamp {
-		p.evs[g.out].Events |= e
-		return
-	}
-	g.stamp, g.out = p.stamp, int32(p.nout)
-	p.evs[p.nout] = Ready{Token: g.tok, Events: e}
-	p.nout++
-}
-
 // complete handles the completion of a socket request.
 func (p *uringPoller) complete(kind uint64, fd int, gen uint32, c uringCQE) {
 	more := c.flags&uringCQEFMore != 0
@@ -545,11 +534,7 @@ func (p *uringPoller) settle() {
 		if g.gen == 0 || s == nil || len(s.rx) == 0 {
 			continue
 		}
-		for _, pc := range s.rx {
-			s.rxHeap = append(s.rxHeap, p.bufs.buf(pc.bid)[pc.off:pc.end]...)
-			p.bufs.give(pc.bid)
-		}
-		s.rx = s.rx[:0]
+		p.keepRx(s)
 		p.stopRecv(int(fd), g)
 	}
 	p.holding = p.holding[:0]
@@ -562,6 +547,25 @@ func (p *uringPoller) settle() {
 		p.starved = p.starved[:0]
 	}
 	p.bufs.publish()
+}
+
+// keepRx copies the bytes s holds in provided buffers onto the heap,
+// after those it kept before, and gives the buffers back.
+func (p *uringPoller) keepRx(s *uringSock) {
+	for _, pc := range s.rx {
+		s.rxHeap = append(s.rxHeap, p.bufs.buf(pc.bid)[pc.off:pc.end]...)
+		p.bufs.give(pc.bid)
+	}
+	s.rx = s.rx[:0]
+}
+
+// dropRx forgets what s received and has not read, giving the buffers
+// back.
+func (p *uringPoller) dropRx(s *uringSock) {
+	for _, pc := range s.rx {
+		p.bufs.give(pc.bid)
+	}
+	s.rx, s.rxHeap = s.rx[:0], nil
 }
 
 func (p *uringPoller) read(d *Desc, b []byte) (int, error) {
@@ -713,10 +717,7 @@ func (p *uringPoller) cancelWaits(fd int, g *uringReg) {
 func (p *uringPoller) stopAll(fd int, g *uringReg) {
 	s := g.sock
 	p.cancelWaits(fd, g)
-	for _, pc := range s.rx {
-		p.bufs.give(pc.bid)
-	}
-	s.rx, s.rxHeap = s.rx[:0], nil
+	p.dropRx(s)
 	for _, afd := range s.accepted {
 		unix.Close(afd)
 	}
@@ -730,11 +731,7 @@ func (p *uringPoller) close(d *Desc) error {
 	p.stopAll(fd, g)
 	s.want = 0
 	if d.reset {
-		s.reset = true
-		p.dropTx(s)
-		if s.sending > 0 {
-			p.cancel1(uringKindSend, fd, g)
-		}
+		p.resetTx(fd, g)
 	}
 	if len(s.tx) == 0 {
 		return p.finishClose(fd, g)
@@ -744,17 +741,24 @@ func (p *uringPoller) close(d *Desc) error {
 	gen := g.gen
 	s.drain = d.loop.AfterFunc(uringDrainTimeout, func() {
 		if g := &p.regs[fd]; g.gen == gen && g.sock.closing && !g.sock.reset {
-			g.sock.reset = true
 			unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
-			p.dropTx(g.sock)
-			if g.sock.sending > 0 {
-				p.cancel1(uringKindSend, fd, g)
-			} else {
+			if p.resetTx(fd, g); len(g.sock.tx) == 0 {
 				p.finishClose(fd, g)
 			}
 		}
 	})
 	return nil
+}
+
+// resetTx drops what fd was to send: all of it but a send in flight,
+// which is cancelled, and whose end (sendDone) drops the rest.
+func (p *uringPoller) resetTx(fd int, g *uringReg) {
+	s := g.sock
+	s.reset = true
+	p.dropTx(s)
+	if s.sending > 0 {
+		p.cancel1(uringKindSend, fd, g)
+	}
 }
 
 // finishClose closes fd. Completions of its requests still on their way
@@ -766,10 +770,7 @@ func (p *uringPoller) finishClose(fd int, g *uringReg) error {
 		s.drain.Stop()
 		s.drain = nil
 	}
-	for _, pc := range s.rx {
-		p.bufs.give(pc.bid)
-	}
-	s.rx, s.rxHeap = s.rx[:0], nil
+	p.dropRx(s)
 	if s.pollOutLive {
 		// A request holds the socket open in the kernel after close(2):
 		// the wait for room, kept while sends needed it, goes too.
@@ -830,10 +831,8 @@ func (p *uringPoller) handOver(descs []*Desc) error {
 		if d.moved != nil {
 			m = *d.moved // older than anything the ring received
 		}
+		p.keepRx(s)
 		m.in = append(m.in, s.rxHeap...)
-		for _, pc := range s.rx {
-			m.in = append(m.in, p.bufs.buf(pc.bid)[pc.off:pc.end]...)
-		}
 		// What the ring was to send went before what the handler could
 		// not hand it yet.
 		m.out = append(s.unsent(), m.out...)
