@@ -98,8 +98,8 @@ func (d *Desc) Close() error {
 		// which included these, so this is rare and small.
 		RawWrite(d.fd, m.out)
 	}
-	d.closeMovedFDs()
-	err := d.Detach()
+	err := d.Detach() // closes what a listener had accepted and not taken
+
 	if cerr := unix.Close(d.fd); err == nil {
 		err = cerr
 	}
