@@ -171,11 +171,10 @@ type ring struct {
 	cqMask uint32
 	cqes   []uringCQE
 
-	arg    uringGetEventsArg
-	ts     unix.Timespec
-	enters uint64 // io_uring_enter calls
-	// counter, when set, counts them too, for the loop's Stats (read from
-	// other goroutines).
+	arg uringGetEventsArg
+	ts  unix.Timespec
+	// counter, when set, counts the io_uring_enter calls, for the loop's
+	// Stats (read from other goroutines).
 	counter *atomic.Uint64
 }
 
@@ -365,7 +364,6 @@ func (r *ring) enter(flags uint32, minComplete uint32, timeout *time.Duration) e
 		arg, argSize = unsafe.Pointer(&r.arg), unsafe.Sizeof(r.arg)
 		flags |= uringEnterExtArg
 	}
-	r.enters++
 	if r.counter != nil {
 		r.counter.Add(1)
 	}
