@@ -310,7 +310,9 @@ func (p *uringPoller) finishSends(evs []Ready, n int) int {
 }
 
 func (p *uringPoller) armPollOut(fd int, g *uringReg) {
-	if g.sock.pollOutLive {
+	if g.sock.pollOutLive || p.stopping {
+		// handOver: a send it finished short arms nothing it would then
+		// wait for; the bytes left move on with the rest.
 		return
 	}
 	g.sock.pollOutLive = true
