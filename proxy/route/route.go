@@ -608,9 +608,11 @@ func (rw *respWriter) WriteHeader(status int, fields []stream.Field, end bool) e
 	}
 	rw.wrote = true
 	fs := append(rw.h.fields[:0], fields...)
-	nodes := rw.ops[:rw.n]
-	if rw.more != nil {
-		nodes = rw.more
+	// More edits than ops holds live in more alone (wrap), and ops[:n]
+	// would slice past the array.
+	nodes := rw.more
+	if nodes == nil {
+		nodes = rw.ops[:rw.n]
 	}
 	for _, n := range nodes {
 		if n.RespMatch == nil || n.RespMatch.Matches(status, fs) {

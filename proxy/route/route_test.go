@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/pollproxy/pollproxy/proxy/stream"
@@ -196,6 +197,39 @@ func TestExpression(t *testing.T) {
 	for _, src := range []string{`{method} ==`, `{method}`, `{nope} == "x"`, `colour('red')`} {
 		if _, err := CompileExpression(src, "m"); err == nil {
 			t.Errorf("%s compiled", src)
+		}
+	}
+}
+
+// TestManyResponseEdits is the CORS preflight that took the process down:
+// five header directives and a respond, so the edits outgrow the writer's
+// inline array, and every one of them reaches the response.
+func TestManyResponseEdits(t *testing.T) {
+	var nodes []Node
+	for i := 0; i < 9; i++ {
+		op, err := ParseHeaderOp([]string{fmt.Sprintf("X-Edit-%d", i), "v"}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, Node{Kind: EditResponse, Ops: []HeaderOp{op}})
+	}
+	nodes = append(nodes, Node{Kind: Respond, Status: 204, Static: Responder(204, "")})
+	h := NewHandler(&Table{Nodes: nodes}, nil, nil, nil)
+	for _, n := range []int{1, 4, 5, 9} {
+		h.t = &Table{Nodes: append(append([]Node(nil), nodes[:n]...), nodes[len(nodes)-1])}
+		rec := &recorder{}
+		h.Serve(&stream.Request{Method: "OPTIONS", Path: "/", Authority: "example.com"}, rec)
+		if rec.status != 204 {
+			t.Fatalf("%d edits: status %d, want 204", n, rec.status)
+		}
+		got := 0
+		for _, f := range rec.fields {
+			if strings.HasPrefix(f.Name, "x-edit-") {
+				got++
+			}
+		}
+		if got != n {
+			t.Errorf("%d edits: %d reached the response: %v", n, got, rec.fields)
 		}
 	}
 }
