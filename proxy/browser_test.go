@@ -14,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/pollproxy/pollproxy/internal/testenv"
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy"
@@ -112,10 +113,7 @@ var browserResult = regexp.MustCompile(`RESULT ws=(\d+) sse=(\d+) via=(\S*) erro
 // fetch that held virtual time still had ended — the same with Go's
 // httputil.ReverseProxy in pollproxy's place, so Chromium's, not ours.
 func TestBrowserWebSocketAndSSE(t *testing.T) {
-	chromium, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Skip("chromium is not installed (Debian package chromium): the real-browser test needs it")
-	}
+	chromium := testenv.Tool(t, "chromium", "chromium")
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		o, results := browserOrigin(t)
 		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}})

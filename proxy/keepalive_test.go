@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pollproxy/pollproxy/internal/testenv"
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy"
@@ -29,10 +30,7 @@ const originKeepAlive = time.Second
 // connection idle that long, the origin behind most keep-alive 502s.
 func nodeOrigin(t *testing.T) string {
 	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("no node")
-	}
+	node := testenv.Tool(t, "node", "nodejs")
 	script := filepath.Join(t.TempDir(), "origin.js")
 	os.WriteFile(script, []byte(`
 const http = require('http');

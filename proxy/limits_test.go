@@ -14,6 +14,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
+	"github.com/pollproxy/pollproxy/internal/testenv"
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy"
@@ -109,7 +110,7 @@ func (r *rawH2) status(id uint32) string {
 // goes over raw frames, and curl sends a list that is over the limit by
 // its per-field overhead alone.
 func TestOversizedHeaders(t *testing.T) {
-	curl, curlErr := exec.LookPath("curl")
+	curl := testenv.Tool(t, "curl", "curl")
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		o := newOrigin(t, nil)
 		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}})
@@ -128,9 +129,6 @@ func TestOversizedHeaders(t *testing.T) {
 			t.Errorf("origin saw %d requests, want 1", n)
 		}
 
-		if curlErr != nil {
-			t.Skip("no curl")
-		}
 		dir := t.TempDir()
 		ca := e.certFile
 		run := func(args ...string) (status, verbose string) {

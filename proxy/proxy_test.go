@@ -26,6 +26,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/sys/unix"
 
+	"github.com/pollproxy/pollproxy/internal/testenv"
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy"
@@ -817,10 +818,7 @@ func startNginx(t *testing.T, root string) string {
 // startNginxServer runs nginx in the foreground with one server on a free
 // loopback port: listen takes listenOpts, the block holds body.
 func startNginxServer(t *testing.T, listenOpts, body string) string {
-	nginx, err := exec.LookPath("nginx")
-	if err != nil {
-		t.Skip("nginx not installed")
-	}
+	nginx := testenv.Tool(t, "nginx", "nginx-light")
 	dir := t.TempDir()
 	addr := closedAddr(t)
 	conf := filepath.Join(dir, "nginx.conf")

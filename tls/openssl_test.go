@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pollproxy/pollproxy/internal/testenv"
 )
 
 // lockedBuffer collects a child process's output for polling.
@@ -45,10 +47,7 @@ func waitFor(t *testing.T, out *lockedBuffer, want string, n int) {
 // (requesting an update in return) to the loop: the session must answer
 // with its own KeyUpdate and keep both directions working.
 func TestKeyUpdateOpenSSL(t *testing.T) {
-	openssl, err := exec.LookPath("openssl")
-	if err != nil {
-		t.Skip("openssl not found in PATH; skipping the KeyUpdate test against openssl s_client")
-	}
+	openssl := testenv.Tool(t, "openssl", "openssl")
 	pool := newPool(t, 2, 4, 5*time.Second)
 	for _, oneByte := range []bool{false, true} {
 		t.Run(fmt.Sprintf("oneByte=%v", oneByte), func(t *testing.T) {
@@ -99,10 +98,7 @@ func TestKeyUpdateOpenSSL(t *testing.T) {
 // TestRenegotiationRefusedOpenSSL has openssl s_client ask for a TLS 1.2
 // renegotiation ("R"): the loop's Read fails and an alert reaches the client.
 func TestRenegotiationRefusedOpenSSL(t *testing.T) {
-	openssl, err := exec.LookPath("openssl")
-	if err != nil {
-		t.Skip("openssl not found in PATH; skipping the renegotiation test against openssl s_client")
-	}
+	openssl := testenv.Tool(t, "openssl", "openssl")
 	pool := newPool(t, 1, 1, 5*time.Second)
 	ln := listen(t)
 	res := accept(t, ln, pool, serverConfig(t), loopOpts{})

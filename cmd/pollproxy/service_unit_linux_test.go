@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/pollproxy/pollproxy/internal/testenv"
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
@@ -68,10 +69,7 @@ func one(t *testing.T, svc map[string][]string, key string) string {
 // test; a broken copy shows that such warnings do appear. verify does not
 // look User= up; TestServiceUser checks the user the unit names.
 func TestServiceUnitVerify(t *testing.T) {
-	analyze, err := exec.LookPath("systemd-analyze")
-	if err != nil {
-		t.Skip("no systemd-analyze here")
-	}
+	analyze := testenv.Tool(t, "systemd-analyze", "systemd")
 	unit, err := os.ReadFile(filepath.Join(repoRoot(t), "dist", "pollproxy.service"))
 	if err != nil {
 		t.Fatal(err)
@@ -103,10 +101,7 @@ func TestServiceUnitVerify(t *testing.T) {
 func TestServiceUser(t *testing.T) {
 	svc := unitService(t)
 	user, group := one(t, svc, "User"), one(t, svc, "Group")
-	sysusers, err := exec.LookPath("systemd-sysusers")
-	if err != nil {
-		t.Skip("no systemd-sysusers here")
-	}
+	sysusers := testenv.Tool(t, "systemd-sysusers", "systemd")
 	root := t.TempDir()
 	conf, err := os.ReadFile(filepath.Join(repoRoot(t), "dist", "pollproxy.sysusers"))
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pollproxy/pollproxy/internal/testenv"
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy/ab"
@@ -43,9 +44,7 @@ func startProxy(t *testing.T, pollers string) *proxyUnderLoad {
 // given ab_rotate.
 func startProxyWith(t *testing.T, pollers string, interval time.Duration, rotate string) *proxyUnderLoad {
 	t.Helper()
-	if _, err := exec.LookPath("h2load"); err != nil {
-		t.Skip("h2load not installed (Debian: nghttp2-client)")
-	}
+	testenv.Tool(t, "h2load", "nghttp2-client")
 	body := bytes.Repeat([]byte("x"), 1024)
 	origin := servertest.Origin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(body) }))
 

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os/exec"
 	"regexp"
 	"testing"
 
+	"github.com/pollproxy/pollproxy/internal/testenv"
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
@@ -55,10 +55,7 @@ var adminAttackResult = regexp.MustCompile(`RESULT (.*) END`)
 // preflight and switches them, which shows the page really reaches the
 // listener.
 func TestAdminFromBrowserPage(t *testing.T) {
-	chromium, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Skip("chromium is not installed (Debian package chromium): the real-browser test needs it")
-	}
+	chromium := testenv.Tool(t, "chromium", "chromium")
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		pagePort := servertest.FreePort(t)
 		t.Run("default", func(t *testing.T) {

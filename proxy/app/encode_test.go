@@ -23,6 +23,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
+	"github.com/pollproxy/pollproxy/internal/testenv"
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy/encode/encodetest"
@@ -253,9 +254,7 @@ func TestEncode(t *testing.T) {
 // TestEncodeCurl: curl --compressed, a client that decodes by itself,
 // gets the page whole over both protocols.
 func TestEncodeCurl(t *testing.T) {
-	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("no curl")
-	}
+	testenv.Tool(t, "curl", "curl")
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		o := encodeOrigin(t, nil)
 		port, _ := startSite(t, backend, "\tencode\n\treverse_proxy "+o)

@@ -3,10 +3,10 @@ package app
 import (
 	"fmt"
 	"net/http"
-	"os/exec"
 	"regexp"
 	"testing"
 
+	"github.com/pollproxy/pollproxy/internal/testenv"
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
@@ -36,10 +36,7 @@ var spaResult = regexp.MustCompile(`RESULT (.*) END`)
 // script's answer from the app, over HTTP/2 and HTTP/1.1 on every poller
 // backend.
 func TestSinglePageAppInBrowser(t *testing.T) {
-	chromium, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Skip("chromium is not installed (Debian package chromium): the real-browser test needs it")
-	}
+	chromium := testenv.Tool(t, "chromium", "chromium")
 	app := servertest.Origin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "hello from the app at %s", r.URL.Path)
 	}))

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pollproxy/pollproxy/internal/testenv"
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
@@ -68,10 +69,7 @@ func viaHeader(addr, src, header string, roots *x509.CertPool) (string, error) {
 // returns its address.
 func startHAProxy(t *testing.T, backend string) string {
 	t.Helper()
-	bin, err := exec.LookPath("haproxy")
-	if err != nil {
-		t.Skip("haproxy is not installed (Debian package haproxy)")
-	}
+	bin := testenv.Tool(t, "haproxy", "haproxy")
 	addr := fmt.Sprintf("127.0.0.1:%d", servertest.FreePort(t))
 	cfg := filepath.Join(t.TempDir(), "haproxy.cfg")
 	os.WriteFile(cfg, []byte(fmt.Sprintf(`global

@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/net/http2"
 
+	"github.com/pollproxy/pollproxy/internal/testenv"
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	pptls "github.com/pollproxy/pollproxy/tls"
@@ -50,10 +51,7 @@ func TestDescriptorExhaustion(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the pollproxy binary")
 	}
-	prlimit, err := exec.LookPath("prlimit")
-	if err != nil {
-		t.Skip("prlimit not available")
-	}
+	prlimit := testenv.Tool(t, "prlimit", "util-linux")
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("no /proc")
 	}

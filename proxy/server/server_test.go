@@ -23,6 +23,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
+	"github.com/pollproxy/pollproxy/internal/testenv"
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy/server"
@@ -428,10 +429,7 @@ func TestShutdownGraceful(t *testing.T) {
 // TestCurl drives the server with curl over h2 and HTTP/1.1, verifying
 // the certificate.
 func TestCurl(t *testing.T) {
-	curl, err := exec.LookPath("curl")
-	if err != nil {
-		t.Skip("curl not installed")
-	}
+	curl := testenv.Tool(t, "curl", "curl")
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		r := newRoutes()
 		e := startEnv(t, backend, 2, r.forLoop, nil)
@@ -456,10 +454,7 @@ func TestCurl(t *testing.T) {
 
 // TestNghttp drives the server with nghttp2's client.
 func TestNghttp(t *testing.T) {
-	nghttp, err := exec.LookPath("nghttp")
-	if err != nil {
-		t.Skip("nghttp not installed")
-	}
+	nghttp := testenv.Tool(t, "nghttp", "nghttp2-client")
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		r := newRoutes()
 		e := startEnv(t, backend, 1, r.forLoop, nil)

@@ -19,6 +19,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pollproxy/pollproxy/internal/testenv"
 )
 
 // Pebble is a running Pebble, the ACME test CA: its directory URL, the
@@ -68,15 +70,19 @@ func freePort(t testing.TB) int {
 // the system resolver and connects to them on httpPort and tlsPort.
 func Start(t testing.TB, ctx context.Context) *Pebble {
 	t.Helper()
-	out, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "github.com/letsencrypt/pebble/v2").Output()
-	modDir := strings.TrimSpace(string(out))
-	if err != nil || modDir == "" {
-		t.Skipf("pebble module not available (go list: %v); it is a tool dependency in go.mod", err)
+	// go list -m names no directory for a module not yet downloaded (a
+	// fresh clone), so the module is downloaded first: the version go.mod
+	// pins, through the module proxy, as go build would fetch it.
+	out, err := exec.CommandContext(ctx, "go", "mod", "download", "-json", "github.com/letsencrypt/pebble/v2").Output()
+	var mod struct{ Dir, Error string }
+	if jerr := json.Unmarshal(out, &mod); err != nil || jerr != nil || mod.Dir == "" {
+		testenv.Missing(t, fmt.Sprintf("pebble's module (a tool dependency in go.mod) could not be downloaded: %v %s", err, mod.Error))
 	}
+	modDir := mod.Dir
 	bin := filepath.Join(t.TempDir(), "pebble")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/letsencrypt/pebble/v2/cmd/pebble")
 	if msg, err := build.CombinedOutput(); err != nil {
-		t.Skipf("cannot build pebble: %v\n%s", err, msg)
+		t.Fatalf("building pebble: %v\n%s", err, msg)
 	}
 
 	minica, err := os.ReadFile(filepath.Join(modDir, "test", "certs", "pebble.minica.pem"))

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pollproxy/pollproxy/internal/testenv"
 )
 
 // Server is a redis-server started by a test.
@@ -58,10 +60,7 @@ func (l *logBuf) String() string {
 // directory of its own, and stops it (by its PID) when the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server is not installed (Debian package redis-server); skipping the tests against a real Redis")
-	}
+	bin := testenv.Tool(t, "redis-server", "redis-server")
 	port := freePort(t)
 	s := &Server{t: t, bin: bin, dir: t.TempDir(), port: port, Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
 	s.Restart()
