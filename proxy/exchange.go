@@ -232,12 +232,12 @@ func (ex *exchange) end(o outcome) {
 // renders its errors itself (handle_errors).
 func (ex *exchange) answer(status int, text string) {
 	ex.status = status
-	if r, ok := ex.w.(stream.ErrorRouter); ok && r.RouteError(status, text) {
+	if stream.RouteError(ex.w, status, text) {
 		return
 	}
-	if r, ok := ex.w.(stream.BodyRefuser); ok && !ex.bodyEnded {
+	if !ex.bodyEnded {
 		// The rest of the client's body goes nowhere now.
-		r.RefuseBody()
+		stream.RefuseBody(ex.w)
 	}
 	body := make([]byte, 0, len(text)+1)
 	body = append(append(body, text...), '\n')
@@ -549,9 +549,7 @@ func (ex *exchange) originQuiet() {
 	if ex.phase != phaseStreaming {
 		return
 	}
-	if f, ok := ex.w.(stream.Flusher); ok {
-		f.Flush()
-	}
+	stream.Flush(ex.w)
 }
 
 // informational passes an informational response on: 100 Continue is

@@ -44,7 +44,7 @@ func ErrorResponse(status int) *static.Handler {
 // raise answers the error directive's route n: to the site's error
 // routes when w reaches them, or with the bare status.
 func (h *Handler) raise(n *Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
-	if r, ok := w.(stream.ErrorRouter); ok && r.RouteError(n.Status, n.To.Expand(req)) {
+	if stream.RouteError(w, n.Status, n.To.Expand(req)) {
 		return drain{w}
 	}
 	return n.Static.Serve(req, w)
@@ -140,11 +140,14 @@ func (ew *errWatch) Close(trailers []stream.Field) error { return ew.w.Close(tra
 func (ew *errWatch) Reset(code uint32)                   { ew.w.Reset(code) }
 func (ew *errWatch) Consumed(n int)                      { ew.w.Consumed(n) }
 
-// RefuseBody passes stream.BodyRefuser on, while the first handler
-// answers.
+// Unwrap implements stream.Unwrapper.
+func (ew *errWatch) Unwrap() stream.ResponseWriter { return ew.w }
+
+// RefuseBody passes stream.BodyRefuser on only while the first handler
+// answers: the error routes' answer drops the body itself.
 func (ew *errWatch) RefuseBody() {
-	if r, ok := ew.w.(stream.BodyRefuser); ok && !ew.routed {
-		r.RefuseBody()
+	if !ew.routed {
+		stream.RefuseBody(ew.w)
 	}
 }
 
@@ -194,4 +197,5 @@ var (
 	_ stream.ResponseWriter = (*errWatch)(nil)
 	_ stream.ErrorRouter    = (*errWatch)(nil)
 	_ stream.BodyRefuser    = (*errWatch)(nil)
+	_ stream.Unwrapper      = (*errWatch)(nil)
 )

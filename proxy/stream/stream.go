@@ -54,6 +54,20 @@
 //
 // The tunnel adds no call in the other direction: the re-entrancy rule
 // holds unchanged, and PeerEOF is one more entry point from the loop.
+//
+// # Wrapping a ResponseWriter
+//
+// Handlers wrap the writer they are given (response edits, an encoder,
+// an access log, the error routes' watch), and the optional interfaces
+// (ErrorRouter, BodyRefuser, Flusher) belong to whichever writer in the
+// chain has them. One rule, as net/http's ResponseController has it:
+// every wrapper implements Unwrapper, and a caller reaches an optional
+// method only through the helpers that walk the chain (RouteError,
+// RefuseBody, Flush, Find), never by a type assertion on the writer in
+// hand. So a wrapper implements an optional method only to change what
+// it does (the encoder's Flush sends what it holds, then passes on);
+// one that merely passes it on implements nothing, and a new optional
+// interface needs no change to any wrapper.
 package stream
 
 import (
