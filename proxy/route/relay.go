@@ -283,6 +283,11 @@ func (c *copying) OnWritable() {
 	}
 }
 
+// OnRelease releases nothing: the relay, the request's Events, releases
+// the relayed exchange itself. (Without it, hold's would be promoted
+// here and call back into the routes' answer.)
+func (*copying) OnRelease() {}
+
 var (
 	_ stream.Events         = (*relay)(nil)
 	_ stream.Releaser       = (*relay)(nil)
@@ -292,5 +297,6 @@ var (
 	_ stream.Unwrapper      = (*relayReply)(nil)
 	_ stream.ResponseWriter = (*routesWriter)(nil)
 	_ stream.Unwrapper      = (*routesWriter)(nil)
+	_ stream.Releaser       = (*copying)(nil)
 	_ copier                = (*routesWriter)(nil)
 )
