@@ -233,6 +233,8 @@ func (ex *exchange) end(o outcome) {
 func (ex *exchange) answer(status int, text string) {
 	ex.status = status
 	if stream.RouteError(ex.w, status, text) {
+		// The error routes' answer is the request's: it reports it.
+		ex.log.Skip = true
 		return
 	}
 	if !ex.bodyEnded {
@@ -261,6 +263,7 @@ func (ex *exchange) report(o *outcome, tunnel bool) {
 		return
 	}
 	l := &ex.log
+	ex.noteReplaced()
 	l.Status, l.BytesOut, l.Reused = ex.status, ex.bytesOut, ex.reused
 	l.Reason, l.Detail = o.reason, o.detail
 	if tunnel {
@@ -306,10 +309,19 @@ func (ex *exchange) OnRelease() {
 		return
 	}
 	if ex.phase != phaseDone {
+		ex.noteReplaced()
 		ex.w = releasedWriter{}
 		return
 	}
 	ex.recycle()
+}
+
+// noteReplaced leaves the request to the answer that replaced the
+// response (handle_response, intercept), which reports it.
+func (ex *exchange) noteReplaced() {
+	if stream.Replaced(ex.w) {
+		ex.log.Skip = true
+	}
 }
 
 // releasedWriter stands in for a ResponseWriter the front end took back.

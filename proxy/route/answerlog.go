@@ -71,6 +71,9 @@ func (a *answerLog) end() {
 		return
 	}
 	a.ended = true
+	if stream.Replaced(a.ResponseWriter) {
+		a.log.Skip = true // the answer that replaced this one reports the request
+	}
 	a.log.Duration = a.h.clock.Now().Sub(a.log.Start)
 	a.h.obs.Observe(&a.log)
 }

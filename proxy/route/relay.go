@@ -217,6 +217,10 @@ func (o *relayReply) Consumed(n int) {
 // when it goes anywhere.
 func (o *relayReply) Unwrap() stream.ResponseWriter { return o.cw }
 
+// Replaced implements stream.Replacer: a taken response is not the
+// client's, the routes' answer is.
+func (o *relayReply) Replaced() bool { return o.routed }
+
 // RefuseBody passes on to the client's writer, unless the relayed
 // exchange is forward_auth's subrequest: the client's body is not its to
 // refuse.
@@ -295,6 +299,7 @@ var (
 	_ stream.ErrorRouter    = (*relayReply)(nil)
 	_ stream.BodyRefuser    = (*relayReply)(nil)
 	_ stream.Unwrapper      = (*relayReply)(nil)
+	_ stream.Replacer       = (*relayReply)(nil)
 	_ stream.ResponseWriter = (*routesWriter)(nil)
 	_ stream.Unwrapper      = (*routesWriter)(nil)
 	_ stream.Releaser       = (*copying)(nil)

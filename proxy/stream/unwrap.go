@@ -55,3 +55,20 @@ func Flush(w ResponseWriter) {
 		f.Flush()
 	}
 }
+
+// Replacer is implemented by a ResponseWriter that can take a handler's
+// response away from the client and have other routes answer in its
+// place (handle_response, intercept, forward_auth's 2xx). Replaced
+// reports whether it did so. A request is reported once, as Caddy logs
+// it, by the answer the client got: a handler whose response was
+// replaced leaves it to that answer.
+type Replacer interface {
+	Replaced() bool
+}
+
+// Replaced reports whether the first Replacer in w's chain took the
+// response of the handler writing to w.
+func Replaced(w ResponseWriter) bool {
+	r, ok := Find[Replacer](w)
+	return ok && r.Replaced()
+}
