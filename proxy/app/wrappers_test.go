@@ -197,3 +197,50 @@ func wrapperLog(t *testing.T, logFile string, want []string) {
 		t.Errorf("access log entries:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestReplacedLoggedOnce: a response other routes replace (an intercept
+// over a reverse_proxy behind encode, forward_auth's 2xx) gives one
+// access log entry, the answer the client got, as in Caddy.
+func TestReplacedLoggedOnce(t *testing.T) {
+	origin := servertest.Origin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/auth" {
+			w.WriteHeader(404)
+		}
+		w.Write(encodePage)
+	}))
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		logFile := filepath.Join(t.TempDir(), "access.log")
+		port, cls := startSite(t, backend, fmt.Sprintf(`	log {
+		output file %[1]s
+		format json
+	}
+	encode gzip
+	handle /icpt/* {
+		intercept {
+			@nf status 404
+			handle_response @nf {
+				respond "intercepted" 410
+			}
+		}
+		reverse_proxy %[2]s
+	}
+	handle /fa/* {
+		forward_auth %[2]s {
+			uri /auth
+		}
+		respond "let in"
+	}`, logFile, origin))
+		base := fmt.Sprintf("https://localhost:%d", port)
+		var want []string
+		for _, c := range cls {
+			for _, x := range []exchange{
+				{method: "GET", path: "/icpt/x", status: 410, body: "intercepted"},
+				{method: "GET", path: "/fa/x", status: 200, body: "let in"},
+			} {
+				x.run(t, c, base)
+				want = append(want, fmt.Sprintf("%s %d", x.path, x.status))
+			}
+		}
+		wrapperLog(t, logFile, want)
+	})
+}

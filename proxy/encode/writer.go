@@ -343,7 +343,9 @@ func (w *Writer) Flush() {
 			w.drain()
 		}
 	}
-	stream.Flush(w.Unwrap())
+	if !w.released {
+		stream.Flush(w.next)
+	}
 }
 
 // pending reports compressed bytes waiting for the client.
@@ -428,14 +430,8 @@ func (w *Writer) Consumed(n int) {
 	}
 }
 
-// Unwrap implements stream.Unwrapper: nil once the request is released,
-// so nothing reaches the writer beneath any more.
-func (w *Writer) Unwrap() stream.ResponseWriter {
-	if w.released {
-		return nil
-	}
-	return w.next
-}
+// Unwrap implements stream.Unwrapper.
+func (w *Writer) Unwrap() stream.ResponseWriter { return w.next }
 
 // OnBody implements stream.Events.
 func (w *Writer) OnBody(p []byte) {
