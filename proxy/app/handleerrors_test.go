@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -190,6 +191,54 @@ func TestErrorDirectiveLogged(t *testing.T) {
 			if !strings.Contains(line, `"status":403`) || !strings.Contains(line, `"uri":"/private/x"`) {
 				t.Errorf("access log entry %s: want status 403 for /private/x", line)
 			}
+		}
+	})
+}
+
+// TestHandleErrorsFileServer: file_server's own errors (a file that is
+// not there, a method it does not serve) are errors for handle_errors,
+// as Caddy's file_server returns them. The error pages of Caddy's docs
+// (rewrite to the page, file_server again) are found under the site's
+// root and served with the error's status, for any method, as Caddy's
+// file_server does in error routes. Without handle_errors these errors
+// stay the bare status (TestFileServer).
+func TestHandleErrorsFileServer(t *testing.T) {
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "index.html"), []byte("home"), 0o644)
+	os.WriteFile(filepath.Join(root, "404.html"), []byte("custom not found page"), 0o644)
+	os.WriteFile(filepath.Join(root, "403.html"), []byte("custom forbidden page"), 0o644)
+	site := fmt.Sprintf(`	root * %s
+	encode gzip
+	error /private/* 403
+	handle /strict/* {
+		try_files {path} =404
+		file_server
+	}
+	file_server
+	handle_errors 404 403 {
+		rewrite * /{err.status_code}.html
+		file_server
+	}
+	handle_errors {
+		respond "handled {err.status_code}"
+	}`, root)
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		port, cls := startSite(t, backend, site)
+		base := fmt.Sprintf("https://localhost:%d", port)
+		for proto, c := range cls {
+			t.Run(proto, func(t *testing.T) {
+				for _, x := range []exchange{
+					{method: "GET", path: "/", status: 200, body: "home"},
+					{method: "GET", path: "/missing.html", status: 404, body: "custom not found page"},
+					{method: "GET", path: "/no/such/dir/", status: 404, body: "custom not found page"},
+					{method: "POST", path: "/missing.html", status: 404, body: "custom not found page"},
+					{method: "GET", path: "/private/x", status: 403, body: "custom forbidden page"},
+					{method: "GET", path: "/strict/nothing", status: 404, body: "custom not found page"},
+					{method: "DELETE", path: "/index.html", status: 405, body: "handled 405"},
+				} {
+					x.run(t, c, base)
+				}
+			})
 		}
 	})
 }

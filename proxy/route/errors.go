@@ -61,8 +61,12 @@ func (drain) OnAbort(error)            {}
 
 // watch serves req through the routes with an errWatch in front.
 func (h *Handler) watch(req *stream.Request, w stream.ResponseWriter) stream.Events {
-	ew := &errWatch{h: h, w: w, req: req, method: req.Method, path: req.Path}
+	ew := &errWatch{h: h, w: w, req: req, method: req.Method, path: req.Path, serving: true}
 	ev := h.serve(req, ew)
+	ew.serving = false
+	if !ew.routed {
+		ew.root = h.ctx.root // what the routes set: the handler's context is still this request's
+	}
 	if ew.routed {
 		ew.old = ev // it answered at once, with an error the routes took
 	} else {
@@ -77,6 +81,8 @@ type errWatch struct {
 	w            stream.ResponseWriter // the client's
 	req          *stream.Request
 	method, path string // the request's, before any rewrite: Caddy's error routes see them
+	root         string // the root the routes set: the error routes start from it
+	serving      bool   // the routes are being evaluated: the handler's context is the request's
 
 	inner  stream.Events // whatever answers now
 	old    stream.Events // the handler whose error the routes took
@@ -98,6 +104,9 @@ func (ew *errWatch) RouteError(status int, message string) bool {
 		return true
 	}
 	ew.routed, ew.status = true, status
+	if ew.serving { // an error raised while the routes ran (the error directive)
+		ew.root = ew.h.ctx.root
+	}
 	ew.old, ew.inner = ew.inner, nil
 	r := ew.req
 	r.Method, r.Path, r.Upgrade = ew.method, ew.path, ""
@@ -108,7 +117,7 @@ func (ew *errWatch) RouteError(status int, message string) bool {
 	if r.Handoff != nil {
 		depth = r.Handoff.Depth + 1
 	}
-	r.Handoff = &stream.Handoff{ErrStatus: status, ErrMessage: message, ErrID: errorID(), Depth: depth}
+	r.Handoff = &stream.Handoff{ErrStatus: status, ErrMessage: message, ErrID: errorID(), Root: ew.root, Depth: depth}
 	ew.inner = ew.h.serveFrom(ew.h.t.Errors, r, ew)
 	return true
 }

@@ -202,6 +202,9 @@ func (h *Handler) serveFrom(nodes []Node, req *stream.Request, w stream.Response
 // terminal route (nil: none matched).
 func (h *Handler) evaluate(nodes []Node, req *stream.Request, memo *fileMemo) (*Node, reqVars) {
 	h.ctx.Reset(req, h.clientFn)
+	if req.Handoff != nil { // the error routes start where the routes left the root
+		h.ctx.root = req.Handoff.Root
+	}
 	req.ClientIP = h.ctx.ClientIP() // for {client_ip}
 	req.Captures = req.Captures[:0] // a second pass (file matchers) saves them again
 	h.ctx.files = memo

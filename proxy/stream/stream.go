@@ -167,6 +167,10 @@ type Handoff struct {
 	ErrStatus  int
 	ErrMessage string
 	ErrID      string
+	// Root is the root the routes had set when the error happened
+	// (Caddy's {http.vars.root}): the error routes start from it, so
+	// their file_server finds the site's error pages.
+	Root string
 	// Status and Header are the origin's response handle_response
 	// matched.
 	Status int
