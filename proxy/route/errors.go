@@ -64,13 +64,11 @@ func (h *Handler) watch(req *stream.Request, w stream.ResponseWriter) stream.Eve
 	ew := &errWatch{h: h, w: w, req: req, method: req.Method, path: req.Path, serving: true}
 	ev := h.serve(req, ew)
 	ew.serving = false
-	if !ew.routed {
-		ew.root = h.ctx.root // what the routes set: the handler's context is still this request's
-	}
 	if ew.routed {
 		ew.old = ev // it answered at once, with an error the routes took
 	} else {
 		ew.inner = ev
+		ew.root = h.ctx.root // what the routes set: the handler's context is still this request's
 	}
 	return ew
 }

@@ -64,10 +64,11 @@
 // ResponseController has it: every wrapper implements Unwrapper, and a
 // caller reaches an optional method only through the helpers that walk
 // the chain (RouteError, RefuseBody, Flush, Replaced, Find), never by a
-// type assertion on the writer in hand. So a wrapper implements an optional method only to change what
-// it does (the encoder's Flush sends what it holds, then passes on);
-// one that merely passes it on implements nothing, and a new optional
-// interface needs no change to any wrapper.
+// type assertion on the writer in hand. So a wrapper implements an
+// optional method only to change what it does (the encoder's Flush sends
+// what it holds, then passes on); one that merely passes it on
+// implements nothing, and a new optional interface needs no change to
+// any wrapper.
 package stream
 
 import (
