@@ -232,12 +232,14 @@ func (ex *exchange) end(o outcome) {
 // renders its errors itself (handle_errors).
 func (ex *exchange) answer(status int, text string) {
 	ex.status = status
-	if r, ok := ex.w.(stream.ErrorRouter); ok && r.RouteError(status, text) {
+	if stream.RouteError(ex.w, status, text) {
+		// The error routes' answer is the request's: it reports it.
+		ex.log.Skip = true
 		return
 	}
-	if r, ok := ex.w.(stream.BodyRefuser); ok && !ex.bodyEnded {
+	if !ex.bodyEnded {
 		// The rest of the client's body goes nowhere now.
-		r.RefuseBody()
+		stream.RefuseBody(ex.w)
 	}
 	body := make([]byte, 0, len(text)+1)
 	body = append(append(body, text...), '\n')
@@ -261,6 +263,7 @@ func (ex *exchange) report(o *outcome, tunnel bool) {
 		return
 	}
 	l := &ex.log
+	ex.noteReplaced()
 	l.Status, l.BytesOut, l.Reused = ex.status, ex.bytesOut, ex.reused
 	l.Reason, l.Detail = o.reason, o.detail
 	if tunnel {
@@ -306,10 +309,19 @@ func (ex *exchange) OnRelease() {
 		return
 	}
 	if ex.phase != phaseDone {
+		ex.noteReplaced()
 		ex.w = releasedWriter{}
 		return
 	}
 	ex.recycle()
+}
+
+// noteReplaced leaves the request to the answer that replaced the
+// response (handle_response, intercept), which reports it.
+func (ex *exchange) noteReplaced() {
+	if stream.Replaced(ex.w) {
+		ex.log.Skip = true
+	}
 }
 
 // releasedWriter stands in for a ResponseWriter the front end took back.
@@ -549,9 +561,7 @@ func (ex *exchange) originQuiet() {
 	if ex.phase != phaseStreaming {
 		return
 	}
-	if f, ok := ex.w.(stream.Flusher); ok {
-		f.Flush()
-	}
+	stream.Flush(ex.w)
 }
 
 // informational passes an informational response on: 100 Continue is

@@ -627,3 +627,50 @@ func TestEncodeWebSocket(t *testing.T) {
 		c.Close(websocket.StatusNormalClosure, "")
 	})
 }
+
+// TestEncodeHandleResponse: encode covers a reverse_proxy with
+// handle_response and a forward_auth as any proxied response, as in
+// Caddy, where both write to the encoder's writer: a response no
+// matcher picks, an auth service's refusal that goes to the client, and
+// the response copy_response sends after all are all encoded.
+func TestEncodeHandleResponse(t *testing.T) {
+	o := servertest.Origin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/missing/"):
+			w.WriteHeader(404)
+		case r.URL.Path == "/auth":
+			w.WriteHeader(401)
+		}
+		w.Write(encodePage)
+	}))
+	site := fmt.Sprintf(`	encode gzip
+	handle /fa/* {
+		forward_auth %[1]s {
+			uri /auth
+		}
+		respond "never"
+	}
+	reverse_proxy %[1]s {
+		@nf status 404
+		handle_response @nf {
+			copy_response
+		}
+	}`, o)
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		port, cls := startSite(t, backend, site)
+		base := fmt.Sprintf("https://localhost:%d", port)
+		gz := map[string]string{"Accept-Encoding": "gzip"}
+		for proto, c := range cls {
+			t.Run(proto, func(t *testing.T) {
+				for _, x := range []encodeCase{
+					{name: "passed", path: "/page", header: gz, status: 200, encoding: "gzip", body: encodePage},
+					{name: "copied", path: "/missing/page", header: gz, status: 404, encoding: "gzip", body: encodePage},
+					{name: "refused", path: "/fa/page", header: gz, status: 401, encoding: "gzip", body: encodePage},
+				} {
+					x.run(t, c, base)
+				}
+			})
+		}
+	})
+}

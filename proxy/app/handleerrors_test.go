@@ -3,6 +3,8 @@ package app
 import (
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -125,6 +127,118 @@ func TestErrorDirective(t *testing.T) {
 			} {
 				x.run(t, c, base)
 			}
+		}
+	})
+}
+
+// TestHandleErrorsBehindEncode: on a site with encode, the errors
+// pollproxy answers itself (an origin down) and the error directive's
+// still reach handle_errors, whose answer is not the encoder's, as in
+// Caddy (its encode steps aside for an error).
+func TestHandleErrorsBehindEncode(t *testing.T) {
+	closed := fmt.Sprintf("127.0.0.1:%d", servertest.FreePort(t))
+	site := fmt.Sprintf(`	encode gzip
+	handle /down/* {
+		reverse_proxy %s
+	}
+	handle /private/* {
+		error "no entry" 403
+	}
+	handle_errors {
+		respond "handled {err.status_code} {err.message}"
+	}`, closed)
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		port, cls := startSite(t, backend, site)
+		base := fmt.Sprintf("https://localhost:%d", port)
+		for proto, c := range cls {
+			t.Run(proto, func(t *testing.T) {
+				gzip := map[string]string{"Accept-Encoding": "gzip"}
+				for _, x := range []exchange{
+					{method: "GET", path: "/down/x", header: gzip, status: 502, body: "handled 502 bad gateway*",
+						want: map[string]string{"Content-Encoding": ""}},
+					{method: "GET", path: "/private/x", header: gzip, status: 403, body: "handled 403 no entry",
+						want: map[string]string{"Content-Encoding": ""}},
+				} {
+					x.run(t, c, base)
+				}
+			})
+		}
+	})
+}
+
+// TestErrorDirectiveLogged: on a site with an access log, the error
+// directive reaches handle_errors, and the log has the one answer the
+// client got.
+func TestErrorDirectiveLogged(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		logFile := filepath.Join(t.TempDir(), "access.log")
+		port, cls := startSite(t, backend, fmt.Sprintf(`	log {
+		output file %s
+		format json
+	}
+	error /private/* "no entry" 403
+	respond "open"
+	handle_errors {
+		respond "handled {err.status_code} {err.message}"
+	}`, logFile))
+		base := fmt.Sprintf("https://localhost:%d", port)
+		n := 0
+		for _, c := range cls {
+			exchange{method: "GET", path: "/private/x", status: 403, body: "handled 403 no entry"}.run(t, c, base)
+			n++
+		}
+		for _, line := range awaitLines(t, logFile, n) {
+			if !strings.Contains(line, `"status":403`) || !strings.Contains(line, `"uri":"/private/x"`) {
+				t.Errorf("access log entry %s: want status 403 for /private/x", line)
+			}
+		}
+	})
+}
+
+// TestHandleErrorsFileServer: file_server's own errors (a file that is
+// not there, a method it does not serve) are errors for handle_errors,
+// as Caddy's file_server returns them. The error pages of Caddy's docs
+// (rewrite to the page, file_server again) are found under the site's
+// root and served with the error's status, for any method, as Caddy's
+// file_server does in error routes. Without handle_errors these errors
+// stay the bare status (TestFileServer).
+func TestHandleErrorsFileServer(t *testing.T) {
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "index.html"), []byte("home"), 0o644)
+	os.WriteFile(filepath.Join(root, "404.html"), []byte("custom not found page"), 0o644)
+	os.WriteFile(filepath.Join(root, "403.html"), []byte("custom forbidden page"), 0o644)
+	site := fmt.Sprintf(`	root * %s
+	encode gzip
+	error /private/* 403
+	handle /strict/* {
+		try_files {path} =404
+		file_server
+	}
+	file_server
+	handle_errors 404 403 {
+		rewrite * /{err.status_code}.html
+		file_server
+	}
+	handle_errors {
+		respond "handled {err.status_code}"
+	}`, root)
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		port, cls := startSite(t, backend, site)
+		base := fmt.Sprintf("https://localhost:%d", port)
+		for proto, c := range cls {
+			t.Run(proto, func(t *testing.T) {
+				for _, x := range []exchange{
+					{method: "GET", path: "/", status: 200, body: "home"},
+					{method: "GET", path: "/missing.html", status: 404, body: "custom not found page"},
+					{method: "GET", path: "/no/such/dir/", status: 404, body: "custom not found page"},
+					{method: "POST", path: "/missing.html", status: 404, body: "custom not found page"},
+					{method: "GET", path: "/private/x", status: 403, body: "custom forbidden page"},
+					{method: "GET", path: "/strict/nothing", status: 404, body: "custom not found page"},
+					{method: "DELETE", path: "/index.html", status: 405, body: "handled 405"},
+				} {
+					x.run(t, c, base)
+				}
+			})
 		}
 	})
 }

@@ -92,7 +92,7 @@ var (
 	_ stream.Flusher        = (*Writer)(nil)
 	_ stream.Events         = (*Writer)(nil)
 	_ stream.Releaser       = (*Writer)(nil)
-	_ stream.BodyRefuser    = (*Writer)(nil)
+	_ stream.Unwrapper      = (*Writer)(nil)
 )
 
 // WriteHeader decides on encoding at the final head when it can: a head
@@ -331,18 +331,20 @@ func (w *Writer) plain(p []byte) (int, error) {
 
 // Flush implements stream.Flusher: what the encoder holds goes out, so
 // that the client has everything written so far; a head held with too
-// few bytes to decide by is decided by them.
+// few bytes to decide by is decided by them. Then the writers beneath
+// flush theirs (another encode directive's).
 func (w *Writer) Flush() {
-	if w.state == wsHeld {
+	switch {
+	case w.state == wsHeld:
 		w.settle()
-		return
+	case w.state == wsEncoding && w.dirty:
+		w.dirty = false
+		if w.enc.Flush() == nil {
+			w.drain()
+		}
 	}
-	if w.state != wsEncoding || !w.dirty {
-		return
-	}
-	w.dirty = false
-	if w.enc.Flush() == nil {
-		w.drain()
+	if !w.released {
+		stream.Flush(w.next)
 	}
 }
 
@@ -428,12 +430,8 @@ func (w *Writer) Consumed(n int) {
 	}
 }
 
-// RefuseBody passes stream.BodyRefuser on to the front end's writer.
-func (w *Writer) RefuseBody() {
-	if r, ok := w.next.(stream.BodyRefuser); ok && !w.released {
-		r.RefuseBody()
-	}
-}
+// Unwrap implements stream.Unwrapper.
+func (w *Writer) Unwrap() stream.ResponseWriter { return w.next }
 
 // OnBody implements stream.Events.
 func (w *Writer) OnBody(p []byte) {

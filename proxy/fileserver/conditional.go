@@ -38,6 +38,10 @@ type conditions struct {
 	ifUnmodified    string
 	haveIfMatch     bool
 	haveIfNoneMatch bool
+	// errStatus is the error handle_errors renders with this file (0:
+	// none): as Caddy's file_server, the answer has its status, and any
+	// method gets the page.
+	errStatus int
 }
 
 // verdict is what the conditional fields decide before any range.

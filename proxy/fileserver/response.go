@@ -112,6 +112,12 @@ func (r *response) planned(p *plan) {
 		r.release(p, p.first)
 		return
 	}
+	if p.failed && stream.RouteError(r.w, p.status, "") {
+		// The error routes took the stream: nothing more from here.
+		r.done = true
+		r.release(p, p.first)
+		return
+	}
 	r.p, r.buf = p, p.first
 	empty := r.head || r.buf == nil
 	if err := r.w.WriteHeader(p.status, p.fields, empty); err != nil || empty {

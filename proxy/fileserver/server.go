@@ -73,9 +73,12 @@ func (s *Server) Serve(loop Poster, root, orig string, req *stream.Request, w st
 	cur := pathOnly(req.Path)
 	rel, _, err := Clean(cur)
 	if err != nil {
-		return answer(400, nil).serveWith(req, w)
+		return failure(400, nil).serveWith(req, w)
 	}
 	c := &conditions{method: req.Method}
+	if req.Handoff != nil {
+		c.errStatus = req.Handoff.ErrStatus
+	}
 	for _, f := range req.Header {
 		switch f.Name {
 		case "accept-encoding":
@@ -134,6 +137,7 @@ type plan struct {
 	file   *os.File
 	segs   []segment
 	length int64
+	failed bool   // an error for handle_errors (failure)
 	first  []byte // the body's first chunk, read with the plan
 	at     int    // the segment fill reads next
 	pos    int64  // how far into it (its head, then its file bytes)
@@ -142,6 +146,15 @@ type plan struct {
 // answer is a plan without a file: status and fields, an empty body.
 func answer(status int, fields []stream.Field) *plan {
 	return &plan{status: status, fields: append(fields, stream.Field{Name: "content-length", Value: "0"})}
+}
+
+// failure is answer for an error Caddy's file_server returns rather than
+// writes (a file not there, one it may not read, a method it does not
+// serve): the site's error routes render it when it has them.
+func failure(status int, fields []stream.Field) *plan {
+	p := answer(status, fields)
+	p.failed = true
+	return p
 }
 
 // textAnswer is a plan with a small body in memory, as Go's http.Error
@@ -169,7 +182,7 @@ func appendSet(fields []stream.Field, more ...stream.Field) []stream.Field {
 	return fields
 }
 
-var busy = answer(503, []stream.Field{{Name: "retry-after", Value: "1"}})
+var busy = failure(503, []stream.Field{{Name: "retry-after", Value: "1"}})
 
 // prepare does a request's disk work, in the pool: open what the path
 // names (an index file for a directory), refuse what is hidden or not a
@@ -199,9 +212,9 @@ func (s *Server) prepare(t target, c *conditions) *plan {
 		f, size, etag, encoding = g, gi.Size(), etagOf(gi.ModTime(), gi.Size()), enc
 		break
 	}
-	if c.method != "GET" && c.method != "HEAD" {
+	if c.method != "GET" && c.method != "HEAD" && c.errStatus == 0 {
 		f.Close()
-		return answer(405, []stream.Field{{Name: "allow", Value: "GET, HEAD"}, vary})
+		return failure(405, []stream.Field{{Name: "allow", Value: "GET, HEAD"}, vary})
 	}
 	// The fields as Go's http.ServeContent leaves them for Caddy: each
 	// answer below keeps or drops some.
@@ -220,11 +233,11 @@ func (s *Server) prepare(t target, c *conditions) *plan {
 		if etag == "" && lastModified.Value != "" {
 			fields = append(fields, lastModified)
 		}
-		return &plan{status: s.status(304), fields: fields}
+		return &plan{status: s.status(304, c), fields: fields}
 	case preconditionFailed:
 		f.Close()
 		fields = appendSet(fields, lastModified, stream.Field{Name: "content-type", Value: ctype})
-		return answer(s.status(412), fields)
+		return answer(s.status(412, c), fields)
 	}
 	if encoding != "" {
 		fields = append(fields, stream.Field{Name: "content-encoding", Value: encoding})
@@ -250,7 +263,7 @@ func (s *Server) prepare(t target, c *conditions) *plan {
 	}
 	fields = appendSet(fields, lastModified, stream.Field{Name: "accept-ranges", Value: "bytes"},
 		stream.Field{Name: "content-type", Value: ctype})
-	p.status = s.status(p.status)
+	p.status = s.status(p.status, c)
 	p.fields = append(fields, stream.Field{Name: "content-length", Value: strconv.FormatInt(p.length, 10)})
 	if c.method == "HEAD" || p.length == 0 {
 		f.Close()
@@ -261,7 +274,7 @@ func (s *Server) prepare(t target, c *conditions) *plan {
 	n, err := p.fill(buf)
 	if err != nil {
 		putChunk(buf)
-		return answer(500, nil)
+		return failure(500, nil)
 	}
 	p.first = buf[:n]
 	return p
@@ -273,7 +286,7 @@ func (s *Server) prepare(t target, c *conditions) *plan {
 func (s *Server) locate(root, rel string) (f *os.File, info os.FileInfo, name string, implicitIndex bool, p *plan) {
 	absRoot, err := filepath.Abs(root)
 	if err != nil {
-		return nil, nil, "", false, answer(500, nil)
+		return nil, nil, "", false, failure(500, nil)
 	}
 	f, info, err = openFile(root, rel)
 	if err != nil {
@@ -297,12 +310,12 @@ func (s *Server) locate(root, rel string) (f *os.File, info os.FileInfo, name st
 			}
 		}
 		if f == nil { // browse is not supported by pollproxy: as if absent
-			return nil, nil, "", false, answer(404, nil)
+			return nil, nil, "", false, failure(404, nil)
 		}
 	}
 	if !info.Mode().IsRegular() || s.opt.Hide.Hidden(path.Join(absRoot, name)) {
 		f.Close()
-		return nil, nil, "", false, answer(404, nil)
+		return nil, nil, "", false, failure(404, nil)
 	}
 	return f, info, name, implicitIndex, nil
 }
@@ -317,10 +330,14 @@ func (s *Server) Finds(root, rel string) bool {
 	return p == nil || p.status != 404
 }
 
-// status is the answer's status: the directive's, when it has one.
-func (s *Server) status(st int) int {
+// status is the answer's status: the directive's, when it has one, or
+// else the error's it renders.
+func (s *Server) status(st int, c *conditions) int {
 	if s.opt.Status != 0 {
 		return s.opt.Status
+	}
+	if c.errStatus != 0 {
+		return c.errStatus
 	}
 	return st
 }
@@ -394,9 +411,9 @@ func openFailed(err error) *plan {
 	switch {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, errEscape), errors.Is(err, syscall.ENOTDIR),
 		errors.Is(err, syscall.ENAMETOOLONG):
-		return answer(404, nil)
+		return failure(404, nil)
 	case errors.Is(err, fs.ErrPermission):
-		return answer(403, nil)
+		return failure(403, nil)
 	}
 	return busy
 }

@@ -71,6 +71,9 @@ func (a *answerLog) end() {
 		return
 	}
 	a.ended = true
+	if stream.Replaced(a.ResponseWriter) {
+		a.log.Skip = true // the answer that replaced this one reports the request
+	}
 	a.log.Duration = a.h.clock.Now().Sub(a.log.Start)
 	a.h.obs.Observe(&a.log)
 }
@@ -111,12 +114,8 @@ func (a *answerLog) Reset(code uint32) {
 	a.end()
 }
 
-// RefuseBody passes stream.BodyRefuser on to the front end's writer.
-func (a *answerLog) RefuseBody() {
-	if r, ok := a.ResponseWriter.(stream.BodyRefuser); ok {
-		r.RefuseBody()
-	}
-}
+// Unwrap implements stream.Unwrapper.
+func (a *answerLog) Unwrap() stream.ResponseWriter { return a.ResponseWriter }
 
 // OnBody counts the request body an answer reads (and drops).
 func (a *answerLog) OnBody(p []byte) {

@@ -44,7 +44,7 @@ func ErrorResponse(status int) *static.Handler {
 // raise answers the error directive's route n: to the site's error
 // routes when w reaches them, or with the bare status.
 func (h *Handler) raise(n *Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
-	if r, ok := w.(stream.ErrorRouter); ok && r.RouteError(n.Status, n.To.Expand(req)) {
+	if stream.RouteError(w, n.Status, n.To.Expand(req)) {
 		return drain{w}
 	}
 	return n.Static.Serve(req, w)
@@ -61,12 +61,14 @@ func (drain) OnAbort(error)            {}
 
 // watch serves req through the routes with an errWatch in front.
 func (h *Handler) watch(req *stream.Request, w stream.ResponseWriter) stream.Events {
-	ew := &errWatch{h: h, w: w, req: req, method: req.Method, path: req.Path}
+	ew := &errWatch{h: h, w: w, req: req, method: req.Method, path: req.Path, serving: true}
 	ev := h.serve(req, ew)
+	ew.serving = false
 	if ew.routed {
 		ew.old = ev // it answered at once, with an error the routes took
 	} else {
 		ew.inner = ev
+		ew.root = h.ctx.root // what the routes set: the handler's context is still this request's
 	}
 	return ew
 }
@@ -77,6 +79,8 @@ type errWatch struct {
 	w            stream.ResponseWriter // the client's
 	req          *stream.Request
 	method, path string // the request's, before any rewrite: Caddy's error routes see them
+	root         string // the root the routes set: the error routes start from it
+	serving      bool   // the routes are being evaluated: the handler's context is the request's
 
 	inner  stream.Events // whatever answers now
 	old    stream.Events // the handler whose error the routes took
@@ -98,6 +102,9 @@ func (ew *errWatch) RouteError(status int, message string) bool {
 		return true
 	}
 	ew.routed, ew.status = true, status
+	if ew.serving { // an error raised while the routes ran (the error directive)
+		ew.root = ew.h.ctx.root
+	}
 	ew.old, ew.inner = ew.inner, nil
 	r := ew.req
 	r.Method, r.Path, r.Upgrade = ew.method, ew.path, ""
@@ -108,7 +115,7 @@ func (ew *errWatch) RouteError(status int, message string) bool {
 	if r.Handoff != nil {
 		depth = r.Handoff.Depth + 1
 	}
-	r.Handoff = &stream.Handoff{ErrStatus: status, ErrMessage: message, ErrID: errorID(), Depth: depth}
+	r.Handoff = &stream.Handoff{ErrStatus: status, ErrMessage: message, ErrID: errorID(), Root: ew.root, Depth: depth}
 	ew.inner = ew.h.serveFrom(ew.h.t.Errors, r, ew)
 	return true
 }
@@ -140,11 +147,14 @@ func (ew *errWatch) Close(trailers []stream.Field) error { return ew.w.Close(tra
 func (ew *errWatch) Reset(code uint32)                   { ew.w.Reset(code) }
 func (ew *errWatch) Consumed(n int)                      { ew.w.Consumed(n) }
 
-// RefuseBody passes stream.BodyRefuser on, while the first handler
-// answers.
+// Unwrap implements stream.Unwrapper.
+func (ew *errWatch) Unwrap() stream.ResponseWriter { return ew.w }
+
+// RefuseBody passes stream.BodyRefuser on only while the first handler
+// answers: the error routes' answer drops the body itself.
 func (ew *errWatch) RefuseBody() {
-	if r, ok := ew.w.(stream.BodyRefuser); ok && !ew.routed {
-		r.RefuseBody()
+	if !ew.routed {
+		stream.RefuseBody(ew.w)
 	}
 }
 
@@ -194,4 +204,5 @@ var (
 	_ stream.ResponseWriter = (*errWatch)(nil)
 	_ stream.ErrorRouter    = (*errWatch)(nil)
 	_ stream.BodyRefuser    = (*errWatch)(nil)
+	_ stream.Unwrapper      = (*errWatch)(nil)
 )

@@ -2,6 +2,7 @@ package route
 
 import (
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/pollproxy/pollproxy/proxy/fileserver"
@@ -257,10 +258,13 @@ func (fw *fileWait) looked(keys []fileKey, found []fileserver.Found) {
 	fw.handOver(h.finish(n, vars, r, fw.w))
 }
 
-// statusNode answers status with an empty body, as Caddy's error does
-// without handle_errors ("=404" in try_files).
+// statusNode raises status as an error ("=404" in try_files), its code
+// the message, as Caddy's file matcher does: handle_errors renders it,
+// and without them it is the status with an empty body.
 func statusNode(status int) *Node {
-	return &Node{Kind: Respond, Status: status, Static: Responder(status, "")}
+	code := strconv.Itoa(status)
+	msg, _ := ParseTemplate(code, TemplateOptions{})
+	return &Node{Kind: Error, Status: status, To: msg, Static: ErrorResponse(status)}
 }
 
 // filesBusy answers a request whose file lookups found the pool full, as

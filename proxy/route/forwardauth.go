@@ -3,6 +3,7 @@ package route
 import (
 	"strings"
 
+	"github.com/pollproxy/pollproxy/proxy/encode"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -18,10 +19,12 @@ type CopyField struct {
 // service's reverse proxy on this loop. The request waits in a relay,
 // its body held for the app, until the answer's head.
 func (h *Handler) forwardAuth(n *Node, at *resumePoint, resp []*Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
-	r := &relay{hold: hold{w: w}, h: h, req: req, cw: w, n: n, at: at, auth: true}
-	if len(resp) > 0 {
-		r.cw = h.wrap(w, req, resp)
-	}
+	r := &relay{hold: hold{w: w}, h: h, req: req, n: n, at: at, auth: true}
+	// The auth service's answer, when it is the client's, goes through
+	// the response edits and encodes matched before, as a proxied one.
+	var one [1]*encode.Writer
+	cw, encs := h.edit(w, req, resp, one[:0])
+	r.cw = cw
 	sub := &r.sub
 	*sub = *req
 	sub.Method, sub.HasBody, sub.ContentLength, sub.Upgrade = "GET", false, -1, ""
@@ -39,7 +42,7 @@ func (h *Handler) forwardAuth(n *Node, at *resumePoint, resp []*Node, req *strea
 	sub.Header = append(fs, stream.Field{Name: "x-forwarded-method", Value: req.Method},
 		stream.Field{Name: "x-forwarded-uri", Value: req.Path})
 	r.origin = h.proxies[n.Proxy].Serve(sub, (*relayReply)(r))
-	return r
+	return encoded(r, encs)
 }
 
 // copyFields puts copy_headers' fields of the auth answer on the request.

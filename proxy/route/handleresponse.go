@@ -3,6 +3,7 @@ package route
 import (
 	"slices"
 
+	"github.com/pollproxy/pollproxy/proxy/encode"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -34,14 +35,15 @@ func matchResponse(hs []ResponseHandler, status int, fields []stream.Field) *Res
 }
 
 // proxyRouted proxies req through n, a reverse_proxy with
-// handle_response, in a relay.
+// handle_response, in a relay. A response that passes goes through the
+// response edits and encodes matched before (resp), as any proxied one.
 func (h *Handler) proxyRouted(n *Node, at *resumePoint, resp []*Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
-	r := &relay{hold: hold{w: w}, h: h, req: req, cw: w, n: n, at: at}
-	if len(resp) > 0 {
-		r.cw = h.wrap(w, req, resp)
-	}
+	r := &relay{hold: hold{w: w}, h: h, req: req, n: n, at: at}
+	var one [1]*encode.Writer
+	cw, encs := h.edit(w, req, resp, one[:0])
+	r.cw = cw
 	r.origin = h.proxies[n.Proxy].Serve(req, (*relayReply)(r))
-	return r
+	return encoded(r, encs)
 }
 
 // intercept answers a request that matched an intercept: whatever
@@ -63,10 +65,7 @@ type copier interface {
 
 // copyResponse answers copy_response's route n.
 func (h *Handler) copyResponse(n *Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
-	c, ok := w.(copier)
-	if rw, wrapped := w.(*respWriter); wrapped {
-		c, ok = rw.ResponseWriter.(copier)
-	}
+	c, ok := stream.Find[copier](w)
 	if !ok {
 		// Caddy refuses copy_response outside handle_response routes at
 		// load; pollproxy does too, so this is only a safety net.

@@ -76,10 +76,14 @@ func (r *relay) OnBodyEnd(trailers []stream.Field) {
 	}
 }
 
-// OnWritable goes to whichever answer writes to the client.
+// OnWritable goes to whichever answer writes to the client: the relayed
+// exchange when its response passes; otherwise the routes' answer, which
+// for copy_response passes it on to the relayed exchange once the
+// writers the routes put in between (an encoder) have sent what they
+// hold.
 func (r *relay) OnWritable() {
 	switch {
-	case (r.passing || r.copying) && r.live():
+	case r.passing && r.live():
 		r.origin.OnWritable()
 	case r.inner != nil:
 		r.inner.OnWritable()
@@ -209,10 +213,20 @@ func (o *relayReply) Consumed(n int) {
 	}
 }
 
-// RefuseBody passes on to the client's writer.
+// Unwrap implements stream.Unwrapper: the relayed response goes to cw
+// when it goes anywhere.
+func (o *relayReply) Unwrap() stream.ResponseWriter { return o.cw }
+
+// Replaced implements stream.Replacer: a taken response is not the
+// client's, the routes' answer is.
+func (o *relayReply) Replaced() bool { return o.routed }
+
+// RefuseBody passes on to the client's writer, unless the relayed
+// exchange is forward_auth's subrequest: the client's body is not its to
+// refuse.
 func (o *relayReply) RefuseBody() {
-	if rf, ok := (*relay)(o).w.(stream.BodyRefuser); ok && !o.auth {
-		rf.RefuseBody()
+	if !o.auth {
+		stream.RefuseBody(o.w)
 	}
 }
 
@@ -226,8 +240,7 @@ func (o *relayReply) RouteError(status int, message string) bool {
 		return false
 	}
 	r.pass()
-	er, ok := r.w.(stream.ErrorRouter)
-	return ok && er.RouteError(status, message)
+	return stream.RouteError(r.w, status, message)
 }
 
 // routesWriter is the ResponseWriter of what the routes answer: the
@@ -242,11 +255,8 @@ func (rw *routesWriter) Close(trailers []stream.Field) error { return rw.w.Close
 func (rw *routesWriter) Reset(code uint32)                   { rw.w.Reset(code) }
 func (rw *routesWriter) Consumed(n int)                      { rw.w.Consumed(n) }
 
-// RouteError passes an error of the routes' answer on to handle_errors.
-func (rw *routesWriter) RouteError(status int, message string) bool {
-	r, ok := rw.w.(stream.ErrorRouter)
-	return ok && r.RouteError(status, message)
-}
+// Unwrap implements stream.Unwrapper.
+func (rw *routesWriter) Unwrap() stream.ResponseWriter { return rw.w }
 
 // copyResponse sends the taken response after all (copy_response),
 // through w (the routes' writer with their response edits), with status
@@ -258,8 +268,29 @@ func (rw *routesWriter) copyResponse(w stream.ResponseWriter, status int) stream
 	}
 	r.copying, r.cw = true, w
 	r.cw.WriteHeader(status, r.fields, r.end)
-	return drain{r.w}
+	return (*copying)(r)
 }
+
+// copying is the Events of copy_response's answer: the taken response
+// goes on from the relayed exchange, which hears OnWritable from here.
+// The client's body is the relayed exchange's or dropped (relay.OnBody),
+// never this answer's.
+type copying relay
+
+func (c *copying) OnBody(p []byte)        { c.w.Consumed(len(p)) }
+func (*copying) OnBodyEnd([]stream.Field) {}
+func (*copying) OnAbort(error)            {}
+
+func (c *copying) OnWritable() {
+	if r := (*relay)(c); r.live() {
+		r.origin.OnWritable()
+	}
+}
+
+// OnRelease releases nothing: the relay, the request's Events, releases
+// the relayed exchange itself. (Without it, hold's would be promoted
+// here and call back into the routes' answer.)
+func (*copying) OnRelease() {}
 
 var (
 	_ stream.Events         = (*relay)(nil)
@@ -267,7 +298,10 @@ var (
 	_ stream.ResponseWriter = (*relayReply)(nil)
 	_ stream.ErrorRouter    = (*relayReply)(nil)
 	_ stream.BodyRefuser    = (*relayReply)(nil)
+	_ stream.Unwrapper      = (*relayReply)(nil)
+	_ stream.Replacer       = (*relayReply)(nil)
 	_ stream.ResponseWriter = (*routesWriter)(nil)
-	_ stream.ErrorRouter    = (*routesWriter)(nil)
+	_ stream.Unwrapper      = (*routesWriter)(nil)
+	_ stream.Releaser       = (*copying)(nil)
 	_ copier                = (*routesWriter)(nil)
 )

@@ -202,6 +202,9 @@ func (h *Handler) serveFrom(nodes []Node, req *stream.Request, w stream.Response
 // terminal route (nil: none matched).
 func (h *Handler) evaluate(nodes []Node, req *stream.Request, memo *fileMemo) (*Node, reqVars) {
 	h.ctx.Reset(req, h.clientFn)
+	if req.Handoff != nil { // the error routes start where the routes left the root
+		h.ctx.root = req.Handoff.Root
+	}
 	req.ClientIP = h.ctx.ClientIP() // for {client_ip}
 	req.Captures = req.Captures[:0] // a second pass (file matchers) saves them again
 	h.ctx.files = memo
@@ -256,10 +259,17 @@ func (h *Handler) reply(n *Node, resp []*Node, vars reqVars, req *stream.Request
 	if len(resp) == 0 {
 		return h.terminal(n, vars, req, w)
 	}
-	// Each matched directive wraps the writer of those before it, as
-	// Caddy's middleware chain does: the last is the handler's writer.
 	var one [1]*encode.Writer
-	encs := one[:0]
+	w, encs := h.edit(w, req, resp, one[:0])
+	return encoded(h.terminal(n, vars, req, w), encs)
+}
+
+// edit wraps w in the response edits and encodes resp: each matched
+// directive wraps the writer of those before it, as Caddy's middleware
+// chain does, and the handler writes to the last. The encode directives'
+// Writers are appended to encs: the request's events must go through
+// them (encoded).
+func (h *Handler) edit(w stream.ResponseWriter, req *stream.Request, resp []*Node, encs []*encode.Writer) (stream.ResponseWriter, []*encode.Writer) {
 	for i := 0; i < len(resp); {
 		if resp[i].Kind == Encode {
 			// A tunnel's bytes are never encoded.
@@ -281,7 +291,14 @@ func (h *Handler) reply(n *Node, resp []*Node, vars reqVars, req *stream.Request
 		w = h.wrap(w, req, resp[i:j])
 		i = j
 	}
-	ev := h.terminal(n, vars, req, w)
+	return w, encs
+}
+
+// encoded returns the Events of a request whose handler returned ev and
+// whose writer edit wrapped in the encoders encs: each encoder sees the
+// events first, so that what it holds goes out before its handler hears
+// OnWritable.
+func encoded(ev stream.Events, encs []*encode.Writer) stream.Events {
 	for i := len(encs) - 1; i >= 0; i-- {
 		ev = encs[i].Events(ev)
 	}
@@ -580,26 +597,13 @@ func (h *Handler) wrap(w stream.ResponseWriter, req *stream.Request, resp []*Nod
 	return rw
 }
 
-// RouteError passes stream.ErrorRouter on to the front end's side.
-func (rw *respWriter) RouteError(status int, message string) bool {
-	r, ok := rw.ResponseWriter.(stream.ErrorRouter)
-	return ok && r.RouteError(status, message)
-}
+// Unwrap implements stream.Unwrapper.
+func (rw *respWriter) Unwrap() stream.ResponseWriter { return rw.ResponseWriter }
 
-// RefuseBody passes stream.BodyRefuser on to the front end's writer.
-func (rw *respWriter) RefuseBody() {
-	if r, ok := rw.ResponseWriter.(stream.BodyRefuser); ok {
-		r.RefuseBody()
-	}
-}
-
-// Flush passes stream.Flusher on to an encode directive's Writer
-// beneath.
-func (rw *respWriter) Flush() {
-	if f, ok := rw.ResponseWriter.(stream.Flusher); ok {
-		f.Flush()
-	}
-}
+var (
+	_ stream.Unwrapper = (*respWriter)(nil)
+	_ stream.Unwrapper = (*answerLog)(nil)
+)
 
 // WriteHeader applies the matched header directives to a final head.
 func (rw *respWriter) WriteHeader(status int, fields []stream.Field, end bool) error {

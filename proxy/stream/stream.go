@@ -54,6 +54,21 @@
 //
 // The tunnel adds no call in the other direction: the re-entrancy rule
 // holds unchanged, and PeerEOF is one more entry point from the loop.
+//
+// # Wrapping a ResponseWriter
+//
+// Handlers wrap the writer they are given (response edits, an encoder,
+// an access log, the error routes' watch), and the optional interfaces
+// (ErrorRouter, BodyRefuser, Flusher, Replacer) belong to whichever
+// writer in the chain has them. One rule, as net/http's
+// ResponseController has it: every wrapper implements Unwrapper, and a
+// caller reaches an optional method only through the helpers that walk
+// the chain (RouteError, RefuseBody, Flush, Replaced, Find), never by a
+// type assertion on the writer in hand. So a wrapper implements an
+// optional method only to change what it does (the encoder's Flush sends
+// what it holds, then passes on); one that merely passes it on
+// implements nothing, and a new optional interface needs no change to
+// any wrapper.
 package stream
 
 import (
@@ -153,6 +168,10 @@ type Handoff struct {
 	ErrStatus  int
 	ErrMessage string
 	ErrID      string
+	// Root is the root the routes had set when the error happened
+	// (Caddy's {http.vars.root}): the error routes start from it, so
+	// their file_server finds the site's error pages.
+	Root string
 	// Status and Header are the origin's response handle_response
 	// matched.
 	Status int
@@ -273,6 +292,9 @@ type Releaser interface {
 // after it (RFC 9112 §9.6); a handler that keeps reading the body while it
 // responds (a streaming echo) calls nothing, and the connection stays
 // reusable.
+//
+// Handlers call it through RefuseBody, which walks wrappers (see the
+// package doc).
 type BodyRefuser interface {
 	RefuseBody()
 }
@@ -283,6 +305,8 @@ type BodyRefuser interface {
 // origin is down) offers it first: when RouteError reports true, the
 // site's routes took the stream over and the handler writes nothing more
 // on it, though it still ends as usual (OnRelease included).
+//
+// Handlers call it through RouteError.
 type ErrorRouter interface {
 	RouteError(status int, message string) bool
 }
@@ -295,6 +319,8 @@ type ErrorRouter interface {
 // waiting for more: a server-sent event is not kept back until the next.
 // Flush obeys the same backpressure as Write: what the client cannot take
 // yet waits for OnWritable.
+//
+// Handlers call it through Flush.
 type Flusher interface {
 	Flush()
 }
