@@ -67,8 +67,9 @@ func epollEvent(want Interest, tok Token) unix.EpollEvent {
 	return ev
 }
 
-func (p *epollPoller) Name() string        { return "epoll" }
-func (p *epollPoller) EdgeTriggered() bool { return true }
+func (p *epollPoller) Name() string   { return "epoll" }
+func (p *epollPoller) Caps() Caps     { return CapEdgeTriggered }
+func (p *epollPoller) sockIO() sockIO { return nil }
 
 func (p *epollPoller) Add(fd int, want Interest, tok Token) error {
 	ev := epollEvent(want, tok)

@@ -114,13 +114,15 @@ func openURingSized(w *waker, sqEntries, cqEntries uint32) (*uringPoller, error)
 	return openURingRing(w, sqEntries, cqEntries, false)
 }
 
-// openURingForLoop opens a Loop's ring: bound to the loop's thread and,
-// where the kernel allows, in completion mode.
-func openURingForLoop(w *waker) (Poller, error) {
+// openURingForLoop opens a Loop's ring: bound to the loop's thread,
+// counting its io_uring_enter calls in calls and, where the kernel
+// allows, in completion mode.
+func openURingForLoop(w *waker, calls *atomic.Uint64) (Poller, error) {
 	p, err := openURingRing(w, uringSQEntries, uringCQEntries, true)
 	if err != nil {
 		return nil, err
 	}
+	p.r.counter = calls
 	return p, nil
 }
 
@@ -147,10 +149,16 @@ func openURingRing(w *waker, sqEntries, cqEntries uint32, bound bool) (*uringPol
 
 func (p *uringPoller) Name() string { return "io_uring" }
 
-// EdgeTriggered is false in completion mode: the loop then tells Modify
-// every change of the handler's interest, which is when receives and
-// write-readiness polls are armed.
-func (p *uringPoller) EdgeTriggered() bool { return !p.cio }
+// Caps: edge-triggered in readiness mode; in completion mode the ring
+// does the sockets' I/O and hears every change of the handler's interest,
+// which is when receives and write-readiness polls are armed. Either way
+// the ring counts its io_uring_enter calls, which are not one per wait.
+func (p *uringPoller) Caps() Caps {
+	if p.cio {
+		return CapCompletionIO | CapCountsCalls
+	}
+	return CapEdgeTriggered | CapCountsCalls
+}
 
 func uringEvents(want Interest) uint32 {
 	ev := uint32(pollRDHUP)
@@ -418,9 +426,6 @@ func uringReadiness(m uint32) Event {
 	}
 	return e
 }
-
-// countCalls makes the ring count its io_uring_enter calls in c.
-func (p *uringPoller) countCalls(c *atomic.Uint64) { p.r.counter = c }
 
 func (p *uringPoller) Wake() error     { return p.waker.wake() }
 func (p *uringPoller) wakeups() uint64 { return p.waker.wakeups() }

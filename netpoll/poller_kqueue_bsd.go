@@ -53,8 +53,9 @@ func openKqueue(w *waker) (Poller, error) {
 	return p, nil
 }
 
-func (p *kqueuePoller) Name() string        { return "kqueue" }
-func (p *kqueuePoller) EdgeTriggered() bool { return true }
+func (p *kqueuePoller) Name() string   { return "kqueue" }
+func (p *kqueuePoller) Caps() Caps     { return CapEdgeTriggered }
+func (p *kqueuePoller) sockIO() sockIO { return nil }
 
 func (p *kqueuePoller) setToken(fd int, tok Token) {
 	for fd >= len(p.toks) {

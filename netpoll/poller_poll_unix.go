@@ -51,8 +51,12 @@ func pollEvents(want Interest) int16 {
 	return ev
 }
 
-func (p *pollPoller) Name() string        { return "poll" }
-func (p *pollPoller) EdgeTriggered() bool { return false }
+func (p *pollPoller) Name() string { return "poll" }
+
+// Caps is none: poll is level-triggered and makes its sockets' callers
+// do their I/O.
+func (p *pollPoller) Caps() Caps     { return 0 }
+func (p *pollPoller) sockIO() sockIO { return nil }
 
 func (p *pollPoller) Add(fd int, want Interest, tok Token) error {
 	if i, ok := p.index[fd]; ok {

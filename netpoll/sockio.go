@@ -36,13 +36,6 @@ type sockIO interface {
 	close(d *Desc) error
 	// detach forgets d and leaves its descriptor open.
 	detach(d *Desc) error
-}
-
-// completer is a poller that may do its sockets' I/O itself: sockIO
-// returns its side of the socket interface, or nil while it only reports
-// readiness.
-type completer interface {
-	sockIO() sockIO
 	// handOver stops every request on the descriptors and moves what they
 	// hold (bytes received and not read, written and not sent, accepted
 	// connections) into the descriptors, for the next backend.
@@ -191,7 +184,7 @@ func (d *Desc) ResetOnClose() {
 // needs now: the handler's, plus writability while moved bytes wait.
 func (d *Desc) syncKernel() {
 	l := d.loop
-	if d.closed || l.edge || l.io != nil {
+	if d.closed || l.caps&(CapEdgeTriggered|CapCompletionIO) != 0 {
 		return
 	}
 	want := d.kernelWant()
@@ -210,12 +203,4 @@ func (d *Desc) kernelWant() Interest {
 		return d.want | Write
 	}
 	return d.want
-}
-
-// sockIOOf is p's side of the socket interface: nil for a readiness backend.
-func sockIOOf(p Poller) sockIO {
-	if c, ok := p.(completer); ok {
-		return c.sockIO()
-	}
-	return nil
 }

@@ -28,14 +28,6 @@ import (
 //
 // Counters continue across a switch; the re-registrations count as adds.
 
-// switchable is implemented by every built-in backend: the wake-up a
-// poller watches can move on to the loop's next poller.
-type switchable interface {
-	wakeup() *waker
-	// disownWaker makes Close leave the waker open: it moved on.
-	disownWaker()
-}
-
 func (l *Loop) setName(n string) { l.name.Store(&n) }
 
 // SwitchEvent records one loop's move from one backend to another.
@@ -106,12 +98,12 @@ func (l *Loop) switchPoller(name string) (SwitchEvent, error) {
 	if name == ev.From {
 		return ev, nil
 	}
-	np, err := openForLoop(name, l.waker)
+	np, err := openForLoop(name, l.waker, &l.calls)
 	if err != nil {
 		ev.To = ev.From
 		return ev, err
 	}
-	edge := np.EdgeTriggered()
+	edge := np.Caps()&CapEdgeTriggered != 0
 	kernel := func(d *Desc) Interest {
 		if edge {
 			return Read | Write
@@ -130,8 +122,8 @@ func (l *Loop) switchPoller(name string) (SwitchEvent, error) {
 	// watches the same sockets.
 	oldIO := l.io
 	if oldIO != nil {
-		if err := old.(completer).handOver(descs); err != nil {
-			np.(switchable).disownWaker()
+		if err := oldIO.handOver(descs); err != nil {
+			np.disownWaker()
 			np.Close()
 			ev.To = ev.From
 			return ev, fmt.Errorf("%s hand-over: %w", ev.From, err)
@@ -140,7 +132,7 @@ func (l *Loop) switchPoller(name string) (SwitchEvent, error) {
 	}
 	for _, d := range descs {
 		if err := np.Add(d.fd, kernel(d), d.tok); err != nil {
-			np.(switchable).disownWaker()
+			np.disownWaker()
 			np.Close()
 			if oldIO != nil {
 				// The old ring stopped; arm it again, as it was.
@@ -157,13 +149,11 @@ func (l *Loop) switchPoller(name string) (SwitchEvent, error) {
 	for _, d := range descs {
 		d.kernel = kernel(d)
 	}
-	l.poller, l.edge, l.io = np, edge, sockIOOf(np)
-	old.(switchable).disownWaker()
+	l.adopt(np)
+	old.disownWaker()
 	old.Close()
 	l.adds.Add(uint64(ev.Descriptors))
 	l.probe()
-	l.setName(np.Name())
-	l.countCalls()
 	l.switches.Add(1)
 	ev.At = time.Now()
 	ev.Took = ev.At.Sub(start)

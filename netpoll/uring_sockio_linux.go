@@ -111,14 +111,6 @@ func describeURing() string {
 	return "completion mode: multishot receive into provided buffers, sends and multishot accept on the ring; SINGLE_ISSUER, DEFER_TASKRUN"
 }
 
-// Mode says which kind of backend p is: "completion" or "readiness".
-func (p *uringPoller) Mode() string {
-	if p.cio {
-		return "completion"
-	}
-	return "readiness"
-}
-
 func (p *uringPoller) sockIO() sockIO {
 	if p.cio {
 		return p
@@ -792,7 +784,7 @@ func (p *uringPoller) detach(d *Desc) error {
 }
 
 // handOver stops every request on the ring and moves what the sockets
-// hold into their descriptors (see completer). It waits, a bounded
+// hold into their descriptors (see sockIO). It waits, a bounded
 // time, until the kernel has ended each request: only then may another
 // backend watch the same sockets, and the buffers be unmapped.
 func (p *uringPoller) handOver(descs []*Desc) error {
