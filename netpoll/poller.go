@@ -164,12 +164,6 @@ func (c Caps) String() string {
 	return strings.Join(parts, "|")
 }
 
-// Counters are a poller's system-call and event counts.
-type Counters struct {
-	Waits, Events, Wakeups uint64
-	Adds, Mods, Dels       uint64
-}
-
 type backend struct {
 	name string
 	pref int

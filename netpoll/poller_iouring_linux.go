@@ -60,14 +60,13 @@ const pollRDHUP = 0x2000
 // itself (completion mode, uring_sockio_linux.go) where the kernel has
 // what that needs.
 type uringPoller struct {
+	wake
 	r      *ring
-	waker  *waker
 	regs   []uringReg // by descriptor number
 	gen    uint32     // last generation handed out, below uringGenLimit
 	stamp  uint64     // counts Waits, for coalescing (never wraps)
 	rearms uint64     // multishot polls that ended and were armed again
 	closed bool
-	shared bool // the waker moved on to another poller: Close leaves it open
 
 	// Completion mode (cio): buffers lent to the kernel, requests in
 	// flight, and the descriptors whose received bytes outlived an
@@ -131,13 +130,12 @@ func openURingRing(w *waker, sqEntries, cqEntries uint32, bound bool) (*uringPol
 	if err != nil {
 		return nil, err
 	}
-	if w == nil {
-		if w, err = newWaker(); err != nil {
-			r.close()
-			return nil, err
-		}
+	k, err := newWake(w)
+	if err != nil {
+		r.close()
+		return nil, err
 	}
-	p := &uringPoller{r: r, waker: w}
+	p := &uringPoller{wake: k, r: r}
 	if bound {
 		p.startCompletion()
 	}
@@ -427,11 +425,6 @@ func uringReadiness(m uint32) Event {
 	return e
 }
 
-func (p *uringPoller) Wake() error     { return p.waker.wake() }
-func (p *uringPoller) wakeups() uint64 { return p.waker.wakeups() }
-func (p *uringPoller) wakeup() *waker  { return p.waker }
-func (p *uringPoller) disownWaker()    { p.shared = true }
-
 // Close closes the ring, which ends every poll request still armed (and
 // lets go of the files they hold).
 func (p *uringPoller) Close() error {
@@ -439,9 +432,7 @@ func (p *uringPoller) Close() error {
 		return nil
 	}
 	p.closed = true
-	if !p.shared {
-		p.waker.close()
-	}
+	p.closeWaker()
 	p.freeBuffers()
 	return p.r.close()
 }

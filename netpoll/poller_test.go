@@ -177,7 +177,7 @@ func TestWakeFromAnotherGoroutine(t *testing.T) {
 			t.Fatalf("second wait = %d, %v", n, err)
 		}
 		// Ten wakes with nobody waiting coalesce into one wake-up.
-		counter := p.(interface{ wakeups() uint64 })
+		counter := p.wakeup()
 		before := counter.wakeups()
 		for i := 0; i < 10; i++ {
 			p.Wake()
