@@ -57,7 +57,7 @@ const pollRDHUP = 0x2000
 // SINGLE_ISSUER or DEFER_TASKRUN: the Poller contract lets any one
 // goroutine at a time call Wait (the tests do, from unlocked goroutines).
 // A Loop's ring is bound to the loop's thread and does the sockets' I/O
-// itself (completion mode, uring_sockio_linux.go) where the kernel has
+// itself (completion mode, uring_completion_linux.go) where the kernel has
 // what that needs.
 type uringPoller struct {
 	wake

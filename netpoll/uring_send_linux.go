@@ -1,0 +1,273 @@
+//go:build linux
+
+package netpoll
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// A socket's sends in completion mode: Write copies into send buffers,
+// one send per socket is in flight at a time, and a send that could not
+// go whole waits for room (POLLOUT) before the rest.
+
+func (p *uringPoller) write(d *Desc, b []byte) (int, error) {
+	g := &p.regs[d.fd]
+	s := g.sock
+	if s.txErr != 0 {
+		return 0, s.txErr
+	}
+	n := 0
+	for n < len(b) {
+		k := len(s.tx)
+		if k == 0 || len(s.tx[k-1]) == cap(s.tx[k-1]) {
+			if k == uringSendChunks {
+				break
+			}
+			c, err := p.chunks.get()
+			if err != nil {
+				if n == 0 && len(s.tx) == 0 {
+					// Nothing in flight would ever say "try again".
+					return 0, unix.ENOBUFS
+				}
+				break
+			}
+			s.tx = append(s.tx, c[:0])
+			k++
+		}
+		last := s.tx[k-1]
+		m := copy(last[len(last):cap(last)], b[n:])
+		s.tx[k-1] = last[:len(last)+m]
+		n += m
+	}
+	p.submitSend(d.fd, g)
+	if n < len(b) {
+		s.wblocked = true
+		return n, unix.EAGAIN
+	}
+	return n, nil
+}
+
+func (p *uringPoller) submitSend(fd int, g *uringReg) {
+	s := g.sock
+	if p.stopping || s.sending > 0 || len(s.tx) == 0 || s.outWait {
+		return
+	}
+	b := s.tx[0][s.txStart:]
+	s.sending = len(b)
+	s.sendSeq++
+	sqe := uringSQE{opcode: uringOpSend, fd: int32(fd), addr: uint64(uintptr(unsafe.Pointer(&b[0]))), len: uint32(len(b)),
+		opFlags: unix.MSG_NOSIGNAL | unix.MSG_WAITALL | unix.MSG_DONTWAIT, userData: uringOpData(uringKindSend, fd, g.gen)}
+	if p.r.features&uringFeatCQESkip != 0 {
+		sqe.flags = uringSQECQESkipSuccess
+		p.unissued = append(p.unissued, uringSendRef{fd: int32(fd), gen: g.gen, seq: s.sendSeq})
+	}
+	p.submit(sqe)
+}
+
+// Sends are submitted with MSG_DONTWAIT, MSG_WAITALL and, where the kernel
+// has it, IOSQE_CQE_SKIP_SUCCESS. MSG_DONTWAIT makes the kernel try a send
+// once, inside the io_uring_enter that submits it, and never park it on
+// the socket's wait queue; MSG_WAITALL makes a send that could not go
+// whole a failure, which posts a completion with the bytes it sent (or
+// EAGAIN); a send that went whole posts nothing. So the sends an enter
+// submitted are finished when it returns: those without a completion went
+// whole, and a socket whose buffer filled waits for POLLOUT before its
+// next send. The gain: a wait is no longer ended by the loop's own sends
+// completing inside it, so a round trip takes one wait instead of two.
+
+// uringSendRef names one send: the socket's registration and its count.
+type uringSendRef struct {
+	fd       int32
+	gen, seq uint32
+}
+
+// issue notes that the enter just made took the sends queued before it.
+func (p *uringPoller) issue() {
+	if len(p.r.backlog) > 0 || p.r.pending() > 0 {
+		return // some are still queued: wait until all went in
+	}
+	p.issued = append(p.issued, p.unissued...)
+	p.unissued = p.unissued[:0]
+}
+
+// urgentSends reports whether a queued send's success is news someone
+// waits for: a writer that was refused, a shutdown or a close behind it.
+// A wait must not sleep on those, as their success posts no completion.
+func (p *uringPoller) urgentSends() bool {
+	for _, ref := range p.unissued {
+		if g := &p.regs[ref.fd]; g.gen == ref.gen && g.sock != nil {
+			if s := g.sock; s.wblocked || s.shut || s.closing {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// finishSends completes the issued sends that posted nothing: they went
+// whole. Only once every completion the kernel posted was read (a send
+// that failed posted one), and while evs has room for what they report.
+func (p *uringPoller) finishSends(evs []Ready, n int) int {
+	if len(p.issued) == 0 || p.r.ready() > 0 || len(evs)-n < len(p.issued) {
+		return n
+	}
+	p.evs, p.nout = evs, n
+	for _, ref := range p.issued {
+		g := &p.regs[ref.fd]
+		if g.gen != ref.gen || g.sock == nil || g.sock.sendSeq != ref.seq || g.sock.sending == 0 {
+			continue // it failed, and its completion was handled
+		}
+		p.ops--
+		p.sendDone(int(ref.fd), g, int32(g.sock.sending))
+	}
+	p.issued = p.issued[:0]
+	return p.nout
+}
+
+// sendDone handles the end of fd's send in flight: res bytes went out, or
+// the error that stopped it.
+func (p *uringPoller) sendDone(fd int, g *uringReg, res int32) {
+	s := g.sock
+	sent := s.sending
+	s.sending = 0
+	errno := unix.Errno(0)
+	if res < 0 {
+		errno = unix.Errno(-res)
+	}
+	switch {
+	case res >= 0:
+		s.txStart += int(res)
+		if s.txStart == len(s.tx[0]) {
+			p.chunks.put(s.tx[0])
+			s.tx = append(s.tx[:0], s.tx[1:]...)
+			s.txStart = 0
+		}
+		if int(res) < sent && !s.reset {
+			// The socket buffer filled: go on when it drains.
+			s.outWait = true
+			p.armPollOut(fd, g)
+		}
+	case errno == unix.EAGAIN && !s.reset:
+		s.outWait = true
+		p.armPollOut(fd, g)
+	case errno == unix.ECANCELED && !s.reset:
+		// handOver stopped it; what is left moves on.
+	default:
+		if errno != unix.ECANCELED {
+			s.txErr = errno
+		}
+		p.dropTx(s)
+		p.report(g, EventWrite|EventErr)
+	}
+	if s.reset {
+		p.dropTx(s) // a reset sends nothing more, a short send's rest included
+	}
+	if len(s.tx) > 0 {
+		p.submitSend(fd, g)
+	} else {
+		if s.shut {
+			s.shut = false
+			unix.Shutdown(fd, unix.SHUT_WR)
+		}
+		if s.closing {
+			p.finishClose(fd, g)
+			return
+		}
+	}
+	if s.wblocked && s.room() > 0 {
+		s.wblocked = false
+		p.report(g, EventWrite)
+	}
+}
+
+func (p *uringPoller) armPollOut(fd int, g *uringReg) {
+	if g.sock.pollOutLive || p.stopping {
+		// handOver: a send it finished short arms nothing it would then
+		// wait for; the bytes left move on with the rest.
+		return
+	}
+	g.sock.pollOutLive = true
+	p.submit(uringSQE{opcode: uringOpPollAdd, fd: int32(fd), opFlags: poll32(unix.POLLOUT | pollRDHUP),
+		userData: uringOpData(uringKindPollOut, fd, g.gen)})
+}
+
+// pollOutDone handles the end of a wait for room: a send waiting for it
+// goes on, and a handler that asked for EventWrite hears it.
+func (p *uringPoller) pollOutDone(fd int, g *uringReg, c uringCQE, errno unix.Errno) {
+	s := g.sock
+	s.pollOutLive = false
+	if s.outWait && errno != unix.ECANCELED {
+		s.outWait = false
+		p.submitSend(fd, g) // its error, if any, is the send's to meet
+	}
+	if s.closing {
+		return
+	}
+	switch {
+	case errno == unix.ECANCELED:
+	case c.res < 0:
+		p.report(g, EventWrite|EventErr)
+	default:
+		if e := uringReadiness(uint32(c.res)); e != 0 {
+			p.report(g, e)
+		}
+	}
+}
+
+// room is how many more bytes Write takes now.
+func (s *uringSock) room() int {
+	n := (uringSendChunks - len(s.tx)) * uringChunkSize
+	if k := len(s.tx); k > 0 {
+		n += cap(s.tx[k-1]) - len(s.tx[k-1])
+	}
+	return n
+}
+
+// unsent copies the bytes written and not yet sent.
+func (s *uringSock) unsent() []byte {
+	var out []byte
+	for i, b := range s.tx {
+		if i == 0 {
+			b = b[s.txStart:]
+		}
+		out = append(out, b...)
+	}
+	return out
+}
+
+// dropTx gives back every send buffer but one in flight.
+func (p *uringPoller) dropTx(s *uringSock) {
+	for i, b := range s.tx {
+		if i == 0 && s.sending > 0 {
+			continue
+		}
+		p.chunks.put(b)
+	}
+	if s.sending > 0 {
+		s.tx = s.tx[:1]
+		return
+	}
+	s.tx, s.txStart = s.tx[:0], 0
+}
+
+func (p *uringPoller) shutdown(d *Desc) error {
+	s := p.sock(d)
+	if len(s.tx) > 0 {
+		s.shut = true // after the last send
+		return nil
+	}
+	return unix.Shutdown(d.fd, unix.SHUT_WR)
+}
+
+// resetTx drops what fd was to send: all of it but a send in flight,
+// which is cancelled, and whose end (sendDone) drops the rest.
+func (p *uringPoller) resetTx(fd int, g *uringReg) {
+	s := g.sock
+	s.reset = true
+	p.dropTx(s)
+	if s.sending > 0 {
+		p.cancel1(uringKindSend, fd, g)
+	}
+}
