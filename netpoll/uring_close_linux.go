@@ -28,7 +28,7 @@ func (p *uringPoller) cancelWaits(fd int, g *uringReg) {
 	if s.acceptLive {
 		p.cancel1(uringKindAccept, fd, g)
 	}
-	if s.pollOutLive && (!s.outWait || p.stopping) {
+	if s.pollOutLive && (s.send != sendWaiting || p.stopping) {
 		p.cancel1(uringKindPollOut, fd, g)
 	}
 }
@@ -51,19 +51,15 @@ func (p *uringPoller) close(d *Desc) error {
 	s := g.sock
 	p.stopAll(fd, g)
 	s.want = 0
-	if d.reset {
-		p.resetTx(fd, g)
-	}
-	if len(s.tx) == 0 {
+	if p.closeSends(fd, g, d.reset) {
 		return p.finishClose(fd, g)
 	}
 	// The last bytes still go, as close(2) would leave them to the kernel.
-	s.closing = true
 	gen := g.gen
 	s.drain = d.loop.AfterFunc(uringDrainTimeout, func() {
-		if g := &p.regs[fd]; g.gen == gen && g.sock.closing && !g.sock.reset {
+		if g := &p.regs[fd]; g.gen == gen && g.sock.end == endClose {
 			unix.SetsockoptLinger(fd, unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1, Linger: 0})
-			if p.resetTx(fd, g); len(g.sock.tx) == 0 {
+			if p.closeSends(fd, g, true) {
 				p.finishClose(fd, g)
 			}
 		}
@@ -75,7 +71,6 @@ func (p *uringPoller) close(d *Desc) error {
 // carry a generation nobody has any more and are dropped.
 func (p *uringPoller) finishClose(fd int, g *uringReg) error {
 	s := g.sock
-	s.closing = false
 	if s.drain != nil {
 		s.drain.Stop()
 		s.drain = nil
@@ -86,8 +81,7 @@ func (p *uringPoller) finishClose(fd int, g *uringReg) error {
 		// the wait for room, kept while sends needed it, goes too.
 		p.cancel1(uringKindPollOut, fd, g)
 	}
-	s.outWait = false
-	g.gen = 0
+	g.gen = 0 // the socket's state starts again with its next addSock
 	return unix.Close(fd)
 }
 

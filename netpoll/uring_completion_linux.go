@@ -45,17 +45,8 @@ type uringSock struct {
 	accepted  []int
 	acceptErr unix.Errno
 
-	tx       [][]byte // send buffers; each one's length is how far it is filled
-	txStart  int      // tx[0][txStart:] is not sent yet
-	sending  int      // bytes of it in flight (0: no send in flight)
-	txErr    unix.Errno
-	wblocked bool   // Write refused bytes: tell the handler when room frees
-	sendSeq  uint32 // counts the socket's sends, to name one (uringSendRef)
-	outWait  bool   // the socket buffer is full: the next send waits for POLLOUT
-	shut     bool   // shut the sending side when tx drains
-	closing  bool   // closed by the handler: close the descriptor when tx drains
-	reset    bool   // ...or at once, dropping tx
-	drain    *Timer // bounds a closing socket's wait for its last sends
+	uringSend        // the send side (uring_send_linux.go)
+	drain     *Timer // bounds a closing socket's wait for its last sends
 }
 
 // startCompletion turns p into a completion backend where the kernel
@@ -116,7 +107,7 @@ func (p *uringPoller) addSock(fd int, want Interest, tok Token) error {
 	if s == nil {
 		s = new(uringSock)
 	}
-	*s = uringSock{rx: s.rx[:0], tx: s.tx[:0]}
+	*s = uringSock{rx: s.rx[:0], uringSend: uringSend{tx: s.tx[:0]}}
 	*g = uringReg{tok: tok, gen: p.gen, sock: s}
 	return p.modifySock(fd, g, want, tok)
 }
@@ -139,7 +130,7 @@ func (p *uringPoller) modifySock(fd int, g *uringReg, want Interest, tok Token) 
 		// iteration, and the socket buffer holds what follows them.
 		p.armRecv(fd, g)
 	}
-	if want&Write != 0 && s.sending == 0 {
+	if want&Write != 0 && s.send != sendFlying {
 		p.armPollOut(fd, g)
 	}
 	return nil
@@ -171,7 +162,7 @@ func (p *uringPoller) complete(kind uint64, fd int, gen uint32, c uringCQE) {
 	if fd < len(p.regs) && p.regs[fd].gen == gen && p.regs[fd].sock != nil {
 		g = &p.regs[fd]
 	}
-	if g != nil && g.sock.closing && (kind == uringKindRecv || kind == uringKindAccept) {
+	if g != nil && g.sock.end >= endClose && (kind == uringKindRecv || kind == uringKindAccept) {
 		g = nil // closed by its handler, only its last bytes still going
 	}
 	errno := unix.Errno(0)

@@ -21,9 +21,8 @@ func (p *uringPoller) handOver(descs []*Desc) error {
 		if g.gen == 0 || g.sock == nil {
 			continue
 		}
-		s := g.sock
 		p.cancelWaits(fd, g)
-		if s.sending > 0 {
+		if g.sock.send == sendFlying {
 			p.cancel1(uringKindSend, fd, g)
 		}
 	}
@@ -68,7 +67,7 @@ func (p *uringPoller) handOver(descs []*Desc) error {
 	// Sockets closed by their handlers, whose last bytes were still
 	// going: what the socket takes now goes, as from a socket buffer.
 	for fd := range p.regs {
-		if g := &p.regs[fd]; g.gen != 0 && g.sock != nil && g.sock.closing {
+		if g := &p.regs[fd]; g.gen != 0 && g.sock != nil && g.sock.end >= endClose {
 			s := g.sock
 			RawWrite(fd, s.unsent())
 			p.dropTx(s)

@@ -11,12 +11,64 @@ import (
 // A socket's sends in completion mode: Write copies into send buffers,
 // one send per socket is in flight at a time, and a send that could not
 // go whole waits for room (POLLOUT) before the rest.
+//
+// A socket's send state is two small enums, changed only by the functions
+// in this file:
+//
+//	send (where the bytes are)     event                        next
+//	sendIdle                       bytes queued (submitSend)    sendFlying
+//	sendFlying                     went whole, cancelled,       sendIdle
+//	                               failed (err, tx dropped)
+//	sendFlying                     went short, EAGAIN           sendWaiting (POLLOUT armed)
+//	sendWaiting                    room (pollOutDone)           sendFlying
+//
+//	end (once tx drains)           event                        next
+//	endNone                        Shutdown with bytes queued   endShut
+//	endNone, endShut               Close (closeSends)           endClose
+//	endNone, endShut, endClose     reset, the drain bound       endReset
+//	endShut                        tx drained: shutdown(2)      endNone
+//	endClose, endReset             tx drained: close(2)         (the socket is gone)
+//
+// A ring that handOver stops starts no send (idle stays idle). A close
+// after a Shutdown whose bytes are still queued closes once they went:
+// close(2) sends the FIN that shutdown(2) would have.
+
+// sendState is where a socket's bytes are.
+type sendState uint8
+
+const (
+	sendIdle    sendState = iota // no send in flight
+	sendFlying                   // one send in flight: flying bytes of tx[0]
+	sendWaiting                  // a send went short: the rest waits for POLLOUT
+)
+
+// sendEnd is what happens once a socket's queued bytes are sent.
+type sendEnd uint8
+
+const (
+	endNone  sendEnd = iota
+	endShut          // shut the sending side (Desc.Shutdown)
+	endClose         // close the descriptor (Desc.Close)
+	endReset         // drop what is queued and close at once (ResetOnClose, the drain bound)
+)
+
+// uringSend is a socket's send side.
+type uringSend struct {
+	tx      [][]byte // send buffers; each one's length is how far it is filled
+	txStart int      // tx[0][txStart:] is not sent yet
+	send    sendState
+	end     sendEnd
+	flying  int    // bytes of the send in flight (send == sendFlying)
+	seq     uint32 // counts the socket's sends, to name one (uringSendRef)
+	err     unix.Errno
+	refused bool // Write refused bytes: tell the handler when room frees
+}
 
 func (p *uringPoller) write(d *Desc, b []byte) (int, error) {
 	g := &p.regs[d.fd]
 	s := g.sock
-	if s.txErr != 0 {
-		return 0, s.txErr
+	if s.err != 0 {
+		return 0, s.err
 	}
 	n := 0
 	for n < len(b) {
@@ -43,25 +95,26 @@ func (p *uringPoller) write(d *Desc, b []byte) (int, error) {
 	}
 	p.submitSend(d.fd, g)
 	if n < len(b) {
-		s.wblocked = true
+		s.refused = true
 		return n, unix.EAGAIN
 	}
 	return n, nil
 }
 
+// submitSend starts the next send: idle -> flying.
 func (p *uringPoller) submitSend(fd int, g *uringReg) {
 	s := g.sock
-	if p.stopping || s.sending > 0 || len(s.tx) == 0 || s.outWait {
+	if p.stopping || s.send != sendIdle || len(s.tx) == 0 {
 		return
 	}
 	b := s.tx[0][s.txStart:]
-	s.sending = len(b)
-	s.sendSeq++
+	s.send, s.flying = sendFlying, len(b)
+	s.seq++
 	sqe := uringSQE{opcode: uringOpSend, fd: int32(fd), addr: uint64(uintptr(unsafe.Pointer(&b[0]))), len: uint32(len(b)),
 		opFlags: unix.MSG_NOSIGNAL | unix.MSG_WAITALL | unix.MSG_DONTWAIT, userData: uringOpData(uringKindSend, fd, g.gen)}
 	if p.r.features&uringFeatCQESkip != 0 {
 		sqe.flags = uringSQECQESkipSuccess
-		p.unissued = append(p.unissued, uringSendRef{fd: int32(fd), gen: g.gen, seq: s.sendSeq})
+		p.unissued = append(p.unissued, uringSendRef{fd: int32(fd), gen: g.gen, seq: s.seq})
 	}
 	p.submit(sqe)
 }
@@ -98,7 +151,7 @@ func (p *uringPoller) issue() {
 func (p *uringPoller) urgentSends() bool {
 	for _, ref := range p.unissued {
 		if g := &p.regs[ref.fd]; g.gen == ref.gen && g.sock != nil {
-			if s := g.sock; s.wblocked || s.shut || s.closing {
+			if s := g.sock; s.refused || s.end != endNone {
 				return true
 			}
 		}
@@ -116,22 +169,22 @@ func (p *uringPoller) finishSends(evs []Ready, n int) int {
 	p.evs, p.nout = evs, n
 	for _, ref := range p.issued {
 		g := &p.regs[ref.fd]
-		if g.gen != ref.gen || g.sock == nil || g.sock.sendSeq != ref.seq || g.sock.sending == 0 {
+		if g.gen != ref.gen || g.sock == nil || g.sock.seq != ref.seq || g.sock.send != sendFlying {
 			continue // it failed, and its completion was handled
 		}
 		p.ops--
-		p.sendDone(int(ref.fd), g, int32(g.sock.sending))
+		p.sendDone(int(ref.fd), g, int32(g.sock.flying))
 	}
 	p.issued = p.issued[:0]
 	return p.nout
 }
 
 // sendDone handles the end of fd's send in flight: res bytes went out, or
-// the error that stopped it.
+// the error that stopped it. flying -> idle or waiting.
 func (p *uringPoller) sendDone(fd int, g *uringReg, res int32) {
 	s := g.sock
-	sent := s.sending
-	s.sending = 0
+	sent := s.flying
+	s.send, s.flying = sendIdle, 0
 	errno := unix.Errno(0)
 	if res < 0 {
 		errno = unix.Errno(-res)
@@ -144,40 +197,40 @@ func (p *uringPoller) sendDone(fd int, g *uringReg, res int32) {
 			s.tx = append(s.tx[:0], s.tx[1:]...)
 			s.txStart = 0
 		}
-		if int(res) < sent && !s.reset {
+		if int(res) < sent && s.end != endReset {
 			// The socket buffer filled: go on when it drains.
-			s.outWait = true
+			s.send = sendWaiting
 			p.armPollOut(fd, g)
 		}
-	case errno == unix.EAGAIN && !s.reset:
-		s.outWait = true
+	case errno == unix.EAGAIN && s.end != endReset:
+		s.send = sendWaiting
 		p.armPollOut(fd, g)
-	case errno == unix.ECANCELED && !s.reset:
+	case errno == unix.ECANCELED && s.end != endReset:
 		// handOver stopped it; what is left moves on.
 	default:
 		if errno != unix.ECANCELED {
-			s.txErr = errno
+			s.err = errno
 		}
 		p.dropTx(s)
 		p.report(g, EventWrite|EventErr)
 	}
-	if s.reset {
+	if s.end == endReset {
 		p.dropTx(s) // a reset sends nothing more, a short send's rest included
 	}
 	if len(s.tx) > 0 {
 		p.submitSend(fd, g)
 	} else {
-		if s.shut {
-			s.shut = false
+		switch s.end {
+		case endShut:
+			s.end = endNone
 			unix.Shutdown(fd, unix.SHUT_WR)
-		}
-		if s.closing {
+		case endClose, endReset:
 			p.finishClose(fd, g)
 			return
 		}
 	}
-	if s.wblocked && s.room() > 0 {
-		s.wblocked = false
+	if s.refused && s.room() > 0 {
+		s.refused = false
 		p.report(g, EventWrite)
 	}
 }
@@ -198,11 +251,11 @@ func (p *uringPoller) armPollOut(fd int, g *uringReg) {
 func (p *uringPoller) pollOutDone(fd int, g *uringReg, c uringCQE, errno unix.Errno) {
 	s := g.sock
 	s.pollOutLive = false
-	if s.outWait && errno != unix.ECANCELED {
-		s.outWait = false
-		p.submitSend(fd, g) // its error, if any, is the send's to meet
+	if s.send == sendWaiting && errno != unix.ECANCELED {
+		s.send = sendIdle
+		p.submitSend(fd, g) // waiting -> flying; its error, if any, is the send's to meet
 	}
-	if s.closing {
+	if s.end >= endClose {
 		return
 	}
 	switch {
@@ -240,34 +293,43 @@ func (s *uringSock) unsent() []byte {
 // dropTx gives back every send buffer but one in flight.
 func (p *uringPoller) dropTx(s *uringSock) {
 	for i, b := range s.tx {
-		if i == 0 && s.sending > 0 {
+		if i == 0 && s.send == sendFlying {
 			continue
 		}
 		p.chunks.put(b)
 	}
-	if s.sending > 0 {
+	if s.send == sendFlying {
 		s.tx = s.tx[:1]
 		return
 	}
 	s.tx, s.txStart = s.tx[:0], 0
 }
 
+// shutdown shuts the sending side now, or once the queued bytes went.
 func (p *uringPoller) shutdown(d *Desc) error {
 	s := p.sock(d)
 	if len(s.tx) > 0 {
-		s.shut = true // after the last send
+		if s.end == endNone {
+			s.end = endShut // after the last send
+		}
 		return nil
 	}
 	return unix.Shutdown(d.fd, unix.SHUT_WR)
 }
 
-// resetTx drops what fd was to send: all of it but a send in flight,
-// which is cancelled, and whose end (sendDone) drops the rest.
-func (p *uringPoller) resetTx(fd int, g *uringReg) {
+// closeSends makes the socket close once its queued bytes went, or at
+// once dropping them when reset (then a send in flight is cancelled, and
+// its end, sendDone, drops the rest and closes). It reports whether
+// nothing is left to wait for: then the caller closes now.
+func (p *uringPoller) closeSends(fd int, g *uringReg, reset bool) bool {
 	s := g.sock
-	s.reset = true
-	p.dropTx(s)
-	if s.sending > 0 {
-		p.cancel1(uringKindSend, fd, g)
+	s.end = endClose
+	if reset {
+		s.end = endReset
+		p.dropTx(s)
+		if s.send == sendFlying {
+			p.cancel1(uringKindSend, fd, g)
+		}
 	}
+	return len(s.tx) == 0
 }
