@@ -145,18 +145,29 @@ func (p *uringPoller) issue() {
 	p.unissued = p.unissued[:0]
 }
 
-// urgentSends reports whether a queued send's success is news someone
-// waits for: a writer that was refused, a shutdown or a close behind it.
-// A wait must not sleep on those, as their success posts no completion.
+// urgentSends reports whether a send not yet finished is news someone
+// waits for: more bytes queued behind it (one send per socket is in
+// flight, so they go only once it is finished), a writer that was
+// refused, a shutdown or a close. A wait must not sleep on those, as
+// their success posts no completion.
 func (p *uringPoller) urgentSends() bool {
+	if len(p.issued) > 0 {
+		return true // finishSends had no room for them in the last wait
+	}
 	for _, ref := range p.unissued {
 		if g := &p.regs[ref.fd]; g.gen == ref.gen && g.sock != nil {
-			if s := g.sock; s.refused || s.end != endNone {
+			if s := g.sock; s.refused || s.end != endNone || s.queuedBehind() {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// queuedBehind reports whether bytes were written after those the send
+// in flight carries.
+func (s *uringSock) queuedBehind() bool {
+	return s.send == sendFlying && (len(s.tx) > 1 || len(s.tx[0])-s.txStart > s.flying)
 }
 
 // finishSends completes the issued sends that posted nothing: they went
