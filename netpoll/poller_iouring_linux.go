@@ -77,7 +77,11 @@ type uringPoller struct {
 	ops      int     // requests in flight: their last completion not reaped
 	holding  []int32 // fds whose rx holds provided buffers
 	starved  []int32 // fds whose receive ended for want of buffers
-	stopping bool    // handOver: submit nothing new
+	stopping bool    // a hand-over is under way (stop): submit nothing new
+	// stopped is stop's done until a Wait calls it, which it does when
+	// the kernel has ended every request, or at stopBy.
+	stopped func(error)
+	stopBy  time.Time
 	// noRecvBudget: the kernel refused uringRecvBudget (before 6.17).
 	noRecvBudget bool
 	evs          []Ready // the current reap's output (see report)
@@ -296,6 +300,9 @@ func (p *uringPoller) Wait(evs []Ready, timeout time.Duration) (int, error) {
 		if timeout != 0 && p.urgentSends() {
 			timeout = 0 // their success posts nothing to wake us
 		}
+		if p.stopped != nil && (timeout < 0 || timeout > uringStopCheck) {
+			timeout = uringStopCheck // so that stopBy is noticed
+		}
 	}
 	if !r.flush() {
 		timeout = 0 // the kernel takes no more until completions are reaped
@@ -326,6 +333,9 @@ func (p *uringPoller) Wait(evs []Ready, timeout time.Duration) (int, error) {
 	n, err := p.reap(evs)
 	if p.cio && err == nil {
 		n = p.finishSends(evs, n)
+		if p.stopped != nil {
+			p.checkStopped()
+		}
 	}
 	return n, err
 }

@@ -36,10 +36,20 @@ type sockIO interface {
 	close(d *Desc) error
 	// detach forgets d and leaves its descriptor open.
 	detach(d *Desc) error
-	// handOver stops every request on the descriptors and moves what they
-	// hold (bytes received and not read, written and not sent, accepted
-	// connections) into the descriptors, for the next backend.
-	handOver(descs []*Desc) error
+	// stop begins a hand-over to another backend without blocking: the
+	// poller submits nothing new and cancels every request, and the
+	// loop goes on serving what it holds. A later Wait calls done, once,
+	// with nil when the kernel has ended every request, or with why it
+	// gave up; done runs inside Wait, so it only queues work (Post). It
+	// fails when a hand-over is already under way.
+	stop(done func(error)) error
+	// handOver moves what the sockets hold (bytes received and not read,
+	// written and not sent, accepted connections) into descs, for the
+	// next backend, after stop's done(nil).
+	handOver(descs []*Desc)
+	// resume undoes stop, for a hand-over that did not finish: the
+	// poller arms its sockets' requests again.
+	resume()
 }
 
 // moved is what a descriptor brought from a completion backend it was

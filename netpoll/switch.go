@@ -32,11 +32,14 @@ func (l *Loop) setName(n string) { l.name.Store(&n) }
 
 // SwitchEvent records one loop's move from one backend to another.
 type SwitchEvent struct {
-	Loop        int
-	From, To    string
-	At          time.Time     // when the loop finished the move
-	Took        time.Duration // time the loop spent on it
-	Descriptors int           // live descriptors moved
+	Loop     int
+	From, To string
+	At       time.Time // when the loop finished the move
+	// Took is the time from the switch's start on the loop to the move:
+	// from a completion backend it includes the hand-over, during which
+	// the loop went on serving.
+	Took        time.Duration
+	Descriptors int // live descriptors moved
 }
 
 // Moved reports whether the loop changed backend (a switch to the backend
@@ -64,8 +67,7 @@ func (l *Loop) SwitchPoller(backend string) (SwitchEvent, error) {
 	}
 	ch := make(chan result, 1)
 	l.Post(func() {
-		ev, err := l.switchPoller(backend)
-		ch <- result{ev, err}
+		l.switchPoller(backend, func(ev SwitchEvent, err error) { ch <- result{ev, err} })
 	})
 	select {
 	case r := <-ch:
@@ -85,23 +87,61 @@ func (l *Loop) SwitchPoller(backend string) (SwitchEvent, error) {
 // compares it to notice a switch for the price of one atomic load.
 func (l *Loop) SwitchCount() uint64 { return l.switches.Load() }
 
-// switchPoller runs on the loop.
-func (l *Loop) switchPoller(name string) (SwitchEvent, error) {
+// switchPoller runs on the loop and calls reply, on the loop, once the
+// move is done or failed. From a completion backend that is some
+// iterations later: the backend holds requests on the sockets and bytes
+// in its buffers, which come out first (sockIO's stop and handOver)
+// before another backend watches the same sockets, and the loop goes on
+// serving while the kernel ends those requests.
+func (l *Loop) switchPoller(name string, reply func(SwitchEvent, error)) {
 	start := time.Now()
-	old := l.poller
 	if name == "" || name == Auto {
 		if a := Available(); len(a) > 0 {
 			name = a[0]
 		}
 	}
-	ev := SwitchEvent{Loop: l.id, From: old.Name(), To: name, At: start}
+	ev := SwitchEvent{Loop: l.id, From: l.poller.Name(), To: name, At: start}
 	if name == ev.From {
-		return ev, nil
+		reply(ev, nil)
+		return
 	}
-	np, err := openForLoop(name, l.waker, &l.calls)
+	io := l.io
+	if io == nil {
+		l.movePoller(ev, reply)
+		return
+	}
+	err := io.stop(func(err error) {
+		l.Post(func() {
+			if err != nil {
+				io.resume()
+				ev.To = ev.From
+				reply(ev, fmt.Errorf("%s hand-over: %w", ev.From, err))
+				return
+			}
+			l.movePoller(ev, reply)
+		})
+	})
 	if err != nil {
 		ev.To = ev.From
-		return ev, err
+		reply(ev, fmt.Errorf("%s: %w", ev.From, err))
+	}
+}
+
+// movePoller moves the loop to ev.To, its old poller stopped if it is a
+// completion backend, and calls reply.
+func (l *Loop) movePoller(ev SwitchEvent, reply func(SwitchEvent, error)) {
+	old, oldIO := l.poller, l.io
+	fail := func(err error) {
+		if oldIO != nil {
+			oldIO.resume()
+		}
+		ev.To = ev.From
+		reply(ev, err)
+	}
+	np, err := openForLoop(ev.To, l.waker, &l.calls)
+	if err != nil {
+		fail(err)
+		return
 	}
 	edge := np.Caps()&CapEdgeTriggered != 0
 	kernel := func(d *Desc) Interest {
@@ -116,18 +156,8 @@ func (l *Loop) switchPoller(name string) (SwitchEvent, error) {
 			descs = append(descs, d)
 		}
 	}
-	// A completion backend holds requests on the sockets and bytes in its
-	// buffers: they come out first (two phases: stop everything, then
-	// move what was held into the descriptors), before another backend
-	// watches the same sockets.
-	oldIO := l.io
 	if oldIO != nil {
-		if err := oldIO.handOver(descs); err != nil {
-			np.disownWaker()
-			np.Close()
-			ev.To = ev.From
-			return ev, fmt.Errorf("%s hand-over: %w", ev.From, err)
-		}
+		oldIO.handOver(descs)
 		l.io = nil
 	}
 	for _, d := range descs {
@@ -135,14 +165,17 @@ func (l *Loop) switchPoller(name string) (SwitchEvent, error) {
 			np.disownWaker()
 			np.Close()
 			if oldIO != nil {
-				// The old ring stopped; arm it again, as it was.
+				// The old ring handed its sockets over; take them back.
+				oldIO.resume()
 				for _, d := range descs {
 					old.Add(d.fd, d.kernel, d.tok)
 				}
 				l.io = oldIO
 			}
+			name := ev.To
 			ev.To = ev.From
-			return ev, fmt.Errorf("%s add fd %d: %w", name, d.fd, err)
+			reply(ev, fmt.Errorf("%s add fd %d: %w", name, d.fd, err))
+			return
 		}
 		ev.Descriptors++
 	}
@@ -155,9 +188,9 @@ func (l *Loop) switchPoller(name string) (SwitchEvent, error) {
 	l.adds.Add(uint64(ev.Descriptors))
 	l.probe()
 	l.switches.Add(1)
-	ev.At = time.Now()
-	ev.Took = ev.At.Sub(start)
-	return ev, nil
+	now := time.Now()
+	ev.Took, ev.At = now.Sub(ev.At), now
+	reply(ev, nil)
 }
 
 // probe queues, as kicks, the readiness every live descriptor has now.

@@ -144,17 +144,28 @@ func TestSwitchKeepsDescriptors(t *testing.T) {
 
 			// Bytes that arrive right before the move raise their edge on
 			// the old queue, which the move closes unread.
+			// From a completion backend the move ends some iterations
+			// later; its reply runs on the loop right after the probe.
 			var ev SwitchEvent
 			var err error
 			var probed, idleProbed bool
+			moved := make(chan struct{})
 			onLoop(l, func() {
 				unix.Write(rb, []byte("during"))
-				ev, err = l.switchPoller(to)
-				for _, k := range l.kicks {
-					probed = probed || k.Token == rdesc.tok && k.Events&EventRead != 0
-					idleProbed = idleProbed || k.Token == idesc.tok && k.Events&EventRead != 0
-				}
+				l.switchPoller(to, func(e SwitchEvent, er error) {
+					ev, err = e, er
+					for _, k := range l.kicks {
+						probed = probed || k.Token == rdesc.tok && k.Events&EventRead != 0
+						idleProbed = idleProbed || k.Token == idesc.tok && k.Events&EventRead != 0
+					}
+					close(moved)
+				})
 			})
+			select {
+			case <-moved:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the switch never finished")
+			}
 			if err != nil {
 				t.Fatal(err)
 			}

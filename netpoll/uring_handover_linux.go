@@ -3,19 +3,47 @@
 package netpoll
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
 
 // Handing a completion-mode ring's sockets over to the loop's next
-// backend (a live switch away from io_uring).
+// backend (a live switch away from io_uring), in two steps that never
+// block the loop:
+//
+//  1. stop: nothing new is submitted and every request on the ring is
+//     cancelled. The loop goes on serving meanwhile: handlers read what
+//     the ring already received and write into its send buffers, which
+//     hold what they write. The kernel ends the cancelled requests
+//     inside the next io_uring_enter (a cancelled send reports how much
+//     it sent), and the Wait that reaps the last one calls stop's done.
+//  2. handOver: what the sockets hold (bytes received and not read,
+//     written and not sent, connections accepted and not taken) moves
+//     into their descriptors, which Read, Write and Accept serve before
+//     the socket on the next backend. Only then may another backend
+//     watch the sockets, and the buffers be unmapped.
+//
+// A ring whose requests do not all end within uringStopBound resumes
+// (resume), and the switch fails.
 
-// handOver stops every request on the ring and moves what the sockets
-// hold into their descriptors (see sockIO). It waits, a bounded
-// time, until the kernel has ended each request: only then may another
-// backend watch the same sockets, and the buffers be unmapped.
-func (p *uringPoller) handOver(descs []*Desc) error {
+// uringStopBound bounds how long a hand-over waits for the kernel to end
+// the ring's requests; uringStopCheck is how often a waiting ring
+// looks, however long its loop would sleep.
+const (
+	uringStopBound = 2 * time.Second
+	uringStopCheck = 50 * time.Millisecond
+)
+
+var errHandOverUnderWay = errors.New("a hand-over to another backend is under way")
+
+// stop begins a hand-over (step 1 above).
+func (p *uringPoller) stop(done func(error)) error {
+	if p.stopping {
+		return errHandOverUnderWay
+	}
 	p.stopping = true
+	p.stopped, p.stopBy = done, time.Now().Add(uringStopBound)
 	for fd := range p.regs {
 		g := &p.regs[fd]
 		if g.gen == 0 || g.sock == nil {
@@ -26,21 +54,28 @@ func (p *uringPoller) handOver(descs []*Desc) error {
 			p.cancel1(uringKindSend, fd, g)
 		}
 	}
-	evs := make([]Ready, 1024)
-	deadline := time.Now().Add(2 * time.Second)
-	for p.ops > 0 {
-		wait := time.Until(deadline)
-		if wait <= 0 {
-			p.stopping = false
-			p.resume(descs)
-			return fmt.Errorf("%d io_uring requests did not end", p.ops)
-		}
-		if _, err := p.Wait(evs, min(wait, 50*time.Millisecond)); err != nil {
-			p.stopping = false
-			p.resume(descs)
-			return err
-		}
+	return nil
+}
+
+// checkStopped calls stop's done once every request ended, or with an
+// error once stopBy passed; Wait calls it after reaping.
+func (p *uringPoller) checkStopped() {
+	var err error
+	switch {
+	case p.ops == 0:
+	case !time.Now().Before(p.stopBy):
+		err = fmt.Errorf("%d io_uring requests did not end", p.ops)
+	default:
+		return
 	}
+	done := p.stopped
+	p.stopped = nil
+	done(err)
+}
+
+// handOver moves what the sockets hold into descs (step 2 above), after
+// stop's done(nil).
+func (p *uringPoller) handOver(descs []*Desc) {
 	for _, d := range descs {
 		g := &p.regs[d.fd]
 		if g.gen == 0 || g.sock == nil {
@@ -74,18 +109,22 @@ func (p *uringPoller) handOver(descs []*Desc) error {
 			p.finishClose(fd, g)
 		}
 	}
-	return nil
 }
 
-// resume arms again what handOver stopped, when it could not finish.
-func (p *uringPoller) resume(descs []*Desc) {
-	for _, d := range descs {
-		g := &p.regs[d.fd]
+// resume arms again what stop stopped, for a hand-over that could not
+// finish; sockets already handed over are not the ring's any more.
+func (p *uringPoller) resume() {
+	p.stopping, p.stopped = false, nil
+	for fd := range p.regs {
+		g := &p.regs[fd]
 		if g.gen == 0 || g.sock == nil {
 			continue
 		}
-		p.modifySock(d.fd, g, g.sock.want, g.tok)
-		p.submitSend(d.fd, g)
+		p.modifySock(fd, g, g.sock.want, g.tok)
+		if g.sock.send == sendWaiting {
+			p.armPollOut(fd, g) // stop cancelled the wait for room
+		}
+		p.submitSend(fd, g)
 	}
 }
 

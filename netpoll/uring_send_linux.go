@@ -29,7 +29,7 @@ import (
 //	endShut                        tx drained: shutdown(2)      endNone
 //	endClose, endReset             tx drained: close(2)         (the socket is gone)
 //
-// A ring that handOver stops starts no send (idle stays idle). A close
+// A ring that a hand-over stopped starts no send (idle stays idle). A close
 // after a Shutdown whose bytes are still queued closes once they went:
 // close(2) sends the FIN that shutdown(2) would have.
 
@@ -217,7 +217,7 @@ func (p *uringPoller) sendDone(fd int, g *uringReg, res int32) {
 		s.send = sendWaiting
 		p.armPollOut(fd, g)
 	case errno == unix.ECANCELED && s.end != endReset:
-		// handOver stopped it; what is left moves on.
+		// A hand-over stopped it; what is left moves on.
 	default:
 		if errno != unix.ECANCELED {
 			s.err = errno
@@ -248,7 +248,7 @@ func (p *uringPoller) sendDone(fd int, g *uringReg, res int32) {
 
 func (p *uringPoller) armPollOut(fd int, g *uringReg) {
 	if g.sock.pollOutLive || p.stopping {
-		// handOver: a send it finished short arms nothing it would then
+		// A hand-over: a send it finished short arms nothing it would then
 		// wait for; the bytes left move on with the rest.
 		return
 	}
