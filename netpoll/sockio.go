@@ -102,7 +102,10 @@ func (d *Desc) Peek(p []byte) (int, error) {
 		return io.peek(d, p)
 	}
 	n, _, err := unix.Recvfrom(d.fd, p, unix.MSG_PEEK|unix.MSG_DONTWAIT)
-	return n, err
+	if err != nil {
+		return 0, err // recvfrom's -1 is no count, as Read's is not
+	}
+	return n, nil
 }
 
 // Write writes p to the socket, or as much as it takes: n < len(p) comes
