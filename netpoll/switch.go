@@ -229,8 +229,9 @@ func (l *Loop) probe() {
 // ("epoll poll" alternates them; empty means "auto" for all). Loops that
 // already have their backend stay as they are; the others move at once,
 // each between two of its iterations. It returns one event per loop, in
-// loop order, and calls the switch hook for each loop that moved. On error
-// the loops that moved stay moved; the error names the others.
+// loop order (SwitchEvent.Moved says which moved): how an A/B history
+// records when each switch happened. On error the loops that moved stay
+// moved; the error names the others.
 func (g *Group) Switch(backends []string) ([]SwitchEvent, error) {
 	if len(backends) == 0 {
 		backends = []string{Auto}
@@ -258,23 +259,7 @@ func (g *Group) Switch(backends []string) ([]SwitchEvent, error) {
 		}()
 	}
 	wg.Wait()
-	if g.onSwitch != nil {
-		for _, ev := range evs {
-			if ev.Moved() {
-				g.onSwitch(ev)
-			}
-		}
-	}
 	return evs, errors.Join(errs...)
-}
-
-// SetSwitchHook makes Switch call f, on Switch's caller's goroutine (never
-// on a loop), once for every loop that changed backend: how an A/B history
-// records when each switch happened. Set it before switching.
-func (g *Group) SetSwitchHook(f func(SwitchEvent)) {
-	g.switchMu.Lock()
-	g.onSwitch = f
-	g.switchMu.Unlock()
 }
 
 // Backends returns each loop's backend now, in loop order.
