@@ -295,7 +295,7 @@ func TestURingBuffersRunOut(t *testing.T) {
 		}
 	}
 	l.RunOnce(0) // gives back what the last reads took
-	if p := l.poller.(*uringPoller); p.bufs.lent != uringBufCount {
+	if p := l.poller.(*uringCompleter); p.bufs.lent != uringBufCount {
 		t.Fatalf("%d of %d buffers back in the ring", p.bufs.lent, uringBufCount)
 	}
 }

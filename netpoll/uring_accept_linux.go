@@ -7,7 +7,7 @@ import "golang.org/x/sys/unix"
 // A listener's accepts in completion mode: one multishot accept, the
 // connections it took held until the handler takes them.
 
-func (p *uringPoller) armAccept(fd int, g *uringReg) {
+func (p *uringCompleter) armAccept(fd int, g *uringReg) {
 	s := g.sock
 	if s.acceptLive || p.stopping {
 		return
@@ -19,7 +19,7 @@ func (p *uringPoller) armAccept(fd int, g *uringReg) {
 
 // acceptDone handles an accept's completion; g is nil when the listener
 // is gone, and then the connection is closed.
-func (p *uringPoller) acceptDone(fd int, g *uringReg, c uringCQE, more bool, errno unix.Errno) {
+func (p *uringCompleter) acceptDone(fd int, g *uringReg, c uringCQE, more bool, errno unix.Errno) {
 	if g == nil {
 		if c.res >= 0 {
 			unix.Close(int(c.res))
@@ -44,7 +44,7 @@ func (p *uringPoller) acceptDone(fd int, g *uringReg, c uringCQE, more bool, err
 	}
 }
 
-func (p *uringPoller) accept(d *Desc) (int, unix.Sockaddr, error) {
+func (p *uringCompleter) accept(d *Desc) (int, unix.Sockaddr, error) {
 	g := &p.regs[d.fd]
 	s := g.sock
 	for len(s.accepted) > 0 {

@@ -22,7 +22,7 @@ import (
 const uringDrainTimeout = 10 * time.Second
 
 // cancelWaits cancels fd's receive, accept and write-readiness wait.
-func (p *uringPoller) cancelWaits(fd int, g *uringReg) {
+func (p *uringCompleter) cancelWaits(fd int, g *uringReg) {
 	s := g.sock
 	p.stopRecv(fd, g)
 	if s.acceptLive {
@@ -35,7 +35,7 @@ func (p *uringPoller) cancelWaits(fd int, g *uringReg) {
 
 // stopAll cancels fd's receive, accept and write-readiness wait and gives
 // back what it received and accepted.
-func (p *uringPoller) stopAll(fd int, g *uringReg) {
+func (p *uringCompleter) stopAll(fd int, g *uringReg) {
 	s := g.sock
 	p.cancelWaits(fd, g)
 	p.dropRx(s)
@@ -45,7 +45,7 @@ func (p *uringPoller) stopAll(fd int, g *uringReg) {
 	s.accepted = nil
 }
 
-func (p *uringPoller) close(d *Desc) error {
+func (p *uringCompleter) close(d *Desc) error {
 	fd := d.fd
 	g := &p.regs[fd]
 	s := g.sock
@@ -69,7 +69,7 @@ func (p *uringPoller) close(d *Desc) error {
 
 // finishClose closes fd. Completions of its requests still on their way
 // carry a generation nobody has any more and are dropped.
-func (p *uringPoller) finishClose(fd int, g *uringReg) error {
+func (p *uringCompleter) finishClose(fd int, g *uringReg) error {
 	s := g.sock
 	if s.drain != nil {
 		s.drain.Stop()
@@ -85,7 +85,7 @@ func (p *uringPoller) finishClose(fd int, g *uringReg) error {
 	return unix.Close(fd)
 }
 
-func (p *uringPoller) detach(d *Desc) error {
+func (p *uringCompleter) detach(d *Desc) error {
 	g := &p.regs[d.fd]
 	p.stopAll(d.fd, g)
 	p.dropTx(g.sock)

@@ -5,6 +5,8 @@ package netpoll
 import (
 	"fmt"
 	"os"
+	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -29,6 +31,130 @@ import (
 // both (6.1) and provided-buffer rings; a kernel without them gets the
 // readiness mode, as does POLLPROXY_IO_URING=readiness.
 
+// uringCompleter is io_uring in completion mode: the sockets' I/O on the
+// ring. Its Desc-side is sockIO (sockio.go); Modify hears every change of
+// a handler's interest, which is when receives and waits for room are
+// armed.
+type uringCompleter struct {
+	uringCore
+
+	// Buffers lent to the kernel, requests in flight, and the
+	// descriptors whose received bytes outlived an iteration or that
+	// wait for buffers.
+	bufs    *bufRing
+	chunks  chunkPool
+	ops     int     // requests in flight: their last completion not reaped
+	holding []int32 // fds whose rx holds provided buffers
+	starved []int32 // fds whose receive ended for want of buffers
+	// noRecvBudget: the kernel refused uringRecvBudget (before 6.17).
+	noRecvBudget bool
+	// Sends queued since the last enter, and sends that enter took whose
+	// success (no completion) is not accounted yet (see submitSend).
+	unissued, issued []uringSendRef
+
+	// A hand-over (uring_handover_linux.go): stopping while it is under
+	// way (submit nothing new); stopped is stop's done until a Wait
+	// calls it, which it does when the kernel has ended every request,
+	// or at stopBy.
+	stopping bool
+	stopped  func(error)
+	stopBy   time.Time
+}
+
+// Caps: the ring does the sockets' I/O and counts its io_uring_enter
+// calls, which are not one per wait.
+func (p *uringCompleter) Caps() Caps { return CapCompletionIO | CapCountsCalls }
+
+func (p *uringCompleter) sockIO() sockIO { return p }
+
+func (p *uringCompleter) Add(fd int, want Interest, tok Token) error {
+	if fd < 0 {
+		return unix.EBADF
+	}
+	p.grow(fd)
+	return p.addSock(fd, want, tok)
+}
+
+func (p *uringCompleter) Modify(fd int, want Interest, tok Token) error {
+	if fd < 0 || fd >= len(p.regs) || p.regs[fd].gen == 0 {
+		return unix.ENOENT
+	}
+	return p.modifySock(fd, &p.regs[fd], want, tok)
+}
+
+// Remove forgets fd as Detach does; a loop closes and detaches through
+// sockIO, so only a Poller's caller outside a loop gets here.
+func (p *uringCompleter) Remove(fd int) error {
+	if fd < 0 || fd >= len(p.regs) || p.regs[fd].gen == 0 {
+		return nil
+	}
+	g := &p.regs[fd]
+	p.stopAll(fd, g)
+	p.dropTx(g.sock)
+	g.gen = 0
+	return nil
+}
+
+// Wait settles what the sockets hold, makes the one io_uring_enter that
+// submits the iteration's receives, sends, accepts and cancellations and
+// waits (none when completions are already waiting and nothing is
+// queued), and turns the completions into events.
+func (p *uringCompleter) Wait(evs []Ready, timeout time.Duration) (int, error) {
+	if err := p.r.enable(); err != nil {
+		return 0, err
+	}
+	p.settle()
+	if timeout != 0 && p.urgentSends() {
+		timeout = 0 // their success posts nothing to wake us
+	}
+	if p.stopped != nil && (timeout < 0 || timeout > uringStopCheck) {
+		timeout = uringStopCheck // so that stopBy is noticed
+	}
+	entered, err := p.enter(timeout)
+	if err != nil {
+		return 0, err
+	}
+	if entered {
+		p.issue()
+	}
+	n := p.finishSends(evs, p.reap(evs))
+	if p.stopped != nil {
+		p.checkStopped()
+	}
+	return n, nil
+}
+
+// reap turns the completions in the CQ ring into evs, merging those of
+// one descriptor in one entry.
+func (p *uringCompleter) reap(evs []Ready) int {
+	r := p.r
+	p.startReap(evs)
+	woke := false
+	head := atomic.LoadUint32(r.cqHead)
+	tail := atomic.LoadUint32(r.cqTail)
+	for ; head != tail && p.nout < len(evs); head++ {
+		c := r.cqes[head&r.cqMask]
+		if c.userData&(1<<63) != 0 {
+			p.own(c, &woke)
+			continue
+		}
+		kind, fd, gen := uringSplit(c.userData)
+		p.complete(kind, fd, gen, c)
+	}
+	atomic.StoreUint32(r.cqHead, head)
+	return p.nout
+}
+
+// Close closes the ring, which ends every request still armed, and lets
+// go of the buffers unless the kernel may still use them.
+func (p *uringCompleter) Close() error {
+	if p.closed {
+		return nil
+	}
+	p.freeBuffers()
+	return p.uringCore.Close()
+}
+
 // uringSock is a registration's completion state.
 type uringSock struct {
 	want Interest
@@ -47,14 +173,6 @@ type uringSock struct {
 
 	uringSend        // the send side (uring_send_linux.go)
 	drain     *Timer // bounds a closing socket's wait for its last sends
-}
-
-// startCompletion turns p into a completion backend where the kernel
-// and the environment allow; it stays a readiness backend otherwise.
-func (p *uringPoller) startCompletion() {
-	if b, err := completionBuffers(p.r); err == nil {
-		p.bufs, p.cio = b, true
-	}
 }
 
 // completionBuffers sets up the provided buffers of a completion-mode
@@ -85,30 +203,20 @@ func describeURing() string {
 	return "completion mode: multishot receive into provided buffers, sends and multishot accept on the ring; SINGLE_ISSUER, DEFER_TASKRUN"
 }
 
-func (p *uringPoller) sockIO() sockIO {
-	if p.cio {
-		return p
-	}
-	return nil
-}
-
 // sock returns d's completion state.
-func (p *uringPoller) sock(d *Desc) *uringSock { return p.regs[d.fd].sock }
+func (p *uringCompleter) sock(d *Desc) *uringSock { return p.regs[d.fd].sock }
 
-func (p *uringPoller) addSock(fd int, want Interest, tok Token) error {
+func (p *uringCompleter) addSock(fd int, want Interest, tok Token) error {
 	g := &p.regs[fd]
 	if g.gen != 0 {
 		return unix.EEXIST // a descriptor is closed through its Desc, which tells the ring
-	}
-	if p.gen++; p.gen >= uringGenLimit {
-		p.gen = 1
 	}
 	s := g.sock
 	if s == nil {
 		s = new(uringSock)
 	}
 	*s = uringSock{rx: s.rx[:0], uringSend: uringSend{tx: s.tx[:0]}}
-	*g = uringReg{tok: tok, gen: p.gen, sock: s}
+	*g = uringReg{tok: tok, gen: p.nextGen(), sock: s}
 	return p.modifySock(fd, g, want, tok)
 }
 
@@ -117,7 +225,7 @@ func (p *uringPoller) addSock(fd int, want Interest, tok Token) error {
 // nothing is being sent (a connect in progress). A receive is not
 // stopped when Read is dropped: a handler pausing its reads leaves the
 // bytes that arrive to settle, which stops it.
-func (p *uringPoller) modifySock(fd int, g *uringReg, want Interest, tok Token) error {
+func (p *uringCompleter) modifySock(fd int, g *uringReg, want Interest, tok Token) error {
 	s := g.sock
 	s.want, g.tok = want, tok
 	switch {
@@ -137,14 +245,14 @@ func (p *uringPoller) modifySock(fd int, g *uringReg, want Interest, tok Token) 
 }
 
 // submit queues a request and counts it in flight.
-func (p *uringPoller) submit(s uringSQE) {
+func (p *uringCompleter) submit(s uringSQE) {
 	p.ops++
 	p.r.push(s)
 }
 
 // cancel1 asks the kernel to end fd's request of kind; its last
 // completion says when it did.
-func (p *uringPoller) cancel1(kind uint64, fd int, g *uringReg) {
+func (p *uringCompleter) cancel1(kind uint64, fd int, g *uringReg) {
 	c := uringSQE{opcode: uringOpAsyncCancel, fd: -1, addr: uringOpData(kind, fd, g.gen), userData: uringRemoveData}
 	if p.r.features&uringFeatCQESkip != 0 {
 		c.flags = uringSQECQESkipSuccess
@@ -153,7 +261,7 @@ func (p *uringPoller) cancel1(kind uint64, fd int, g *uringReg) {
 }
 
 // complete handles the completion of a socket request.
-func (p *uringPoller) complete(kind uint64, fd int, gen uint32, c uringCQE) {
+func (p *uringCompleter) complete(kind uint64, fd int, gen uint32, c uringCQE) {
 	more := c.flags&uringCQEFMore != 0
 	if !more {
 		p.ops--

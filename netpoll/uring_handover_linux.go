@@ -38,7 +38,7 @@ const (
 var errHandOverUnderWay = errors.New("a hand-over to another backend is under way")
 
 // stop begins a hand-over (step 1 above).
-func (p *uringPoller) stop(done func(error)) error {
+func (p *uringCompleter) stop(done func(error)) error {
 	if p.stopping {
 		return errHandOverUnderWay
 	}
@@ -59,7 +59,7 @@ func (p *uringPoller) stop(done func(error)) error {
 
 // checkStopped calls stop's done once every request ended, or with an
 // error once stopBy passed; Wait calls it after reaping.
-func (p *uringPoller) checkStopped() {
+func (p *uringCompleter) checkStopped() {
 	var err error
 	switch {
 	case p.ops == 0:
@@ -75,7 +75,7 @@ func (p *uringPoller) checkStopped() {
 
 // handOver moves what the sockets hold into descs (step 2 above), after
 // stop's done(nil).
-func (p *uringPoller) handOver(descs []*Desc) {
+func (p *uringCompleter) handOver(descs []*Desc) {
 	for _, d := range descs {
 		g := &p.regs[d.fd]
 		if g.gen == 0 || g.sock == nil {
@@ -113,7 +113,7 @@ func (p *uringPoller) handOver(descs []*Desc) {
 
 // resume arms again what stop stopped, for a hand-over that could not
 // finish; sockets already handed over are not the ring's any more.
-func (p *uringPoller) resume() {
+func (p *uringCompleter) resume() {
 	p.stopping, p.stopped = false, nil
 	for fd := range p.regs {
 		g := &p.regs[fd]
@@ -130,8 +130,8 @@ func (p *uringPoller) resume() {
 
 // freeBuffers lets go of the buffers, unless the kernel may still use
 // them: a ring closed with requests in flight ends them on its own time.
-func (p *uringPoller) freeBuffers() {
-	if !p.cio || p.ops > 0 {
+func (p *uringCompleter) freeBuffers() {
+	if p.ops > 0 {
 		return
 	}
 	p.bufs.unregister(p.r)

@@ -14,7 +14,7 @@ type uringPiece struct {
 	off, end int32
 }
 
-func (p *uringPoller) armRecv(fd int, g *uringReg) {
+func (p *uringCompleter) armRecv(fd int, g *uringReg) {
 	s := g.sock
 	if s.recvLive || s.eof || s.rxErr != 0 || p.stopping {
 		return
@@ -37,7 +37,7 @@ func (p *uringPoller) armRecv(fd int, g *uringReg) {
 // kernel that refuses it with EINVAL gets receives without a budget.
 const uringRecvBudget = 64 << 10
 
-func (p *uringPoller) stopRecv(fd int, g *uringReg) {
+func (p *uringCompleter) stopRecv(fd int, g *uringReg) {
 	if s := g.sock; s.recvLive && !s.recvStop {
 		s.recvStop = true
 		p.cancel1(uringKindRecv, fd, g)
@@ -52,7 +52,7 @@ func (s *uringSock) wantsRecv() bool {
 
 // recvDone handles a receive's completion; g is nil when the socket is
 // gone or closing, and then only the buffer is given back.
-func (p *uringPoller) recvDone(fd int, g *uringReg, c uringCQE, more bool, errno unix.Errno) {
+func (p *uringCompleter) recvDone(fd int, g *uringReg, c uringCQE, more bool, errno unix.Errno) {
 	if c.flags&uringCQEFBuffer != 0 {
 		bid := uint16(c.flags >> 16)
 		p.bufs.took()
@@ -100,7 +100,7 @@ func (p *uringPoller) recvDone(fd int, g *uringReg, c uringCQE, more bool, errno
 // go back to the loop's other sockets, and the kernel's socket buffer,
 // then TCP's window, hold what comes next, as they would on epoll. A
 // receive that found no buffers is armed again once there are some.
-func (p *uringPoller) settle() {
+func (p *uringCompleter) settle() {
 	for _, fd := range p.holding {
 		g := &p.regs[fd]
 		s := g.sock
@@ -124,7 +124,7 @@ func (p *uringPoller) settle() {
 
 // keepRx copies the bytes s holds in provided buffers onto the heap,
 // after those it kept before, and gives the buffers back.
-func (p *uringPoller) keepRx(s *uringSock) {
+func (p *uringCompleter) keepRx(s *uringSock) {
 	for _, pc := range s.rx {
 		s.rxHeap = append(s.rxHeap, p.bufs.buf(pc.bid)[pc.off:pc.end]...)
 		p.bufs.give(pc.bid)
@@ -134,14 +134,14 @@ func (p *uringPoller) keepRx(s *uringSock) {
 
 // dropRx forgets what s received and has not read, giving the buffers
 // back.
-func (p *uringPoller) dropRx(s *uringSock) {
+func (p *uringCompleter) dropRx(s *uringSock) {
 	for _, pc := range s.rx {
 		p.bufs.give(pc.bid)
 	}
 	s.rx, s.rxHeap = s.rx[:0], nil
 }
 
-func (p *uringPoller) read(d *Desc, b []byte) (int, error) {
+func (p *uringCompleter) read(d *Desc, b []byte) (int, error) {
 	g := &p.regs[d.fd]
 	s := g.sock
 	n := copy(b, s.rxHeap)
@@ -182,7 +182,7 @@ func (s *uringSock) wantsRecvAfterRead() bool {
 	return s.want&accepting == 0 && len(s.rxHeap) == 0 && !s.eof && s.rxErr == 0
 }
 
-func (p *uringPoller) peek(d *Desc, b []byte) (int, error) {
+func (p *uringCompleter) peek(d *Desc, b []byte) (int, error) {
 	g := &p.regs[d.fd]
 	s := g.sock
 	if len(s.rxHeap) > 0 {

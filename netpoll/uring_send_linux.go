@@ -64,7 +64,7 @@ type uringSend struct {
 	refused bool // Write refused bytes: tell the handler when room frees
 }
 
-func (p *uringPoller) write(d *Desc, b []byte) (int, error) {
+func (p *uringCompleter) write(d *Desc, b []byte) (int, error) {
 	g := &p.regs[d.fd]
 	s := g.sock
 	if s.err != 0 {
@@ -102,7 +102,7 @@ func (p *uringPoller) write(d *Desc, b []byte) (int, error) {
 }
 
 // submitSend starts the next send: idle -> flying.
-func (p *uringPoller) submitSend(fd int, g *uringReg) {
+func (p *uringCompleter) submitSend(fd int, g *uringReg) {
 	s := g.sock
 	if p.stopping || s.send != sendIdle || len(s.tx) == 0 {
 		return
@@ -137,7 +137,7 @@ type uringSendRef struct {
 }
 
 // issue notes that the enter just made took the sends queued before it.
-func (p *uringPoller) issue() {
+func (p *uringCompleter) issue() {
 	if len(p.r.backlog) > 0 || p.r.pending() > 0 {
 		return // some are still queued: wait until all went in
 	}
@@ -150,7 +150,7 @@ func (p *uringPoller) issue() {
 // flight, so they go only once it is finished), a writer that was
 // refused, a shutdown or a close. A wait must not sleep on those, as
 // their success posts no completion.
-func (p *uringPoller) urgentSends() bool {
+func (p *uringCompleter) urgentSends() bool {
 	if len(p.issued) > 0 {
 		return true // finishSends had no room for them in the last wait
 	}
@@ -173,7 +173,7 @@ func (s *uringSock) queuedBehind() bool {
 // finishSends completes the issued sends that posted nothing: they went
 // whole. Only once every completion the kernel posted was read (a send
 // that failed posted one), and while evs has room for what they report.
-func (p *uringPoller) finishSends(evs []Ready, n int) int {
+func (p *uringCompleter) finishSends(evs []Ready, n int) int {
 	if len(p.issued) == 0 || p.r.ready() > 0 || len(evs)-n < len(p.issued) {
 		return n
 	}
@@ -192,7 +192,7 @@ func (p *uringPoller) finishSends(evs []Ready, n int) int {
 
 // sendDone handles the end of fd's send in flight: res bytes went out, or
 // the error that stopped it. flying -> idle or waiting.
-func (p *uringPoller) sendDone(fd int, g *uringReg, res int32) {
+func (p *uringCompleter) sendDone(fd int, g *uringReg, res int32) {
 	s := g.sock
 	sent := s.flying
 	s.send, s.flying = sendIdle, 0
@@ -246,7 +246,7 @@ func (p *uringPoller) sendDone(fd int, g *uringReg, res int32) {
 	}
 }
 
-func (p *uringPoller) armPollOut(fd int, g *uringReg) {
+func (p *uringCompleter) armPollOut(fd int, g *uringReg) {
 	if g.sock.pollOutLive || p.stopping {
 		// A hand-over: a send it finished short arms nothing it would then
 		// wait for; the bytes left move on with the rest.
@@ -259,7 +259,7 @@ func (p *uringPoller) armPollOut(fd int, g *uringReg) {
 
 // pollOutDone handles the end of a wait for room: a send waiting for it
 // goes on, and a handler that asked for EventWrite hears it.
-func (p *uringPoller) pollOutDone(fd int, g *uringReg, c uringCQE, errno unix.Errno) {
+func (p *uringCompleter) pollOutDone(fd int, g *uringReg, c uringCQE, errno unix.Errno) {
 	s := g.sock
 	s.pollOutLive = false
 	if s.send == sendWaiting && errno != unix.ECANCELED {
@@ -302,7 +302,7 @@ func (s *uringSock) unsent() []byte {
 }
 
 // dropTx gives back every send buffer but one in flight.
-func (p *uringPoller) dropTx(s *uringSock) {
+func (p *uringCompleter) dropTx(s *uringSock) {
 	for i, b := range s.tx {
 		if i == 0 && s.send == sendFlying {
 			continue
@@ -317,7 +317,7 @@ func (p *uringPoller) dropTx(s *uringSock) {
 }
 
 // shutdown shuts the sending side now, or once the queued bytes went.
-func (p *uringPoller) shutdown(d *Desc) error {
+func (p *uringCompleter) shutdown(d *Desc) error {
 	s := p.sock(d)
 	if len(s.tx) > 0 {
 		if s.end == endNone {
@@ -332,7 +332,7 @@ func (p *uringPoller) shutdown(d *Desc) error {
 // once dropping them when reset (then a send in flight is cancelled, and
 // its end, sendDone, drops the rest and closes). It reports whether
 // nothing is left to wait for: then the caller closes now.
-func (p *uringPoller) closeSends(fd int, g *uringReg, reset bool) bool {
+func (p *uringCompleter) closeSends(fd int, g *uringReg, reset bool) bool {
 	s := g.sock
 	s.end = endClose
 	if reset {
