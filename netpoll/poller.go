@@ -1,17 +1,3 @@
-// Package netpoll is pollproxy's event loop: a small Poller interface with one
-// implementation per kernel readiness API (epoll, kqueue, poll, and
-// io_uring's multishot poll on Linux), the Loop that drives a poller with
-// timers and a cross-goroutine task queue, and the socket helpers the loop
-// needs (listen with SO_REUSEPORT, accept4, non-blocking connect).
-//
-// A descriptor is registered once for its whole life. On edge-triggered
-// backends (epoll with EPOLLET, kqueue with EV_CLEAR, io_uring's multishot
-// poll) it is registered for both directions and never touched again until
-// it is closed: readiness changes cost no system call. The poll backend is
-// level-triggered, so the loop there keeps the kernel's interest equal to
-// what the handler wants (write interest only while output is pending);
-// changing it edits a pollfd entry in user space and still costs no system
-// call.
 package netpoll
 
 import (
