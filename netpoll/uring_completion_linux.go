@@ -159,9 +159,9 @@ func (p *uringCompleter) Close() error {
 type uringSock struct {
 	want Interest
 
-	recvLive, recvStop bool // a receive is armed; its cancellation was asked for
-	acceptLive         bool
-	pollOutLive        bool
+	recv        recvState // the receive request (uring_recv_linux.go)
+	acceptLive  bool      // a multishot accept is armed
+	pollOutLive bool      // a wait for room (POLLOUT) is armed
 
 	rx     []uringPiece // received into provided buffers, not yet read
 	rxHeap []byte       // received bytes that outlived an iteration, copied off the buffers

@@ -14,12 +14,22 @@ type uringPiece struct {
 	off, end int32
 }
 
+// recvState is where a socket's receive request is; only armRecv,
+// stopRecv and recvDone change it.
+type recvState uint8
+
+const (
+	recvOff        recvState = iota // none armed
+	recvArmed                       // a multishot receive is armed
+	recvCancelling                  // ...and its cancellation was asked for
+)
+
 func (p *uringCompleter) armRecv(fd int, g *uringReg) {
 	s := g.sock
-	if s.recvLive || s.eof || s.rxErr != 0 || p.stopping {
+	if s.recv != recvOff || s.eof || s.rxErr != 0 || p.stopping {
 		return
 	}
-	s.recvLive, s.recvStop = true, false
+	s.recv = recvArmed
 	sqe := uringSQE{opcode: uringOpRecv, fd: int32(fd), ioprio: uringRecvMultishot, flags: uringSQEBufferSelect,
 		bufIndex: uringBufGroup, userData: uringOpData(uringKindRecv, fd, g.gen)}
 	if !p.noRecvBudget {
@@ -38,8 +48,8 @@ func (p *uringCompleter) armRecv(fd int, g *uringReg) {
 const uringRecvBudget = 64 << 10
 
 func (p *uringCompleter) stopRecv(fd int, g *uringReg) {
-	if s := g.sock; s.recvLive && !s.recvStop {
-		s.recvStop = true
+	if s := g.sock; s.recv == recvArmed {
+		s.recv = recvCancelling
 		p.cancel1(uringKindRecv, fd, g)
 	}
 }
@@ -71,7 +81,7 @@ func (p *uringCompleter) recvDone(fd int, g *uringReg, c uringCQE, more bool, er
 	}
 	s := g.sock
 	if !more {
-		s.recvLive, s.recvStop = false, false
+		s.recv = recvOff
 	}
 	switch {
 	case c.res > 0:
