@@ -61,6 +61,14 @@ func (l *Loop) SwitchPoller(backend string) (SwitchEvent, error) {
 	if !l.running.Load() {
 		return SwitchEvent{}, ErrNotRunning
 	}
+	if backend == "" || backend == Auto {
+		// Resolved here, off the loop: the first look at what is
+		// available runs the backends' probes (io_uring's may wait a
+		// second for a sandbox that swallows a completion).
+		if a := Available(); len(a) > 0 {
+			backend = a[0]
+		}
+	}
 	type result struct {
 		ev  SwitchEvent
 		err error
