@@ -26,6 +26,12 @@ import (
 //     event as news (an idle pooled upstream connection that turns
 //     readable is closed by the origin).
 //
+// From a completion backend (io_uring's completion mode) a hand-over comes
+// first, across iterations so that it never blocks the loop: the backend
+// stops its requests on the sockets, the loop goes on serving while the
+// kernel ends them, and then the move above runs as a task, after what the
+// backend held went into the descriptors (sockIO's stop and handOver).
+//
 // Counters continue across a switch; the re-registrations count as adds.
 
 func (l *Loop) setName(n string) { l.name.Store(&n) }
