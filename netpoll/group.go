@@ -17,7 +17,6 @@ type Group struct {
 	errs  []error
 
 	switchMu sync.Mutex // one Switch at a time (switch.go)
-	onSwitch func(SwitchEvent)
 }
 
 // NewGroup opens n loops (n <= 0: one per CPU). backends gives the backend

@@ -55,7 +55,7 @@ func (d *Desc) SetInterest(want Interest) error {
 	}
 	d.want = want
 	l := d.loop
-	if l.edge {
+	if l.caps&CapEdgeTriggered != 0 {
 		return nil
 	}
 	kw := d.kernelWant()
@@ -167,7 +167,7 @@ type Stats struct {
 type Loop struct {
 	id     int
 	poller Poller // replaced only on the loop, by a switch
-	edge   bool
+	caps   Caps   // the poller's
 	// io does the sockets' I/O when the poller is a completion backend;
 	// nil on readiness backends (see sockio.go).
 	io sockIO
@@ -205,7 +205,7 @@ type Loop struct {
 
 	waits, events, adds, mods, dels atomic.Uint64
 	calls                           atomic.Uint64
-	selfCounting                    bool // the poller counts its own calls
+	selfCounting                    bool // the poller has CapCountsCalls
 	descs, ntimers                  atomic.Int64
 	switches                        atomic.Uint64
 
@@ -217,35 +217,29 @@ type Loop struct {
 
 // NewLoop opens a loop over the named poller backend ("auto" for the best).
 func NewLoop(id int, backend string) (*Loop, error) {
-	p, err := openForLoop(backend, nil)
+	now := time.Now()
+	l := &Loop{
+		id:    id,
+		ready: make([]Ready, 512),
+		now:   time.Now,
+		clock: now,
+		epoch: now,
+		done:  make(chan struct{}),
+	}
+	p, err := openForLoop(backend, nil, &l.calls)
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now()
-	l := &Loop{
-		id:     id,
-		poller: p,
-		edge:   p.EdgeTriggered(),
-		io:     sockIOOf(p),
-		waker:  p.(switchable).wakeup(),
-		ready:  make([]Ready, 512),
-		now:    time.Now,
-		clock:  now,
-		epoch:  now,
-		done:   make(chan struct{}),
-	}
-	l.setName(p.Name())
-	l.countCalls()
+	l.waker = p.wakeup()
+	l.adopt(p)
 	return l, nil
 }
 
-// countCalls lets a poller that knows its system calls count them.
-func (l *Loop) countCalls() {
-	c, ok := l.poller.(interface{ countCalls(*atomic.Uint64) })
-	if ok {
-		c.countCalls(&l.calls)
-	}
-	l.selfCounting = ok
+// adopt makes p the loop's poller, doing what its Caps declare.
+func (l *Loop) adopt(p Poller) {
+	l.poller, l.caps, l.io = p, p.Caps(), p.sockIO()
+	l.selfCounting = l.caps&CapCountsCalls != 0
+	l.setName(p.Name())
 }
 
 // ID is the loop's index in its group.
@@ -255,8 +249,9 @@ func (l *Loop) ID() int { return l.id }
 // goroutine; it changes when the loop switches backends.
 func (l *Loop) Backend() string { return *l.name.Load() }
 
-// EdgeTriggered reports whether the loop's poller is edge-triggered.
-func (l *Loop) EdgeTriggered() bool { return l.edge }
+// Caps is what the loop's poller can do. Call it from the loop: it
+// changes when the loop switches backends.
+func (l *Loop) Caps() Caps { return l.caps }
 
 // Register adds fd to the loop. On edge-triggered backends the kernel
 // registration covers both directions for the descriptor's life and want
@@ -273,7 +268,7 @@ func (l *Loop) Register(fd int, h Handler, want Interest) (*Desc, error) {
 	}
 	d := &Desc{loop: l, fd: fd, h: h, want: want, tok: Token(l.gens[slot])<<32 | Token(slot)}
 	d.kernel = want
-	if l.edge {
+	if l.caps&CapEdgeTriggered != 0 {
 		d.kernel = Read | Write
 	}
 	if err := l.poller.Add(fd, d.kernel, d.tok); err != nil {

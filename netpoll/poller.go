@@ -1,17 +1,3 @@
-// Package netpoll is pollproxy's event loop: a small Poller interface with one
-// implementation per kernel readiness API (epoll, kqueue, poll, and
-// io_uring's multishot poll on Linux), the Loop that drives a poller with
-// timers and a cross-goroutine task queue, and the socket helpers the loop
-// needs (listen with SO_REUSEPORT, accept4, non-blocking connect).
-//
-// A descriptor is registered once for its whole life. On edge-triggered
-// backends (epoll with EPOLLET, kqueue with EV_CLEAR, io_uring's multishot
-// poll) it is registered for both directions and never touched again until
-// it is closed: readiness changes cost no system call. The poll backend is
-// level-triggered, so the loop there keeps the kernel's interest equal to
-// what the handler wants (write interest only while output is pending);
-// changing it edits a pollfd entry in user space and still costs no system
-// call.
 package netpoll
 
 import (
@@ -21,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -79,11 +66,9 @@ type Ready struct {
 type Poller interface {
 	// Name is the backend's name: "epoll", "kqueue", "io_uring" or "poll".
 	Name() string
-	// EdgeTriggered reports whether registrations are edge-triggered. Then
-	// a handler must read or write until EAGAIN, and interest changes are
-	// the loop's business only; otherwise (poll) the registered interest
-	// must match what the handler wants, or the loop spins.
-	EdgeTriggered() bool
+	// Caps declares what the backend can do; it does not change while the
+	// poller is open.
+	Caps() Caps
 	// Add registers fd with its interest and token.
 	Add(fd int, want Interest, tok Token) error
 	// Modify changes the interest of a registered fd.
@@ -100,12 +85,69 @@ type Poller interface {
 	Wake() error
 	// Close releases the kernel queue and the wake-up descriptors.
 	Close() error
+
+	// What a Loop needs of its poller besides, which only this package's
+	// backends provide:
+
+	// wakeup is the waker the poller watches. A loop's switch opens the
+	// next poller around it, so other goroutines never see it change.
+	wakeup() *waker
+	// disownWaker makes Close leave the waker open: it moved on.
+	disownWaker()
+	// sockIO is the poller's side of the socket interface (sockio.go):
+	// non-nil exactly when Caps has CapCompletionIO.
+	sockIO() sockIO
 }
 
-// Counters are a poller's system-call and event counts.
-type Counters struct {
-	Waits, Events, Wakeups uint64
-	Adds, Mods, Dels       uint64
+// Caps is what a backend can do, declared by the backend as a value (as
+// nginx's ngx_event_flags and libevent's event_method_feature are) and
+// read by the loop when it opens or switches to a poller: nothing about a
+// backend is found out by asking what its type is.
+type Caps uint8
+
+// Capabilities.
+const (
+	// CapEdgeTriggered: a registration for both directions reports each
+	// change of readiness once (epoll's EPOLLET, kqueue's EV_CLEAR,
+	// io_uring's multishot poll). The loop registers a descriptor once
+	// for Read|Write and filters events by the handler's interest,
+	// telling the poller nothing until Remove; a handler reads or writes
+	// until EAGAIN. Without it (poll, io_uring's completion mode) the
+	// loop tells the poller, through Modify, every change of the
+	// interest: on poll that is what the kernel must watch or the loop
+	// spins, in completion mode it is when receives and waits for room
+	// are armed.
+	CapEdgeTriggered Caps = 1 << iota
+	// CapCompletionIO: the poller does its sockets' I/O itself (io_uring's
+	// completion mode: receives, sends and accepts on the ring), and a
+	// Desc reads, writes and accepts through the poller's sockIO rather
+	// than with system calls of its own. Switching away from it hands
+	// what the poller holds over to the descriptors first (sockIO's
+	// handOver).
+	CapCompletionIO
+	// CapCountsCalls: the poller counts its own system calls in the
+	// counter a loop opens it with (io_uring: a wait may make no enter,
+	// a full submission queue one more); otherwise the loop counts one
+	// per wait.
+	CapCountsCalls
+)
+
+// String names the capabilities, for logs and test failures
+// ("edge|counts-calls").
+func (c Caps) String() string {
+	var parts []string
+	for _, p := range []struct {
+		bit  Caps
+		name string
+	}{{CapEdgeTriggered, "edge"}, {CapCompletionIO, "completion-io"}, {CapCountsCalls, "counts-calls"}} {
+		if c&p.bit != 0 {
+			parts = append(parts, p.name)
+		}
+	}
+	if len(parts) == 0 {
+		return "level"
+	}
+	return strings.Join(parts, "|")
 }
 
 type backend struct {
@@ -113,8 +155,9 @@ type backend struct {
 	pref int
 	open func(*waker) (Poller, error) // nil: a new waker of its own
 	// forLoop opens the backend for a Loop, which waits on it from its
-	// own locked thread only; nil: open serves loops too.
-	forLoop func(*waker) (Poller, error)
+	// own locked thread only, with the loop's counter of system calls
+	// (for a backend with CapCountsCalls); nil: open serves loops too.
+	forLoop func(w *waker, calls *atomic.Uint64) (Poller, error)
 	// refused runs the backend's probe once and returns why this process
 	// cannot use it (nil: it can); nil for backends that need no probe.
 	refused func() error
@@ -156,9 +199,11 @@ func Describe(name string) string {
 	return ""
 }
 
-func (b backend) openFor(w *waker, forLoop bool) (Poller, error) {
-	if forLoop && b.forLoop != nil {
-		return b.forLoop(w)
+// openFor opens b around w (nil: a new waker), for a loop counting its
+// system calls in calls, or for no loop when calls is nil.
+func (b backend) openFor(w *waker, calls *atomic.Uint64) (Poller, error) {
+	if calls != nil && b.forLoop != nil {
+		return b.forLoop(w, calls)
 	}
 	return b.open(w)
 }
@@ -238,22 +283,24 @@ func disabled(name string) bool {
 // Open returns the named backend, or the best available one for "" or
 // "auto". A named backend never silently falls back to another one: an A/B
 // run must measure what it says it measures.
-func Open(name string) (Poller, error) { return openWith(name, nil, false) }
+func Open(name string) (Poller, error) { return openWith(name, nil, nil) }
 
 // openForLoop opens a backend for a Loop, around the wake-up it already
-// has (nil: a new one).
-func openForLoop(name string, w *waker) (Poller, error) { return openWith(name, w, true) }
+// has (nil: a new one), with the loop's counter of system calls.
+func openForLoop(name string, w *waker, calls *atomic.Uint64) (Poller, error) {
+	return openWith(name, w, calls)
+}
 
 // openWith is Open with the wake-up a loop already has (nil: a new one),
-// for a loop or not.
-func openWith(name string, w *waker, forLoop bool) (Poller, error) {
+// for a loop counting system calls in calls, or for none (calls nil).
+func openWith(name string, w *waker, calls *atomic.Uint64) (Poller, error) {
 	if name == "" || name == Auto {
 		var errs []error
 		for _, b := range backends {
 			if b.unavailable() != nil {
 				continue
 			}
-			p, err := b.openFor(w, forLoop)
+			p, err := b.openFor(w, calls)
 			if err == nil {
 				return p, nil
 			}
@@ -266,7 +313,7 @@ func openWith(name string, w *waker, forLoop bool) (Poller, error) {
 			if err := b.unavailable(); err != nil {
 				return nil, fmt.Errorf("%w %q: %w", ErrUnavailable, name, err)
 			}
-			p, err := b.openFor(w, forLoop)
+			p, err := b.openFor(w, calls)
 			if err != nil {
 				return nil, fmt.Errorf("open poller %q: %w", name, err)
 			}

@@ -18,11 +18,10 @@ const wakeToken = ^Token(0)
 // interest the loop asks for, which on this backend is both directions for
 // the descriptor's whole life: the steady state makes no epoll_ctl call.
 type epollPoller struct {
+	wake
 	epfd   int
-	waker  *waker
 	kevs   []unix.EpollEvent
 	closed bool
-	shared bool // the waker moved on to another poller: Close leaves it open
 }
 
 // openEpoll opens an epoll instance watching w, or a new waker when w is
@@ -32,21 +31,17 @@ func openEpoll(w *waker) (Poller, error) {
 	if err != nil {
 		return nil, err
 	}
-	own := w == nil
-	if own {
-		if w, err = newWaker(); err != nil {
-			unix.Close(epfd)
-			return nil, err
-		}
+	k, err := newWake(w)
+	if err != nil {
+		unix.Close(epfd)
+		return nil, err
 	}
-	p := &epollPoller{epfd: epfd, waker: w, kevs: make([]unix.EpollEvent, 256)}
+	p := &epollPoller{wake: k, epfd: epfd, kevs: make([]unix.EpollEvent, 256)}
 	// Registering a wake-up that is already pending reports it on the
 	// first wait: a switch loses none.
 	ev := epollEvent(Read, wakeToken)
-	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, w.readFD(), &ev); err != nil {
-		if own {
-			w.close()
-		}
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, k.waker.readFD(), &ev); err != nil {
+		k.abandon()
 		unix.Close(epfd)
 		return nil, err
 	}
@@ -67,8 +62,9 @@ func epollEvent(want Interest, tok Token) unix.EpollEvent {
 	return ev
 }
 
-func (p *epollPoller) Name() string        { return "epoll" }
-func (p *epollPoller) EdgeTriggered() bool { return true }
+func (p *epollPoller) Name() string   { return "epoll" }
+func (p *epollPoller) Caps() Caps     { return CapEdgeTriggered }
+func (p *epollPoller) sockIO() sockIO { return nil }
 
 func (p *epollPoller) Add(fd int, want Interest, tok Token) error {
 	ev := epollEvent(want, tok)
@@ -132,18 +128,11 @@ func (p *epollPoller) Wait(evs []Ready, timeout time.Duration) (int, error) {
 	return out, nil
 }
 
-func (p *epollPoller) Wake() error     { return p.waker.wake() }
-func (p *epollPoller) wakeups() uint64 { return p.waker.wakeups() }
-func (p *epollPoller) wakeup() *waker  { return p.waker }
-func (p *epollPoller) disownWaker()    { p.shared = true }
-
 func (p *epollPoller) Close() error {
 	if p.closed {
 		return nil
 	}
 	p.closed = true
-	if !p.shared {
-		p.waker.close()
-	}
+	p.closeWaker()
 	return unix.Close(p.epfd)
 }

@@ -10,6 +10,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// The io_uring backend runs one of two modes, each its own type over the
+// uringCore they share (the ring, its wake-up, the registrations, the
+// enter that submits and waits, the report of a reap):
+//
+//   - uringPoller (uring_readiness_linux.go) reports readiness, as epoll
+//     does, from one multishot poll per descriptor;
+//   - uringCompleter (uring_completion_linux.go) does a loop's socket I/O
+//     on the ring itself.
+//
+// Open gives the readiness mode; a Loop gets the completion mode where
+// the kernel has what it needs (openURingForLoop).
+
 // io_uring ranks between epoll and poll: "auto" keeps epoll until
 // measurements say otherwise, and takes io_uring only where epoll is
 // switched off.
@@ -37,69 +49,30 @@ const (
 // defines it for epoll only.
 const pollRDHUP = 0x2000
 
-// uringPoller is the readiness backend over io_uring: one multishot
-// IORING_OP_POLL_ADD per descriptor for its whole life, edge-triggered as
-// epoll's EPOLLET (the kernel's io_uring poll is edge-triggered unless
-// IORING_POLL_ADD_LEVEL is asked for: a completion is posted on each
-// wake-up of the descriptor's wait queue that finds it ready, and once
-// when it is armed if it is ready then). Registrations are queued as SQEs
-// and reach the kernel with the next Wait's io_uring_enter, which both
-// submits them and waits: a steady-state loop iteration is one system
-// call, as with epoll_wait.
-//
-// A multishot poll can end on its own (a completion without
-// IORING_CQE_F_MORE: the CQ overflowed, the kernel ran short of memory, a
-// cancellation it did by itself); Wait then arms it again, and arming
-// reports the readiness the descriptor has at that moment, so no edge is
-// lost in between.
-//
-// Opened by Open it asks for COOP_TASKRUN (see newRing) but not
-// SINGLE_ISSUER or DEFER_TASKRUN: the Poller contract lets any one
-// goroutine at a time call Wait (the tests do, from unlocked goroutines).
-// A Loop's ring is bound to the loop's thread and does the sockets' I/O
-// itself (completion mode, uring_sockio_linux.go) where the kernel has
-// what that needs.
-type uringPoller struct {
+// uringCore is what both modes share.
+type uringCore struct {
+	wake
 	r      *ring
-	waker  *waker
 	regs   []uringReg // by descriptor number
 	gen    uint32     // last generation handed out, below uringGenLimit
-	stamp  uint64     // counts Waits, for coalescing (never wraps)
-	rearms uint64     // multishot polls that ended and were armed again
+	stamp  uint64     // counts reaps, for coalescing (never wraps)
 	closed bool
-	shared bool // the waker moved on to another poller: Close leaves it open
-
-	// Completion mode (cio): buffers lent to the kernel, requests in
-	// flight, and the descriptors whose received bytes outlived an
-	// iteration or that wait for buffers.
-	cio      bool
-	bufs     *bufRing
-	chunks   chunkPool
-	ops      int     // requests in flight: their last completion not reaped
-	holding  []int32 // fds whose rx holds provided buffers
-	starved  []int32 // fds whose receive ended for want of buffers
-	stopping bool    // handOver: submit nothing new
-	// noRecvBudget: the kernel refused uringRecvBudget (before 6.17).
-	noRecvBudget bool
-	evs          []Ready // the current reap's output (see report)
-	nout         int
-	// Sends queued since the last enter, and sends that enter took whose
-	// success (no completion) is not accounted yet (see submitSend).
-	unissued, issued []uringSendRef
+	evs    []Ready // the current reap's output (see report)
+	nout   int
 }
 
 // uringReg is one descriptor's registration.
 type uringReg struct {
 	tok    Token
-	gen    uint32 // of the poll request armed now; 0: not registered
-	events uint32 // poll mask asked for
-	stamp  uint64 // the Wait that reported it last
-	out    int32  // where in that Wait's output
-	sock   *uringSock
+	gen    uint32     // of the request armed now; 0: not registered
+	events uint32     // poll mask asked for (readiness mode)
+	stamp  uint64     // the reap that reported it last
+	out    int32      // where in that reap's output
+	sock   *uringSock // the socket's state (completion mode)
 }
 
-// openURing opens a ring watching w, or a new waker when w is nil (a loop
-// switching backends brings its own).
+// openURing opens a ring in readiness mode watching w, or a new waker
+// when w is nil (a loop switching backends brings its own).
 func openURing(w *waker) (Poller, error) {
 	p, err := openURingSized(w, uringSQEntries, uringCQEntries)
 	if err != nil {
@@ -111,61 +84,58 @@ func openURing(w *waker) (Poller, error) {
 // openURingSized is openURing with the ring sizes given (tests overflow
 // the CQ ring of a small one).
 func openURingSized(w *waker, sqEntries, cqEntries uint32) (*uringPoller, error) {
-	return openURingRing(w, sqEntries, cqEntries, false)
-}
-
-// openURingForLoop opens a Loop's ring: bound to the loop's thread and,
-// where the kernel allows, in completion mode.
-func openURingForLoop(w *waker) (Poller, error) {
-	p, err := openURingRing(w, uringSQEntries, uringCQEntries, true)
+	c, err := newURingCore(w, sqEntries, cqEntries, false)
 	if err != nil {
 		return nil, err
 	}
-	return p, nil
-}
-
-func openURingRing(w *waker, sqEntries, cqEntries uint32, bound bool) (*uringPoller, error) {
-	r, err := newRing(sqEntries, cqEntries, bound)
-	if err != nil {
-		return nil, err
-	}
-	if w == nil {
-		if w, err = newWaker(); err != nil {
-			r.close()
-			return nil, err
-		}
-	}
-	p := &uringPoller{r: r, waker: w}
-	if bound {
-		p.startCompletion()
-	}
-	// Arming the wake-up's poll on an eventfd that is already readable
-	// completes at once: a switch loses no pending wake-up.
+	p := &uringPoller{uringCore: c}
 	p.armWake()
 	return p, nil
 }
 
-func (p *uringPoller) Name() string { return "io_uring" }
-
-// EdgeTriggered is false in completion mode: the loop then tells Modify
-// every change of the handler's interest, which is when receives and
-// write-readiness polls are armed.
-func (p *uringPoller) EdgeTriggered() bool { return !p.cio }
-
-func uringEvents(want Interest) uint32 {
-	ev := uint32(pollRDHUP)
-	if want&Read != 0 {
-		ev |= unix.POLLIN
+// openURingForLoop opens a Loop's ring: bound to the loop's thread,
+// counting its io_uring_enter calls in calls and, where the kernel and
+// the environment allow, in completion mode.
+func openURingForLoop(w *waker, calls *atomic.Uint64) (Poller, error) {
+	c, err := newURingCore(w, uringSQEntries, uringCQEntries, true)
+	if err != nil {
+		return nil, err
 	}
-	if want&Write != 0 {
-		ev |= unix.POLLOUT
+	c.r.counter = calls
+	if bufs, err := completionBuffers(c.r); err == nil {
+		p := &uringCompleter{uringCore: c, bufs: bufs}
+		p.armWake()
+		return p, nil
 	}
-	return ev
+	p := &uringPoller{uringCore: c}
+	p.armWake()
+	return p, nil
 }
 
+// newURingCore sets up a ring and the wake-up it is to watch.
+func newURingCore(w *waker, sqEntries, cqEntries uint32, bound bool) (uringCore, error) {
+	r, err := newRing(sqEntries, cqEntries, bound)
+	if err != nil {
+		return uringCore{}, err
+	}
+	k, err := newWake(w)
+	if err != nil {
+		r.close()
+		return uringCore{}, err
+	}
+	return uringCore{wake: k, r: r}, nil
+}
+
+func (c *uringCore) Name() string { return "io_uring" }
+
+// armWake arms the wake-up's multishot poll. Arming it on an eventfd that
+// is already readable completes at once: a switch loses no pending
+// wake-up.
+func (c *uringCore) armWake() { c.pollAdd(c.waker.readFD(), unix.POLLIN, uringWakeData) }
+
 // pollAdd queues a multishot poll of fd for events.
-func (p *uringPoller) pollAdd(fd int, events uint32, userData uint64) {
-	p.r.push(uringSQE{opcode: uringOpPollAdd, fd: int32(fd), opFlags: poll32(events), len: uringPollAddMulti, userData: userData})
+func (c *uringCore) pollAdd(fd int, events uint32, userData uint64) {
+	c.r.push(uringSQE{opcode: uringOpPollAdd, fd: int32(fd), opFlags: poll32(events), len: uringPollAddMulti, userData: userData})
 }
 
 // poll32 lays out a poll mask as sqe.poll32_events wants it: the kernel
@@ -183,8 +153,6 @@ var bigEndian = func() bool {
 	return *(*byte)(unsafe.Pointer(&x)) == 0
 }()
 
-func (p *uringPoller) armWake() { p.pollAdd(p.waker.readFD(), unix.POLLIN, uringWakeData) }
-
 // A request's user_data: the top bit set for the poller's own requests
 // (above); otherwise the request's kind, the registration's generation
 // and the descriptor number.
@@ -198,8 +166,6 @@ const (
 	uringGenLimit = 1 << 28
 )
 
-func uringData(fd int, gen uint32) uint64 { return uringOpData(uringKindPoll, fd, gen) }
-
 func uringOpData(kind uint64, fd int, gen uint32) uint64 {
 	return kind<<60 | uint64(gen)<<32 | uint64(uint32(fd))
 }
@@ -209,196 +175,91 @@ func uringSplit(ud uint64) (kind uint64, fd int, gen uint32) {
 	return ud >> 60 & 7, int(uint32(ud)), uint32(ud>>32) & (uringGenLimit - 1)
 }
 
-func (p *uringPoller) arm(fd int, g *uringReg) { p.pollAdd(fd, g.events, uringData(fd, g.gen)) }
-
-// cancel queues the removal of fd's poll request. Its completions, and
-// the removal's own, carry a generation that is no longer registered and
-// are dropped.
-func (p *uringPoller) cancel(fd int, g *uringReg) {
-	s := uringSQE{opcode: uringOpPollRemove, fd: -1, addr: uringData(fd, g.gen), userData: uringRemoveData}
-	if p.r.features&uringFeatCQESkip != 0 {
-		s.flags = uringSQECQESkipSuccess
+// nextGen hands out the generation of a new registration.
+func (c *uringCore) nextGen() uint32 {
+	if c.gen++; c.gen >= uringGenLimit {
+		c.gen = 1
 	}
-	p.r.push(s)
+	return c.gen
 }
 
-func (p *uringPoller) register(fd int, want Interest, tok Token) {
-	if p.gen++; p.gen >= uringGenLimit {
-		p.gen = 1
+// grow makes regs reach fd.
+func (c *uringCore) grow(fd int) {
+	if fd >= len(c.regs) {
+		c.regs = append(c.regs, make([]uringReg, fd+1-len(c.regs)+len(c.regs)/2)...)
 	}
-	g := &p.regs[fd]
-	*g = uringReg{tok: tok, gen: p.gen, events: uringEvents(want)}
-	p.arm(fd, g)
 }
 
-func (p *uringPoller) Add(fd int, want Interest, tok Token) error {
-	if fd < 0 {
-		return unix.EBADF
-	}
-	if fd >= len(p.regs) {
-		p.regs = append(p.regs, make([]uringReg, fd+1-len(p.regs)+len(p.regs)/2)...)
-	}
-	if p.cio {
-		return p.addSock(fd, want, tok)
-	}
-	if g := &p.regs[fd]; g.gen != 0 {
-		// A descriptor number closed without Remove and reused: take it over.
-		p.cancel(fd, g)
-	}
-	p.register(fd, want, tok)
-	return nil
-}
-
-func (p *uringPoller) Modify(fd int, want Interest, tok Token) error {
-	if fd < 0 || fd >= len(p.regs) || p.regs[fd].gen == 0 {
-		return unix.ENOENT
-	}
-	g := &p.regs[fd]
-	if p.cio {
-		return p.modifySock(fd, g, want, tok)
-	}
-	if uringEvents(want) == g.events {
-		g.tok = tok // read when a completion arrives: nothing to tell the kernel
-		return nil
-	}
-	p.cancel(fd, g)
-	p.register(fd, want, tok)
-	return nil
-}
-
-func (p *uringPoller) Remove(fd int) error {
-	if fd < 0 || fd >= len(p.regs) || p.regs[fd].gen == 0 {
-		return nil
-	}
-	g := &p.regs[fd]
-	p.cancel(fd, g)
-	g.gen = 0
-	return nil
-}
-
-// Wait makes one io_uring_enter that submits what Add, Modify and Remove
-// queued and waits for completions, unless completions are already
-// waiting and nothing is queued (then it makes none), and turns the
-// completions into readiness.
-func (p *uringPoller) Wait(evs []Ready, timeout time.Duration) (int, error) {
-	r := p.r
-	if err := r.enable(); err != nil {
-		return 0, err
-	}
-	if p.cio {
-		p.settle()
-		if timeout != 0 && p.urgentSends() {
-			timeout = 0 // their success posts nothing to wake us
-		}
-	}
+// enter submits what was queued and waits up to timeout for completions
+// (negative: forever), in one io_uring_enter, unless completions are
+// already waiting and nothing is queued: then it makes none. It reports
+// whether it entered.
+func (c *uringCore) enter(timeout time.Duration) (bool, error) {
+	r := c.r
 	if !r.flush() {
 		timeout = 0 // the kernel takes no more until completions are reaped
 	}
-	if r.pending() > 0 || r.ready() == 0 || r.overflowed() {
-		var err error
-		switch {
-		case r.ready() > 0 || timeout == 0:
-			err = r.enter(uringEnterGetEvents, 0, nil)
-		case timeout < 0:
-			err = r.enter(uringEnterGetEvents, 1, nil)
-		default:
-			err = r.enter(uringEnterGetEvents, 1, &timeout)
-		}
-		switch err {
-		case nil, unix.EINTR, unix.ETIME:
-		case unix.EBUSY, unix.EAGAIN:
-			// The overflow list could not all move in, or the kernel
-			// is short of memory for a submission: reap what is there,
-			// the rest follows on the next wait.
-		default:
-			return 0, err
-		}
-		if p.cio {
-			p.issue()
-		}
+	if r.pending() == 0 && r.ready() > 0 && !r.overflowed() {
+		return false, nil
 	}
-	n, err := p.reap(evs)
-	if p.cio && err == nil {
-		n = p.finishSends(evs, n)
+	var err error
+	switch {
+	case r.ready() > 0 || timeout == 0:
+		err = r.enter(uringEnterGetEvents, 0, nil)
+	case timeout < 0:
+		err = r.enter(uringEnterGetEvents, 1, nil)
+	default:
+		err = r.enter(uringEnterGetEvents, 1, &timeout)
 	}
-	return n, err
+	switch err {
+	case nil, unix.EINTR, unix.ETIME:
+	case unix.EBUSY, unix.EAGAIN:
+		// The overflow list could not all move in, or the kernel is
+		// short of memory for a submission: reap what is there, the
+		// rest follows on the next wait.
+	default:
+		return true, err
+	}
+	return true, nil
 }
 
-// reap turns the completions in the CQ ring into evs, merging those of
-// one descriptor in one entry.
-func (p *uringPoller) reap(evs []Ready) (int, error) {
-	r := p.r
-	p.stamp++
-	p.evs, p.nout = evs, 0
-	woke := false
-	head := atomic.LoadUint32(r.cqHead)
-	// Acquire: every CQE before the tail is fully written.
-	tail := atomic.LoadUint32(r.cqTail)
-	for ; head != tail && p.nout < len(evs); head++ {
-		c := r.cqes[head&r.cqMask]
-		more := c.flags&uringCQEFMore != 0
-		if c.userData&(1<<63) != 0 {
-			if c.userData == uringWakeData {
-				if !woke {
-					p.waker.drain()
-					woke = true
-				}
-				if !more {
-					p.armWake()
-				}
-			}
-			continue // a removal's completion: nothing to report
-		}
-		kind, fd, gen := uringSplit(c.userData)
-		if kind != uringKindPoll {
-			p.complete(kind, fd, gen, c)
-			continue
-		}
-		if fd >= len(p.regs) || p.regs[fd].gen != gen {
-			continue // removed or replaced since: stale
-		}
-		g := &p.regs[fd]
-		var e Event
-		if c.res < 0 {
-			if more {
-				continue
-			}
-			switch unix.Errno(-c.res) {
-			case unix.ECANCELED, unix.ENOMEM, unix.EAGAIN, unix.EINTR, unix.EBUSY:
-				p.rearms++
-				p.arm(fd, g)
-				continue
-			}
-			// The kernel will not poll this descriptor (EBADF: closed
-			// without Remove; EINVAL...): tell the handler, whose next
-			// read or write meets the error, rather than go quiet.
-			e = EventErr | EventRead | EventWrite
-		} else {
-			if !more {
-				p.rearms++
-				p.arm(fd, g)
-			}
-			if e = uringReadiness(uint32(c.res)); e == 0 {
-				continue
-			}
-		}
-		p.report(g, e)
-	}
-	// Release: the kernel may reuse the slots read above only now.
-	atomic.StoreUint32(r.cqHead, head)
-	return p.nout, nil
+// The reaps of both modes read the CQ ring the same way: load the head,
+// then the tail (acquire: every CQE before it is fully written), read the
+// CQEs between them, and store the head only after they were read
+// (release: the kernel may reuse those slots only now).
+
+// startReap begins a reap into evs (see report).
+func (c *uringCore) startReap(evs []Ready) {
+	c.stamp++
+	c.evs, c.nout = evs, 0
 }
 
-// report adds e for g to the current reap's output (p.evs up to p.nout),
-// merging the completions of one descriptor in one batch into one entry.
-func (p *uringPoller) report(g *uringReg, e Event) {
-	if g.stamp == p.stamp {
-		p.evs[g.out].Events |= e
+// own handles a completion of the poller's own requests (top bit set):
+// the wake-up, which it drains once per reap (*woke) and arms again when
+// its multishot poll ended, or a removal's, which reports nothing.
+func (c *uringCore) own(cqe uringCQE, woke *bool) {
+	if cqe.userData != uringWakeData {
 		return
 	}
-	g.stamp, g.out = p.stamp, int32(p.nout)
-	p.evs[p.nout] = Ready{Token: g.tok, Events: e}
-	p.nout++
+	if !*woke {
+		c.waker.drain()
+		*woke = true
+	}
+	if cqe.flags&uringCQEFMore == 0 {
+		c.armWake()
+	}
+}
+
+// report adds e for g to the current reap's output (c.evs up to c.nout),
+// merging the completions of one descriptor in one batch into one entry.
+func (c *uringCore) report(g *uringReg, e Event) {
+	if g.stamp == c.stamp {
+		c.evs[g.out].Events |= e
+		return
+	}
+	g.stamp, g.out = c.stamp, int32(c.nout)
+	c.evs[c.nout] = Ready{Token: g.tok, Events: e}
+	c.nout++
 }
 
 // uringReadiness turns a poll completion's mask into events, as epoll's.
@@ -419,24 +280,13 @@ func uringReadiness(m uint32) Event {
 	return e
 }
 
-// countCalls makes the ring count its io_uring_enter calls in c.
-func (p *uringPoller) countCalls(c *atomic.Uint64) { p.r.counter = c }
-
-func (p *uringPoller) Wake() error     { return p.waker.wake() }
-func (p *uringPoller) wakeups() uint64 { return p.waker.wakeups() }
-func (p *uringPoller) wakeup() *waker  { return p.waker }
-func (p *uringPoller) disownWaker()    { p.shared = true }
-
-// Close closes the ring, which ends every poll request still armed (and
-// lets go of the files they hold).
-func (p *uringPoller) Close() error {
-	if p.closed {
+// Close closes the ring, which ends every request still armed (and lets
+// go of the files they hold).
+func (c *uringCore) Close() error {
+	if c.closed {
 		return nil
 	}
-	p.closed = true
-	if !p.shared {
-		p.waker.close()
-	}
-	p.freeBuffers()
-	return p.r.close()
+	c.closed = true
+	c.closeWaker()
+	return c.r.close()
 }

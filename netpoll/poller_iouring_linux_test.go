@@ -212,8 +212,8 @@ func TestURingReadinessModeByEnvironment(t *testing.T) {
 	}
 	t.Setenv("POLLPROXY_IO_URING", "readiness")
 	l := newTestLoop(t, "io_uring")
-	if p := l.poller.(*uringPoller); p.Mode() != "readiness" || l.io != nil || !l.EdgeTriggered() {
-		t.Fatalf("mode %s, completion I/O %v: the environment did not keep readiness", p.Mode(), l.io != nil)
+	if c := l.Caps(); c != CapEdgeTriggered|CapCountsCalls || l.io != nil {
+		t.Fatalf("caps %v, completion I/O %v: the environment did not keep readiness", c, l.io != nil)
 	}
 	runLoop(t, l)
 	c := dialEcho(t, l, 10*time.Second)
@@ -295,7 +295,58 @@ func TestURingBuffersRunOut(t *testing.T) {
 		}
 	}
 	l.RunOnce(0) // gives back what the last reads took
-	if p := l.poller.(*uringPoller); p.bufs.lent != uringBufCount {
+	if p := l.poller.(*uringCompleter); p.bufs.lent != uringBufCount {
 		t.Fatalf("%d of %d buffers back in the ring", p.bufs.lent, uringBufCount)
 	}
+}
+
+// TestURingSwitchAwayDoesNotBlock: a switch away from completion mode
+// returns to the loop as soon as it has asked the kernel to end the
+// ring's requests; work queued behind it runs before the move, which a
+// later iteration finishes, and every registration arrives on the next
+// backend.
+func TestURingSwitchAwayDoesNotBlock(t *testing.T) {
+	if err := ValidName("io_uring"); err != nil {
+		t.Skip(err)
+	}
+	l := newTestLoop(t, "io_uring")
+	if l.io == nil {
+		t.Skip("io_uring runs in readiness mode here")
+	}
+	runLoop(t, l)
+	a, b := socketPair(t)
+	rd := &reader{got: make(chan []byte, 64)}
+	onLoop(l, func() {
+		d, err := l.Register(a, rd, Read)
+		if err != nil {
+			t.Error(err)
+		}
+		rd.d = d
+	})
+	type step struct {
+		what    string
+		backend string
+	}
+	steps := make(chan step, 4)
+	onLoop(l, func() {
+		l.switchPoller("poll", func(ev SwitchEvent, err error) {
+			if err != nil {
+				t.Error(err)
+			}
+			steps <- step{"moved", l.Backend()}
+		})
+		l.Post(func() { steps <- step{"task behind the switch", l.Backend()} })
+	})
+	for _, want := range []step{{"task behind the switch", "io_uring"}, {"moved", "poll"}} {
+		select {
+		case got := <-steps:
+			if got != want {
+				t.Fatalf("got %+v, want %+v", got, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no %q", want.what)
+		}
+	}
+	unix.Write(b, []byte("after"))
+	rd.expect(t, "after")
 }

@@ -16,13 +16,11 @@ func init() { register("kqueue", 300, openKqueue) }
 // indexed by descriptor because the type of kevent's udata differs across
 // the BSDs.
 type kqueuePoller struct {
-	kq      int
-	waker   *waker
-	toks    []Token
-	changes []unix.Kevent_t
-	kevs    []unix.Kevent_t
-	closed  bool
-	shared  bool // the waker moved on to another poller: Close leaves it open
+	wake
+	kq     int
+	toks   []Token
+	kevs   []unix.Kevent_t
+	closed bool
 }
 
 // openKqueue opens a kqueue watching w, or a new waker when w is nil (a
@@ -33,28 +31,25 @@ func openKqueue(w *waker) (Poller, error) {
 		return nil, err
 	}
 	unix.CloseOnExec(kq)
-	own := w == nil
-	if own {
-		if w, err = newWaker(); err != nil {
-			unix.Close(kq)
-			return nil, err
-		}
+	k, err := newWake(w)
+	if err != nil {
+		unix.Close(kq)
+		return nil, err
 	}
-	p := &kqueuePoller{kq: kq, waker: w, kevs: make([]unix.Kevent_t, 256)}
+	p := &kqueuePoller{wake: k, kq: kq, kevs: make([]unix.Kevent_t, 256)}
 	var ch [1]unix.Kevent_t
-	unix.SetKevent(&ch[0], w.readFD(), unix.EVFILT_READ, unix.EV_ADD|unix.EV_CLEAR)
+	unix.SetKevent(&ch[0], k.waker.readFD(), unix.EVFILT_READ, unix.EV_ADD|unix.EV_CLEAR)
 	if _, err := unix.Kevent(kq, ch[:], nil, nil); err != nil {
-		if own {
-			w.close()
-		}
+		k.abandon()
 		unix.Close(kq)
 		return nil, err
 	}
 	return p, nil
 }
 
-func (p *kqueuePoller) Name() string        { return "kqueue" }
-func (p *kqueuePoller) EdgeTriggered() bool { return true }
+func (p *kqueuePoller) Name() string   { return "kqueue" }
+func (p *kqueuePoller) Caps() Caps     { return CapEdgeTriggered }
+func (p *kqueuePoller) sockIO() sockIO { return nil }
 
 func (p *kqueuePoller) setToken(fd int, tok Token) {
 	for fd >= len(p.toks) {
@@ -161,18 +156,11 @@ func (p *kqueuePoller) Wait(evs []Ready, timeout time.Duration) (int, error) {
 	return out, nil
 }
 
-func (p *kqueuePoller) Wake() error     { return p.waker.wake() }
-func (p *kqueuePoller) wakeups() uint64 { return p.waker.wakeups() }
-func (p *kqueuePoller) wakeup() *waker  { return p.waker }
-func (p *kqueuePoller) disownWaker()    { p.shared = true }
-
 func (p *kqueuePoller) Close() error {
 	if p.closed {
 		return nil
 	}
 	p.closed = true
-	if !p.shared {
-		p.waker.close()
-	}
+	p.closeWaker()
 	return unix.Close(p.kq)
 }

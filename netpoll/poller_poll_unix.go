@@ -15,26 +15,22 @@ func init() { register("poll", 100, openPoll) }
 // pollfd array (swap-with-last on removal) and cost no system call; the
 // price is a wait that is O(registered descriptors).
 type pollPoller struct {
-	waker *waker
+	wake
 	fds   []unix.PollFd // fds[0] is the waker
 	toks  []Token       // parallel to fds
 	index map[int]int   // fd -> position in fds
-	owned bool          // Close closes the waker; false once it moved on
 }
 
 // openPoll opens a poll set watching w, or a new waker when w is nil (a
 // loop switching backends brings its own).
 func openPoll(w *waker) (Poller, error) {
-	if w == nil {
-		var err error
-		if w, err = newWaker(); err != nil {
-			return nil, err
-		}
+	k, err := newWake(w)
+	if err != nil {
+		return nil, err
 	}
 	return &pollPoller{
-		owned: true,
-		waker: w,
-		fds:   []unix.PollFd{{Fd: int32(w.readFD()), Events: unix.POLLIN}},
+		wake:  k,
+		fds:   []unix.PollFd{{Fd: int32(k.waker.readFD()), Events: unix.POLLIN}},
 		toks:  []Token{0},
 		index: make(map[int]int),
 	}, nil
@@ -51,8 +47,12 @@ func pollEvents(want Interest) int16 {
 	return ev
 }
 
-func (p *pollPoller) Name() string        { return "poll" }
-func (p *pollPoller) EdgeTriggered() bool { return false }
+func (p *pollPoller) Name() string { return "poll" }
+
+// Caps is none: poll is level-triggered and makes its sockets' callers
+// do their I/O.
+func (p *pollPoller) Caps() Caps     { return 0 }
+func (p *pollPoller) sockIO() sockIO { return nil }
 
 func (p *pollPoller) Add(fd int, want Interest, tok Token) error {
 	if i, ok := p.index[fd]; ok {
@@ -136,15 +136,9 @@ func pollReadiness(re int16) Event {
 	return e
 }
 
-func (p *pollPoller) Wake() error     { return p.waker.wake() }
-func (p *pollPoller) wakeups() uint64 { return p.waker.wakeups() }
-func (p *pollPoller) wakeup() *waker  { return p.waker }
-func (p *pollPoller) disownWaker()    { p.owned = false }
-
+// Close closes the waker, unless it moved on: poll keeps nothing in the
+// kernel besides.
 func (p *pollPoller) Close() error {
-	if !p.owned {
-		return nil
-	}
-	p.owned = false
-	return p.waker.close()
+	p.closeWaker()
+	return nil
 }

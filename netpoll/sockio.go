@@ -36,17 +36,20 @@ type sockIO interface {
 	close(d *Desc) error
 	// detach forgets d and leaves its descriptor open.
 	detach(d *Desc) error
-}
-
-// completer is a poller that may do its sockets' I/O itself: sockIO
-// returns its side of the socket interface, or nil while it only reports
-// readiness.
-type completer interface {
-	sockIO() sockIO
-	// handOver stops every request on the descriptors and moves what they
-	// hold (bytes received and not read, written and not sent, accepted
-	// connections) into the descriptors, for the next backend.
-	handOver(descs []*Desc) error
+	// stop begins a hand-over to another backend without blocking: the
+	// poller submits nothing new and cancels every request, and the
+	// loop goes on serving what it holds. A later Wait calls done, once,
+	// with nil when the kernel has ended every request, or with why it
+	// gave up; done runs inside Wait, so it only queues work (Post). It
+	// fails when a hand-over is already under way.
+	stop(done func(error)) error
+	// handOver moves what the sockets hold (bytes received and not read,
+	// written and not sent, accepted connections) into descs, for the
+	// next backend, after stop's done(nil).
+	handOver(descs []*Desc)
+	// resume undoes stop, for a hand-over that did not finish: the
+	// poller arms its sockets' requests again.
+	resume()
 }
 
 // moved is what a descriptor brought from a completion backend it was
@@ -99,7 +102,10 @@ func (d *Desc) Peek(p []byte) (int, error) {
 		return io.peek(d, p)
 	}
 	n, _, err := unix.Recvfrom(d.fd, p, unix.MSG_PEEK|unix.MSG_DONTWAIT)
-	return n, err
+	if err != nil {
+		return 0, err // recvfrom's -1 is no count, as Read's is not
+	}
+	return n, nil
 }
 
 // Write writes p to the socket, or as much as it takes: n < len(p) comes
@@ -191,7 +197,7 @@ func (d *Desc) ResetOnClose() {
 // needs now: the handler's, plus writability while moved bytes wait.
 func (d *Desc) syncKernel() {
 	l := d.loop
-	if d.closed || l.edge || l.io != nil {
+	if d.closed || l.caps&(CapEdgeTriggered|CapCompletionIO) != 0 {
 		return
 	}
 	want := d.kernelWant()
@@ -210,12 +216,4 @@ func (d *Desc) kernelWant() Interest {
 		return d.want | Write
 	}
 	return d.want
-}
-
-// sockIOOf is p's side of the socket interface: nil for a readiness backend.
-func sockIOOf(p Poller) sockIO {
-	if c, ok := p.(completer); ok {
-		return c.sockIO()
-	}
-	return nil
 }

@@ -26,25 +26,26 @@ import (
 //     event as news (an idle pooled upstream connection that turns
 //     readable is closed by the origin).
 //
+// From a completion backend (io_uring's completion mode) a hand-over comes
+// first, across iterations so that it never blocks the loop: the backend
+// stops its requests on the sockets, the loop goes on serving while the
+// kernel ends them, and then the move above runs as a task, after what the
+// backend held went into the descriptors (sockIO's stop and handOver).
+//
 // Counters continue across a switch; the re-registrations count as adds.
-
-// switchable is implemented by every built-in backend: the wake-up a
-// poller watches can move on to the loop's next poller.
-type switchable interface {
-	wakeup() *waker
-	// disownWaker makes Close leave the waker open: it moved on.
-	disownWaker()
-}
 
 func (l *Loop) setName(n string) { l.name.Store(&n) }
 
 // SwitchEvent records one loop's move from one backend to another.
 type SwitchEvent struct {
-	Loop        int
-	From, To    string
-	At          time.Time     // when the loop finished the move
-	Took        time.Duration // time the loop spent on it
-	Descriptors int           // live descriptors moved
+	Loop     int
+	From, To string
+	At       time.Time // when the loop finished the move
+	// Took is the time from the switch's start on the loop to the move:
+	// from a completion backend it includes the hand-over, during which
+	// the loop went on serving.
+	Took        time.Duration
+	Descriptors int // live descriptors moved
 }
 
 // Moved reports whether the loop changed backend (a switch to the backend
@@ -66,14 +67,21 @@ func (l *Loop) SwitchPoller(backend string) (SwitchEvent, error) {
 	if !l.running.Load() {
 		return SwitchEvent{}, ErrNotRunning
 	}
+	if backend == "" || backend == Auto {
+		// Resolved here, off the loop: the first look at what is
+		// available runs the backends' probes (io_uring's may wait a
+		// second for a sandbox that swallows a completion).
+		if a := Available(); len(a) > 0 {
+			backend = a[0]
+		}
+	}
 	type result struct {
 		ev  SwitchEvent
 		err error
 	}
 	ch := make(chan result, 1)
 	l.Post(func() {
-		ev, err := l.switchPoller(backend)
-		ch <- result{ev, err}
+		l.switchPoller(backend, func(ev SwitchEvent, err error) { ch <- result{ev, err} })
 	})
 	select {
 	case r := <-ch:
@@ -93,25 +101,63 @@ func (l *Loop) SwitchPoller(backend string) (SwitchEvent, error) {
 // compares it to notice a switch for the price of one atomic load.
 func (l *Loop) SwitchCount() uint64 { return l.switches.Load() }
 
-// switchPoller runs on the loop.
-func (l *Loop) switchPoller(name string) (SwitchEvent, error) {
+// switchPoller runs on the loop and calls reply, on the loop, once the
+// move is done or failed. From a completion backend that is some
+// iterations later: the backend holds requests on the sockets and bytes
+// in its buffers, which come out first (sockIO's stop and handOver)
+// before another backend watches the same sockets, and the loop goes on
+// serving while the kernel ends those requests.
+func (l *Loop) switchPoller(name string, reply func(SwitchEvent, error)) {
 	start := time.Now()
-	old := l.poller
 	if name == "" || name == Auto {
 		if a := Available(); len(a) > 0 {
 			name = a[0]
 		}
 	}
-	ev := SwitchEvent{Loop: l.id, From: old.Name(), To: name, At: start}
+	ev := SwitchEvent{Loop: l.id, From: l.poller.Name(), To: name, At: start}
 	if name == ev.From {
-		return ev, nil
+		reply(ev, nil)
+		return
 	}
-	np, err := openForLoop(name, l.waker)
+	io := l.io
+	if io == nil {
+		l.movePoller(ev, reply)
+		return
+	}
+	err := io.stop(func(err error) {
+		l.Post(func() {
+			if err != nil {
+				io.resume()
+				ev.To = ev.From
+				reply(ev, fmt.Errorf("%s hand-over: %w", ev.From, err))
+				return
+			}
+			l.movePoller(ev, reply)
+		})
+	})
 	if err != nil {
 		ev.To = ev.From
-		return ev, err
+		reply(ev, fmt.Errorf("%s: %w", ev.From, err))
 	}
-	edge := np.EdgeTriggered()
+}
+
+// movePoller moves the loop to ev.To, its old poller stopped if it is a
+// completion backend, and calls reply.
+func (l *Loop) movePoller(ev SwitchEvent, reply func(SwitchEvent, error)) {
+	old, oldIO := l.poller, l.io
+	fail := func(err error) {
+		if oldIO != nil {
+			oldIO.resume()
+		}
+		ev.To = ev.From
+		reply(ev, err)
+	}
+	np, err := openForLoop(ev.To, l.waker, &l.calls)
+	if err != nil {
+		fail(err)
+		return
+	}
+	edge := np.Caps()&CapEdgeTriggered != 0
 	kernel := func(d *Desc) Interest {
 		if edge {
 			return Read | Write
@@ -124,50 +170,41 @@ func (l *Loop) switchPoller(name string) (SwitchEvent, error) {
 			descs = append(descs, d)
 		}
 	}
-	// A completion backend holds requests on the sockets and bytes in its
-	// buffers: they come out first (two phases: stop everything, then
-	// move what was held into the descriptors), before another backend
-	// watches the same sockets.
-	oldIO := l.io
 	if oldIO != nil {
-		if err := old.(completer).handOver(descs); err != nil {
-			np.(switchable).disownWaker()
-			np.Close()
-			ev.To = ev.From
-			return ev, fmt.Errorf("%s hand-over: %w", ev.From, err)
-		}
+		oldIO.handOver(descs)
 		l.io = nil
 	}
 	for _, d := range descs {
 		if err := np.Add(d.fd, kernel(d), d.tok); err != nil {
-			np.(switchable).disownWaker()
+			np.disownWaker()
 			np.Close()
 			if oldIO != nil {
-				// The old ring stopped; arm it again, as it was.
+				// The old ring handed its sockets over; take them back.
+				oldIO.resume()
 				for _, d := range descs {
 					old.Add(d.fd, d.kernel, d.tok)
 				}
 				l.io = oldIO
 			}
+			name := ev.To
 			ev.To = ev.From
-			return ev, fmt.Errorf("%s add fd %d: %w", name, d.fd, err)
+			reply(ev, fmt.Errorf("%s add fd %d: %w", name, d.fd, err))
+			return
 		}
 		ev.Descriptors++
 	}
 	for _, d := range descs {
 		d.kernel = kernel(d)
 	}
-	l.poller, l.edge, l.io = np, edge, sockIOOf(np)
-	old.(switchable).disownWaker()
+	l.adopt(np)
+	old.disownWaker()
 	old.Close()
 	l.adds.Add(uint64(ev.Descriptors))
 	l.probe()
-	l.setName(np.Name())
-	l.countCalls()
 	l.switches.Add(1)
-	ev.At = time.Now()
-	ev.Took = ev.At.Sub(start)
-	return ev, nil
+	now := time.Now()
+	ev.Took, ev.At = now.Sub(ev.At), now
+	reply(ev, nil)
 }
 
 // probe queues, as kicks, the readiness every live descriptor has now.
@@ -206,8 +243,9 @@ func (l *Loop) probe() {
 // ("epoll poll" alternates them; empty means "auto" for all). Loops that
 // already have their backend stay as they are; the others move at once,
 // each between two of its iterations. It returns one event per loop, in
-// loop order, and calls the switch hook for each loop that moved. On error
-// the loops that moved stay moved; the error names the others.
+// loop order (SwitchEvent.Moved says which moved): how an A/B history
+// records when each switch happened. On error the loops that moved stay
+// moved; the error names the others.
 func (g *Group) Switch(backends []string) ([]SwitchEvent, error) {
 	if len(backends) == 0 {
 		backends = []string{Auto}
@@ -235,23 +273,7 @@ func (g *Group) Switch(backends []string) ([]SwitchEvent, error) {
 		}()
 	}
 	wg.Wait()
-	if g.onSwitch != nil {
-		for _, ev := range evs {
-			if ev.Moved() {
-				g.onSwitch(ev)
-			}
-		}
-	}
 	return evs, errors.Join(errs...)
-}
-
-// SetSwitchHook makes Switch call f, on Switch's caller's goroutine (never
-// on a loop), once for every loop that changed backend: how an A/B history
-// records when each switch happened. Set it before switching.
-func (g *Group) SetSwitchHook(f func(SwitchEvent)) {
-	g.switchMu.Lock()
-	g.onSwitch = f
-	g.switchMu.Unlock()
 }
 
 // Backends returns each loop's backend now, in loop order.
