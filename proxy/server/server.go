@@ -359,13 +359,13 @@ func (ls *loopState) adopt(fd int, remote netip.AddrPort, counted bool) {
 	// (conn.noteHello), a cleartext front end on the first bytes
 	// (conn.openCleartext); until then only this timer and the socket's
 	// registration are spent on the client.
-	c.timer = ls.loop.AfterFunc(s.hsTimeout, c.helloTimeout)
+	c.timer = c.after(s.hsTimeout, c.helloTimeout)
 	if pp := s.cfg.ProxyProtocol; pp != nil {
 		if c.ppPolicy = pp.policy(remote.Addr()); c.ppPolicy != PolicySkip {
 			c.ppWait = true
 			if pp.Timeout > 0 && pp.Timeout < s.hsTimeout {
 				c.timer.Stop()
-				c.timer = ls.loop.AfterFunc(pp.Timeout, c.proxyHeaderTimeout)
+				c.timer = c.after(pp.Timeout, c.proxyHeaderTimeout)
 				c.ppTimed, c.accepted = true, ls.loop.Now()
 			}
 		}
