@@ -99,11 +99,6 @@ type ServerConn struct {
 	t   stream.Transport
 	h   stream.Handler
 	cfg Config
-	// conn is t when it can be abandoned after a panic: each Request.Conn.
-	conn stream.Abandoner
-	// serving is the stream whose handler was called last from the
-	// client's side (Serve, OnBody): what the log of a panic names.
-	serving uint32
 
 	fr   *http2.Framer // nil after ReleaseIdle until a frame needs it: see framer
 	rd   frameReader
@@ -125,6 +120,10 @@ type ServerConn struct {
 	// encTableSize is the dynamic table size the client's decoder allows
 	// our encoder (its SETTINGS_HEADER_TABLE_SIZE, at most ours).
 	encTableSize uint32
+	// serving is the stream whose handler was called last from the
+	// client's side (Serve, OnBody): what the log of a panic names. In
+	// the padding after encTableSize: the struct keeps its size class.
+	serving uint32
 	hdr          headerBlock
 
 	streams     map[uint32]*h2Stream
@@ -193,7 +192,6 @@ func NewServerConn(t stream.Transport, h stream.Handler, cfg Config) *ServerConn
 		remoteAddr:        t.RemoteAddr(),
 		clock:             t.Clock(),
 	}
-	c.conn, _ = t.(stream.Abandoner)
 	c.dec = hpack.NewDecoder(headerTableSize, c.onField)
 	// One field larger than twice the list limit is a connection error
 	// (the decoder cannot skip it); smaller excess is answered with 431.

@@ -266,7 +266,7 @@ func (c *ServerConn) startRequest() error {
 	req.Proto = "HTTP/2.0"
 	req.RemoteAddr = c.remoteAddr
 	req.Upgrade = hb.protocol
-	req.Conn = c.conn
+	req.Conn, _ = c.t.(stream.Abandoner) // a transport that can be abandoned after a panic
 	s.tunnel = hb.has&hasProtocol != 0
 	s.remoteEnded = hb.endStream
 	s.inflow.init(int32(c.win.streamWin))
