@@ -120,10 +120,7 @@ type ServerConn struct {
 	// encTableSize is the dynamic table size the client's decoder allows
 	// our encoder (its SETTINGS_HEADER_TABLE_SIZE, at most ours).
 	encTableSize uint32
-	// serving is the stream whose handler was called last from the
-	// client's side (Serve, OnBody): what the log of a panic names. In
-	// the padding after encTableSize: the struct keeps its size class.
-	serving uint32
+	serving      uint32 // the stream whose handler was called last from the client's side (Serving); in encTableSize's padding
 	hdr          headerBlock
 
 	streams     map[uint32]*h2Stream
