@@ -255,13 +255,6 @@ func New(g *netpoll.Group, cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Serve hands a request to the loop's current handler. Front ends are
-// given the loopState rather than the handler itself so that SetHandler
-// reaches requests on connections that are already open.
-func (ls *loopState) Serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
-	return ls.handler.Serve(req, w)
-}
-
 // SetHandler replaces every loop's handler (a configuration reload). New
 // requests, also on open connections, go to the new handler; requests in
 // flight finish with the old one. It returns once every loop switched.
