@@ -13,6 +13,7 @@ package proxy
 
 import (
 	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/proxy/observe"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -40,7 +41,9 @@ func (ex *exchange) Abandon(v any) (site, request string) {
 		ex.conn = nil
 		c.Abandon(v) // its front end's OnAbort ends the exchange
 	}
-	ex.end(outcome{tell: tellReset, code: stream.CodeInternal, reason: clientGone().reason, detail: "abandoned after a panic"})
+	// Nothing ended it (a released exchange, a transport that cannot be
+	// abandoned): its stream, if still there, is reset.
+	ex.end(resetting(stream.CodeInternal, observe.ReasonClientGone, "abandoned after a panic"))
 	return site, request
 }
 
