@@ -75,6 +75,17 @@ func (ln *Listener) HandleEvent(Event) {
 	ln.desc.Kick(EventRead)
 }
 
+// Abandon implements Owner: a panic in the accept callback left the
+// callback's connection to it, and the listener's own state whole. The
+// connections still queued are taken next iteration, as after a spent
+// budget.
+func (ln *Listener) Abandon(any) (site, request string) {
+	if !ln.closed && !ln.paused {
+		ln.desc.Kick(EventRead)
+	}
+	return "", ""
+}
+
 func (ln *Listener) pause(err error) {
 	if ln.paused {
 		return

@@ -19,6 +19,9 @@ type Handler interface {
 
 // Flusher is something with output to write once per loop iteration (a
 // connection gathering frames from several handlers into one write).
+//
+// A Handler or a Flusher that is also an Owner is abandoned when its
+// HandleEvent or Flush panics (contain.go).
 type Flusher interface {
 	Flush()
 }
@@ -156,6 +159,7 @@ type Stats struct {
 	Descriptors int64  // registered now
 	Timers      int64  // pending now
 	Switches    uint64 // backend switches (SwitchPoller) so far
+	Panics      uint64 // panics contained (contain.go), those inside an Abandon included
 	// CPU is the loop thread's CPU time (see Loop.CPU); zero where
 	// ThreadCPUSupported is false.
 	CPU time.Duration
@@ -194,8 +198,8 @@ type Loop struct {
 	now func() time.Time
 
 	taskMu       sync.Mutex
-	tasks        []func()
-	spare        []func()
+	tasks        []task
+	spare        []task
 	flushes      []Flusher
 	spareFlushes []Flusher
 
@@ -208,6 +212,8 @@ type Loop struct {
 	selfCounting                    bool // the poller has CapCountsCalls
 	descs, ntimers                  atomic.Int64
 	switches                        atomic.Uint64
+	panics                          atomic.Uint64
+	onPanic                         func(Recovered) // nil: log (contain.go)
 
 	// The thread's CPU time in ns, read by maybeReadCPU (cpu.go); cpuAt is
 	// the loop time of that read.
@@ -346,11 +352,21 @@ func (l *Loop) Now() time.Time { return l.clock }
 
 // Post queues f to run on the loop and wakes it. Safe from any goroutine;
 // this is how other loops and the handshake workers talk to a loop.
-func (l *Loop) Post(f func()) {
+func (l *Loop) Post(f func()) { l.PostFor(nil, f) }
+
+// PostFor is Post for work that belongs to o (a connection whose
+// handshake finished, say): a panic in f abandons o. A nil o is Post.
+func (l *Loop) PostFor(o Owner, f func()) {
 	l.taskMu.Lock()
-	l.tasks = append(l.tasks, f)
+	l.tasks = append(l.tasks, task{f, o})
 	l.taskMu.Unlock()
 	l.waker.wake()
+}
+
+// task is a posted function and the owner of its work, if any.
+type task struct {
+	f     func()
+	owner Owner
 }
 
 // FlushLater asks for f.Flush at the end of this iteration. The caller keeps
@@ -444,7 +460,7 @@ func (l *Loop) RunOnce(timeout time.Duration) error {
 		fl := l.flushes
 		l.flushes = l.spareFlushes[:0]
 		for i, f := range fl {
-			f.Flush()
+			l.flush(f)
 			fl[i] = nil
 		}
 		l.spareFlushes = fl[:0]
@@ -473,8 +489,29 @@ func (l *Loop) dispatch(r Ready) int {
 	if ev == 0 {
 		return 0
 	}
+	// One deferred call per event: open-coded, it costs the event a few
+	// instructions unless the handler panics.
+	defer l.contain(StageEvent, d.h, d)
 	d.h.HandleEvent(ev)
 	return 1
+}
+
+// fire runs a due timer's function.
+func (l *Loop) fire(t *Timer) {
+	defer l.contain(StageTimer, t.owner, nil)
+	t.f()
+}
+
+// runTask runs a posted task.
+func (l *Loop) runTask(t task) {
+	defer l.contain(StageTask, t.owner, nil)
+	t.f()
+}
+
+// flush runs a flush asked for with FlushLater.
+func (l *Loop) flush(f Flusher) {
+	defer l.contain(StageFlush, f, nil)
+	f.Flush()
 }
 
 func (l *Loop) runTimers() {
@@ -492,9 +529,9 @@ func (l *Loop) runTasks() {
 	tasks := l.tasks
 	l.tasks = l.spare[:0]
 	l.taskMu.Unlock()
-	for i, f := range tasks {
-		f()
-		tasks[i] = nil
+	for i, t := range tasks {
+		l.runTask(t)
+		tasks[i] = task{}
 	}
 	l.spare = tasks[:0]
 }
@@ -526,6 +563,7 @@ func (l *Loop) Stats() Stats {
 		Descriptors: l.descs.Load(),
 		Timers:      l.ntimers.Load(),
 		Switches:    l.switches.Load(),
+		Panics:      l.panics.Load(),
 		Wakeups:     l.waker.wakeups(),
 		CPU:         time.Duration(l.cpu.Load()),
 	}

@@ -22,7 +22,12 @@ type Timer struct {
 	when    int64  // deadline while pending, ns since the loop's epoch
 	seq     uint64 // breaks ties so timers due at the same instant fire in order
 	f       func()
+	owner   Owner // abandoned when f panics (contain.go); nil: none
 }
+
+// SetOwner names the connection the timer's function works for: a panic
+// in it abandons o. Call it from the loop; InitTimer clears it.
+func (t *Timer) SetOwner(o Owner) { t.owner = o }
 
 // Initialized reports whether the timer belongs to a loop (NewTimer or
 // InitTimer made it).
@@ -192,7 +197,7 @@ func (h *timerHeap) expire(l *Loop, now int64) {
 			h.popMin()
 			t.pending = false
 			l.npending--
-			t.f()
+			l.fire(t)
 		}
 	}
 }

@@ -29,6 +29,8 @@ type exchange struct {
 	h       *Handler
 	g       *group
 	w       stream.ResponseWriter
+	req     *stream.Request  // valid until released: what the log of a panic names
+	conn    stream.Abandoner // the client connection, abandoned after a panic in the exchange's work
 	method  string
 	head    []byte // the translated request head, kept for a retry
 	hasBody bool
@@ -102,6 +104,7 @@ const (
 func (ex *exchange) arm(d time.Duration) {
 	if !ex.timer.Initialized() {
 		ex.h.loop.InitTimer(&ex.timer, ex.timedOut)
+		ex.timer.SetOwner(ex)
 	}
 	ex.timer.Reset(d)
 }

@@ -194,7 +194,7 @@ func NewHandler(l *netpoll.Loop, cfg Config) *Handler {
 // Serve proxies one request.
 func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
 	ex := h.newExchange()
-	*ex = exchange{h: h, g: &h.group, w: w, method: req.Method, hasBody: req.HasBody, key: h.key(req), https: req.Scheme == "https", client: req.RemoteAddr,
+	*ex = exchange{h: h, g: &h.group, w: w, req: req, conn: req.Conn, method: req.Method, hasBody: req.HasBody, key: h.key(req), https: req.Scheme == "https", client: req.RemoteAddr,
 		timer: ex.timer, bodyTimer: ex.bodyTimer, head: ex.head[:0]}
 	trusted := route.Trusted(req.RemoteAddr.Addr(), h.cfg.TrustedProxies)
 	var derived netip.Addr // the client a trusted proxy names, by this proxy's trust (the listener's and reverse_proxy's own)
@@ -212,7 +212,6 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 		ex.log.Begin(req, h.loop.ID(), h.loop.Backend(), h.loop.Now(), client, h.cfg.LogHeaders)
 	}
 	ex.maxBody = req.MaxBodySize
-	h.live.add(ex)
 	if ex.maxBody > 0 && req.ContentLength > ex.maxBody && req.Upgrade == "" {
 		// The declared length is over request_body max_size: answered
 		// before any byte goes to an origin.
@@ -234,9 +233,14 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 		// A tunnel has its own idle timer (stream_timeout), never a request's.
 		if ex.bodyTimer == nil {
 			ex.bodyTimer = h.loop.NewTimer(ex.bodyTimedOut)
+			ex.bodyTimer.SetOwner(ex)
 		}
 		ex.bodyTimer.Reset(h.cfg.ReadBodyTimeout)
 	}
+	// Listed only now: a panic while the head was built (which abandons
+	// the client connection before its front end knew of the exchange)
+	// leaves nothing of it behind.
+	h.live.add(ex)
 	ex.begin(nil)
 	return ex
 }

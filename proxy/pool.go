@@ -72,6 +72,7 @@ type pool struct {
 	active  int            // exchanges bound to a connection of this pool
 	waiters []*exchange    // FIFO, at most cfg.MaxQueue
 	kicked  bool           // Flush is queued on the loop to serve waiters
+	serving *exchange      // the waiter Flush is binding: blamed for a panic (abandon.go)
 	dials   uint           // connections dialled: the cursor over the upstream's addresses
 	keyHash uint64         // the upstream's name hashed, for rendezvous hashing
 	index   int            // in the group's pools
@@ -285,7 +286,9 @@ func (p *pool) Flush() {
 			return
 		}
 		p.dequeueFirst()
+		p.serving = ex
 		p.take(ex, false)
+		p.serving = nil
 	}
 }
 

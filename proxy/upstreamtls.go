@@ -47,7 +47,7 @@ func (bc *backendConn) startTLS() {
 	}
 	loop, progress := bc.pool.loop, bc.handshakeProgress
 	// notify runs on the handshake worker: it only posts to the loop.
-	notify := func() { loop.Post(progress) }
+	notify := func() { loop.PostFor(bc, progress) }
 	if err := t.Handshakes.StartWithin(bc.sess, notify, timeout); err != nil {
 		bc.handshakeFailed(err)
 		return

@@ -45,7 +45,13 @@ type proc struct {
 // waits for its output to contain ready.
 func startProc(t *testing.T, ready string, env []string, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(pollproxyBinary(t), args...)
+	return startBinary(t, pollproxyBinary(t), ready, env, args...)
+}
+
+// startBinary is startProc for the build of the command at bin.
+func startBinary(t *testing.T, bin, ready string, env []string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "POLLPROXY_POLLER=") {
 			cmd.Env = append(cmd.Env, kv)

@@ -155,6 +155,13 @@ func (in *Instance) start(cfg *config.Config) error {
 		return err
 	}
 	in.group = g
+	if lg := in.opts.Logger; lg != nil {
+		// A panic a loop contained is logged with the instance's logs,
+		// off the loop (netpoll.LogPanic blocks on the log's writer).
+		for _, l := range g.Loops() {
+			l.OnPanic(func(r netpoll.Recovered) { go netpoll.LogPanic(lg, r) })
+		}
+	}
 	g.Start()
 	in.pollerSet = backendSet(in.Backends())
 	if cfg.Admin != "" {

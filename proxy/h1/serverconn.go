@@ -129,6 +129,7 @@ const (
 //     (with no new bytes if none arrived), which takes the input up.
 type ServerConn struct {
 	t      stream.Transport
+	conn   stream.Abandoner // t, when it can be abandoned after a panic: each Request.Conn
 	h      stream.Handler
 	cfg    ServerConfig
 	p      RequestParser
@@ -179,6 +180,7 @@ var _ stream.ServerConn = (*ServerConn)(nil)
 // timeout at once, so a client that connects and sends nothing is closed.
 func NewServerConn(t stream.Transport, h stream.Handler, cfg ServerConfig) *ServerConn {
 	c := &ServerConn{t: t, h: h, cfg: cfg.withDefaults(), remote: t.RemoteAddr()}
+	c.conn, _ = t.(stream.Abandoner)
 	c.p.Limits = c.cfg.Limits
 	c.p.Reset()
 	c.rw.c = c
@@ -262,6 +264,15 @@ func (c *ServerConn) Abort(err error) {
 	if live {
 		c.ev.OnAbort(err)
 	}
+}
+
+// Serving returns the request in progress, or nil: what the log of a
+// panic on this connection names. It only reads.
+func (c *ServerConn) Serving() *stream.Request {
+	if c.state != scActive {
+		return nil
+	}
+	return c.p.Request()
 }
 
 // run processes p (after anything held in c.in) until no progress is
@@ -378,6 +389,7 @@ func (c *ServerConn) begin() error {
 	req := c.p.Request()
 	req.Scheme, req.TLS = c.cfg.Scheme, c.cfg.TLS
 	req.RemoteAddr = c.remote
+	req.Conn = c.conn
 	if c.cfg.MaxRequestBody > 0 && req.ContentLength > c.cfg.MaxRequestBody {
 		return c.failRequest(&Error{413, "request body too large"})
 	}

@@ -120,6 +120,7 @@ type ServerConn struct {
 	// encTableSize is the dynamic table size the client's decoder allows
 	// our encoder (its SETTINGS_HEADER_TABLE_SIZE, at most ours).
 	encTableSize uint32
+	serving      uint32 // the stream whose handler was called last from the client's side (Serving); in encTableSize's padding
 	hdr          headerBlock
 
 	streams     map[uint32]*h2Stream
@@ -607,6 +608,32 @@ func (c *ServerConn) maybeFinishShutdown() {
 	if c.finalGoAway && len(c.streams) == 0 && !c.dead {
 		c.die(ErrConnClosed, ErrConnClosed)
 		c.closeAfterFlush = true
+	}
+}
+
+// Serving returns the request whose handler the connection called last
+// from the client's side, while its stream is open, or nil: what the log
+// of a panic on this connection names. It only reads.
+func (c *ServerConn) Serving() *stream.Request {
+	if s := c.streams[c.serving]; s != nil {
+		return &s.req
+	}
+	return nil
+}
+
+// LastWords returns a GOAWAY(INTERNAL_ERROR) naming the last stream the
+// client opened, for a transport that abandons the connection after a
+// panic: appended after the whole frames already written, it tells the
+// client which of its requests were never processed (RFC 9113 §6.8). It
+// reads one field and writes nothing, since the connection's own state
+// may be what the panic left half-updated.
+func (c *ServerConn) LastWords() []byte {
+	id := c.maxClientID & 0x7fffffff
+	code := uint32(http2.ErrCodeInternal)
+	return []byte{
+		0, 0, 8, byte(http2.FrameGoAway), 0, 0, 0, 0, 0,
+		byte(id >> 24), byte(id >> 16), byte(id >> 8), byte(id),
+		byte(code >> 24), byte(code >> 16), byte(code >> 8), byte(code),
 	}
 }
 

@@ -69,6 +69,7 @@ func (c *ServerConn) dataBody(s *h2Stream, b []byte) {
 		return
 	}
 	s.unconsumed += len(b)
+	c.serving = s.id
 	s.events.OnBody(b)
 }
 

@@ -266,11 +266,13 @@ func (c *ServerConn) startRequest() error {
 	req.Proto = "HTTP/2.0"
 	req.RemoteAddr = c.remoteAddr
 	req.Upgrade = hb.protocol
+	req.Conn, _ = c.t.(stream.Abandoner) // a transport that can be abandoned after a panic
 	s.tunnel = hb.has&hasProtocol != 0
 	s.remoteEnded = hb.endStream
 	s.inflow.init(int32(c.win.streamWin))
 	s.outWin = c.peerInitialWindow
 	c.streams[s.id] = s
+	c.serving = s.id
 	ev := c.h.Serve(req, s)
 	if !s.closed {
 		s.events = ev

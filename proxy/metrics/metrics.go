@@ -302,6 +302,7 @@ var (
 	descDels        = loopDesc("pollproxy_poller_dels_total", "Descriptor removals.")
 	descDescriptors = loopDesc("pollproxy_loop_descriptors", "Descriptors registered with the loop now: client and upstream connections, listeners.")
 	descTimers      = loopDesc("pollproxy_loop_timers", "Timers pending on the loop now.")
+	descPanics      = loopDesc("pollproxy_panics_total", "Panics the loop contained: the connection whose work panicked was abandoned (its streams reset, its origin connections closed) and the loop went on.")
 	descLoopCPU     = loopDesc("pollproxy_loop_cpu_seconds_total", "CPU time of the loop's thread (user and system); divided by the loop's requests, CPU per request per poller.")
 
 	srvLabels      = []string{"poller", "listen"}
@@ -335,7 +336,7 @@ type collector struct{ m *Metrics }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descWaits, descEvents, descWakeups, descAdds, descMods, descDels,
-		descDescriptors, descTimers, descLoopCPU, descActive, descAccepted, descHandshakeE, descRejected,
+		descDescriptors, descTimers, descPanics, descLoopCPU, descActive, descAccepted, descHandshakeE, descRejected,
 		descOpen, descReuseRatio, descUpRequests, descConnects, descRetries, descBroken, descDropped, descInfo,
 		descBudget, descBudgetUsed, descBudgetShort, descBudgetGone} {
 		ch <- d
@@ -365,6 +366,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			counter(descDels, st.Dels, l...)
 			gauge(descDescriptors, float64(st.Descriptors), l...)
 			gauge(descTimers, float64(st.Timers), l...)
+			counter(descPanics, st.Panics, l...)
 			if netpoll.ThreadCPUSupported {
 				ch <- prometheus.MustNewConstMetric(descLoopCPU, prometheus.CounterValue, st.CPU.Seconds(), l...)
 			}

@@ -65,6 +65,7 @@ func TestObserverAndCollector(t *testing.T) {
 		`pollproxy_poller_waits_total{loop="1",poller="` + p1 + `"}`,
 		`pollproxy_poller_adds_total{loop="0",poller="` + p0 + `"}`,
 		`pollproxy_loop_descriptors{loop="0",poller="` + p0 + `"}`,
+		`pollproxy_panics_total{loop="1",poller="` + p1 + `"} 0`,
 		`pollproxy_upstream_open_connections{poller="` + p0 + "," + p1 + `",upstream="127.0.0.1:8080"} 2`,
 		`pollproxy_upstream_reuse_ratio{poller="` + p0 + "," + p1 + `",upstream="127.0.0.1:8080"} 0.75`,
 		`pollproxy_upstream_broken_responses_total{poller="` + p0 + "," + p1 + `",upstream="127.0.0.1:8080"} 1`,

@@ -376,7 +376,7 @@ func (c *conn) helloTimeout() {
 // output or has finished; the loop picks it up as a task.
 func (c *conn) notifyHandshake() {
 	if c.hsPosted.CompareAndSwap(false, true) {
-		c.ls.loop.Post(c.handshakeProgress)
+		c.ls.loop.PostFor(c, c.handshakeProgress)
 	}
 }
 
@@ -504,8 +504,9 @@ func (c *conn) CloseWrite() {
 	c.queueFlush()
 }
 
-// Clock schedules on the owning loop.
-func (c *conn) Clock() stream.Clock { return loopClock{c.ls.loop} }
+// Clock schedules on the owning loop, in timers the connection owns: a
+// panic in the front end's timer abandons the connection.
+func (c *conn) Clock() stream.Clock { return (*connClock)(c) }
 
 // RemoteAddr is the client's address.
 func (c *conn) RemoteAddr() netip.AddrPort { return c.remote }
@@ -667,7 +668,7 @@ func (c *conn) armWrite() {
 	}
 	if !c.wtArmed {
 		c.timer.Stop()
-		c.timer = c.ls.loop.AfterFunc(d, c.writeTimedOut)
+		c.timer = c.after(d, c.writeTimedOut)
 		c.wtArmed = true
 		return
 	}
@@ -699,7 +700,7 @@ func (c *conn) linger() {
 	c.desc.SetInterest(netpoll.Read)
 	c.timer.Stop() // a write timeout: everything was written
 	c.wtArmed = false
-	c.timer = c.ls.loop.AfterFunc(lingerTimeout, func() { c.destroy(nil) })
+	c.timer = c.after(lingerTimeout, func() { c.destroy(nil) })
 	c.desc.Kick(netpoll.EventRead)
 }
 
@@ -728,8 +729,18 @@ func connGone(err error) error {
 	return err
 }
 
-type loopClock struct{ l *netpoll.Loop }
+// connClock is a connection as its front end's stream.Clock: a pointer
+// conversion, so handing it out allocates nothing.
+type connClock conn
 
-func (c loopClock) AfterFunc(d time.Duration, f func()) stream.Timer { return c.l.AfterFunc(d, f) }
+func (c *connClock) AfterFunc(d time.Duration, f func()) stream.Timer { return (*conn)(c).after(d, f) }
 
-func (c loopClock) Now() time.Time { return c.l.Now() }
+func (c *connClock) Now() time.Time { return c.ls.loop.Now() }
+
+// after runs f on the loop after d, in a timer the connection owns.
+func (c *conn) after(d time.Duration, f func()) *netpoll.Timer {
+	t := c.ls.loop.NewTimer(f)
+	t.SetOwner(c)
+	t.Reset(d)
+	return t
+}

@@ -122,7 +122,7 @@ func (c *conn) readProxyHeader(p []byte) ([]byte, bool) {
 		// The header's own timeout is over; the ClientHello has what is
 		// left of the handshake timeout.
 		c.timer.Stop()
-		c.timer = c.ls.loop.AfterFunc(c.ls.srv.hsTimeout-c.ls.loop.Now().Sub(c.accepted), c.helloTimeout)
+		c.timer = c.after(c.ls.srv.hsTimeout-c.ls.loop.Now().Sub(c.accepted), c.helloTimeout)
 	}
 	return in[n:], true
 }

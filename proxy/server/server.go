@@ -255,13 +255,6 @@ func New(g *netpoll.Group, cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Serve hands a request to the loop's current handler. Front ends are
-// given the loopState rather than the handler itself so that SetHandler
-// reaches requests on connections that are already open.
-func (ls *loopState) Serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
-	return ls.handler.Serve(req, w)
-}
-
 // SetHandler replaces every loop's handler (a configuration reload). New
 // requests, also on open connections, go to the new handler; requests in
 // flight finish with the old one. It returns once every loop switched.
@@ -359,13 +352,13 @@ func (ls *loopState) adopt(fd int, remote netip.AddrPort, counted bool) {
 	// (conn.noteHello), a cleartext front end on the first bytes
 	// (conn.openCleartext); until then only this timer and the socket's
 	// registration are spent on the client.
-	c.timer = ls.loop.AfterFunc(s.hsTimeout, c.helloTimeout)
+	c.timer = c.after(s.hsTimeout, c.helloTimeout)
 	if pp := s.cfg.ProxyProtocol; pp != nil {
 		if c.ppPolicy = pp.policy(remote.Addr()); c.ppPolicy != PolicySkip {
 			c.ppWait = true
 			if pp.Timeout > 0 && pp.Timeout < s.hsTimeout {
 				c.timer.Stop()
-				c.timer = ls.loop.AfterFunc(pp.Timeout, c.proxyHeaderTimeout)
+				c.timer = c.after(pp.Timeout, c.proxyHeaderTimeout)
 				c.ppTimed, c.accepted = true, ls.loop.Now()
 			}
 		}

@@ -157,7 +157,27 @@ type Request struct {
 	// re-enters: the error handle_errors renders, or the origin response
 	// handle_response matched. Front ends leave it nil; routing sets it.
 	Handoff *Handoff
+	// Conn is the client connection the request arrived on, for the
+	// loop's panic containment: a handler whose own work for the request
+	// panics (relaying an origin's answer, from the origin connection's
+	// event) abandons it, since that work may have left the connection
+	// half-updated. Front ends set it; nil when the transport has none.
+	Conn Abandoner
 }
+
+// Abandoner is a client connection that can be discarded whole after a
+// panic in work done for it: its streams reset, its socket closed, its
+// handlers told (OnAbort). It is the loop's netpoll.Owner, in terms this
+// package can name.
+type Abandoner interface {
+	// Abandon discards the connection after work for it panicked with v;
+	// it returns the site and the request line it was serving, when it
+	// knows them.
+	Abandon(v any) (site, request string)
+}
+
+// RequestLine is the request as a log names it: "GET /a?b HTTP/2.0".
+func (r *Request) RequestLine() string { return r.Method + " " + r.Path + " " + r.Proto }
 
 // Handoff describes why a request re-enters its site's routes, for the
 // placeholders that read it ({err.*}, {rp.*}).
