@@ -31,8 +31,19 @@ func (h *Handler) requestHead(dst []byte, req *stream.Request, trusted bool) (he
 	if dst == nil {
 		dst = make([]byte, 0, headCap)
 	}
-	head = h1.AppendRequestHeadFramed(dst, req.Method, req.Path, h.requestFields(req, trusted), length)
+	head = h1.AppendRequestHeadFramed(dst, req.Method, originTarget(req.Path), h.requestFields(req, trusted), length)
 	return head, chunked
+}
+
+// originTarget is the request target as the origin receives it: a path
+// that edits emptied (uri replace of the whole path, a path_regexp that matched
+// it all) is "/", as net/http writes a URL with an empty path, so an
+// origin never gets an empty request target, which HTTP/1.1 forbids.
+func originTarget(target string) string {
+	if target == "" || target[0] == '?' {
+		return "/" + target
+	}
+	return target
 }
 
 // headCap is the first guess at a translated request head's size: most
