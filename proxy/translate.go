@@ -17,22 +17,37 @@ import (
 
 // requestHead builds the origin's request head for req: the request line,
 // the translated fields (requestFields) and the body framing, re-chosen
-// here (Content-Length when the length is known, chunked otherwise) so the
-// origin never sees framing a client wrote. chunked reports the latter.
-// The head is appended to dst, a recycled exchange's buffer when it has one.
+// here (bodyLength) so the origin never sees framing a client wrote.
+// chunked reports chunked framing. The head is appended to dst, a recycled
+// exchange's buffer when it has one.
 func (h *Handler) requestHead(dst []byte, req *stream.Request, trusted bool) (head []byte, chunked bool) {
-	length := h1.LengthNone
-	switch {
-	case req.ContentLength >= 0:
-		length = req.ContentLength
-	case req.HasBody:
-		length, chunked = h1.LengthChunked, true
-	}
+	length := bodyLength(req)
+	chunked = length == h1.LengthChunked
 	if dst == nil {
 		dst = make([]byte, 0, headCap)
 	}
 	head = h1.AppendRequestHeadFramed(dst, req.Method, originTarget(req.Path), h.requestFields(req, trusted), length)
 	return head, chunked
+}
+
+// bodyLength is the framing the origin gets, as net/http's Transport
+// chooses it for the request Caddy forwards: Content-Length when the
+// length is known and not 0, chunked when a body of unknown length
+// follows, and for an empty body (none, or a declared length of 0)
+// "Content-Length: 0" for POST, PUT and PATCH only, which servers expect
+// there, and no framing field for any other method.
+func bodyLength(req *stream.Request) int64 {
+	switch {
+	case req.HasBody && req.ContentLength > 0:
+		return req.ContentLength
+	case req.HasBody && req.ContentLength < 0:
+		return h1.LengthChunked
+	}
+	switch req.Method {
+	case "POST", "PUT", "PATCH":
+		return 0
+	}
+	return h1.LengthNone
 }
 
 // originTarget is the request target as the origin receives it: a path
