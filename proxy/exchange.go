@@ -400,7 +400,11 @@ func (ex *exchange) attach(bc *backendConn, reused bool) {
 		// header_up used {upstream_hostport} and the like: the marks in
 		// the head are filled for this upstream, straight into the
 		// connection's output, so a retry elsewhere gets its own.
-		bc.sendFilled(ex.head, ex.pool.up.HostPort())
+		port := "80"
+		if ex.h.cfg.TLS != nil {
+			port = "443"
+		}
+		bc.sendFilled(ex.head, ex.pool.up.HostPort(), port)
 	} else {
 		bc.send(ex.head, 0)
 	}

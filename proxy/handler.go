@@ -136,8 +136,9 @@ type Handler struct {
 	lastIP     netip.Addr
 	lastIPText string
 
-	// upHead: header_up fills upstream placeholders, so request heads carry
-	// marks that attach fills for the upstream picked (translate.go).
+	// upHead: header_up fills upstream placeholders, or may remove Host,
+	// so request heads carry marks that attach fills for the upstream
+	// picked (translate.go).
 	upHead bool
 
 	// failures is the Observer's upstream failure counter, if it has one.
@@ -155,7 +156,7 @@ type Handler struct {
 // NewHandler returns the proxy for loop l. cfg should have its defaults
 // applied (WithDefaults).
 func NewHandler(l *netpoll.Loop, cfg Config) *Handler {
-	h := &Handler{loop: l, cfg: cfg, upHead: route.UsesUpstream(cfg.HeaderUp), group: group{policy: cfg.Policy, rnd: uint64(l.ID())*0x9e3779b97f4a7c15 + 1, choose: 2}}
+	h := &Handler{loop: l, cfg: cfg, upHead: route.UsesUpstream(cfg.HeaderUp) || route.MayRemoveHost(cfg.HeaderUp), group: group{policy: cfg.Policy, rnd: uint64(l.ID())*0x9e3779b97f4a7c15 + 1, choose: 2}}
 	h.failures, _ = cfg.Observer.(observe.FailureObserver)
 	h.group.fallback = cfg.Fallback
 	if h.group.fallback == "" {

@@ -111,8 +111,29 @@ func (h *Handler) requestFields(req *stream.Request, trusted bool) []stream.Fiel
 	}
 	fs = h.forwardedFields(fs, req, peer, xff, proto, host)
 	fs = append(fs, stream.Field{Name: "via", Value: via})
-	fs = route.ApplyHeaderOps(fs, h.cfg.HeaderUp, req)
+	if len(h.cfg.HeaderUp) > 0 {
+		fs = keepHost(route.ApplyHeaderOps(fs, h.cfg.HeaderUp, req))
+	}
 	h.fields = fs[:0]
+	return fs
+}
+
+// keepHost gives the origin a Host when header_up edits removed it
+// ("header_up -*", "header_up -Host") or left it empty: HTTP/1.1 requires
+// one. Caddy's transport then writes the upstream's address, as
+// RequestHostMark does once the upstream is picked.
+func keepHost(fs []stream.Field) []stream.Field {
+	for i, f := range fs {
+		if f.Name == "host" {
+			if f.Value == "" {
+				fs[i].Value = route.RequestHostMark
+			}
+			return fs
+		}
+	}
+	fs = append(fs, stream.Field{})
+	copy(fs[1:], fs)
+	fs[0] = stream.Field{Name: "host", Value: route.RequestHostMark}
 	return fs
 }
 

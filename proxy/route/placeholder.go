@@ -347,10 +347,17 @@ func (t Template) UsesUpstream() bool {
 	return false
 }
 
+// RequestHostMark is the Host value an origin gets when header_up removed
+// Host or left it empty: FillUpstream writes the upstream's address
+// there, without the port when it is the scheme's default, as Caddy's
+// transport does for a request whose host is empty.
+const RequestHostMark = string(rune(UpstreamMark)) + "r"
+
 // FillUpstream appends head to dst with every upstream mark replaced by
 // the upstream's address: hostport as Caddy's dial address ("host:port",
-// or a Unix socket's path), host and port its halves.
-func FillUpstream(dst, head []byte, hostport string) []byte {
+// or a Unix socket's path), host and port its halves. defaultPort is the
+// upstream scheme's ("80" or "443"), which RequestHostMark leaves out.
+func FillUpstream(dst, head []byte, hostport, defaultPort string) []byte {
 	host, port := hostport, ""
 	if h, p, err := net.SplitHostPort(hostport); err == nil {
 		host, port = h, p
@@ -368,6 +375,15 @@ func FillUpstream(dst, head []byte, hostport string) []byte {
 			dst = append(dst, host...)
 		case upstreamMarks[phUpstreamPort]:
 			dst = append(dst, port...)
+		case RequestHostMark[1]:
+			switch {
+			case port != defaultPort:
+				dst = append(dst, hostport...)
+			case strings.IndexByte(host, ':') >= 0: // IPv6 keeps its brackets
+				dst = append(append(append(dst, '['), host...), ']')
+			default:
+				dst = append(dst, host...)
+			}
 		}
 		head = head[i+2:]
 	}
