@@ -70,8 +70,9 @@ const headCap = 1024
 // :authority; Via appended to (field.AppendedByProxy); X-Forwarded-For,
 // -Proto and -Host as Caddy writes them (forwardedFields); hop-by-hop
 // fields dropped (field.NotToOrigin), even though the front ends already
-// removed or refused them; and anything that could not be written safely
-// dropped. header_up edits apply last; an upstream placeholder in one
+// removed or refused them; fields whose names hold '_' or '.' dropped
+// (field.CGIAlias), as Caddy drops them from every request; and anything
+// that could not be written safely dropped. header_up edits apply last; an upstream placeholder in one
 // leaves a mark that attach fills for each upstream tried.
 func (h *Handler) requestFields(req *stream.Request, trusted bool) []stream.Field {
 	fs := h.fields[:0]
@@ -97,7 +98,7 @@ func (h *Handler) requestFields(req *stream.Request, trusted bool) []stream.Fiel
 			}
 		}
 		switch r := field.Lookup(f.Name); {
-		case r.Has(field.NotToOrigin):
+		case r.Has(field.NotToOrigin), field.CGIAlias(f.Name):
 			continue
 		case r.Has(field.AppendedByProxy):
 			if f.Name == "via" {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pollproxy/pollproxy/proxy/auth"
 	"github.com/pollproxy/pollproxy/proxy/encode"
+	"github.com/pollproxy/pollproxy/proxy/field"
 	"github.com/pollproxy/pollproxy/proxy/fileserver"
 	"github.com/pollproxy/pollproxy/proxy/observe"
 	"github.com/pollproxy/pollproxy/proxy/static"
@@ -176,6 +177,8 @@ func NewHandler(t *Table, proxies []stream.Handler, clientIP ClientIPFunc, loop 
 // matches, the answer is an empty 200, as in Caddy.
 func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
 	req.OriginalPath = req.Path
+	// Matchers and placeholders never see a CGI alias, as in Caddy.
+	req.Header = field.DropCGIAliases(req.Header)
 	if len(h.t.Errors) > 0 {
 		return h.watch(req, w)
 	}
