@@ -585,7 +585,7 @@ func (ex *exchange) responseHead(p *h1.ResponseParser) {
 	if ex.h.cfg.ReadTimeout > 0 {
 		ex.arm(ex.h.cfg.ReadTimeout)
 	}
-	fields := ex.h.responseFields(p.Header())
+	fields := responseVia(ex.h.responseFields(p.Header()), p.Proto10())
 	if ex.g.policy == Cookie && ex.key.cookie != ex.pool.index {
 		fields = append(fields, stream.Field{Name: "set-cookie", Value: ex.cookie()})
 	}

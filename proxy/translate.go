@@ -67,7 +67,8 @@ func originTarget(target string) string {
 const headCap = 1024
 
 // requestFields translates the client's fields for the origin: Host from
-// :authority; Via appended to (field.AppendedByProxy); X-Forwarded-For,
+// :authority; pollproxy's Via after the client's, as a field line of its
+// own as Caddy writes it (field.AppendedByProxy); X-Forwarded-For,
 // -Proto and -Host as Caddy writes them (forwardedFields); hop-by-hop
 // fields dropped (field.NotToOrigin), even though the front ends already
 // removed or refused them; fields whose names hold '_' or '.' dropped
@@ -100,10 +101,7 @@ func (h *Handler) requestFields(req *stream.Request, trusted bool) []stream.Fiel
 		switch r := field.Lookup(f.Name); {
 		case r.Has(field.NotToOrigin), field.CGIAlias(f.Name):
 			continue
-		case r.Has(field.AppendedByProxy):
-			if f.Name == "via" {
-				via = f.Value + ", " + via
-			}
+		case r.Has(field.AppendedByProxy) && f.Name != "via":
 			continue // x-forwarded-for from an untrusted peer: replaced
 		}
 		if field.ValidName(f.Name) && field.ValidValue(f.Value) {
@@ -189,4 +187,25 @@ func (h *Handler) responseFields(fs []stream.Field) []stream.Field {
 		return fs
 	}
 	return route.ApplyHeaderOps(fs, h.cfg.HeaderDown, nil)
+}
+
+// responseVia adds pollproxy's Via to a proxied response (after header_down,
+// so header_down never removes it) as Caddy adds its own: the version of
+// the origin's response, before any Via fields the origin sent. The product
+// token is pollproxy's, as in the Via of the request (docs/caddyfile.md).
+func responseVia(fs []stream.Field, proto10 bool) []stream.Field {
+	via := stream.Field{Name: "via", Value: "1.1 pollproxy"}
+	if proto10 {
+		via.Value = "1.0 pollproxy"
+	}
+	i := 0
+	for i < len(fs) && fs[i].Name != "via" {
+		i++
+	}
+	if i == len(fs) {
+		return append(fs, via)
+	}
+	// A new array: fs may be the parser's, which must keep its fields.
+	out := make([]stream.Field, 0, len(fs)+1)
+	return append(append(append(out, fs[:i]...), via), fs[i:]...)
 }
