@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"net/netip"
+	"strings"
 
 	"github.com/pollproxy/pollproxy/proxy/field"
 	"github.com/pollproxy/pollproxy/proxy/h1"
@@ -84,6 +85,7 @@ func (h *Handler) requestFields(req *stream.Request, trusted bool) []stream.Fiel
 		via = "2.0 pollproxy"
 	}
 	xff, proto, host := "", "", ""
+	te := wantsTrailers(req.Hop)
 	for _, f := range req.Header {
 		if trusted { // a trusted proxy's own X-Forwarded-* are kept
 			switch f.Name {
@@ -99,6 +101,9 @@ func (h *Handler) requestFields(req *stream.Request, trusted bool) []stream.Fiel
 			}
 		}
 		switch r := field.Lookup(f.Name); {
+		case f.Name == "te": // an h2 client's
+			te = te || hasToken(f.Value, "trailers")
+			continue
 		case r.Has(field.NotToOrigin), field.CGIAlias(f.Name):
 			continue
 		case r.Has(field.AppendedByProxy) && f.Name != "via":
@@ -107,6 +112,9 @@ func (h *Handler) requestFields(req *stream.Request, trusted bool) []stream.Fiel
 		if field.ValidName(f.Name) && field.ValidValue(f.Value) {
 			fs = append(fs, f)
 		}
+	}
+	if te {
+		fs = append(fs, stream.Field{Name: "te", Value: "trailers"})
 	}
 	fs = h.forwardedFields(fs, req, peer, xff, proto, host)
 	fs = append(fs, stream.Field{Name: "via", Value: via})
@@ -134,6 +142,32 @@ func keepHost(fs []stream.Field) []stream.Field {
 	copy(fs[1:], fs)
 	fs[0] = stream.Field{Name: "host", Value: route.RequestHostMark}
 	return fs
+}
+
+// wantsTrailers reports whether a TE field among fs lists "trailers":
+// the origin is then told "TE: trailers", as Caddy tells it (the one
+// hop-by-hop field it passes on, reduced to that token), so an
+// application that sends trailers only to those who accept them does.
+func wantsTrailers(fs []stream.Field) bool {
+	for _, f := range fs {
+		if f.Name == "te" && hasToken(f.Value, "trailers") {
+			return true
+		}
+	}
+	return false
+}
+
+// hasToken reports whether the comma-separated list v holds token,
+// without case (httpguts.HeaderValuesContainsToken's reading).
+func hasToken(v, token string) bool {
+	for v != "" {
+		var t string
+		t, v, _ = strings.Cut(v, ",")
+		if strings.EqualFold(strings.TrimSpace(t), token) {
+			return true
+		}
+	}
+	return false
 }
 
 // forwardedFields appends X-Forwarded-For, -Proto and -Host as Caddy

@@ -368,7 +368,16 @@ func (f *HeaderField) match(r *stream.Request) bool {
 	if f.Name == "host" {
 		return f.matchValue(r.Authority)
 	}
-	return f.matchFields(r.Header)
+	if len(r.Hop) == 0 {
+		return f.matchFields(r.Header)
+	}
+	// The hop-by-hop fields too ("header Connection *Upgrade*"), as
+	// Caddy's matcher sees them: the field matches in either list, or
+	// is absent from both.
+	if f.Absent {
+		return f.matchFields(r.Header) && f.matchFields(r.Hop)
+	}
+	return f.matchFields(r.Header) || f.matchFields(r.Hop)
 }
 
 // matchFields matches the field against fields, a request's or a
@@ -434,9 +443,11 @@ func (h HeaderRegexp) Match(c *Ctx) bool {
 	if h.Name == "host" {
 		return capture(c, h.Capture, h.Re, c.Req.Authority)
 	}
-	for _, f := range c.Req.Header {
-		if f.Name == h.Name && capture(c, h.Capture, h.Re, f.Value) {
-			return true
+	for _, fs := range [2][]stream.Field{c.Req.Header, c.Req.Hop} {
+		for _, f := range fs {
+			if f.Name == h.Name && capture(c, h.Capture, h.Re, f.Value) {
+				return true
+			}
 		}
 	}
 	return false

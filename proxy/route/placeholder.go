@@ -286,9 +286,7 @@ func (t Template) Append(dst []byte, r *stream.Request) []byte {
 		case phRemote:
 			dst = r.RemoteAddr.AppendTo(dst)
 		case phHeader:
-			if v, ok := r.Get(p.text); ok {
-				dst = append(dst, v...)
-			}
+			dst, _ = r.ClientValues(dst, p.text)
 		case phLabel:
 			dst = append(dst, hostLabel(HostOnly(r.Authority), p.n)...)
 		case phSegment:
