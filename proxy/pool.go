@@ -73,7 +73,6 @@ type pool struct {
 	waiters []*exchange    // FIFO, at most cfg.MaxQueue
 	kicked  bool           // Flush is queued on the loop to serve waiters
 	dials   uint           // connections dialled: the cursor over the upstream's addresses
-	keyHash uint64         // the upstream's name hashed, for rendezvous hashing
 	index   int            // in the group's pools
 	// tls, when set, is the client configuration of this upstream's
 	// connections (Config.TLS): they speak TLS, and the pool holds no

@@ -171,7 +171,9 @@ func (p *parser) lbPolicy(d *caddyfile.Dispenser, rp *Proxy, label string) {
 			p.errf(d, "%s: %s wants one argument: the %s", label, pol, map[proxy.Policy]string{proxy.HeaderHash: "field name", proxy.QueryHash: "query key"}[pol])
 		} else {
 			rp.PolicyArg = args[1]
-			if pol == proxy.HeaderHash {
+			if pol == proxy.HeaderHash && args[1] != "Host" {
+				// Caddy hashes the request's host for "Host" written
+				// so, and reads any other spelling as an ordinary field.
 				rp.PolicyArg = strings.ToLower(args[1])
 			}
 		}
@@ -200,8 +202,16 @@ func (p *parser) lbPolicy(d *caddyfile.Dispenser, rp *Proxy, label string) {
 		}
 	}
 	for n := d.Nesting(); d.NextBlock(n); {
+		if d.Val() == "max_age" && pol == proxy.Cookie {
+			rp.CookieMaxAge = p.durationArg(d, label+": max_age")
+			continue
+		}
 		if d.Val() != "fallback" {
-			p.errf(d, "%s: unknown option %q in the policy block (want fallback)", label, d.Val())
+			want := "fallback"
+			if pol == proxy.Cookie {
+				want = "fallback, max_age"
+			}
+			p.errf(d, "%s: unknown option %q in the policy block (want %s)", label, d.Val(), want)
 			d.RemainingArgs()
 			continue
 		}

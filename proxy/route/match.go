@@ -463,42 +463,28 @@ type QueryParam struct {
 // Query matches query parameters; every key must match.
 type Query []QueryParam
 
-// Match implements Matcher.
+// Match implements Matcher. As Caddy's, a malformed query (a ';' in a
+// pair, a bad escape: url.ParseQuery's errors) matches nothing.
 func (q Query) Match(c *Ctx) bool {
 	raw := QueryOnly(c.Req.Path)
 	for i := range q {
-		if !q[i].match(raw) {
+		p := &q[i]
+		matched := false
+		wellFormed := eachQueryPair(raw, func(k, v string) bool {
+			if k == p.Key && !matched {
+				for _, want := range p.Values {
+					if want == "*" || want == v {
+						matched = true
+					}
+				}
+			}
+			return true
+		})
+		if !wellFormed || !matched {
 			return false
 		}
 	}
 	return true
-}
-
-func (p *QueryParam) match(raw string) bool {
-	for raw != "" {
-		var kv string
-		if i := strings.IndexByte(raw, '&'); i >= 0 {
-			kv, raw = raw[:i], raw[i+1:]
-		} else {
-			kv, raw = raw, ""
-		}
-		k, v, _ := strings.Cut(kv, "=")
-		if strings.ContainsAny(k, "%+") {
-			k, _ = url.QueryUnescape(k)
-		}
-		if k != p.Key {
-			continue
-		}
-		if strings.ContainsAny(v, "%+") {
-			v, _ = url.QueryUnescape(v)
-		}
-		for _, want := range p.Values {
-			if want == "*" || want == v {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // RemoteIP matches the immediate peer's address.

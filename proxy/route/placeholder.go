@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -292,11 +291,10 @@ func (t Template) Append(dst []byte, r *stream.Request) []byte {
 		case phSegment:
 			dst = append(dst, pathSegment(PathOnly(r.Path), p.n)...)
 		case phQueryArg:
-			if q, err := url.ParseQuery(QueryOnly(r.Path)); err == nil {
-				dst = append(dst, q.Get(p.text)...)
-			}
+			dst, _ = AppendQueryValues(dst, QueryOnly(r.Path), p.text)
 		case phCookie:
-			dst = append(dst, cookie(r, p.text)...)
+			v, _ := Cookie(r, p.text, true)
+			dst = append(dst, v...)
 		case phAuthUser:
 			dst = append(dst, r.AuthUser...)
 		case phRegexp:
@@ -465,22 +463,6 @@ func pathSegment(path string, n int) string {
 		return path[:i]
 	}
 	return path
-}
-
-// cookie is the value of the first cookie named name in the request's
-// Cookie fields.
-func cookie(r *stream.Request, name string) string {
-	for _, f := range r.Header {
-		if f.Name != "cookie" {
-			continue
-		}
-		for _, kv := range strings.Split(f.Value, ";") {
-			if k, v, ok := strings.Cut(strings.TrimSpace(kv), "="); ok && k == name {
-				return strings.Trim(v, `"`)
-			}
-		}
-	}
-	return ""
 }
 
 // appendHandoff fills a placeholder of what the request was handed; each
