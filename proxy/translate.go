@@ -73,9 +73,11 @@ const headCap = 1024
 // -Proto and -Host as Caddy writes them (forwardedFields); hop-by-hop
 // fields dropped (field.NotToOrigin), even though the front ends already
 // removed or refused them; fields whose names hold '_' or '.' dropped
-// (field.CGIAlias), as Caddy drops them from every request; and anything
-// that could not be written safely dropped. header_up edits apply last; an upstream placeholder in one
-// leaves a mark that attach fills for each upstream tried.
+// (field.CGIAlias), as Caddy drops them from every request; TE reduced to
+// "trailers" when it lists it (wantsTrailers); and anything that could not
+// be written safely dropped. header_up edits apply last; an upstream
+// placeholder in one leaves a mark that attach fills for each upstream
+// tried.
 func (h *Handler) requestFields(req *stream.Request, trusted bool) []stream.Field {
 	fs := h.fields[:0]
 	fs = append(fs, stream.Field{Name: "host", Value: req.Authority})
