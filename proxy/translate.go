@@ -82,9 +82,12 @@ func (h *Handler) requestFields(req *stream.Request, trusted bool) []stream.Fiel
 	fs := h.fields[:0]
 	fs = append(fs, stream.Field{Name: "host", Value: req.Authority})
 	peer := h.clientIP(req.RemoteAddr.Addr())
-	via := "1.1 pollproxy"
-	if req.Proto == "HTTP/2.0" {
+	via := "1.1 pollproxy" // the client's version, as Caddy's Via names it
+	switch req.Proto {
+	case "HTTP/2.0":
 		via = "2.0 pollproxy"
+	case "HTTP/1.0":
+		via = "1.0 pollproxy"
 	}
 	xff, proto, host := "", "", ""
 	te := wantsTrailers(req.Hop)

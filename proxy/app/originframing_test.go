@@ -36,6 +36,7 @@ func TestOriginRequestFraming(t *testing.T) {
 		}
 		for _, c := range []struct{ name, request, want string }{
 			{"GET", h1("GET", ""), "none"},
+			{"GET 1.0", "GET /x HTTP/1.0\r\nHost: localhost\r\n\r\n", "none"},
 			{"GET length 0", h1("GET", "Content-Length: 0\r\n"), "none"},
 			{"HEAD", h1("HEAD", ""), "none"},
 			{"DELETE length 0", h1("DELETE", "Content-Length: 0\r\n"), "none"},

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pollproxy/pollproxy/netpoll"
@@ -65,6 +66,40 @@ func TestResponseVia(t *testing.T) {
 					}
 				})
 			}
+		}
+	})
+}
+
+// TestRequestVia: the origin gets the client's Via lines and then
+// pollproxy's, on a line of its own, naming the version the client spoke,
+// as Caddy's Via does.
+func TestRequestVia(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		port, _ := startSite(t, backend, "\treverse_proxy "+headOrigin(t))
+		vias := func(body string) []string {
+			var got []string
+			_, fields := headLines(body)
+			for _, f := range fields {
+				if name, v, _ := strings.Cut(f, ":"); name == "via" {
+					got = append(got, strings.TrimSpace(v))
+				}
+			}
+			return got
+		}
+		for _, c := range []struct {
+			name, request string
+			want          []string
+		}{
+			{"1.1", "GET / HTTP/1.1\r\nHost: localhost\r\nVia: 1.1 edge\r\nConnection: close\r\n\r\n", []string{"1.1 edge", "1.1 pollproxy"}},
+			{"1.0", "GET / HTTP/1.0\r\nHost: localhost\r\n\r\n", []string{"1.0 pollproxy"}},
+		} {
+			if _, body := rawH1(t, port, c.request); !slices.Equal(vias(body), c.want) {
+				t.Errorf("HTTP/%s: origin got Via %q, want %q", c.name, vias(body), c.want)
+			}
+		}
+		_, body := rawH2(t, port, nil, ":method", "GET", ":scheme", "https", ":authority", "localhost", ":path", "/", "via", "1.1 edge")
+		if want := []string{"1.1 edge", "2.0 pollproxy"}; !slices.Equal(vias(body), want) {
+			t.Errorf("h2: origin got Via %q, want %q", vias(body), want)
 		}
 	})
 }

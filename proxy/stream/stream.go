@@ -108,7 +108,7 @@ type Request struct {
 	ContentLength int64
 	// HasBody is false when the request ended with its head.
 	HasBody bool
-	// Proto is "HTTP/2.0" or "HTTP/1.1".
+	// Proto is "HTTP/2.0", "HTTP/1.1" or "HTTP/1.0".
 	Proto string
 	// RemoteAddr is the client's address.
 	RemoteAddr netip.AddrPort
