@@ -90,7 +90,7 @@ func (h *Handler) requestFields(req *stream.Request, trusted bool) []stream.Fiel
 		via = "1.0 pollproxy"
 	}
 	xff, proto, host := "", "", ""
-	te := wantsTrailers(req.Hop)
+	te := wantsTrailers(req.Hop) // both front ends keep TE there
 	for _, f := range req.Header {
 		if trusted { // a trusted proxy's own X-Forwarded-* are kept
 			switch f.Name {
@@ -106,9 +106,6 @@ func (h *Handler) requestFields(req *stream.Request, trusted bool) []stream.Fiel
 			}
 		}
 		switch r := field.Lookup(f.Name); {
-		case f.Name == "te": // an h2 client's
-			te = te || hasToken(f.Value, "trailers")
-			continue
 		case r.Has(field.NotToOrigin), field.CGIAlias(f.Name):
 			continue
 		case r.Has(field.AppendedByProxy) && f.Name != "via":
