@@ -128,7 +128,7 @@ func (h *Handler) key(req *stream.Request) pickKey {
 func (k *pickKey) score(p *pool) uint64 {
 	var d xxhash.Digest
 	d.Reset()
-	d.WriteString(p.up.Name)
+	d.WriteString(p.up.CaddyDial())
 	if k.addr.IsValid() {
 		var buf [64]byte
 		d.Write(k.addr.AppendTo(buf[:0]))

@@ -183,7 +183,7 @@ func NewHandler(l *netpoll.Loop, cfg Config) *Handler {
 		}
 		h.group.pools = append(h.group.pools, p)
 		if cfg.Policy == Cookie {
-			h.group.cookies = append(h.group.cookies, CookieValue(cfg.CookieSecret, up.Name))
+			h.group.cookies = append(h.group.cookies, CookieValue(cfg.CookieSecret, up.CaddyDial()))
 		}
 	}
 	// Loops start their cursors apart so round robin spreads from the first

@@ -170,3 +170,28 @@ func TestBalanceAsCaddy(t *testing.T) {
 		}
 	})
 }
+
+// TestHostlessUpstreamSpelling: an upstream written ":PORT" is dialled at
+// localhost, but hashed, signed and named by {upstream_hostport} as Caddy
+// spells it, ":PORT", so its sticky cookie is Caddy's.
+func TestHostlessUpstreamSpelling(t *testing.T) {
+	o := echoOrigin(t, "o")
+	_, oport, _ := strings.Cut(o, ":")
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		port, cls := startSite(t, backend, fmt.Sprintf(`	reverse_proxy :%s {
+		lb_policy cookie lb k
+		header_up X-Up {upstream_hostport}
+	}`, oport))
+		resp, err := cls["h1.1"].Get(fmt.Sprintf("https://localhost:%d/", port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if want := "lb=" + caddyCookie("k", ":"+oport) + "; Path=/; HttpOnly; Secure; SameSite=None"; resp.Header.Get("Set-Cookie") != want {
+			t.Errorf("Set-Cookie %q, want %q", resp.Header.Get("Set-Cookie"), want)
+		}
+		if got := resp.Header.Get("X-Got-Up"); got != ":"+oport {
+			t.Errorf("{upstream_hostport} = %q, want %q", got, ":"+oport)
+		}
+	})
+}

@@ -343,7 +343,7 @@ func (p *parser) upstreams(d *caddyfile.Dispenser, rp *Proxy) {
 }
 
 // UpstreamAddresses reads one upstream as Caddy's reverse_proxy takes it —
-// host:port, :port (localhost), host (port 80), http://host[:port],
+// host:port, :port (localhost, kept as Caddy spells it), host (port 80), http://host[:port],
 // https://host[:port] (port 443, and TLS), a port range (host:8001-8003),
 // unix//path — and returns the dial addresses it stands for and the
 // scheme written ("http", "https" or ""). The Caddyfile and the
@@ -395,9 +395,8 @@ func upstreamAddresses(v, scheme string) ([]string, error) {
 	if scheme == "https" && port == "80" {
 		return nil, fmt.Errorf("upstream %q: upstream address has conflicting scheme (https://) and port (:80, the HTTP port)", v)
 	}
-	if host == "" {
-		host = "localhost"
-	}
+	// No host (":8080") stays so: Caddy's dial address, which it hashes
+	// and signs; the instance dials localhost (upstream.Upstream.Dial).
 	lo, hi, ok := portRange(port)
 	if !ok {
 		return nil, fmt.Errorf("upstream %q: want host:port with a port in 1-65535", v)
