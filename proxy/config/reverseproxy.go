@@ -343,9 +343,9 @@ func (p *parser) upstreams(d *caddyfile.Dispenser, rp *Proxy) {
 }
 
 // UpstreamAddresses reads one upstream as Caddy's reverse_proxy takes it —
-// host:port, :port (localhost, kept as Caddy spells it), host (port 80), http://host[:port],
-// https://host[:port] (port 443, and TLS), a port range (host:8001-8003),
-// unix//path — and returns the dial addresses it stands for and the
+// host:port, :port (localhost, kept as Caddy spells it), host (port 80),
+// http://host[:port], https://host[:port] (port 443, and TLS), a port
+// range (host:8001-8003), unix//path — and returns the dial addresses it stands for and the
 // scheme written ("http", "https" or ""). The Caddyfile and the
 // reverse-proxy command's --to both read upstreams through it, so one
 // address means one thing in either.
