@@ -3,18 +3,21 @@ package proxy
 // Balancing is per loop: the cursor, the random state and the connection
 // counts it compares are the loop's own, so picking an upstream costs no
 // lock; only the upstream's health, shared by every loop, is an atomic
-// read. The hashing policies use rendezvous hashing (highest score wins),
-// as Caddy does, so an upstream that goes down moves only its own keys.
+// read. The hashing policies are Caddy's hostByHashing: rendezvous
+// hashing, each upstream scored by xxhash64 of its address followed by the
+// key, highest first, so an upstream that goes down moves only its own
+// keys, and a request goes to the upstream Caddy would send it to.
 
 import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"hash/maphash"
 	"net/netip"
-	"strings"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
@@ -71,54 +74,68 @@ type group struct {
 	fallback Policy
 }
 
-// hashSeed is shared by every loop, so that a key hashes to the same
-// upstream whichever loop serves it.
-var hashSeed = maphash.MakeSeed()
-
-// pickKey is what a hashing policy knows about the request.
+// pickKey is what a hashing policy knows about the request: the text
+// Caddy hashes, or the address whose text it hashes (formatted only when
+// picking, into a buffer on the stack).
 type pickKey struct {
-	hash   uint64
-	hashed bool // hash is set; otherwise the policy falls back to random
-	cookie int  // the pool a cookie named, or -1
+	text   string
+	addr   netip.Addr // ip_hash, client_ip_hash
+	hashed bool       // text or addr is set; otherwise the policy falls back
+	cookie int        // the pool a cookie named, or -1
 }
 
-// hashString and hashAddr feed the rendezvous hash; they allocate nothing.
-func (g *group) hashString(s string) uint64 { return maphash.String(hashSeed, s) }
-
-func (g *group) hashAddr(a netip.Addr) uint64 {
-	b := a.Unmap().As16()
-	return maphash.Bytes(hashSeed, b[:])
-}
-
-// key reads what the policy hashes from the request.
+// key reads what the policy hashes from the request, as Caddy's policies
+// read it: the peer's address; the client's; the request target; the
+// field's first value (Host: the request's host); the key's decoded
+// values joined with ","; the cookie, read as net/http reads it.
 func (h *Handler) key(req *stream.Request) pickKey {
 	g := &h.group
 	k := pickKey{cookie: -1}
 	switch g.policy {
 	case IPHash:
-		k.hash, k.hashed = g.hashAddr(req.RemoteAddr.Addr()), true
+		k.addr, k.hashed = req.RemoteAddr.Addr().Unmap(), true
 	case ClientIPHash:
-		k.hash, k.hashed = g.hashAddr(h.clientAddr(req)), true
+		k.addr, k.hashed = h.clientAddr(req).Unmap(), true
 	case URIHash:
-		k.hash, k.hashed = g.hashString(req.Path), true
+		k.text, k.hashed = req.Path, true
 	case HeaderHash:
-		if v, ok := req.Get(h.cfg.PolicyArg); ok && v != "" {
-			k.hash, k.hashed = g.hashString(v), true
+		if h.cfg.PolicyArg == "Host" && req.Authority != "" {
+			k.text, k.hashed = req.Authority, true
+		} else if v, ok := req.Get(h.cfg.PolicyArg); ok && v != "" {
+			k.text, k.hashed = v, true
 		}
 	case QueryHash:
-		if v := queryValue(req.Path, h.cfg.PolicyArg); v != "" {
-			k.hash, k.hashed = g.hashString(v), true
+		if q := route.QueryOnly(req.Path); q != "" {
+			if v, _ := route.AppendQueryValues(nil, q, h.cfg.PolicyArg); len(v) > 0 {
+				k.text, k.hashed = string(v), true
+			}
 		}
 	case Cookie:
-		if v := cookieValue(req, h.cfg.PolicyArg); v != "" {
+		if v, ok := route.Cookie(req, h.cfg.PolicyArg, false); ok {
 			for i, c := range g.cookies {
-				if c == v {
+				if hmac.Equal([]byte(c), []byte(v)) {
 					k.cookie = i
+					break
 				}
 			}
 		}
 	}
 	return k
+}
+
+// score is Caddy's hash of an upstream for a key: xxhash64 of the
+// upstream's address (its dial address, as configured) and the key.
+func (k *pickKey) score(p *pool) uint64 {
+	var d xxhash.Digest
+	d.Reset()
+	d.WriteString(p.up.CaddyDial())
+	if k.addr.IsValid() {
+		var buf [64]byte
+		d.Write(k.addr.AppendTo(buf[:0]))
+	} else {
+		d.WriteString(k.text)
+	}
+	return d.Sum64()
 }
 
 // clientIP is the client's address as the configured derivation sees it.
@@ -127,37 +144,6 @@ func (h *Handler) clientAddr(req *stream.Request) netip.Addr {
 		return h.cfg.ClientIP(req)
 	}
 	return req.RemoteAddr.Addr()
-}
-
-func queryValue(target, key string) string {
-	i := strings.IndexByte(target, '?')
-	if i < 0 {
-		return ""
-	}
-	for q := target[i+1:]; q != ""; {
-		var kv string
-		kv, q, _ = strings.Cut(q, "&")
-		if k, v, _ := strings.Cut(kv, "="); k == key {
-			return v
-		}
-	}
-	return ""
-}
-
-func cookieValue(req *stream.Request, name string) string {
-	for _, f := range req.Header {
-		if f.Name != "cookie" {
-			continue
-		}
-		for s := f.Value; s != ""; {
-			var c string
-			c, s, _ = strings.Cut(s, ";")
-			if k, v, ok := strings.Cut(strings.TrimSpace(c), "="); ok && k == name {
-				return v
-			}
-		}
-	}
-	return ""
 }
 
 // CookieValue is the value of the cookie policy's cookie for an upstream:
@@ -222,7 +208,7 @@ func (g *group) pickPass(pass int, now time.Time, skip *upstream.Upstream, k *pi
 			if !g.usable(i, pass, now, skip) {
 				continue
 			}
-			if s := mix(k.hash ^ p.keyHash); best == nil || s > bestScore {
+			if s := k.score(p); best == nil || s > bestScore {
 				best, bestScore = p, s
 			}
 		}
@@ -274,16 +260,6 @@ func (g *group) pickPass(pass int, now time.Time, skip *upstream.Upstream, k *pi
 		}
 	}
 	return nil
-}
-
-// mix is a 64-bit finaliser (splitmix64's), so that close inputs score
-// far apart.
-func mix(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	return x ^ x>>31
 }
 
 // weighted picks as Caddy's weighted_round_robin does: the cursor's slot

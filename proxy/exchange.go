@@ -415,7 +415,11 @@ func (ex *exchange) attach(bc *backendConn, reused bool) {
 		// header_up used {upstream_hostport} and the like: the marks in
 		// the head are filled for this upstream, straight into the
 		// connection's output, so a retry elsewhere gets its own.
-		bc.sendFilled(ex.head, ex.pool.up.HostPort())
+		port := "80"
+		if ex.h.cfg.TLS != nil {
+			port = "443"
+		}
+		bc.sendFilled(ex.head, ex.pool.up.HostPort(), port)
 	} else {
 		bc.send(ex.head, 0)
 	}
@@ -594,7 +598,7 @@ func (ex *exchange) responseHead(p *h1.ResponseParser) {
 	if ex.h.cfg.ReadTimeout > 0 {
 		ex.arm(ex.h.cfg.ReadTimeout)
 	}
-	fields := ex.h.responseFields(p.Header())
+	fields := responseVia(ex.h.responseFields(p.Header()), p.Proto10())
 	if ex.g.policy == Cookie && ex.key.cookie != ex.pool.index {
 		fields = append(fields, stream.Field{Name: "set-cookie", Value: ex.cookie()})
 	}
@@ -744,11 +748,29 @@ func (ex *exchange) mayRetry(now time.Time) bool {
 	return c.TryDuration > 0 && now.Add(c.TryInterval).Sub(ex.firstTry) < c.TryDuration
 }
 
-// cookie is the cookie policy's Set-Cookie naming the chosen upstream.
+// cookie is the cookie policy's Set-Cookie naming the chosen upstream,
+// with Caddy's attributes in net/http's order: Path=/, Max-Age when
+// max_age set one, HttpOnly, and SameSite=Lax, or Secure and
+// SameSite=None when the client spoke HTTPS.
 func (ex *exchange) cookie() string {
 	v := ex.h.cfg.PolicyArg + "=" + ex.g.cookies[ex.pool.index] + "; Path=/"
+	if s := int(ex.h.cfg.CookieMaxAge.Seconds()); s > 0 {
+		v += "; Max-Age=" + strconv.Itoa(s)
+	}
 	if ex.https {
-		v += "; Secure; SameSite=None"
+		return v + "; HttpOnly; Secure; SameSite=None"
+	}
+	return v + "; HttpOnly; SameSite=Lax"
+}
+
+// lastValue is the value of the last field named name in fs ("" without
+// one), as Caddy's lastHeaderValue reads it.
+func lastValue(fs []stream.Field, name string) string {
+	v := ""
+	for _, f := range fs {
+		if f.Name == name {
+			v = f.Value
+		}
 	}
 	return v
 }

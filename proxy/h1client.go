@@ -247,8 +247,8 @@ func (bc *backendConn) send(p []byte, body int) {
 
 // sendFilled queues a request head whose upstream placeholders (header_up)
 // are filled for the upstream at addr on the way into the output.
-func (bc *backendConn) sendFilled(head []byte, addr string) {
-	bc.out = route.FillUpstream(bc.out, head, addr)
+func (bc *backendConn) sendFilled(head []byte, addr, defaultPort string) {
+	bc.out = route.FillUpstream(bc.out, head, addr, defaultPort)
 	bc.queued(0)
 }
 

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"hash/maphash"
 	"net/netip"
 	"strconv"
 	"time"
@@ -39,12 +38,15 @@ type Config struct {
 	// HeaderUp and HeaderDown edit request and response fields (Caddy's
 	// header_up and header_down).
 	HeaderUp, HeaderDown []HeaderOp
-	// PolicyArg is the policy's argument: the field of "header", the key
-	// of "query", the cookie's name of "cookie" (default lb), how many
+	// PolicyArg is the policy's argument: the field of "header" (lower
+	// case, but "Host" as Caddy's names the request's host), the key of
+	// "query", the cookie's name of "cookie" (default lb), how many
 	// "random_choose" compares (default 2). CookieSecret keys the cookie's
-	// HMAC.
+	// HMAC; CookieMaxAge, when set, is its Max-Age (lb_policy cookie's
+	// max_age).
 	PolicyArg    string
 	CookieSecret string
+	CookieMaxAge time.Duration
 	// Weights are weighted_round_robin's, one per upstream in order.
 	Weights []int
 	// Fallback picks when header, query or cookie finds no key (Caddy's
@@ -136,8 +138,9 @@ type Handler struct {
 	lastIP     netip.Addr
 	lastIPText string
 
-	// upHead: header_up fills upstream placeholders, so request heads carry
-	// marks that attach fills for the upstream picked (translate.go).
+	// upHead: header_up fills upstream placeholders, or may remove Host,
+	// so request heads carry marks that attach fills for the upstream
+	// picked (translate.go).
 	upHead bool
 
 	// failures is the Observer's upstream failure counter, if it has one.
@@ -155,7 +158,7 @@ type Handler struct {
 // NewHandler returns the proxy for loop l. cfg should have its defaults
 // applied (WithDefaults).
 func NewHandler(l *netpoll.Loop, cfg Config) *Handler {
-	h := &Handler{loop: l, cfg: cfg, upHead: route.UsesUpstream(cfg.HeaderUp), group: group{policy: cfg.Policy, rnd: uint64(l.ID())*0x9e3779b97f4a7c15 + 1, choose: 2}}
+	h := &Handler{loop: l, cfg: cfg, upHead: route.UsesUpstream(cfg.HeaderUp) || route.MayRemoveHost(cfg.HeaderUp), group: group{policy: cfg.Policy, rnd: uint64(l.ID())*0x9e3779b97f4a7c15 + 1, choose: 2}}
 	h.failures, _ = cfg.Observer.(observe.FailureObserver)
 	h.group.fallback = cfg.Fallback
 	if h.group.fallback == "" {
@@ -174,13 +177,13 @@ func NewHandler(l *netpoll.Loop, cfg Config) *Handler {
 		}
 	}
 	for _, up := range cfg.Upstreams {
-		p := &pool{loop: l, up: up, cfg: cfg.Pool, h: h, index: len(h.group.pools), keyHash: maphash.String(hashSeed, up.Name)}
+		p := &pool{loop: l, up: up, cfg: cfg.Pool, h: h, index: len(h.group.pools)}
 		if cfg.TLS != nil {
 			p.tls = cfg.TLS.ClientConfig(up)
 		}
 		h.group.pools = append(h.group.pools, p)
 		if cfg.Policy == Cookie {
-			h.group.cookies = append(h.group.cookies, CookieValue(cfg.CookieSecret, up.Name))
+			h.group.cookies = append(h.group.cookies, CookieValue(cfg.CookieSecret, up.CaddyDial()))
 		}
 	}
 	// Loops start their cursors apart so round robin spreads from the first
@@ -197,6 +200,11 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 	*ex = exchange{h: h, g: &h.group, w: w, req: req, conn: req.Conn, method: req.Method, hasBody: req.HasBody, key: h.key(req), https: req.Scheme == "https", client: req.RemoteAddr,
 		timer: ex.timer, bodyTimer: ex.bodyTimer, head: ex.head[:0]}
 	trusted := route.Trusted(req.RemoteAddr.Addr(), h.cfg.TrustedProxies)
+	if trusted && !ex.https && h.group.policy == Cookie {
+		// As Caddy's cookie policy: a trusted proxy's last
+		// X-Forwarded-Proto says whether the client spoke HTTPS.
+		ex.https = lastValue(req.Header, "x-forwarded-proto") == "https"
+	}
 	var derived netip.Addr // the client a trusted proxy names, by this proxy's trust (the listener's and reverse_proxy's own)
 	if trusted && (h.cfg.Observer != nil || !req.ClientIP.IsValid()) {
 		derived = route.ClientAddr(req.RemoteAddr.Addr(), req.Header, h.cfg.TrustedProxies, h.cfg.ClientIPHeaders)

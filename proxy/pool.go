@@ -74,7 +74,6 @@ type pool struct {
 	kicked  bool           // Flush is queued on the loop to serve waiters
 	serving *exchange      // the waiter Flush is binding: blamed for a panic (abandon.go)
 	dials   uint           // connections dialled: the cursor over the upstream's addresses
-	keyHash uint64         // the upstream's name hashed, for rendezvous hashing
 	index   int            // in the group's pools
 	// tls, when set, is the client configuration of this upstream's
 	// connections (Config.TLS): they speak TLS, and the pool holds no

@@ -89,8 +89,11 @@ func TestRequestTranslation(t *testing.T) {
 			"X-Forwarded-For":   "127.0.0.1",
 			"X-Forwarded-Proto": "https",
 			"X-Forwarded-Host":  "app.example:8443",
-			"Via":               "1.1 edge, 2.0 pollproxy",
 			"Content-Length":    "10",
+		}
+		// Caddy's Via: the client's, then its own on a line of its own.
+		if got := s.Header.Values("Via"); len(got) != 2 || got[0] != "1.1 edge" || got[1] != "2.0 pollproxy" {
+			t.Errorf("h2: origin Via = %q, want [1.1 edge 2.0 pollproxy]", got)
 		}
 		if s.Method != "POST" || s.URI != "/p/a?x=1&y=%20" || s.Host != "app.example:8443" || s.Proto != "HTTP/1.1" || string(s.Body) != "hello body" {
 			t.Fatalf("origin saw %s %s host %q %s body %q", s.Method, s.URI, s.Host, s.Proto, s.Body)
@@ -100,10 +103,14 @@ func TestRequestTranslation(t *testing.T) {
 				t.Errorf("h2: origin header %s = %q, want %q", k, got, v)
 			}
 		}
-		for _, k := range []string{"Te", "Connection", "Keep-Alive", "Transfer-Encoding"} {
+		for _, k := range []string{"Connection", "Keep-Alive", "Transfer-Encoding"} {
 			if v, ok := s.Header[k]; ok {
 				t.Errorf("h2: hop-by-hop %s: %q reached the origin", k, v)
 			}
+		}
+		// TE: trailers is the one hop-by-hop field passed on, as Caddy does.
+		if got := s.Header.Values("Te"); len(got) != 1 || got[0] != "trailers" {
+			t.Errorf("h2: origin Te = %q, want [trailers]", got)
 		}
 		for _, k := range []string{"Keep-Alive", "Connection", "X-Down-Hop"} {
 			if v, ok := res.Header[k]; ok {
@@ -120,7 +127,7 @@ func TestRequestTranslation(t *testing.T) {
 		req.Header.Set("X-Hop", "1")
 		req.Header.Set("Keep-Alive", "300")
 		req.Header.Set("Proxy-Connection", "keep-alive")
-		req.Header.Set("Te", "trailers")
+		req.Header.Set("Te", "deflate, trailers")
 		res, _ = do(t, h1, req)
 		if res.StatusCode != 200 {
 			t.Fatalf("h1: %d", res.StatusCode)
@@ -130,10 +137,13 @@ func TestRequestTranslation(t *testing.T) {
 			s.Header.Get("X-Forwarded-For") != "127.0.0.1" {
 			t.Errorf("h1: origin saw host %q header %v", s.Host, s.Header)
 		}
-		for _, k := range []string{"Connection", "X-Hop", "Keep-Alive", "Proxy-Connection", "Te"} {
+		for _, k := range []string{"Connection", "X-Hop", "Keep-Alive", "Proxy-Connection"} {
 			if v, ok := s.Header[k]; ok {
 				t.Errorf("h1: hop-by-hop %s: %q reached the origin", k, v)
 			}
+		}
+		if got := s.Header.Values("Te"); len(got) != 1 || got[0] != "trailers" {
+			t.Errorf("h1: origin Te = %q, want [trailers]", got)
 		}
 		for _, k := range []string{"Keep-Alive", "X-Down-Hop"} {
 			if v, ok := res.Header[k]; ok {

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"net/netip"
+	"strings"
 
 	"github.com/pollproxy/pollproxy/proxy/field"
 	"github.com/pollproxy/pollproxy/proxy/h1"
@@ -17,22 +18,48 @@ import (
 
 // requestHead builds the origin's request head for req: the request line,
 // the translated fields (requestFields) and the body framing, re-chosen
-// here (Content-Length when the length is known, chunked otherwise) so the
-// origin never sees framing a client wrote. chunked reports the latter.
-// The head is appended to dst, a recycled exchange's buffer when it has one.
+// here (bodyLength) so the origin never sees framing a client wrote.
+// chunked reports chunked framing. The head is appended to dst, a recycled
+// exchange's buffer when it has one.
 func (h *Handler) requestHead(dst []byte, req *stream.Request, trusted bool) (head []byte, chunked bool) {
-	length := h1.LengthNone
-	switch {
-	case req.ContentLength >= 0:
-		length = req.ContentLength
-	case req.HasBody:
-		length, chunked = h1.LengthChunked, true
-	}
+	length := bodyLength(req)
+	chunked = length == h1.LengthChunked
 	if dst == nil {
 		dst = make([]byte, 0, headCap)
 	}
-	head = h1.AppendRequestHeadFramed(dst, req.Method, req.Path, h.requestFields(req, trusted), length)
+	head = h1.AppendRequestHeadFramed(dst, req.Method, originTarget(req.Path), h.requestFields(req, trusted), length)
 	return head, chunked
+}
+
+// bodyLength is the framing the origin gets, as net/http's Transport
+// chooses it for the request Caddy forwards: Content-Length when the
+// length is known and not 0, chunked when a body of unknown length
+// follows, and for an empty body (none, or a declared length of 0)
+// "Content-Length: 0" for POST, PUT and PATCH only, which servers expect
+// there, and no framing field for any other method.
+func bodyLength(req *stream.Request) int64 {
+	switch {
+	case req.HasBody && req.ContentLength > 0:
+		return req.ContentLength
+	case req.HasBody && req.ContentLength < 0:
+		return h1.LengthChunked
+	}
+	switch req.Method {
+	case "POST", "PUT", "PATCH":
+		return 0
+	}
+	return h1.LengthNone
+}
+
+// originTarget is the request target as the origin receives it: a path
+// that edits emptied (uri replace of the whole path, a path_regexp that matched
+// it all) is "/", as net/http writes a URL with an empty path, so an
+// origin never gets an empty request target, which HTTP/1.1 forbids.
+func originTarget(target string) string {
+	if target == "" || target[0] == '?' {
+		return "/" + target
+	}
+	return target
 }
 
 // headCap is the first guess at a translated request head's size: most
@@ -41,21 +68,29 @@ func (h *Handler) requestHead(dst []byte, req *stream.Request, trusted bool) (he
 const headCap = 1024
 
 // requestFields translates the client's fields for the origin: Host from
-// :authority; Via appended to (field.AppendedByProxy); X-Forwarded-For,
+// :authority; pollproxy's Via after the client's, as a field line of its
+// own as Caddy writes it (field.AppendedByProxy); X-Forwarded-For,
 // -Proto and -Host as Caddy writes them (forwardedFields); hop-by-hop
 // fields dropped (field.NotToOrigin), even though the front ends already
-// removed or refused them; and anything that could not be written safely
-// dropped. header_up edits apply last; an upstream placeholder in one
-// leaves a mark that attach fills for each upstream tried.
+// removed or refused them; fields whose names hold '_' or '.' dropped
+// (field.CGIAlias), as Caddy drops them from every request; TE reduced to
+// "trailers" when it lists it (wantsTrailers); and anything that could not
+// be written safely dropped. header_up edits apply last; an upstream
+// placeholder in one leaves a mark that attach fills for each upstream
+// tried.
 func (h *Handler) requestFields(req *stream.Request, trusted bool) []stream.Field {
 	fs := h.fields[:0]
 	fs = append(fs, stream.Field{Name: "host", Value: req.Authority})
 	peer := h.clientIP(req.RemoteAddr.Addr())
-	via := "1.1 pollproxy"
-	if req.Proto == "HTTP/2.0" {
+	via := "1.1 pollproxy" // the client's version, as Caddy's Via names it
+	switch req.Proto {
+	case "HTTP/2.0":
 		via = "2.0 pollproxy"
+	case "HTTP/1.0":
+		via = "1.0 pollproxy"
 	}
 	xff, proto, host := "", "", ""
+	te := wantsTrailers(req.Hop) // both front ends keep TE there
 	for _, f := range req.Header {
 		if trusted { // a trusted proxy's own X-Forwarded-* are kept
 			switch f.Name {
@@ -71,23 +106,70 @@ func (h *Handler) requestFields(req *stream.Request, trusted bool) []stream.Fiel
 			}
 		}
 		switch r := field.Lookup(f.Name); {
-		case r.Has(field.NotToOrigin):
+		case r.Has(field.NotToOrigin), field.CGIAlias(f.Name):
 			continue
-		case r.Has(field.AppendedByProxy):
-			if f.Name == "via" {
-				via = f.Value + ", " + via
-			}
+		case r.Has(field.AppendedByProxy) && f.Name != "via":
 			continue // x-forwarded-for from an untrusted peer: replaced
 		}
 		if field.ValidName(f.Name) && field.ValidValue(f.Value) {
 			fs = append(fs, f)
 		}
 	}
+	if te {
+		fs = append(fs, stream.Field{Name: "te", Value: "trailers"})
+	}
 	fs = h.forwardedFields(fs, req, peer, xff, proto, host)
 	fs = append(fs, stream.Field{Name: "via", Value: via})
-	fs = route.ApplyHeaderOps(fs, h.cfg.HeaderUp, req)
+	if len(h.cfg.HeaderUp) > 0 {
+		fs = keepHost(route.ApplyHeaderOps(fs, h.cfg.HeaderUp, req))
+	}
 	h.fields = fs[:0]
 	return fs
+}
+
+// keepHost gives the origin a Host when header_up edits removed it
+// ("header_up -*", "header_up -Host") or left it empty: HTTP/1.1 requires
+// one. Caddy's transport then writes the upstream's address, as
+// RequestHostMark does once the upstream is picked.
+func keepHost(fs []stream.Field) []stream.Field {
+	for i, f := range fs {
+		if f.Name == "host" {
+			if f.Value == "" {
+				fs[i].Value = route.RequestHostMark
+			}
+			return fs
+		}
+	}
+	fs = append(fs, stream.Field{})
+	copy(fs[1:], fs)
+	fs[0] = stream.Field{Name: "host", Value: route.RequestHostMark}
+	return fs
+}
+
+// wantsTrailers reports whether a TE field among fs lists "trailers":
+// the origin is then told "TE: trailers", as Caddy tells it (the one
+// hop-by-hop field it passes on, reduced to that token), so an
+// application that sends trailers only to those who accept them does.
+func wantsTrailers(fs []stream.Field) bool {
+	for _, f := range fs {
+		if f.Name == "te" && hasToken(f.Value, "trailers") {
+			return true
+		}
+	}
+	return false
+}
+
+// hasToken reports whether the comma-separated list v holds token,
+// without case (httpguts.HeaderValuesContainsToken's reading).
+func hasToken(v, token string) bool {
+	for v != "" {
+		var t string
+		t, v, _ = strings.Cut(v, ",")
+		if strings.EqualFold(strings.TrimSpace(t), token) {
+			return true
+		}
+	}
+	return false
 }
 
 // forwardedFields appends X-Forwarded-For, -Proto and -Host as Caddy
@@ -141,4 +223,25 @@ func (h *Handler) responseFields(fs []stream.Field) []stream.Field {
 		return fs
 	}
 	return route.ApplyHeaderOps(fs, h.cfg.HeaderDown, nil)
+}
+
+// responseVia adds pollproxy's Via to a proxied response (after header_down,
+// so header_down never removes it) as Caddy adds its own: the version of
+// the origin's response, before any Via fields the origin sent. The product
+// token is pollproxy's, as in the Via of the request (docs/caddyfile.md).
+func responseVia(fs []stream.Field, proto10 bool) []stream.Field {
+	via := stream.Field{Name: "via", Value: "1.1 pollproxy"}
+	if proto10 {
+		via.Value = "1.0 pollproxy"
+	}
+	i := 0
+	for i < len(fs) && fs[i].Name != "via" {
+		i++
+	}
+	if i == len(fs) {
+		return append(fs, via)
+	}
+	// A new array: fs may be the parser's, which must keep its fields.
+	out := make([]stream.Field, 0, len(fs)+1)
+	return append(append(append(out, fs[:i]...), via), fs[i:]...)
 }

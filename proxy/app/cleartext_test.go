@@ -122,9 +122,14 @@ localhost:%d {
 		// Caddy's redirect: the TLS site's name, on the http_port, to its
 		// own port; another name to https://NAME/ (Caddy's catch-all).
 		redir := plainClient(fmt.Sprintf("127.0.0.1:%d", httpPort))
-		res, _ := plainGet(t, redir, fmt.Sprintf("http://localhost:%d/path?q=1", httpPort))
+		res, body := plainGet(t, redir, fmt.Sprintf("http://localhost:%d/path?q=1", httpPort))
 		if want := fmt.Sprintf("https://localhost:%d/path?q=1", pTLS); res.StatusCode != http.StatusPermanentRedirect || res.Header.Get("Location") != want {
 			t.Errorf("redirect: %d %q, want 308 %s", res.StatusCode, res.Header.Get("Location"), want)
+		}
+		// As Caddy's redirect route (a static_response): no body and
+		// no Content-Type.
+		if _, typed := res.Header["Content-Type"]; body != "" || typed || res.ContentLength != 0 {
+			t.Errorf("redirect: body %q, Content-Type %q, length %d; want neither, length 0", body, res.Header.Get("Content-Type"), res.ContentLength)
 		}
 		res, _ = plainGet(t, redir, "http://other.example/")
 		if want := "https://other.example/"; res.Header.Get("Location") != want {

@@ -259,6 +259,22 @@ func TestTryFiles(t *testing.T) {
 	})
 }
 
+// TestTryFilesRootEntry: as in Caddy, a try_files entry that names the
+// root ("/") never matches, since the root joined without a trailing slash
+// must not be a directory; and "{path}" never matches a directory. So the
+// request goes on unchanged: file_server's 308 for a directory without its
+// slash, its 404 for a missing file.
+func TestTryFilesRootEntry(t *testing.T) {
+	root := siteTree(t, map[string]string{"index.html": "root", "sub/index.html": "sub", "a.txt": "a"})
+	siteExchanges(t, fmt.Sprintf("\troot * %s\n\ttry_files {path} /\n\tfile_server", root), []exchange{
+		{method: "GET", path: "/sub", status: 308, want: map[string]string{"Location": "/sub/"}, body: "*"},
+		{method: "GET", path: "/missing", status: 404, body: ""},
+		{method: "GET", path: "/sub/", status: 200, body: "sub"},
+		{method: "GET", path: "/a.txt", status: 200, body: "a"},
+		{method: "GET", path: "/", status: 200, body: "root"},
+	})
+}
+
 // TestFileServerPoolFull: with every worker of the file pool held and
 // its queue full, a file request is refused at once with 503 and
 // Retry-After — nothing waits for room — while a request on the same

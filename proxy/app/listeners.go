@@ -275,7 +275,11 @@ func redirectHandler(current *atomic.Pointer[map[string]int]) http.Handler {
 		if port != 443 {
 			target = net.JoinHostPort(strings.Trim(target, "[]"), strconv.Itoa(port))
 		}
-		http.Redirect(w, r, "https://"+target+r.URL.RequestURI(), http.StatusPermanentRedirect)
+		// As Caddy's redirect route, a static_response: the Location
+		// and an empty body, no page and no Content-Type (which
+		// http.Redirect would write).
+		w.Header().Set("Location", "https://"+target+r.RequestURI)
+		w.WriteHeader(http.StatusPermanentRedirect)
 	})
 }
 

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -98,15 +99,21 @@ func (in *Instance) upstream(p *plan, name string) (*upstream.Upstream, error) {
 		p.upstreams[name] = up
 		return up, nil
 	}
+	// An upstream written without a host (":8080") is localhost's, as
+	// Caddy dials it; Caddy's spelling stays its Dial.
+	named, dial := name, ""
+	if host, port, err := net.SplitHostPort(name); err == nil && host == "" {
+		named, dial = net.JoinHostPort("localhost", port), name
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
-	addrs, err := netpoll.ResolveTCP(ctx, name)
+	addrs, err := netpoll.ResolveTCP(ctx, named)
 	cancel()
 	if err != nil {
 		return nil, err
 	}
 	up := in.upstreams[name]
 	if up == nil {
-		up = &upstream.Upstream{Name: name, Addr: addrs[0]}
+		up = &upstream.Upstream{Name: named, Dial: dial, Addr: addrs[0]}
 	}
 	up.SetAddrs(addrs) // every A/AAAA address, refreshed by the instance's resolver
 	p.upstreams[name] = up

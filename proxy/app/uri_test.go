@@ -52,3 +52,50 @@ func TestURIEdits(t *testing.T) {
 		}
 	})
 }
+
+// TestURIEmptiedPath: a uri edit that takes the whole path leaves "/", as
+// in Caddy, never an empty request target (which the origin refuses);
+// strip comparisons ignore case and replace reaches the query, as Caddy's
+// do.
+func TestURIEmptiedPath(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		o := echoOrigin(t, "o")
+		port, cls := startSite(t, backend, fmt.Sprintf(`	handle / {
+		uri strip_suffix /
+		reverse_proxy %[1]s
+	}
+	handle /only {
+		uri strip_prefix /only
+		reverse_proxy %[1]s
+	}
+	handle /gone {
+		uri replace /gone ""
+		reverse_proxy %[1]s
+	}
+	handle /rx {
+		uri path_regexp ^/rx$ ""
+		reverse_proxy %[1]s
+	}
+	handle /case/* {
+		uri strip_suffix .PHP
+		reverse_proxy %[1]s
+	}
+	handle /rq {
+		uri replace foo bar
+		reverse_proxy %[1]s
+	}`, o))
+		base := fmt.Sprintf("https://localhost:%d", port)
+		for proto, c := range cls {
+			for _, x := range []exchange{
+				{method: "GET", path: "/", status: 200, body: "o /"},
+				{method: "GET", path: "/only?x=1", status: 200, body: "o /?x=1"},
+				{method: "GET", path: "/gone", status: 200, body: "o /"},
+				{method: "GET", path: "/rx?a=b", status: 200, body: "o /?a=b"},
+				{method: "GET", path: "/case/x.php", status: 200, body: "o /case/x"},
+				{method: "GET", path: "/rq?q=foo", status: 200, body: "o /rq?q=bar"},
+			} {
+				t.Run(proto, func(t *testing.T) { x.run(t, c, base) })
+			}
+		}
+	})
+}

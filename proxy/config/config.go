@@ -205,8 +205,10 @@ type Proxy struct {
 	// cookie NAME [SECRET], random_choose N; Weights: weighted_round_robin
 	// W... (at PolicyPos).
 	PolicyArg, CookieSecret string
-	Weights                 []int
-	PolicyPos               Pos
+	// CookieMaxAge is lb_policy cookie's max_age.
+	CookieMaxAge time.Duration
+	Weights      []int
+	PolicyPos    Pos
 	// Fallback is the policy block's fallback (random when empty, as
 	// Caddy's default), FallbackChoose its random_choose N.
 	Fallback       proxy.Policy
@@ -262,6 +264,7 @@ func (p Proxy) ProxyConfig(ups []*upstream.Upstream) proxy.Config {
 		Fallback:              p.Fallback,
 		FallbackChoose:        p.FallbackChoose,
 		CookieSecret:          p.CookieSecret,
+		CookieMaxAge:          p.CookieMaxAge,
 		Retries:               p.Retries,
 		TryDuration:           p.TryDuration,
 		TryInterval:           p.TryInterval,

@@ -171,7 +171,9 @@ func (p *parser) lbPolicy(d *caddyfile.Dispenser, rp *Proxy, label string) {
 			p.errf(d, "%s: %s wants one argument: the %s", label, pol, map[proxy.Policy]string{proxy.HeaderHash: "field name", proxy.QueryHash: "query key"}[pol])
 		} else {
 			rp.PolicyArg = args[1]
-			if pol == proxy.HeaderHash {
+			if pol == proxy.HeaderHash && args[1] != "Host" {
+				// Caddy hashes the request's host for "Host" written
+				// so, and reads any other spelling as an ordinary field.
 				rp.PolicyArg = strings.ToLower(args[1])
 			}
 		}
@@ -200,8 +202,16 @@ func (p *parser) lbPolicy(d *caddyfile.Dispenser, rp *Proxy, label string) {
 		}
 	}
 	for n := d.Nesting(); d.NextBlock(n); {
+		if d.Val() == "max_age" && pol == proxy.Cookie {
+			rp.CookieMaxAge = p.durationArg(d, label+": max_age")
+			continue
+		}
 		if d.Val() != "fallback" {
-			p.errf(d, "%s: unknown option %q in the policy block (want fallback)", label, d.Val())
+			want := "fallback"
+			if pol == proxy.Cookie {
+				want = "fallback, max_age"
+			}
+			p.errf(d, "%s: unknown option %q in the policy block (want %s)", label, d.Val(), want)
 			d.RemainingArgs()
 			continue
 		}
@@ -333,9 +343,9 @@ func (p *parser) upstreams(d *caddyfile.Dispenser, rp *Proxy) {
 }
 
 // UpstreamAddresses reads one upstream as Caddy's reverse_proxy takes it —
-// host:port, :port (localhost), host (port 80), http://host[:port],
-// https://host[:port] (port 443, and TLS), a port range (host:8001-8003),
-// unix//path — and returns the dial addresses it stands for and the
+// host:port, :port (localhost, kept as Caddy spells it), host (port 80),
+// http://host[:port], https://host[:port] (port 443, and TLS), a port
+// range (host:8001-8003), unix//path — and returns the dial addresses it stands for and the
 // scheme written ("http", "https" or ""). The Caddyfile and the
 // reverse-proxy command's --to both read upstreams through it, so one
 // address means one thing in either.
@@ -385,9 +395,8 @@ func upstreamAddresses(v, scheme string) ([]string, error) {
 	if scheme == "https" && port == "80" {
 		return nil, fmt.Errorf("upstream %q: upstream address has conflicting scheme (https://) and port (:80, the HTTP port)", v)
 	}
-	if host == "" {
-		host = "localhost"
-	}
+	// No host (":8080") stays so: Caddy's dial address, which it hashes
+	// and signs; the instance dials localhost (upstream.Upstream.Dial).
 	lo, hi, ok := portRange(port)
 	if !ok {
 		return nil, fmt.Errorf("upstream %q: want host:port with a port in 1-65535", v)

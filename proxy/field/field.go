@@ -22,7 +22,11 @@
 // never allocate.
 package field
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/pollproxy/pollproxy/proxy/stream"
+)
 
 // Rule is a set of the named field sets below that one field name belongs
 // to. Callers test membership with Has; the zero Rule is an ordinary field.
@@ -256,4 +260,32 @@ func UpgradeToken(v string) bool {
 		return false
 	}
 	return !strings.EqualFold(name, "h2c")
+}
+
+// CGIAlias reports whether a field name holds '_' or '.': CGI-style
+// frameworks (PHP, WSGI, FastCGI) turn '-' into '_' (and PHP '.' too), so
+// "X_Forwarded_For" reaches them as the same variable as the real
+// X-Forwarded-For. Such fields are dropped from every request, as Caddy
+// drops them, before routing and before anything reaches an origin.
+func CGIAlias(name string) bool {
+	return strings.IndexByte(name, '_') >= 0 || strings.IndexByte(name, '.') >= 0
+}
+
+// DropCGIAliases removes the fields CGIAlias names from fs, in place, and
+// returns what is left; fs itself when there are none, the common case.
+func DropCGIAliases(fs []stream.Field) []stream.Field {
+	i := 0
+	for i < len(fs) && !CGIAlias(fs[i].Name) {
+		i++
+	}
+	if i == len(fs) {
+		return fs
+	}
+	kept := fs[:i]
+	for _, f := range fs[i+1:] {
+		if !CGIAlias(f.Name) {
+			kept = append(kept, f)
+		}
+	}
+	return kept
 }

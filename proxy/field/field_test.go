@@ -1,8 +1,11 @@
 package field
 
 import (
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
 func TestSets(t *testing.T) {
@@ -305,5 +308,19 @@ func BenchmarkLookup(b *testing.B) {
 		for _, n := range names {
 			_ = Lookup(n).Has(NotToOrigin)
 		}
+	}
+}
+
+// TestDropCGIAliases: names with '_' or '.' go, the rest stay in order.
+func TestDropCGIAliases(t *testing.T) {
+	fs := []stream.Field{{Name: "a", Value: "1"}, {Name: "x_forwarded_for", Value: "2"}, {Name: "b", Value: "3"}, {Name: "x.y", Value: "4"}, {Name: "c-d", Value: "5"}}
+	got := DropCGIAliases(fs)
+	want := []stream.Field{{Name: "a", Value: "1"}, {Name: "b", Value: "3"}, {Name: "c-d", Value: "5"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	clean := []stream.Field{{Name: "a"}, {Name: "b-c"}}
+	if got := DropCGIAliases(clean); &got[0] != &clean[0] || len(got) != 2 {
+		t.Errorf("fields without aliases changed: %v", got)
 	}
 }

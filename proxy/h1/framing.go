@@ -291,6 +291,20 @@ func (f *framing) appendForwarded(dst []stream.Field, spans []span, s string, dr
 	return dst
 }
 
+// appendHop appends to dst the hop-by-hop fields of a scanned request
+// head that appendForwarded leaves out (all but Transfer-Encoding, which
+// is framing): what routing's placeholders and matchers still see.
+func (f *framing) appendHop(dst []stream.Field, spans []span, s string) []stream.Field {
+	for _, sp := range spans {
+		name := s[sp.ns:sp.ne]
+		hop := sp.rule.Has(field.HopByHop) && !sp.rule.Has(field.Framing)
+		if hop || !sp.rule.Has(field.FrontEndOwned) && namedBy(f.tokens, name) {
+			dst = append(dst, stream.Field{Name: name, Value: s[sp.vs:sp.ve]})
+		}
+	}
+	return dst
+}
+
 // namedBy reports whether a Connection option list names a field.
 func namedBy(tokens []string, name string) bool {
 	for _, t := range tokens {

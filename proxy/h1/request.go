@@ -209,7 +209,7 @@ func (p *RequestParser) parseHead() *Error {
 	// One allocation for the whole head; every string below slices it.
 	s := string(buf)
 	r := &p.req
-	*r = stream.Request{Header: r.Header[:0], ContentLength: 0}
+	*r = stream.Request{Header: r.Header[:0], Hop: r.Hop[:0], ContentLength: 0}
 	r.Method = s[:sp1]
 	if proto10 {
 		r.Proto = "HTTP/1.0"
@@ -281,6 +281,7 @@ func (p *RequestParser) parseHead() *Error {
 	// The handler's view, without the fields the front end owns
 	// (hop-by-hop ones, Host, Expect).
 	r.Header = fr.appendForwarded(r.Header, spans, s, field.FrontEndOwned, true)
+	r.Hop = fr.appendHop(r.Hop, spans, s)
 	return nil
 }
 

@@ -161,6 +161,9 @@ func (p *ResponseParser) Status() int { return p.status }
 // Reason returns the reason phrase of the head just reported.
 func (p *ResponseParser) Reason() string { return p.reason }
 
+// Proto10 reports a response in HTTP/1.0 ("HTTP/1.0" in its status line).
+func (p *ResponseParser) Proto10() bool { return p.proto10 }
+
 // Header returns the fields of the head just reported, names lowercase,
 // with hop-by-hop fields (Connection and what it names, Keep-Alive,
 // Proxy-Connection, TE, Transfer-Encoding, Upgrade) removed. Content-Length

@@ -157,8 +157,12 @@ func (c *ServerConn) requestField(hf hpack.HeaderField) {
 	case "te":
 		if !strings.EqualFold(value, "trailers") {
 			hb.malformed("te other than trailers")
+			return
 		}
-		return // a hop-by-hop field: handlers do not see it
+		// A hop-by-hop field: kept apart from Header (stream.Request.Hop),
+		// in one array shared read-only by every stream.
+		s.req.Hop = teTrailers
+		return
 	case "host":
 		if hb.hasHost && hb.host != value {
 			hb.malformed("conflicting host fields")
@@ -381,3 +385,7 @@ func validScheme(s string) bool {
 	}
 	return true
 }
+
+// teTrailers is the Hop of a request that sent "te: trailers", the only
+// TE an h2 request may carry (RFC 9113 §8.2.2). Never written to.
+var teTrailers = []stream.Field{{Name: "te", Value: "trailers"}}

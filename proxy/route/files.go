@@ -145,11 +145,25 @@ func expandCandidate(t Template, root string, r *stream.Request) candidate {
 			return candidate{status: code}
 		}
 	}
-	rel, _, err := fileserver.Clean(PathOnly(raw))
+	rel, dir, err := fileserver.Clean(PathOnly(raw))
 	if err != nil {
 		return candidate{}
 	}
-	return candidate{key: fileKey{root: root, rel: rel}, dir: strings.HasSuffix(t.raw, "/"), ok: true}
+	cd := candidate{key: fileKey{root: root, rel: rel}, dir: dir, ok: true}
+	switch {
+	case rel == "":
+		// Caddy joins "/" to the root without a trailing slash, and a
+		// path without one must not be a directory: the root never
+		// matches ("try_files {path} /" leaves "/sub" to file_server).
+		cd.dir = false
+	case dir && !strings.HasSuffix(t.raw, "/"):
+		// Only an entry written with a trailing slash matches a
+		// directory: "{path}" for "/dir/" matches nothing, and the next
+		// entry ("{path}/index.php") is tried. The candidate still names
+		// the path for first_exist_fallback's last entry.
+		cd.dir, cd.ok = false, false
+	}
+	return cd
 }
 
 // atoi3 reads a status of three digits, or returns 0.

@@ -52,6 +52,18 @@ func UsesUpstream(ops []HeaderOp) bool {
 	return false
 }
 
+// MayRemoveHost reports whether ops can remove the Host field or leave it
+// empty ("-*", "-Host", "Host" set): the origin then gets the upstream's
+// address as its Host (RequestHostMark).
+func MayRemoveHost(ops []HeaderOp) bool {
+	for i := range ops {
+		if op := &ops[i]; op.Op == '-' && op.deletes("host") || op.Op == '=' && op.Name == "host" || op.Op == '~' && op.Name == "host" {
+			return true
+		}
+	}
+	return false
+}
+
 // CheckUpstreamOps refuses a replacement in a field that another edit sets
 // from an upstream placeholder: the replacement would run before the
 // upstream is known, where Caddy runs it on the filled value.

@@ -368,7 +368,16 @@ func (f *HeaderField) match(r *stream.Request) bool {
 	if f.Name == "host" {
 		return f.matchValue(r.Authority)
 	}
-	return f.matchFields(r.Header)
+	if len(r.Hop) == 0 {
+		return f.matchFields(r.Header)
+	}
+	// The hop-by-hop fields too ("header Connection *Upgrade*"), as
+	// Caddy's matcher sees them: the field matches in either list, or
+	// is absent from both.
+	if f.Absent {
+		return f.matchFields(r.Header) && f.matchFields(r.Hop)
+	}
+	return f.matchFields(r.Header) || f.matchFields(r.Hop)
 }
 
 // matchFields matches the field against fields, a request's or a
@@ -434,9 +443,11 @@ func (h HeaderRegexp) Match(c *Ctx) bool {
 	if h.Name == "host" {
 		return capture(c, h.Capture, h.Re, c.Req.Authority)
 	}
-	for _, f := range c.Req.Header {
-		if f.Name == h.Name && capture(c, h.Capture, h.Re, f.Value) {
-			return true
+	for _, fs := range [2][]stream.Field{c.Req.Header, c.Req.Hop} {
+		for _, f := range fs {
+			if f.Name == h.Name && capture(c, h.Capture, h.Re, f.Value) {
+				return true
+			}
 		}
 	}
 	return false
@@ -452,42 +463,28 @@ type QueryParam struct {
 // Query matches query parameters; every key must match.
 type Query []QueryParam
 
-// Match implements Matcher.
+// Match implements Matcher. As Caddy's, a malformed query (a ';' in a
+// pair, a bad escape: url.ParseQuery's errors) matches nothing.
 func (q Query) Match(c *Ctx) bool {
 	raw := QueryOnly(c.Req.Path)
 	for i := range q {
-		if !q[i].match(raw) {
+		p := &q[i]
+		matched := false
+		wellFormed := eachQueryPair(raw, func(k, v string) bool {
+			if k == p.Key && !matched {
+				for _, want := range p.Values {
+					if want == "*" || want == v {
+						matched = true
+					}
+				}
+			}
+			return true
+		})
+		if !wellFormed || !matched {
 			return false
 		}
 	}
 	return true
-}
-
-func (p *QueryParam) match(raw string) bool {
-	for raw != "" {
-		var kv string
-		if i := strings.IndexByte(raw, '&'); i >= 0 {
-			kv, raw = raw[:i], raw[i+1:]
-		} else {
-			kv, raw = raw, ""
-		}
-		k, v, _ := strings.Cut(kv, "=")
-		if strings.ContainsAny(k, "%+") {
-			k, _ = url.QueryUnescape(k)
-		}
-		if k != p.Key {
-			continue
-		}
-		if strings.ContainsAny(v, "%+") {
-			v, _ = url.QueryUnescape(v)
-		}
-		for _, want := range p.Values {
-			if want == "*" || want == v {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // RemoteIP matches the immediate peer's address.

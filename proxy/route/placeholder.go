@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -286,19 +285,16 @@ func (t Template) Append(dst []byte, r *stream.Request) []byte {
 		case phRemote:
 			dst = r.RemoteAddr.AppendTo(dst)
 		case phHeader:
-			if v, ok := r.Get(p.text); ok {
-				dst = append(dst, v...)
-			}
+			dst, _ = r.ClientValues(dst, p.text)
 		case phLabel:
 			dst = append(dst, hostLabel(HostOnly(r.Authority), p.n)...)
 		case phSegment:
 			dst = append(dst, pathSegment(PathOnly(r.Path), p.n)...)
 		case phQueryArg:
-			if q, err := url.ParseQuery(QueryOnly(r.Path)); err == nil {
-				dst = append(dst, q.Get(p.text)...)
-			}
+			dst, _ = AppendQueryValues(dst, QueryOnly(r.Path), p.text)
 		case phCookie:
-			dst = append(dst, cookie(r, p.text)...)
+			v, _ := Cookie(r, p.text, true)
+			dst = append(dst, v...)
 		case phAuthUser:
 			dst = append(dst, r.AuthUser...)
 		case phRegexp:
@@ -347,10 +343,17 @@ func (t Template) UsesUpstream() bool {
 	return false
 }
 
+// RequestHostMark is the Host value an origin gets when header_up removed
+// Host or left it empty: FillUpstream writes the upstream's address
+// there, without the port when it is the scheme's default, as Caddy's
+// transport does for a request whose host is empty.
+const RequestHostMark = string(rune(UpstreamMark)) + "r"
+
 // FillUpstream appends head to dst with every upstream mark replaced by
 // the upstream's address: hostport as Caddy's dial address ("host:port",
-// or a Unix socket's path), host and port its halves.
-func FillUpstream(dst, head []byte, hostport string) []byte {
+// or a Unix socket's path), host and port its halves. defaultPort is the
+// upstream scheme's ("80" or "443"), which RequestHostMark leaves out.
+func FillUpstream(dst, head []byte, hostport, defaultPort string) []byte {
 	host, port := hostport, ""
 	if h, p, err := net.SplitHostPort(hostport); err == nil {
 		host, port = h, p
@@ -368,6 +371,15 @@ func FillUpstream(dst, head []byte, hostport string) []byte {
 			dst = append(dst, host...)
 		case upstreamMarks[phUpstreamPort]:
 			dst = append(dst, port...)
+		case RequestHostMark[1]:
+			switch {
+			case port != defaultPort:
+				dst = append(dst, hostport...)
+			case strings.IndexByte(host, ':') >= 0: // IPv6 keeps its brackets
+				dst = append(append(append(dst, '['), host...), ']')
+			default:
+				dst = append(dst, host...)
+			}
 		}
 		head = head[i+2:]
 	}
@@ -451,22 +463,6 @@ func pathSegment(path string, n int) string {
 		return path[:i]
 	}
 	return path
-}
-
-// cookie is the value of the first cookie named name in the request's
-// Cookie fields.
-func cookie(r *stream.Request, name string) string {
-	for _, f := range r.Header {
-		if f.Name != "cookie" {
-			continue
-		}
-		for _, kv := range strings.Split(f.Value, ";") {
-			if k, v, ok := strings.Cut(strings.TrimSpace(kv), "="); ok && k == name {
-				return strings.Trim(v, `"`)
-			}
-		}
-	}
-	return ""
 }
 
 // appendHandoff fills a placeholder of what the request was handed; each

@@ -1,12 +1,14 @@
 package route
 
 import (
+	"path"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/pollproxy/pollproxy/proxy/auth"
 	"github.com/pollproxy/pollproxy/proxy/encode"
+	"github.com/pollproxy/pollproxy/proxy/field"
 	"github.com/pollproxy/pollproxy/proxy/fileserver"
 	"github.com/pollproxy/pollproxy/proxy/observe"
 	"github.com/pollproxy/pollproxy/proxy/static"
@@ -175,6 +177,8 @@ func NewHandler(t *Table, proxies []stream.Handler, clientIP ClientIPFunc, loop 
 // matches, the answer is an empty 200, as in Caddy.
 func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
 	req.OriginalPath = req.Path
+	// Matchers and placeholders never see a CGI alias, as in Caddy.
+	req.Header = field.DropCGIAliases(req.Header)
 	if len(h.t.Errors) > 0 {
 		return h.watch(req, w)
 	}
@@ -430,18 +434,86 @@ func (h *Handler) setPath(p string) {
 	}
 }
 
-// stripPrefix removes prefix from target's path (without case, as the
-// path matcher compares), keeping the query and a leading slash.
-func stripPrefix(target, prefix string) string {
-	p := PathOnly(target)
-	if !hasPrefixFold(p, prefix) {
+// stripPrefix removes prefix from target's path as Caddy's strip_prefix
+// (and handle_path) does; see stripPath.
+func stripPrefix(target, prefix string) string { return stripPath(target, prefix, true) }
+
+// stripPath removes prefix (or, !atStart, a suffix) from target's path as
+// Caddy's uri strip_prefix and strip_suffix do: the path is cleaned first
+// (dot segments resolved, repeated slashes merged unless the text itself
+// holds "//"), even when nothing is then removed; the text is compared
+// without case for ASCII letters; and what remains is anchored at "/" and
+// cleaned again, so stripping the whole path leaves "/", never an empty
+// request target. The query is kept.
+func stripPath(target, text string, atStart bool) string {
+	p, q := PathOnly(target), QueryOnly(target)
+	hasQuery := len(p) < len(target)
+	if p == "" || p == "*" {
 		return target
 	}
-	rest := target[len(prefix):]
-	if rest == "" || rest[0] != '/' {
-		return "/" + rest
+	p = cleanPath(p, !strings.Contains(text, "//"))
+	stripped := false
+	switch {
+	case atStart && len(p) >= len(text) && equalFoldASCII(p[:len(text)], text):
+		p, stripped = p[len(text):], true
+	case !atStart && len(p) >= len(text) && equalFoldASCII(p[len(p)-len(text):], text):
+		p, stripped = p[:len(p)-len(text)], true
 	}
-	return rest
+	if stripped {
+		if !strings.HasPrefix(p, "/") {
+			p = "/" + p
+		}
+		p = cleanPath(p, false)
+	}
+	if hasQuery {
+		return p + "?" + q
+	}
+	return p
+}
+
+// cleanPath is Caddy's CleanPath: path.Clean that keeps a trailing slash
+// and merges repeated slashes only when merge is set.
+func cleanPath(p string, merge bool) string {
+	if !merge && strings.Contains(p, "//") {
+		// Each empty segment gets a placeholder byte that no request
+		// path holds (0xff is not valid in a target), so Clean keeps it.
+		var b strings.Builder
+		b.Grow(len(p) + 4)
+		for i := 0; i < len(p); i++ {
+			if p[i] == '/' && i > 0 && p[i-1] == '/' {
+				b.WriteByte(0xff)
+			}
+			b.WriteByte(p[i])
+		}
+		return strings.ReplaceAll(cleanKeepSlash(b.String()), "\xff", "")
+	}
+	return cleanKeepSlash(p)
+}
+
+func cleanKeepSlash(p string) string {
+	c := path.Clean(p)
+	if c != "/" && strings.HasSuffix(p, "/") {
+		c += "/"
+	}
+	return c
+}
+
+// equalFoldASCII compares a and b, of equal length, byte by byte with
+// ASCII letters folded, as Caddy's strip comparisons do.
+func equalFoldASCII(a, b string) bool {
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }
 
 func (h *Handler) uri(n *Node) {
@@ -449,20 +521,28 @@ func (h *Handler) uri(n *Node) {
 	p, q := PathOnly(target), target[len(PathOnly(target)):]
 	switch n.URIOp {
 	case StripPrefix:
-		h.setPath(stripPrefix(target, n.Find))
-		return
+		h.setPath(stripPath(target, n.Find, true))
 	case StripSuffix:
-		if strings.HasSuffix(p, n.Find) {
-			h.setPath(p[:len(p)-len(n.Find)] + q)
-		}
+		h.setPath(stripPath(target, n.Find, false))
 	case Replace:
+		// Caddy's uri replace cleans the path as strip does (merging
+		// slashes unless the text holds "//") and replaces in the query
+		// too, each up to the limit.
 		limit := n.Limit
 		if limit == 0 {
 			limit = -1
 		}
-		if strings.Contains(p, n.Find) {
-			h.setPath(strings.Replace(p, n.Find, n.ReplBy, limit) + q)
+		if n.Find == "" {
+			return
 		}
+		if p != "" && p != "*" {
+			p = cleanPath(p, !strings.Contains(n.Find, "//"))
+		}
+		p = strings.Replace(p, n.Find, n.ReplBy, limit)
+		if q != "" {
+			q = "?" + strings.Replace(q[1:], n.Find, n.ReplBy, limit)
+		}
+		h.setPath(p + q)
 	case RegexpPath:
 		h.setPath(n.Regexp.ReplaceAllString(p, n.ReplBy) + q)
 	case EditQuery:

@@ -233,3 +233,28 @@ func TestManyResponseEdits(t *testing.T) {
 		}
 	}
 }
+
+// TestStripPath: uri strip_prefix and strip_suffix as Caddy's: the path
+// cleaned first, compared without case, and never left empty.
+func TestStripPath(t *testing.T) {
+	for _, c := range []struct {
+		target, text string
+		prefix       bool
+		want         string
+	}{
+		{"/", "/", false, "/"},
+		{"/?a=b", "/", false, "/?a=b"},
+		{"/api", "/api", true, "/"},
+		{"/API/x?q", "/api", true, "/x?q"},
+		{"/a//b/../c", "/a", true, "/c"},
+		{"/a//b", "//", false, "/a//b"},
+		{"/x.PHP", ".php", false, "/x"},
+		{"/x.php/", ".php", false, "/x.php/"},
+		{"/other", "/api", true, "/other"},
+		{"/a/./b", "/zz", true, "/a/b"},
+	} {
+		if got := stripPath(c.target, c.text, c.prefix); got != c.want {
+			t.Errorf("stripPath(%q, %q, %v) = %q, want %q", c.target, c.text, c.prefix, got, c.want)
+		}
+	}
+}

@@ -25,8 +25,20 @@ func TestFillUpstream(t *testing.T) {
 		{"[::1]:81", "Host: [::1]:81/::1/81/GET"},
 		{"/run/app.sock", "Host: /run/app.sock//run/app.sock//GET"},
 	} {
-		if got := string(FillUpstream(nil, head, tc.hostport)); got != tc.want {
+		if got := string(FillUpstream(nil, head, tc.hostport, "80")); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.hostport, got, tc.want)
+		}
+	}
+	// The Host an emptied Host becomes: the address, without the
+	// scheme's default port.
+	for _, tc := range []struct{ hostport, port, want string }{
+		{"127.0.0.1:9000", "80", "127.0.0.1:9000"},
+		{"app:80", "80", "app"},
+		{"app:443", "80", "app:443"},
+		{"[::1]:443", "443", "[::1]"},
+	} {
+		if got := string(FillUpstream(nil, []byte(RequestHostMark), tc.hostport, tc.port)); got != tc.want {
+			t.Errorf("request host for %s (default %s): %q, want %q", tc.hostport, tc.port, got, tc.want)
 		}
 	}
 	if _, err := ParseTemplate("{upstream_hostport}", TemplateOptions{}); err == nil {

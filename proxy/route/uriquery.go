@@ -84,7 +84,11 @@ func (q *QueryOps) ParseQueryOp(args []string) error {
 
 // apply returns the query edited for r.
 func (q *QueryOps) apply(query string, r *stream.Request) string {
-	v, _ := url.ParseQuery(query) // as Caddy, what parses is kept
+	v := url.Values{} // as Caddy, what parses is kept
+	eachQueryPair(query, func(k, val string) bool {
+		v[k] = append(v[k], val)
+		return true
+	})
 	for _, p := range q.Rename {
 		from, to := p[0].Expand(r), p[1].Expand(r)
 		if vals, ok := v[from]; ok && from != "" && to != "" && from != to {

@@ -113,12 +113,17 @@ type Request struct {
 	// Header holds the regular fields in arrival order: no pseudo-headers,
 	// no connection-specific fields, no Host (see Authority).
 	Header []Field
+	// Hop holds the hop-by-hop fields the HTTP/1.1 front end removed from
+	// Header (Connection, Keep-Alive, Proxy-Connection, Upgrade, TE and
+	// the fields Connection names), in arrival order: placeholders and
+	// header matchers see them, as Caddy's do; nothing forwards them.
+	Hop []Field
 	// ContentLength is the declared body length, or -1 when unknown
 	// (h2 without content-length, h1 chunked).
 	ContentLength int64
 	// HasBody is false when the request ended with its head.
 	HasBody bool
-	// Proto is "HTTP/2.0" or "HTTP/1.1".
+	// Proto is "HTTP/2.0", "HTTP/1.1" or "HTTP/1.0".
 	Proto string
 	// RemoteAddr is the client's address.
 	RemoteAddr netip.AddrPort
@@ -243,6 +248,23 @@ type TLSState struct {
 	Proto       string // the ALPN protocol
 	ServerName  string
 	ECH         bool
+}
+
+// ClientValues appends to dst the values of every field named name
+// (lowercase) the client sent, hop-by-hop ones included, joined with ","
+// as Caddy's {http.request.header.*} joins them; ok reports one was there.
+func (r *Request) ClientValues(dst []byte, name string) (out []byte, ok bool) {
+	for _, fs := range [2][]Field{r.Header, r.Hop} {
+		for _, f := range fs {
+			if f.Name == name {
+				if ok {
+					dst = append(dst, ',')
+				}
+				dst, ok = append(dst, f.Value...), true
+			}
+		}
+	}
+	return dst, ok
 }
 
 // Get returns the first value of the named field (name in lowercase).

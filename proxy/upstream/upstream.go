@@ -23,6 +23,11 @@ type Upstream struct {
 	// Path, when set, is the Unix socket pollproxy connects to instead
 	// (an upstream written unix//path, as in Caddy).
 	Path string
+	// Dial, when set, is Caddy's dial address for the upstream where it
+	// differs from Name: ":8080" for an upstream written without a host,
+	// which pollproxy names (and dials as) localhost:8080. Caddy hashes,
+	// signs (lb_policy cookie) and fills {upstream_hostport} with it.
+	Dial string
 
 	fails    atomic.Int32 // failures remembered now (passive health)
 	maxFails atomic.Int32 // failures that make it unhealthy; 0: passive checks off
@@ -52,6 +57,15 @@ var _ observe.Upstream = (*Upstream)(nil)
 func (u *Upstream) HostPort() string {
 	if u.Path != "" {
 		return u.Path
+	}
+	return u.CaddyDial()
+}
+
+// CaddyDial is the upstream's address as Caddy spells it (its Upstream's
+// Dial): what its hashing policies hash and its cookie policy signs.
+func (u *Upstream) CaddyDial() string {
+	if u.Dial != "" {
+		return u.Dial
 	}
 	return u.Name
 }
