@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pollproxy/pollproxy/offload"
 )
 
 // MaxBufferedInput bounds the ciphertext fed to a Session but not yet
@@ -497,7 +499,7 @@ func (s *Session) runHandshake(base context.Context) {
 	case errors.Is(err, context.DeadlineExceeded) || ended == context.DeadlineExceeded:
 		err = ErrHandshakeTimeout
 	case errors.Is(err, context.Canceled) || ended == context.Canceled:
-		err = ErrPoolClosed
+		err = offload.ErrClosed
 	}
 	s.hsErr = err
 	s.ctx, s.cancel = nil, nil

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pollproxy/pollproxy/offload"
 )
 
 var versions = []struct {
@@ -392,7 +394,7 @@ func TestPoolFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Wait for the worker to take s1, leaving the queue empty.
-	for deadline := time.Now().Add(5 * time.Second); len(pool.jobs) != 0; {
+	for deadline := time.Now().Add(5 * time.Second); pool.work.Queued() != 0; {
 		if time.Now().After(deadline) {
 			t.Fatal("worker did not take the first session")
 		}
@@ -403,8 +405,8 @@ func TestPoolFull(t *testing.T) {
 		t.Fatalf("queued Start: %v", err)
 	}
 	s3, err := start()
-	if !errors.Is(err, ErrPoolFull) {
-		t.Fatalf("third Start = %v, want ErrPoolFull", err)
+	if !errors.Is(err, offload.ErrFull) {
+		t.Fatalf("third Start = %v, want offload.ErrFull", err)
 	}
 	s3.Close()
 
@@ -475,10 +477,10 @@ func TestCloseUnblocksWorker(t *testing.T) {
 	}
 	pool.Close()
 	<-silentDone
-	if _, err := silent.HandshakeDone(); !errors.Is(err, ErrPoolClosed) {
-		t.Fatalf("handshake error %v, want ErrPoolClosed", err)
+	if _, err := silent.HandshakeDone(); !errors.Is(err, offload.ErrClosed) {
+		t.Fatalf("handshake error %v, want offload.ErrClosed", err)
 	}
-	if err := pool.Start(NewServerSession(cfg, nil, nil), nil); !errors.Is(err, ErrPoolClosed) {
+	if err := pool.Start(NewServerSession(cfg, nil, nil), nil); !errors.Is(err, offload.ErrClosed) {
 		t.Fatalf("Start after Close = %v", err)
 	}
 

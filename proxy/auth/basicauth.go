@@ -70,7 +70,7 @@ func (a *BasicAuth) Lookup(user string) (hash []byte, known bool) {
 
 // Compare reports whether password is the one hash was made from. It
 // costs what bcrypt costs, tens of milliseconds or more: never call it on
-// a loop (see Pool).
+// a loop (see Shared).
 func Compare(hash []byte, password string) bool {
 	return bcrypt.CompareHashAndPassword(hash, []byte(password)) == nil
 }

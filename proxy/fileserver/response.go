@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/pollproxy/pollproxy/offload"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -88,8 +89,8 @@ func (p *plan) more() bool { return p.at < len(p.segs) }
 // only when the stream took all of it.
 type response struct {
 	w       stream.ResponseWriter
-	loop    Poster
-	pool    *Pool
+	loop    offload.Poster
+	pool    *offload.Pool
 	head    bool // HEAD: no body whatever the plan
 	p       *plan
 	buf     []byte // the chunk being written

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/pollproxy/pollproxy/offload"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -59,17 +60,11 @@ func New(opt Options) *Server {
 // that is not there to the next handler.
 func (s *Server) PassThru() bool { return s.opt.PassThru }
 
-// Poster runs a function on the loop that owns a request:
-// netpoll.Loop.Post.
-type Poster interface {
-	Post(f func())
-}
-
 // Serve answers req with the file its path names under root. orig is the
 // request's target before any rewrite, for Caddy's canonical redirects.
 // It runs on the loop; the disk work goes to the pool, and a full pool
 // answers 503 at once.
-func (s *Server) Serve(loop Poster, root, orig string, req *stream.Request, w stream.ResponseWriter) stream.Events {
+func (s *Server) Serve(loop offload.Poster, root, orig string, req *stream.Request, w stream.ResponseWriter) stream.Events {
 	cur := pathOnly(req.Path)
 	rel, _, err := Clean(cur)
 	if err != nil {
@@ -99,10 +94,7 @@ func (s *Server) Serve(loop Poster, root, orig string, req *stream.Request, w st
 	}
 	r := &response{w: w, loop: loop, pool: Shared(), head: req.Method == "HEAD"}
 	t := target{root: root, rel: rel, orig: orig, cur: cur}
-	if !r.pool.Submit(func() {
-		p := s.prepare(t, c)
-		loop.Post(func() { r.planned(p) })
-	}) {
+	if offload.Do(r.pool, loop, func() *plan { return s.prepare(t, c) }, r.planned) != nil {
 		return busy.serveWith(req, w)
 	}
 	return r
