@@ -502,7 +502,7 @@ func TestFeedLimitAndClose(t *testing.T) {
 	if err := s.Feed(make([]byte, MaxBufferedInput)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Feed([]byte{1}); !errors.Is(err, ErrInputLimit) {
+	if err := s.Feed([]byte{1}); !errors.Is(err, errInputLimit) {
 		t.Fatalf("Feed over the limit = %v", err)
 	}
 	if n, err := s.Read(make([]byte, 10)); n != 0 || !errors.Is(err, ErrWouldBlock) {
@@ -699,7 +699,7 @@ func TestLendLimitAndClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.s.Keep()
-	if err := p.s.Lend(make([]byte, 11)); !errors.Is(err, ErrInputLimit) {
+	if err := p.s.Lend(make([]byte, 11)); !errors.Is(err, errInputLimit) {
 		t.Fatalf("Lend over the limit = %v", err)
 	}
 	p.s.Keep()

@@ -17,8 +17,8 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
-// DefaultIndex is Caddy's list of index files.
-var DefaultIndex = []string{"index.html", "index.txt"}
+// defaultIndex is Caddy's list of index files.
+var defaultIndex = []string{"index.html", "index.txt"}
 
 // DefaultPrecompressed is the order of "precompressed" without names.
 var DefaultPrecompressed = []string{"br", "zstd", "gzip"}
@@ -33,7 +33,7 @@ func Suffix(encoding string) string { return suffixes[encoding] }
 // Options are one file_server directive's, as Caddy names them.
 type Options struct {
 	Hide          Hide
-	Index         []string // nil: DefaultIndex
+	Index         []string // nil: defaultIndex
 	Precompressed []string // encodings, best first
 	Status        int      // answer this instead of 200 or 206 (0: no)
 	NoCanonical   bool     // disable_canonical_uris
@@ -51,7 +51,7 @@ type Server struct {
 // New returns the directive's server, on the Shared pool.
 func New(opt Options) *Server {
 	if opt.Index == nil {
-		opt.Index = DefaultIndex
+		opt.Index = defaultIndex
 	}
 	return &Server{opt: opt}
 }
@@ -290,7 +290,7 @@ func (s *Server) locate(root, rel string) (f *os.File, info os.FileInfo, name st
 		f = nil
 		for _, idx := range s.opt.Index {
 			cand := path.Join(rel, idx)
-			if s.opt.Hide.Hidden(path.Join(absRoot, cand)) {
+			if s.opt.Hide.hidden(path.Join(absRoot, cand)) {
 				continue
 			}
 			if g, gi, err := openFile(root, cand); err == nil {
@@ -305,7 +305,7 @@ func (s *Server) locate(root, rel string) (f *os.File, info os.FileInfo, name st
 			return nil, nil, "", false, failure(404, nil)
 		}
 	}
-	if !info.Mode().IsRegular() || s.opt.Hide.Hidden(path.Join(absRoot, name)) {
+	if !info.Mode().IsRegular() || s.opt.Hide.hidden(path.Join(absRoot, name)) {
 		f.Close()
 		return nil, nil, "", false, failure(404, nil)
 	}
