@@ -37,7 +37,7 @@ type Config struct {
 	WriteTimeout time.Duration
 	// HeaderUp and HeaderDown edit request and response fields (Caddy's
 	// header_up and header_down).
-	HeaderUp, HeaderDown []HeaderOp
+	HeaderUp, HeaderDown []route.HeaderOp
 	// PolicyArg is the policy's argument: the field of "header" (lower
 	// case, but "Host" as Caddy's names the request's host), the key of
 	// "query", the cookie's name of "cookie" (default lb), how many
@@ -122,9 +122,6 @@ func (c Config) WithDefaults() Config {
 	}
 	return c
 }
-
-// HeaderOp is one field edit in Caddy's syntax (route.HeaderOp).
-type HeaderOp = route.HeaderOp
 
 // Handler is the reverse proxy on one loop: that loop's pools and free
 // buffers. Create one per loop with NewHandler.

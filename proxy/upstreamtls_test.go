@@ -210,7 +210,7 @@ func TestTLSUpstream(t *testing.T) {
 		up := upstreamAt(t, o.addr)
 		tr, _ := upstreamTLS(t, &stdtls.Config{RootCAs: ca.pool}, nil)
 		cfg := proxy.Config{Upstreams: []*upstream.Upstream{up}, TLS: tr}
-		cfg.HeaderUp = []proxy.HeaderOp{hostUpstreamOp(t)}
+		cfg.HeaderUp = []route.HeaderOp{hostUpstreamOp(t)}
 		e := startProxy(t, backend, 1, cfg)
 		for _, c := range []struct {
 			name string
@@ -259,7 +259,7 @@ func TestTLSUpstream(t *testing.T) {
 
 // hostUpstreamOp is the Host edit the configuration adds for HTTPS
 // upstreams (config.Proxy.ProxyConfig).
-func hostUpstreamOp(t *testing.T) proxy.HeaderOp {
+func hostUpstreamOp(t *testing.T) route.HeaderOp {
 	op, err := route.ParseUpstreamHeaderOp([]string{"Host", "{upstream_hostport}"})
 	if err != nil {
 		t.Fatal(err)

@@ -81,8 +81,8 @@ func hasPEMBlock(data []byte, typeOK func(string) bool) bool {
 	}
 }
 
-// SelfSignedValidity is how long a SelfSigned certificate is valid.
-const SelfSignedValidity = 90 * 24 * time.Hour
+// selfSignedValidity is how long a SelfSigned certificate is valid.
+const selfSignedValidity = 90 * 24 * time.Hour
 
 // SelfSigned returns a fresh self-signed ECDSA P-256 certificate for
 // localhost, 127.0.0.1, ::1 and hosts (names or IP addresses; a ":port" is
@@ -121,7 +121,7 @@ func SelfSigned(hosts []string) (stdtls.Certificate, error) {
 		SerialNumber:          serial,
 		Subject:               pkix.Name{Organization: []string{"pollproxy development"}, CommonName: dnsNames[0]},
 		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(SelfSignedValidity),
+		NotAfter:              now.Add(selfSignedValidity),
 		KeyUsage:              x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		BasicConstraintsValid: true,

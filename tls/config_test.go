@@ -73,7 +73,7 @@ func TestSelfSigned(t *testing.T) {
 	if _, err := leaf.Verify(x509.VerifyOptions{DNSName: "other.test", Roots: roots}); err == nil {
 		t.Error("verified for a name it does not hold")
 	}
-	if d := time.Until(leaf.NotAfter); d < SelfSignedValidity-2*time.Hour || d > SelfSignedValidity {
+	if d := time.Until(leaf.NotAfter); d < selfSignedValidity-2*time.Hour || d > selfSignedValidity {
 		t.Errorf("valid for %v", d)
 	}
 }

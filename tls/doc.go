@@ -4,7 +4,9 @@
 // crypto/tls configuration and the self-signed development certificates.
 //
 // The package is the loops' hot path, so it imports the standard library
-// only (golang.org/x packages would be allowed; a test keeps it so).
+// only, and offload, whose pool runs the handshakes and which imports the
+// standard library only itself (golang.org/x packages would be allowed; a
+// test keeps it so).
 // Certificate management — certmagic, ACME, the local CA, storage — is
 // package tls/certs, whose dependencies (zap, and Redis through
 // tls/redisstore) never reach a loop.
@@ -12,7 +14,7 @@
 // Files: session.go is the Session the loop drives; wire.go the in-memory
 // net.Conn crypto/tls runs over, with the record framer that keeps it from
 // reading ahead; buffer.go the reusable byte queue for ciphertext in and
-// out; pool.go the handshake workers; config.go the server configuration,
+// out; pool.go the handshake workers, an offload.Pool; config.go the server configuration,
 // certificate files and self-signed certificates.
 //
 // The same Session serves both ends: NewServerSession for client
@@ -61,7 +63,7 @@
 // # Driving a session from a loop
 //
 //	s := tls.NewServerSession(cfg, local, remote)
-//	err := pool.Start(s, func() { loop.Post(task) }) // ErrPoolFull: close
+//	err := pool.Start(s, func() { loop.Post(task) }) // offload.ErrFull: close
 //
 // On readable: read the socket, Feed the bytes, then run the task below.
 // The task (after a notify, or after Feed):

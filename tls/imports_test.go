@@ -12,10 +12,20 @@ import (
 
 // TestImportsStandardLibraryOnly keeps the session and the handshake pool,
 // which the loops run, free of certificate management: its non-test files
-// may import the standard library and golang.org/x packages, nothing else
-// (certmagic, zap and Redis belong in tls/certs and tls/redisstore).
+// may import the standard library, golang.org/x packages and offload
+// (whose own imports are checked the same way), nothing else (certmagic,
+// zap and Redis belong in tls/certs and tls/redisstore).
 func TestImportsStandardLibraryOnly(t *testing.T) {
-	files, err := filepath.Glob("*.go")
+	const offload = "github.com/pollproxy/pollproxy/offload"
+	checkImports(t, ".", func(path string) bool { return standardOrX(path) || path == offload })
+	checkImports(t, "../offload", standardOrX)
+}
+
+// checkImports fails t for every import of dir's non-test files that ok
+// refuses.
+func checkImports(t *testing.T, dir string, ok func(path string) bool) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,13 +49,13 @@ func TestImportsStandardLibraryOnly(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !standardOrX(path) {
+			if !ok(path) {
 				t.Errorf("%s imports %s: only the standard library and golang.org/x may be imported here", name, path)
 			}
 		}
 	}
 	if checked == 0 {
-		t.Fatal("no non-test Go files found")
+		t.Fatalf("no non-test Go files found in %s", dir)
 	}
 }
 

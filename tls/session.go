@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pollproxy/pollproxy/offload"
 )
 
 // MaxBufferedInput bounds the ciphertext fed to a Session but not yet
@@ -43,9 +45,9 @@ var (
 	// HandshakePool.Start. It implements net.Error with Timeout true.
 	ErrHandshakeTimeout error = handshakeTimeout{}
 
-	// ErrInputLimit is returned by Session.Feed when accepting the bytes
+	// errInputLimit is returned by Session.Feed when accepting the bytes
 	// would buffer more than MaxBufferedInput bytes of ciphertext.
-	ErrInputLimit = errors.New("tls: too much buffered input")
+	errInputLimit = errors.New("tls: too much buffered input")
 )
 
 // Session is one TLS connection driven by an event loop. Create it with
@@ -138,10 +140,10 @@ func newSession(local, remote net.Addr) *Session {
 }
 
 // Feed hands over ciphertext read from the socket. The bytes are copied, so p
-// may be reused as soon as Feed returns. It fails with ErrInputLimit when too
-// much input is buffered, with net.ErrClosed after Close, and with the
-// handshake error once a handshake has failed; the loop should then close
-// the connection.
+// may be reused as soon as Feed returns. It fails when more than
+// MaxBufferedInput bytes would be buffered, with net.ErrClosed after Close,
+// and with the handshake error once a handshake has failed; the loop should
+// then close the connection.
 func (s *Session) Feed(p []byte) error {
 	if s.loop.Load() {
 		if s.closed {
@@ -151,7 +153,7 @@ func (s *Session) Feed(p []byte) error {
 			return s.hsErr
 		}
 		if s.in.len()+len(p) > MaxBufferedInput {
-			return ErrInputLimit
+			return errInputLimit
 		}
 		s.in.write(p)
 		return nil
@@ -162,7 +164,7 @@ func (s *Session) Feed(p []byte) error {
 		return net.ErrClosed
 	}
 	if s.in.len()+len(p) > MaxBufferedInput {
-		return ErrInputLimit
+		return errInputLimit
 	}
 	if s.flightAt != 0 {
 		if d := monotonic() - s.flightAt; d > 0 && (s.rtt == 0 || d < s.rtt) {
@@ -212,7 +214,7 @@ func (s *Session) Lend(p []byte) error {
 	case s.hsErr != nil:
 		return s.hsErr
 	case s.in.len()+len(p) > MaxBufferedInput:
-		return ErrInputLimit
+		return errInputLimit
 	}
 	s.lent = p
 	return nil
@@ -497,7 +499,7 @@ func (s *Session) runHandshake(base context.Context) {
 	case errors.Is(err, context.DeadlineExceeded) || ended == context.DeadlineExceeded:
 		err = ErrHandshakeTimeout
 	case errors.Is(err, context.Canceled) || ended == context.Canceled:
-		err = ErrPoolClosed
+		err = offload.ErrClosed
 	}
 	s.hsErr = err
 	s.ctx, s.cancel = nil, nil

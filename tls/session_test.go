@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pollproxy/pollproxy/offload"
 )
 
 var versions = []struct {
@@ -392,7 +394,7 @@ func TestPoolFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Wait for the worker to take s1, leaving the queue empty.
-	for deadline := time.Now().Add(5 * time.Second); len(pool.jobs) != 0; {
+	for deadline := time.Now().Add(5 * time.Second); pool.work.Queued() != 0; {
 		if time.Now().After(deadline) {
 			t.Fatal("worker did not take the first session")
 		}
@@ -403,8 +405,8 @@ func TestPoolFull(t *testing.T) {
 		t.Fatalf("queued Start: %v", err)
 	}
 	s3, err := start()
-	if !errors.Is(err, ErrPoolFull) {
-		t.Fatalf("third Start = %v, want ErrPoolFull", err)
+	if !errors.Is(err, offload.ErrFull) {
+		t.Fatalf("third Start = %v, want offload.ErrFull", err)
 	}
 	s3.Close()
 
@@ -475,10 +477,10 @@ func TestCloseUnblocksWorker(t *testing.T) {
 	}
 	pool.Close()
 	<-silentDone
-	if _, err := silent.HandshakeDone(); !errors.Is(err, ErrPoolClosed) {
-		t.Fatalf("handshake error %v, want ErrPoolClosed", err)
+	if _, err := silent.HandshakeDone(); !errors.Is(err, offload.ErrClosed) {
+		t.Fatalf("handshake error %v, want offload.ErrClosed", err)
 	}
-	if err := pool.Start(NewServerSession(cfg, nil, nil), nil); !errors.Is(err, ErrPoolClosed) {
+	if err := pool.Start(NewServerSession(cfg, nil, nil), nil); !errors.Is(err, offload.ErrClosed) {
 		t.Fatalf("Start after Close = %v", err)
 	}
 
@@ -500,7 +502,7 @@ func TestFeedLimitAndClose(t *testing.T) {
 	if err := s.Feed(make([]byte, MaxBufferedInput)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Feed([]byte{1}); !errors.Is(err, ErrInputLimit) {
+	if err := s.Feed([]byte{1}); !errors.Is(err, errInputLimit) {
 		t.Fatalf("Feed over the limit = %v", err)
 	}
 	if n, err := s.Read(make([]byte, 10)); n != 0 || !errors.Is(err, ErrWouldBlock) {
@@ -697,7 +699,7 @@ func TestLendLimitAndClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.s.Keep()
-	if err := p.s.Lend(make([]byte, 11)); !errors.Is(err, ErrInputLimit) {
+	if err := p.s.Lend(make([]byte, 11)); !errors.Is(err, errInputLimit) {
 		t.Fatalf("Lend over the limit = %v", err)
 	}
 	p.s.Keep()

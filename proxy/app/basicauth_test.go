@@ -14,6 +14,7 @@ import (
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
+	"github.com/pollproxy/pollproxy/offload"
 	"github.com/pollproxy/pollproxy/proxy/auth"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 )
@@ -207,29 +208,23 @@ func TestBasicAuthPoolFull(t *testing.T) {
 
 // fillPool holds every worker of pool and fills its queue, whose room is
 // bounded, until release is called.
-func fillPool(t *testing.T, pool interface {
-	Workers() int
-	Submit(func()) bool
-}) (release func()) {
+func fillPool(t *testing.T, pool *offload.Pool) (release func()) {
 	t.Helper()
 	freeWorkers := holdWorkers(t, pool)
 	full := make(chan struct{})
-	for pool.Submit(func() { <-full }) {
+	for pool.Submit(func() { <-full }) == nil {
 	}
 	return func() { freeWorkers(); close(full) }
 }
 
 // holdWorkers keeps every worker of pool busy until release is called
 // (once or more).
-func holdWorkers(t *testing.T, pool interface {
-	Workers() int
-	Submit(func()) bool
-}) (release func()) {
+func holdWorkers(t *testing.T, pool *offload.Pool) (release func()) {
 	t.Helper()
 	ch := make(chan struct{})
 	held := make(chan struct{}, pool.Workers())
 	for range pool.Workers() {
-		if !pool.Submit(func() { held <- struct{}{}; <-ch }) {
+		if pool.Submit(func() { held <- struct{}{}; <-ch }) != nil {
 			t.Fatal("the pool is busy before the test")
 		}
 	}

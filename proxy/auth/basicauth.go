@@ -8,8 +8,8 @@ import (
 	"golang.org/x/crypto/bcrypt"
 )
 
-// DefaultRealm is the realm Caddy names in its challenge.
-const DefaultRealm = "restricted"
+// defaultRealm is the realm Caddy names in its challenge.
+const defaultRealm = "restricted"
 
 // BasicAuth is one basic_auth directive: its realm and accounts. It is
 // built once per (re)load and only read afterwards, by every loop.
@@ -29,11 +29,11 @@ type Account struct {
 	Hash []byte
 }
 
-// NewBasicAuth returns the directive's checker; realm "" is DefaultRealm.
+// NewBasicAuth returns the directive's checker; realm "" is defaultRealm.
 // User names must be unique and not empty.
 func NewBasicAuth(realm string, accounts []Account) (*BasicAuth, error) {
 	if realm == "" {
-		realm = DefaultRealm
+		realm = defaultRealm
 	}
 	a := &BasicAuth{realm: realm, accounts: make(map[string][]byte, len(accounts))}
 	for _, acct := range accounts {
@@ -70,7 +70,7 @@ func (a *BasicAuth) Lookup(user string) (hash []byte, known bool) {
 
 // Compare reports whether password is the one hash was made from. It
 // costs what bcrypt costs, tens of milliseconds or more: never call it on
-// a loop (see Pool).
+// a loop (see Shared).
 func Compare(hash []byte, password string) bool {
 	return bcrypt.CompareHashAndPassword(hash, []byte(password)) == nil
 }

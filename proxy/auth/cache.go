@@ -32,7 +32,7 @@ func KeyOf(hash []byte, password string) Key {
 // credentials pays bcrypt once per loop, not on each request (Caddy
 // caches too). A failed check is never remembered: it is never mistaken
 // for a good one, and a client that keeps sending wrong passwords keeps
-// paying a comparison in the Pool — or a 503 once the Pool is full.
+// paying a comparison in the Shared pool — or a 503 once it is full.
 // A Cache belongs to one loop and takes no lock; its size is bounded.
 type Cache struct {
 	good map[Key]struct{}

@@ -2,7 +2,6 @@ package auth
 
 import (
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -11,9 +10,6 @@ import (
 
 // DefaultCost is the bcrypt cost Caddy's hash-password uses by default.
 const DefaultCost = 14
-
-// ErrAlgorithm is returned for a hash algorithm pollproxy does not have.
-var ErrAlgorithm = errors.New("unknown hash algorithm")
 
 // Hash returns the bcrypt hash of plaintext in Modular Crypt Format
 // ("$2a$14$..."), as Caddy's hash-password prints it; a cost outside

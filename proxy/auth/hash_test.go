@@ -106,24 +106,6 @@ func TestCredentials(t *testing.T) {
 	}
 }
 
-// TestPoolBound: a full pool refuses at once; nothing waits for room.
-func TestPoolBound(t *testing.T) {
-	p := NewPool(1, 1)
-	defer p.Close()
-	release, started := make(chan struct{}), make(chan struct{})
-	if !p.Submit(func() { close(started); <-release }) {
-		t.Fatal("an idle pool refused a job")
-	}
-	<-started
-	if !p.Submit(func() {}) {
-		t.Fatal("a free queue slot refused a job")
-	}
-	if p.Submit(func() {}) {
-		t.Error("a full pool took a job")
-	}
-	close(release)
-}
-
 // TestCacheBound: the cache keeps at most its size, and what it keeps
 // passes.
 func TestCacheBound(t *testing.T) {

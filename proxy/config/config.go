@@ -220,7 +220,7 @@ type Proxy struct {
 	// Health is passive health: max_fails, fail_duration,
 	// unhealthy_status, unhealthy_latency.
 	Health               upstream.Health
-	HeaderUp, HeaderDown []proxy.HeaderOp
+	HeaderUp, HeaderDown []route.HeaderOp
 	// FlushInterval is accepted for Caddy's sake: pollproxy always
 	// forwards response bytes as they arrive (Caddy's -1).
 	FlushInterval time.Duration
@@ -285,7 +285,7 @@ func (p Proxy) ProxyConfig(ups []*upstream.Upstream) proxy.Config {
 // hostUpstream is the Host an HTTPS upstream is sent by default, as in
 // Caddy: the upstream's host:port, which its certificate and virtual
 // hosts are for, rather than the client's.
-var hostUpstream = func() proxy.HeaderOp {
+var hostUpstream = func() route.HeaderOp {
 	op, err := route.ParseUpstreamHeaderOp([]string{"Host", "{upstream_hostport}"})
 	if err != nil {
 		panic(err)
@@ -295,11 +295,11 @@ var hostUpstream = func() proxy.HeaderOp {
 
 // headerUp is header_up, after the transport's own edits: for TLS, Host
 // is the upstream's unless header_up sets it.
-func (p Proxy) headerUp() []proxy.HeaderOp {
+func (p Proxy) headerUp() []route.HeaderOp {
 	if p.TLS == nil {
 		return p.HeaderUp
 	}
-	return append([]proxy.HeaderOp{hostUpstream}, p.HeaderUp...)
+	return append([]route.HeaderOp{hostUpstream}, p.HeaderUp...)
 }
 
 // TLSMode says where a site's certificate comes from.

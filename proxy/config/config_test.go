@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/server"
 )
 
@@ -140,7 +141,7 @@ localhost:8443 {
 		rp.ResponseHeaderTimeout != 30*time.Second || rp.ReadTimeout != time.Minute {
 		t.Errorf("proxy %+v", rp)
 	}
-	wantUp := []proxy.HeaderOp{op('=', "X-Real-IP", "v"), op('+', "X-Extra", "a"), op('-', "X-Secret", "")}
+	wantUp := []route.HeaderOp{op('=', "X-Real-IP", "v"), op('+', "X-Extra", "a"), op('-', "X-Secret", "")}
 	if len(rp.HeaderUp) != 3 || !sameOp(rp.HeaderUp[0], wantUp[0]) || !sameOp(rp.HeaderUp[1], wantUp[1]) || !sameOp(rp.HeaderUp[2], wantUp[2]) {
 		t.Errorf("header_up %+v", rp.HeaderUp)
 	}
@@ -506,10 +507,10 @@ func TestLoadMissingFile(t *testing.T) {
 	}
 }
 
-func op(o byte, name, value string) proxy.HeaderOp {
-	return proxy.HeaderOp{Op: o, Name: strings.ToLower(name), Value: value}
+func op(o byte, name, value string) route.HeaderOp {
+	return route.HeaderOp{Op: o, Name: strings.ToLower(name), Value: value}
 }
 
-func sameOp(a, b proxy.HeaderOp) bool {
+func sameOp(a, b route.HeaderOp) bool {
 	return a.Op == b.Op && a.Name == b.Name && a.Value == b.Value
 }

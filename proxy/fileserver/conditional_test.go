@@ -112,30 +112,6 @@ func TestAcceptedEncodings(t *testing.T) {
 	}
 }
 
-// TestPoolBound: new work is refused when every worker is busy and the
-// queue is full; a running response's next read never is, and runs
-// first.
-func TestPoolBound(t *testing.T) {
-	p := NewPool(1, 1)
-	hold, started := make(chan struct{}), make(chan struct{})
-	if !p.Submit(func() { close(started); <-hold }) {
-		t.Fatal("an idle pool refused work")
-	}
-	<-started
-	order := make(chan string, 3)
-	if !p.Submit(func() { order <- "new" }) {
-		t.Fatal("a free queue slot refused work")
-	}
-	if p.Submit(func() {}) {
-		t.Error("a full pool took new work")
-	}
-	p.Continue(func() { order <- "continued" })
-	close(hold)
-	if a, b := <-order, <-order; a != "continued" || b != "new" {
-		t.Errorf("ran %s then %s, want the continued read first", a, b)
-	}
-}
-
 // FuzzParseRanges: whatever the Range value, the spans lie inside the
 // file, are not empty, and ask at most the file's size in all.
 func FuzzParseRanges(f *testing.F) {

@@ -4,7 +4,7 @@
 // expands to.
 //
 // Nothing here touches the disk on a loop. Opening, stat and reading run
-// in a bounded Pool of goroutines (as nginx's thread pools), and each
+// in a bounded offload.Pool of goroutines (as nginx's thread pools), and each
 // result comes back through the loop's task queue, as a TLS handshake or
 // a password check does. A response reads its next chunk only when the
 // client took the previous one, so a slow client holds one chunk of
@@ -17,7 +17,7 @@
 // is resolved and checked before the open, and the opened file is
 // checked to be the one resolved.
 //
-// One job per file: pool.go (the workers), resolve.go (request path to
+// One job per file: pool.go (the shared pool and its size), resolve.go (request path to
 // file path, hidden files), open_linux.go (opening beneath the root with
 // openat2), open.go and open_other.go (the checked way, elsewhere),
 // server.go (one file_server directive: what to answer), conditional.go

@@ -8,9 +8,9 @@ import (
 	"strings"
 )
 
-// ErrBadPath is a request path that names no file: it does not decode,
+// errBadPath is a request path that names no file: it does not decode,
 // or holds a NUL or a backslash. The answer is 400.
-var ErrBadPath = errors.New("invalid request path")
+var errBadPath = errors.New("invalid request path")
 
 // errEscape is a path whose resolution leaves the root (a symbolic link
 // pointing out of it); the answer is 404, as for a file that is not
@@ -29,15 +29,15 @@ func Clean(rawPath string) (rel string, dir bool, err error) {
 	p := rawPath
 	if strings.IndexByte(p, '%') >= 0 {
 		if p, err = url.PathUnescape(p); err != nil {
-			return "", false, ErrBadPath
+			return "", false, errBadPath
 		}
 	}
 	if strings.IndexByte(p, 0) >= 0 || strings.IndexByte(p, '\\') >= 0 {
-		return "", false, ErrBadPath
+		return "", false, errBadPath
 	}
 	rel = path.Clean("/" + p)[1:]
 	if rel != "" && !filepath.IsLocal(filepath.FromSlash(rel)) {
-		return "", false, ErrBadPath
+		return "", false, errBadPath
 	}
 	return rel, strings.HasSuffix(p, "/") && len(p) > 1, nil
 }
@@ -63,8 +63,8 @@ func NewHide(entries []string) Hide {
 	return h
 }
 
-// Hidden reports whether the file at the absolute path name is hidden.
-func (h Hide) Hidden(name string) bool {
+// hidden reports whether the file at the absolute path name is hidden.
+func (h Hide) hidden(name string) bool {
 	for _, e := range h {
 		if !strings.Contains(e, "/") {
 			for _, c := range strings.Split(name, "/") {

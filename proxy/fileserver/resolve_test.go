@@ -43,7 +43,7 @@ func TestHidden(t *testing.T) {
 		"/srv/.git/config": true, "/srv/a.bak": true, "/srv/secret": true, "/srv/secret/x": true,
 		"/srv/secretary": false, "/srv/tls.key": true, "/srv/index.html": false, "/srv/gitx": false,
 	} {
-		if got := h.Hidden(name); got != want {
+		if got := h.hidden(name); got != want {
 			t.Errorf("%s: hidden %v, want %v", name, got, want)
 		}
 	}

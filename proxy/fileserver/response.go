@@ -6,21 +6,22 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/pollproxy/pollproxy/offload"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
-// ChunkSize is how much of a file a response holds at once: it reads the
+// chunkSize is how much of a file a response holds at once: it reads the
 // next chunk only once the client took the last one, so a slow client
 // costs one chunk, never the file.
-const ChunkSize = 32 << 10
+const chunkSize = 32 << 10
 
-var chunks = sync.Pool{New: func() any { b := make([]byte, ChunkSize); return &b }}
+var chunks = sync.Pool{New: func() any { b := make([]byte, chunkSize); return &b }}
 
-func getChunk() []byte { return (*chunks.Get().(*[]byte))[:ChunkSize] }
+func getChunk() []byte { return (*chunks.Get().(*[]byte))[:chunkSize] }
 
 func putChunk(b []byte) {
-	if cap(b) == ChunkSize {
-		b = b[:ChunkSize]
+	if cap(b) == chunkSize {
+		b = b[:chunkSize]
 		chunks.Put(&b)
 	}
 }
@@ -88,8 +89,8 @@ func (p *plan) more() bool { return p.at < len(p.segs) }
 // only when the stream took all of it.
 type response struct {
 	w       stream.ResponseWriter
-	loop    Poster
-	pool    *Pool
+	loop    offload.Poster
+	pool    *offload.Pool
 	head    bool // HEAD: no body whatever the plan
 	p       *plan
 	buf     []byte // the chunk being written

@@ -13,11 +13,12 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/pollproxy/pollproxy/offload"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
-// DefaultIndex is Caddy's list of index files.
-var DefaultIndex = []string{"index.html", "index.txt"}
+// defaultIndex is Caddy's list of index files.
+var defaultIndex = []string{"index.html", "index.txt"}
 
 // DefaultPrecompressed is the order of "precompressed" without names.
 var DefaultPrecompressed = []string{"br", "zstd", "gzip"}
@@ -32,7 +33,7 @@ func Suffix(encoding string) string { return suffixes[encoding] }
 // Options are one file_server directive's, as Caddy names them.
 type Options struct {
 	Hide          Hide
-	Index         []string // nil: DefaultIndex
+	Index         []string // nil: defaultIndex
 	Precompressed []string // encodings, best first
 	Status        int      // answer this instead of 200 or 206 (0: no)
 	NoCanonical   bool     // disable_canonical_uris
@@ -50,7 +51,7 @@ type Server struct {
 // New returns the directive's server, on the Shared pool.
 func New(opt Options) *Server {
 	if opt.Index == nil {
-		opt.Index = DefaultIndex
+		opt.Index = defaultIndex
 	}
 	return &Server{opt: opt}
 }
@@ -59,17 +60,11 @@ func New(opt Options) *Server {
 // that is not there to the next handler.
 func (s *Server) PassThru() bool { return s.opt.PassThru }
 
-// Poster runs a function on the loop that owns a request:
-// netpoll.Loop.Post.
-type Poster interface {
-	Post(f func())
-}
-
 // Serve answers req with the file its path names under root. orig is the
 // request's target before any rewrite, for Caddy's canonical redirects.
 // It runs on the loop; the disk work goes to the pool, and a full pool
 // answers 503 at once.
-func (s *Server) Serve(loop Poster, root, orig string, req *stream.Request, w stream.ResponseWriter) stream.Events {
+func (s *Server) Serve(loop offload.Poster, root, orig string, req *stream.Request, w stream.ResponseWriter) stream.Events {
 	cur := pathOnly(req.Path)
 	rel, _, err := Clean(cur)
 	if err != nil {
@@ -99,10 +94,7 @@ func (s *Server) Serve(loop Poster, root, orig string, req *stream.Request, w st
 	}
 	r := &response{w: w, loop: loop, pool: Shared(), head: req.Method == "HEAD"}
 	t := target{root: root, rel: rel, orig: orig, cur: cur}
-	if !r.pool.Submit(func() {
-		p := s.prepare(t, c)
-		loop.Post(func() { r.planned(p) })
-	}) {
+	if offload.Do(r.pool, loop, func() *plan { return s.prepare(t, c) }, r.planned) != nil {
 		return busy.serveWith(req, w)
 	}
 	return r
@@ -298,7 +290,7 @@ func (s *Server) locate(root, rel string) (f *os.File, info os.FileInfo, name st
 		f = nil
 		for _, idx := range s.opt.Index {
 			cand := path.Join(rel, idx)
-			if s.opt.Hide.Hidden(path.Join(absRoot, cand)) {
+			if s.opt.Hide.hidden(path.Join(absRoot, cand)) {
 				continue
 			}
 			if g, gi, err := openFile(root, cand); err == nil {
@@ -313,7 +305,7 @@ func (s *Server) locate(root, rel string) (f *os.File, info os.FileInfo, name st
 			return nil, nil, "", false, failure(404, nil)
 		}
 	}
-	if !info.Mode().IsRegular() || s.opt.Hide.Hidden(path.Join(absRoot, name)) {
+	if !info.Mode().IsRegular() || s.opt.Hide.hidden(path.Join(absRoot, name)) {
 		f.Close()
 		return nil, nil, "", false, failure(404, nil)
 	}

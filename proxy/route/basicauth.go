@@ -3,6 +3,7 @@ package route
 import (
 	"strconv"
 
+	"github.com/pollproxy/pollproxy/offload"
 	"github.com/pollproxy/pollproxy/proxy/auth"
 	"github.com/pollproxy/pollproxy/proxy/static"
 	"github.com/pollproxy/pollproxy/proxy/stream"
@@ -25,7 +26,7 @@ const maxCached = 256
 // same new credentials cost one comparison, not one each).
 type checks struct {
 	loop    Poster
-	pool    *auth.Pool // auth.Shared, taken on first use
+	pool    *offload.Pool // auth.Shared, taken on first use
 	cache   *auth.Cache
 	flights map[auth.Key][]*authWait
 }
@@ -104,11 +105,9 @@ func (c *checks) start(k auth.Key, hash []byte, known bool, a *authWait) bool {
 	if c.pool == nil {
 		c.pool = auth.Shared()
 	}
-	pass, loop := a.pass, c.loop
-	if !c.pool.Submit(func() {
-		good := auth.Compare(hash, pass) && known
-		loop.Post(func() { c.done(k, good) })
-	}) {
+	pass := a.pass
+	compare := func() bool { return auth.Compare(hash, pass) && known }
+	if offload.Do(c.pool, c.loop, compare, func(good bool) { c.done(k, good) }) != nil {
 		return false
 	}
 	if c.flights == nil {

@@ -2,10 +2,10 @@ package route
 
 import (
 	"math/rand/v2"
-	"net/http"
 	"strconv"
 
 	"github.com/pollproxy/pollproxy/proxy/static"
+	"github.com/pollproxy/pollproxy/proxy/status"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -131,9 +131,10 @@ func errorID() string {
 	return string(b)
 }
 
-// StatusText is {err.status_text}: the status's reason phrase.
+// StatusText is {err.status_text}: the status's reason phrase, or its
+// number when it has none.
 func StatusText(code int) string {
-	if t := http.StatusText(code); t != "" {
+	if t := status.Text(code); t != "" {
 		return t
 	}
 	return strconv.Itoa(code)

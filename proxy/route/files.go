@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pollproxy/pollproxy/offload"
 	"github.com/pollproxy/pollproxy/proxy/fileserver"
 	"github.com/pollproxy/pollproxy/proxy/static"
 	"github.com/pollproxy/pollproxy/proxy/stream"
@@ -236,9 +237,8 @@ func (h *Handler) lookFiles(nodes []Node, req *stream.Request, w stream.Response
 // look asks the pool about keys; false when it is full.
 func (fw *fileWait) look(keys []fileKey) bool {
 	keys = append([]fileKey(nil), keys...)
-	loop := fw.h.checks.loop
 	fw.passes++
-	return fileserver.Shared().Submit(func() {
+	lookup := func() []fileserver.Found {
 		found := make([]fileserver.Found, len(keys))
 		for i, k := range keys {
 			if k.server != nil {
@@ -247,8 +247,10 @@ func (fw *fileWait) look(keys []fileKey) bool {
 				found[i] = fileserver.Lookup(k.root, []string{k.rel})[0]
 			}
 		}
-		loop.Post(func() { fw.looked(keys, found) })
-	})
+		return found
+	}
+	done := func(found []fileserver.Found) { fw.looked(keys, found) }
+	return offload.Do(fileserver.Shared(), fw.h.checks.loop, lookup, done) == nil
 }
 
 // looked takes the pool's answer, on the loop, and runs the routes again.
