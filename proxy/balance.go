@@ -13,6 +13,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/netip"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -43,18 +45,24 @@ const (
 	WeightedRoundRobin Policy = "weighted_round_robin"
 )
 
-// ValidPolicy reports whether p names a known policy.
+// policies are the load-balancing policies, in the order error messages
+// list them: the one table ValidPolicy and PolicyNames read.
+var policies = []Policy{RoundRobin, LeastConnections, First, Random, RandomChoose, IPHash,
+	ClientIPHash, URIHash, HeaderHash, QueryHash, Cookie, WeightedRoundRobin}
+
+// ValidPolicy reports whether p names a known policy ("" is the default).
 func ValidPolicy(p Policy) bool {
-	switch p {
-	case RoundRobin, LeastConnections, First, Random, RandomChoose, IPHash, ClientIPHash,
-		URIHash, HeaderHash, QueryHash, Cookie, WeightedRoundRobin, "":
-		return true
-	}
-	return false
+	return p == "" || slices.Contains(policies, p)
 }
 
 // PolicyNames lists the policies for error messages.
-const PolicyNames = "round_robin, least_conn, first, random, random_choose, ip_hash, client_ip_hash, uri_hash, header, query, cookie, weighted_round_robin"
+var PolicyNames = func() string {
+	names := make([]string, len(policies))
+	for i, p := range policies {
+		names[i] = string(p)
+	}
+	return strings.Join(names, ", ")
+}()
 
 // group is one loop's view of an upstream set: a pool per upstream and the
 // balancer's state.
