@@ -77,9 +77,11 @@ func newClients(p *plan) clients {
 		p.SetHTTP2(h2)
 		return &p
 	}
-	skip := &stdtls.Config{InsecureSkipVerify: true}
-	h1 := &http.Transport{DialContext: dial(p.https), TLSClientConfig: skip, DisableCompression: true, Protocols: only(false)}
-	h2 := &http.Transport{DialContext: dial(p.https), TLSClientConfig: skip, DisableCompression: true, Protocols: only(true)}
+	// A configuration each: a transport may change the one it is given
+	// (the HTTP/2 one adds "h2" to NextProtos).
+	skip := func() *stdtls.Config { return &stdtls.Config{InsecureSkipVerify: true} }
+	h1 := &http.Transport{DialContext: dial(p.https), TLSClientConfig: skip(), DisableCompression: true, Protocols: only(false)}
+	h2 := &http.Transport{DialContext: dial(p.https), TLSClientConfig: skip(), DisableCompression: true, Protocols: only(true)}
 	plain := &http.Transport{DialContext: dial(p.http), DisableCompression: true}
 	mk := func(rt http.RoundTripper) *http.Client {
 		return &http.Client{Transport: rt, CheckRedirect: noRedirect, Timeout: 10 * time.Second}
@@ -112,6 +114,9 @@ func ask(t *testing.T, p *plan, o *origin) answers {
 				got := send(cl, "https://"+s.host+fmt.Sprintf(":%d", p.https), r, o)
 				if want := map[string]string{"h1": "HTTP/1.1", "h2": "HTTP/2.0"}[proto]; got["error"] == "" && got["proto"] != want {
 					t.Errorf("%s %s: answered over %s, want %s", s.label, r, got["proto"], want)
+				}
+				if got["error"] != "" {
+					t.Logf("%s %s %s: no answer from this server", s.label, proto, r)
 				}
 				out[s.label+" "+proto+" "+r.String()] = got
 			}
