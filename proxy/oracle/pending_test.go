@@ -60,8 +60,6 @@ var pending = []pendingDifference{
 	pend("deferred header edits (defer, ?, >) also apply to pollproxy's own error answers; Caddy's skip them", "generated/* GET /forbidden", "resp *"),
 	pend("deferred header edits (defer, ?, >) also apply to pollproxy's own error answers; Caddy's skip them", "generated/* GET /gone", "resp *"),
 	pend("a HEAD answer without a body says Content-Length: 0; Caddy's (Go's) says none", "* HEAD *", "resp content-length", "(none)", "0"),
-	pend("redir html: the page's markup differs from Caddy's (one line, no newlines)", "* GET /html-redir", "body"),
-	pend("redir html: the page's markup differs from Caddy's (one line, no newlines)", "* GET /html-redir", "resp content-length"),
 	pend("rewrite ?{query}&a=b with an empty query sends ?&a=b; Caddy drops the empty pair (?a=b)", "caddydocs-routing/4 *", "origin1 request"),
 	pend("rewrite ?{query}&a=b with an empty query sends ?&a=b; Caddy drops the empty pair (?a=b)", "caddydocs-routing/4 *", "body"),
 	pend("rewrite ?{query}&a=b with an empty query sends ?&a=b; Caddy drops the empty pair (?a=b)", "caddydocs-routing/4 *", "resp content-length"),

@@ -503,12 +503,16 @@ func (h *Handler) redirect(n *Node, req *stream.Request, w stream.ResponseWriter
 }
 
 // Redirector is a response redirecting to loc with status (or, html, a
-// page that redirects in the browser, as Caddy's "redir ... html").
+// page that redirects in the browser, as Caddy's "redir ... html": its
+// page byte for byte, loc HTML-escaped in all four places, the script's
+// string too, where the escapes are not decoded and so cannot end it).
 func Redirector(status int, loc string, html bool) *static.Handler {
 	if html {
-		body := []byte(`<!DOCTYPE html><html><head><title>Redirecting...</title><script>window.location.replace("` +
-			jsEscape(loc) + `");</script><meta http-equiv="refresh" content="0; URL='` + htmlEscape(loc) +
-			`'"></head><body>Redirecting to <a href="` + htmlEscape(loc) + `">` + htmlEscape(loc) + `</a>...</body></html>` + "\n")
+		safe := htmlEscape(loc)
+		body := []byte("<!DOCTYPE html>\n<html>\n\t<head>\n\t\t<title>Redirecting...</title>\n" +
+			"\t\t<script>window.location.replace(\"" + safe + "\");</script>\n" +
+			"\t\t<meta http-equiv=\"refresh\" content=\"0; URL='" + safe + "'\">\n\t</head>\n" +
+			"\t<body>Redirecting to <a href=\"" + safe + "\">" + safe + "</a>...</body>\n</html>\n")
 		return static.NewResponse(200, []stream.Field{
 			{Name: "content-type", Value: "text/html; charset=utf-8"},
 			{Name: "content-length", Value: strconv.Itoa(len(body))},
@@ -549,10 +553,6 @@ func Responder(status int, body string) *static.Handler {
 var htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;")
 
 func htmlEscape(s string) string { return htmlEscaper.Replace(s) }
-
-var jsEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "<", `\x3c`, ">", `\x3e`)
-
-func jsEscape(s string) string { return jsEscaper.Replace(s) }
 
 // empty is the answer when no terminal route matched.
 var empty = static.NewResponse(200, []stream.Field{{Name: "content-length", Value: "0"}}, nil)
