@@ -484,7 +484,10 @@ func rewriteTarget(tmpl Template, prefix string, r *stream.Request) string {
 			to += "?" + q
 		}
 	} else {
-		to = strings.TrimSuffix(to, "?")
+		to = dropEmptyPairs(strings.TrimSuffix(to, "?"))
+	}
+	if to == "" {
+		return ""
 	}
 	if to[0] != '/' && to[0] != '?' {
 		to = "/" + to
@@ -522,6 +525,31 @@ func Redirector(status int, loc string, html bool) *static.Handler {
 		{Name: "location", Value: loc},
 		{Name: "content-length", Value: "0"},
 	}, nil)
+}
+
+// dropEmptyPairs leaves out the empty pairs of a rewritten query, as
+// Caddy writes a query: "?{query}&a=b" without a query is "?a=b", not
+// "?&a=b", and a query of nothing but empty pairs is none.
+func dropEmptyPairs(target string) string {
+	i := strings.IndexByte(target, '?')
+	if i < 0 {
+		return target
+	}
+	q := target[i+1:]
+	if !strings.HasPrefix(q, "&") && !strings.HasSuffix(q, "&") && !strings.Contains(q, "&&") {
+		return target
+	}
+	b := []byte(target[:i+1])
+	for _, pair := range strings.Split(q, "&") {
+		if pair == "" {
+			continue
+		}
+		if b[len(b)-1] != '?' {
+			b = append(b, '&')
+		}
+		b = append(b, pair...)
+	}
+	return strings.TrimSuffix(string(b), "?")
 }
 
 // respondStatus is respond's status when it is not the one compiled: a
