@@ -60,7 +60,6 @@ var pending = []pendingDifference{
 	pend("deferred header edits (defer, ?, >) also apply to pollproxy's own error answers; Caddy's skip them", "generated/* GET /forbidden", "resp *"),
 	pend("deferred header edits (defer, ?, >) also apply to pollproxy's own error answers; Caddy's skip them", "generated/* GET /gone", "resp *"),
 	pend("a HEAD answer without a body says Content-Length: 0; Caddy's (Go's) says none", "* HEAD *", "resp content-length", "(none)", "0"),
-	pend("a 204 over HTTP/2 carries content-length: 0 (RFC 9110 forbids Content-Length in a 204)", "cases/cors-preflight * h2 OPTIONS *", "resp content-length", "(none)", "0"),
 	pend("lb_policy uri_hash and header: another hash (a per-process maphash seed), so other upstreams than Caddy's, and other ones after each restart", "cases/lb-header-uri *", "*"),
 }
 
