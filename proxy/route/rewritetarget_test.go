@@ -27,3 +27,26 @@ func TestRewriteQueryEmptyPairs(t *testing.T) {
 		}
 	}
 }
+
+// TestRewriteTargetEscaped: a placeholder's value that holds bytes a
+// request-target cannot (a space, '#', controls, non-ASCII) is
+// percent-encoded, so the origin reads the request line pollproxy means:
+// a raw space would end the target early.
+func TestRewriteTargetEscaped(t *testing.T) {
+	tmpl, err := ParseTemplate("/index.php?h={header.X-H}", TemplateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for value, want := range map[string]string{
+		"plain":           "/index.php?h=plain",
+		"a&b=c d":         "/index.php?h=a&b=c%20d",
+		"x HTTP/1.0":      "/index.php?h=x%20HTTP/1.0",
+		"frag#ment\t\x7f": "/index.php?h=frag%23ment%09%7F",
+		"caf\u00e9":       "/index.php?h=caf%C3%A9",
+	} {
+		r := &stream.Request{Method: "GET", Path: "/", Header: []stream.Field{{Name: "x-h", Value: value}}}
+		if got := rewriteTarget(tmpl, "", r); got != want {
+			t.Errorf("X-H %q: %q, want %q", value, got, want)
+		}
+	}
+}

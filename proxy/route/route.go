@@ -486,6 +486,7 @@ func rewriteTarget(tmpl Template, prefix string, r *stream.Request) string {
 	} else {
 		to = dropEmptyPairs(strings.TrimSuffix(to, "?"))
 	}
+	to = escapeTarget(to)
 	if to == "" {
 		return ""
 	}
@@ -526,6 +527,35 @@ func Redirector(status int, loc string, html bool) *static.Handler {
 		{Name: "content-length", Value: "0"},
 	}, nil)
 }
+
+// escapeTarget percent-encodes the bytes that never stand in a
+// request-target (RFC 9112 §3.2): a space, controls, DEL, '#' and
+// non-ASCII, which a placeholder's value ({header.X}, {query.k} decoded)
+// may bring into a rewrite. Written raw, a space would end the request
+// line early, and the origin would read another target and version than
+// the ones meant. Other bytes are left as they are ('%' too: the rest of
+// the target is already encoded), as a client may have sent them.
+func escapeTarget(to string) string {
+	i := 0
+	for i < len(to) && !escapedInTarget(to[i]) {
+		i++
+	}
+	if i == len(to) {
+		return to
+	}
+	const hex = "0123456789ABCDEF"
+	b := []byte(to[:i])
+	for ; i < len(to); i++ {
+		if c := to[i]; escapedInTarget(c) {
+			b = append(b, '%', hex[c>>4], hex[c&15])
+		} else {
+			b = append(b, c)
+		}
+	}
+	return string(b)
+}
+
+func escapedInTarget(c byte) bool { return c <= ' ' || c >= 0x7f || c == '#' }
 
 // dropEmptyPairs leaves out the empty pairs of a rewritten query, as
 // Caddy writes a query: "?{query}&a=b" without a query is "?a=b", not
