@@ -56,5 +56,11 @@ func caseSources() []*source {
 			requests: []request{get("/page.css", "Accept-Encoding", "gzip"), get("/status404", "Accept-Encoding", "gzip"), get("/")}},
 		{name: "cases/error-routes-encode", caddyfile: "errenc.test {\n\tencode gzip\n\terror /e \"bad\" 400\n\thandle_errors {\n\t\trespond \"{err.status_code} " + longText + "\"\n\t}\n}",
 			requests: []request{get("/e", "Accept-Encoding", "gzip"), get("/e")}},
+		{name: "cases/rewrite-query-placeholders", caddyfile: "rq.test {\n\trewrite /index.php?{query}&p={path}&h={header.X-H}\n\treverse_proxy UP\n}",
+			requests: []request{get("/a%20b/c?x=1"), get("/plain", "X-H", "a&b=c d"), get("/q?k=a+b&e=%26")}},
+		{name: "cases/placeholders", caddyfile: "ph.test {\n\trespond /r \"{path} {query} {query.k} {uri} {method} {host} {scheme} {labels.0} {path.0}\" 200\n\tredir /go /to?from={uri}\n\treverse_proxy UP {\n\t\theader_up X-Uri {uri}\n\t\theader_up X-Q {query.k}\n\t\theader_up X-Host {host}\n\t\theader_up X-Port {port}\n\t\theader_up X-Re \"^(.*)$\" \"re-$1\"\n\t\theader_down X-Origin-Field \"^o(.*)$\" \"O$1\"\n\t}\n}",
+			requests: []request{get("/r/a%2Fb?k=a%20b&k=2"), get("/go?x=1"), get("/p/x%20y?k=%41", "X-Re", "v")}},
+		{name: "cases/handle-path-encoded", caddyfile: "hp.test {\n\thandle_path /api/* {\n\t\treverse_proxy UP\n\t}\n\thandle_path /Mixed/* {\n\t\trespond \"{path}\"\n\t}\n\trespond 404\n}",
+			requests: []request{get("/api/a%20b/c"), get("/API/x"), get("/api"), get("/api/"), get("/mixed/x"), get("/api/%2e%2e/x")}},
 	}
 }
