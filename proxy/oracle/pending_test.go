@@ -61,7 +61,6 @@ var pending = []pendingDifference{
 	pend("deferred header edits (defer, ?, >) also apply to pollproxy's own error answers; Caddy's skip them", "generated/* GET /gone", "resp *"),
 	pend("a HEAD answer without a body says Content-Length: 0; Caddy's (Go's) says none", "* HEAD *", "resp content-length", "(none)", "0"),
 	pend("rewrite: placeholder values in the query are not query-escaped (Caddy: url.QueryEscape of each, {query} as it came); {path} goes in encoded as sent", "cases/rewrite-query-placeholders *", "*"),
-	pend("handle_path strips its prefix case-sensitively; Caddy's match and strip ignore case (/mixed/x under handle_path /Mixed/* is /x)", "cases/handle-path-encoded * GET /mixed/x", "*"),
 	pend("{query.k} is the first value; Caddy's is every value joined with ','", "cases/placeholders * GET /r/*", "origin1 x-q"),
 	pend("lb_policy uri_hash and header: another hash (a per-process maphash seed), so other upstreams than Caddy's, and other ones after each restart", "cases/lb-header-uri *", "*"),
 }
