@@ -38,6 +38,9 @@ type conditions struct {
 	ifUnmodified    string
 	haveIfMatch     bool
 	haveIfNoneMatch bool
+	// errStatus is the error a handle_errors route renders with this
+	// file, whose status the file is served with, as in Caddy.
+	errStatus int
 }
 
 // verdict is what the conditional fields decide before any range.

@@ -3,6 +3,7 @@ package fileserver
 import (
 	"errors"
 	"io"
+	"net/http"
 	"sync"
 	"sync/atomic"
 
@@ -113,6 +114,15 @@ func (r *response) planned(p *plan) {
 		return
 	}
 	r.p, r.buf = p, p.first
+	if p.failed {
+		// What is not there or may not be read is an error, as in Caddy:
+		// the site's handle_errors renders it when it has one.
+		if er, ok := r.w.(stream.ErrorRouter); ok && er.RouteError(p.status, http.StatusText(p.status)) {
+			r.done = true
+			r.release(p, nil)
+			return
+		}
+	}
 	empty := r.head || r.buf == nil
 	if err := r.w.WriteHeader(p.status, p.fields, empty); err != nil || empty {
 		r.done = true

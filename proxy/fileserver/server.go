@@ -76,6 +76,9 @@ func (s *Server) Serve(loop Poster, root, orig string, req *stream.Request, w st
 		return answer(400, nil).serveWith(req, w)
 	}
 	c := &conditions{method: req.Method}
+	if req.Handoff != nil {
+		c.errStatus = req.Handoff.ErrStatus
+	}
 	for _, f := range req.Header {
 		switch f.Name {
 		case "accept-encoding":
@@ -137,11 +140,15 @@ type plan struct {
 	first  []byte // the body's first chunk, read with the plan
 	at     int    // the segment fill reads next
 	pos    int64  // how far into it (its head, then its file bytes)
+	// failed: nothing to serve (404) or nothing that may be read (403),
+	// an error for the site's handle_errors, as in Caddy.
+	failed bool
 }
 
 // answer is a plan without a file: status and fields, an empty body.
 func answer(status int, fields []stream.Field) *plan {
-	return &plan{status: status, fields: append(fields, stream.Field{Name: "content-length", Value: "0"})}
+	return &plan{status: status, fields: append(fields, stream.Field{Name: "content-length", Value: "0"}),
+		failed: status == 404 || status == 403}
 }
 
 // textAnswer is a plan with a small body in memory, as Go's http.Error
@@ -250,6 +257,9 @@ func (s *Server) prepare(t target, c *conditions) *plan {
 	}
 	fields = appendSet(fields, lastModified, stream.Field{Name: "accept-ranges", Value: "bytes"},
 		stream.Field{Name: "content-type", Value: ctype})
+	if c.errStatus > 0 && p.status == 200 {
+		p.status = c.errStatus // the error page keeps the error's status (Caddy's rule)
+	}
 	p.status = s.status(p.status)
 	p.fields = append(fields, stream.Field{Name: "content-length", Value: strconv.FormatInt(p.length, 10)})
 	if c.method == "HEAD" || p.length == 0 {

@@ -257,10 +257,11 @@ func (fw *fileWait) looked(keys []fileKey, found []fileserver.Found) {
 	fw.handOver(h.finish(n, vars, r, fw.w))
 }
 
-// statusNode answers status with an empty body, as Caddy's error does
-// without handle_errors ("=404" in try_files).
-func statusNode(status int) *Node {
-	return &Node{Kind: Respond, Status: status, Static: Responder(status, "")}
+// errorNode raises the error status, as Caddy's try_files does for
+// "=404": the site's handle_errors renders it, or it is the status with
+// an empty body.
+func errorNode(status int) *Node {
+	return &Node{Kind: Error, Status: status, Static: ErrorResponse(status)}
 }
 
 // filesBusy answers a request whose file lookups found the pool full, as

@@ -362,7 +362,7 @@ func (h *Handler) walk() *Node {
 			continue
 		}
 		if h.ctx.failStatus != 0 { // a file matcher reached "=NNN"
-			return statusNode(h.ctx.failStatus)
+			return errorNode(h.ctx.failStatus)
 		}
 		f.done |= bit
 		switch n.Kind {
