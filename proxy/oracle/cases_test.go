@@ -62,5 +62,7 @@ func caseSources() []*source {
 			requests: []request{get("/r/a%2Fb?k=a%20b&k=2"), get("/go?x=1"), get("/p/x%20y?k=%41", "X-Re", "v")}},
 		{name: "cases/handle-path-encoded", caddyfile: "hp.test {\n\thandle_path /api/* {\n\t\treverse_proxy UP\n\t}\n\thandle_path /Mixed/* {\n\t\trespond \"{path}\"\n\t}\n\trespond 404\n}",
 			requests: []request{get("/api/a%20b/c"), get("/API/x"), get("/api"), get("/api/"), get("/mixed/x"), get("/api/%2e%2e/x")}},
+		{name: "cases/file-server-errors", caddyfile: "fe.test {\n\troot * WWW\n\thandle_errors {\n\t\troot * WWW\n\t\trewrite * /{err.status_code}.html\n\t\tfile_server\n\t}\n\thandle /spa/* {\n\t\ttry_files {path} =404\n\t\tfile_server\n\t}\n\tfile_server {\n\t\thide .git\n\t}\n}",
+			requests: []request{get("/a.txt"), get("/missing.txt"), get("/.git/config"), get("/spa/route"), {method: "HEAD", path: "/missing.txt"}}},
 	}
 }
