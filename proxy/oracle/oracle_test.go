@@ -101,6 +101,7 @@ func runBatch(t *testing.T, bin string, b batch) {
 	}
 	certs := certificate(t, p.names)
 	caddy := runCaddy(t, bin, p, o, certs)
+	t.Logf("%d sites, %d requests each server", len(p.sites), len(caddy))
 	backends := netpoll.Available()
 	if !b.everyBackend && len(backends) > 1 {
 		backends = backends[:1]
