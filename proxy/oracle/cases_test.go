@@ -64,5 +64,9 @@ func caseSources() []*source {
 			requests: []request{get("/api/a%20b/c"), get("/API/x"), get("/api"), get("/api/"), get("/mixed/x"), get("/api/%2e%2e/x")}},
 		{name: "cases/file-server-errors", caddyfile: "fe.test {\n\troot * WWW\n\thandle_errors {\n\t\troot * WWW\n\t\trewrite * /{err.status_code}.html\n\t\tfile_server\n\t}\n\thandle /spa/* {\n\t\ttry_files {path} =404\n\t\tfile_server\n\t}\n\tfile_server {\n\t\thide .git\n\t}\n}",
 			requests: []request{get("/a.txt"), get("/missing.txt"), get("/.git/config"), get("/spa/route"), {method: "HEAD", path: "/missing.txt"}}},
+		{name: "cases/handle-errors-status-only", caddyfile: "eso.test {\n\terror /gone 410\n\thandle_errors 5xx {\n\t\trespond \"server error {err.status_code}\"\n\t}\n\trespond \"ok\"\n}",
+			requests: []request{get("/gone"), get("/")}},
+		{name: "cases/deferred-headers-on-errors", caddyfile: "dh.test {\n\theader ?Cache-Control \"max-age=60\"\n\theader >X-Origin-Field replaced\n\theader {\n\t\tX-Frame-Options DENY\n\t\tdefer\n\t}\n\theader X-Now now\n\terror /forbidden \"nope\" 403\n\treverse_proxy /dead/* DEAD\n\treverse_proxy UP\n}",
+			requests: []request{get("/"), get("/forbidden"), get("/dead/x")}},
 	}
 }

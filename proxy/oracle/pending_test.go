@@ -48,7 +48,8 @@ var pending = []pendingDifference{
 
 	// Found by the oracle, for the wrappers' and the routes' owners.
 	pend("encode: the error directive never reaches handle_errors (empty answer)", "cases/error-routes-encode *", "*"),
-	pend("handle_errors with status blocks only: an error none matches is answered 200, Caddy answers its status", "generated/18 * GET /gone", "*"),
+	pend("handle_errors with status blocks only: an error none matches is answered 200, Caddy answers its status", "cases/handle-errors-status-only * GET /gone", "*"),
+	pend("handle_errors with status blocks only: an error none matches is answered 200, Caddy answers its status", "generated/* GET /gone", "status", "410", "200"),
 	pend("root set outside handle_errors does not reach the error routes (Caddy's vars, root among them, carry over): Caddy's documented handle_errors { rewrite * /{err.status_code}.html; file_server } finds no page", "caddydocs/error#106 *", "*"),
 	pend("uri strip_prefix/strip_suffix/replace do not clean the path first (Caddy: CleanPath, slashes merged)", "* GET /a//b/../c?x=1&x=2", "origin1 request"),
 	pend("uri strip_prefix/strip_suffix/replace do not clean the path first (Caddy: CleanPath, slashes merged)", "* GET /a//b/../c?x=1&x=2", "body"),
@@ -56,6 +57,7 @@ var pending = []pendingDifference{
 	pend("uri strip_prefix/strip_suffix/replace do not clean the path first (Caddy: CleanPath, slashes merged)", "* GET /a//b/../c?x=1&x=2", "origin1 x-path"),
 	pend("uri strip_prefix/strip_suffix/replace do not clean the path first (Caddy: CleanPath, slashes merged)", "* GET /a//b/../c?x=1&x=2", "origin1 x-uri"),
 	pend("a proxied response without Content-Type gets none; Caddy (Go's server) sniffs one", "* GET /notype*", "resp content-type", "text/html; charset=utf-8", "(none)"),
+	pend("deferred header edits (defer, ?, >) also apply to pollproxy's own error answers; Caddy's skip them", "cases/deferred-headers-on-errors *", "resp *"),
 	pend("deferred header edits (defer, ?, >) also apply to pollproxy's own error answers; Caddy's skip them", "generated/* GET /dead/*", "resp *"),
 	pend("deferred header edits (defer, ?, >) also apply to pollproxy's own error answers; Caddy's skip them", "generated/* GET /forbidden", "resp *"),
 	pend("deferred header edits (defer, ?, >) also apply to pollproxy's own error answers; Caddy's skip them", "generated/* GET /gone", "resp *"),
