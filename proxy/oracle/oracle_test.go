@@ -45,7 +45,8 @@ func batches(t *testing.T) []batch {
 	for i := 0; i < len(docs); i += 40 {
 		out = append(out, batch{fmt.Sprintf("caddydocs-%d", i/40), docs[i:min(i+40, len(docs))], false})
 	}
-	out = append(out, batch{"generated", generatedSources(30), false}, batch{"cases", caseSources(), true})
+	out = append(out, batch{"generated", generatedSources(30), false},
+		batch{"generated2", moreGeneratedSources(20), false}, batch{"cases", caseSources(), true})
 	return out
 }
 

@@ -400,7 +400,54 @@ func generatedSources(n int) []*source {
 		get("/t", "X-Test", "a value", "X-Remove-Me", "x", "Cookie", "sess=s1"),
 		{method: "POST", path: "/p", body: "x=1"},
 	}
-	rnd := rand.New(rand.NewSource(33))
+	return combine("generated", 33, n, parts, terminals, extra)
+}
+
+// moreGeneratedSources are a second set of combinations: auth, abort,
+// method, intercept, request_body, path_regexp, nested routes and
+// response-matched header edits.
+func moreGeneratedSources(n int) []*source {
+	parts := []string{
+		"basic_auth /private/* {\n\tBob $2a$04$3pX8Ee1cYnOtRB4XyHcOSOmXYQ3zJMiwZ1t1hTzqJxBxm5d1kMPEi\n}",
+		"abort /abort-me",
+		"method /to-post POST",
+		"request_body /upload* {\n\tmax_size 8\n}",
+		"uri path_regexp /{2,} /",
+		"uri path_regexp ^/re/(\\w+)$ /regexed/$1",
+		"route /nested/* {\n\thandle /nested/a {\n\t\trespond \"nested a\"\n\t}\n\thandle {\n\t\trespond \"nested other {path}\"\n\t}\n}",
+		"handle /first/* {\n\trespond \"first\"\n}\nhandle /first/second/* {\n\trespond \"second\"\n}",
+		"header /status* {\n\tX-Matched 404\n\tmatch status 404\n}",
+		"intercept {\n\t@nf status 404\n\thandle_response @nf {\n\t\trespond \"intercepted {resp.status_code}\" 404\n\t}\n}",
+		"reverse_proxy /rp404/* UP {\n\t@nf status 404\n\treplace_status @nf 200\n}",
+		"redir /perm /permanent?{query} permanent",
+		"respond /teapot 418",
+		"@hdr header X-Test *\nrespond @hdr \"has {header.X-Test}\"",
+		"@q query k=*\nrespond @q \"query {query.k}\"",
+		"@notget not method GET HEAD\nrespond @notget \"not get {method}\" 405",
+		"handle_errors {\n\trespond \"{err.status_code} {err.status_text}\"\n}",
+		"encode zstd",
+	}
+	terminals := []string{
+		"reverse_proxy UP {\n\theader_down Server \"^(.*)$\" \"proxied-$1\"\n\theader_up -User-Agent\n}",
+		"reverse_proxy UP {\n\theader_up Host example.internal\n\theader_up X-Forwarded-Host {host}\n}",
+		"respond \"end {uri}\" 202",
+		"reverse_proxy UP",
+	}
+	extra := []request{
+		get("/private/x"), get("/private/x", "Authorization", "Basic Ym9iOndyb25n"), get("/abort-me"), get("/to-post"),
+		{method: "POST", path: "/upload", body: "more than eight bytes"}, {method: "POST", path: "/upload", body: "short"},
+		{method: "POST", path: "/upload-chunked", body: "more than eight bytes", chunked: true},
+		get("/x//y///z"), get("/re/word"), get("/nested/a"), get("/nested/b"), get("/first/second/x"),
+		get("/status404"), get("/rp404/status404"), get("/perm?a=1"), get("/teapot"), get("/h", "X-Test", "yes"),
+		get("/q?k=v"), {method: "DELETE", path: "/del"},
+	}
+	return combine("generated2", 8, n, parts, terminals, extra)
+}
+
+// combine makes n sites of 3 to 6 of parts and one of terminals, from
+// seed, each sent the common requests and extra.
+func combine(name string, seed int64, n int, parts, terminals []string, extra []request) []*source {
+	rnd := rand.New(rand.NewSource(seed))
 	var out []*source
 	for i := 0; i < n; i++ {
 		var lines []string
@@ -408,7 +455,7 @@ func generatedSources(n int) []*source {
 			lines = append(lines, parts[j])
 		}
 		lines = append(lines, terminals[rnd.Intn(len(terminals))])
-		out = append(out, &source{name: fmt.Sprintf("generated/%d", i),
+		out = append(out, &source{name: fmt.Sprintf("%s/%d", name, i),
 			caddyfile: "gen.test {\n" + strings.Join(lines, "\n") + "\n}\n", extra: extra})
 	}
 	return out
