@@ -198,6 +198,7 @@ func build(srcs []*source, o *origin, https, http, dead int, www string) (*plan,
 	p := &plan{https: https, http: http}
 	var globals []*node
 	var rest []*node
+sources:
 	for i, src := range srcs {
 		nodes, err := parseTree(src.caddyfile)
 		if err != nil {
@@ -216,7 +217,7 @@ func build(srcs []*source, o *origin, https, http, dead int, www string) (*plan,
 			case strings.HasPrefix(n.word(0), "("):
 				if reason := editBody(n.children, ups, www); reason != "" {
 					p.skipped = append(p.skipped, src.name+": "+reason)
-					goto next
+					continue sources // its sites use the snippet
 				}
 				rest = append(rest, n)
 			case n.block:
@@ -254,7 +255,6 @@ func build(srcs []*source, o *origin, https, http, dead int, www string) (*plan,
 		for path := range ups.healthy {
 			o.skip[path] = true
 		}
-	next:
 	}
 	common := []*node{line("admin", "off"), line("http_port", strconv.Itoa(http)),
 		line("https_port", strconv.Itoa(https)), line("default_bind", "127.0.0.1"),
