@@ -115,10 +115,13 @@ func (s *Site) Cleartext() bool {
 }
 
 // RedirectHosts are the names whose plain-HTTP requests on the http_port
-// are redirected to HTTPS, with the port each is served on: every host of
+// are redirected to HTTPS, with the port the redirect names: every host of
 // an HTTPS site, the first site of a name deciding its port, unless
 // auto_https disables redirects or http_port is off. A name an http://
-// site serves on the http_port is that site's, not redirected.
+// site serves on the http_port is that site's, not redirected. A site on
+// the https_port (or the http_port, 80 or 443) gets 443, which the
+// redirect leaves out, as Caddy does: it takes the https_port for one the
+// outside reaches as 443 (a port forwarded to it).
 func (c *Config) RedirectHosts() map[string]int {
 	if c.AutoHTTPS.NoRedirects || c.HTTPPort == 0 {
 		return nil
@@ -138,7 +141,11 @@ func (c *Config) RedirectHosts() map[string]int {
 				continue
 			}
 			if _, ok := out[a.Host]; !ok {
-				out[a.Host] = a.Port
+				port := a.Port
+				if port == c.HTTPSPort || port == c.HTTPPort || port == DefaultHTTPPort {
+					port = DefaultHTTPSPort
+				}
+				out[a.Host] = port
 			}
 		}
 	}

@@ -61,8 +61,8 @@ func TestSchemes(t *testing.T) {
 }
 
 // TestRedirectHosts: every host of an HTTPS site is redirected from the
-// http_port to its port, unless auto_https says otherwise or an http://
-// site serves the name there.
+// http_port to its port (none for the https_port), unless auto_https says
+// otherwise or an http:// site serves the name there.
 func TestRedirectHosts(t *testing.T) {
 	sites := "example.com {\n\trespond ok\n}\nlocalhost:8443 {\n\trespond ok\n}\n:8080 {\n\trespond ok\n}\nhttp://plain.example.com {\n\trespond ok\n}\nplain.example.com {\n\trespond ok\n}\n"
 	for _, tc := range []struct{ global, want string }{
@@ -70,6 +70,9 @@ func TestRedirectHosts(t *testing.T) {
 		{"auto_https disable_redirects", ""},
 		{"auto_https off", "error"}, // example.com would have no certificate
 		{"http_port off", ""},
+		// Caddy leaves the https_port out of its redirect (the outside
+		// reaches it as 443), whichever site is on it.
+		{"https_port 8443", "example.com:443 localhost:443"},
 	} {
 		c, err := Parse("Caddyfile", []byte("{\n\t"+tc.global+"\n}\n"+sites))
 		if tc.want == "error" {

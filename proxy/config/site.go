@@ -222,7 +222,9 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 			if len(paths) != 1 || !matched {
 				p.errf(d, "handle_path: want one path prefix, e.g. handle_path /api/* { ... }")
 			} else {
-				n.Strip = strings.TrimSuffix(paths[0], "*")
+				// Lower case: the strip ignores case, as the path
+				// matcher does (and Caddy's strip).
+				n.Strip = strings.ToLower(strings.TrimSuffix(paths[0], "*"))
 			}
 		}
 		var sub []*caddyfile.Dispenser
@@ -515,6 +517,7 @@ func (p *parser) uri(d *caddyfile.Dispenser, n *route.Node) {
 			if !strings.HasPrefix(n.Find, "/") {
 				n.Find = "/" + n.Find
 			}
+			n.Find = strings.ToLower(n.Find) // the strip ignores case, as in Caddy
 		}
 	case "replace":
 		if len(args) != 3 && len(args) != 4 {

@@ -581,7 +581,11 @@ func rewriteTarget(tmpl Template, prefix string, r *stream.Request) string {
 			to += "?" + q
 		}
 	} else {
-		to = strings.TrimSuffix(to, "?")
+		to = dropEmptyPairs(strings.TrimSuffix(to, "?"))
+	}
+	to = escapeTarget(to)
+	if to == "" {
+		return ""
 	}
 	if to[0] != '/' && to[0] != '?' {
 		to = "/" + to
@@ -600,12 +604,16 @@ func (h *Handler) redirect(n *Node, req *stream.Request, w stream.ResponseWriter
 }
 
 // Redirector is a response redirecting to loc with status (or, html, a
-// page that redirects in the browser, as Caddy's "redir ... html").
+// page that redirects in the browser, as Caddy's "redir ... html": its
+// page byte for byte, loc HTML-escaped in all four places, the script's
+// string too, where the escapes are not decoded and so cannot end it).
 func Redirector(status int, loc string, html bool) *static.Handler {
 	if html {
-		body := []byte(`<!DOCTYPE html><html><head><title>Redirecting...</title><script>window.location.replace("` +
-			jsEscape(loc) + `");</script><meta http-equiv="refresh" content="0; URL='` + htmlEscape(loc) +
-			`'"></head><body>Redirecting to <a href="` + htmlEscape(loc) + `">` + htmlEscape(loc) + `</a>...</body></html>` + "\n")
+		safe := htmlEscape(loc)
+		body := []byte("<!DOCTYPE html>\n<html>\n\t<head>\n\t\t<title>Redirecting...</title>\n" +
+			"\t\t<script>window.location.replace(\"" + safe + "\");</script>\n" +
+			"\t\t<meta http-equiv=\"refresh\" content=\"0; URL='" + safe + "'\">\n\t</head>\n" +
+			"\t<body>Redirecting to <a href=\"" + safe + "\">" + safe + "</a>...</body>\n</html>\n")
 		return static.NewResponse(200, []stream.Field{
 			{Name: "content-type", Value: "text/html; charset=utf-8"},
 			{Name: "content-length", Value: strconv.Itoa(len(body))},
@@ -615,6 +623,60 @@ func Redirector(status int, loc string, html bool) *static.Handler {
 		{Name: "location", Value: loc},
 		{Name: "content-length", Value: "0"},
 	}, nil)
+}
+
+// escapeTarget percent-encodes the bytes that never stand in a
+// request-target (RFC 9112 §3.2): a space, controls, DEL, '#' and
+// non-ASCII, which a placeholder's value ({header.X}, {query.k} decoded)
+// may bring into a rewrite. Written raw, a space would end the request
+// line early, and the origin would read another target and version than
+// the ones meant. Other bytes are left as they are ('%' too: the rest of
+// the target is already encoded), as a client may have sent them.
+func escapeTarget(to string) string {
+	i := 0
+	for i < len(to) && !escapedInTarget(to[i]) {
+		i++
+	}
+	if i == len(to) {
+		return to
+	}
+	const hex = "0123456789ABCDEF"
+	b := []byte(to[:i])
+	for ; i < len(to); i++ {
+		if c := to[i]; escapedInTarget(c) {
+			b = append(b, '%', hex[c>>4], hex[c&15])
+		} else {
+			b = append(b, c)
+		}
+	}
+	return string(b)
+}
+
+func escapedInTarget(c byte) bool { return c <= ' ' || c >= 0x7f || c == '#' }
+
+// dropEmptyPairs leaves out the empty pairs of a rewritten query, as
+// Caddy writes a query: "?{query}&a=b" without a query is "?a=b", not
+// "?&a=b", and a query of nothing but empty pairs is none.
+func dropEmptyPairs(target string) string {
+	i := strings.IndexByte(target, '?')
+	if i < 0 {
+		return target
+	}
+	q := target[i+1:]
+	if !strings.HasPrefix(q, "&") && !strings.HasSuffix(q, "&") && !strings.Contains(q, "&&") {
+		return target
+	}
+	b := []byte(target[:i+1])
+	for _, pair := range strings.Split(q, "&") {
+		if pair == "" {
+			continue
+		}
+		if b[len(b)-1] != '?' {
+			b = append(b, '&')
+		}
+		b = append(b, pair...)
+	}
+	return strings.TrimSuffix(string(b), "?")
 }
 
 // respondStatus is respond's status when it is not the one compiled: a
@@ -646,10 +708,6 @@ func Responder(status int, body string) *static.Handler {
 var htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;")
 
 func htmlEscape(s string) string { return htmlEscaper.Replace(s) }
-
-var jsEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "<", `\x3c`, ">", `\x3e`)
-
-func jsEscape(s string) string { return jsEscaper.Replace(s) }
 
 // empty is the answer when no terminal route matched.
 var empty = static.NewResponse(200, []stream.Field{{Name: "content-length", Value: "0"}}, nil)
