@@ -23,7 +23,7 @@ func (h *Handler) forwardAuth(n *Node, at *resumePoint, resp []*Node, req *strea
 	// The auth service's answer, when it is the client's, goes through
 	// the response edits and encodes matched before, as a proxied one.
 	var one [1]*encode.Writer
-	cw, encs := h.edit(w, req, resp, one[:0])
+	cw, encs := h.edit(w, req, resp, mergeAdd, one[:0])
 	r.cw = cw
 	sub := &r.sub
 	*sub = *req

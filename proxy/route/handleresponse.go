@@ -40,7 +40,7 @@ func matchResponse(hs []ResponseHandler, status int, fields []stream.Field) *Res
 func (h *Handler) proxyRouted(n *Node, at *resumePoint, resp []*Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
 	r := &relay{hold: hold{w: w}, h: h, req: req, n: n, at: at}
 	var one [1]*encode.Writer
-	cw, encs := h.edit(w, req, resp, one[:0])
+	cw, encs := h.edit(w, req, resp, mergeAdd, one[:0])
 	r.cw = cw
 	r.origin = h.proxies[n.Proxy].Serve(req, (*relayReply)(r))
 	return encoded(r, encs)
