@@ -57,6 +57,7 @@ func TestHeaderImmediate(t *testing.T) {
 		w.Header().Set("X-Both", "origin")
 		w.Header().Set("X-Gone", "yes")
 		w.Header().Set("X-Order", "origin")
+		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte("from origin"))
 	}))
 	root := t.TempDir()
@@ -81,7 +82,18 @@ func TestHeaderImmediate(t *testing.T) {
 	handle /error {
 		error 418
 	}
-`, root, o, closed)
+	handle /copy {
+		reverse_proxy %s {
+			@ok status 200
+			handle_response @ok {
+				copy_response_headers {
+					include Content-Type X-Both
+				}
+				respond "replaced"
+			}
+		}
+	}
+`, root, o, closed, o)
 	errorRoutes := `	handle_errors {
 		header X-Err-Now yes
 		header >X-Err-Later yes
@@ -115,6 +127,10 @@ func TestHeaderImmediate(t *testing.T) {
 			{"GET", "/proxy", 200, "from origin", merge(immediate, deferred, fieldValues{
 				"X-Both": {"site", "origin"}, "Server": nil, "Vary": {"X-Site"}})},
 			{"GET", "/respond", 200, "hi", merge(immediate, deferred)},
+			// copy_response_headers adds to the fields at once too: the
+			// origin's Content-Type is there before respond answers.
+			{"GET", "/copy", 200, "replaced", merge(immediate, deferred, fieldValues{
+				"X-Both": {"site", "origin"}, "Content-Type": {"application/json"}})},
 			{"GET", "/redir", 302, "", merge(immediate, deferred, fieldValues{"Location": {"/elsewhere"}})},
 			{"GET", "/files/a.txt", 200, "file a", merge(immediate, deferred, fieldValues{
 				"Content-Type": {"text/x-site"}, "Vary": {"X-Site", "Accept-Encoding"}})},

@@ -102,6 +102,9 @@ func (pw *presetWriter) nodes() []*Node {
 func (pw *presetWriter) fields(dst []stream.Field) []stream.Field {
 	dst = append(dst, pw.base...)
 	for _, n := range pw.nodes() {
+		if n.CopyFrom != nil {
+			dst = n.CopyFrom.appendCopied(dst, pw.req.Handoff)
+		}
 		dst = applyOps(dst, n.Ops, &pw.req, mainOps)
 	}
 	return dst

@@ -90,7 +90,8 @@ type Node struct {
 	Ops       []HeaderOp     // EditResponse, EditRequest
 	RespMatch *ResponseMatch // EditResponse: only responses it matches (header's match)
 	// Immediate makes an EditResponse Caddy's header without defer, a
-	// deletion, >Field or match: its edits (but its ?Field defaults) go
+	// deletion, >Field or match, or its copy_response_headers (CopyFrom):
+	// its edits (but its ?Field defaults) go
 	// into the response's fields before the handler answers, so every
 	// answer carries them, error answers included, and the handler's own
 	// fields join them as Caddy's handlers fill its header map (preset).
