@@ -28,6 +28,10 @@ const headerSite = `	header X-Now now
 	header X-Defer deferred {
 		defer
 	}
+	header X-Path {path}
+	header >X-Path-Later {path}
+	header X-User "u={http.auth.user.id}"
+	header >X-User-Later "u={http.auth.user.id}"
 `
 
 // fieldValues is what a response must carry: every value of each field,
@@ -64,6 +68,13 @@ func TestHeaderImmediate(t *testing.T) {
 	os.MkdirAll(filepath.Join(root, "files"), 0o755)
 	os.WriteFile(filepath.Join(root, "files", "a.txt"), []byte("file a"), 0o644)
 	routes := fmt.Sprintf(`	root * %s
+	rewrite /rw /respond
+	handle /auth {
+		basic_auth {
+			alice %s
+		}
+		respond "authed"
+	}
 	handle /proxy {
 		reverse_proxy %s
 	}
@@ -93,7 +104,7 @@ func TestHeaderImmediate(t *testing.T) {
 			}
 		}
 	}
-`, root, o, closed, o)
+`, root, bcryptOf(t, "pw"), o, closed, o)
 	errorRoutes := `	handle_errors {
 		header X-Err-Now yes
 		header >X-Err-Later yes
@@ -118,6 +129,7 @@ func TestHeaderImmediate(t *testing.T) {
 		status       int
 		body         string
 		want         fieldValues
+		header       map[string]string
 	}
 	cases := []struct {
 		name, site string
@@ -125,22 +137,26 @@ func TestHeaderImmediate(t *testing.T) {
 	}{
 		{"bare errors", headerSite + routes, []answer{
 			{"GET", "/proxy", 200, "from origin", merge(immediate, deferred, fieldValues{
-				"X-Both": {"site", "origin"}, "Server": nil, "Vary": {"X-Site"}})},
-			{"GET", "/respond", 200, "hi", merge(immediate, deferred)},
+				"X-Both": {"site", "origin"}, "Server": nil, "Vary": {"X-Site"}}), nil},
+			{"GET", "/respond", 200, "hi", merge(immediate, deferred), nil},
+			// Placeholders in an immediate edit read the request as the
+			// routes reach it: before the rewrite, before basic_auth.
+			{"GET", "/rw", 200, "hi", fieldValues{"X-Path": {"/rw"}, "X-Path-Later": {"/respond"}}, nil},
+			{"GET", "/auth", 200, "authed", fieldValues{"X-User": {"u="}, "X-User-Later": {"u=alice"}}, basic("alice", "pw")},
 			// copy_response_headers adds to the fields at once too: the
 			// origin's Content-Type is there before respond answers.
 			{"GET", "/copy", 200, "replaced", merge(immediate, deferred, fieldValues{
-				"X-Both": {"site", "origin"}, "Content-Type": {"application/json"}})},
-			{"GET", "/redir", 302, "", merge(immediate, deferred, fieldValues{"Location": {"/elsewhere"}})},
+				"X-Both": {"site", "origin"}, "Content-Type": {"application/json"}}), nil},
+			{"GET", "/redir", 302, "", merge(immediate, deferred, fieldValues{"Location": {"/elsewhere"}}), nil},
 			{"GET", "/files/a.txt", 200, "file a", merge(immediate, deferred, fieldValues{
-				"Content-Type": {"text/x-site"}, "Vary": {"X-Site", "Accept-Encoding"}})},
-			{"GET", "/down", 502, "", merge(immediate, none)},
-			{"GET", "/error", 418, "", merge(immediate, none)},
+				"Content-Type": {"text/x-site"}, "Vary": {"X-Site", "Accept-Encoding"}}), nil},
+			{"GET", "/down", 502, "", merge(immediate, none), nil},
+			{"GET", "/error", 418, "", merge(immediate, none), nil},
 		}},
 		{"handle_errors", headerSite + routes + errorRoutes, []answer{
-			{"GET", "/down", 502, "handled 502", merge(immediate, none, fieldValues{"X-Err-Now": {"yes"}, "X-Err-Later": {"yes"}})},
-			{"GET", "/error", 418, "handled 418", merge(immediate, none, fieldValues{"X-Err-Now": {"yes"}, "X-Err-Later": {"yes"}})},
-			{"GET", "/respond", 200, "hi", merge(immediate, deferred, fieldValues{"X-Err-Now": nil})},
+			{"GET", "/down", 502, "handled 502", merge(immediate, none, fieldValues{"X-Err-Now": {"yes"}, "X-Err-Later": {"yes"}}), nil},
+			{"GET", "/error", 418, "handled 418", merge(immediate, none, fieldValues{"X-Err-Now": {"yes"}, "X-Err-Later": {"yes"}}), nil},
+			{"GET", "/respond", 200, "hi", merge(immediate, deferred, fieldValues{"X-Err-Now": nil}), nil},
 		}},
 	}
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
@@ -150,7 +166,7 @@ func TestHeaderImmediate(t *testing.T) {
 			for proto, c := range cls {
 				t.Run(tc.name+"/"+proto, func(t *testing.T) {
 					for _, a := range tc.answers {
-						x := exchange{method: a.method, path: a.path, status: a.status, body: a.body}
+						x := exchange{method: a.method, path: a.path, header: a.header, status: a.status, body: a.body}
 						if a.body == "" {
 							x.body = "*" // pollproxy's own errors have a short text body
 						}

@@ -6,10 +6,11 @@ import "github.com/pollproxy/pollproxy/proxy/stream"
 // without a deletion, >Field or match) edits the response's header map at
 // once, before the handlers after it run; whatever answers then writes
 // into that map, and so does an error's answer, handle_errors' or the
-// bare status. pollproxy has no map: presetWriter holds the immediate
-// edits, and the fields an error carried into the error routes
-// (Handoff.Fields), and applies them when the head is written, joined
-// with the handler's own fields the way Caddy's handlers fill the map.
+// bare status. pollproxy has no map: the routes apply the immediate
+// edits to the request's preset fields as they reach them (after the
+// fields an error carried into the error routes, Handoff.Fields), and
+// presetWriter joins those to the head when it is written, with the
+// handler's own fields the way Caddy's handlers fill the map.
 // It is the innermost writer, so the deferred edits and encoders around
 // it see the joined fields, as Caddy's wrappers see the map.
 
@@ -35,79 +36,59 @@ func mergeFor(n *Node) byte {
 	return mergeSet
 }
 
-// immediate reports whether resp has an immediate header directive.
-func immediate(resp []*Node) bool {
-	for _, n := range resp {
-		if n.Kind == EditResponse && n.Immediate {
-			return true
-		}
-	}
-	return false
+// edits are the response edits a request matched, in order: the header
+// directives and encodes (nodes), and the fields the immediate ones set
+// as the routes ran (preset, after those an error carried in).
+type edits struct {
+	nodes  []*Node
+	preset []stream.Field
+}
+
+// edits returns the request in progress's edits, in the handler's
+// scratch: valid until the next request's evaluation (see keep).
+func (h *Handler) edits() edits { return edits{nodes: h.resp, preset: h.preset} }
+
+// keep copies e, for a request that waits (a password check, another
+// exchange) while the handler serves others.
+func (e edits) keep() edits {
+	return edits{nodes: append([]*Node(nil), e.nodes...), preset: append([]stream.Field(nil), e.preset...)}
 }
 
 // presetBase returns the fields the error being rendered carried in, if
 // any.
 func presetBase(req *stream.Request) []stream.Field {
-	if req.Handoff == nil || len(req.Handoff.Fields) == 0 {
+	if req.Handoff == nil {
 		return nil
 	}
 	return req.Handoff.Fields
 }
 
-// presetWriter applies the immediate edits to every head written
-// through it, and carries them to the error routes (RouteError).
+// applyImmediate applies the immediate directive n to the fields fs, as
+// the routes reach it: its placeholders read the request as it is then,
+// as Caddy's do (a header before basic_auth has no user yet).
+func applyImmediate(fs []stream.Field, n *Node, r *stream.Request) []stream.Field {
+	if n.CopyFrom != nil {
+		fs = n.CopyFrom.appendCopied(fs, r.Handoff)
+	}
+	return applyOps(fs, n.Ops, r, mainOps)
+}
+
+// presetWriter joins the fields the immediate edits set to every head
+// written through it, and carries them to the error routes (RouteError).
 type presetWriter struct {
 	stream.ResponseWriter
-	h     *Handler
-	ops   [4]*Node // the immediate directives, in order
-	more  []*Node  // instead of ops when they do not fit
-	n     int
-	base  []stream.Field
-	merge byte
-	req   stream.Request // the request's scalars, for placeholders
-	wrote bool
+	h      *Handler
+	fields []stream.Field
+	inline [4]stream.Field // fields' array when they fit
+	merge  byte
+	wrote  bool
 }
 
-func (h *Handler) preset(w stream.ResponseWriter, req *stream.Request, resp []*Node, base []stream.Field, merge byte) stream.ResponseWriter {
-	pw := &presetWriter{ResponseWriter: w, h: h, base: base, merge: merge}
-	for _, n := range resp {
-		if n.Kind != EditResponse || !n.Immediate {
-			continue
-		}
-		switch {
-		case pw.more != nil:
-			pw.more = append(pw.more, n)
-		case pw.n == len(pw.ops):
-			pw.more = append(append(make([]*Node, 0, 2*len(pw.ops)), pw.ops[:]...), n)
-		default:
-			pw.ops[pw.n] = n
-		}
-		pw.n++
-	}
-	pw.req = *req
-	pw.req.Header = nil
+// presetFields wraps w in a presetWriter of preset (copied).
+func (h *Handler) presetFields(w stream.ResponseWriter, preset []stream.Field, merge byte) stream.ResponseWriter {
+	pw := &presetWriter{ResponseWriter: w, h: h, merge: merge}
+	pw.fields = append(pw.inline[:0], preset...)
 	return pw
-}
-
-// nodes returns the immediate directives, in order.
-func (pw *presetWriter) nodes() []*Node {
-	if pw.more != nil {
-		return pw.more
-	}
-	return pw.ops[:pw.n]
-}
-
-// fields appends the preset fields to dst: the error's, then the
-// immediate edits over them in order.
-func (pw *presetWriter) fields(dst []stream.Field) []stream.Field {
-	dst = append(dst, pw.base...)
-	for _, n := range pw.nodes() {
-		if n.CopyFrom != nil {
-			dst = n.CopyFrom.appendCopied(dst, pw.req.Handoff)
-		}
-		dst = applyOps(dst, n.Ops, &pw.req, mainOps)
-	}
-	return dst
 }
 
 // WriteHeader joins the handler's fields with the preset ones on a final
@@ -117,7 +98,7 @@ func (pw *presetWriter) WriteHeader(status int, fields []stream.Field, end bool)
 		return pw.ResponseWriter.WriteHeader(status, fields, end)
 	}
 	pw.wrote = true
-	fs := mergeFields(pw.fields(pw.h.fields[:0]), fields, pw.merge)
+	fs := mergeFields(append(pw.h.fields[:0], pw.fields...), fields, pw.merge)
 	pw.h.fields = fs[:0]
 	return pw.ResponseWriter.WriteHeader(status, fs, end)
 }
@@ -128,7 +109,7 @@ func (pw *presetWriter) WriteHeader(status int, fields []stream.Field, end bool)
 // set over the preset ones, as Caddy writes an error's status into the
 // header map.
 func (pw *presetWriter) RouteError(status int, message string, fields []stream.Field) bool {
-	fs := mergeFields(pw.fields(nil), fields, mergeSet)
+	fs := mergeFields(append([]stream.Field(nil), pw.fields...), fields, mergeSet)
 	if stream.RouteErrorFields(pw.ResponseWriter, status, message, fs) {
 		return true
 	}

@@ -154,8 +154,9 @@ type Handler struct {
 	proxies  []stream.Handler
 	clientFn ClientIPFunc
 	ctx      Ctx
-	resp     []*Node    // response edits and encodes matched for the request in progress
-	auths    []authStep // basic_auth directives it matched, in order
+	resp     []*Node        // response edits and encodes matched for the request in progress
+	preset   []stream.Field // the fields its immediate edits set so far (preset.go)
+	auths    []authStep     // basic_auth directives it matched, in order
 	fields   []stream.Field
 	checks   checks  // basic_auth's checks off the loop (basicauth.go)
 	stack    []frame // where evaluation stands (walk)
@@ -218,6 +219,7 @@ func (h *Handler) evaluate(nodes []Node, req *stream.Request, memo *fileMemo) (*
 	req.Captures = req.Captures[:0] // a second pass (file matchers) saves them again
 	h.ctx.files = memo
 	h.resp = h.resp[:0]
+	h.preset = append(h.preset[:0], presetBase(req)...)
 	h.auths = h.auths[:0]
 	h.icpt = nil
 	orig := req.Path
@@ -238,13 +240,13 @@ func (h *Handler) finish(n *Node, vars reqVars, req *stream.Request, w stream.Re
 	if len(h.auths) > 0 {
 		return h.authenticate(n, at, vars, req, w)
 	}
-	return h.answer(n, at, h.resp, vars, req, w)
+	return h.answer(n, at, h.edits(), vars, req, w)
 }
 
 // answer hands the request to the terminal route n (nil: none matched),
 // with the response edits resp. A route that hands the request to another
 // exchange first gets at, where the request re-enters the routes.
-func (h *Handler) answer(n *Node, at *resumePoint, resp []*Node, vars reqVars, req *stream.Request, w stream.ResponseWriter) stream.Events {
+func (h *Handler) answer(n *Node, at *resumePoint, resp edits, vars reqVars, req *stream.Request, w stream.ResponseWriter) stream.Events {
 	switch {
 	case n == nil:
 	case req.Handoff != nil && req.Handoff.Depth >= maxDepth:
@@ -264,8 +266,8 @@ func (h *Handler) answer(n *Node, at *resumePoint, resp []*Node, vars reqVars, r
 
 // reply is answer's work, observed or not: the response edits and
 // encodes resp wrap w, then the terminal route n answers.
-func (h *Handler) reply(n *Node, resp []*Node, vars reqVars, req *stream.Request, w stream.ResponseWriter) stream.Events {
-	if len(resp) == 0 && (req.Handoff == nil || len(req.Handoff.Fields) == 0) {
+func (h *Handler) reply(n *Node, resp edits, vars reqVars, req *stream.Request, w stream.ResponseWriter) stream.Events {
+	if len(resp.nodes) == 0 && len(resp.preset) == 0 {
 		return h.terminal(n, vars, req, w)
 	}
 	var one [1]*encode.Writer
@@ -277,10 +279,10 @@ func (h *Handler) reply(n *Node, resp []*Node, vars reqVars, req *stream.Request
 // directive wraps the writer of those before it, as Caddy's middleware
 // chain does, and the handler writes to the last. The encode directives'
 // Writers are appended to encs: the request's events must go through
-// them (encoded). The immediate edits, and the fields an error carried
-// in (Handoff.Fields), are the innermost writer (preset), joined with
-// the handler's fields as merge says.
-func (h *Handler) edit(w stream.ResponseWriter, req *stream.Request, resp []*Node, merge byte, encs []*encode.Writer) (stream.ResponseWriter, []*encode.Writer) {
+// them (encoded). The fields the immediate edits set are the innermost
+// writer (presetWriter), joined with the handler's as merge says.
+func (h *Handler) edit(w stream.ResponseWriter, req *stream.Request, e edits, merge byte, encs []*encode.Writer) (stream.ResponseWriter, []*encode.Writer) {
+	resp := e.nodes
 	for i := 0; i < len(resp); {
 		if resp[i].Kind == Encode {
 			// A tunnel's bytes are never encoded.
@@ -304,8 +306,8 @@ func (h *Handler) edit(w stream.ResponseWriter, req *stream.Request, resp []*Nod
 		}
 		i = j
 	}
-	if base := presetBase(req); base != nil || immediate(resp) {
-		w = h.preset(w, req, resp, base, merge)
+	if len(e.preset) > 0 {
+		w = h.presetFields(w, e.preset, merge)
 	}
 	return w, encs
 }
@@ -401,6 +403,9 @@ func (h *Handler) walk() *Node {
 		switch n.Kind {
 		case EditResponse, Encode:
 			h.resp = append(h.resp, n)
+			if n.Immediate {
+				h.preset = applyImmediate(h.preset, n, h.ctx.Req)
+			}
 		case EditRequest:
 			r := h.ctx.Req
 			r.Header = ApplyHeaderOps(append([]stream.Field(nil), r.Header...), n.Ops, r)
