@@ -152,6 +152,8 @@ func TestHeaderImmediate(t *testing.T) {
 				"Content-Type": {"text/x-site"}, "Vary": {"X-Site", "Accept-Encoding"}}), nil},
 			{"GET", "/down", 502, "", merge(immediate, none), nil},
 			{"GET", "/error", 418, "", merge(immediate, none), nil},
+			{"GET", "/auth", 401, "", merge(immediate, none, fieldValues{
+				"WWW-Authenticate": {`Basic realm="restricted"`}, "X-User": {"u="}, "X-User-Later": nil}), nil},
 		}},
 		{"handle_errors", headerSite + routes + errorRoutes, []answer{
 			{"GET", "/down", 502, "handled 502", merge(immediate, none, fieldValues{"X-Err-Now": {"yes"}, "X-Err-Later": {"yes"}}), nil},

@@ -46,6 +46,20 @@ func Unauthorized(a *auth.BasicAuth) *static.Handler {
 	}, nil)
 }
 
+// unauthorized answers a request basic_auth's route n refused. Caddy's
+// authentication returns the 401 as an error, with its challenge set in
+// the response header map: the site's error routes render it when it has
+// them, the challenge kept; otherwise the answer is the bare 401.
+func (h *Handler) unauthorized(n *Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
+	if _, ok := stream.Find[stream.ErrorRouter](w); ok {
+		challenge := []stream.Field{{Name: "www-authenticate", Value: n.Auth.Challenge()}}
+		if stream.RouteErrorFields(w, 401, "not authenticated", challenge) {
+			return drain{w}
+		}
+	}
+	return n.Static.Serve(req, w)
+}
+
 var busyBody = []byte("pollproxy: too many password checks at once; try again\n")
 
 // busy answers a request whose check found the pool full.

@@ -345,7 +345,7 @@ func (h *Handler) terminal(n *Node, vars reqVars, req *stream.Request, w stream.
 		w.Reset(stream.CodeInternal)
 		return nil
 	case BasicAuth:
-		return n.Static.Serve(req, w)
+		return h.unauthorized(n, req, w)
 	case FileServer:
 		root := n.Root
 		if root == "" {
