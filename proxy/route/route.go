@@ -91,12 +91,11 @@ type Node struct {
 	RespMatch *ResponseMatch // EditResponse: only responses it matches (header's match)
 	// Immediate makes an EditResponse Caddy's header without defer, a
 	// deletion, >Field or match, or its copy_response_headers (CopyFrom):
-	// its edits (but its ?Field defaults) go
-	// into the response's fields before the handler answers, so every
-	// answer carries them, error answers included, and the handler's own
-	// fields join them as Caddy's handlers fill its header map (preset).
-	// Otherwise the edits apply when the head is written, to that head
-	// alone.
+	// its edits, but its ?Field defaults, go into the response's fields
+	// as the routes reach it, so every answer carries them, error answers
+	// included, and the handler's own fields join them as Caddy's
+	// handlers fill its header map (preset.go). Otherwise the edits apply
+	// when the head is written, to that head alone.
 	Immediate bool
 
 	To Template // Rewrite; Redirect's target; Respond's body when it has placeholders; ForwardAuth's uri; Error's message
