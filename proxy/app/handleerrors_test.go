@@ -234,9 +234,52 @@ func TestHandleErrorsFileServer(t *testing.T) {
 					{method: "POST", path: "/missing.html", status: 404, body: "custom not found page"},
 					{method: "GET", path: "/private/x", status: 403, body: "custom forbidden page"},
 					{method: "GET", path: "/strict/nothing", status: 404, body: "custom not found page"},
-					{method: "DELETE", path: "/index.html", status: 405, body: "handled 405"},
+					// The Allow (and Vary) file_server had set stay on the
+					// error routes' answer, as in Caddy.
+					{method: "DELETE", path: "/index.html", status: 405, body: "handled 405",
+						want: map[string]string{"Allow": "GET, HEAD", "Vary": "Accept-Encoding"}},
 				} {
 					x.run(t, c, base)
+				}
+			})
+		}
+	})
+}
+
+// TestHandleErrorsBasicAuth: basic_auth's 401 is an error, as Caddy's
+// authentication returns it: the site's error routes render it, with
+// {err.message} "not authenticated", the challenge basic_auth set and the
+// immediate header edits, never the deferred ones; whether the request
+// had no credentials or wrong ones (compared off the loop), with a body
+// or without. Over HTTP/2 and HTTP/1.1 on every poller backend.
+func TestHandleErrorsBasicAuth(t *testing.T) {
+	site := fmt.Sprintf(`	header X-Now now
+	header >X-Later later
+	basic_auth /admin/* {
+		alice %s
+	}
+	respond "ok {http.auth.user.id}"
+	handle_errors {
+		respond "handled {err.status_code} {err.message}"
+	}`, bcryptOf(t, "pw"))
+	refused := map[string]string{"WWW-Authenticate": `Basic realm="restricted"`, "X-Now": "now", "X-Later": ""}
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		port, cls := startSite(t, backend, site)
+		base := fmt.Sprintf("https://localhost:%d", port)
+		for proto, c := range cls {
+			t.Run(proto, func(t *testing.T) {
+				for _, x := range []exchange{
+					{method: "GET", path: "/admin/x", status: 401, body: "handled 401 not authenticated", want: refused},
+					{method: "GET", path: "/admin/x", header: basic("alice", "wrong"), status: 401, body: "handled 401 not authenticated", want: refused},
+					{method: "GET", path: "/admin/x", header: basic("alice", "pw"), status: 200, body: "ok alice",
+						want: map[string]string{"WWW-Authenticate": "", "X-Now": "now", "X-Later": "later"}},
+				} {
+					x.run(t, c, base)
+				}
+				// Refused with a body: the body is read and dropped.
+				status, b := send(t, c, "POST", base+"/admin/upload", strings.Repeat("u", 100000), basic("alice", "nope"))
+				if status != 401 || b != "handled 401 not authenticated" {
+					t.Errorf("POST /admin/upload with a wrong password: %d %q", status, b)
 				}
 			})
 		}

@@ -130,7 +130,9 @@ func (p *parser) copyResponse(d *caddyfile.Dispenser, n *route.Node, name string
 		}
 		return
 	}
-	n.Kind, n.CopyFrom = route.EditResponse, &route.HeaderFilter{}
+	// Caddy's copy_response_headers adds to the response header map at
+	// once: the fields are there before a respond after it answers.
+	n.Kind, n.CopyFrom, n.Immediate = route.EditResponse, &route.HeaderFilter{}, true
 	if args := d.RemainingArgs(); len(args) > 0 {
 		p.errf(d, "copy_response_headers: want [matcher] { include FIELD... | exclude FIELD... }")
 	}

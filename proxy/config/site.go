@@ -429,18 +429,23 @@ func (p *parser) respond(d *caddyfile.Dispenser, n *route.Node) {
 }
 
 // header reads header / request_header: one edit on the line, or a block
-// of them (header also takes "defer", which pollproxy always does).
+// of them. A header edits the response at once (Node.Immediate) unless,
+// as in Caddy, it has "defer", a deletion, a >Field edit or a match.
 func (p *parser) header(d *caddyfile.Dispenser, n *route.Node, name string) {
 	response := name == "header"
 	n.Kind = route.EditRequest
 	if response {
 		n.Kind = route.EditResponse
 	}
+	deferred := false
 	add := func(args []string) {
 		op, err := route.ParseHeaderOp(args, response)
 		if err != nil {
 			p.errf(d, "%s: %v", name, err)
 			return
+		}
+		if op.Op == '-' || strings.HasPrefix(args[0], ">") {
+			deferred = true
 		}
 		n.Ops = append(n.Ops, op)
 	}
@@ -449,6 +454,7 @@ func (p *parser) header(d *caddyfile.Dispenser, n *route.Node, name string) {
 	}
 	for nest := d.Nesting(); d.NextBlock(nest); {
 		if d.Val() == "defer" && response {
+			deferred = true
 			continue
 		}
 		if d.Val() == "match" {
@@ -469,6 +475,7 @@ func (p *parser) header(d *caddyfile.Dispenser, n *route.Node, name string) {
 	if len(n.Ops) == 0 {
 		p.errf(d, "%s: want a field edit, e.g. %s Strict-Transport-Security max-age=31536000", name, name)
 	}
+	n.Immediate = response && !deferred && n.RespMatch == nil
 }
 
 // responseMatch reads a response matcher, on the line (match status 2xx)

@@ -113,7 +113,9 @@ func (r *response) planned(p *plan) {
 		r.release(p, p.first)
 		return
 	}
-	if p.failed && stream.RouteError(r.w, p.status, "") {
+	// The fields the failure set (405's Allow) stay on the error routes'
+	// answer, as in Caddy.
+	if p.failed && stream.RouteErrorFields(r.w, p.status, "", p.fields[:p.set]) {
 		// The error routes took the stream: nothing more from here.
 		r.done = true
 		r.release(p, p.first)

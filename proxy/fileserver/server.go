@@ -130,6 +130,7 @@ type plan struct {
 	segs   []segment
 	length int64
 	failed bool   // an error for handle_errors (failure)
+	set    int    // a failure: how many of fields its handler set (Caddy's header map), before content-length
 	first  []byte // the body's first chunk, read with the plan
 	at     int    // the segment fill reads next
 	pos    int64  // how far into it (its head, then its file bytes)
@@ -145,7 +146,7 @@ func answer(status int, fields []stream.Field) *plan {
 // serve): the site's error routes render it when it has them.
 func failure(status int, fields []stream.Field) *plan {
 	p := answer(status, fields)
-	p.failed = true
+	p.failed, p.set = true, len(fields)
 	return p
 }
 

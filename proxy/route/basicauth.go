@@ -9,12 +9,19 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
-// authStep is a basic_auth the request matched, and how many response
-// edits had matched before it: its 401 carries only those, as in Caddy,
-// where the directives after a failed basic_auth never run.
+// authStep is a basic_auth the request matched, how many response edits
+// had matched before it, and the fields the immediate ones had set: its
+// 401 carries only those, as in Caddy, where the directives after a
+// failed basic_auth never run.
 type authStep struct {
-	n    *Node
-	resp int
+	n      *Node
+	resp   int
+	preset []stream.Field
+}
+
+// edits returns the response edits of the step's 401 out of all, e.
+func (st *authStep) edits(e edits) edits {
+	return edits{nodes: e.nodes[:st.resp], preset: st.preset}
 }
 
 // maxCached bounds a loop's remembered good credentials per site.
@@ -40,6 +47,20 @@ func Unauthorized(a *auth.BasicAuth) *static.Handler {
 	}, nil)
 }
 
+// unauthorized answers a request basic_auth's route n refused. Caddy's
+// authentication returns the 401 as an error, with its challenge set in
+// the response header map: the site's error routes render it when it has
+// them, the challenge kept; otherwise the answer is the bare 401.
+func (h *Handler) unauthorized(n *Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
+	if _, ok := stream.Find[stream.ErrorRouter](w); ok {
+		challenge := []stream.Field{{Name: "www-authenticate", Value: n.Auth.Challenge()}}
+		if stream.RouteErrorFields(w, 401, "not authenticated", challenge) {
+			return drain{w}
+		}
+	}
+	return n.Static.Serve(req, w)
+}
+
 var busyBody = []byte("pollproxy: too many password checks at once; try again\n")
 
 // busy answers a request whose check found the pool full.
@@ -54,7 +75,11 @@ var busy = Node{Kind: Respond, Status: 503, Static: static.NewResponse(503, []st
 // and {http.auth.user.id} is then the user the credentials claim. So only
 // the password checks wait, never the table's evaluation.
 func (h *Handler) matchedAuth(n *Node) {
-	h.auths = append(h.auths, authStep{n: n, resp: len(h.resp)})
+	st := authStep{n: n, resp: len(h.resp)}
+	if len(h.preset) > 0 {
+		st.preset = append([]stream.Field(nil), h.preset...)
+	}
+	h.auths = append(h.auths, st)
 	if len(h.auths) > 1 {
 		return
 	}
@@ -80,7 +105,7 @@ func (h *Handler) authenticate(term *Node, at *resumePoint, vars reqVars, req *s
 	user, pass, ok := credentials(req)
 	if !ok {
 		st := h.auths[0]
-		return h.answer(st.n, nil, h.resp[:st.resp], vars, req, w)
+		return h.answer(st.n, nil, st.edits(h.edits()), vars, req, w)
 	}
 	for i, st := range h.auths {
 		hash, known := st.n.Auth.Lookup(user)
@@ -88,11 +113,11 @@ func (h *Handler) authenticate(term *Node, at *resumePoint, vars reqVars, req *s
 			continue
 		}
 		a := &authWait{hold: hold{w: w}, h: h, req: req, term: term, at: at, user: user, pass: pass, vars: vars,
-			steps: append([]authStep(nil), h.auths[i:]...), resp: append([]*Node(nil), h.resp...)}
+			steps: append([]authStep(nil), h.auths[i:]...), resp: h.edits().keep()}
 		a.next()
 		return a
 	}
-	return h.answer(term, at, h.resp, vars, req, w)
+	return h.answer(term, at, h.edits(), vars, req, w)
 }
 
 // start asks the pool to compare a's password with hash, unless the same
@@ -141,7 +166,7 @@ type authWait struct {
 	term       *Node        // the answer once every step passed
 	at         *resumePoint // term's, when it hands the request on (forward_auth)
 	steps      []authStep   // the steps not passed yet
-	resp       []*Node      // the response edits matched
+	resp       edits        // the response edits matched
 	vars       reqVars
 	user, pass string
 }
@@ -154,7 +179,7 @@ func (a *authWait) next() {
 		st := a.steps[0]
 		hash, known := st.n.Auth.Lookup(a.user)
 		if hash == nil { // no account at all: nothing to compare
-			a.dispatch(st.n, a.resp[:st.resp])
+			a.dispatch(st.n, st.edits(a.resp))
 			return
 		}
 		k := auth.KeyOf(hash, a.pass)
@@ -163,7 +188,7 @@ func (a *authWait) next() {
 			continue
 		}
 		if !c.start(k, hash, known, a) {
-			a.dispatch(&busy, a.resp[:st.resp])
+			a.dispatch(&busy, st.edits(a.resp))
 		}
 		return
 	}
@@ -177,7 +202,7 @@ func (a *authWait) checked(good bool) {
 	}
 	if !good {
 		st := a.steps[0]
-		a.dispatch(st.n, a.resp[:st.resp])
+		a.dispatch(st.n, st.edits(a.resp))
 		return
 	}
 	a.steps = a.steps[1:]
@@ -187,7 +212,7 @@ func (a *authWait) checked(good bool) {
 // dispatch hands the request to its answer: n, with the response edits
 // resp. Refused, it has no user: {http.auth.user.id} is Caddy's only once
 // the credentials passed.
-func (a *authWait) dispatch(n *Node, resp []*Node) {
+func (a *authWait) dispatch(n *Node, resp edits) {
 	a.pass = ""
 	var at *resumePoint
 	if n != a.term {

@@ -93,12 +93,22 @@ type errWatch struct {
 // the site's error routes; an error while they answer (their reverse
 // proxy down too) is the first error's status with an empty body, as in
 // Caddy, never a second pass.
-func (ew *errWatch) RouteError(status int, message string) bool {
+//
+// fields, the response fields set when the error happened, stay on the
+// answer: the error routes start from them (Handoff.Fields), as Caddy's
+// write into the response header map its handlers had filled.
+func (ew *errWatch) RouteError(status int, message string, fields []stream.Field) bool {
 	if ew.gone {
 		return false
 	}
 	if ew.routed {
-		ew.w.WriteHeader(ew.status, []stream.Field{{Name: "content-length", Value: "0"}}, true)
+		fs := make([]stream.Field, 0, len(fields)+1)
+		for _, f := range fields {
+			if f.Name != "content-length" {
+				fs = append(fs, f)
+			}
+		}
+		ew.w.WriteHeader(ew.status, append(fs, stream.Field{Name: "content-length", Value: "0"}), true)
 		return true
 	}
 	ew.routed, ew.status = true, status
@@ -115,7 +125,8 @@ func (ew *errWatch) RouteError(status int, message string) bool {
 	if r.Handoff != nil {
 		depth = r.Handoff.Depth + 1
 	}
-	r.Handoff = &stream.Handoff{ErrStatus: status, ErrMessage: message, ErrID: errorID(), Root: ew.root, Depth: depth}
+	r.Handoff = &stream.Handoff{ErrStatus: status, ErrMessage: message, ErrID: errorID(), Root: ew.root, Depth: depth,
+		Fields: append([]stream.Field(nil), fields...)}
 	ew.inner = ew.h.serveFrom(ew.h.t.Errors, r, ew)
 	return true
 }

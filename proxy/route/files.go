@@ -229,7 +229,7 @@ func (h *Handler) lookFiles(nodes []Node, req *stream.Request, w stream.Response
 		memo: fileMemo{found: map[fileKey]fileserver.Found{}}}
 	fw.hold.w = w
 	if !fw.look(h.ctx.files.pending) {
-		return h.answer(filesBusy, nil, nil, reqVars{}, req, w)
+		return h.answer(filesBusy, nil, edits{}, reqVars{}, req, w)
 	}
 	return fw
 }

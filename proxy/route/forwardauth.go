@@ -18,12 +18,12 @@ type CopyField struct {
 // X-Forwarded-Uri set to the request's, and no body, to the auth
 // service's reverse proxy on this loop. The request waits in a relay,
 // its body held for the app, until the answer's head.
-func (h *Handler) forwardAuth(n *Node, at *resumePoint, resp []*Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
+func (h *Handler) forwardAuth(n *Node, at *resumePoint, resp edits, req *stream.Request, w stream.ResponseWriter) stream.Events {
 	r := &relay{hold: hold{w: w}, h: h, req: req, n: n, at: at, auth: true}
 	// The auth service's answer, when it is the client's, goes through
 	// the response edits and encodes matched before, as a proxied one.
 	var one [1]*encode.Writer
-	cw, encs := h.edit(w, req, resp, one[:0])
+	cw, encs := h.edit(w, req, resp, mergeAdd, one[:0])
 	r.cw = cw
 	sub := &r.sub
 	*sub = *req

@@ -37,10 +37,10 @@ func matchResponse(hs []ResponseHandler, status int, fields []stream.Field) *Res
 // proxyRouted proxies req through n, a reverse_proxy with
 // handle_response, in a relay. A response that passes goes through the
 // response edits and encodes matched before (resp), as any proxied one.
-func (h *Handler) proxyRouted(n *Node, at *resumePoint, resp []*Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
+func (h *Handler) proxyRouted(n *Node, at *resumePoint, resp edits, req *stream.Request, w stream.ResponseWriter) stream.Events {
 	r := &relay{hold: hold{w: w}, h: h, req: req, n: n, at: at}
 	var one [1]*encode.Writer
-	cw, encs := h.edit(w, req, resp, one[:0])
+	cw, encs := h.edit(w, req, resp, mergeAdd, one[:0])
 	r.cw = cw
 	r.origin = h.proxies[n.Proxy].Serve(req, (*relayReply)(r))
 	return encoded(r, encs)
@@ -52,7 +52,7 @@ func (h *Handler) proxyRouted(n *Node, at *resumePoint, resp []*Node, req *strea
 // Caddy: when they do not answer, the response is the intercepted
 // status with no body.
 func (h *Handler) intercept(n *Node, vars reqVars, req *stream.Request, w stream.ResponseWriter) stream.Events {
-	r := &relay{hold: hold{w: w}, h: h, req: req, cw: w, n: h.icpt, at: &resumePoint{resp: append([]*Node(nil), h.resp...), vars: vars}, icpt: true}
+	r := &relay{hold: hold{w: w}, h: h, req: req, cw: w, n: h.icpt, at: &resumePoint{resp: h.edits().keep(), vars: vars}, icpt: true}
 	h.icpt = nil
 	r.origin = h.finish(n, vars, req, (*relayReply)(r))
 	return r

@@ -15,9 +15,8 @@ import (
 //	Name value         set (replace every value)
 //	+Name value        add
 //	-Name              delete; -Prefix*, -*Suffix, -*part* and -* too
-//	?Name value        set unless present (response edits only)
-//	>Name value        set (Caddy's "defer"; pollproxy always edits a
-//	                   response when its head is written)
+//	?Name value        set unless present (response edits only; deferred)
+//	>Name value        set, deferred (Node.Immediate)
 //	Name regexp repl   replace what regexp matches in each value
 type HeaderOp struct {
 	Op    byte   // '=' set, '+' add, '-' delete, '?' default, '~' replace
@@ -156,9 +155,32 @@ func (op *HeaderOp) value(r *stream.Request) string {
 func (op *HeaderOp) deletes(name string) bool { return wildcard(op.Name, name) }
 
 // ApplyHeaderOps edits fs (lower-case names) in Caddy's order: delete-all,
-// adds, sets, deletes, replacements; placeholders are filled from r (which
+// adds, sets, deletes, replacements, then the ?Field defaults; placeholders are filled from r (which
 // may be nil for response edits that use none). It reuses fs's array.
 func ApplyHeaderOps(fs []stream.Field, ops []HeaderOp, r *stream.Request) []stream.Field {
+	fs = applyOps(fs, ops, r, mainOps)
+	return applyOps(fs, ops, r, defaultOps)
+}
+
+// Which of a header directive's edits applyOps applies: Caddy makes each
+// ?Field default a handler of its own, always deferred, that runs after
+// the directive's other edits at once or, deferred, before them.
+const (
+	mainOps    = iota // all but the ?Field defaults
+	defaultOps        // the ?Field defaults alone
+)
+
+// applyOps is ApplyHeaderOps for the edits of ops which selects. The
+// defaults apply in reverse, as Caddy's handlers for them nest.
+func applyOps(fs []stream.Field, ops []HeaderOp, r *stream.Request, which int) []stream.Field {
+	if which == defaultOps {
+		for i := len(ops) - 1; i >= 0; i-- {
+			if op := &ops[i]; op.Op == '?' && !has(fs, op.Name) {
+				fs = append(fs, stream.Field{Name: op.Name, Value: op.value(r)})
+			}
+		}
+		return fs
+	}
 	for i := range ops {
 		if ops[i].Op == '-' && ops[i].Name == "*" {
 			fs = fs[:0]
@@ -171,10 +193,7 @@ func ApplyHeaderOps(fs []stream.Field, ops []HeaderOp, r *stream.Request) []stre
 	}
 	for i := range ops {
 		op := &ops[i]
-		if op.Op != '=' && op.Op != '?' {
-			continue
-		}
-		if op.Op == '?' && has(fs, op.Name) {
+		if op.Op != '=' {
 			continue
 		}
 		fs = remove(fs, func(n string) bool { return n == op.Name })

@@ -28,7 +28,7 @@ type frame struct {
 // edits matched before it, and what routing had decided (the root).
 type resumePoint struct {
 	stack []frame
-	resp  []*Node
+	resp  edits
 	vars  reqVars
 }
 
@@ -36,7 +36,7 @@ type resumePoint struct {
 // table and comes back (the handler's stack serves the next request
 // meanwhile).
 func (h *Handler) savePoint(vars reqVars) *resumePoint {
-	return &resumePoint{stack: append([]frame(nil), h.stack...), resp: append([]*Node(nil), h.resp...), vars: vars}
+	return &resumePoint{stack: append([]frame(nil), h.stack...), resp: h.edits().keep(), vars: vars}
 }
 
 // resumeWith re-enters the routes at p for req, with nodes (a
@@ -48,7 +48,8 @@ func (h *Handler) savePoint(vars reqVars) *resumePoint {
 func (h *Handler) resumeWith(p *resumePoint, nodes []Node, orElse *Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
 	h.ctx.Reset(req, h.clientFn)
 	h.ctx.root = p.vars.root
-	h.resp = append(h.resp[:0], p.resp...)
+	h.resp = append(h.resp[:0], p.resp.nodes...)
+	h.preset = append(h.preset[:0], p.resp.preset...)
 	h.auths = h.auths[:0]
 	h.icpt = nil
 	h.stack = append(h.stack[:0], p.stack...)

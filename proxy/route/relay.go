@@ -233,14 +233,15 @@ func (o *relayReply) RefuseBody() {
 // RouteError passes an error pollproxy answers for the relayed exchange
 // (its origin down or slow) on to the site's error routes, as Caddy's
 // reverse proxy returns it to handle_errors; it is never a response the
-// handlers match. Refused, the error answer is the client's.
-func (o *relayReply) RouteError(status int, message string) bool {
+// handlers match. Refused, the error answer is the client's. It goes
+// through cw, whose immediate header edits stay on the error's answer.
+func (o *relayReply) RouteError(status int, message string, fields []stream.Field) bool {
 	r := (*relay)(o)
 	if r.routed || r.passing || r.copying {
 		return false
 	}
 	r.pass()
-	return stream.RouteError(r.w, status, message)
+	return stream.RouteErrorFields(r.cw, status, message, fields)
 }
 
 // routesWriter is the ResponseWriter of what the routes answer: the

@@ -91,6 +91,14 @@ type Node struct {
 
 	Ops       []HeaderOp     // EditResponse, EditRequest
 	RespMatch *ResponseMatch // EditResponse: only responses it matches (header's match)
+	// Immediate makes an EditResponse Caddy's header without defer, a
+	// deletion, >Field or match, or its copy_response_headers (CopyFrom):
+	// its edits, but its ?Field defaults, go into the response's fields
+	// as the routes reach it, so every answer carries them, error answers
+	// included, and the handler's own fields join them as Caddy's
+	// handlers fill its header map (preset.go). Otherwise the edits apply
+	// when the head is written, to that head alone.
+	Immediate bool
 
 	To Template // Rewrite; Redirect's target; Respond's body when it has placeholders; ForwardAuth's uri; Error's message
 
@@ -147,8 +155,9 @@ type Handler struct {
 	proxies  []stream.Handler
 	clientFn ClientIPFunc
 	ctx      Ctx
-	resp     []*Node    // response edits and encodes matched for the request in progress
-	auths    []authStep // basic_auth directives it matched, in order
+	resp     []*Node        // response edits and encodes matched for the request in progress
+	preset   []stream.Field // the fields its immediate edits set so far (preset.go)
+	auths    []authStep     // basic_auth directives it matched, in order
 	fields   []stream.Field
 	checks   checks  // basic_auth's checks off the loop (basicauth.go)
 	stack    []frame // where evaluation stands (walk)
@@ -213,6 +222,7 @@ func (h *Handler) evaluate(nodes []Node, req *stream.Request, memo *fileMemo) (*
 	req.Captures = req.Captures[:0] // a second pass (file matchers) saves them again
 	h.ctx.files = memo
 	h.resp = h.resp[:0]
+	h.preset = append(h.preset[:0], presetBase(req)...)
 	h.auths = h.auths[:0]
 	h.icpt = nil
 	orig := req.Path
@@ -233,13 +243,13 @@ func (h *Handler) finish(n *Node, vars reqVars, req *stream.Request, w stream.Re
 	if len(h.auths) > 0 {
 		return h.authenticate(n, at, vars, req, w)
 	}
-	return h.answer(n, at, h.resp, vars, req, w)
+	return h.answer(n, at, h.edits(), vars, req, w)
 }
 
 // answer hands the request to the terminal route n (nil: none matched),
 // with the response edits resp. A route that hands the request to another
 // exchange first gets at, where the request re-enters the routes.
-func (h *Handler) answer(n *Node, at *resumePoint, resp []*Node, vars reqVars, req *stream.Request, w stream.ResponseWriter) stream.Events {
+func (h *Handler) answer(n *Node, at *resumePoint, resp edits, vars reqVars, req *stream.Request, w stream.ResponseWriter) stream.Events {
 	switch {
 	case n == nil:
 	case req.Handoff != nil && req.Handoff.Depth >= maxDepth:
@@ -259,12 +269,12 @@ func (h *Handler) answer(n *Node, at *resumePoint, resp []*Node, vars reqVars, r
 
 // reply is answer's work, observed or not: the response edits and
 // encodes resp wrap w, then the terminal route n answers.
-func (h *Handler) reply(n *Node, resp []*Node, vars reqVars, req *stream.Request, w stream.ResponseWriter) stream.Events {
-	if len(resp) == 0 {
+func (h *Handler) reply(n *Node, resp edits, vars reqVars, req *stream.Request, w stream.ResponseWriter) stream.Events {
+	if len(resp.nodes) == 0 && len(resp.preset) == 0 {
 		return h.terminal(n, vars, req, w)
 	}
 	var one [1]*encode.Writer
-	w, encs := h.edit(w, req, resp, one[:0])
+	w, encs := h.edit(w, req, resp, mergeFor(n), one[:0])
 	return encoded(h.terminal(n, vars, req, w), encs)
 }
 
@@ -272,8 +282,10 @@ func (h *Handler) reply(n *Node, resp []*Node, vars reqVars, req *stream.Request
 // directive wraps the writer of those before it, as Caddy's middleware
 // chain does, and the handler writes to the last. The encode directives'
 // Writers are appended to encs: the request's events must go through
-// them (encoded).
-func (h *Handler) edit(w stream.ResponseWriter, req *stream.Request, resp []*Node, encs []*encode.Writer) (stream.ResponseWriter, []*encode.Writer) {
+// them (encoded). The fields the immediate edits set are the innermost
+// writer (presetWriter), joined with the handler's as merge says.
+func (h *Handler) edit(w stream.ResponseWriter, req *stream.Request, e edits, merge byte, encs []*encode.Writer) (stream.ResponseWriter, []*encode.Writer) {
+	resp := e.nodes
 	for i := 0; i < len(resp); {
 		if resp[i].Kind == Encode {
 			// A tunnel's bytes are never encoded.
@@ -292,8 +304,13 @@ func (h *Handler) edit(w stream.ResponseWriter, req *stream.Request, resp []*Nod
 		for j < len(resp) && resp[j].Kind == EditResponse {
 			j++
 		}
-		w = h.wrap(w, req, resp[i:j])
+		if deferring(resp[i:j]) {
+			w = h.wrap(w, req, resp[i:j])
+		}
 		i = j
+	}
+	if len(e.preset) > 0 {
+		w = h.presetFields(w, e.preset, merge)
 	}
 	return w, encs
 }
@@ -331,7 +348,7 @@ func (h *Handler) terminal(n *Node, vars reqVars, req *stream.Request, w stream.
 		w.Reset(stream.CodeInternal)
 		return nil
 	case BasicAuth:
-		return n.Static.Serve(req, w)
+		return h.unauthorized(n, req, w)
 	case FileServer:
 		root := n.Root
 		if root == "" {
@@ -389,6 +406,9 @@ func (h *Handler) walk() *Node {
 		switch n.Kind {
 		case EditResponse, Encode:
 			h.resp = append(h.resp, n)
+			if n.Immediate {
+				h.preset = applyImmediate(h.preset, n, h.ctx.Req)
+			}
 		case EditRequest:
 			r := h.ctx.Req
 			r.Header = ApplyHeaderOps(append([]stream.Field(nil), r.Header...), n.Ops, r)
@@ -712,7 +732,11 @@ func htmlEscape(s string) string { return htmlEscaper.Replace(s) }
 // empty is the answer when no terminal route matched.
 var empty = static.NewResponse(200, []stream.Field{{Name: "content-length", Value: "0"}}, nil)
 
-// respWriter applies response edits when the head is written.
+// respWriter applies the deferred response edits when the head is
+// written: a run of header directives, the later wrapped inside the
+// earlier in Caddy, so the later apply first; each one's ?Field defaults
+// before its other edits, and an immediate one's defaults alone (its
+// other edits are preset's).
 type respWriter struct {
 	stream.ResponseWriter
 	h     *Handler
@@ -735,12 +759,54 @@ func (h *Handler) wrap(w stream.ResponseWriter, req *stream.Request, resp []*Nod
 	return rw
 }
 
+// nodes returns the directives rw applies. More of them than ops holds
+// live in more alone (wrap), and ops[:n] would slice past the array.
+func (rw *respWriter) nodes() []*Node {
+	if rw.more != nil {
+		return rw.more
+	}
+	return rw.ops[:rw.n]
+}
+
+// deferring reports whether any of the header directives resp has edits
+// for the head (deferred ones, or ?Field defaults).
+func deferring(resp []*Node) bool {
+	for _, n := range resp {
+		if !n.Immediate || hasDefaults(n.Ops) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasDefaults(ops []HeaderOp) bool {
+	for i := range ops {
+		if ops[i].Op == '?' {
+			return true
+		}
+	}
+	return false
+}
+
 // Unwrap implements stream.Unwrapper.
 func (rw *respWriter) Unwrap() stream.ResponseWriter { return rw.ResponseWriter }
 
+// RouteError implements stream.ErrorRouter: the error goes on to the
+// error routes. When they do not take it, the handler's own error answer
+// passes unedited: Caddy writes it to the response writer its deferred
+// edits never wrapped.
+func (rw *respWriter) RouteError(status int, message string, fields []stream.Field) bool {
+	if stream.RouteErrorFields(rw.ResponseWriter, status, message, fields) {
+		return true
+	}
+	rw.wrote = true
+	return false
+}
+
 var (
-	_ stream.Unwrapper = (*respWriter)(nil)
-	_ stream.Unwrapper = (*answerLog)(nil)
+	_ stream.Unwrapper   = (*respWriter)(nil)
+	_ stream.ErrorRouter = (*respWriter)(nil)
+	_ stream.Unwrapper   = (*answerLog)(nil)
 )
 
 // WriteHeader applies the matched header directives to a final head.
@@ -750,19 +816,19 @@ func (rw *respWriter) WriteHeader(status int, fields []stream.Field, end bool) e
 	}
 	rw.wrote = true
 	fs := append(rw.h.fields[:0], fields...)
-	// More edits than ops holds live in more alone (wrap), and ops[:n]
-	// would slice past the array.
-	nodes := rw.more
-	if nodes == nil {
-		nodes = rw.ops[:rw.n]
-	}
-	for _, n := range nodes {
+	nodes := rw.nodes()
+	for i := len(nodes) - 1; i >= 0; i-- {
+		n := nodes[i]
 		if n.RespMatch == nil || n.RespMatch.Matches(status, fs) {
-			if n.CopyFrom != nil {
-				fs = n.CopyFrom.appendCopied(fs, rw.req.Handoff)
-			}
-			fs = ApplyHeaderOps(fs, n.Ops, &rw.req)
+			fs = applyOps(fs, n.Ops, &rw.req, defaultOps)
 		}
+		if n.Immediate || n.RespMatch != nil && !n.RespMatch.Matches(status, fs) {
+			continue
+		}
+		if n.CopyFrom != nil {
+			fs = n.CopyFrom.appendCopied(fs, rw.req.Handoff)
+		}
+		fs = applyOps(fs, n.Ops, &rw.req, mainOps)
 	}
 	rw.h.fields = fs[:0]
 	return rw.ResponseWriter.WriteHeader(status, fs, end)

@@ -203,6 +203,11 @@ type Handoff struct {
 	Header []Field
 	// Depth counts the times the request re-entered its routes before.
 	Depth int
+	// Fields are the response fields set when the error happened (the
+	// site's immediate header edits, the failing handler's own, as
+	// file_server's Allow): Caddy's response header map, which its error
+	// routes write their answer into.
+	Fields []Field
 }
 
 // Capture is one regexp match a matcher saved for the request's
@@ -346,11 +351,14 @@ type BodyRefuser interface {
 // handler about to answer with its own error response (a 502 when the
 // origin is down) offers it first: when RouteError reports true, the
 // site's routes took the stream over and the handler writes nothing more
-// on it, though it still ends as usual (OnRelease included).
+// on it, though it still ends as usual (OnRelease included). fields are
+// the response fields the handler had set (Caddy's response header map
+// when the error is returned): the error's answer carries them. The
+// callee copies what it keeps.
 //
-// Handlers call it through RouteError.
+// Handlers call it through RouteError or RouteErrorFields.
 type ErrorRouter interface {
-	RouteError(status int, message string) bool
+	RouteError(status int, message string, fields []Field) bool
 }
 
 // Flusher is implemented by a ResponseWriter that may hold body bytes

@@ -36,8 +36,16 @@ func Find[T any](w ResponseWriter) (T, bool) {
 // when they took the stream over; false when no writer in the chain
 // routes errors, or the one that does refused.
 func RouteError(w ResponseWriter, status int, message string) bool {
+	return RouteErrorFields(w, status, message, nil)
+}
+
+// RouteErrorFields is RouteError for a handler that had set response
+// fields before it failed (file_server's Allow on a 405): they go on to
+// the error routes' answer, as the fields Caddy's handlers set stay in
+// the response header map its error routes write.
+func RouteErrorFields(w ResponseWriter, status int, message string, fields []Field) bool {
 	r, ok := Find[ErrorRouter](w)
-	return ok && r.RouteError(status, message)
+	return ok && r.RouteError(status, message, fields)
 }
 
 // RefuseBody tells the first writer in w's chain that wants to know

@@ -19,7 +19,7 @@ func (*front) Close([]stream.Field) error                  { return nil }
 func (*front) Reset(uint32)                                {}
 func (*front) Consumed(int)                                {}
 func (f *front) RefuseBody()                               { f.refused = true }
-func (f *front) RouteError(status int, _ string) bool {
+func (f *front) RouteError(status int, _ string, _ []stream.Field) bool {
 	f.routed = append(f.routed, status)
 	return true
 }
@@ -51,7 +51,7 @@ func (h *holder) Flush() {
 // refusing answers errors itself: it changes RouteError.
 type refusing struct{ pass }
 
-func (*refusing) RouteError(int, string) bool { return false }
+func (*refusing) RouteError(int, string, []stream.Field) bool { return false }
 
 // TestUnwrapChain: the helpers reach the first writer in the chain that
 // has the optional method, through wrappers that have none, and stop

@@ -1,0 +1,46 @@
+package config
+
+import (
+	"testing"
+
+	"github.com/pollproxy/pollproxy/proxy/route"
+)
+
+// TestHeaderImmediate: a header directive edits the response at once
+// unless, as in Caddy, it deletes a field, has a >Field edit, defer or a
+// match block; ?Field defaults leave the directive immediate (they are
+// always deferred themselves); request_header is never a response edit.
+func TestHeaderImmediate(t *testing.T) {
+	for _, tc := range []struct {
+		in        string
+		immediate bool
+	}{
+		{"header X-A 1", true},
+		{"header +X-A 1", true},
+		{"header X-A ^a b", true},
+		{"header ?X-A 1", true},
+		{"header {\n\t\tX-A 1\n\t\t+X-B 2\n\t\t?X-C 3\n\t}", true},
+		{"header -X-A", false},
+		{"header >X-A 1", false},
+		{"header >X-A ^a b", false},
+		{"header X-A 1 {\n\t\tdefer\n\t}", false},
+		{"header {\n\t\tX-A 1\n\t\t-X-B\n\t}", false},
+		{"header X-A 1 {\n\t\tmatch status 2xx\n\t}", false},
+		{"request_header X-A 1", false},
+	} {
+		c, err := Parse("Caddyfile", []byte("localhost {\n\t"+tc.in+"\n\trespond ok\n}\n"))
+		if err != nil {
+			t.Errorf("%s: %v", tc.in, err)
+			continue
+		}
+		var n *route.Node
+		for i := range c.Sites[0].Routes.Nodes {
+			if k := c.Sites[0].Routes.Nodes[i].Kind; k == route.EditResponse || k == route.EditRequest {
+				n = &c.Sites[0].Routes.Nodes[i]
+			}
+		}
+		if n == nil || n.Immediate != tc.immediate {
+			t.Errorf("%s: %+v, want immediate %v", tc.in, n, tc.immediate)
+		}
+	}
+}
