@@ -22,7 +22,7 @@ import (
 func TestABCompare(t *testing.T) {
 	backends := netpoll.Available()
 	a, b := backends[0], backends[len(backends)-1]
-	origin := startOrigin(t, "ok")
+	origin := servertest.Origin(t, servertest.Says("ok"))
 	certFile, keyFile, roots := servertest.CertFiles(t)
 	type instance struct {
 		port  int
