@@ -83,3 +83,15 @@ func Start(t testing.TB, backend string, loops int, newHandler func(*netpoll.Loo
 func (e *Env) TLSConfig(protos ...string) *stdtls.Config {
 	return &stdtls.Config{RootCAs: e.Roots, ServerName: "localhost", NextProtos: protos}
 }
+
+// ShortBackends is the backends a suite runs on: all of them, or under
+// -short the first alone. It is for a suite whose subject is not the
+// poller and whose cost is per backend: a browser it starts, or seconds of
+// load a statistic needs. The package's other suites still run on every
+// backend under -short, and the full suite runs this one on all.
+func ShortBackends(backends []string) []string {
+	if testing.Short() && len(backends) > 1 {
+		return backends[:1]
+	}
+	return backends
+}
