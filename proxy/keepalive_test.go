@@ -87,8 +87,16 @@ func goIdleTLSOrigin(t *testing.T) (string, *upstream.TLS) {
 // and need no retry. It runs on real time, sleeps included: what it tests is the
 // race between the proxy's idle close and the origin's own timer, which
 // no test clock moves (TestPoolIdleTimeout tests the proxy's side alone).
+// Each case has its own origin and proxy and mostly sleeps, so the cases
+// run side by side; -short tries two gaps, just either side of the
+// origin's timer, rather than six.
 func TestKeepAliveRaceAvoided(t *testing.T) {
+	gaps := []time.Duration{700, 800, 950, 1000, 1050, 1200}
+	if testing.Short() {
+		gaps = []time.Duration{950, 1050}
+	}
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		t.Parallel()
 		plain := func(origin func(*testing.T) string) func(*testing.T) (string, *upstream.TLS) {
 			return func(t *testing.T) (string, *upstream.TLS) { return origin(t), nil }
 		}
@@ -98,6 +106,7 @@ func TestKeepAliveRaceAvoided(t *testing.T) {
 			learn  bool
 		}{{"node", plain(nodeOrigin), false}, {"go", plain(goIdleOrigin), true}, {"go tls", goIdleTLSOrigin, true}} {
 			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
 				addr, tr := c.origin(t)
 				up := upstreamAt(t, addr)
 				e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{up}, TLS: tr,
@@ -140,7 +149,7 @@ func TestKeepAliveRaceAvoided(t *testing.T) {
 				if n := up.OpenConns.Load(); n != 0 {
 					t.Errorf("%d connections still open %v after the burst: the origin would close them first", n, originKeepAlive*9/10)
 				}
-				for _, gap := range []time.Duration{700, 800, 950, 1000, 1050, 1200} {
+				for _, gap := range gaps {
 					burst()
 					// Real time: gaps around the origin's own idle timer.
 					time.Sleep(gap * time.Millisecond)
