@@ -18,6 +18,7 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
@@ -114,7 +115,8 @@ var browserResult = regexp.MustCompile(`RESULT ws=(\d+) sse=(\d+) via=(\S*) erro
 // httputil.ReverseProxy in pollproxy's place, so Chromium's, not ours.
 func TestBrowserWebSocketAndSSE(t *testing.T) {
 	chromium := testenv.Tool(t, "chromium", "chromium")
-	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+	// A browser per backend is the cost here: -short runs one.
+	polltest.ForEachBackend(t, servertest.ShortBackends(netpoll.Available()), func(t *testing.T, backend string) {
 		o, results := browserOrigin(t)
 		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, o.addr)}})
 		port := e.addr[strings.LastIndexByte(e.addr, ':')+1:]

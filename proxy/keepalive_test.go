@@ -87,68 +87,82 @@ func goIdleTLSOrigin(t *testing.T) (string, *upstream.TLS) {
 // and need no retry. It runs on real time, sleeps included: what it tests is the
 // race between the proxy's idle close and the origin's own timer, which
 // no test clock moves (TestPoolIdleTimeout tests the proxy's side alone).
+// Each case has its own origin and proxy and mostly sleeps, so the cases
+// run side by side: the backends as parallel subtests, and a backend's
+// three cases at once from goroutines of their own, beyond -parallel's
+// default of one per CPU, which sleeping cases do not need. -short tries
+// two gaps, just either side of the origin's timer, rather than six.
 func TestKeepAliveRaceAvoided(t *testing.T) {
+	gaps := []time.Duration{700, 800, 950, 1000, 1050, 1200}
+	if testing.Short() {
+		gaps = []time.Duration{950, 1050}
+	}
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		t.Parallel()
 		plain := func(origin func(*testing.T) string) func(*testing.T) (string, *upstream.TLS) {
 			return func(t *testing.T) (string, *upstream.TLS) { return origin(t), nil }
 		}
+		var cases sync.WaitGroup
+		defer cases.Wait()
 		for _, c := range []struct {
 			name   string
 			origin func(*testing.T) (string, *upstream.TLS)
 			learn  bool
 		}{{"node", plain(nodeOrigin), false}, {"go", plain(goIdleOrigin), true}, {"go tls", goIdleTLSOrigin, true}} {
-			t.Run(c.name, func(t *testing.T) {
-				addr, tr := c.origin(t)
-				up := upstreamAt(t, addr)
-				e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{up}, TLS: tr,
-					Pool: proxy.PoolConfig{IdleTimeout: 30 * time.Second}})
-				cl := e.h2Client(nil)
-				burst := func() {
-					t.Helper()
-					var wg sync.WaitGroup
-					for range 16 {
-						wg.Add(1)
-						go func() {
-							defer wg.Done()
-							res, err := cl.Get("https://localhost/")
-							if err != nil {
-								t.Error(err)
-								return
-							}
-							b, _ := io.ReadAll(res.Body)
-							res.Body.Close()
-							if res.StatusCode != 200 || string(b) != "ok" {
-								t.Errorf("%d %q", res.StatusCode, b)
-							}
-						}()
-					}
-					wg.Wait()
-				}
-				burst()
-				if c.learn {
-					// The origin closes the idle connections; pollproxy learns.
-					// Real time: the origin's own idle timer must run out.
-					time.Sleep(originKeepAlive + originKeepAlive/2)
-					if d := up.IdleCap(); d <= 0 || d >= originKeepAlive {
-						t.Fatalf("learned idle cap %v, want under %v", d, originKeepAlive)
+			cases.Go(func() {
+				t.Run(c.name, func(t *testing.T) {
+					addr, tr := c.origin(t)
+					up := upstreamAt(t, addr)
+					e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{up}, TLS: tr,
+						Pool: proxy.PoolConfig{IdleTimeout: 30 * time.Second}})
+					cl := e.h2Client(nil)
+					burst := func() {
+						t.Helper()
+						var wg sync.WaitGroup
+						for range 16 {
+							wg.Add(1)
+							go func() {
+								defer wg.Done()
+								res, err := cl.Get("https://localhost/")
+								if err != nil {
+									t.Error(err)
+									return
+								}
+								b, _ := io.ReadAll(res.Body)
+								res.Body.Close()
+								if res.StatusCode != 200 || string(b) != "ok" {
+									t.Errorf("%d %q", res.StatusCode, b)
+								}
+							}()
+						}
+						wg.Wait()
 					}
 					burst()
-				}
-				// Past our cap, before the origin's close: pollproxy closed them.
-				// Real time, to stay before the origin's own timer.
-				time.Sleep(originKeepAlive * 9 / 10)
-				if n := up.OpenConns.Load(); n != 0 {
-					t.Errorf("%d connections still open %v after the burst: the origin would close them first", n, originKeepAlive*9/10)
-				}
-				for _, gap := range []time.Duration{700, 800, 950, 1000, 1050, 1200} {
+					if c.learn {
+						// The origin closes the idle connections; pollproxy learns.
+						// Real time: the origin's own idle timer must run out.
+						time.Sleep(originKeepAlive + originKeepAlive/2)
+						if d := up.IdleCap(); d <= 0 || d >= originKeepAlive {
+							t.Fatalf("learned idle cap %v, want under %v", d, originKeepAlive)
+						}
+						burst()
+					}
+					// Past our cap, before the origin's close: pollproxy closed them.
+					// Real time, to stay before the origin's own timer.
+					time.Sleep(originKeepAlive * 9 / 10)
+					if n := up.OpenConns.Load(); n != 0 {
+						t.Errorf("%d connections still open %v after the burst: the origin would close them first", n, originKeepAlive*9/10)
+					}
+					for _, gap := range gaps {
+						burst()
+						// Real time: gaps around the origin's own idle timer.
+						time.Sleep(gap * time.Millisecond)
+					}
 					burst()
-					// Real time: gaps around the origin's own idle timer.
-					time.Sleep(gap * time.Millisecond)
-				}
-				burst()
-				if s := up.Stats(); s.Retries != 0 || s.Failures != 0 || s.Broken != 0 {
-					t.Errorf("upstream %+v: want no retry, failure or broken response", s)
-				}
+					if s := up.Stats(); s.Retries != 0 || s.Failures != 0 || s.Broken != 0 {
+						t.Errorf("upstream %+v: want no retry, failure or broken response", s)
+					}
+				})
 			})
 		}
 	})

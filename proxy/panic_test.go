@@ -247,15 +247,13 @@ func TestPanicContainedPerConnection(t *testing.T) {
 			t.Errorf("metrics lack %s", want)
 		}
 
+		// Closes travel through sockets and the pool's idle timeout runs
+		// on the loop's clock.
 		var g atrest.Gauges
-		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); {
-			if g = scrapeGauges(t, m); len(g.NotAtRest(rest)) == 0 {
-				break
-			}
-			// Real time: closes travel through sockets and the pool's
-			// idle timeout runs on the loop's clock; this paces scrapes.
-			time.Sleep(20 * time.Millisecond)
-		}
+		servertest.Within(15*time.Second, func() bool {
+			g = scrapeGauges(t, m)
+			return len(g.NotAtRest(rest)) == 0
+		})
 		if bad := g.NotAtRest(rest); len(bad) > 0 {
 			t.Errorf("gauges not back at rest after the panics:\n%s", strings.Join(bad, "\n"))
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -11,28 +12,15 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 // awaitAddrs waits for up's addresses to become want.
 func awaitAddrs(t *testing.T, up *upstream.Upstream, want ...netip.AddrPort) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		got := up.Addrs()
-		if len(got) == len(want) {
-			same := true
-			for i := range got {
-				same = same && got[i] == want[i]
-			}
-			if same {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("addresses %v, want %v", got, want)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !servertest.Within(5*time.Second, func() bool { return slices.Equal(up.Addrs(), want) }) {
+		t.Fatalf("addresses %v, want %v", up.Addrs(), want)
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -140,7 +139,6 @@ func goDo(cl *http.Client, req *http.Request) <-chan exchangeResult {
 // origin is a real net/http server on loopback that records what reached
 // it.
 type origin struct {
-	srv   *httptest.Server
 	addr  string
 	conns atomic.Int64 // distinct connections
 	reqs  atomic.Int64
@@ -169,22 +167,20 @@ func startOrigin(t *testing.T, record bool, h http.HandlerFunc) *origin {
 	if h == nil {
 		h = func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }
 	}
-	o.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	o.addr = servertest.Origin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		o.reqs.Add(1)
 		if record {
 			o.record(r, true)
 		}
 		h(w, r)
-	}))
-	o.srv.Config.ConnState = func(c net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			o.conns.Add(1)
+	}), func(srv *http.Server) {
+		srv.ConnState = func(c net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				o.conns.Add(1)
+			}
 		}
-	}
-	o.srv.Config.ErrorLog = discardLog
-	o.srv.Start()
-	o.addr = o.srv.Listener.Addr().String()
-	t.Cleanup(o.srv.Close)
+		srv.ErrorLog = discardLog
+	})
 	return o
 }
 

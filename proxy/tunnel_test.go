@@ -283,15 +283,9 @@ func TestUpgradeRefusedIsOrdinary(t *testing.T) {
 	})
 }
 
+// waitFor is servertest.Eventually with this package's bound: cond is made
+// true by other goroutines (the loop, an origin), not by a timer.
 func waitFor(t *testing.T, cond func() bool, what string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for: %s", what)
-		}
-		// Real time: cond is made true by other goroutines (the loop, an
-		// origin), not by a timer; this only paces the polling.
-		time.Sleep(10 * time.Millisecond)
-	}
+	servertest.Eventually(t, 10*time.Second, what, cond)
 }

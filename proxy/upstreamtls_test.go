@@ -133,7 +133,7 @@ func startTLSOriginWith(t *testing.T, cfg *stdtls.Config, h http.HandlerFunc, ed
 	if h == nil {
 		h = func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok "+r.Host) }
 	}
-	o.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		o.reqs.Add(1)
 		peer := ""
 		if len(r.TLS.PeerCertificates) > 0 {
@@ -145,19 +145,19 @@ func startTLSOriginWith(t *testing.T, cfg *stdtls.Config, h http.HandlerFunc, ed
 		o.mu.Unlock()
 		h(w, r)
 	}))
-	o.srv.Config.ConnState = func(c net.Conn, s http.ConnState) {
+	srv.Config.ConnState = func(c net.Conn, s http.ConnState) {
 		if s == http.StateNew {
 			o.conns.Add(1)
 		}
 	}
-	o.srv.Config.ErrorLog = discardLog
-	o.srv.TLS = cfg
+	srv.Config.ErrorLog = discardLog
+	srv.TLS = cfg
 	if edit != nil {
-		edit(o.srv.Config)
+		edit(srv.Config)
 	}
-	o.srv.StartTLS()
-	o.addr = o.srv.Listener.Addr().String()
-	t.Cleanup(o.srv.Close)
+	srv.StartTLS()
+	o.addr = srv.Listener.Addr().String()
+	t.Cleanup(srv.Close)
 	return o
 }
 

@@ -24,7 +24,7 @@ func TestReverseProxyIdleTimeout(t *testing.T) {
 		port := servertest.FreePort(t)
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
 		startProc(t, "pollproxy: https://", []string{"POLLPROXY_DATA=" + t.TempDir()},
-			"reverse-proxy", "--from", addr, "--to", startOrigin(t, "A"), "--loops", "1", "--poller", backend,
+			"reverse-proxy", "--from", addr, "--to", servertest.Origin(t, servertest.Says("A")), "--loops", "1", "--poller", backend,
 			"--idle-timeout", "300ms")
 		tlsCfg := func(proto string) *stdtls.Config {
 			// The certificate is not what this test checks.

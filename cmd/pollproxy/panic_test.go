@@ -62,7 +62,7 @@ func TestRunSurvivesPanics(t *testing.T) {
 	bin := panicHookBinary(t)
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		dir := t.TempDir()
-		origin := startOrigin(t, "A")
+		origin := servertest.Origin(t, servertest.Says("A"))
 		certFile, keyFile, roots := servertest.CertFiles(t)
 		port, adminPort := servertest.FreePort(t), servertest.FreePort(t)
 		file := filepath.Join(dir, "Caddyfile")

@@ -27,7 +27,7 @@ import (
 // local CA root for the site's name.
 func TestReverseProxyDevName(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
-		origin := startOrigin(t, "the app")
+		origin := servertest.Origin(t, servertest.Says("the app"))
 		_, originPort, _ := net.SplitHostPort(origin)
 		port := servertest.FreePort(t)
 		p := startProc(t, "local CA root", []string{"POLLPROXY_DATA=" + t.TempDir()},

@@ -22,15 +22,6 @@ import (
 // log) is tested in proxy/app; these tests check that the commands wire
 // flags and signals to it and print what they promise.
 
-// startOrigin starts a plain HTTP/1.1 app on loopback that answers with
-// its name, and returns its address.
-func startOrigin(t *testing.T, name string) string {
-	t.Helper()
-	return servertest.Origin(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprint(w, name)
-	}))
-}
-
 // proc is a running pollproxy command.
 type proc struct {
 	t    *testing.T
@@ -124,7 +115,7 @@ func getBody(t *testing.T, c *http.Client, url string) string {
 // drains and exits 0, --stats prints the loops' counters.
 func TestRunSignals(t *testing.T) {
 	dir := t.TempDir()
-	a, b := startOrigin(t, "A"), startOrigin(t, "B")
+	a, b := servertest.Origin(t, servertest.Says("A")), servertest.Origin(t, servertest.Says("B"))
 	certFile, keyFile, roots := servertest.CertFiles(t)
 	port, adminPort := servertest.FreePort(t), servertest.FreePort(t)
 	file := filepath.Join(dir, "Caddyfile")

@@ -7,6 +7,7 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy/ab"
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 )
 
 // The crossover end to end: the shortest interval and rotation the
@@ -81,7 +82,8 @@ func crossoverRun(t *testing.T, pollers string) ab.Result {
 // run in twenty by design, so a difference is measured once more before
 // the test fails.
 func TestEndToEndCrossoverAA(t *testing.T) {
-	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+	// Seconds of load per backend; -short measures on one.
+	polltest.ForEachBackend(t, servertest.ShortBackends(netpoll.Available()), func(t *testing.T, backend string) {
 		for try := 1; ; try++ {
 			res := crossoverRun(t, backend+" "+backend)
 			if res.Status == "no detectable difference" {

@@ -156,7 +156,8 @@ const (
 // load are found alike in CPU per request and p99: no difference, or a
 // small one (see aaBound).
 func TestEndToEndAA(t *testing.T) {
-	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+	// Seconds of load per backend; -short measures on one.
+	polltest.ForEachBackend(t, servertest.ShortBackends(netpoll.Available()), func(t *testing.T, backend string) {
 		p := startProxy(t, backend+" "+backend)
 		p.load(t, 5*time.Second)
 		r := p.report(t)

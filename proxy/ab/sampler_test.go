@@ -8,6 +8,7 @@ import (
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 )
 
 // TestSamplerGroups runs two real loops on one backend (an A/A split),
@@ -99,16 +100,10 @@ func TestSamplerStartStop(t *testing.T) {
 	defer func() { g.Stop(); g.Close() }()
 	s := NewSampler(g, NewRecorders(), 20*time.Millisecond, nil)
 	s.Start()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if samples, _ := s.History(); len(samples) >= 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no samples after 5s at a 20ms interval")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	servertest.Eventually(t, 5*time.Second, "two samples at a 20ms interval", func() bool {
+		samples, _ := s.History()
+		return len(samples) >= 2
+	})
 	s.Stop()
 	s.Stop() // twice is harmless
 }

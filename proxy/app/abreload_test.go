@@ -17,8 +17,8 @@ func TestABHistorySurvivesReload(t *testing.T) {
 	c := servertest.H2Client(s.addr, s.roots)
 	sample := func() {
 		for range 20 {
-			if _, err := get(c, s.base+"/"); err != nil {
-				t.Fatal(err)
+			if code, body, _ := servertest.Get(t, c, s.base+"/"); code != 200 {
+				t.Fatalf("GET: %d %q", code, body)
 			}
 		}
 		s.in.ab.Collect()

@@ -56,7 +56,8 @@ var adminAttackResult = regexp.MustCompile(`RESULT (.*) END`)
 // listener.
 func TestAdminFromBrowserPage(t *testing.T) {
 	chromium := testenv.Tool(t, "chromium", "chromium")
-	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+	// A browser per backend is the cost here: -short runs one.
+	polltest.ForEachBackend(t, servertest.ShortBackends(netpoll.Available()), func(t *testing.T, backend string) {
 		pagePort := servertest.FreePort(t)
 		t.Run("default", func(t *testing.T) {
 			s := startAdminGuarded(t, backend, "")

@@ -266,20 +266,11 @@ func TestReloadListeners(t *testing.T) {
 	if got := <-slow; got != "200 A slow" {
 		t.Errorf("request in flight on the removed port: %q", got)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		_, err := servertest.H2Client(fmt.Sprintf("127.0.0.1:%d", p1), roots).Get(fmt.Sprintf("https://localhost:%d/", p1))
-		if err != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the removed port still answers after draining")
-		}
-		// Real time: the removed server closes on a goroutine of its
-		// own once drained, no loop timer involved; this paces the
-		// polling.
-		time.Sleep(50 * time.Millisecond)
-	}
+	// The removed server closes on a goroutine of its own once drained.
+	servertest.Eventually(t, 5*time.Second, "the removed port refusing after draining", func() bool {
+		_, _, err := servertest.Fetch(servertest.H2Client(fmt.Sprintf("127.0.0.1:%d", p1), roots), fmt.Sprintf("https://localhost:%d/", p1))
+		return err != nil
+	})
 }
 
 func TestGracefulShutdown(t *testing.T) {

@@ -156,14 +156,13 @@ func TestClusterStartsWithoutRedis(t *testing.T) {
 	const bound = 20 * time.Second // certmagic's first retry, and the wait list's fallback, come after a minute
 	leafA, _ := awaitLeaf(t, addrA, "localhost", acmeRoots, bound)
 	var rootPEM []byte
-	for rootPEM == nil {
-		// Read it, never create it: the instance must have.
-		if rootPEM, err = st.Load(ctx, "pollproxy/ca/local/root.crt"); err != nil && time.Since(back) > bound {
-			t.Fatalf("no local CA root in Redis %v after it returned: %v", bound, err)
-		}
-		// Real time: Redis, certmagic and the instance retry on their
-		// own timers, off the loops; this paces the polling.
-		time.Sleep(100 * time.Millisecond)
+	// Redis, certmagic and the instance retry on their own timers, off
+	// the loops. Read the root, never create it: the instance must have.
+	if !servertest.Within(bound-time.Since(back), func() bool {
+		rootPEM, err = st.Load(ctx, "pollproxy/ca/local/root.crt")
+		return rootPEM != nil
+	}) {
+		t.Fatalf("no local CA root in Redis %v after it returned: %v", bound, err)
 	}
 	localRoots := x509.NewCertPool()
 	if !localRoots.AppendCertsFromPEM(rootPEM) {

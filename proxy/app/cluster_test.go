@@ -126,19 +126,12 @@ func leafOf(addr, name string, roots *x509.CertPool) (leaf, root *x509.Certifica
 // obtained in the background).
 func awaitLeaf(t *testing.T, addr, name string, roots *x509.CertPool, d time.Duration) (leaf, root *x509.Certificate) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		leaf, root, err := leafOf(addr, name, roots)
-		if err == nil {
-			return leaf, root
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s at %s: no verified certificate after %v: %v", name, addr, d, err)
-		}
-		// Real time: ACME orders run off the loops, against Pebble's own
-		// timers; this paces the polling.
-		time.Sleep(200 * time.Millisecond)
+	// ACME orders run off the loops, against Pebble's own timers.
+	var err error
+	if !servertest.Within(d, func() bool { leaf, root, err = leafOf(addr, name, roots); return err == nil }) {
+		t.Fatalf("%s at %s: no verified certificate after %v: %v", name, addr, d, err)
 	}
+	return leaf, root
 }
 
 // TestClusterSharedRedis runs two instances (epoll and poll) over one
@@ -217,12 +210,11 @@ func TestClusterSharedRedis(t *testing.T) {
 	// Redis restarts: nothing is lost, and a third instance started now
 	// serves the same certificate from storage without ordering again.
 	srv.Restart()
-	keys, err := st.List(ctx, "certificates", true)
-	for i := 0; err != nil && i < 50; i++ {
-		// Real time: the Redis server restarting, another process.
-		time.Sleep(100 * time.Millisecond)
+	var keys []string
+	servertest.Within(5*time.Second, func() bool { // the Redis server restarting, another process
 		keys, err = st.List(ctx, "certificates", true)
-	}
+		return err == nil
+	})
 	if err != nil || len(keys) == 0 {
 		t.Fatalf("certificates after a Redis restart: %q %v", keys, err)
 	}

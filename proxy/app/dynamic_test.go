@@ -16,6 +16,7 @@ import (
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 )
 
 // dnsName is the name the test DNS server answers; no other server does.
@@ -164,15 +165,11 @@ func followsDNS(t *testing.T, backend, site string, queries *atomic.Int32, chang
 	}
 	before := queries.Load()
 	change()
-	deadline := time.Now().Add(5 * time.Second)
 	for proto, c := range cls {
-		for got := get(c); got != "200 b"; got = get(c) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s after the change: %q, want 200 b", proto, got)
-			}
-			// Real time: upstreams are re-resolved on a goroutine's
-			// timer, off the loops; this paces the polling.
-			time.Sleep(20 * time.Millisecond)
+		// Upstreams are re-resolved on a goroutine's timer, off the loops.
+		var got string
+		if !servertest.Within(5*time.Second, func() bool { got = get(c); return got == "200 b" }) {
+			t.Fatalf("%s after the change: %q, want 200 b", proto, got)
 		}
 	}
 	if n := queries.Load() - before; n < 1 {

@@ -50,7 +50,8 @@ func TestSinglePageAppInBrowser(t *testing.T) {
 		try_files {path} /index.html
 		file_server
 	}`, root, app)
-	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+	// A browser per backend is the cost here: -short runs one.
+	polltest.ForEachBackend(t, servertest.ShortBackends(netpoll.Available()), func(t *testing.T, backend string) {
 		port, _ := startSite(t, backend, site)
 		for _, mode := range []struct {
 			name  string

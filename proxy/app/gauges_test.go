@@ -152,15 +152,10 @@ localhost:%d {
 	// through its loops, the pooled upstream connections through their
 	// keepalive: wait, boundedly, for the gauges to settle.
 	var m atrest.Gauges
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); {
+	servertest.Within(15*time.Second, func() bool {
 		m = gauges(t, admin)
-		if len(m.NotAtRest(rest)) == 0 {
-			break
-		}
-		// Real time: the closes travel through sockets and the pool's
-		// keepalive runs on the loops' clock; this paces the scrapes.
-		time.Sleep(20 * time.Millisecond)
-	}
+		return len(m.NotAtRest(rest)) == 0
+	})
 	if bad := m.NotAtRest(rest); len(bad) > 0 {
 		t.Errorf("gauges not back at rest after the traffic ended:\n%s", strings.Join(bad, "\n"))
 	}

@@ -199,17 +199,15 @@ func runListening(t *testing.T, name string, cmd *exec.Cmd, addr string) {
 			t.Logf("%s output:\n%s", name, out)
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
+	var err error
+	if !servertest.Within(20*time.Second, func() bool {
+		var c net.Conn
+		if c, err = net.Dial("tcp", addr); err == nil {
 			c.Close()
-			return
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not listen on %s: %v\n%s", name, addr, err, out)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return err == nil
+	}) {
+		t.Fatalf("%s did not listen on %s: %v\n%s", name, addr, err, out)
 	}
 }
 

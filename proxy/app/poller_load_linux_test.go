@@ -60,8 +60,8 @@ func switchUnderLoad(t *testing.T, other string) {
 	s := startSwitchable(t, startLoadOrigin(t), 2)
 	var h2Dials, h1Dials, bigDials, idleDials atomic.Int64
 	idle := countingH2(s.addr, s.roots, &idleDials)
-	if body, err := get(idle, s.base+"/"); err != nil || body != "ok" {
-		t.Fatalf("idle connection's first request: %q %v", body, err)
+	if code, body, _ := servertest.Get(t, idle, s.base+"/"); code != 200 || body != "ok" {
+		t.Fatalf("idle connection's first request: %d %q", code, body)
 	}
 
 	var stop atomic.Bool
@@ -75,9 +75,9 @@ func switchUnderLoad(t *testing.T, other string) {
 			go func() {
 				defer wg.Done()
 				for !stop.Load() {
-					body, err := get(c, s.base+"/")
-					if err == nil && body != "ok" {
-						err = fmt.Errorf("body %q", body)
+					code, body, err := servertest.Fetch(c, s.base+"/")
+					if err == nil && (code != 200 || body != "ok") {
+						err = fmt.Errorf("%d %q", code, body)
 					}
 					if err != nil {
 						failed.Add(1)
@@ -118,8 +118,9 @@ func switchUnderLoad(t *testing.T, other string) {
 	}
 	var moves int
 	for _, p := range plan {
-		// Real time: traffic flows between the switches; a load test.
-		time.Sleep(60 * time.Millisecond)
+		// Traffic flows between the switches: requests complete on the
+		// loops as they run now before the next switch.
+		moreRequests(t, &ok, 20)
 		evs, err := s.in.SwitchPollers(strings.Fields(p))
 		if err != nil {
 			t.Fatalf("switch to %q: %v", p, err)
@@ -139,12 +140,12 @@ func switchUnderLoad(t *testing.T, other string) {
 	if got, want := <-big, fmt.Sprintf("%d <nil>", bigChunks*bigChunk); got != want {
 		t.Errorf("long download across the switches: %s, want %s", got, want)
 	}
-	// Real time: load after the last switch, before the clients stop.
-	time.Sleep(100 * time.Millisecond)
+	// Load after the last switch, before the clients stop.
+	moreRequests(t, &ok, 50)
 	stop.Store(true)
 	wg.Wait()
-	if body, err := get(idle, s.base+"/"); err != nil || body != "ok" {
-		t.Errorf("idle connection after the switches: %q %v", body, err)
+	if code, body, _ := servertest.Get(t, idle, s.base+"/"); code != 200 || body != "ok" {
+		t.Errorf("idle connection after the switches: %d %q", code, body)
 	}
 
 	t.Logf("%d loop moves, %d requests", moves, ok.Load())
@@ -165,4 +166,11 @@ func switchUnderLoad(t *testing.T, other string) {
 	if moves < len(plan) {
 		t.Errorf("%d loop moves for %d switches", moves, len(plan))
 	}
+}
+
+// moreRequests waits until n more requests than now have completed.
+func moreRequests(t *testing.T, ok *atomic.Int64, n int64) {
+	t.Helper()
+	from := ok.Load()
+	servertest.Eventually(t, 20*time.Second, fmt.Sprintf("%d more requests", n), func() bool { return ok.Load() >= from+n })
 }

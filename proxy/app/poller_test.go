@@ -118,22 +118,6 @@ func countingH1(addr string, roots *x509.CertPool, conns int, dials *atomic.Int6
 	return &http.Client{Transport: tr, Timeout: 20 * time.Second}
 }
 
-func get(c *http.Client, url string) (string, error) {
-	resp, err := c.Get(url)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != 200 {
-		return "", fmt.Errorf("status %d: %s", resp.StatusCode, b)
-	}
-	return string(b), nil
-}
-
 // TestPollerSwitchAdminAndReload switches a running instance through POST
 // /poller and through a reload whose poller line changed, with a request
 // in flight and an idle h2 connection that both survive, and refuses bad
@@ -143,8 +127,8 @@ func TestPollerSwitchAdminAndReload(t *testing.T) {
 	s := startSwitchable(t, o.addr, 2)
 	var dials atomic.Int64
 	c := countingH2(s.addr, s.roots, &dials)
-	if body, err := get(c, s.base+"/"); err != nil || body != "A " {
-		t.Fatalf("before: %q %v", body, err)
+	if code, body, _ := servertest.Get(t, c, s.base+"/"); code != 200 || body != "A " {
+		t.Fatalf("before: %d %q", code, body)
 	}
 	slow := getAsync(c, s.base+"/slow")
 	<-o.started
@@ -231,8 +215,8 @@ func TestPollerSwitchAdminAndReload(t *testing.T) {
 	if got := <-slow; got != "200 A slow" {
 		t.Errorf("request in flight across three switches: %q", got)
 	}
-	if body, err := get(c, s.base+"/"); err != nil || body != "A " {
-		t.Errorf("after: %q %v", body, err)
+	if code, body, _ := servertest.Get(t, c, s.base+"/"); code != 200 || body != "A " {
+		t.Errorf("after: %d %q", code, body)
 	}
 	if n := dials.Load(); n != 1 {
 		t.Errorf("the client dialed %d connections: one was lost in a switch", n)

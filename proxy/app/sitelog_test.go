@@ -305,7 +305,7 @@ func post(t *testing.T, c *http.Client, url string, n int, declared bool) int {
 func awaitLines(t *testing.T, name string, n int) []string {
 	t.Helper()
 	var lines []string
-	for i := 0; i < 500; i++ {
+	if !servertest.Within(5*time.Second, func() bool {
 		lines = lines[:0]
 		if f, err := os.Open(name); err == nil {
 			sc := bufio.NewScanner(f)
@@ -315,28 +315,28 @@ func awaitLines(t *testing.T, name string, n int) []string {
 			}
 			f.Close()
 		}
-		if len(lines) >= n {
-			return lines
-		}
-		time.Sleep(10 * time.Millisecond)
+		return len(lines) >= n
+	}) {
+		t.Fatalf("%s: %d lines, want %d: %q", filepath.Base(name), len(lines), n, lines)
 	}
-	t.Fatalf("%s: %d lines, want %d: %q", filepath.Base(name), len(lines), n, lines)
-	return nil
+	return lines
 }
 
 // awaitRolled waits for lumberjack's gzipped roll of a.log: complete
 // once the uncompressed roll it was made from is gone.
 func awaitRolled(t *testing.T, dir string) string {
 	t.Helper()
-	for i := 0; i < 1000; i++ {
+	var rolled string
+	if !servertest.Within(10*time.Second, func() bool {
 		m, _ := filepath.Glob(filepath.Join(dir, "a-*.log.gz"))
 		plain, _ := filepath.Glob(filepath.Join(dir, "a-*.log"))
 		if len(m) > 0 && len(plain) == 0 {
-			return m[0]
+			rolled = m[0]
 		}
-		time.Sleep(10 * time.Millisecond)
+		return rolled != ""
+	}) {
+		ls, _ := filepath.Glob(filepath.Join(dir, "*"))
+		t.Fatalf("no rolled a-*.log.gz: %q", ls)
 	}
-	ls, _ := filepath.Glob(filepath.Join(dir, "*"))
-	t.Fatalf("no rolled a-*.log.gz: %q", ls)
-	return ""
+	return rolled
 }

@@ -109,18 +109,14 @@ func echo(c *websocket.Conn, msg string) error {
 // echoUntilClosed echoes on c until it fails and returns when it did.
 func echoUntilClosed(t *testing.T, c *websocket.Conn, limit time.Duration) time.Time {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for i := 0; time.Now().Before(deadline); i++ {
-		if err := echo(c, fmt.Sprintf("m%d", i)); err != nil {
-			return time.Now()
-		}
-		// Real time: what closes c here is the shutdown's grace period, a
-		// deadline kept off the loops (Instance.Shutdown), which no loop
-		// clock moves; this paces the echoes.
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("still open after %v", limit)
-	return time.Time{}
+	// What closes c here is the shutdown's grace period, a deadline kept
+	// off the loops (Instance.Shutdown), which no loop clock moves.
+	i := 0
+	servertest.Eventually(t, limit, "the WebSocket closed", func() bool {
+		i++
+		return echo(c, fmt.Sprintf("m%d", i)) != nil
+	})
+	return time.Now()
 }
 
 // streamSite is a site for host on port proxying to origin with a

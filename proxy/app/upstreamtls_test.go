@@ -54,13 +54,8 @@ func TestHTTPSUpstreamCaddyfile(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		checks.Store(0)
 		port, cls, r := startSiteLogged(t, backend, site)
-		deadline := time.Now().Add(10 * time.Second)
-		for checks.Load() == 0 {
-			if time.Now().After(deadline) {
-				t.Fatal("no active health check reached the origin")
-			}
-			time.Sleep(5 * time.Millisecond) // the checker runs on its own goroutine
-		}
+		// The checker runs on its own goroutine.
+		servertest.Eventually(t, 10*time.Second, "an active health check reaching the origin", func() bool { return checks.Load() > 0 })
 		base := fmt.Sprintf("https://localhost:%d", port)
 		for proto, c := range cls {
 			res, err := c.Get(base + "/trusted/x")

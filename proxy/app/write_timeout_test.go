@@ -135,6 +135,9 @@ func TestServersWriteTimeout(t *testing.T) {
 	const size = 256 << 20
 	origin := bigOrigin(t, size)
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		// Each backend has its own instance, and most of the time is the
+		// client's real-time pause below.
+		t.Parallel()
 		dir := t.TempDir()
 		certFile, keyFile, roots := filePair(t, dir)
 		port := servertest.FreePort(t)

@@ -535,16 +535,10 @@ func waitClosed(conn net.Conn, timeout time.Duration) error {
 	}
 }
 
-// eventually polls cond every 20 ms for up to timeout.
+// eventually is servertest.Within: it reports whether cond held within
+// timeout.
 func eventually(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return true
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return cond()
+	return servertest.Within(timeout, cond)
 }
 
 // stdtlsDial completes a TLS handshake with the given ALPN protocol and

@@ -21,6 +21,7 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy/server"
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 )
 
 // cleartext makes the test server a plain-HTTP one; h2c allows HTTP/2
@@ -52,24 +53,20 @@ func TestCleartextH1(t *testing.T) {
 		cl := plainH1Client(t, &dials)
 		base := "http://" + e.addr
 		for i := 0; i < 3; i++ {
-			res, b := get(t, cl, base+"/hello")
-			if res.StatusCode != 200 || res.ProtoMajor != 1 || !bytes.Equal(b, smallBody) || res.TLS != nil {
+			_, b, res := servertest.Get(t, cl, base+"/hello")
+			if res.StatusCode != 200 || res.ProtoMajor != 1 || b != string(smallBody) || res.TLS != nil {
 				t.Fatalf("GET /hello: %d %s %q", res.StatusCode, res.Proto, b)
 			}
 		}
-		res, b := get(t, cl, base+"/big")
-		if res.StatusCode != 200 || sha256.Sum256(b) != sha256.Sum256(bigBody()) {
+		_, b, res := servertest.Get(t, cl, base+"/big")
+		if res.StatusCode != 200 || sha256.Sum256([]byte(b)) != sha256.Sum256(bigBody()) {
 			t.Fatalf("GET /big: %d, %d bytes", res.StatusCode, len(b))
 		}
 		up := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB
-		res, err := cl.Post(base+"/echo", "application/octet-stream", bytes.NewReader(up))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err = io.ReadAll(res.Body)
-		res.Body.Close()
-		if err != nil || !bytes.Equal(b, up) {
-			t.Fatalf("POST /echo: %v, %d of %d bytes back", err, len(b), len(up))
+		req, _ := http.NewRequest("POST", base+"/echo", bytes.NewReader(up))
+		req.Header.Set("Content-Type", "application/octet-stream")
+		if _, b, _ = servertest.Do(t, cl, req); b != string(up) {
+			t.Fatalf("POST /echo: %d of %d bytes back", len(b), len(up))
 		}
 		if n := dials.Load(); n != 1 {
 			t.Errorf("%d connections for 5 requests, want 1 kept alive", n)
@@ -92,14 +89,14 @@ func TestCleartextH2C(t *testing.T) {
 		}}
 		t.Cleanup(tr.CloseIdleConnections)
 		cl := &http.Client{Transport: tr, Timeout: 30 * time.Second}
-		res, b := get(t, cl, "http://"+e.addr+"/big")
-		if res.StatusCode != 200 || res.ProtoMajor != 2 || sha256.Sum256(b) != sha256.Sum256(bigBody()) {
+		_, b, res := servertest.Get(t, cl, "http://"+e.addr+"/big")
+		if res.StatusCode != 200 || res.ProtoMajor != 2 || sha256.Sum256([]byte(b)) != sha256.Sum256(bigBody()) {
 			t.Fatalf("h2c GET /big: %d %s, %d bytes", res.StatusCode, res.Proto, len(b))
 		}
 		// HTTP/1.1 still works on the same listener.
 		var dials atomic.Int32
-		res, b = get(t, plainH1Client(t, &dials), "http://"+e.addr+"/hello")
-		if res.StatusCode != 200 || res.ProtoMajor != 1 || !bytes.Equal(b, smallBody) {
+		_, b, res = servertest.Get(t, plainH1Client(t, &dials), "http://"+e.addr+"/hello")
+		if res.StatusCode != 200 || res.ProtoMajor != 1 || b != string(smallBody) {
 			t.Fatalf("h1 GET /hello: %d %s %q", res.StatusCode, res.Proto, b)
 		}
 

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bytes"
 	"io"
 	"strings"
 	"sync/atomic"
@@ -11,6 +10,7 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/looptest"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 )
 
 // TestIdleConnectionsReleaseAndResume: a connection that stays quiet across
@@ -36,11 +36,11 @@ func TestIdleConnectionsReleaseAndResume(t *testing.T) {
 				cl = e.h1Client(&dials)
 			}
 			exchange := func(round int) {
-				res, b := get(t, cl, e.url("/hello"))
-				if res.StatusCode != 200 || !bytes.Equal(b, smallBody) || res.TLS.NegotiatedProtocol != proto {
+				_, b, res := servertest.Get(t, cl, e.url("/hello"))
+				if res.StatusCode != 200 || b != string(smallBody) || res.TLS.NegotiatedProtocol != proto {
 					t.Fatalf("%s round %d: GET /hello: %d %s %q", proto, round, res.StatusCode, res.Proto, b)
 				}
-				res, b = get(t, cl, e.url("/big"))
+				_, b, res = servertest.Get(t, cl, e.url("/big"))
 				if res.StatusCode != 200 || len(b) != bigSize {
 					t.Fatalf("%s round %d: GET /big: %d, %d bytes", proto, round, res.StatusCode, len(b))
 				}

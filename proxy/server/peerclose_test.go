@@ -11,6 +11,7 @@ import (
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 )
 
 // A client whose last bytes and FIN reach the server together: on an
@@ -51,11 +52,8 @@ func TestPeerCloseWithLastBytes(t *testing.T) {
 			close(busy)
 			defer c.Close()
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		for e.srv.Stats().Active > 0 && time.Now().Before(deadline) {
-			// Real time: polls a count the loop changes, paced.
-			time.Sleep(10 * time.Millisecond)
-		}
+		// A count the loop changes.
+		servertest.Within(5*time.Second, func() bool { return e.srv.Stats().Active == 0 })
 		if n := e.srv.Stats().Active; n != 0 {
 			t.Fatalf("%d of %d connections whose client closed are still open", n, clients)
 		}

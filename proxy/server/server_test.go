@@ -30,20 +30,6 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 )
 
-func get(t *testing.T, cl *http.Client, url string) (*http.Response, []byte) {
-	t.Helper()
-	res, err := cl.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(res.Body)
-	res.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res, b
-}
-
 // TestH2Basics: GET and HEAD over real h2 with ALPN.
 func TestH2Basics(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
@@ -52,8 +38,8 @@ func TestH2Basics(t *testing.T) {
 		var dials atomic.Int32
 		cl := e.h2Client(&dials, nil)
 		for i := 0; i < 3; i++ {
-			res, b := get(t, cl, e.url("/hello"))
-			if res.StatusCode != 200 || res.ProtoMajor != 2 || !bytes.Equal(b, smallBody) ||
+			_, b, res := servertest.Get(t, cl, e.url("/hello"))
+			if res.StatusCode != 200 || res.ProtoMajor != 2 || b != string(smallBody) ||
 				res.Header.Get("content-type") != "text/plain" || res.TLS.NegotiatedProtocol != "h2" {
 				t.Fatalf("GET: %d %s %q %v", res.StatusCode, res.Proto, b, res.Header)
 			}
@@ -118,7 +104,7 @@ func TestH2ConcurrentStreams(t *testing.T) {
 		e := startEnv(t, backend, 2, r.forLoop, nil)
 		var dials atomic.Int32
 		cl := e.h2Client(&dials, nil)
-		get(t, cl, e.url("/warm")) // the connection and its SETTINGS first
+		servertest.Get(t, cl, e.url("/warm")) // the connection and its SETTINGS first
 		const n = 100
 		var wg sync.WaitGroup
 		errs := make(chan error, n)
@@ -195,8 +181,8 @@ func TestH1KeepAliveAndChunked(t *testing.T) {
 		var dials atomic.Int32
 		cl := e.h1Client(&dials)
 		for i := 0; i < 5; i++ {
-			res, b := get(t, cl, e.url("/hello"))
-			if res.StatusCode != 200 || res.ProtoMajor != 1 || !bytes.Equal(b, smallBody) || res.TLS.NegotiatedProtocol != "http/1.1" {
+			_, b, res := servertest.Get(t, cl, e.url("/hello"))
+			if res.StatusCode != 200 || res.ProtoMajor != 1 || b != string(smallBody) || res.TLS.NegotiatedProtocol != "http/1.1" {
 				t.Fatalf("GET: %d %s %q", res.StatusCode, res.Proto, b)
 			}
 		}
@@ -214,7 +200,7 @@ func TestH1KeepAliveAndChunked(t *testing.T) {
 		if err != nil || n != size || !bytes.Equal(h.Sum(nil), want[:]) || len(res.TransferEncoding) == 0 {
 			t.Fatalf("chunked echo: %d bytes err %v te %v", n, err, res.TransferEncoding)
 		}
-		get(t, cl, e.url("/after"))
+		servertest.Get(t, cl, e.url("/after"))
 		if d := dials.Load(); d != 1 {
 			t.Fatalf("%d connections for keep-alive requests, want 1", d)
 		}
@@ -231,8 +217,8 @@ func TestTLSVersions(t *testing.T) {
 		e := startEnv(t, backend, 1, r.forLoop, nil)
 		for _, v := range []uint16{stdtls.VersionTLS12, stdtls.VersionTLS13} {
 			cl := e.h2Client(nil, func(c *stdtls.Config) { c.MinVersion, c.MaxVersion = v, v })
-			res, b := get(t, cl, e.url("/hello"))
-			if res.TLS.Version != v || res.StatusCode != 200 || !bytes.Equal(b, smallBody) {
+			_, b, res := servertest.Get(t, cl, e.url("/hello"))
+			if res.TLS.Version != v || res.StatusCode != 200 || b != string(smallBody) {
 				t.Fatalf("version %x: negotiated %x, status %d", v, res.TLS.Version, res.StatusCode)
 			}
 			h1 := e.h1Client(nil)
@@ -241,7 +227,7 @@ func TestTLSVersions(t *testing.T) {
 				cfg.MinVersion, cfg.MaxVersion = v, v
 				return (&stdtls.Dialer{Config: cfg}).DialContext(ctx, "tcp", e.addr)
 			}
-			res, _ = get(t, h1, e.url("/hello"))
+			_, _, res = servertest.Get(t, h1, e.url("/hello"))
 			if res.TLS.Version != v || res.StatusCode != 200 {
 				t.Fatalf("h1 version %x: negotiated %x", v, res.TLS.Version)
 			}
@@ -261,7 +247,7 @@ func TestGarbageClient(t *testing.T) {
 		r := newRoutes()
 		e := startEnv(t, backend, 1, r.forLoop, nil)
 		cl := e.h2Client(nil, nil)
-		get(t, cl, e.url("/hello"))
+		servertest.Get(t, cl, e.url("/hello"))
 
 		stop := make(chan struct{})
 		served := make(chan int)
@@ -322,8 +308,8 @@ func TestSteadyStateCostsNoPollerCalls(t *testing.T) {
 		cl := e.h2Client(nil, nil)
 		const n = 200
 		for i := 0; i < n; i++ {
-			res, b := get(t, cl, e.url("/hello"))
-			if res.StatusCode != 200 || !bytes.Equal(b, smallBody) {
+			_, b, res := servertest.Get(t, cl, e.url("/hello"))
+			if res.StatusCode != 200 || b != string(smallBody) {
 				t.Fatalf("request %d: %d", i, res.StatusCode)
 			}
 		}

@@ -1,6 +1,7 @@
 package upstream_test
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
@@ -20,13 +22,7 @@ import (
 // the verdict rather than for a time.
 func awaitHealth(t *testing.T, up *upstream.Upstream, unhealthy bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for up.Unhealthy() != unhealthy {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: unhealthy %v, want %v", up.Name, up.Unhealthy(), unhealthy)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	servertest.Eventually(t, 5*time.Second, fmt.Sprintf("%s unhealthy %v", up.Name, unhealthy), func() bool { return up.Unhealthy() == unhealthy })
 }
 
 // healthOrigin is an origin whose /healthz answers ok, or sick when told

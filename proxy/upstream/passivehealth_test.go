@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
@@ -46,13 +47,7 @@ func TestPassiveHealth(t *testing.T) {
 		t.Fatal("max_fails failures remembered, still in rotation")
 	}
 	// Forgotten on a runtime timer, off the loops: wait for the verdict.
-	deadline := time.Now().Add(5 * time.Second)
-	for !up.Healthy(time.Now()) {
-		if time.Now().After(deadline) {
-			t.Fatal("failures never forgotten")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	servertest.Eventually(t, 5*time.Second, "the failures forgotten", func() bool { return up.Healthy(time.Now()) })
 	if n := up.Failures.Load(); n != 2 {
 		t.Errorf("Failures = %d, want 2", n)
 	}

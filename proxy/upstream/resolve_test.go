@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
@@ -58,12 +59,8 @@ func awaitAddrs(t *testing.T, up *upstream.Upstream, want ...string) {
 	for _, s := range want {
 		w = append(w, netip.MustParseAddrPort(s))
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !slices.Equal(up.Addrs(), w) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: addresses %v, want %v", up.Name, up.Addrs(), w)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !servertest.Within(5*time.Second, func() bool { return slices.Equal(up.Addrs(), w) }) {
+		t.Fatalf("%s: addresses %v, want %v", up.Name, up.Addrs(), w)
 	}
 }
 

@@ -91,19 +91,12 @@ func TestCertsWaitForRedis(t *testing.T) {
 	}
 
 	srv.Restart()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		root, err := dial()
-		if err == nil {
-			if !bytes.Equal(root.Raw, mustParse(t, rootPEM).Raw) {
-				t.Fatal("the certificate chains to another root than the one in Redis")
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("wait.localhost not served 15 s after Redis returned: %v\n%s", err, logs.String())
-		}
-		time.Sleep(100 * time.Millisecond)
+	var root *x509.Certificate
+	if !servertest.Within(15*time.Second, func() bool { root, err = dial(); return err == nil }) {
+		t.Fatalf("wait.localhost not served 15 s after Redis returned: %v\n%s", err, logs.String())
+	}
+	if !bytes.Equal(root.Raw, mustParse(t, rootPEM).Raw) {
+		t.Fatal("the certificate chains to another root than the one in Redis")
 	}
 	if !strings.Contains(logs.String(), "certificates loaded, issued or ordered for the names that waited") {
 		t.Fatalf("no recovery log line for the waiting names:\n%s", logs.String())

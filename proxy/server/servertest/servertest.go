@@ -3,6 +3,12 @@
 // backend, a fresh self-signed certificate, and the caller's handler, all
 // torn down when the test ends; and WatchHeap, which bounds what a test's
 // traffic makes the process hold.
+//
+// It is also the one place for what every suite needs around the proxy:
+// the origin behind it (Origin, Says, ServeConns), a request read whole
+// (Get, Do, Fetch, GetH2), a wait for a state another goroutine or process
+// reaches (Within, Eventually) instead of a sleep, and ShortBackends for
+// the suites -short runs on one backend.
 package servertest
 
 import (
@@ -82,4 +88,16 @@ func Start(t testing.TB, backend string, loops int, newHandler func(*netpoll.Loo
 // the given ALPN protocols.
 func (e *Env) TLSConfig(protos ...string) *stdtls.Config {
 	return &stdtls.Config{RootCAs: e.Roots, ServerName: "localhost", NextProtos: protos}
+}
+
+// ShortBackends is the backends a suite runs on: all of them, or under
+// -short the first alone. It is for a suite whose subject is not the
+// poller and whose cost is per backend: a browser it starts, or seconds of
+// load a statistic needs. The package's other suites still run on every
+// backend under -short, and the full suite runs this one on all.
+func ShortBackends(backends []string) []string {
+	if testing.Short() && len(backends) > 1 {
+		return backends[:1]
+	}
+	return backends
 }
