@@ -74,7 +74,7 @@ func (w *responseWriter) WriteHeader(status int, fields []stream.Field, endStrea
 		c.startTunnel(fields)
 		return nil
 	}
-	if status < 100 || status > 599 || status == 101 {
+	if status < 100 || status > 599 || status == 101 || status < 200 && endStream {
 		return stream.ErrBadStatus
 	}
 	for _, f := range fields {

@@ -32,7 +32,9 @@ func New(body []byte, contentType string) *Handler {
 
 // NewResponse returns a handler answering status with exactly the fields
 // in head (which should give the body's length) and body. head and body
-// are shared by every response: neither may change afterwards.
+// are shared by every response: neither may change afterwards. An
+// informational status (1xx but 101) goes as an interim head, and the
+// answer that follows is a 200 with head and body.
 func NewResponse(status int, head []stream.Field, body []byte) *Handler {
 	return &Handler{Body: body, status: status, head: head}
 }
@@ -61,12 +63,35 @@ type response struct {
 
 func (r *response) start() {
 	r.started = true
+	status := r.h.status
+	if status < 200 && status != 101 {
+		// An informational status cannot end an exchange: it goes as an
+		// interim head, and the answer is a 200 with the head and body,
+		// as Caddy's respond 103 (net/http's WriteHeader) does.
+		if r.w.WriteHeader(status, nil, false) != nil {
+			r.refused()
+			return
+		}
+		status = 200
+	}
 	empty := r.head || len(r.h.Body) == 0
-	if r.w.WriteHeader(r.h.status, r.h.head, empty) != nil || empty {
+	if r.w.WriteHeader(status, r.h.head, empty) != nil {
+		r.refused()
+		return
+	}
+	if empty {
 		r.done = true
 		return
 	}
 	r.OnWritable()
+}
+
+// refused ends an exchange whose head the front end refused (a 101 to a
+// request that asked for no upgrade): left alone, it would wait for an
+// answer forever.
+func (r *response) refused() {
+	r.done = true
+	r.w.Reset(stream.CodeInternal)
 }
 
 func (r *response) OnBody(p []byte) { r.w.Consumed(len(p)) }
