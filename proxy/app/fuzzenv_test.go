@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy/config"
@@ -42,6 +43,10 @@ type fuzzServer struct {
 	admin  string
 	last   string // the Caddyfile it serves
 	panics *panicWatch
+	// The panics told of so far: in its log, and in
+	// pollproxy_panics_total.
+	logged  int
+	counted float64
 }
 
 func newFuzzEnv(tb testing.TB) *fuzzEnv {
@@ -116,6 +121,7 @@ func (e *fuzzEnv) server(backend string) *fuzzServer {
 		e.tb.Fatalf("start on %s: %v", backend, err)
 	}
 	e.tb.Cleanup(s.in.Close)
+	s.counted = s.panicsCounted(e.tb)
 	e.servers[backend] = s
 	return s
 }
@@ -189,8 +195,8 @@ func numbered(text string) string {
 
 // checkAlive asks the site beside the fuzzed one for its answer on a new
 // connection: the loop they share still serves.
-func (s *fuzzServer) checkAlive(t *testing.T) {
-	c, err := dialH1(s.alive)
+func (s *fuzzServer) checkAlive(t *testing.T, deadline time.Time) {
+	c, err := dialH1(s.alive, deadline)
 	if err != nil {
 		t.Fatalf("the loop no longer accepts: %v", err)
 	}
@@ -199,6 +205,23 @@ func (s *fuzzServer) checkAlive(t *testing.T) {
 	if err != nil || a.status != 200 {
 		t.Fatalf("the loop no longer answers a plain request: status %d, %v", a.status, err)
 	}
+}
+
+// newPanics reports the panics the instance told of since it was last
+// asked: in its log (a record that says panic) or counted in
+// pollproxy_panics_total.
+func (s *fuzzServer) newPanics(t *testing.T) string {
+	logged, rec := s.panics.seen()
+	counted := s.panicsCounted(t)
+	var out []string
+	if logged > s.logged {
+		out = append(out, fmt.Sprintf("%d logged, the first: %s", logged-s.logged, rec))
+	}
+	if counted > s.counted {
+		out = append(out, fmt.Sprintf("pollproxy_panics_total went from %v to %v", s.counted, counted))
+	}
+	s.logged, s.counted = logged, counted
+	return strings.Join(out, "; ")
 }
 
 // panicWatch is the instance's log, watched for a recovered panic: a
@@ -232,8 +255,8 @@ func (p *panicWatch) seen() (int, string) {
 // panicsCounted reads pollproxy_panics_total from the admin listener:
 // the panics the loops recovered from, when the build counts them (0
 // when it does not).
-func (s *fuzzServer) panicsCounted(t *testing.T) float64 {
-	c := &http.Client{Timeout: exchangeDeadline}
+func (s *fuzzServer) panicsCounted(t testing.TB) float64 {
+	c := &http.Client{Timeout: inputBudget}
 	res, err := c.Get("http://" + s.admin + "/metrics")
 	if err != nil {
 		t.Fatalf("metrics: %v", err)

@@ -27,15 +27,15 @@ type h1Conn struct {
 // may.
 var errNoAnswer = errors.New("connection closed before any answer")
 
-// exchangeDeadline bounds one exchange: an answer that takes longer is a
-// hang, whatever the configuration.
-const exchangeDeadline = 10 * time.Second
-
-func dialH1(addr string) (*h1Conn, error) {
+// dialH1 connects to addr; every exchange on the connection must end by
+// deadline: an answer that takes longer is a hang, whatever the
+// configuration.
+func dialH1(addr string, deadline time.Time) (*h1Conn, error) {
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
+	c.SetDeadline(deadline)
 	return &h1Conn{c: c, br: bufio.NewReader(c)}, nil
 }
 
@@ -51,7 +51,6 @@ type h1Answer struct {
 // connection that ends inside one, is an error naming what is wrong;
 // errNoAnswer when it ended before the first byte.
 func (h *h1Conn) roundTrip(r fuzzRequest, host string) (h1Answer, error) {
-	h.c.SetDeadline(time.Now().Add(exchangeDeadline))
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\n", r.method, r.target, host)
 	for _, f := range r.fields {

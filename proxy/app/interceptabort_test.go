@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
@@ -43,7 +44,7 @@ http://127.0.0.1:%d {
 		start(t, file, Options{})
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
 
-		h2, err := dialH2(addr)
+		h2, err := dialH2(addr, time.Now().Add(10*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +56,7 @@ http://127.0.0.1:%d {
 			t.Errorf("h2 / after the reset, on the same connection: %d %v", a.status, err)
 		}
 
-		h1, err := dialH1(addr)
+		h1, err := dialH1(addr, time.Now().Add(10*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -347,7 +347,8 @@ var (
 		"X-A a z", "X-Origin ^(.*)$ [$1]", "Location /moved", `Set-Cookie "a=b; Path=/"`,
 		"X_Under u", "X.Dot d", "x-lower v", "Content-Length 3", "-Content-Length", "Connection close",
 		"Transfer-Encoding chunked", "-Content-Type", "Content-Encoding gzip",
-		"X-Empty \"\"", "Strict-Transport-Security max-age=31536000",
+		"X-Empty \"\"", "Strict-Transport-Security max-age=31536000", "X-Content-Type-Options nosniff",
+		"X-Frame-Options DENY", "Referrer-Policy no-referrer",
 	}
 	requestOps = []string{
 		"X-A a", "+X-A b", "-X-A", "-*", "Host example.com", "-Host", "X_Forwarded_For evil", "X.Dot d",
