@@ -40,8 +40,11 @@ func (c *ServerConn) encodeHead(status int, fields []stream.Field) []byte {
 	if status != 0 {
 		indexed = c.writeField(enc, ":status", statusText(status))
 	}
+	// An informational or 204 answer has no content-length (RFC 9110
+	// §8.6), whatever its handler says (respond 204 gives one).
+	noLength := status != 0 && (status < 200 || status == 204)
 	for _, f := range fields {
-		if field.Lookup(f.Name).Has(field.ConnectionSpecific) {
+		if field.Lookup(f.Name).Has(field.ConnectionSpecific) || noLength && f.Name == "content-length" {
 			continue
 		}
 		indexed = c.writeField(enc, f.Name, f.Value) && indexed

@@ -1,0 +1,66 @@
+package app
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/netpoll/polltest"
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
+)
+
+// startPlain runs one site body on a plain-HTTP port that also takes
+// h2c, on backend, and returns its address.
+func startPlain(t *testing.T, backend, body string) string {
+	t.Helper()
+	dir := t.TempDir()
+	port := servertest.FreePort(t)
+	file := filepath.Join(dir, "Caddyfile")
+	os.WriteFile(file, []byte(fmt.Sprintf(`{
+	poller %s
+	loops 1
+	admin off
+	storage %s
+	servers {
+		protocols h1 h2 h2c
+	}
+}
+
+http://127.0.0.1:%d {
+%s
+}
+`, backend, filepath.Join(dir, "storage"), port, body)), 0o644)
+	start(t, file, Options{})
+	return fmt.Sprintf("127.0.0.1:%d", port)
+}
+
+// TestNoContentLength204: a 204 carries no Content-Length, also to a HEAD
+// over HTTP/1.1 and over h2 (RFC 9110 §8.6), though respond 204 gives
+// one. FuzzSites found both.
+func TestNoContentLength204(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		addr := startPlain(t, backend, "\trespond 204")
+		for _, method := range []string{"GET", "HEAD"} {
+			h1, err := dialH1(addr, time.Now().Add(10*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The strict readers refuse a 204 with a length.
+			if a, err := h1.roundTrip(fuzzRequest{method: method, target: "/"}, addr); err != nil || a.status != 204 {
+				t.Errorf("HTTP/1.1 %s: %d %v", method, a.status, err)
+			}
+			h1.Close()
+			h2, err := dialH2(addr, time.Now().Add(10*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a, err := h2.roundTrip(fuzzRequest{h2: true, method: method, target: "/"}, addr); err != nil || a.status != 204 {
+				t.Errorf("h2 %s: %d %v", method, a.status, err)
+			}
+			h2.Close()
+		}
+	})
+}
