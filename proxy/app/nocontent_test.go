@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -59,6 +60,32 @@ func TestNoContentLength204(t *testing.T) {
 			}
 			if a, err := h2.roundTrip(fuzzRequest{h2: true, method: method, target: "/"}, addr); err != nil || a.status != 204 {
 				t.Errorf("h2 %s: %d %v", method, a.status, err)
+			}
+			h2.Close()
+		}
+	})
+}
+
+// TestHeadNoContent: the answer to a HEAD carries no DATA over h2, also
+// one pollproxy writes itself (a 502 with its text body when the origin
+// refuses), and also when a route changed the method. FuzzSites found
+// the 502's body sent.
+func TestHeadNoContent(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		dead := fmt.Sprintf("127.0.0.1:%d", servertest.FreePort(t))
+		origin := servertest.Origin(t, http.HandlerFunc(fuzzOrigin))
+		addr := startPlain(t, backend, fmt.Sprintf("\treverse_proxy /dead %s\n\tmethod /get GET\n\treverse_proxy %s", dead, origin))
+		for _, x := range []struct {
+			target string
+			status int
+		}{{"/dead", 502}, {"/get", 200}} {
+			h2, err := dialH2(addr, time.Now().Add(10*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The strict reader refuses DATA in an answer to a HEAD.
+			if a, err := h2.roundTrip(fuzzRequest{h2: true, method: "HEAD", target: x.target}, addr); err != nil || a.status != x.status {
+				t.Errorf("h2 HEAD %s: %d %v, want %d", x.target, a.status, err, x.status)
 			}
 			h2.Close()
 		}

@@ -267,6 +267,7 @@ func (c *ServerConn) startRequest() error {
 	req.RemoteAddr = c.remoteAddr
 	req.Upgrade = hb.protocol
 	s.tunnel = hb.has&hasProtocol != 0
+	s.noContent = hb.method == "HEAD" // kept if a route changes the method
 	s.remoteEnded = hb.endStream
 	s.inflow.init(int32(c.win.streamWin))
 	s.outWin = c.peerInitialWindow
