@@ -91,3 +91,32 @@ func TestHeadNoContent(t *testing.T) {
 		}
 	})
 }
+
+// TestMethodHeadRespond: a method directive that makes a request a HEAD
+// leaves respond's answer to the client's method: the DELETE a client
+// sent gets the body its Content-Length announces. FuzzSites found the
+// head with that length and no body, which HTTP/1.1 refused: the
+// connection closed without an answer.
+func TestMethodHeadRespond(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		addr := startPlain(t, backend, "\tmethod * HEAD\n\trespond \"teapot\" 418")
+		for _, method := range []string{"DELETE", "HEAD"} {
+			h1, err := dialH1(addr, time.Now().Add(10*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a, err := h1.roundTrip(fuzzRequest{method: method, target: "/"}, addr); err != nil || a.status != 418 {
+				t.Errorf("HTTP/1.1 %s: %d %v", method, a.status, err)
+			}
+			h1.Close()
+			h2, err := dialH2(addr, time.Now().Add(10*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a, err := h2.roundTrip(fuzzRequest{h2: true, method: method, target: "/"}, addr); err != nil || a.status != 418 {
+				t.Errorf("h2 %s: %d %v", method, a.status, err)
+			}
+			h2.Close()
+		}
+	})
+}

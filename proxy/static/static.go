@@ -42,7 +42,7 @@ func NewResponse(status int, head []stream.Field, body []byte) *Handler {
 // Serve answers once the request body, if any, has been read. A response
 // finished within Serve returns no events (see stream.Handler).
 func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
-	r := &response{h: h, w: w, head: req.Method == "HEAD"}
+	r := &response{h: h, w: w}
 	if !req.HasBody {
 		r.start()
 		if r.done {
@@ -55,7 +55,6 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 type response struct {
 	h       *Handler
 	w       stream.ResponseWriter
-	head    bool
 	started bool
 	sent    int
 	done    bool
@@ -74,7 +73,10 @@ func (r *response) start() {
 		}
 		status = 200
 	}
-	empty := r.head || len(r.h.Body) == 0
+	// The body goes also to a HEAD: the front end drops it, knowing
+	// the method the client sent, where req.Method may be a route's
+	// (method HEAD on a GET must still answer the GET with a body).
+	empty := len(r.h.Body) == 0
 	if r.w.WriteHeader(status, r.h.head, empty) != nil {
 		r.refused()
 		return
