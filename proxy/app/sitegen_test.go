@@ -50,7 +50,8 @@ func (g *siteGen) pick(n int) int { return int(g.next()) % n }
 
 func pickFrom[T any](g *siteGen, table []T) T { return table[g.pick(len(table))] }
 
-// The opcodes, in the order of opTable: a byte picks table[b % len].
+// The opcodes. A byte picks opTable[b % len(opTable)], where each
+// opcode's value is its first place.
 const (
 	opEnd = iota
 	opHeader
@@ -72,8 +73,21 @@ const (
 	opRequestBody
 	opHeaderBlock
 	opIntercept
+	opHeaderRun
 	opCount
 )
+
+// opTable weighs the opcodes as real Caddyfiles do: header, respond and
+// reverse_proxy are the directives most sites have, and the directives
+// past the first 20 places repeat them.
+var opTable = func() []int {
+	t := make([]int, opCount, 32)
+	for op := range t {
+		t[op] = op
+	}
+	return append(t, opHeader, opHeader, opHeader, opRespond, opRespond,
+		opReverseProxy, opReverseProxy, opRequestHeader, opEncode, opHandle, opEnd)
+}()
 
 // Where a list of routes is: the site's top (log and handle_errors
 // belong only there), a nested block, or a handle_response (where
@@ -101,7 +115,7 @@ func (g *siteGen) site() string {
 // routes writes directives at depth until an end opcode.
 func (g *siteGen) routes(w *strings.Builder, depth int, place genPlace) {
 	for g.directives < genMaxDirectives {
-		op := g.pick(opCount)
+		op := pickFrom(g, opTable)
 		if op == opEnd {
 			return
 		}
@@ -190,6 +204,12 @@ func (g *siteGen) directive(w *strings.Builder, op, depth int, place genPlace) {
 			fmt.Fprintf(w, "%s\t%s\n", in, pickFrom(g, responseOps))
 		}
 		w.WriteString(in + "}\n")
+	case opHeaderRun:
+		// A run of header directives, as the security and CORS parts of
+		// a site write them: two to eight, each with its own matcher.
+		for range 2 + g.pick(7) {
+			fmt.Fprintf(w, "%sheader%s %s\n", in, g.matcher(), pickFrom(g, responseOps))
+		}
 	case opIntercept:
 		switch {
 		case place == placeResponse:
