@@ -120,3 +120,24 @@ func TestMethodHeadRespond(t *testing.T) {
 		}
 	})
 }
+
+// TestHeadRefused: a HEAD that HTTP/1.1 refuses after reading its head
+// (an expectation it cannot meet) gets the refusal without a body.
+// FuzzSites found the text of the 417 after it.
+func TestHeadRefused(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		addr := startPlain(t, backend, "\trespond \"fine\"")
+		for _, method := range []string{"HEAD", "GET"} {
+			h1, err := dialH1(addr, time.Now().Add(10*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The strict reader refuses bytes after the answer.
+			a, err := h1.roundTrip(fuzzRequest{method: method, target: "/", fields: [][2]string{{"Expect", "a"}}}, addr)
+			if err != nil || a.status != 417 {
+				t.Errorf("%s with Expect: a: %d %v, want 417", method, a.status, err)
+			}
+			h1.Close()
+		}
+	})
+}
