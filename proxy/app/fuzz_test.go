@@ -339,6 +339,7 @@ func TestFuzzFoundSites(t *testing.T) {
 		"respond_100":                  "\t\trespond 100\n",
 		"intercept_abort":              "\tintercept @m0 {\n",
 		"copy_response_headers_length": "\t\t\tcopy_response_headers {\n",
+		"header_content_length":        "\theader Content-Length 3\n",
 	} {
 		b, err := os.ReadFile(filepath.Join("testdata", "fuzz", "FuzzSites", name))
 		if err != nil {
