@@ -39,10 +39,18 @@ type RequestParser struct {
 	tokens []string // storage for the Connection options (framing.tokens)
 	req    stream.Request
 	body   []byte
+	// method is this request's, once its head is read ("" before): a
+	// refusal after that point (an expectation, a framing conflict) may
+	// answer a HEAD, whose answer has no body.
+	method string
 
 	keepAlive bool
 	expect    bool
 }
+
+// Method returns the method of the request being read, "" until its head
+// is complete enough to tell.
+func (p *RequestParser) Method() string { return p.method }
 
 func (p *RequestParser) init() {
 	p.lim = p.Limits.withDefaults()
@@ -64,6 +72,7 @@ func (p *RequestParser) Reset() {
 	p.state = stHead
 	p.hr.reset()
 	p.body = nil
+	p.method = ""
 }
 
 // Feed consumes a prefix of b and reports at most one event. n is how many
@@ -211,6 +220,7 @@ func (p *RequestParser) parseHead() *Error {
 	r := &p.req
 	*r = stream.Request{Header: r.Header[:0], Hop: r.Hop[:0], ContentLength: 0}
 	r.Method = s[:sp1]
+	p.method = r.Method
 	if proto10 {
 		r.Proto = "HTTP/1.0"
 	} else {

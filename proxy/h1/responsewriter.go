@@ -74,7 +74,7 @@ func (w *responseWriter) WriteHeader(status int, fields []stream.Field, endStrea
 		c.startTunnel(fields)
 		return nil
 	}
-	if status < 100 || status > 599 || status == 101 {
+	if status < 100 || status > 599 || status == 101 || status < 200 && endStream {
 		return stream.ErrBadStatus
 	}
 	for _, f := range fields {
@@ -118,8 +118,8 @@ func (w *responseWriter) WriteHeader(status int, fields []stream.Field, endStrea
 	case bodyNone:
 		// HEAD, 204, 304, or an announced empty body. The response to a
 		// HEAD and a 304 may announce the representation's length; a 204
-		// has none (RFC 9110 §8.6).
-		if fr.length >= 0 && (c.isHead || status != 204) {
+		// has none, also to a HEAD (RFC 9110 §8.6).
+		if fr.length >= 0 && status != 204 {
 			b = appendContentLength(b, fr.length)
 		}
 		if fr.length == 0 && !endStream && !c.isHead && status != 304 {

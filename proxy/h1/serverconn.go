@@ -573,7 +573,7 @@ func (c *ServerConn) timerFired() {
 		return
 	}
 	if kind == tkHeader && c.p.Started() {
-		c.writeError(408)
+		c.writeError(408, false)
 	}
 	c.closeNow()
 }
@@ -604,7 +604,9 @@ func (c *ServerConn) failRequest(err error) error {
 	if errors.As(err, &e) {
 		status = e.Status
 	}
-	c.writeError(status)
+	// A request refused after its request line (an expectation, a
+	// framing conflict) may be a HEAD, whose answer has no body.
+	c.writeError(status, c.p.Method() == "HEAD")
 	c.closeNow()
 	return err
 }
@@ -619,23 +621,26 @@ func (c *ServerConn) failBody(err error) error {
 		if errors.As(err, &e) {
 			status = e.Status
 		}
-		c.writeError(status)
+		c.writeError(status, c.isHead)
 	}
 	c.abortAll(err)
 	return err
 }
 
-// writeError queues a small complete response that closes the connection.
-func (c *ServerConn) writeError(status int) {
+// writeError queues a small complete response that closes the
+// connection; to a HEAD, without its body.
+func (c *ServerConn) writeError(status int, head bool) {
 	text := statusText(status)
 	b := appendStatusLine(c.wbuf[:0], status)
 	b = append(b, "content-type: text/plain; charset=utf-8\r\ncontent-length: "...)
 	b = strconv.AppendInt(b, int64(len(text)+5), 10)
 	b = append(b, "\r\nconnection: close\r\n\r\n"...)
-	b = strconv.AppendInt(b, int64(status), 10)
-	b = append(b, ' ')
-	b = append(b, text...)
-	b = append(b, '\n')
+	if !head {
+		b = strconv.AppendInt(b, int64(status), 10)
+		b = append(b, ' ')
+		b = append(b, text...)
+		b = append(b, '\n')
+	}
 	c.wbuf = b
 	c.t.Write(b)
 }

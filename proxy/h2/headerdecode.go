@@ -272,6 +272,7 @@ func (c *ServerConn) startRequest() error {
 	req.Upgrade = hb.protocol
 	req.Conn, _ = c.t.(stream.Abandoner) // a transport that can be abandoned after a panic
 	s.tunnel = hb.has&hasProtocol != 0
+	s.noContent = hb.method == "HEAD" // kept if a route changes the method
 	s.remoteEnded = hb.endStream
 	s.inflow.init(int32(c.win.streamWin))
 	s.outWin = c.peerInitialWindow

@@ -41,6 +41,9 @@ type h2Stream struct {
 	// tunnel: an extended CONNECT (RFC 8441). Our END_STREAM ends our
 	// direction only: the client's DATA still flows to the handler.
 	tunnel bool
+	// noContent: the answer has no content (to a HEAD, a 204 or a 304,
+	// RFC 9113 §8.1.1): Write drops body bytes, as HTTP/1.1's does.
+	noContent bool
 }
 
 var _ stream.ResponseWriter = (*h2Stream)(nil)
@@ -147,6 +150,7 @@ func (s *h2Stream) WriteHeader(status int, fields []stream.Field, endStream bool
 	c.writeBlock(s.id, c.encodeHead(status, fields), endStream)
 	if !informational {
 		s.headersDone = true
+		s.noContent = s.noContent || status == 204 || status == 304
 	}
 	if endStream {
 		s.endQueued = true
@@ -170,6 +174,9 @@ func (s *h2Stream) Write(p []byte) (int, error) {
 	}
 	if !s.headersDone || s.endQueued {
 		return 0, stream.ErrNoHead
+	}
+	if s.noContent {
+		return len(p), nil // an answer that has no content: nothing to send
 	}
 	if len(p) == 0 {
 		return 0, nil

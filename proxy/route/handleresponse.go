@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/pollproxy/pollproxy/proxy/encode"
+	"github.com/pollproxy/pollproxy/proxy/field"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -81,13 +82,16 @@ type HeaderFilter struct {
 }
 
 // appendCopied appends the fields of the response a handle_response
-// matched that f lets through.
+// matched that f lets through. Its framing (Content-Length) is never
+// copied: it described that response's body, not this one's, and two
+// lengths make a head no front end can send.
 func (f *HeaderFilter) appendCopied(fs []stream.Field, h *stream.Handoff) []stream.Field {
 	if h == nil {
 		return fs
 	}
 	for _, fl := range h.Header {
-		if len(f.Include) > 0 && !slices.Contains(f.Include, fl.Name) || slices.Contains(f.Exclude, fl.Name) {
+		if field.Lookup(fl.Name).Has(field.Framing) ||
+			len(f.Include) > 0 && !slices.Contains(f.Include, fl.Name) || slices.Contains(f.Exclude, fl.Name) {
 			continue
 		}
 		fs = append(fs, fl)

@@ -112,6 +112,11 @@ func parseHeaderOp(args []string, response, upstream bool) (HeaderOp, error) {
 	if !field.ValidName(valid) {
 		return op, fmt.Errorf("%q is not a valid field name", name)
 	}
+	if response && op.Op != '-' && field.Lookup(op.Name).Has(field.Framing) {
+		// The front end frames the body it sends; a second length, or
+		// one the body does not have, makes an answer no client can read.
+		return op, fmt.Errorf("%s frames the body, which pollproxy writes itself (only -%s is allowed)", name, name)
+	}
 	switch {
 	case op.Op == '-' && len(args) != 1:
 		return op, fmt.Errorf("-%s deletes the field and takes no value", name)

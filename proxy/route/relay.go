@@ -195,14 +195,17 @@ func (o *relayReply) Close(trailers []stream.Field) error {
 	return nil
 }
 
+// Reset ends the relayed exchange. Unless its response was taken, that
+// exchange was the client's answer, and its reset is the client's too,
+// also before any head (an abort under an intercept): dropped, it would
+// leave the client waiting forever.
 func (o *relayReply) Reset(code uint32) {
 	r := (*relay)(o)
-	switch {
-	case r.passing || r.copying:
-		r.cw.Reset(code)
-	case r.routed:
+	if r.routed && !r.copying {
 		r.h.checks.loop.Post(r.releaseOrigin)
+		return
 	}
+	r.cw.Reset(code)
 }
 
 // Consumed: the relayed exchange took the client's body (forward_auth's

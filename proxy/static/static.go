@@ -32,7 +32,9 @@ func New(body []byte, contentType string) *Handler {
 
 // NewResponse returns a handler answering status with exactly the fields
 // in head (which should give the body's length) and body. head and body
-// are shared by every response: neither may change afterwards.
+// are shared by every response: neither may change afterwards. An
+// informational status (1xx but 101) goes as an interim head, and the
+// answer that follows is a 200 with head and body.
 func NewResponse(status int, head []stream.Field, body []byte) *Handler {
 	return &Handler{Body: body, status: status, head: head}
 }
@@ -40,7 +42,7 @@ func NewResponse(status int, head []stream.Field, body []byte) *Handler {
 // Serve answers once the request body, if any, has been read. A response
 // finished within Serve returns no events (see stream.Handler).
 func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
-	r := &response{h: h, w: w, head: req.Method == "HEAD"}
+	r := &response{h: h, w: w}
 	if !req.HasBody {
 		r.start()
 		if r.done {
@@ -53,7 +55,6 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 type response struct {
 	h       *Handler
 	w       stream.ResponseWriter
-	head    bool
 	started bool
 	sent    int
 	done    bool
@@ -61,12 +62,38 @@ type response struct {
 
 func (r *response) start() {
 	r.started = true
-	empty := r.head || len(r.h.Body) == 0
-	if r.w.WriteHeader(r.h.status, r.h.head, empty) != nil || empty {
+	status := r.h.status
+	if status < 200 && status != 101 {
+		// An informational status cannot end an exchange: it goes as an
+		// interim head, and the answer is a 200 with the head and body,
+		// as Caddy's respond 103 (net/http's WriteHeader) does.
+		if r.w.WriteHeader(status, nil, false) != nil {
+			r.refused()
+			return
+		}
+		status = 200
+	}
+	// The body goes also to a HEAD: the front end drops it, knowing
+	// the method the client sent, where req.Method may be a route's
+	// (method HEAD on a GET must still answer the GET with a body).
+	empty := len(r.h.Body) == 0
+	if r.w.WriteHeader(status, r.h.head, empty) != nil {
+		r.refused()
+		return
+	}
+	if empty {
 		r.done = true
 		return
 	}
 	r.OnWritable()
+}
+
+// refused ends an exchange whose head the front end refused (a 101 to a
+// request that asked for no upgrade): left alone, it would wait for an
+// answer forever.
+func (r *response) refused() {
+	r.done = true
+	r.w.Reset(stream.CodeInternal)
 }
 
 func (r *response) OnBody(p []byte) { r.w.Consumed(len(p)) }
