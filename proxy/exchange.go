@@ -606,7 +606,11 @@ func (ex *exchange) responseHead(p *h1.ResponseParser) {
 		ex.log.RespHeader = append([]stream.Field(nil), fields...)
 	}
 	if err := ex.w.WriteHeader(ex.status, fields, !p.HasBody()); err != nil {
-		ex.end(clientGone())
+		// The front end refused the head (a client gone, or a head it
+		// cannot send for the client's request: a length without a body
+		// to a GET that a route made a HEAD). The stream is reset, so a
+		// client still there is not left waiting; a gone one ignores it.
+		ex.end(resetting(stream.CodeInternal, observe.ReasonClientGone, errText(err)))
 	}
 }
 

@@ -1,7 +1,9 @@
 package app
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -138,6 +140,42 @@ func TestHeadRefused(t *testing.T) {
 				t.Errorf("%s with Expect: a: %d %v, want 417", method, a.status, err)
 			}
 			h1.Close()
+		}
+	})
+}
+
+// TestMethodHeadProxied: a route that turns a GET into a HEAD before
+// reverse_proxy gets the origin's length with no body, a head the front
+// end cannot send to a GET. The client is told at once, the stream reset
+// (HTTP/1.1: the connection closed), instead of waiting for an answer
+// that never comes (HTTP/1.1) or reading a length with no body (h2).
+// FuzzSites found both.
+func TestMethodHeadProxied(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		origin := servertest.Origin(t, http.HandlerFunc(fuzzOrigin))
+		addr := startPlain(t, backend, fmt.Sprintf("\tmethod HEAD\n\treverse_proxy %s", origin))
+		waited := func(proto string, err error) {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				t.Errorf("%s: the client waited for an answer that never came: %v", proto, err)
+			}
+		}
+		h1, err := dialH1(addr, time.Now().Add(10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = h1.roundTrip(fuzzRequest{method: "GET", target: "/"}, addr)
+		h1.Close()
+		waited("HTTP/1.1", err)
+		h2, err := dialH2(addr, time.Now().Add(10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := h2.roundTrip(fuzzRequest{h2: true, method: "GET", target: "/"}, addr)
+		h2.Close()
+		waited("h2", err)
+		if err == nil {
+			t.Errorf("h2: a head with the origin's length and no body reached the client: %d", a.status)
 		}
 	})
 }

@@ -404,11 +404,7 @@ var (
 	errorsTable = []string{`404`, `"nope" 503`, `500`, `"{path}" 403`, `418`, `"x"`, `"m" 502`}
 	logs        = []string{"", " {\n\tformat json\n}", " {\n\tformat console\n}", " access"}
 	errorCodes  = []string{"", " 404", " 5xx", " 4xx 500", " 502 504"}
-	// methodsTo leaves HEAD out for now: a route that makes a GET a HEAD
-	// in front of reverse_proxy relays the origin's Content-Length with
-	// no body, which HTTP/1.1 refuses (and the request then waits) and h2
-	// sends as it is.
-	methodsTo   = []string{"GET", "POST", "PUT", "OPTIONS", "DELETE"}
+	methodsTo   = []string{"GET", "HEAD", "POST", "PUT", "OPTIONS", "DELETE"}
 	bodyLimits  = []string{"10", "1KB", "1MB", "0"}
 	handlePaths = []string{"/api/*", "/a*", "/s/*", "/static/*", "/", "/x/*"}
 	copies      = []string{"copy_response", "copy_response 202", "copy_response_headers {\n\tinclude X-Origin\n}",

@@ -13,6 +13,10 @@ import (
 // stream.ErrHeadWritten, stream.ErrNoHead and stream.ErrBadStatus.
 var ErrConnClosed = errors.New("h2: connection closed")
 
+// ErrBodyLength is WriteHeader's answer to a head that ends the stream
+// yet announces content: a response no client could take.
+var ErrBodyLength = errors.New("h2: response announces content it does not send")
+
 // ResetError is what Events.OnAbort receives when a stream is reset: by the
 // client (Remote) or by pollproxy after a stream error.
 type ResetError struct {

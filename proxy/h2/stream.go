@@ -1,6 +1,8 @@
 package h2
 
 import (
+	"strings"
+
 	"golang.org/x/net/http2"
 
 	"github.com/pollproxy/pollproxy/proxy/stream"
@@ -146,6 +148,11 @@ func (s *h2Stream) WriteHeader(status int, fields []stream.Field, endStream bool
 	informational := status < 200
 	if status < 100 || status > 599 || status == 101 || informational && endStream {
 		return stream.ErrBadStatus
+	}
+	if endStream && !informational && !s.noContent && status != 204 && status != 304 && announcesContent(fields) {
+		// A length with no DATA to follow is a malformed response (RFC
+		// 9113 §8.1.1): refused, as the HTTP/1.1 writer refuses it.
+		return ErrBodyLength
 	}
 	c.writeBlock(s.id, c.encodeHead(status, fields), endStream)
 	if !informational {
@@ -464,6 +471,17 @@ func (c *ServerConn) putBuf(b []byte) {
 func (c *ServerConn) CarriesTunnel() bool {
 	for _, s := range c.streams {
 		if s.tunnel {
+			return true
+		}
+	}
+	return false
+}
+
+// announcesContent reports whether fields give a content-length other
+// than 0.
+func announcesContent(fields []stream.Field) bool {
+	for _, f := range fields {
+		if f.Name == "content-length" && strings.TrimLeft(f.Value, "0") != "" {
 			return true
 		}
 	}
