@@ -66,6 +66,8 @@ func caseSources() []*source {
 			requests: []request{get("/a.txt"), get("/missing.txt"), get("/.git/config"), get("/spa/route"), {method: "HEAD", path: "/missing.txt"}}},
 		{name: "cases/handle-errors-status-only", caddyfile: "eso.test {\n\terror /gone 410\n\thandle_errors 5xx {\n\t\trespond \"server error {err.status_code}\"\n\t}\n\trespond \"ok\"\n}",
 			requests: []request{get("/gone"), get("/")}},
+		{name: "cases/handle-errors-unmatched", caddyfile: "esu.test {\n\theader X-Site kept\n\terror /gone 410\n\terror /nf 404\n\treverse_proxy /down/* DEAD\n\thandle_errors 5xx {\n\t\trespond /svc/* \"server error {err.status_code}\"\n\t}\n\thandle_errors 404 {\n\t\theader X-Handled yes\n\t}\n\trespond \"ok\"\n}",
+			requests: []request{get("/gone"), get("/nf"), get("/down/x"), get("/")}},
 		{name: "cases/deferred-headers-on-errors", caddyfile: "dh.test {\n\theader ?Cache-Control \"max-age=60\"\n\theader >X-Origin-Field replaced\n\theader {\n\t\tX-Frame-Options DENY\n\t\tdefer\n\t}\n\theader X-Now now\n\terror /forbidden \"nope\" 403\n\treverse_proxy /dead/* DEAD\n\treverse_proxy UP\n}",
 			requests: []request{get("/"), get("/forbidden"), get("/dead/x")}},
 	}

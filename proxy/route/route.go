@@ -329,7 +329,7 @@ func encoded(ev stream.Events, encs []*encode.Writer) stream.Events {
 // terminal hands the request to the terminal route n (nil: none matched).
 func (h *Handler) terminal(n *Node, vars reqVars, req *stream.Request, w stream.ResponseWriter) stream.Events {
 	if n == nil {
-		return empty.Serve(req, w)
+		return unanswered(req).Serve(req, w)
 	}
 	switch n.Kind {
 	case Proxy:
@@ -363,7 +363,7 @@ func (h *Handler) terminal(n *Node, vars reqVars, req *stream.Request, w stream.
 	case CopyResponse:
 		return h.copyResponse(n, req, w)
 	}
-	return empty.Serve(req, w)
+	return unanswered(req).Serve(req, w)
 }
 
 // run evaluates a list of routes from the start and returns the terminal
@@ -731,6 +731,17 @@ func htmlEscape(s string) string { return htmlEscaper.Replace(s) }
 
 // empty is the answer when no terminal route matched.
 var empty = static.NewResponse(200, []stream.Field{{Name: "content-length", Value: "0"}}, nil)
+
+// unanswered is the answer to req when no terminal route matched: the
+// empty 200, or, in the error routes, the error's status with an empty
+// body, as Caddy's error routes end in a handler that writes it (a site
+// whose handle_errors blocks all name statuses other than this error's).
+func unanswered(req *stream.Request) *static.Handler {
+	if req.Handoff != nil && req.Handoff.ErrStatus > 0 {
+		return ErrorResponse(req.Handoff.ErrStatus)
+	}
+	return empty
+}
 
 // respWriter applies the deferred response edits when the head is
 // written: a run of header directives, the later wrapped inside the
