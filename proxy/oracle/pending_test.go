@@ -28,7 +28,6 @@ func pend(what, caseName, field string, values ...string) pendingDifference {
 var pending = []pendingDifference{
 	// Found by the oracle, for the wrappers' and the routes' owners.
 	pend("a proxied response without Content-Type gets none; Caddy (Go's server) sniffs one", "* GET /notype*", "resp content-type", "text/html; charset=utf-8", "(none)"),
-	pend("rewrite: placeholder values in the query are not query-escaped (Caddy: url.QueryEscape of each, {query} as it came); {path} goes in encoded as sent", "cases/rewrite-query-placeholders *", "*"),
 }
 
 // deliberate are the differences pollproxy keeps on purpose, case by
