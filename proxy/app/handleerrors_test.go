@@ -131,6 +131,44 @@ func TestErrorDirective(t *testing.T) {
 	})
 }
 
+// TestHandleErrorsUnmatched: an error that no error route answers (the
+// site's handle_errors blocks name other statuses, or the one that
+// matches only edits fields) is its status with an empty body, as Caddy's
+// error routes end, never the empty 200 of a request no route answers;
+// the fields set before the error and by the error routes stay.
+func TestHandleErrorsUnmatched(t *testing.T) {
+	closed := fmt.Sprintf("127.0.0.1:%d", servertest.FreePort(t))
+	site := fmt.Sprintf(`	header X-Site kept
+	error /gone 410
+	error /nf 404
+	handle /down/* {
+		reverse_proxy %s
+	}
+	handle_errors 5xx {
+		respond /svc/* "server error {err.status_code}"
+	}
+	handle_errors 404 {
+		header X-Handled yes
+	}
+	respond "ok"`, closed)
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		port, cls := startSite(t, backend, site)
+		base := fmt.Sprintf("https://localhost:%d", port)
+		for proto, c := range cls {
+			t.Run(proto, func(t *testing.T) {
+				for _, x := range []exchange{
+					{method: "GET", path: "/gone", status: 410, body: "", want: map[string]string{"X-Site": "kept", "Content-Type": ""}},
+					{method: "GET", path: "/down/x", status: 502, body: "", want: map[string]string{"X-Site": "kept"}},
+					{method: "GET", path: "/nf", status: 404, body: "", want: map[string]string{"X-Site": "kept", "X-Handled": "yes"}},
+					{method: "GET", path: "/", status: 200, body: "ok"},
+				} {
+					x.run(t, c, base)
+				}
+			})
+		}
+	})
+}
+
 // TestHandleErrorsBehindEncode: on a site with encode, the errors
 // pollproxy answers itself (an origin down) and the error directive's
 // still reach handle_errors, whose answer is not the encoder's, as in

@@ -58,6 +58,8 @@ func caseSources() []*source {
 			requests: []request{get("/e", "Accept-Encoding", "gzip"), get("/e")}},
 		{name: "cases/rewrite-query-placeholders", caddyfile: "rq.test {\n\trewrite /index.php?{query}&p={path}&h={header.X-H}\n\treverse_proxy UP\n}",
 			requests: []request{get("/a%20b/c?x=1"), get("/plain", "X-H", "a&b=c d"), get("/q?k=a+b&e=%26")}},
+		{name: "cases/rewrite-query-shapes", caddyfile: "rqs.test {\n\trewrite /v/* /echo?q={query}&a=\n\trewrite /u/* /api{uri}?z=1\n\trewrite /i/* /api{uri}\n\trewrite /f/* /frag#x\n\trewrite /k/* /echo?{header.X-H}=1&&p={path.1}&{query}\n\treverse_proxy UP\n}",
+			requests: []request{get("/v/x?a=1&b=2"), get("/u/x?a=1"), get("/i/x?a=1&&b="), get("/f/x?a=1"), get("/k/a%20b/c?r=1", "X-H", "k&v=w")}},
 		{name: "cases/placeholders", caddyfile: "ph.test {\n\trespond /r \"{path} {query} {query.k} {uri} {method} {host} {scheme} {labels.0} {path.0}\" 200\n\tredir /go /to?from={uri}\n\treverse_proxy UP {\n\t\theader_up X-Uri {uri}\n\t\theader_up X-Q {query.k}\n\t\theader_up X-Host {host}\n\t\theader_up X-Port {port}\n\t\theader_up X-Re \"^(.*)$\" \"re-$1\"\n\t\theader_down X-Origin-Field \"^o(.*)$\" \"O$1\"\n\t}\n}",
 			requests: []request{get("/r/a%2Fb?k=a%20b&k=2"), get("/go?x=1"), get("/p/x%20y?k=%41", "X-Re", "v")}},
 		{name: "cases/handle-path-encoded", caddyfile: "hp.test {\n\thandle_path /api/* {\n\t\treverse_proxy UP\n\t}\n\thandle_path /Mixed/* {\n\t\trespond \"{path}\"\n\t}\n\trespond 404\n}",
@@ -66,6 +68,8 @@ func caseSources() []*source {
 			requests: []request{get("/a.txt"), get("/missing.txt"), get("/.git/config"), get("/spa/route"), {method: "HEAD", path: "/missing.txt"}}},
 		{name: "cases/handle-errors-status-only", caddyfile: "eso.test {\n\terror /gone 410\n\thandle_errors 5xx {\n\t\trespond \"server error {err.status_code}\"\n\t}\n\trespond \"ok\"\n}",
 			requests: []request{get("/gone"), get("/")}},
+		{name: "cases/handle-errors-unmatched", caddyfile: "esu.test {\n\theader X-Site kept\n\terror /gone 410\n\terror /nf 404\n\treverse_proxy /down/* DEAD\n\thandle_errors 5xx {\n\t\trespond /svc/* \"server error {err.status_code}\"\n\t}\n\thandle_errors 404 {\n\t\theader X-Handled yes\n\t}\n\trespond \"ok\"\n}",
+			requests: []request{get("/gone"), get("/nf"), get("/down/x"), get("/")}},
 		{name: "cases/deferred-headers-on-errors", caddyfile: "dh.test {\n\theader ?Cache-Control \"max-age=60\"\n\theader >X-Origin-Field replaced\n\theader {\n\t\tX-Frame-Options DENY\n\t\tdefer\n\t}\n\theader X-Now now\n\terror /forbidden \"nope\" 403\n\treverse_proxy /dead/* DEAD\n\treverse_proxy UP\n}",
 			requests: []request{get("/"), get("/forbidden"), get("/dead/x")}},
 	}

@@ -11,9 +11,16 @@ import (
 // normalise removes from an answer what may differ between two servers
 // that give the same answer, and nothing else. Each rule is listed in
 // docs/caddyfile.md ("Caddy as the oracle") with its reason.
-func normalise(a map[string]string) {
+func normalise(a map[string]string, sticky map[string]string) {
 	for k, v := range a {
 		switch {
+		case k == "resp set-cookie":
+			a[k] = stickyValue.ReplaceAllStringFunc(v, func(m string) string {
+				if s, ok := sticky[m[1:len(m)-1]]; ok {
+					return "=" + s + m[len(m)-1:]
+				}
+				return m
+			})
 		case k == "resp date", k == "resp alt-svc":
 			// The time; Caddy's HTTP/3 offer (pollproxy serves no HTTP/3).
 			delete(a, k)
@@ -67,6 +74,10 @@ func deliberate(c, p map[string]string) {
 
 var proxyName = regexp.MustCompile(`(\d\.\d) (Caddy|pollproxy)`)
 
+// stickyValue is a cookie value as lb_policy cookie writes it, with the
+// '=' before and the ';' after it.
+var stickyValue = regexp.MustCompile(`=[0-9a-f]{64};`)
+
 // difference is one field of one case where the servers disagree.
 type difference struct {
 	caseName, field, caddy, pollproxy string
@@ -76,8 +87,9 @@ func (d difference) String() string {
 	return fmt.Sprintf("%s || %s: Caddy %q, pollproxy %q", d.caseName, d.field, d.caddy, d.pollproxy)
 }
 
-// compare lists the differences between Caddy's answers and pollproxy's.
-func compare(caddy, pp answers) []difference {
+// compare lists the differences between Caddy's answers and pollproxy's;
+// sticky is the origin's stickyValues.
+func compare(caddy, pp answers, sticky map[string]string) []difference {
 	var out []difference
 	names := make([]string, 0, len(caddy))
 	for n := range caddy {
@@ -86,8 +98,8 @@ func compare(caddy, pp answers) []difference {
 	sort.Strings(names)
 	for _, n := range names {
 		c, p := caddy[n], pp[n]
-		normalise(c)
-		normalise(p)
+		normalise(c, sticky)
+		normalise(p, sticky)
 		deliberate(c, p)
 		fields := map[string]bool{}
 		for f := range c {

@@ -109,7 +109,7 @@ func runBatch(t *testing.T, bin string, b batch) {
 	}
 	polltest.ForEachBackend(t, backends, func(t *testing.T, backend string) {
 		pp := runPollproxy(t, backend, p, o, certs)
-		for _, d := range compare(copyAnswers(caddy), pp) {
+		for _, d := range compare(copyAnswers(caddy), pp, o.stickyValues()) {
 			if !tolerated(d) {
 				t.Errorf("%v", d)
 			}

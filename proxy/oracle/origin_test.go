@@ -3,6 +3,9 @@ package oracle
 import (
 	"bufio"
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -69,6 +72,25 @@ func (o *origin) listen(name string) int {
 		}
 	}()
 	return port
+}
+
+// stickyValues maps the cookie value lb_policy cookie (without a secret)
+// gives each anonymous port, hex HMAC-SHA256 of its address, to a
+// stand-in: behind a random fallback which of a site's upstreams a
+// server picks is chance, so for those ports only that the value names
+// one of them is compared. A named port's value is compared as it is.
+func (o *origin) stickyValues() map[string]string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := map[string]string{}
+	for port, name := range o.names {
+		if name == "" {
+			m := hmac.New(sha256.New, nil)
+			fmt.Fprintf(m, "127.0.0.1:%d", port)
+			out[hex.EncodeToString(m.Sum(nil))] = "HMAC(an anonymous upstream)"
+		}
+	}
+	return out
 }
 
 // mark returns how many requests the origin has recorded so far; since

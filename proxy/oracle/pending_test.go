@@ -26,15 +26,8 @@ func pend(what, caseName, field string, values ...string) pendingDifference {
 // PROTO REQUEST"; fields are "status", "body", "resp NAME" (a response
 // field), "originN NAME", "originN request" (what the origin received).
 var pending = []pendingDifference{
-	// Being fixed (issue 33's list).
-	pend("lb_policy cookie: another cookie value, without HttpOnly", "cases/lb-cookie *", "resp set-cookie"),
-	pend("lb_policy cookie: another cookie value, without HttpOnly", "caddydocs/reverse_proxy#2 *", "resp set-cookie"),
-
 	// Found by the oracle, for the wrappers' and the routes' owners.
-	pend("handle_errors with status blocks only: an error none matches is answered 200, Caddy answers its status", "cases/handle-errors-status-only * GET /gone", "*"),
-	pend("handle_errors with status blocks only: an error none matches is answered 200, Caddy answers its status", "generated/* GET /gone", "status", "410", "200"),
 	pend("a proxied response without Content-Type gets none; Caddy (Go's server) sniffs one", "* GET /notype*", "resp content-type", "text/html; charset=utf-8", "(none)"),
-	pend("rewrite: placeholder values in the query are not query-escaped (Caddy: url.QueryEscape of each, {query} as it came); {path} goes in encoded as sent", "cases/rewrite-query-placeholders *", "*"),
 }
 
 // deliberate are the differences pollproxy keeps on purpose, case by

@@ -247,68 +247,74 @@ func (t Template) String() string { return t.raw }
 // Append appends the template filled from r to dst.
 func (t Template) Append(dst []byte, r *stream.Request) []byte {
 	for _, p := range t.parts {
-		switch p.kind {
-		case phLiteral:
-			dst = append(dst, p.text...)
-		case phHost:
-			dst = append(dst, HostOnly(r.Authority)...)
-		case phHostport:
-			dst = append(dst, r.Authority...)
-		case phPort:
-			if i := strings.LastIndexByte(r.Authority, ':'); i >= 0 && !strings.HasSuffix(r.Authority, "]") {
-				dst = append(dst, r.Authority[i+1:]...)
-			} else if r.Scheme == "http" {
-				dst = append(dst, "80"...)
-			} else {
-				dst = append(dst, "443"...)
-			}
-		case phURI:
-			dst = append(dst, r.Path...)
-		case phPath:
-			dst = append(dst, PathOnly(r.Path)...)
-		case phQuery:
-			dst = append(dst, QueryOnly(r.Path)...)
-		case phMethod:
-			dst = append(dst, r.Method...)
-		case phScheme:
-			dst = append(dst, r.Scheme...)
-		case phRemoteHost:
-			dst = r.RemoteAddr.Addr().AppendTo(dst)
-		case phClientIP:
-			if r.ClientIP.IsValid() {
-				dst = r.ClientIP.AppendTo(dst)
-			} else {
-				dst = r.RemoteAddr.Addr().AppendTo(dst)
-			}
-		case phRemotePort:
-			dst = strconv.AppendUint(dst, uint64(r.RemoteAddr.Port()), 10)
-		case phRemote:
-			dst = r.RemoteAddr.AppendTo(dst)
-		case phHeader:
-			dst, _ = r.ClientValues(dst, p.text)
-		case phLabel:
-			dst = append(dst, hostLabel(HostOnly(r.Authority), p.n)...)
-		case phSegment:
-			dst = append(dst, pathSegment(PathOnly(r.Path), p.n)...)
-		case phQueryArg:
-			dst, _ = AppendQueryValues(dst, QueryOnly(r.Path), p.text)
-		case phCookie:
-			v, _ := Cookie(r, p.text, true)
-			dst = append(dst, v...)
-		case phAuthUser:
-			dst = append(dst, r.AuthUser...)
-		case phRegexp:
-			if v, ok := captured(r, p.text); ok {
-				dst = append(dst, v...)
-			} else if p.n == 1 {
-				// Caddy's replacer writes it back in its long form.
-				dst = append(append(append(dst, "{http.regexp."...), p.text...), '}')
-			}
-		case phUpstreamHostport, phUpstreamHost, phUpstreamPort:
-			dst = append(dst, UpstreamMark, upstreamMarks[p.kind])
-		default:
-			dst = appendHandoff(dst, p, r.Handoff)
+		dst = p.append(dst, r)
+	}
+	return dst
+}
+
+// append appends the part filled from r to dst.
+func (p part) append(dst []byte, r *stream.Request) []byte {
+	switch p.kind {
+	case phLiteral:
+		dst = append(dst, p.text...)
+	case phHost:
+		dst = append(dst, HostOnly(r.Authority)...)
+	case phHostport:
+		dst = append(dst, r.Authority...)
+	case phPort:
+		if i := strings.LastIndexByte(r.Authority, ':'); i >= 0 && !strings.HasSuffix(r.Authority, "]") {
+			dst = append(dst, r.Authority[i+1:]...)
+		} else if r.Scheme == "http" {
+			dst = append(dst, "80"...)
+		} else {
+			dst = append(dst, "443"...)
 		}
+	case phURI:
+		dst = append(dst, r.Path...)
+	case phPath:
+		dst = append(dst, PathOnly(r.Path)...)
+	case phQuery:
+		dst = append(dst, QueryOnly(r.Path)...)
+	case phMethod:
+		dst = append(dst, r.Method...)
+	case phScheme:
+		dst = append(dst, r.Scheme...)
+	case phRemoteHost:
+		dst = r.RemoteAddr.Addr().AppendTo(dst)
+	case phClientIP:
+		if r.ClientIP.IsValid() {
+			dst = r.ClientIP.AppendTo(dst)
+		} else {
+			dst = r.RemoteAddr.Addr().AppendTo(dst)
+		}
+	case phRemotePort:
+		dst = strconv.AppendUint(dst, uint64(r.RemoteAddr.Port()), 10)
+	case phRemote:
+		dst = r.RemoteAddr.AppendTo(dst)
+	case phHeader:
+		dst, _ = r.ClientValues(dst, p.text)
+	case phLabel:
+		dst = append(dst, hostLabel(HostOnly(r.Authority), p.n)...)
+	case phSegment:
+		dst = append(dst, pathSegment(PathOnly(r.Path), p.n)...)
+	case phQueryArg:
+		dst, _ = AppendQueryValues(dst, QueryOnly(r.Path), p.text)
+	case phCookie:
+		v, _ := Cookie(r, p.text, true)
+		dst = append(dst, v...)
+	case phAuthUser:
+		dst = append(dst, r.AuthUser...)
+	case phRegexp:
+		if v, ok := captured(r, p.text); ok {
+			dst = append(dst, v...)
+		} else if p.n == 1 {
+			// Caddy's replacer writes it back in its long form.
+			dst = append(append(append(dst, "{http.regexp."...), p.text...), '}')
+		}
+	case phUpstreamHostport, phUpstreamHost, phUpstreamPort:
+		dst = append(dst, UpstreamMark, upstreamMarks[p.kind])
+	default:
+		dst = appendHandoff(dst, p, r.Handoff)
 	}
 	return dst
 }

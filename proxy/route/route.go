@@ -329,7 +329,7 @@ func encoded(ev stream.Events, encs []*encode.Writer) stream.Events {
 // terminal hands the request to the terminal route n (nil: none matched).
 func (h *Handler) terminal(n *Node, vars reqVars, req *stream.Request, w stream.ResponseWriter) stream.Events {
 	if n == nil {
-		return empty.Serve(req, w)
+		return unanswered(req).Serve(req, w)
 	}
 	switch n.Kind {
 	case Proxy:
@@ -363,7 +363,7 @@ func (h *Handler) terminal(n *Node, vars reqVars, req *stream.Request, w stream.
 	case CopyResponse:
 		return h.copyResponse(n, req, w)
 	}
-	return empty.Serve(req, w)
+	return unanswered(req).Serve(req, w)
 }
 
 // run evaluates a list of routes from the start and returns the terminal
@@ -585,37 +585,6 @@ func (h *Handler) rewrite(n *Node) {
 	}
 }
 
-// rewriteTarget is the target to's rewrite gives r (after prefix, the
-// file a try_files rewrite found), as Caddy's rewrite does: a target
-// without a query keeps the request's query; one with a query replaces
-// it. Empty: the target expands to nothing, no rewrite.
-func rewriteTarget(tmpl Template, prefix string, r *stream.Request) string {
-	to := prefix + tmpl.Expand(r)
-	if to == "" {
-		return ""
-	}
-	// A query a placeholder brought into the path ("rewrite /api{uri}")
-	// is the query, as in Caddy; it is not added a second time.
-	if !strings.Contains(tmpl.raw, "?") && !strings.Contains(to, "?") {
-		if q := QueryOnly(r.Path); q != "" {
-			to += "?" + q
-		}
-	} else {
-		to = dropEmptyPairs(strings.TrimSuffix(to, "?"))
-	}
-	to = escapeTarget(to)
-	if to == "" {
-		return ""
-	}
-	if to[0] != '/' && to[0] != '?' {
-		to = "/" + to
-	}
-	if to[0] == '?' {
-		to = PathOnly(r.Path) + to
-	}
-	return to
-}
-
 func (h *Handler) redirect(n *Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
 	if n.Static != nil {
 		return n.Static.Serve(req, w)
@@ -643,60 +612,6 @@ func Redirector(status int, loc string, html bool) *static.Handler {
 		{Name: "location", Value: loc},
 		{Name: "content-length", Value: "0"},
 	}, nil)
-}
-
-// escapeTarget percent-encodes the bytes that never stand in a
-// request-target (RFC 9112 §3.2): a space, controls, DEL, '#' and
-// non-ASCII, which a placeholder's value ({header.X}, {query.k} decoded)
-// may bring into a rewrite. Written raw, a space would end the request
-// line early, and the origin would read another target and version than
-// the ones meant. Other bytes are left as they are ('%' too: the rest of
-// the target is already encoded), as a client may have sent them.
-func escapeTarget(to string) string {
-	i := 0
-	for i < len(to) && !escapedInTarget(to[i]) {
-		i++
-	}
-	if i == len(to) {
-		return to
-	}
-	const hex = "0123456789ABCDEF"
-	b := []byte(to[:i])
-	for ; i < len(to); i++ {
-		if c := to[i]; escapedInTarget(c) {
-			b = append(b, '%', hex[c>>4], hex[c&15])
-		} else {
-			b = append(b, c)
-		}
-	}
-	return string(b)
-}
-
-func escapedInTarget(c byte) bool { return c <= ' ' || c >= 0x7f || c == '#' }
-
-// dropEmptyPairs leaves out the empty pairs of a rewritten query, as
-// Caddy writes a query: "?{query}&a=b" without a query is "?a=b", not
-// "?&a=b", and a query of nothing but empty pairs is none.
-func dropEmptyPairs(target string) string {
-	i := strings.IndexByte(target, '?')
-	if i < 0 {
-		return target
-	}
-	q := target[i+1:]
-	if !strings.HasPrefix(q, "&") && !strings.HasSuffix(q, "&") && !strings.Contains(q, "&&") {
-		return target
-	}
-	b := []byte(target[:i+1])
-	for _, pair := range strings.Split(q, "&") {
-		if pair == "" {
-			continue
-		}
-		if b[len(b)-1] != '?' {
-			b = append(b, '&')
-		}
-		b = append(b, pair...)
-	}
-	return strings.TrimSuffix(string(b), "?")
 }
 
 // respondStatus is respond's status when it is not the one compiled: a
@@ -731,6 +646,17 @@ func htmlEscape(s string) string { return htmlEscaper.Replace(s) }
 
 // empty is the answer when no terminal route matched.
 var empty = static.NewResponse(200, []stream.Field{{Name: "content-length", Value: "0"}}, nil)
+
+// unanswered is the answer to req when no terminal route matched: the
+// empty 200, or, in the error routes, the error's status with an empty
+// body, as Caddy's error routes end in a handler that writes it (a site
+// whose handle_errors blocks all name statuses other than this error's).
+func unanswered(req *stream.Request) *static.Handler {
+	if req.Handoff != nil && req.Handoff.ErrStatus > 0 {
+		return ErrorResponse(req.Handoff.ErrStatus)
+	}
+	return empty
+}
 
 // respWriter applies the deferred response edits when the head is
 // written: a run of header directives, the later wrapped inside the
