@@ -32,7 +32,7 @@ const maxCached = 256
 // with the requests waiting for it (a page's many requests carrying the
 // same new credentials cost one comparison, not one each).
 type checks struct {
-	loop    Poster
+	loop    offload.Poster
 	pool    *offload.Pool // auth.Shared, taken on first use
 	cache   *auth.Cache
 	flights map[auth.Key][]*authWait

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pollproxy/pollproxy/offload"
 	"github.com/pollproxy/pollproxy/proxy/auth"
 	"github.com/pollproxy/pollproxy/proxy/encode"
 	"github.com/pollproxy/pollproxy/proxy/field"
@@ -169,16 +170,10 @@ type Handler struct {
 	logHeaders bool
 }
 
-// Poster runs a function on the loop that owns a Handler:
-// netpoll.Loop.Post. A password check comes back through it.
-type Poster interface {
-	Post(f func())
-}
-
 // NewHandler returns t's evaluator for loop, ending in that loop's
 // reverse proxies (indexed by Node.Proxy). clientIP derives the client
 // address for client_ip matchers (nil: the peer's).
-func NewHandler(t *Table, proxies []stream.Handler, clientIP ClientIPFunc, loop Poster) *Handler {
+func NewHandler(t *Table, proxies []stream.Handler, clientIP ClientIPFunc, loop offload.Poster) *Handler {
 	return &Handler{t: t, proxies: proxies, clientFn: clientIP, checks: checks{loop: loop}}
 }
 
