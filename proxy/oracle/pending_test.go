@@ -33,7 +33,6 @@ var pending = []pendingDifference{
 	// Found by the oracle, for the wrappers' and the routes' owners.
 	pend("handle_errors with status blocks only: an error none matches is answered 200, Caddy answers its status", "cases/handle-errors-status-only * GET /gone", "*"),
 	pend("handle_errors with status blocks only: an error none matches is answered 200, Caddy answers its status", "generated/* GET /gone", "status", "410", "200"),
-	pend("a proxied response without Content-Type gets none; Caddy (Go's server) sniffs one", "* GET /notype*", "resp content-type", "text/html; charset=utf-8", "(none)"),
 	pend("rewrite: placeholder values in the query are not query-escaped (Caddy: url.QueryEscape of each, {query} as it came); {path} goes in encoded as sent", "cases/rewrite-query-placeholders *", "*"),
 }
 
