@@ -17,6 +17,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/field"
 	"github.com/pollproxy/pollproxy/proxy/h1"
 	"github.com/pollproxy/pollproxy/proxy/observe"
+	"github.com/pollproxy/pollproxy/proxy/sniff"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
@@ -65,6 +66,16 @@ type exchange struct {
 	tun       *tunnelState       // set for a request that asked to upgrade
 	bodyTimer *netpoll.Timer     // read_body: the client's body must end in time
 	link      inflightLink       // in the handler's inflight list (retire.go)
+
+	// holding: the response head (held) waits for the first body bytes
+	// to sniff a Content-Type from (sniff.go), with heldLength its
+	// Content-Length (-1: none), kept the body bytes taken meanwhile, and
+	// after the body bytes that go once pending has.
+	holding    bool
+	heldLength int64
+	held       []stream.Field
+	kept       []byte
+	after      []byte
 
 	// released: the front end is done with the request (OnRelease). The
 	// exchange goes back to its handler's free list (recycle) once it is
@@ -530,14 +541,20 @@ func (ex *exchange) OnWritable() {
 	if len(ex.pending) == 0 {
 		return
 	}
-	n, err := ex.w.Write(ex.pending)
-	if err != nil {
-		ex.end(clientGone())
-		return
+	for len(ex.pending) > 0 {
+		n, err := ex.w.Write(ex.pending)
+		if err != nil {
+			ex.end(clientGone())
+			return
+		}
+		ex.bytesOut += int64(n)
+		ex.pending = ex.pending[n:]
+		if len(ex.pending) > 0 {
+			return
+		}
+		ex.pending, ex.after = ex.after, nil
 	}
-	ex.bytesOut += int64(n)
-	ex.pending = ex.pending[n:]
-	if len(ex.pending) == 0 && ex.bc != nil {
+	if ex.bc != nil {
 		ex.bc.resume()
 	}
 }
@@ -566,6 +583,9 @@ func (ex *exchange) gotBytes() {
 // response as it arrives (Caddy's flush_interval -1), encoded or not.
 func (ex *exchange) originQuiet() {
 	if ex.phase != phaseStreaming {
+		return
+	}
+	if ex.holding && (ex.heldLength >= 0 || !ex.sendHeld(nil)) {
 		return
 	}
 	stream.Flush(ex.w)
@@ -605,6 +625,10 @@ func (ex *exchange) responseHead(p *h1.ResponseParser) {
 	if ex.h.cfg.LogHeaders && !ex.log.Skip && ex.h.cfg.Observer != nil {
 		ex.log.RespHeader = append([]stream.Field(nil), fields...)
 	}
+	if p.HasBody() && sniff.Needed(fields) {
+		ex.holdHead(fields, p)
+		return
+	}
 	if err := ex.w.WriteHeader(ex.status, fields, !p.HasBody()); err != nil {
 		// The front end refused the head (a client gone, or a head it
 		// cannot send for the client's request: a length without a body
@@ -619,6 +643,11 @@ func (ex *exchange) responseHead(p *h1.ResponseParser) {
 // keeps the rest until OnWritable (and the connection stops reading) or
 // ended.
 func (ex *exchange) responseBody(body []byte) bool {
+	if ex.holding {
+		if goOn, ok := ex.sniffBody(body); !goOn {
+			return ok
+		}
+	}
 	k, err := ex.w.Write(body)
 	if err != nil {
 		ex.end(clientGone())
@@ -636,6 +665,11 @@ func (ex *exchange) responseBody(body []byte) bool {
 // when both the response and our request were complete, so the next
 // request on it starts on a clean boundary.
 func (ex *exchange) responseDone(keepAlive bool, trailers []stream.Field) {
+	// A head still held had no body bytes (a response with a length
+	// sent its kept ones with its last): it goes without a type.
+	if ex.holding && !ex.sendHeld(nil) {
+		return
+	}
 	ex.end(outcome{tell: tellClose, reusable: keepAlive && (ex.bodyEnded || !ex.hasBody), trailers: trailers})
 }
 
