@@ -15,6 +15,7 @@ import (
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy/h1"
+	"github.com/pollproxy/pollproxy/proxy/proxyproto"
 	"github.com/pollproxy/pollproxy/proxy/route"
 	pptls "github.com/pollproxy/pollproxy/tls"
 )
@@ -92,8 +93,9 @@ func (bc *backendConn) comingUp() bool { return bc.state < bcBusy }
 
 // newBackendConn registers a connecting socket fd with p's loop; the
 // connect completes (or fails) on its first event, or times out after
-// the handler's ConnectTimeout.
-func newBackendConn(p *pool, fd int) (*backendConn, error) {
+// the handler's ConnectTimeout. With the PROXY protocol its header
+// announces client.
+func newBackendConn(p *pool, fd int, client netip.AddrPort) (*backendConn, error) {
 	bc := &backendConn{pool: p, state: bcConnecting}
 	d, err := p.loop.Register(fd, bc, netpoll.Write)
 	if err != nil {
@@ -103,9 +105,30 @@ func newBackendConn(p *pool, fd int) (*backendConn, error) {
 	if p.tls != nil {
 		bc.sess = pptls.NewClientSession(p.tls, nil, nil)
 	}
+	if v := p.cfg.ProxyProtocol; v != 0 {
+		bc.announce(v, client)
+	}
 	p.loop.InitTimer(&bc.timer, bc.timedOut) // the method value is made once, here
 	bc.timer.Reset(p.h.cfg.ConnectTimeout)
 	return bc, nil
+}
+
+// announce queues a PROXY protocol header of version v for client: it
+// goes out ahead of the request, in the same write, or for TLS in clear
+// before the ClientHello. The connection then serves only that client.
+func (bc *backendConn) announce(v int, client netip.AddrPort) {
+	bc.client = client
+	if bc.sess != nil {
+		bc.raw = proxyproto.Append(bc.raw, v, client)
+	} else {
+		bc.out = proxyproto.Append(bc.out, v, client)
+	}
+}
+
+// serves reports whether the connection may carry a request from client:
+// any, unless its PROXY header announced another.
+func (bc *backendConn) serves(client netip.AddrPort) bool {
+	return bc.pool.cfg.ProxyProtocol == 0 || bc.client == client
 }
 
 // bind gives the connection to ex: a new one (still connecting) or one
