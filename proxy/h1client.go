@@ -20,16 +20,6 @@ import (
 	pptls "github.com/pollproxy/pollproxy/tls"
 )
 
-type bcState uint8
-
-const (
-	bcConnecting bcState = iota
-	bcHandshake          // TLS upstreams: connected, the handshake runs off the loop (upstreamtls.go)
-	bcBusy
-	bcIdle
-	bcClosed
-)
-
 // backendBufSize is a backend connection's read buffer. A response body
 // that the client is not taking stays in it (the backend is then not
 // read), so it is also the most a stalled stream holds.
@@ -44,7 +34,7 @@ var errConnectTimeout = errors.New("connect to upstream timed out")
 type backendConn struct {
 	pool     *pool
 	desc     *netpoll.Desc
-	state    bcState
+	phase    bcPhase // its lifecycle; changed only by the transitions in backendphase.go
 	ex       *exchange
 	timer    netpoll.Timer // connect timeout, then idle timeout: one per connection, by value (InitTimer)
 	requests int
@@ -57,24 +47,34 @@ type backendConn struct {
 	in        []byte // backendBufSize, allocated on first read
 	inStart   int
 	inEnd     int
-	writeWait bool // the socket refused bytes: waiting for writable
+	idleSince time.Time
+	kaTimeout time.Duration // the origin's Keep-Alive: timeout=N on the last response
+
+	// The flags below are not phases: each can be true or false in
+	// more than one phase, independently of the others.
+
+	// writeWait: the socket refused bytes, waiting for writable. The
+	// write side blocks in the handshake, busy and in a tunnel alike.
+	writeWait bool
 	// flushQueued: out waits for the end of the loop's iteration (see
-	// send).
+	// send): the loop holds the connection in its flush list once.
 	flushQueued bool
-	parseOwed   bool // the exchange stalled mid-parse and must be fed again
-	eof         bool
-	idleSince   time.Time
-	kaTimeout   time.Duration // the origin's Keep-Alive: timeout=N on the last response
+	// parseOwed: the exchange stalled mid-parse and must be fed again;
+	// the read side's business while busy, whether or not writes wait.
+	parseOwed bool
+	// eof: the origin's stream ended (its EOF, or for TLS its
+	// close_notify or the socket's EOF after the last record). A busy
+	// connection reads on to end the response; a tunnel's other
+	// direction goes on.
+	eof bool
 	// hup: the kernel reported the origin's close (FIN) while busy. The
 	// reads that follow may stop at the end of the response without
 	// reaching EOF, and an edge-triggered poller raises no new edge for a
 	// close it already reported: the connection must not go idle.
 	hup bool
-	// tunnel: the origin switched protocols; the connection carries a
-	// tunnel (tunnel.go) and has left the pool's books for good.
-	tunnel   bool
-	shutWr   bool // the client's direction ended: shut ours once out drains
-	shutDone bool
+	// shut is the tunnel's write side: the client's half-close passed on
+	// to the origin once what it sent is written (tunnel.go).
+	shut shutStep
 
 	// sess is the TLS session of a connection to an HTTPS upstream (nil
 	// for plain HTTP): out holds plaintext, which the session encrypts
@@ -82,21 +82,17 @@ type backendConn struct {
 	sess *pptls.Session
 	raw  []byte // TLS: bytes sent in clear before the ClientHello (a PROXY header)
 	// sockEOF (TLS): the socket reached EOF; records the session holds
-	// are still read before eof is reported.
-	sockEOF  bool
-	notified bool // TLS: a tunnel's half-close sent close_notify
+	// are still read before eof is reported. Set in the handshake or
+	// later, apart from eof.
+	sockEOF bool
 }
-
-// comingUp reports whether the connection is still connecting (or, for
-// TLS, still in its handshake): nothing it was sent is on the wire yet.
-func (bc *backendConn) comingUp() bool { return bc.state < bcBusy }
 
 // newBackendConn registers a connecting socket fd with p's loop; the
 // connect completes (or fails) on its first event, or times out after
 // the handler's ConnectTimeout. With the PROXY protocol its header
 // announces client.
 func newBackendConn(p *pool, fd int, client netip.AddrPort) (*backendConn, error) {
-	bc := &backendConn{pool: p, state: bcConnecting}
+	bc := &backendConn{pool: p, phase: bcConnecting}
 	d, err := p.loop.Register(fd, bc, netpoll.Write)
 	if err != nil {
 		return nil, err
@@ -131,16 +127,6 @@ func (bc *backendConn) serves(client netip.AddrPort) bool {
 	return bc.pool.cfg.ProxyProtocol == 0 || bc.client == client
 }
 
-// bind gives the connection to ex: a new one (still connecting) or one
-// taken from the idle list.
-func (bc *backendConn) bind(ex *exchange) {
-	bc.ex = ex
-	if bc.state == bcIdle {
-		bc.timer.Stop() // the idle timeout
-		bc.state = bcBusy
-	}
-}
-
 // request readies the response parser for a request with this method
 // (one that asked to upgrade may be answered 101).
 func (bc *backendConn) request(method string, upgrade bool) {
@@ -152,7 +138,7 @@ func (bc *backendConn) request(method string, upgrade bool) {
 
 // HandleEvent runs the connection's state machine on the loop.
 func (bc *backendConn) HandleEvent(ev netpoll.Event) {
-	switch bc.state {
+	switch bc.phase {
 	case bcConnecting:
 		err := netpoll.SocketError(bc.desc.FD())
 		if err == nil && ev&(netpoll.EventErr|netpoll.EventHup) != 0 {
@@ -169,13 +155,8 @@ func (bc *backendConn) HandleEvent(ev netpoll.Event) {
 			bc.startTLS()
 			return
 		}
-		bc.state = bcBusy
-		if bc.ex != nil {
-			bc.ex.connected()
-		}
-		bc.setInterest() // write interest only while a write is blocked: poll is level-triggered
-		bc.flush()
-	case bcHandshake:
+		bc.becomeBusy()
+	case bcHandshaking:
 		bc.handshakeEvent(ev)
 	case bcIdle:
 		// An idle connection has nothing to say: EOF or garbage, it is done.
@@ -198,14 +179,14 @@ func (bc *backendConn) HandleEvent(ev netpoll.Event) {
 			}
 		}
 		bc.close()
-	case bcBusy:
+	case bcBusy, bcTunnel:
 		if ev&netpoll.EventHup != 0 {
 			bc.hup = true
 		}
 		if ev&netpoll.EventWrite != 0 {
 			bc.flush()
 		}
-		if bc.state == bcBusy && ev&(netpoll.EventRead|netpoll.EventHup|netpoll.EventErr) != 0 {
+		if bc.live() && ev&(netpoll.EventRead|netpoll.EventHup|netpoll.EventErr) != 0 {
 			bc.readResponse()
 		}
 	}
@@ -317,7 +298,7 @@ const chunkFraming = 16 + 4
 // body bytes of body.
 func (bc *backendConn) queued(body int) {
 	bc.outBody += body
-	if bc.state != bcBusy || bc.writeWait {
+	if !bc.live() || bc.writeWait {
 		return
 	}
 	if body == 0 || len(bc.out)-bc.outOff >= sendBatch {
@@ -330,7 +311,7 @@ func (bc *backendConn) queued(body int) {
 // Flush writes what send queued in this iteration (netpoll.Flusher).
 func (bc *backendConn) Flush() {
 	bc.flushQueued = false
-	if bc.state == bcBusy && !bc.writeWait && (bc.outOff < len(bc.out) || bc.sess != nil && bc.sess.Buffered() > 0) {
+	if bc.live() && !bc.writeWait && (bc.outOff < len(bc.out) || bc.sess != nil && bc.sess.Buffered() > 0) {
 		bc.flush()
 	}
 }
@@ -350,7 +331,7 @@ func (bc *backendConn) flush() {
 	bc.out, bc.outOff = bc.out[:0], 0
 	if bc.writeWait {
 		bc.writeWait = false
-		if bc.state == bcBusy {
+		if bc.live() {
 			bc.timer.Stop() // the write_timeout, if one was armed
 		}
 		bc.setInterest()
@@ -360,7 +341,7 @@ func (bc *backendConn) flush() {
 		bc.outBody = 0
 		bc.ex.bodyWritten(n)
 	}
-	if bc.tunnel && bc.state == bcBusy {
+	if bc.phase == bcTunnel {
 		bc.tunnelDrained()
 	}
 }
@@ -394,7 +375,7 @@ func (bc *backendConn) writeStopped(err error, wrote bool) {
 	if err == unix.EAGAIN {
 		// write_timeout: how long a write may stay blocked, counted
 		// from the last progress. A tunnel has its own idle timer.
-		if wt := bc.pool.h.cfg.WriteTimeout; wt > 0 && !bc.tunnel && (wrote || !bc.writeWait) {
+		if wt := bc.pool.h.cfg.WriteTimeout; wt > 0 && bc.phase != bcTunnel && (wrote || !bc.writeWait) {
 			bc.timer.Reset(wt)
 		}
 		bc.writeWait = true
@@ -418,7 +399,7 @@ func (bc *backendConn) setInterest() {
 	if bc.writeWait {
 		want |= netpoll.Write
 	}
-	if bc.ex != nil && bc.ex.stalled() || bc.tunnel && bc.eof {
+	if bc.ex != nil && bc.ex.stalled() || bc.phase == bcTunnel && bc.eof {
 		want &^= netpoll.Read
 	}
 	bc.desc.SetInterest(want)
@@ -427,14 +408,14 @@ func (bc *backendConn) setInterest() {
 // readResponse reads what the origin sent and parses it, which stops
 // while the exchange's client cannot take more.
 func (bc *backendConn) readResponse() {
-	if bc.tunnel {
+	if bc.phase == bcTunnel {
 		bc.readTunnel()
 		return
 	}
 	if bc.in == nil {
 		bc.in = bc.pool.h.getBuf()
 	}
-	for bc.state == bcBusy && bc.ex != nil {
+	for bc.phase == bcBusy && bc.ex != nil {
 		// A stalled exchange resumes parsing even with no bytes left: its
 		// last body bytes may have been the stalled ones, and the parser
 		// reports the end of the response only when fed again.
@@ -443,7 +424,7 @@ func (bc *backendConn) readResponse() {
 			if !bc.parse() {
 				return // stalled or finished
 			}
-			if bc.tunnel {
+			if bc.phase == bcTunnel {
 				bc.readTunnel() // the rest is the tunnel's
 				return
 			}
@@ -552,27 +533,12 @@ func (bc *backendConn) done() {
 	bc.pool.release(bc)
 }
 
-func (bc *backendConn) goIdle(timeout time.Duration) {
-	bc.state = bcIdle
-	bc.idleSince = bc.pool.loop.Now()
-	bc.pool.h.putBuf(bc.in) // an idle connection holds no buffer
-	bc.in = nil
-	if bc.sess != nil {
-		bc.sess.ReleaseIdle()
-	}
-	if cap(bc.out) > idleOutCap {
-		bc.out = nil // an upload's batches; a request head needs less
-	}
-	bc.desc.SetInterest(netpoll.Read)
-	bc.timer.Reset(timeout)
-}
-
 // timedOut is the connection's one timer: the connect took too long, a
 // request write stayed blocked too long (write_timeout), or the
 // connection stayed idle too long. The timer is stopped whenever the
 // connection turns busy.
 func (bc *backendConn) timedOut() {
-	switch bc.state {
+	switch bc.phase {
 	case bcConnecting:
 		ex := bc.ex
 		bc.close()
@@ -584,7 +550,7 @@ func (bc *backendConn) timedOut() {
 	case bcBusy:
 		// A request write stayed blocked for write_timeout: the origin
 		// stopped reading. The timer is never armed for a tunnel.
-		if ex := bc.ex; ex != nil && !bc.tunnel {
+		if ex := bc.ex; ex != nil {
 			bc.abort()
 			ex.writeTimedOut()
 		}
@@ -595,32 +561,8 @@ func (bc *backendConn) timedOut() {
 // stopped taking are discarded, not left for the kernel to keep sending
 // after the close.
 func (bc *backendConn) abort() {
-	if bc.state != bcClosed {
+	if bc.phase != bcClosed {
 		bc.desc.ResetOnClose()
 	}
 	bc.close()
-}
-
-// close closes the socket and leaves the pool's books right. The
-// connection lets go of its exchange; one that closes on its own (a
-// socket error, a timeout) then tells the exchange, which lets go of it.
-func (bc *backendConn) close() {
-	if bc.state == bcClosed {
-		return
-	}
-	wasActive := bc.ex != nil
-	bc.ex = nil
-	bc.state = bcClosed
-	bc.timer.Stop()
-	bc.desc.Close()
-	bc.pool.h.putBuf(bc.in)
-	bc.out, bc.in = nil, nil
-	if bc.sess != nil {
-		bc.sess.Close() // a handshake in progress ends too; its last notify finds the connection closed
-	}
-	if bc.tunnel {
-		bc.pool.up.OpenConns.Add(-1) // detach took it off the pool's books
-		return
-	}
-	bc.pool.forget(bc, wasActive)
 }
