@@ -73,9 +73,7 @@ func (bc *backendConn) goIdle(timeout time.Duration) {
 	bc.idleSince = bc.pool.loop.Now()
 	bc.pool.h.putBuf(bc.in) // an idle connection holds no buffer
 	bc.in = nil
-	if bc.sess != nil {
-		bc.sess.ReleaseIdle()
-	}
+	bc.wireIdle()
 	if cap(bc.out) > idleOutCap {
 		bc.out = nil // an upload's batches; a request head needs less
 	}
@@ -106,9 +104,7 @@ func (bc *backendConn) close() {
 	bc.desc.Close()
 	bc.pool.h.putBuf(bc.in)
 	bc.out, bc.in = nil, nil
-	if bc.sess != nil {
-		bc.sess.Close() // a handshake in progress ends too; its last notify finds the connection closed
-	}
+	bc.wireClose()
 	if tunnel {
 		bc.pool.up.OpenConns.Add(-1) // detach took it off the pool's books
 		return

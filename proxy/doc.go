@@ -24,6 +24,8 @@
 //     response-parse loop, telling its exchange what each event was.
 //   - backendphase.go: that connection's phase (connecting, handshaking,
 //     idle, busy, tunnel, closed) and every transition between them.
+//   - backendwire.go: that connection's wire, in clear or through TLS,
+//     chosen once when it is made; the only code that asks which.
 //   - exchange.go: one proxied request, between the client's stream and a
 //     backend connection, with backpressure both ways. Its phase (new,
 //     queued, sent, streaming, tunnel, done) says where it is and what its

@@ -15,7 +15,6 @@ import (
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy/h1"
-	"github.com/pollproxy/pollproxy/proxy/proxyproto"
 	"github.com/pollproxy/pollproxy/proxy/route"
 	pptls "github.com/pollproxy/pollproxy/tls"
 )
@@ -77,8 +76,10 @@ type backendConn struct {
 	shut shutStep
 
 	// sess is the TLS session of a connection to an HTTPS upstream (nil
-	// for plain HTTP): out holds plaintext, which the session encrypts
-	// as the socket takes it (upstreamtls.go).
+	// for plain HTTP), chosen once, here in newBackendConn: out holds
+	// plaintext, which the session encrypts as the socket takes it
+	// (upstreamtls.go). Only the wire's methods (backendwire.go) ask
+	// which it is.
 	sess *pptls.Session
 	raw  []byte // TLS: bytes sent in clear before the ClientHello (a PROXY header)
 	// sockEOF (TLS): the socket reached EOF; records the session holds
@@ -107,18 +108,6 @@ func newBackendConn(p *pool, fd int, client netip.AddrPort) (*backendConn, error
 	p.loop.InitTimer(&bc.timer, bc.timedOut) // the method value is made once, here
 	bc.timer.Reset(p.h.cfg.ConnectTimeout)
 	return bc, nil
-}
-
-// announce queues a PROXY protocol header of version v for client: it
-// goes out ahead of the request, in the same write, or for TLS in clear
-// before the ClientHello. The connection then serves only that client.
-func (bc *backendConn) announce(v int, client netip.AddrPort) {
-	bc.client = client
-	if bc.sess != nil {
-		bc.raw = proxyproto.Append(bc.raw, v, client)
-	} else {
-		bc.out = proxyproto.Append(bc.out, v, client)
-	}
 }
 
 // serves reports whether the connection may carry a request from client:
@@ -151,34 +140,11 @@ func (bc *backendConn) HandleEvent(ev netpoll.Event) {
 			ex.connectFailed(err)
 			return
 		}
-		if bc.sess != nil {
-			bc.startTLS()
-			return
-		}
-		bc.becomeBusy()
+		bc.connectDone()
 	case bcHandshaking:
 		bc.handshakeEvent(ev)
 	case bcIdle:
-		// An idle connection has nothing to say: EOF or garbage, it is done.
-		// An orderly close is the origin's idle timeout: learn it, so the
-		// next connections close first. A TLS origin may send records
-		// that carry no data (a session ticket, a key update).
-		// A report with nothing behind it (io_uring's poll reports the
-		// socket's readiness again when it is re-armed) leaves it idle.
-		if bc.sess != nil {
-			if bc.idleTLS() {
-				return
-			}
-		} else {
-			closed, dead := bc.peek()
-			if !dead {
-				return
-			}
-			if closed {
-				bc.pool.up.LearnIdleClose(bc.pool.loop.Now().Sub(bc.idleSince))
-			}
-		}
-		bc.close()
+		bc.idleEvent()
 	case bcBusy, bcTunnel:
 		if ev&netpoll.EventHup != 0 {
 			bc.hup = true
@@ -199,37 +165,6 @@ const sendBatch = 64 << 10
 // idleOutCap is the most request-buffer capacity an idle connection keeps
 // for its next request head.
 const idleOutCap = 4 << 10
-
-// peekAfter is how long a connection must have been idle before reuse
-// checks it with a peek. Under load connections are idle for microseconds
-// and their readiness events have been seen; the system call is spent only
-// where the origin had time to close.
-const peekAfter = 500 * time.Millisecond
-
-// dead reports, without blocking, whether an idle connection was closed by
-// the origin since it went idle (the event may not have been handled yet).
-func (bc *backendConn) dead(now time.Time) bool {
-	if now.Sub(bc.idleSince) < peekAfter {
-		return false
-	}
-	closed, dead := bc.peek()
-	if closed {
-		bc.pool.up.LearnIdleClose(now.Sub(bc.idleSince))
-	}
-	if dead && !closed && bc.sess != nil {
-		return !bc.idleTLS()
-	}
-	return dead
-}
-
-// peek looks at an idle connection without reading: closed when the
-// origin closed it in order (FIN), dead when it is unusable for any reason
-// (closed, reset, or bytes nobody asked for).
-func (bc *backendConn) peek() (closed, dead bool) {
-	var b [1]byte
-	n, err := bc.desc.Peek(b[:])
-	return n == 0 && err == nil, n > 0 || err != unix.EAGAIN
-}
 
 // send queues request bytes; body bytes count towards the client's window
 // until they are written. A head, or a body's last chunk, goes out at once
@@ -311,7 +246,7 @@ func (bc *backendConn) queued(body int) {
 // Flush writes what send queued in this iteration (netpoll.Flusher).
 func (bc *backendConn) Flush() {
 	bc.flushQueued = false
-	if bc.live() && !bc.writeWait && (bc.outOff < len(bc.out) || bc.sess != nil && bc.sess.Buffered() > 0) {
+	if bc.live() && !bc.writeWait && bc.outWaiting() {
 		bc.flush()
 	}
 }
@@ -346,29 +281,6 @@ func (bc *backendConn) flush() {
 	}
 }
 
-// write puts out[outOff:] on the socket, through the session for TLS. It
-// reports false when it stopped short: the socket is full (the
-// connection waits for writable) or broke (the connection is closed).
-func (bc *backendConn) write() bool {
-	if bc.sess != nil {
-		return bc.writeTLS()
-	}
-	wrote := false
-	for bc.outOff < len(bc.out) {
-		n, err := bc.desc.Write(bc.out[bc.outOff:])
-		if n > 0 {
-			bc.outOff += n
-			wrote = true
-		}
-		if err == nil || err == unix.EINTR {
-			continue
-		}
-		bc.writeStopped(err, wrote)
-		return false
-	}
-	return true
-}
-
 // writeStopped handles a write that failed with err, after writing some
 // bytes when wrote.
 func (bc *backendConn) writeStopped(err error, wrote bool) {
@@ -383,15 +295,6 @@ func (bc *backendConn) writeStopped(err error, wrote bool) {
 		return
 	}
 	bc.broken(err)
-}
-
-// read is a read of the origin's bytes: RawRead, or for TLS the
-// session's plaintext (readTLS).
-func (bc *backendConn) read(p []byte) (int, error) {
-	if bc.sess != nil {
-		return bc.readTLS(p)
-	}
-	return bc.desc.Read(p)
 }
 
 func (bc *backendConn) setInterest() {
@@ -524,7 +427,7 @@ func (bc *backendConn) broken(err error) {
 func (bc *backendConn) done() {
 	bc.requests++
 	bc.kaTimeout = bc.parser.KeepAliveTimeout()
-	if bc.inStart < bc.inEnd || bc.outOff < len(bc.out) || bc.eof || bc.hup || bc.sess != nil && !bc.quietTLS() {
+	if bc.inStart < bc.inEnd || bc.outOff < len(bc.out) || bc.eof || bc.hup || !bc.quiet() {
 		bc.close()
 		return
 	}

@@ -291,7 +291,7 @@ func (bc *backendConn) shutWrite() {
 	if bc.shut == shutOpen {
 		bc.shut = shutOwed
 	}
-	if bc.outOff == len(bc.out) && (bc.sess == nil || bc.sess.Buffered() == 0) {
+	if !bc.outWaiting() {
 		bc.tunnelDrained()
 	}
 }
@@ -320,14 +320,12 @@ func (bc *backendConn) tunnelDrained() {
 		bc.out = nil
 	}
 	if bc.shut == shutOwed || bc.shut == shutNotified {
-		if bc.sess != nil && bc.shut == shutOwed {
+		if bc.shut == shutOwed && bc.halfCloseNotify() {
 			// Over TLS the half-close is a close_notify, then the
 			// socket's: flush writes the alert and comes back here.
 			bc.shut = shutNotified
-			if bc.sess.CloseNotify() == nil {
-				bc.flush()
-				return
-			}
+			bc.flush()
+			return
 		}
 		bc.shut = shutDone
 		bc.desc.Shutdown()
