@@ -22,6 +22,10 @@
 //   - h1client.go: one HTTP/1.1 connection to an origin, registered with
 //     the loop for its life; it writes the request and runs the
 //     response-parse loop, telling its exchange what each event was.
+//   - backendphase.go: that connection's phase (connecting, handshaking,
+//     idle, busy, tunnel, closed) and every transition between them.
+//   - backendwire.go: that connection's wire, in clear or through TLS,
+//     chosen once when it is made; the only code that asks which.
 //   - exchange.go: one proxied request, between the client's stream and a
 //     backend connection, with backpressure both ways. Its phase (new,
 //     queued, sent, streaming, tunnel, done) says where it is and what its

@@ -19,16 +19,6 @@ import (
 	pptls "github.com/pollproxy/pollproxy/tls"
 )
 
-type bcState uint8
-
-const (
-	bcConnecting bcState = iota
-	bcHandshake          // TLS upstreams: connected, the handshake runs off the loop (upstreamtls.go)
-	bcBusy
-	bcIdle
-	bcClosed
-)
-
 // backendBufSize is a backend connection's read buffer. A response body
 // that the client is not taking stays in it (the backend is then not
 // read), so it is also the most a stalled stream holds.
@@ -43,7 +33,7 @@ var errConnectTimeout = errors.New("connect to upstream timed out")
 type backendConn struct {
 	pool     *pool
 	desc     *netpoll.Desc
-	state    bcState
+	phase    bcPhase // its lifecycle; changed only by the transitions in backendphase.go
 	ex       *exchange
 	timer    netpoll.Timer // connect timeout, then idle timeout: one per connection, by value (InitTimer)
 	requests int
@@ -56,45 +46,54 @@ type backendConn struct {
 	in        []byte // backendBufSize, allocated on first read
 	inStart   int
 	inEnd     int
-	writeWait bool // the socket refused bytes: waiting for writable
+	idleSince time.Time
+	kaTimeout time.Duration // the origin's Keep-Alive: timeout=N on the last response
+
+	// The flags below are not phases: each can be true or false in
+	// more than one phase, independently of the others.
+
+	// writeWait: the socket refused bytes, waiting for writable. The
+	// write side blocks in the handshake, busy and in a tunnel alike.
+	writeWait bool
 	// flushQueued: out waits for the end of the loop's iteration (see
-	// send).
+	// send): the loop holds the connection in its flush list once.
 	flushQueued bool
-	parseOwed   bool // the exchange stalled mid-parse and must be fed again
-	eof         bool
-	idleSince   time.Time
-	kaTimeout   time.Duration // the origin's Keep-Alive: timeout=N on the last response
+	// parseOwed: the exchange stalled mid-parse and must be fed again;
+	// the read side's business while busy, whether or not writes wait.
+	parseOwed bool
+	// eof: the origin's stream ended (its EOF, or for TLS its
+	// close_notify or the socket's EOF after the last record). A busy
+	// connection reads on to end the response; a tunnel's other
+	// direction goes on.
+	eof bool
 	// hup: the kernel reported the origin's close (FIN) while busy. The
 	// reads that follow may stop at the end of the response without
 	// reaching EOF, and an edge-triggered poller raises no new edge for a
 	// close it already reported: the connection must not go idle.
 	hup bool
-	// tunnel: the origin switched protocols; the connection carries a
-	// tunnel (tunnel.go) and has left the pool's books for good.
-	tunnel   bool
-	shutWr   bool // the client's direction ended: shut ours once out drains
-	shutDone bool
+	// shut is the tunnel's write side: the client's half-close passed on
+	// to the origin once what it sent is written (tunnel.go).
+	shut shutStep
 
 	// sess is the TLS session of a connection to an HTTPS upstream (nil
-	// for plain HTTP): out holds plaintext, which the session encrypts
-	// as the socket takes it (upstreamtls.go).
+	// for plain HTTP), chosen once, here in newBackendConn: out holds
+	// plaintext, which the session encrypts as the socket takes it
+	// (upstreamtls.go). Only the wire's methods (backendwire.go) ask
+	// which it is.
 	sess *pptls.Session
 	raw  []byte // TLS: bytes sent in clear before the ClientHello (a PROXY header)
 	// sockEOF (TLS): the socket reached EOF; records the session holds
-	// are still read before eof is reported.
-	sockEOF  bool
-	notified bool // TLS: a tunnel's half-close sent close_notify
+	// are still read before eof is reported. Set in the handshake or
+	// later, apart from eof.
+	sockEOF bool
 }
-
-// comingUp reports whether the connection is still connecting (or, for
-// TLS, still in its handshake): nothing it was sent is on the wire yet.
-func (bc *backendConn) comingUp() bool { return bc.state < bcBusy }
 
 // newBackendConn registers a connecting socket fd with p's loop; the
 // connect completes (or fails) on its first event, or times out after
-// the handler's ConnectTimeout.
-func newBackendConn(p *pool, fd int) (*backendConn, error) {
-	bc := &backendConn{pool: p, state: bcConnecting}
+// the handler's ConnectTimeout. With the PROXY protocol its header
+// announces client.
+func newBackendConn(p *pool, fd int, client netip.AddrPort) (*backendConn, error) {
+	bc := &backendConn{pool: p, phase: bcConnecting}
 	d, err := p.loop.Register(fd, bc, netpoll.Write)
 	if err != nil {
 		return nil, err
@@ -103,19 +102,18 @@ func newBackendConn(p *pool, fd int) (*backendConn, error) {
 	if p.tls != nil {
 		bc.sess = pptls.NewClientSession(p.tls, nil, nil)
 	}
+	if v := p.cfg.ProxyProtocol; v != 0 {
+		bc.announce(v, client)
+	}
 	p.loop.InitTimer(&bc.timer, bc.timedOut) // the method value is made once, here
 	bc.timer.Reset(p.h.cfg.ConnectTimeout)
 	return bc, nil
 }
 
-// bind gives the connection to ex: a new one (still connecting) or one
-// taken from the idle list.
-func (bc *backendConn) bind(ex *exchange) {
-	bc.ex = ex
-	if bc.state == bcIdle {
-		bc.timer.Stop() // the idle timeout
-		bc.state = bcBusy
-	}
+// serves reports whether the connection may carry a request from client:
+// any, unless its PROXY header announced another.
+func (bc *backendConn) serves(client netip.AddrPort) bool {
+	return bc.pool.cfg.ProxyProtocol == 0 || bc.client == client
 }
 
 // request readies the response parser for a request with this method
@@ -129,7 +127,7 @@ func (bc *backendConn) request(method string, upgrade bool) {
 
 // HandleEvent runs the connection's state machine on the loop.
 func (bc *backendConn) HandleEvent(ev netpoll.Event) {
-	switch bc.state {
+	switch bc.phase {
 	case bcConnecting:
 		err := netpoll.SocketError(bc.desc.FD())
 		if err == nil && ev&(netpoll.EventErr|netpoll.EventHup) != 0 {
@@ -142,47 +140,19 @@ func (bc *backendConn) HandleEvent(ev netpoll.Event) {
 			ex.connectFailed(err)
 			return
 		}
-		if bc.sess != nil {
-			bc.startTLS()
-			return
-		}
-		bc.state = bcBusy
-		if bc.ex != nil {
-			bc.ex.connected()
-		}
-		bc.setInterest() // write interest only while a write is blocked: poll is level-triggered
-		bc.flush()
-	case bcHandshake:
+		bc.connectDone()
+	case bcHandshaking:
 		bc.handshakeEvent(ev)
 	case bcIdle:
-		// An idle connection has nothing to say: EOF or garbage, it is done.
-		// An orderly close is the origin's idle timeout: learn it, so the
-		// next connections close first. A TLS origin may send records
-		// that carry no data (a session ticket, a key update).
-		// A report with nothing behind it (io_uring's poll reports the
-		// socket's readiness again when it is re-armed) leaves it idle.
-		if bc.sess != nil {
-			if bc.idleTLS() {
-				return
-			}
-		} else {
-			closed, dead := bc.peek()
-			if !dead {
-				return
-			}
-			if closed {
-				bc.pool.up.LearnIdleClose(bc.pool.loop.Now().Sub(bc.idleSince))
-			}
-		}
-		bc.close()
-	case bcBusy:
+		bc.idleEvent()
+	case bcBusy, bcTunnel:
 		if ev&netpoll.EventHup != 0 {
 			bc.hup = true
 		}
 		if ev&netpoll.EventWrite != 0 {
 			bc.flush()
 		}
-		if bc.state == bcBusy && ev&(netpoll.EventRead|netpoll.EventHup|netpoll.EventErr) != 0 {
+		if bc.live() && ev&(netpoll.EventRead|netpoll.EventHup|netpoll.EventErr) != 0 {
 			bc.readResponse()
 		}
 	}
@@ -195,37 +165,6 @@ const sendBatch = 64 << 10
 // idleOutCap is the most request-buffer capacity an idle connection keeps
 // for its next request head.
 const idleOutCap = 4 << 10
-
-// peekAfter is how long a connection must have been idle before reuse
-// checks it with a peek. Under load connections are idle for microseconds
-// and their readiness events have been seen; the system call is spent only
-// where the origin had time to close.
-const peekAfter = 500 * time.Millisecond
-
-// dead reports, without blocking, whether an idle connection was closed by
-// the origin since it went idle (the event may not have been handled yet).
-func (bc *backendConn) dead(now time.Time) bool {
-	if now.Sub(bc.idleSince) < peekAfter {
-		return false
-	}
-	closed, dead := bc.peek()
-	if closed {
-		bc.pool.up.LearnIdleClose(now.Sub(bc.idleSince))
-	}
-	if dead && !closed && bc.sess != nil {
-		return !bc.idleTLS()
-	}
-	return dead
-}
-
-// peek looks at an idle connection without reading: closed when the
-// origin closed it in order (FIN), dead when it is unusable for any reason
-// (closed, reset, or bytes nobody asked for).
-func (bc *backendConn) peek() (closed, dead bool) {
-	var b [1]byte
-	n, err := bc.desc.Peek(b[:])
-	return n == 0 && err == nil, n > 0 || err != unix.EAGAIN
-}
 
 // send queues request bytes; body bytes count towards the client's window
 // until they are written. A head, or a body's last chunk, goes out at once
@@ -294,7 +233,7 @@ const chunkFraming = 16 + 4
 // body bytes of body.
 func (bc *backendConn) queued(body int) {
 	bc.outBody += body
-	if bc.state != bcBusy || bc.writeWait {
+	if !bc.live() || bc.writeWait {
 		return
 	}
 	if body == 0 || len(bc.out)-bc.outOff >= sendBatch {
@@ -307,7 +246,7 @@ func (bc *backendConn) queued(body int) {
 // Flush writes what send queued in this iteration (netpoll.Flusher).
 func (bc *backendConn) Flush() {
 	bc.flushQueued = false
-	if bc.state == bcBusy && !bc.writeWait && (bc.outOff < len(bc.out) || bc.sess != nil && bc.sess.Buffered() > 0) {
+	if bc.live() && !bc.writeWait && bc.outWaiting() {
 		bc.flush()
 	}
 }
@@ -327,7 +266,7 @@ func (bc *backendConn) flush() {
 	bc.out, bc.outOff = bc.out[:0], 0
 	if bc.writeWait {
 		bc.writeWait = false
-		if bc.state == bcBusy {
+		if bc.live() {
 			bc.timer.Stop() // the write_timeout, if one was armed
 		}
 		bc.setInterest()
@@ -337,32 +276,9 @@ func (bc *backendConn) flush() {
 		bc.outBody = 0
 		bc.ex.bodyWritten(n)
 	}
-	if bc.tunnel && bc.state == bcBusy {
+	if bc.phase == bcTunnel {
 		bc.tunnelDrained()
 	}
-}
-
-// write puts out[outOff:] on the socket, through the session for TLS. It
-// reports false when it stopped short: the socket is full (the
-// connection waits for writable) or broke (the connection is closed).
-func (bc *backendConn) write() bool {
-	if bc.sess != nil {
-		return bc.writeTLS()
-	}
-	wrote := false
-	for bc.outOff < len(bc.out) {
-		n, err := bc.desc.Write(bc.out[bc.outOff:])
-		if n > 0 {
-			bc.outOff += n
-			wrote = true
-		}
-		if err == nil || err == unix.EINTR {
-			continue
-		}
-		bc.writeStopped(err, wrote)
-		return false
-	}
-	return true
 }
 
 // writeStopped handles a write that failed with err, after writing some
@@ -371,7 +287,7 @@ func (bc *backendConn) writeStopped(err error, wrote bool) {
 	if err == unix.EAGAIN {
 		// write_timeout: how long a write may stay blocked, counted
 		// from the last progress. A tunnel has its own idle timer.
-		if wt := bc.pool.h.cfg.WriteTimeout; wt > 0 && !bc.tunnel && (wrote || !bc.writeWait) {
+		if wt := bc.pool.h.cfg.WriteTimeout; wt > 0 && bc.phase != bcTunnel && (wrote || !bc.writeWait) {
 			bc.timer.Reset(wt)
 		}
 		bc.writeWait = true
@@ -381,21 +297,12 @@ func (bc *backendConn) writeStopped(err error, wrote bool) {
 	bc.broken(err)
 }
 
-// read is a read of the origin's bytes: RawRead, or for TLS the
-// session's plaintext (readTLS).
-func (bc *backendConn) read(p []byte) (int, error) {
-	if bc.sess != nil {
-		return bc.readTLS(p)
-	}
-	return bc.desc.Read(p)
-}
-
 func (bc *backendConn) setInterest() {
 	want := netpoll.Read
 	if bc.writeWait {
 		want |= netpoll.Write
 	}
-	if bc.ex != nil && bc.ex.stalled() || bc.tunnel && bc.eof {
+	if bc.ex != nil && bc.ex.stalled() || bc.phase == bcTunnel && bc.eof {
 		want &^= netpoll.Read
 	}
 	bc.desc.SetInterest(want)
@@ -404,14 +311,14 @@ func (bc *backendConn) setInterest() {
 // readResponse reads what the origin sent and parses it, which stops
 // while the exchange's client cannot take more.
 func (bc *backendConn) readResponse() {
-	if bc.tunnel {
+	if bc.phase == bcTunnel {
 		bc.readTunnel()
 		return
 	}
 	if bc.in == nil {
 		bc.in = bc.pool.h.getBuf()
 	}
-	for bc.state == bcBusy && bc.ex != nil {
+	for bc.phase == bcBusy && bc.ex != nil {
 		// A stalled exchange resumes parsing even with no bytes left: its
 		// last body bytes may have been the stalled ones, and the parser
 		// reports the end of the response only when fed again.
@@ -420,7 +327,7 @@ func (bc *backendConn) readResponse() {
 			if !bc.parse() {
 				return // stalled or finished
 			}
-			if bc.tunnel {
+			if bc.phase == bcTunnel {
 				bc.readTunnel() // the rest is the tunnel's
 				return
 			}
@@ -520,7 +427,7 @@ func (bc *backendConn) broken(err error) {
 func (bc *backendConn) done() {
 	bc.requests++
 	bc.kaTimeout = bc.parser.KeepAliveTimeout()
-	if bc.inStart < bc.inEnd || bc.outOff < len(bc.out) || bc.eof || bc.hup || bc.sess != nil && !bc.quietTLS() {
+	if bc.inStart < bc.inEnd || bc.outOff < len(bc.out) || bc.eof || bc.hup || !bc.quiet() {
 		bc.close()
 		return
 	}
@@ -529,27 +436,12 @@ func (bc *backendConn) done() {
 	bc.pool.release(bc)
 }
 
-func (bc *backendConn) goIdle(timeout time.Duration) {
-	bc.state = bcIdle
-	bc.idleSince = bc.pool.loop.Now()
-	bc.pool.h.putBuf(bc.in) // an idle connection holds no buffer
-	bc.in = nil
-	if bc.sess != nil {
-		bc.sess.ReleaseIdle()
-	}
-	if cap(bc.out) > idleOutCap {
-		bc.out = nil // an upload's batches; a request head needs less
-	}
-	bc.desc.SetInterest(netpoll.Read)
-	bc.timer.Reset(timeout)
-}
-
 // timedOut is the connection's one timer: the connect took too long, a
 // request write stayed blocked too long (write_timeout), or the
 // connection stayed idle too long. The timer is stopped whenever the
 // connection turns busy.
 func (bc *backendConn) timedOut() {
-	switch bc.state {
+	switch bc.phase {
 	case bcConnecting:
 		ex := bc.ex
 		bc.close()
@@ -561,7 +453,7 @@ func (bc *backendConn) timedOut() {
 	case bcBusy:
 		// A request write stayed blocked for write_timeout: the origin
 		// stopped reading. The timer is never armed for a tunnel.
-		if ex := bc.ex; ex != nil && !bc.tunnel {
+		if ex := bc.ex; ex != nil {
 			bc.abort()
 			ex.writeTimedOut()
 		}
@@ -572,32 +464,8 @@ func (bc *backendConn) timedOut() {
 // stopped taking are discarded, not left for the kernel to keep sending
 // after the close.
 func (bc *backendConn) abort() {
-	if bc.state != bcClosed {
+	if bc.phase != bcClosed {
 		bc.desc.ResetOnClose()
 	}
 	bc.close()
-}
-
-// close closes the socket and leaves the pool's books right. The
-// connection lets go of its exchange; one that closes on its own (a
-// socket error, a timeout) then tells the exchange, which lets go of it.
-func (bc *backendConn) close() {
-	if bc.state == bcClosed {
-		return
-	}
-	wasActive := bc.ex != nil
-	bc.ex = nil
-	bc.state = bcClosed
-	bc.timer.Stop()
-	bc.desc.Close()
-	bc.pool.h.putBuf(bc.in)
-	bc.out, bc.in = nil, nil
-	if bc.sess != nil {
-		bc.sess.Close() // a handshake in progress ends too; its last notify finds the connection closed
-	}
-	if bc.tunnel {
-		bc.pool.up.OpenConns.Add(-1) // detach took it off the pool's books
-		return
-	}
-	bc.pool.forget(bc, wasActive)
 }

@@ -6,12 +6,12 @@ package proxy
 
 import (
 	stdtls "crypto/tls"
+	"net/netip"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/pollproxy/pollproxy/netpoll"
-	"github.com/pollproxy/pollproxy/proxy/proxyproto"
 	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
@@ -129,19 +129,10 @@ func (p *pool) take(ex *exchange, fresh bool) bool {
 		bc.close()
 	}
 	if p.open < p.cfg.MaxConns {
-		bc, err := p.dial()
+		bc, err := p.dial(ex.client)
 		if err != nil {
 			ex.connectFailed(err)
 			return true
-		}
-		if v := p.cfg.ProxyProtocol; v != 0 {
-			// The header goes out ahead of the request, in the same write.
-			bc.client = ex.client
-			if bc.sess != nil {
-				bc.raw = proxyproto.Append(bc.raw, v, ex.client) // in clear, before the ClientHello
-			} else {
-				bc.out = proxyproto.Append(bc.out, v, ex.client)
-			}
 		}
 		p.bind(ex, bc, false)
 		return true
@@ -154,7 +145,7 @@ func (p *pool) take(ex *exchange, fresh bool) bool {
 func (p *pool) takeIdle(ex *exchange) *backendConn {
 	for i := len(p.idle) - 1; i >= 0; i-- {
 		bc := p.idle[i]
-		if p.cfg.ProxyProtocol != 0 && bc.client != ex.client {
+		if !bc.serves(ex.client) {
 			continue
 		}
 		copy(p.idle[i:], p.idle[i+1:])
@@ -291,8 +282,10 @@ func (p *pool) Flush() {
 	}
 }
 
-// dial opens a new connection; the connect completes on the loop.
-func (p *pool) dial() (*backendConn, error) {
+// dial opens a new connection for a request from client (whom its PROXY
+// header announces, with PoolConfig.ProxyProtocol); the connect completes
+// on the loop.
+func (p *pool) dial(client netip.AddrPort) (*backendConn, error) {
 	var fd int
 	var err error
 	if p.up.Path != "" {
@@ -304,7 +297,7 @@ func (p *pool) dial() (*backendConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	bc, err := newBackendConn(p, fd)
+	bc, err := newBackendConn(p, fd, client)
 	if err != nil {
 		unix.Close(fd)
 		return nil, err

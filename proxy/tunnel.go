@@ -218,7 +218,7 @@ func (ex *exchange) tunnelOut(p []byte) (int, bool) {
 // list whenever the socket is drained, so ten thousand quiet WebSockets
 // cost descriptors, not 32 KiB each.
 func (bc *backendConn) readTunnel() {
-	for bc.state == bcBusy && bc.ex != nil {
+	for bc.phase == bcTunnel && bc.ex != nil {
 		ex := bc.ex
 		if bc.inStart < bc.inEnd {
 			n, ok := ex.tunnelOut(bc.in[bc.inStart:bc.inEnd])
@@ -268,7 +268,7 @@ func (bc *backendConn) readTunnel() {
 // brought up to date either way.
 func (bc *backendConn) tunnelWritable() {
 	bc.readTunnel()
-	if bc.state == bcBusy && bc.ex != nil {
+	if bc.phase == bcTunnel && bc.ex != nil {
 		bc.setInterest()
 	}
 }
@@ -281,15 +281,6 @@ func (bc *backendConn) release() {
 	}
 }
 
-// becomeTunnel: the origin switched protocols, and the connection leaves
-// the pool for good. Its one timer is not the tunnel's: a tunnel's idle
-// timer is its exchange's (stream_timeout).
-func (bc *backendConn) becomeTunnel() {
-	bc.tunnel = true
-	bc.timer.Stop()
-	bc.pool.detach()
-}
-
 // buffered reports whether bytes read from the origin wait for the
 // client.
 func (bc *backendConn) buffered() bool { return bc.inStart < bc.inEnd }
@@ -297,15 +288,28 @@ func (bc *backendConn) buffered() bool { return bc.inStart < bc.inEnd }
 // shutWrite: the client ended its direction of the tunnel; ours to the
 // origin is shut once what it sent is written.
 func (bc *backendConn) shutWrite() {
-	bc.shutWr = true
-	if bc.outOff == len(bc.out) && (bc.sess == nil || bc.sess.Buffered() == 0) {
+	if bc.shut == shutOpen {
+		bc.shut = shutOwed
+	}
+	if !bc.outWaiting() {
 		bc.tunnelDrained()
 	}
 }
 
+// shutStep is how far a tunnel's write side to the origin has come
+// in passing on the client's half-close.
+type shutStep uint8
+
+const (
+	shutOpen     shutStep = iota // the client's direction goes on
+	shutOwed                     // the client's direction ended: shut ours once out drains
+	shutNotified                 // TLS: close_notify queued, the socket's shutdown follows once it is written
+	shutDone                     // shutdown(SHUT_WR) done
+)
+
 // writeShut reports whether the client's end of its direction reached the
 // origin (shutdown(SHUT_WR)).
-func (bc *backendConn) writeShut() bool { return bc.shutDone }
+func (bc *backendConn) writeShut() bool { return bc.shut == shutDone }
 
 // tunnelDrained runs when everything the client sent is on the origin's
 // socket: the client's half-close is passed on now, and an idle tunnel
@@ -315,17 +319,15 @@ func (bc *backendConn) tunnelDrained() {
 	if cap(bc.out) > 4<<10 {
 		bc.out = nil
 	}
-	if bc.shutWr && !bc.shutDone {
-		if bc.sess != nil && !bc.notified {
+	if bc.shut == shutOwed || bc.shut == shutNotified {
+		if bc.shut == shutOwed && bc.halfCloseNotify() {
 			// Over TLS the half-close is a close_notify, then the
 			// socket's: flush writes the alert and comes back here.
-			bc.notified = true
-			if bc.sess.CloseNotify() == nil {
-				bc.flush()
-				return
-			}
+			bc.shut = shutNotified
+			bc.flush()
+			return
 		}
-		bc.shutDone = true
+		bc.shut = shutDone
 		bc.desc.Shutdown()
 		if ex != nil {
 			ex.tunnelMaybeDone()

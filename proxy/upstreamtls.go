@@ -39,7 +39,7 @@ const tlsBatch = sendBatch
 // pool, and whatever must precede it in clear (a PROXY header) is
 // written.
 func (bc *backendConn) startTLS() {
-	bc.state = bcHandshake
+	bc.handshaking()
 	t := bc.pool.h.cfg.TLS
 	timeout := t.Timeout
 	if timeout <= 0 {
@@ -61,7 +61,7 @@ func (bc *backendConn) startTLS() {
 // session.
 func (bc *backendConn) handshakeEvent(ev netpoll.Event) {
 	if ev&netpoll.EventWrite != 0 {
-		if bc.advanceHandshake(); bc.state != bcHandshake {
+		if bc.advanceHandshake(); bc.phase != bcHandshaking {
 			return
 		}
 	}
@@ -146,7 +146,7 @@ func (bc *backendConn) setHandshakeInterest() {
 // handshakeProgress is the loop's task for a notify of the handshake
 // worker: output to write, or the handshake's end.
 func (bc *backendConn) handshakeProgress() {
-	if bc.state == bcHandshake {
+	if bc.phase == bcHandshaking {
 		bc.advanceHandshake()
 	}
 }
@@ -166,18 +166,13 @@ func (bc *backendConn) advanceHandshake() {
 		bc.handshakeFailed(err)
 		return
 	}
-	bc.state = bcBusy
 	if bc.sockEOF {
 		// The origin closed during the handshake: what it sent is read,
 		// then the end.
 		bc.hup = true
 	}
-	if bc.ex != nil {
-		bc.ex.connected()
-	}
-	bc.setInterest()
-	bc.flush()
-	if bc.state == bcBusy {
+	bc.becomeBusy()
+	if bc.phase == bcBusy {
 		// Records that came with the handshake's end, and bytes whose
 		// edge this event took, raise no new edge.
 		bc.desc.Kick(netpoll.EventRead)

@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/ecdsa"
@@ -677,4 +678,83 @@ func TestTLSUpstreamClosedInHandshake(t *testing.T) {
 			t.Fatalf("%d %q, want a 502 saying the origin closed during the handshake", res.StatusCode, b)
 		}
 	})
+}
+
+// TestTLSUpstreamTunnelHalfClose: TestTunnelH1HalfClose's client-first
+// case over a TLS origin. The client's half-close reaches the origin as
+// a close_notify and then the socket's FIN, in that order, and the
+// origin's answer still comes back through the tunnel.
+func TestTLSUpstreamTunnelHalfClose(t *testing.T) {
+	ca := newTestCA(t, "origin CA")
+	cfg := &stdtls.Config{Certificates: []stdtls.Certificate{ca.issue(t, "origin", []string{"127.0.0.1"}, time.Now().Add(time.Hour), false)}}
+	sawFIN := make(chan error, 1)
+	addr := servertest.ServeConns(t, func(raw net.Conn) {
+		raw.SetDeadline(time.Now().Add(20 * time.Second))
+		ec := &eofConn{Conn: raw}
+		c := stdtls.Server(ec, cfg)
+		br := bufio.NewReader(c)
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		fmt.Fprintf(c, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", req.Header.Get("Upgrade"))
+		// crypto/tls reports the close_notify as io.EOF, and a bare FIN
+		// at a record's end as io.EOF too: only the socket's reads tell
+		// them apart. The alert ends the stream before the socket does.
+		all, err := io.ReadAll(br)
+		if err != nil {
+			sawFIN <- fmt.Errorf("reading the client's bytes: %v", err)
+			return
+		}
+		if ec.eof {
+			sawFIN <- fmt.Errorf("the socket ended with no close_notify before it")
+			return
+		}
+		// After the alert, the socket's own end: a read of the raw
+		// connection finds EOF, not more bytes.
+		var b [1]byte
+		if n, err := raw.Read(b[:]); n != 0 || err != io.EOF {
+			sawFIN <- fmt.Errorf("after close_notify the socket read %d bytes, %v; want EOF", n, err)
+			return
+		}
+		sawFIN <- nil
+		fmt.Fprintf(c, "got %d bytes: %s", len(all), all)
+		c.CloseWrite()
+		raw.(*net.TCPConn).CloseWrite()
+	})
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		tr, _ := upstreamTLS(t, &stdtls.Config{RootCAs: ca.pool}, nil)
+		e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{upstreamAt(t, addr)}, TLS: tr})
+		conn, br := rawUpgrade(t, e, "x-test", "")
+		io.WriteString(conn, "ping pong")
+		tc := conn.(*stdtls.Conn)
+		if err := tc.CloseWrite(); err != nil {
+			t.Fatal(err)
+		}
+		tc.NetConn().(*net.TCPConn).CloseWrite()
+		if err := <-sawFIN; err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(br)
+		if err != nil {
+			t.Fatalf("read after our half-close: %v", err)
+		}
+		if string(got) != "got 9 bytes: ping pong" {
+			t.Fatalf("got %q", got)
+		}
+	})
+}
+
+// eofConn notes whether a read of its connection found EOF.
+type eofConn struct {
+	net.Conn
+	eof bool
+}
+
+func (c *eofConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err == io.EOF {
+		c.eof = true
+	}
+	return n, err
 }
