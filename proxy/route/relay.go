@@ -190,7 +190,7 @@ func (o *relayReply) Close(trailers []stream.Field) error {
 		return r.cw.Close(trailers)
 	}
 	if r.routed {
-		r.h.checks.loop.Post(r.releaseOrigin)
+		r.h.loop.Post(r.releaseOrigin)
 	}
 	return nil
 }
@@ -202,7 +202,7 @@ func (o *relayReply) Close(trailers []stream.Field) error {
 func (o *relayReply) Reset(code uint32) {
 	r := (*relay)(o)
 	if r.routed && !r.copying {
-		r.h.checks.loop.Post(r.releaseOrigin)
+		r.h.loop.Post(r.releaseOrigin)
 		return
 	}
 	r.cw.Reset(code)
