@@ -386,3 +386,66 @@ func fieldOf(fs []stream.Field, name string) string {
 	}
 	return ""
 }
+
+// The client's abort reaches a relayed exchange whose response passes or
+// is still undecided.
+func TestRelayAbort(t *testing.T) {
+	o := &origin{}
+	tab := &Table{Nodes: []Node{{Kind: Proxy, Proxy: 0,
+		Responses: []ResponseHandler{{Match: matchStatus(404), Routes: []Node{respond(418, "")}}}}}}
+	h := NewHandler(tab, []stream.Handler{o}, nil, &taskQueue{})
+	ev := h.Serve(get("/"), &client{})
+	ev.OnAbort(errors.New("gone"))
+	if !o.last(t).aborted {
+		t.Error("an undecided exchange did not hear the client's abort")
+	}
+	ev = h.Serve(get("/"), &client{})
+	o.last(t).w.WriteHeader(200, nil, false)
+	ev.OnAbort(errors.New("gone"))
+	if !o.last(t).aborted {
+		t.Error("a passing exchange did not hear the client's abort")
+	}
+}
+
+// forward_auth's handle_response: a refusal its matcher picks is taken
+// by those routes, which get the held body.
+func TestForwardAuthHandleResponse(t *testing.T) {
+	authsvc, app, backup := &origin{}, &origin{}, &origin{}
+	tab := &Table{Nodes: []Node{
+		{Kind: ForwardAuth, Proxy: 0, Responses: []ResponseHandler{{Match: matchStatus(401), Routes: []Node{{Kind: Proxy, Proxy: 2}}}}},
+		{Kind: Proxy, Proxy: 1},
+	}}
+	h := NewHandler(tab, []stream.Handler{authsvc, app, backup}, nil, &taskQueue{})
+	c := &client{}
+	req := get("/")
+	req.Method, req.HasBody = "PUT", true
+	ev := h.Serve(req, c)
+	ev.OnBody([]byte("held"))
+	authsvc.last(t).respond(t, 401, "no")
+	b := backup.last(t)
+	if string(b.body) != "held" || b.req.Method != "PUT" || b.req.Handoff == nil || b.req.Handoff.Status != 401 {
+		t.Errorf("the handle_response route got %s body %q handoff %+v", b.req.Method, b.body, b.req.Handoff)
+	}
+	if len(app.ex) != 0 || c.heads != 0 {
+		t.Error("a refusal handle_response took reached the app or the client")
+	}
+}
+
+// Re-entering the routes is bounded: past maxDepth a response the
+// handlers would take passes as written.
+func TestRelayDepthBound(t *testing.T) {
+	o := &origin{}
+	tab := &Table{Nodes: []Node{{Kind: Proxy, Proxy: 0,
+		Responses: []ResponseHandler{{Match: matchStatus(404), Routes: []Node{respond(418, "")}}}}}}
+	h := NewHandler(tab, []stream.Handler{o}, nil, &taskQueue{})
+	for _, tc := range []struct{ depth, want int }{{maxDepth - 2, 418}, {maxDepth - 1, 404}} {
+		c := &client{}
+		req := get("/")
+		req.Handoff = &stream.Handoff{Depth: tc.depth}
+		h.Serve(req, c)
+		o.last(t).respond(t, 404, "")
+		if c.status != tc.want {
+			t.Errorf("depth %d: client got %d, want %d", tc.depth, c.status, tc.want)
+		}
+	}
+}
