@@ -449,3 +449,23 @@ func TestRelayDepthBound(t *testing.T) {
 		}
 	}
 }
+
+// copy_response_headers puts the taken response's fields the filter lets
+// through on whatever the handle_response routes answer, never its
+// framing.
+func TestRelayCopyResponseHeaders(t *testing.T) {
+	o := &origin{}
+	tab := &Table{Nodes: []Node{{Kind: Proxy, Proxy: 0,
+		Responses: []ResponseHandler{{Match: matchStatus(2), Routes: []Node{
+			{Kind: EditResponse, Immediate: true, CopyFrom: &HeaderFilter{Include: []string{"x-keep", "content-length"}}},
+			respond(200, "file"),
+		}}}}}}
+	h := NewHandler(tab, []stream.Handler{o}, nil, &taskQueue{})
+	c := &client{}
+	h.Serve(get("/"), c)
+	o.last(t).respond(t, 200, "", stream.Field{Name: "x-keep", Value: "1"}, stream.Field{Name: "x-drop", Value: "1"},
+		stream.Field{Name: "content-length", Value: "999"})
+	if c.status != 200 || string(c.body) != "file" || c.field("x-keep") != "1" || c.field("x-drop") != "" || c.field("content-length") != "4" {
+		t.Errorf("client got %d %q %v", c.status, c.body, c.fields)
+	}
+}
