@@ -24,7 +24,7 @@ type LoopClock interface {
 // (the site's access logs), with their fields when headers is set. The
 // loop the handler was made for must be a LoopClock.
 func (h *Handler) Observe(obs observe.Observer, headers bool) {
-	if lc, ok := h.checks.loop.(LoopClock); ok && obs != nil {
+	if lc, ok := h.loop.(LoopClock); ok && obs != nil {
 		h.obs, h.clock, h.logHeaders = obs, lc, headers
 	}
 }

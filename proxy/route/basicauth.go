@@ -30,9 +30,9 @@ const maxCached = 256
 // checks is one loop's side of a site's password checks: the good
 // credentials it remembers, and the checks running in the pool, each
 // with the requests waiting for it (a page's many requests carrying the
-// same new credentials cost one comparison, not one each).
+// same new credentials cost one comparison, not one each). The loop
+// itself is the Handler's (Handler.loop).
 type checks struct {
-	loop    offload.Poster
 	pool    *offload.Pool // auth.Shared, taken on first use
 	cache   *auth.Cache
 	flights map[auth.Key][]*authWait
@@ -121,8 +121,9 @@ func (h *Handler) authenticate(term *Node, at *resumePoint, vars reqVars, req *s
 }
 
 // start asks the pool to compare a's password with hash, unless the same
-// comparison is running already. It reports false when the pool is full.
-func (c *checks) start(k auth.Key, hash []byte, known bool, a *authWait) bool {
+// comparison is running already, its answer coming back through loop.
+// It reports false when the pool is full.
+func (c *checks) start(loop offload.Poster, k auth.Key, hash []byte, known bool, a *authWait) bool {
 	if waiting, ok := c.flights[k]; ok {
 		c.flights[k] = append(waiting, a)
 		return true
@@ -132,7 +133,7 @@ func (c *checks) start(k auth.Key, hash []byte, known bool, a *authWait) bool {
 	}
 	pass := a.pass
 	compare := func() bool { return auth.Compare(hash, pass) && known }
-	if offload.Do(c.pool, c.loop, compare, func(good bool) { c.done(k, good) }) != nil {
+	if offload.Do(c.pool, loop, compare, func(good bool) { c.done(k, good) }) != nil {
 		return false
 	}
 	if c.flights == nil {
@@ -187,7 +188,7 @@ func (a *authWait) next() {
 			a.steps = a.steps[1:]
 			continue
 		}
-		if !c.start(k, hash, known, a) {
+		if !c.start(a.h.loop, k, hash, known, a) {
 			a.dispatch(&busy, st.edits(a.resp))
 		}
 		return

@@ -250,7 +250,7 @@ func (fw *fileWait) look(keys []fileKey) bool {
 		return found
 	}
 	done := func(found []fileserver.Found) { fw.looked(keys, found) }
-	return offload.Do(fileserver.Shared(), fw.h.checks.loop, lookup, done) == nil
+	return offload.Do(fileserver.Shared(), fw.h.loop, lookup, done) == nil
 }
 
 // looked takes the pool's answer, on the loop, and runs the routes again.

@@ -8,13 +8,19 @@ import "github.com/pollproxy/pollproxy/proxy/stream"
 // flow-control window (h2) or the body window (HTTP/1.1) bounds them.
 // Once answered, it hands everything it held to the answer's Events and
 // passes every later event on.
+//
+// Its three flags are independent of each other, and of the phase of a
+// relay that embeds it: answered is whether the request left the wait
+// (with or without an inner Events to hand on to); gone is the client's
+// abort, which can come before or after that; ended is the client's body
+// end, which can come before or after either.
 type hold struct {
 	w        stream.ResponseWriter
 	inner    stream.Events // the answer's, once handed over
-	answered bool
-	gone     bool // the client went away while parked
+	answered bool          // handed over: later body bytes go to inner, or are Consumed
+	gone     bool          // the client went away: an answer coming back finds nobody waiting
 	body     []byte
-	ended    bool
+	ended    bool // the body ended while parked: inner hears OnBodyEnd on hand-over
 	trailers []stream.Field
 }
 

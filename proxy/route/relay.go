@@ -7,12 +7,26 @@ import "github.com/pollproxy/pollproxy/proxy/stream"
 // handle_response, whatever an intercept watches. That exchange writes to
 // the relay (relayReply), whose response head decides: the response is
 // the client's as written (passing); or, picked by a response matcher or
-// a 2xx to forward_auth, it is taken (routed) and the request re-enters
-// its routes (resumeWith) — the block's routes, then on past the route
-// that relayed it. A taken response's body is read and dropped unless
-// copy_response sends it after all (copying). The relay is also the
-// request's Events for the front end, passing each to whichever answer
-// it concerns.
+// a 2xx to forward_auth, it is taken and the request re-enters its routes
+// (resumeWith) — the block's routes, then on past the route that relayed
+// it. A taken response's body is read and dropped unless copy_response
+// sends it after all (copying). The relay is also the request's Events
+// for the front end, passing each to whichever answer it concerns.
+//
+// The relay's lifecycle is one phase, changed only by pass, take and
+// copyResponse:
+//
+//	phase           event                                        next
+//	relayDeciding   a final head the handlers leave alone,       relayPassing
+//	                a replace_status match, an error routed
+//	                to the client (pass)
+//	relayDeciding   a response matcher's match or forward_auth's relayTaken
+//	                2xx that hands on (take)
+//	relayTaken      copy_response (copyResponse)                 relayCopying
+//
+// relayPassing and relayCopying are final: the relayed response is the
+// client's, written through cw. In relayTaken it is read and dropped.
+// 1xx heads leave the phase as it is.
 type relay struct {
 	// hold keeps the client's body for forward_auth, whose subrequest
 	// never gets it; otherwise the relayed exchange has the body and
@@ -24,21 +38,39 @@ type relay struct {
 	n   *Node                 // the route that relayed: its Responses, and Copy for forward_auth
 	at  *resumePoint          // where the request re-enters the routes
 
+	// What kind of relay this is, fixed when it is made: not state.
 	auth bool           // forward_auth: the relayed exchange serves sub
 	icpt bool           // intercept: the routes do not go on past it
 	sub  stream.Request // forward_auth's subrequest
 
-	origin         stream.Events // the relayed exchange
-	originReleased bool          // origin was released: never call it again
-	passing        bool          // the relayed response is the client's
-	routed         bool          // the relayed response was taken
-	copying        bool          // copy_response: the taken response goes to the client after all
+	phase relayPhase
+
+	origin stream.Events // the relayed exchange
+	// originReleased is apart from the phase: the relayed exchange is
+	// released when the front end is done (any phase) or when a taken
+	// response ends (relayTaken), and once released it may serve another
+	// request, so nothing may reach it whatever the phase.
+	originReleased bool
 
 	// the taken response's head, for copy_response
 	status int
 	fields []stream.Field
 	end    bool
 }
+
+// relayPhase is where a relay stands with the relayed response (see
+// relay).
+type relayPhase uint8
+
+const (
+	relayDeciding relayPhase = iota // no final head yet: whose the response is is open
+	relayPassing                    // the relayed response is the client's as written
+	relayTaken                      // the relayed response was taken: the routes answer, its body is dropped
+	relayCopying                    // copy_response: the taken response goes to the client after all
+)
+
+// toClient reports whether the relayed response goes to the client.
+func (r *relay) toClient() bool { return r.phase == relayPassing || r.phase == relayCopying }
 
 func (r *relay) live() bool { return r.origin != nil && !r.originReleased }
 
@@ -83,7 +115,7 @@ func (r *relay) OnBodyEnd(trailers []stream.Field) {
 // hold.
 func (r *relay) OnWritable() {
 	switch {
-	case r.passing && r.live():
+	case r.phase == relayPassing && r.live():
 		r.origin.OnWritable()
 	case r.inner != nil:
 		r.inner.OnWritable()
@@ -94,7 +126,7 @@ func (r *relay) OnWritable() {
 // response was taken (it then ends on its own).
 func (r *relay) OnAbort(err error) {
 	r.hold.OnAbort(err)
-	if !r.routed && r.live() {
+	if (r.phase == relayDeciding || r.phase == relayPassing) && r.live() {
 		r.origin.OnAbort(err)
 	}
 }
@@ -108,7 +140,7 @@ func (r *relay) OnRelease() {
 // take hands the request to the routes: the block's, then on past the
 // route that relayed it (for an intercept, to orElse instead).
 func (r *relay) take(routes []Node, status int, fields []stream.Field, end bool) {
-	r.routed = true
+	r.phase = relayTaken
 	r.status, r.fields, r.end = status, r.req.Handoff.Header, end
 	var orElse *Node
 	if r.icpt {
@@ -128,7 +160,7 @@ func (r *relay) take(routes []Node, status int, fields []stream.Field, end bool)
 
 // pass makes the relayed response the client's.
 func (r *relay) pass() {
-	r.passing = true
+	r.phase = relayPassing
 	if r.auth {
 		r.handOver(nil) // the app never runs: the held body is drained
 	}
@@ -144,9 +176,9 @@ type relayReply relay
 func (o *relayReply) WriteHeader(status int, fields []stream.Field, end bool) error {
 	r := (*relay)(o)
 	switch {
-	case r.passing || r.copying:
+	case r.toClient():
 		return r.cw.WriteHeader(status, fields, end)
-	case r.routed:
+	case r.phase == relayTaken:
 		return nil
 	case status < 200:
 		if r.auth {
@@ -176,7 +208,7 @@ func (o *relayReply) WriteHeader(status int, fields []stream.Field, end bool) er
 
 // Write passes the relayed body to the client, or drops a taken one.
 func (o *relayReply) Write(p []byte) (int, error) {
-	if r := (*relay)(o); r.passing || r.copying {
+	if r := (*relay)(o); r.toClient() {
 		return r.cw.Write(p)
 	}
 	return len(p), nil
@@ -186,11 +218,11 @@ func (o *relayReply) Write(p []byte) (int, error) {
 // from the loop's task queue: it is still inside its ending here.
 func (o *relayReply) Close(trailers []stream.Field) error {
 	r := (*relay)(o)
-	if r.passing || r.copying {
+	if r.toClient() {
 		return r.cw.Close(trailers)
 	}
-	if r.routed {
-		r.h.checks.loop.Post(r.releaseOrigin)
+	if r.phase == relayTaken {
+		r.h.loop.Post(r.releaseOrigin)
 	}
 	return nil
 }
@@ -201,8 +233,8 @@ func (o *relayReply) Close(trailers []stream.Field) error {
 // leave the client waiting forever.
 func (o *relayReply) Reset(code uint32) {
 	r := (*relay)(o)
-	if r.routed && !r.copying {
-		r.h.checks.loop.Post(r.releaseOrigin)
+	if r.phase == relayTaken {
+		r.h.loop.Post(r.releaseOrigin)
 		return
 	}
 	r.cw.Reset(code)
@@ -222,7 +254,9 @@ func (o *relayReply) Unwrap() stream.ResponseWriter { return o.cw }
 
 // Replaced implements stream.Replacer: a taken response is not the
 // client's, the routes' answer is.
-func (o *relayReply) Replaced() bool { return o.routed }
+func (o *relayReply) Replaced() bool {
+	return o.phase == relayTaken || o.phase == relayCopying
+}
 
 // RefuseBody passes on to the client's writer, unless the relayed
 // exchange is forward_auth's subrequest: the client's body is not its to
@@ -240,7 +274,7 @@ func (o *relayReply) RefuseBody() {
 // through cw, whose immediate header edits stay on the error's answer.
 func (o *relayReply) RouteError(status int, message string, fields []stream.Field) bool {
 	r := (*relay)(o)
-	if r.routed || r.passing || r.copying {
+	if r.phase != relayDeciding {
 		return false
 	}
 	r.pass()
@@ -270,7 +304,7 @@ func (rw *routesWriter) copyResponse(w stream.ResponseWriter, status int) stream
 	if status == 0 {
 		status = r.status
 	}
-	r.copying, r.cw = true, w
+	r.phase, r.cw = relayCopying, w
 	r.cw.WriteHeader(status, r.fields, r.end)
 	return (*copying)(r)
 }

@@ -155,6 +155,7 @@ type Handler struct {
 	t        *Table
 	proxies  []stream.Handler
 	clientFn ClientIPFunc
+	loop     offload.Poster // the loop the handler runs on: off-loop work posts its answers here
 	ctx      Ctx
 	resp     []*Node        // response edits and encodes matched for the request in progress
 	preset   []stream.Field // the fields its immediate edits set so far (preset.go)
@@ -174,7 +175,7 @@ type Handler struct {
 // reverse proxies (indexed by Node.Proxy). clientIP derives the client
 // address for client_ip matchers (nil: the peer's).
 func NewHandler(t *Table, proxies []stream.Handler, clientIP ClientIPFunc, loop offload.Poster) *Handler {
-	return &Handler{t: t, proxies: proxies, clientFn: clientIP, checks: checks{loop: loop}}
+	return &Handler{t: t, proxies: proxies, clientFn: clientIP, loop: loop}
 }
 
 // Serve runs the routes over one request. Without a terminal route that
@@ -352,7 +353,7 @@ func (h *Handler) terminal(n *Node, vars reqVars, req *stream.Request, w stream.
 		if root == "" {
 			root = "." // Caddy's default: the working directory
 		}
-		return n.Files.Serve(h.checks.loop, root, vars.orig, req, w)
+		return n.Files.Serve(h.loop, root, vars.orig, req, w)
 	case Error:
 		return h.raise(n, req, w)
 	case CopyResponse:
