@@ -2,15 +2,11 @@ package app
 
 import (
 	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
-	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 )
 
 // TestInterceptAbort: a request an intercept watches and abort answers
@@ -19,30 +15,12 @@ import (
 // reset: the client waited forever.
 func TestInterceptAbort(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
-		dir := t.TempDir()
-		port := servertest.FreePort(t)
-		file := filepath.Join(dir, "Caddyfile")
-		os.WriteFile(file, []byte(fmt.Sprintf(`{
-	poller %s
-	loops 1
-	admin off
-	storage %s
-	servers {
-		protocols h1 h2 h2c
-	}
-}
-
-http://127.0.0.1:%d {
-	intercept /watched {
+		addr := startPlain(t, backend, `	intercept /watched {
 		@ok status 2xx
 		replace_status @ok 202
 	}
 	abort /watched
-	respond "fine"
-}
-`, backend, filepath.Join(dir, "storage"), port)), 0o644)
-		start(t, file, Options{})
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
+	respond "fine"`)
 
 		h2, err := dialH2(addr, time.Now().Add(10*time.Second))
 		if err != nil {
