@@ -70,6 +70,11 @@ func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
 			if sub == "header_up" {
 				op, err = route.ParseUpstreamHeaderOp(args)
 			}
+			if err == nil && op.Op == '?' {
+				// Caddy refuses the default form here: header_down's
+				// edits are not deferred response edits.
+				err = fmt.Errorf("?%s: the default header modifier ('?') can only be used on response headers (the header directive), not in %s", op.Name, sub)
+			}
 			if err != nil {
 				p.errf(d, "%s: %v", label, err)
 				continue
