@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"net/netip"
-	"strings"
 
 	"github.com/pollproxy/pollproxy/proxy/field"
 	"github.com/pollproxy/pollproxy/proxy/h1"
@@ -74,7 +73,7 @@ const headCap = 1024
 // fields dropped (field.NotToOrigin), even though the front ends already
 // removed or refused them; fields whose names hold '_' or '.' dropped
 // (field.CGIAlias), as Caddy drops them from every request; TE reduced to
-// "trailers" when it lists it (wantsTrailers); and anything that could not
+// "trailers" when it lists it; and anything that could not
 // be written safely dropped. header_up edits apply last; an upstream
 // placeholder in one leaves a mark that attach fills for each upstream
 // tried.
@@ -90,7 +89,10 @@ func (h *Handler) requestFields(req *stream.Request, trusted bool) []stream.Fiel
 		via = "1.0 pollproxy"
 	}
 	xff, proto, host := "", "", ""
-	te := wantsTrailers(req.Hop) // both front ends keep TE there
+	// TE is the one hop-by-hop field Caddy passes on, reduced to
+	// "trailers" when it lists it (both front ends keep it in Hop), so an
+	// application that sends trailers only to those who accept them does.
+	te := field.HasToken(req.Hop, "te", "trailers")
 	for _, f := range req.Header {
 		if trusted { // a trusted proxy's own X-Forwarded-* are kept
 			switch f.Name {
@@ -144,32 +146,6 @@ func keepHost(fs []stream.Field) []stream.Field {
 	copy(fs[1:], fs)
 	fs[0] = stream.Field{Name: "host", Value: route.RequestHostMark}
 	return fs
-}
-
-// wantsTrailers reports whether a TE field among fs lists "trailers":
-// the origin is then told "TE: trailers", as Caddy tells it (the one
-// hop-by-hop field it passes on, reduced to that token), so an
-// application that sends trailers only to those who accept them does.
-func wantsTrailers(fs []stream.Field) bool {
-	for _, f := range fs {
-		if f.Name == "te" && hasToken(f.Value, "trailers") {
-			return true
-		}
-	}
-	return false
-}
-
-// hasToken reports whether the comma-separated list v holds token,
-// without case (httpguts.HeaderValuesContainsToken's reading).
-func hasToken(v, token string) bool {
-	for v != "" {
-		var t string
-		t, v, _ = strings.Cut(v, ",")
-		if strings.EqualFold(strings.TrimSpace(t), token) {
-			return true
-		}
-	}
-	return false
 }
 
 // forwardedFields appends X-Forwarded-For, -Proto and -Host as Caddy

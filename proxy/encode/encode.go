@@ -211,22 +211,6 @@ func markETag(etag, name string) string {
 	return strings.TrimSuffix(etag, `"`) + "-" + name + `"`
 }
 
-// hasToken reports whether a list field of fields (lowercase name)
-// holds token, compared without case.
-func hasToken(fields []stream.Field, name, token string) bool {
-	for _, f := range fields {
-		if f.Name != name {
-			continue
-		}
-		for item := range strings.SplitSeq(f.Value, ",") {
-			if strings.EqualFold(strings.TrimSpace(item), token) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // get returns the first value of the named field.
 func get(fields []stream.Field, name string) (string, bool) {
 	for _, f := range fields {

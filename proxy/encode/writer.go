@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/pollproxy/pollproxy/proxy/field"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -111,7 +112,7 @@ func (w *Writer) WriteHeader(status int, fields []stream.Field, end bool) error 
 	}
 	w.status = status
 	w.head = append(w.head[:0], fields...)
-	if status == 304 && !hasToken(w.head, "vary", "accept-encoding") {
+	if status == 304 && !field.HasToken(w.head, "vary", "accept-encoding") {
 		// RFC 9110 §15.4.5: a 304 carries the Vary the 200 would.
 		w.head = append(w.head, stream.Field{Name: "vary", Value: "Accept-Encoding"})
 	}
@@ -156,7 +157,7 @@ func (w *Writer) encodable() bool {
 	if _, ok := get(w.head, "content-range"); ok {
 		return false
 	}
-	return !hasToken(w.head, "cache-control", "no-transform")
+	return !field.HasToken(w.head, "cache-control", "no-transform")
 }
 
 // init edits the head of a response that match picks: Vary, and, when
@@ -166,7 +167,7 @@ func (w *Writer) init() bool {
 	if !w.cfg.Match.Matches(w.status, w.head) {
 		return false
 	}
-	if !hasToken(w.head, "vary", "accept-encoding") {
+	if !field.HasToken(w.head, "vary", "accept-encoding") {
 		w.head = append(w.head, stream.Field{Name: "vary", Value: "Accept-Encoding"})
 	}
 	if w.format < 0 {

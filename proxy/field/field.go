@@ -289,3 +289,20 @@ func DropCGIAliases(fs []stream.Field) []stream.Field {
 	}
 	return kept
 }
+
+// HasToken reports whether a list field named name (lowercase) among fs
+// holds token, compared without case (httpguts.HeaderValuesContainsToken's
+// reading): "Vary: Accept-Encoding", "TE: trailers".
+func HasToken(fs []stream.Field, name, token string) bool {
+	for _, f := range fs {
+		if f.Name != name {
+			continue
+		}
+		for item := range strings.SplitSeq(f.Value, ",") {
+			if strings.EqualFold(strings.TrimSpace(item), token) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -324,3 +324,21 @@ func TestDropCGIAliases(t *testing.T) {
 		t.Errorf("fields without aliases changed: %v", got)
 	}
 }
+
+func TestHasToken(t *testing.T) {
+	fs := []stream.Field{{Name: "vary", Value: "Origin"}, {Name: "vary", Value: " accept-encoding , Cookie"}, {Name: "te", Value: "gzip"}}
+	for _, x := range []struct {
+		name, token string
+		want        bool
+	}{
+		{"vary", "Accept-Encoding", true},
+		{"vary", "cookie", true},
+		{"vary", "accept", false},
+		{"te", "trailers", false},
+		{"cache-control", "no-transform", false},
+	} {
+		if got := HasToken(fs, x.name, x.token); got != x.want {
+			t.Errorf("HasToken(%s, %s) = %v, want %v", x.name, x.token, got, x.want)
+		}
+	}
+}
