@@ -629,13 +629,20 @@ func (ex *exchange) responseHead(p *h1.ResponseParser) {
 		ex.holdHead(fields, p)
 		return
 	}
-	if err := ex.w.WriteHeader(ex.status, fields, !p.HasBody()); err != nil {
-		// The front end refused the head (a client gone, or a head it
-		// cannot send for the client's request: a length without a body
-		// to a GET that a route made a HEAD). The stream is reset, so a
-		// client still there is not left waiting; a gone one ignores it.
+	ex.writeHead(fields, !p.HasBody())
+}
+
+// writeHead passes the response head on. It reports whether the front
+// end took it; when it did not (a client gone, or a head it cannot send
+// for the client's request: a length without a body to a GET that a
+// route made a HEAD), the stream is reset, so a client still there is
+// not left waiting (a gone one ignores it), and the exchange ended.
+func (ex *exchange) writeHead(fields []stream.Field, end bool) bool {
+	if err := ex.w.WriteHeader(ex.status, fields, end); err != nil {
 		ex.end(resetting(stream.CodeInternal, observe.ReasonClientGone, errText(err)))
+		return false
 	}
+	return true
 }
 
 // responseBody hands response body bytes to the client. It reports
@@ -648,6 +655,11 @@ func (ex *exchange) responseBody(body []byte) bool {
 			return ok
 		}
 	}
+	return ex.writeBody(body)
+}
+
+// writeBody is responseBody's write, once no head is held.
+func (ex *exchange) writeBody(body []byte) bool {
 	k, err := ex.w.Write(body)
 	if err != nil {
 		ex.end(clientGone())

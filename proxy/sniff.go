@@ -58,31 +58,23 @@ func (ex *exchange) sniffBody(body []byte) (goOn, ok bool) {
 	if len(kept) == 0 {
 		return true, true
 	}
-	k, err := ex.w.Write(kept)
-	if err != nil {
-		ex.end(clientGone())
-		return false, false
-	}
-	ex.bytesOut += int64(k)
-	if k < len(kept) {
-		ex.pending, ex.after = kept[k:], body
+	if !ex.writeBody(kept) {
+		if ex.phase != phaseDone {
+			ex.after = body // goes once the rest of kept has (OnWritable)
+		}
 		return false, false
 	}
 	return true, true
 }
 
 // sendHeld passes the held head on, with the Content-Type sniffed from
-// first when it has bytes. It reports whether the client took the head;
-// when it did not, the exchange ended.
+// first when it has bytes. It reports whether the client took the head
+// (writeHead).
 func (ex *exchange) sendHeld(first []byte) bool {
 	fields := ex.held
 	ex.holding, ex.held = false, nil
 	if len(first) > 0 {
 		fields = append(fields, stream.Field{Name: "content-type", Value: sniff.ContentType(first)})
 	}
-	if err := ex.w.WriteHeader(ex.status, fields, false); err != nil {
-		ex.end(clientGone())
-		return false
-	}
-	return true
+	return ex.writeHead(fields, false)
 }
