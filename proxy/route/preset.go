@@ -129,20 +129,9 @@ var (
 // array, as merge says.
 func mergeFields(fs, fields []stream.Field, merge byte) []stream.Field {
 	if merge == mergeAdd {
-		kept := fs[:0]
-		for _, f := range fs {
-			if f.Name != "server" {
-				kept = append(kept, f)
-			}
-		}
-		return append(kept, fields...)
+		return append(remove(fs, func(n string) bool { return n == "server" }), fields...)
 	}
-	kept := fs[:0]
-	for _, f := range fs {
-		if !setsOver(fields, f.Name) {
-			kept = append(kept, f)
-		}
-	}
+	kept := remove(fs, func(n string) bool { return setsOver(fields, n) })
 	preset := len(kept)
 	for _, f := range fields {
 		if keepsPreset(f.Name) && has(kept[:preset], f.Name) {
