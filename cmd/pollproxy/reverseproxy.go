@@ -125,7 +125,7 @@ func runReverseProxy(name string, args []string, announce func(url, certPath str
 	if announce != nil {
 		announce(url, certPath)
 	}
-	return serveUntilSignal(in, lf, cfg)
+	return serveUntilSignal(in, lf, cfg, nil)
 }
 
 // upstreamList reads every --to (each may list several, comma-separated)

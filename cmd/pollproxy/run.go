@@ -10,12 +10,13 @@ import (
 )
 
 func init() {
-	addCommand("run", "serve the sites of a Caddyfile (SIGHUP reloads it, SIGTERM drains and exits)", runRun)
+	addCommand("run", "serve the sites of a Caddyfile (SIGHUP or --watch reloads it, SIGTERM drains and exits)", runRun)
 }
 
 func runRun(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	file := fs.String("config", "Caddyfile", "the Caddyfile to serve")
+	watch := fs.Bool("watch", false, "reload when the Caddyfile or a file it imports changes (as SIGHUP does)")
 	var lf loopFlags
 	lf.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -44,5 +45,12 @@ func runRun(args []string) error {
 	if err != nil {
 		return err
 	}
-	return serveUntilSignal(in, lf, nil)
+	var changed chan struct{}
+	if *watch {
+		changed = make(chan struct{})
+		stop := make(chan struct{})
+		defer close(stop)
+		go watchConfig(*file, opts.Logger, changed, stop)
+	}
+	return serveUntilSignal(in, lf, nil, changed)
 }

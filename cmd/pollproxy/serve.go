@@ -60,7 +60,8 @@ func envOr(key, def string) string {
 // reloads it and the instance logs; the development commands, built from
 // flags, do not reload and print dev's line when they start draining.
 // Under systemd (Type=notify) it reports each step through sdnotify.
-func serveUntilSignal(in *app.Instance, lf loopFlags, dev *config.Config) error {
+// A send on changed (run --watch) reloads as SIGHUP does.
+func serveUntilSignal(in *app.Instance, lf loopFlags, dev *config.Config, changed <-chan struct{}) error {
 	sigs := []os.Signal{syscall.SIGINT, syscall.SIGTERM}
 	if dev == nil {
 		sigs = append(sigs, syscall.SIGHUP)
@@ -71,7 +72,13 @@ func serveUntilSignal(in *app.Instance, lf loopFlags, dev *config.Config) error 
 	// Ready only now: the listeners are up, and a SIGHUP systemd sends
 	// from here on is caught rather than ending the process.
 	notify(sdnotify.Ready(""))
-	for s := range sig {
+	for {
+		var s os.Signal
+		select {
+		case s = <-sig:
+		case <-changed:
+			s = syscall.SIGHUP
+		}
 		if s == syscall.SIGHUP {
 			notify(sdnotify.Reloading())
 			// The status line replaces the previous one, so a failed
@@ -106,7 +113,6 @@ func serveUntilSignal(in *app.Instance, lf loopFlags, dev *config.Config) error 
 		}
 		return err
 	}
-	return nil
 }
 
 // notify reports a failed notification: systemd would then wait for a

@@ -46,5 +46,5 @@ func runStatic(args []string) error {
 	addr, _ := in.Addr(cfg.Listeners()[0].Addr)
 	fmt.Printf("pollproxy static: https://%s/ (%d-byte body) on %s\n", addr, *size, describeLoops(in))
 	fmt.Printf("certificate: %s\n", certPath)
-	return serveUntilSignal(in, lf, cfg)
+	return serveUntilSignal(in, lf, cfg, nil)
 }

@@ -11,7 +11,8 @@
 // Proxy, TLS, Listener) and what callers ask of them; parse.go the parser
 // every directive file builds on (Load, Parse, the dispenser helpers that
 // read arguments and blocks and record errors); errors.go the errors it
-// returns. Each directive family has its file: global.go (global options
+// returns; describe.go what pollproxy adapt prints (Config.Describe).
+// Each directive family has its file: global.go (global options
 // and servers), ab.go (ab_interval, ab_rotate), storage.go, site.go (site addresses
 // and the route table), matchers.go, reverseproxy.go with health.go
 // (active health checks), dynamic.go (dynamic upstreams) and stream.go
