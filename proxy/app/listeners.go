@@ -292,6 +292,9 @@ func usesACME(cfg *config.Config) bool {
 				return true
 			}
 		case config.TLSAuto:
+			if cfg.AutoHTTPS.NoCerts {
+				continue
+			}
 			for _, a := range s.Addrs {
 				if !a.Cleartext && a.Host != "" && !tlscerts.UsesInternalByDefault(a.Host) {
 					return true

@@ -198,6 +198,13 @@ func addCerts(certs *tlscerts.Manager, cfg *config.Config) error {
 		case config.TLSACME:
 			err = certs.AddACMEAsync(ctx, names...)
 		default:
+			if cfg.AutoHTTPS.NoCerts {
+				// auto_https off or disable_certs: as in Caddy, the site
+				// is served over TLS with no certificate obtained for it,
+				// so its handshakes fail unless another site's
+				// certificate covers its name.
+				continue
+			}
 			err = certs.AddAsync(ctx, names...)
 		}
 		if err != nil {
@@ -211,13 +218,15 @@ func addCerts(certs *tlscerts.Manager, cfg *config.Config) error {
 }
 
 // accountEmail is the ACME account: the global email, else the first
-// site's "tls EMAIL".
+// HTTPS site's "tls EMAIL".
 func accountEmail(cfg *config.Config) string {
 	if cfg.Email != "" {
 		return cfg.Email
 	}
 	for _, s := range cfg.Sites {
-		if s.TLS.Mode == config.TLSACME && s.TLS.Email != "" {
+		// A plain-HTTP site's tls EMAIL obtains nothing, so names no
+		// account, as in Caddy.
+		if s.TLS.Mode == config.TLSACME && s.TLS.Email != "" && !s.Cleartext() {
 			return s.TLS.Email
 		}
 	}

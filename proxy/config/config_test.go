@@ -339,10 +339,8 @@ func TestErrors(t *testing.T) {
 			`Caddyfile:1: server listening on :8080 is configured for HTTPS and cannot natively multiplex HTTP and HTTPS: :8080 (try specifying https:// in the address)`},
 		{"http:// and a name on one port", "http://a.example:8080 {\n\trespond ok\n}\nb.example:8080 {\n\trespond ok\n}\n",
 			`Caddyfile:4: server listening on :8080 is configured for HTTP and cannot natively multiplex HTTP and HTTPS: b.example:8080 (an http:// site holds the port)`},
-		{"http with tls", "http://localhost:8080 {\n\trespond ok\n\ttls internal\n}\n",
+		{"http with tls", "http://localhost:8080 {\n\trespond ok\n\ttls cert.pem key.pem\n}\n",
 			`Caddyfile:1: server listening on :8080 is HTTP, but attempts to configure TLS connection policies`},
-		{"auto_https disable_certs", "{\n\tauto_https disable_certs\n}\nexample.com {\n\trespond ok\n}\n",
-			`Caddyfile:4: site example.com: auto_https gets no certificate on its own here`},
 		{"auto_https unknown", "{\n\tauto_https sometimes\n}\n" + site("\trespond ok"),
 			`Caddyfile:2: auto_https: "sometimes": want off,`},
 		{"protocols h3", "{\n\tservers {\n\t\tprotocols h1 h2 h3\n\t}\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
@@ -497,6 +495,26 @@ import sites.caddy
 	_, err = Load(bad)
 	if err == nil || !strings.Contains(err.Error(), "bad.caddy:2: reverse_proxy: lb_policy: unknown policy \"fastest\"") {
 		t.Errorf("import error: %v", err)
+	}
+
+	// A site whose block imports only an empty file (or a snippet with
+	// nothing in it) is valid, as in Caddy, which warns and goes on: it
+	// answers Caddy's empty 200. A block empty as written is still
+	// refused.
+	write("empty.caddy", "")
+	for _, body := range []string{
+		"import empty.caddy\nlocalhost:8443 {\n\timport empty.caddy\n}\n",
+		"(nothing) {\n}\nlocalhost:8443 {\n\timport nothing\n}\n",
+		"localhost:8443 {\n\timport empty.caddy\n\timport empty.caddy\n}\n",
+	} {
+		c, err := Load(write("Caddyfile.empty", body))
+		if err != nil || len(c.Sites) != 1 || answers(c.Sites[0].Routes.Nodes) {
+			t.Errorf("%q: %v", body, err)
+		}
+	}
+	_, err = Load(write("Caddyfile.empty", "localhost:8443 {\n}\n"))
+	if err == nil || !strings.Contains(err.Error(), "no reverse_proxy, respond or redir") {
+		t.Errorf("an empty block: %v", err)
 	}
 }
 

@@ -38,6 +38,11 @@ func (p *parser) schemes() {
 	}
 	var pairs []pair
 	tlsOn := map[int]bool{} // a site with a tls directive listens on the port
+	// A site whose tls directive makes a TLS connection policy (its own
+	// certificate files: Caddy selects them by tag) listens on the port;
+	// tls internal or EMAIL makes none, so on a plain-HTTP port Caddy
+	// drops them, as pollproxy does.
+	policyOn := map[int]bool{}
 	for _, s := range c.Sites {
 		for i := range s.Addrs {
 			a := &s.Addrs[i]
@@ -54,6 +59,9 @@ func (p *parser) schemes() {
 			if s.TLS.Pos.Line != 0 {
 				tlsOn[a.Port] = true
 			}
+			if s.TLS.Mode == TLSFiles {
+				policyOn[a.Port] = true
+			}
 			pairs = append(pairs, pair{s, a})
 		}
 	}
@@ -69,8 +77,8 @@ func (p *parser) schemes() {
 			switch {
 			case kind[a.Port] == "HTTPS":
 				p.errAt(s.Pos, "server listening on %s is configured for HTTPS and cannot natively multiplex HTTP and HTTPS: %s", listen(a.Port), a.Original)
-			case tlsOn[a.Port]:
-				p.errAt(s.Pos, "server listening on %s is HTTP, but attempts to configure TLS connection policies (a tls directive on a site of port %d)", listen(a.Port), a.Port)
+			case policyOn[a.Port]:
+				p.errAt(s.Pos, "server listening on %s is HTTP, but attempts to configure TLS connection policies (tls with certificate files on a site of port %d)", listen(a.Port), a.Port)
 			}
 			kind[a.Port], forced[a.Port] = "HTTP", true
 		case a.Scheme == "https" || a.Port == c.HTTPSPort || tlsOn[a.Port]:
@@ -96,9 +104,6 @@ func (p *parser) schemes() {
 				p.errAt(s.Pos, "server listening on %s is configured for HTTP and cannot natively multiplex HTTP and HTTPS: %s (an http:// site holds the port)", listen(a.Port), a.Original)
 			}
 			a.Cleartext = kind[a.Port] != "HTTPS" && named[a.Port] == nil
-		}
-		if c.AutoHTTPS.NoCerts && s.TLS.Pos.Line == 0 && !s.Cleartext() {
-			p.errAt(s.Pos, "site %s: auto_https gets no certificate on its own here: name one with tls CERT KEY or tls internal", s.Addrs[0].Original)
 		}
 	}
 }

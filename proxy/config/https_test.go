@@ -30,6 +30,14 @@ func TestSchemes(t *testing.T) {
 		{"", "127.0.0.1:8443", false, 8443, false},
 		{"", ":443", false, 443, false},
 		{"", ":8443", true, 8443, false}, // a tls directive makes the port HTTPS
+		// ... but not the http_port nor an http:// site: tls internal or
+		// EMAIL makes no connection policy, and Caddy drops it there.
+		{"", ":80", true, 80, true},
+		{"", "example.com:80", true, 80, true},
+		{"", "http://localhost:8080", true, 8080, true},
+		// auto_https off changes no scheme: the named site is HTTPS.
+		{"auto_https off", "example.com", false, 443, false},
+		{"auto_https disable_certs", "example.com", false, 443, false},
 		{"http_port 8080", ":8080", false, 8080, true},
 		{"http_port 8080", "http://example.com", false, 8080, true},
 		{"https_port 8443", "example.com", false, 8443, false},
@@ -68,7 +76,7 @@ func TestRedirectHosts(t *testing.T) {
 	for _, tc := range []struct{ global, want string }{
 		{"", "example.com:443 localhost:8443"},
 		{"auto_https disable_redirects", ""},
-		{"auto_https off", "error"}, // example.com would have no certificate
+		{"auto_https off", ""},
 		{"http_port off", ""},
 		// Caddy leaves the https_port out of its redirect (the outside
 		// reaches it as 443), whichever site is on it.
@@ -91,6 +99,26 @@ func TestRedirectHosts(t *testing.T) {
 		}
 		if s := strings.Join(slices.Sorted(slices.Values(got)), " "); s != tc.want {
 			t.Errorf("%q: redirects %q, want %q", tc.global, s, tc.want)
+		}
+	}
+}
+
+// TestTLSOnHTTPSite: a plain-HTTP site's tls EMAIL or tls internal is
+// accepted and dropped, as Caddy's adapter drops it (no connection policy
+// is made); tls with certificate files there is refused in Caddy's words.
+func TestTLSOnHTTPSite(t *testing.T) {
+	for _, tc := range []struct{ tls, want string }{
+		{"tls you@example.com", ""},
+		{"tls internal", ""},
+		{"tls cert.pem key.pem", "Caddyfile:1: server listening on :80 is HTTP, but attempts to configure TLS connection policies"},
+	} {
+		_, err := Parse("Caddyfile", []byte(":80 {\n\t"+tc.tls+"\n\trespond ok\n}\n"))
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if !strings.HasPrefix(got, tc.want) || (tc.want == "") != (got == "") {
+			t.Errorf("%s: %q, want %q", tc.tls, got, tc.want)
 		}
 	}
 }

@@ -28,7 +28,7 @@ func Parse(filename string, body []byte) (*Config, error) {
 	if err != nil {
 		return nil, Errors{lexError(filename, err)}
 	}
-	p := &parser{cfg: &Config{
+	p := &parser{body: body, cfg: &Config{
 		File:        filename,
 		Admin:       DefaultAdmin,
 		GracePeriod: DefaultGracePeriod,
@@ -71,6 +71,7 @@ func Parse(filename string, body []byte) (*Config, error) {
 
 type parser struct {
 	cfg        *Config
+	body       []byte // the main file's text
 	errs       Errors
 	named      map[string]route.Matcher // the site's named matchers
 	logCounter int                      // the next unnamed site log is "log" + logCounter

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"regexp"
 	"sort"
 	"strconv"
@@ -85,11 +86,45 @@ func (p *parser) site(b caddyfile.ServerBlock) {
 	s.Routes.Proxies = len(s.Proxies)
 	// A site of directives that answer nothing (only header, rewrite
 	// ...) gets Caddy's empty 200, as Caddy's own examples expect; a
-	// site with no directive at all is surely a mistake.
-	if len(ds) == 0 && len(errs) == 0 && len(s.Proxies) == 0 && !answers(nodes) && len(p.errs) == nerrs {
+	// site with no directive at all is surely a mistake, unless its
+	// block imported files that were empty (Caddy warns and goes on).
+	if len(ds) == 0 && len(errs) == 0 && len(s.Proxies) == 0 && !answers(nodes) && len(p.errs) == nerrs && !p.importedNothing(b) {
 		p.errAt(s.Pos, "site %s: no reverse_proxy, respond or redir (want e.g. reverse_proxy :8080)", strings.Join(b.GetKeysText(), ", "))
 	}
 	p.cfg.Sites = append(p.cfg.Sites, s)
+}
+
+// importedNothing reports whether b's block, empty once its imports are
+// expanded, was not empty as written: it imported only files (or
+// snippets) with nothing in them. A key it cannot find in the file it
+// came from (a snippet's argument) counts as written so.
+func (p *parser) importedNothing(b caddyfile.ServerBlock) bool {
+	if len(b.Segments) > 0 || len(b.Keys) == 0 {
+		return false
+	}
+	key := b.Keys[len(b.Keys)-1]
+	body, err := p.source(key.File)
+	if err != nil {
+		return true
+	}
+	toks, err := caddyfile.Tokenize(body, key.File)
+	if err != nil {
+		return true
+	}
+	for i, t := range toks {
+		if t.Line == key.Line && t.Text == key.Text {
+			return i+2 < len(toks) && toks[i+1].Text == "{" && toks[i+2].Text != "}"
+		}
+	}
+	return true
+}
+
+// source is the text of the Caddyfile file, the main one or an import.
+func (p *parser) source(file string) ([]byte, error) {
+	if file == p.cfg.File && p.body != nil {
+		return p.body, nil
+	}
+	return os.ReadFile(file)
 }
 
 // answers reports whether some route answers requests.

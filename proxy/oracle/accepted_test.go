@@ -1,0 +1,186 @@
+package oracle
+
+import (
+	stdtls "crypto/tls"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/netpoll/polltest"
+	"github.com/pollproxy/pollproxy/proxy/app"
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
+)
+
+// Caddyfiles pollproxy once refused where Caddy accepts them, served as
+// written (not through the oracle's rewriting, which puts every site on
+// HTTPS with a certificate of its own): each by Caddy, then by pollproxy
+// on every backend, with the same probes, whose answers must agree.
+
+// acceptedCase is one Caddyfile, with HTTP and HTTPS standing for the
+// test's ports, and its probes.
+type acceptedCase struct {
+	name      string
+	caddyfile string
+	files     map[string]string // more files in the Caddyfile's directory
+	probes    []probe
+}
+
+// probe asks a running server something and describes the answer.
+type probe struct {
+	name string
+	ask  func(httpPort, httpsPort int) string
+}
+
+// getHTTP GETs path on the HTTP port, for host when not "".
+func getHTTP(host, path string) probe {
+	return probe{"GET http " + host + path, func(h, _ int) string {
+		c := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		req, _ := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d%s", h, path), nil)
+		if host != "" {
+			req.Host = host
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return "error"
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Sprintf("%d %q", resp.StatusCode, b)
+	}}
+}
+
+// handshake is whether a TLS handshake for name succeeds on the HTTPS
+// port.
+func handshake(name string) probe {
+	return probe{"TLS handshake " + name, func(_, s int) string {
+		d := &net.Dialer{Timeout: 10 * time.Second}
+		c, err := stdtls.DialWithDialer(d, "tcp", fmt.Sprintf("127.0.0.1:%d", s), &stdtls.Config{InsecureSkipVerify: true, ServerName: name})
+		if err != nil {
+			return "fails"
+		}
+		c.Close()
+		return "succeeds"
+	}}
+}
+
+var acceptedCases = []acceptedCase{
+	// Caddy takes the email for an ACME account no name here needs, and
+	// serves the site over HTTP.
+	{name: "http-port-tls-email", caddyfile: ":HTTP {\n\ttls you@example.com\n\trespond \"plain {scheme}\"\n}\n",
+		probes: []probe{getHTTP("", "/"), getHTTP("any.test", "/x")}},
+	{name: "http-site-tls-internal", caddyfile: "http://localhost:HTTP {\n\ttls internal\n\trespond \"plain {scheme}\"\n}\n",
+		probes: []probe{getHTTP("localhost", "/")}},
+	// auto_https off: the named site listens with TLS but has no
+	// certificate, so its handshakes fail; the HTTP port redirects
+	// nothing; another site on it is served.
+	{name: "auto-https-off", caddyfile: "{\n\tauto_https off\n}\nexample.test:HTTPS {\n\trespond \"secure\"\n}\nhttp://plain.test:HTTP {\n\trespond \"plain\"\n}\n",
+		probes: []probe{handshake("example.test"), handshake("other.test"), getHTTP("plain.test", "/")}},
+	// An empty import: Caddy warns and serves the site, whose block is
+	// then empty: Caddy's empty 200.
+	{name: "import-empty", caddyfile: "import empty.caddy\n:HTTP {\n\timport empty.caddy\n}\n", files: map[string]string{"empty.caddy": ""},
+		probes: []probe{getHTTP("", "/"), getHTTP("a.test", "/any/path?q=1")}},
+}
+
+// TestAccepted serves each accepted case with Caddy and with pollproxy
+// and compares their answers to the same probes.
+func TestAccepted(t *testing.T) {
+	bin := buildCaddy(t)
+	for _, tc := range acceptedCases {
+		t.Run(tc.name, func(t *testing.T) {
+			httpPort, httpsPort := servertest.FreePort(t), servertest.FreePort(t)
+			want := serveAccepted(t, tc, httpPort, httpsPort, true, func(file, dir string) func() {
+				cmd := exec.Command(bin, "run", "--config", file, "--adapter", "caddyfile")
+				cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_CONFIG_HOME="+filepath.Join(dir, "config"), "XDG_DATA_HOME="+filepath.Join(dir, "data"))
+				out := &servertest.SyncBuffer{}
+				cmd.Stdout, cmd.Stderr = out, out
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				done := make(chan struct{})
+				go func() { cmd.Wait(); close(done) }()
+				return func() {
+					cmd.Process.Kill()
+					<-done
+					if t.Failed() {
+						t.Logf("Caddy's output:\n%s", out)
+					}
+				}
+			})
+			polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+				got := serveAccepted(t, tc, httpPort, httpsPort, false, func(file, _ string) func() {
+					cfg, err := app.Load(file)
+					if err != nil {
+						t.Fatalf("pollproxy refuses it: %v", err)
+					}
+					log := &servertest.SyncBuffer{}
+					in, err := app.Start(cfg, app.Options{Pollers: []string{backend}, Loops: 1, LoopsSet: true,
+						Logger: slog.New(slog.NewTextHandler(log, nil)), Version: "oracle"})
+					if err != nil {
+						t.Fatalf("pollproxy: %v\n%s", err, log)
+					}
+					return func() { in.Close() }
+				})
+				for i, p := range tc.probes {
+					if got[i] != want[i] {
+						t.Errorf("%s: pollproxy %s, Caddy %s", p.name, got[i], want[i])
+					}
+				}
+			})
+		})
+	}
+}
+
+// serveAccepted writes the case's files, starts a server on them with
+// start (which returns its stop; caddy adds Caddy's own options), waits until one of its ports accepts,
+// and returns its answers to the probes.
+func serveAccepted(t *testing.T, tc acceptedCase, httpPort, httpsPort int, caddy bool, start func(file, dir string) func()) []string {
+	t.Helper()
+	dir := t.TempDir()
+	global := fmt.Sprintf("\tadmin off\n\thttp_port %d\n\thttps_port %d\n\tdefault_bind 127.0.0.1\n\tstorage file_system %s\n",
+		httpPort, httpsPort, filepath.Join(dir, "storage"))
+	if caddy {
+		global += "\tskip_install_trust\n"
+	}
+	text := strings.NewReplacer("HTTPS", fmt.Sprint(httpsPort), "HTTP", fmt.Sprint(httpPort)).Replace(tc.caddyfile)
+	if strings.HasPrefix(text, "{\n") {
+		text = "{\n" + global + text[2:]
+	} else {
+		text = "{\n" + global + "}\n" + text
+	}
+	file := filepath.Join(dir, "Caddyfile")
+	os.WriteFile(file, []byte(text), 0o644)
+	for name, body := range tc.files {
+		os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644)
+	}
+	stop := start(file, dir)
+	defer stop()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", httpPort))
+		if err != nil {
+			c, err = net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", httpsPort))
+		}
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing listens on %d or %d", httpPort, httpsPort)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var out []string
+	for _, p := range tc.probes {
+		out = append(out, p.ask(httpPort, httpsPort))
+	}
+	return out
+}
