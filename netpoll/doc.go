@@ -42,7 +42,9 @@
 //     Shutdown); rawio_linux.go, rawio_other.go: the system calls behind it
 //     on readiness backends;
 //   - socket.go, socket_flags_linux_bsd.go, socket_flags_other.go: listen
-//     with SO_REUSEPORT, accept4, non-blocking connect;
+//     with SO_REUSEPORT, accept4, non-blocking connect; keepalive.go with
+//     keepalive_tunable.go, keepalive_darwin.go, keepalive_openbsd.go:
+//     TCP keep-alive on a listening socket, which accepted ones inherit;
 //   - cpu.go, cpu_thread.go, cpu_none.go: a loop thread's CPU time;
 //     manualclock.go: how a test's clock (looptest) reaches a loop;
 //     abcost_on.go, abcost_off.go: the cost the A/B end-to-end test injects.

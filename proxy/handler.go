@@ -84,6 +84,10 @@ type Config struct {
 	// ClientIPHeaders are the fields a trusted proxy names the client in,
 	// in order of preference (default X-Forwarded-For).
 	ClientIPHeaders []string
+	// StrictClientIP reads ClientIPHeaders right to left for the first
+	// address that is not a trusted proxy (StrictClientAddr, Caddy's
+	// trusted_proxies_strict) rather than taking the leftmost.
+	StrictClientIP bool
 	// TLS, when set, speaks TLS to the upstreams (https:// upstreams,
 	// transport http { tls … }): handshakes off the loop on its pool,
 	// the record layer on the loop.
@@ -204,7 +208,11 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 	}
 	var derived netip.Addr // the client a trusted proxy names, by this proxy's trust (the listener's and reverse_proxy's own)
 	if trusted && (h.cfg.Observer != nil || !req.ClientIP.IsValid()) {
-		derived = route.ClientAddr(req.RemoteAddr.Addr(), req.Header, h.cfg.TrustedProxies, h.cfg.ClientIPHeaders)
+		derive := route.ClientAddr
+		if h.cfg.StrictClientIP {
+			derive = StrictClientAddr
+		}
+		derived = derive(req.RemoteAddr.Addr(), req.Header, h.cfg.TrustedProxies, h.cfg.ClientIPHeaders)
 	}
 	if trusted && !req.ClientIP.IsValid() { // no route in front set it: for {client_ip} in header_up
 		req.ClientIP = derived

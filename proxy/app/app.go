@@ -220,7 +220,7 @@ func (in *Instance) start(cfg *config.Config) error {
 	}
 	in.startHTTP(cfg)
 	for _, l := range cfg.Listeners() {
-		in.log.Info("serving", "listen", in.servers[l.Addr].Addr().String(), "hosts", hostList(l))
+		in.log.Info("serving", append([]any{"listen", in.servers[l.Addr].Addr().String(), "hosts", hostList(l)}, serverName(cfg, l.Addr)...)...)
 	}
 	in.log.Info("pollproxy running", "config", cfg.File, "loops", len(g.Loops()), "pollers", strings.Join(in.Backends(), ","), "pid", os.Getpid())
 	return nil
@@ -325,7 +325,7 @@ func (in *Instance) reload(file string) error {
 	}
 	for addr, srv := range added {
 		in.servers[addr] = srv
-		in.log.Info("serving", "listen", srv.Addr().String())
+		in.log.Info("serving", append([]any{"listen", srv.Addr().String()}, serverName(cfg, addr)...)...)
 	}
 	for addr, srv := range in.servers {
 		if keep[addr] {

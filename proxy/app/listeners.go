@@ -34,6 +34,16 @@ func (in *Instance) newHandler(p *plan, l *config.Listener) func(*netpoll.Loop) 
 	}
 	so := p.cfg.ServerOptionsFor(l.Addr)
 	clientIP := clientIPFunc(so)
+	if so.StrictSNIHost && !l.Cleartext {
+		next := in.hostHandler(p, l, so, clientIP)
+		return func(loop *netpoll.Loop) stream.Handler { return strictSNIHost{next(loop)} }
+	}
+	return in.hostHandler(p, l, so, clientIP)
+}
+
+// hostHandler builds the listener's handler for one loop: its sites'
+// route tables behind a router by host.
+func (in *Instance) hostHandler(p *plan, l *config.Listener, so *config.ServerOptions, clientIP route.ClientIPFunc) func(*netpoll.Loop) stream.Handler {
 	return func(loop *netpoll.Loop) stream.Handler {
 		bySite := map[*config.Site]stream.Handler{}
 		site := func(s *config.Site) stream.Handler {
@@ -47,7 +57,7 @@ func (in *Instance) newHandler(p *plan, l *config.Listener) func(*netpoll.Loop) 
 				pc.Observer = obs
 				// The listener's servers { trusted_proxies client_ip_headers timeouts { read_body } }
 				pc.TrustedProxies = append(slices.Clip(so.TrustedProxies), pc.TrustedProxies...) // reverse_proxy's own add to them
-				pc.ClientIPHeaders = so.ClientIPHeaders
+				pc.ClientIPHeaders, pc.StrictClientIP = so.ClientIPHeaders, so.TrustedProxiesStrict
 				pc.ReadBodyTimeout, pc.ClientIP = so.ReadBodyTimeout, clientIP
 				pc.LogHeaders = len(p.logs.sites[s]) > 0
 				ph := proxy.NewHandler(loop, pc)
@@ -94,8 +104,12 @@ func clientIPFunc(so *config.ServerOptions) route.ClientIPFunc {
 		return route.PeerIP
 	}
 	trusted, headers := so.TrustedProxies, so.ClientIPHeaders
+	derive := route.ClientAddr
+	if so.TrustedProxiesStrict {
+		derive = proxy.StrictClientAddr
+	}
 	return func(r *stream.Request) netip.Addr {
-		return route.ClientAddr(r.RemoteAddr.Addr(), r.Header, trusted, headers)
+		return derive(r.RemoteAddr.Addr(), r.Header, trusted, headers)
 	}
 }
 
@@ -105,6 +119,9 @@ func (in *Instance) observer(loop *netpoll.Loop, p *plan, s *config.Site) observ
 	var m *metrics.LoopObserver
 	if in.metrics != nil {
 		m = in.metrics.ForLoop(loop, observe.Upstreams(p.siteUps[s]))
+		if p.cfg.MetricsPerHost {
+			m.CountHosts(siteHosts(s))
+		}
 	}
 	logs := p.logs.sites[s]
 	switch {
@@ -114,6 +131,19 @@ func (in *Instance) observer(loop *netpoll.Loop, p *plan, s *config.Site) observ
 		return m
 	}
 	return nil
+}
+
+// siteHosts are the names of a site that per-host metrics count on their
+// own: its exact host names, as Caddy counts its host matchers' names
+// that are not wildcards.
+func siteHosts(s *config.Site) []string {
+	var out []string
+	for _, a := range s.Addrs {
+		if a.Host != "" && !strings.Contains(a.Host, "*") {
+			out = append(out, a.Host)
+		}
+	}
+	return out
 }
 
 func (in *Instance) newServer(cfg *config.Config, p *plan, l *config.Listener) (*server.Server, error) {
@@ -127,7 +157,13 @@ func (in *Instance) newServer(cfg *config.Config, p *plan, l *config.Listener) (
 	}
 	if l.Cleartext {
 		sc.TLS, sc.Cleartext, sc.H2C = nil, true, so.H2C
+	} else {
+		sc.HTTPRedirect = so.HTTPRedirect
 	}
+	// Caddy's TCP keep-alive, on by default: a negative interval turns
+	// it off.
+	sc.KeepAlive = &netpoll.KeepAlive{Enable: so.KeepAlive.Interval >= 0, Idle: so.KeepAlive.Idle,
+		Interval: so.KeepAlive.Interval, Count: so.KeepAlive.Count}
 	applyServers(&sc, so)
 	sc.H1.HeaderTimeout = so.Timeouts.ReadHeader
 	sc.H1.IdleTimeout = so.Timeouts.Idle

@@ -22,3 +22,12 @@ func applyServers(sc *server.Config, so *config.ServerOptions) {
 		sc.H2.MaxHeaderListSize = uint32(n)
 	}
 }
+
+// serverName is the log attribute naming the listener at addr, when its
+// servers block gives it a name (servers ADDR { name NAME }).
+func serverName(cfg *config.Config, addr string) []any {
+	if n := cfg.ServerOptionsFor(addr).Name; n != "" {
+		return []any{"server", n}
+	}
+	return nil
+}

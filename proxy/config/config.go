@@ -84,6 +84,8 @@ type Config struct {
 	Sites          []*Site
 	// NoExtendedConnect switches RFC 8441 off (h2_extended_connect off).
 	NoExtendedConnect bool
+	// MetricsPerHost counts requests by host too (metrics { per_host }).
+	MetricsPerHost bool
 }
 
 // ServerOptions are a servers block's: Caddy's options for the servers
@@ -115,6 +117,35 @@ type ServerOptions struct {
 	// H2C lets a plain-HTTP listener take HTTP/2 with prior knowledge
 	// (protocols h1 h2 h2c).
 	H2C bool
+	// Name is the server's name (name), for what reports on it: the
+	// listener's start log and pollproxy adapt.
+	Name string
+	// StrictSNIHost answers 421 to a TLS request whose Host is not the
+	// name the client sent in its ClientHello (strict_sni_host).
+	StrictSNIHost bool
+	// KeepAlive is the TCP keep-alive of client connections
+	// (keepalive_interval, keepalive_idle, keepalive_count), with
+	// Caddy's defaults for what is zero.
+	KeepAlive KeepAlive
+	// TrustedProxiesStrict reads the client address fields right to
+	// left: the client is the first address that is not a trusted proxy
+	// (trusted_proxies_strict), not the leftmost one.
+	TrustedProxiesStrict bool
+	// TrustedProxiesUnix trusts connections over a unix socket
+	// (trusted_proxies_unix); pollproxy serves sites on TCP only.
+	TrustedProxiesUnix bool
+	// HTTPRedirect answers plain HTTP sent to a TLS listener with a
+	// redirect to https (listener_wrappers { http_redirect }).
+	HTTPRedirect bool
+}
+
+// KeepAlive is servers' keepalive_* options. As in Caddy (Go's
+// net.KeepAliveConfig): a negative Interval turns TCP keep-alive off;
+// zero is the default (15s, 15s, 9 probes); a negative Idle or Count
+// leaves the system's value.
+type KeepAlive struct {
+	Interval, Idle time.Duration
+	Count          int
 }
 
 // ServerOptionsFor returns the servers options of the listener at addr:

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
@@ -270,6 +271,62 @@ func (p *parser) servers(d *caddyfile.Dispenser) {
 			p.metrics(d, "servers_metrics")
 		case "protocols":
 			p.protocols(d)
+		case "name":
+			if v, ok := p.oneArg(d, label, "a name for the server"); ok {
+				if c.Addr == "" {
+					// As Caddy: only a servers block for one listener names it.
+					p.errf(d, "%s: cannot set a name for a server without a listener address (write servers :443 { name NAME })", label)
+				}
+				c.Name = v
+			}
+		case "strict_sni_host":
+			on := true
+			if args := d.RemainingArgs(); len(args) > 1 || len(args) == 1 && args[0] != "on" && args[0] != "insecure_off" {
+				p.errf(d, "%s only supports 'on' or 'insecure_off', got '%s'", label, strings.Join(args, " "))
+			} else if len(args) == 1 {
+				on = args[0] == "on"
+			}
+			c.StrictSNIHost = on
+		case "keepalive_interval", "keepalive_idle":
+			if v, ok := p.oneArg(d, label, "a duration such as 15s, or a negative one"); ok {
+				dur, err := time.ParseDuration(v)
+				if err != nil {
+					p.errf(d, "%s: %q: want a duration such as 15s", label, v)
+				}
+				if sub == "keepalive_interval" {
+					c.KeepAlive.Interval = dur
+				} else {
+					c.KeepAlive.Idle = dur
+				}
+			}
+		case "keepalive_count":
+			if v, ok := p.oneArg(d, label, "a number of probes"); ok {
+				n, err := strconv.ParseInt(v, 10, 32)
+				if err != nil {
+					p.errf(d, "%s: %q: want a whole number", label, v)
+				}
+				c.KeepAlive.Count = int(n)
+			}
+		case "trusted_proxies_strict":
+			p.noArgs(d, label)
+			c.TrustedProxiesStrict = true
+		case "trusted_proxies_unix":
+			// It trusts what comes over a unix socket listener, which no
+			// pollproxy site has: accepted, as it is in Caddy for TCP
+			// listeners, where it changes nothing either.
+			p.noArgs(d, label)
+			c.TrustedProxiesUnix = true
+		case "enable_full_duplex":
+			// pollproxy's HTTP/1.1 front end always is: a response may
+			// stream while the request body still arrives.
+			p.noArgs(d, label)
+		case "trace":
+			p.errf(d, "%s is not supported by pollproxy: it logs each handler a request runs through at DEBUG level, and pollproxy's loggers carry access logs only", label)
+			d.RemainingArgs()
+		case "0rtt", "listen_protocols", "packet_conn_wrappers":
+			p.errf(d, "%s is not supported by pollproxy: it configures HTTP/3 (QUIC), which pollproxy does not serve", label)
+			d.RemainingArgs()
+			skipBlock(d)
 		case "log_credentials":
 			p.noArgs(d, label)
 			if c.Addr != "" {
@@ -278,7 +335,8 @@ func (p *parser) servers(d *caddyfile.Dispenser) {
 			}
 			p.cfg.LogCredentials = true
 		default:
-			p.notOurs(d, "servers: ", sub, unsupportedServers, "timeouts, trusted_proxies, client_ip_headers, max_header_size, listener_wrappers, protocols, metrics, log_credentials")
+			p.notOurs(d, "servers: ", sub, unsupportedServers, "name, timeouts, trusted_proxies, trusted_proxies_strict, trusted_proxies_unix, client_ip_headers, max_header_size, "+
+				"listener_wrappers, protocols, strict_sni_host, keepalive_interval, keepalive_idle, keepalive_count, enable_full_duplex, metrics, log_credentials")
 		}
 	}
 }
@@ -333,8 +391,8 @@ func (p *parser) timeouts(d *caddyfile.Dispenser) {
 
 // metrics reads Caddy's metrics global option (and servers { metrics }):
 // what it turns on, pollproxy always has — Prometheus metrics on the
-// admin listener's /metrics. per_host, which labels them by host, is not
-// supported.
+// admin listener's /metrics. per_host counts requests by host too
+// (pollproxy_host_requests_total).
 func (p *parser) metrics(d *caddyfile.Dispenser, name string) {
 	label := "metrics"
 	if name == "servers_metrics" {
@@ -344,12 +402,17 @@ func (p *parser) metrics(d *caddyfile.Dispenser, name string) {
 		p.errf(d, "%s: want no argument, or a block", label)
 	}
 	for n := d.Nesting(); d.NextBlock(n); {
-		if d.Val() == "per_host" {
-			p.errf(d, "%s: per_host is not supported by pollproxy (its metrics are labelled by poller, loop and upstream)", label)
-		} else {
-			p.errf(d, "%s: unknown option %q", label, d.Val())
+		switch sub := d.Val(); sub {
+		case "per_host":
+			p.noArgs(d, label+": per_host")
+			p.cfg.MetricsPerHost = true
+		case "observe_catchall_hosts", "otlp":
+			p.errf(d, "%s: %s is not supported by pollproxy", label, sub)
+			d.RemainingArgs()
+		default:
+			p.errf(d, "%s: unknown option %q (want per_host)", label, sub)
+			d.RemainingArgs()
 		}
-		d.RemainingArgs()
 	}
 }
 

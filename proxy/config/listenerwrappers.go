@@ -14,9 +14,9 @@ import (
 const DefaultProxyProtocolTimeout = 5 * time.Second
 
 // listenerWrappers reads servers { listener_wrappers { ... } }: Caddy's
-// wrappers in order, of which pollproxy has proxy_protocol (which must
-// come before tls, as in Caddy) and tls (the TLS every site listener
-// already has).
+// wrappers in order, of which pollproxy has proxy_protocol and
+// http_redirect (which must come before tls, as in Caddy) and tls (the
+// TLS every site listener already has).
 func (p *parser) listenerWrappers(d *caddyfile.Dispenser) {
 	const label = "servers: listener_wrappers"
 	sawTLS := false
@@ -24,6 +24,14 @@ func (p *parser) listenerWrappers(d *caddyfile.Dispenser) {
 		switch w := d.Val(); w {
 		case "tls":
 			sawTLS = true
+		case "http_redirect":
+			// Caddy's http_redirect reads the first bytes the TLS would
+			// take, so it must come before tls.
+			if sawTLS {
+				p.errf(d, "%s: http_redirect must come before tls: it reads what the client sends before TLS does", label)
+			}
+			p.noArgs(d, label+": http_redirect")
+			p.srv.HTTPRedirect = true
 		case "proxy_protocol":
 			if sawTLS {
 				p.errf(d, "%s: proxy_protocol must come before tls: the header precedes the TLS handshake", label)
@@ -33,7 +41,7 @@ func (p *parser) listenerWrappers(d *caddyfile.Dispenser) {
 			}
 			p.srv.ProxyProtocol = p.proxyProtocol(d)
 		default:
-			p.errf(d, "%s: the %s wrapper is not supported by pollproxy (it has proxy_protocol and tls)", label, w)
+			p.errf(d, "%s: the %s wrapper is not supported by pollproxy (it has proxy_protocol, http_redirect and tls)", label, w)
 			skipBlock(d)
 		}
 	}

@@ -23,6 +23,7 @@ package metrics
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -70,6 +71,7 @@ type Metrics struct {
 	tunnels  *prometheus.GaugeVec
 	tunBytes *prometheus.CounterVec
 	failures *prometheus.CounterVec
+	hosts    *prometheus.CounterVec
 	source   atomic.Pointer[Source]
 	ab       *ab.Recorders
 }
@@ -115,7 +117,11 @@ func New(version string) *Metrics {
 		Name: "pollproxy_upstream_failures_total",
 		Help: "Upstream failures by reason: connect, connect_timeout, header_timeout, write_timeout, bad_response, bad_body, broken, broken_mid_response, bad_handshake, unhealthy.",
 	}, []string{"poller", "loop", "upstream", "reason"})
-	m.reg.MustRegister(m.tunnels, m.tunBytes, m.failures)
+	m.hosts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pollproxy_host_requests_total",
+		Help: "Finished requests by the host they named (a site's own names; any other is _other) and status class, with metrics { per_host }.",
+	}, []string{"poller", "loop", "host", "code"})
+	m.reg.MustRegister(m.tunnels, m.tunBytes, m.failures, m.hosts)
 	m.reg.MustRegister(m.requests, m.reused, m.duration, m.bytesOut, &collector{m: m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	buildVersion = version
@@ -160,6 +166,17 @@ type LoopObserver struct {
 	l     *netpoll.Loop
 	gen   uint64        // the loop's switch count when bknd was read
 	hist  *ab.Histogram // this loop's, shared by its sites' observers
+	// hosts are the per-host series (CountHosts): the site's names, and
+	// _other for whatever else a request names.
+	hosts map[string]*hostChildren
+}
+
+// OtherHost is the host label of requests for a name no site has.
+const OtherHost = "_other"
+
+type hostChildren struct {
+	name  string
+	codes [len(classes)]prometheus.Counter
 }
 
 type upstreamChildren struct {
@@ -195,10 +212,51 @@ func (o *LoopObserver) children(name string) upstreamChildren {
 	return c
 }
 
+// CountHosts counts the observer's requests by host too (Caddy's
+// metrics { per_host }): each of names (a site's own names, not wildcards)
+// has its series, and every other name the requests give counts as
+// OtherHost, so a client inventing names cannot grow the series, as in
+// Caddy.
+func (o *LoopObserver) CountHosts(names []string) {
+	o.hosts = map[string]*hostChildren{}
+	for _, n := range append(names, OtherHost) {
+		n = strings.ToLower(n)
+		o.hosts[n] = o.hostSeries(n)
+	}
+}
+
+func (o *LoopObserver) hostSeries(name string) *hostChildren {
+	h := &hostChildren{name: name}
+	for i, class := range classes {
+		h.codes[i] = o.m.hosts.WithLabelValues(o.bknd, o.loop, name, class)
+	}
+	return h
+}
+
+// hostOf is the host name of an authority: no port, no brackets, no
+// final dot. Names in other than lower case allocate; clients send
+// lower case.
+func hostOf(authority string) string {
+	h := authority
+	if i := strings.LastIndexByte(h, ':'); i >= 0 && !strings.HasSuffix(h, "]") {
+		h = h[:i]
+	}
+	h = strings.TrimSuffix(strings.TrimPrefix(strings.TrimSuffix(h, "]"), "["), ".")
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; c >= 'A' && c <= 'Z' {
+			return strings.ToLower(h)
+		}
+	}
+	return h
+}
+
 // relabel moves the observer's series to the loop's backend after a
 // poller switch: requests finished from now on count under the new label.
 func (o *LoopObserver) relabel(gen uint64) {
 	o.gen, o.bknd = gen, o.l.Backend()
+	for _, h := range o.hosts {
+		*h = *o.hostSeries(h.name)
+	}
 	for i := range o.ups {
 		o.ups[i] = o.children(o.ups[i].name)
 	}
@@ -240,6 +298,13 @@ func (o *LoopObserver) Observe(r *observe.RequestLog) {
 		class = 0
 	}
 	c.codes[class].Inc()
+	if o.hosts != nil {
+		h := o.hosts[hostOf(r.Authority)]
+		if h == nil {
+			h = o.hosts[OtherHost]
+		}
+		h.codes[class].Inc()
+	}
 	if r.Reused {
 		c.reused.Inc()
 	}

@@ -1,6 +1,7 @@
 package oracle
 
 import (
+	"bufio"
 	stdtls "crypto/tls"
 	"fmt"
 	"io"
@@ -31,7 +32,11 @@ type acceptedCase struct {
 	name      string
 	caddyfile string
 	files     map[string]string // more files in the Caddyfile's directory
-	probes    []probe
+	// tlsReady, when set, is a name the HTTPS port must complete a
+	// handshake for before the probes start (a tls internal certificate
+	// is issued after the port opens).
+	tlsReady string
+	probes   []probe
 }
 
 // probe asks a running server something and describes the answer.
@@ -72,6 +77,48 @@ func handshake(name string) probe {
 	}}
 }
 
+// plainToTLS sends a plain HTTP request to the HTTPS port and describes
+// the answer by its status and Location (Caddy answers in HTTP/1.0,
+// pollproxy in HTTP/1.1: the rest of the head differs).
+func plainToTLS(target, host string) probe {
+	return probe{"plain HTTP to the HTTPS port " + host + target, func(_, s int) string {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", s), 10*time.Second)
+		if err != nil {
+			return "error"
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, host)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			return "no HTTP answer"
+		}
+		resp.Body.Close()
+		return fmt.Sprintf("%d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}}
+}
+
+// getTLS GETs / over HTTP/1.1 and TLS with server name sni, the Host
+// host and the header fields kv.
+func getTLS(sni, host string, kv ...string) probe {
+	return probe{fmt.Sprintf("GET https %s (SNI %s) %v", host, sni, kv), func(_, s int) string {
+		tr := &http.Transport{TLSClientConfig: &stdtls.Config{InsecureSkipVerify: true, ServerName: sni}}
+		defer tr.CloseIdleConnections()
+		req, _ := http.NewRequest("GET", fmt.Sprintf("https://127.0.0.1:%d/", s), nil)
+		req.Host = host
+		for i := 0; i+1 < len(kv); i += 2 {
+			req.Header.Set(kv[i], kv[i+1])
+		}
+		resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Do(req)
+		if err != nil {
+			return "error"
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Sprintf("%d %q", resp.StatusCode, b)
+	}}
+}
+
 var acceptedCases = []acceptedCase{
 	// Caddy takes the email for an ACME account no name here needs, and
 	// serves the site over HTTP.
@@ -86,6 +133,14 @@ var acceptedCases = []acceptedCase{
 		probes: []probe{handshake("example.test"), handshake("other.test"), getHTTP("plain.test", "/")}},
 	// An empty import: Caddy warns and serves the site, whose block is
 	// then empty: Caddy's empty 200.
+	// Server options.
+	{name: "http-redirect", tlsReady: "localhost", caddyfile: "{\n\tservers {\n\t\tlistener_wrappers {\n\t\t\thttp_redirect\n\t\t\ttls\n\t\t}\n\t}\n}\nlocalhost:HTTPS {\n\ttls internal\n\trespond \"secure\"\n}\n",
+		probes: []probe{plainToTLS("/a/b?c=d", "localhost:HTTPS"), plainToTLS("/", "elsewhere.test"), getTLS("localhost", "localhost")}},
+	{name: "strict-sni-host", tlsReady: "localhost", caddyfile: "{\n\tservers {\n\t\tstrict_sni_host\n\t}\n}\nlocalhost:HTTPS, other.localhost:HTTPS {\n\ttls internal\n\trespond \"{host}\"\n}\n",
+		probes: []probe{getTLS("localhost", "localhost"), getTLS("localhost", "other.localhost"), getTLS("other.localhost", "other.localhost"), getTLS("other.localhost", "localhost")}},
+	{name: "trusted-proxies-strict", tlsReady: "localhost", caddyfile: "{\n\tservers {\n\t\ttrusted_proxies static 127.0.0.1/32 10.0.0.0/8\n\t\ttrusted_proxies_strict\n\t}\n}\nlocalhost:HTTPS {\n\ttls internal\n\trespond \"{client_ip}\"\n}\n",
+		probes: []probe{getTLS("localhost", "localhost", "X-Forwarded-For", "198.51.100.7, 203.0.113.9, 10.1.1.1"),
+			getTLS("localhost", "localhost", "X-Forwarded-For", "10.2.2.2, 10.1.1.1"), getTLS("localhost", "localhost")}},
 	{name: "import-empty", caddyfile: "import empty.caddy\n:HTTP {\n\timport empty.caddy\n}\n", files: map[string]string{"empty.caddy": ""},
 		probes: []probe{getHTTP("", "/"), getHTTP("a.test", "/any/path?q=1")}},
 }
@@ -175,6 +230,12 @@ func serveAccepted(t *testing.T, tc acceptedCase, httpPort, httpsPort int, caddy
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("nothing listens on %d or %d", httpPort, httpsPort)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for tc.tlsReady != "" && handshake(tc.tlsReady).ask(httpPort, httpsPort) != "succeeds" {
+		if time.Now().After(deadline) {
+			t.Fatalf("no TLS handshake for %s", tc.tlsReady)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -328,6 +328,7 @@ func (c *conn) abortProto(err error) {
 // a handshake record at all: crypto/tls then rejects it). It reports false
 // when the connection went away.
 func (c *conn) noteHello(p []byte) bool {
+	before := c.helloN
 	for len(p) > 0 && c.helloN < len(c.hello) {
 		c.hello[c.helloN] = p[0]
 		c.helloN++
@@ -336,6 +337,10 @@ func (c *conn) noteHello(p []byte) bool {
 	c.helloN += len(p)
 	if c.helloN < len(c.hello) {
 		return true
+	}
+	if before < len(c.hello) && c.ls.srv.cfg.HTTPRedirect && looksLikeHTTP(c.hello[:]) {
+		// Every byte so far: the header's, and the rest of this read.
+		return c.redirectHTTP(append(c.hello[:len(c.hello):len(c.hello)], p...))
 	}
 	need := len(c.hello) + (int(c.hello[3])<<8 | int(c.hello[4]))
 	if c.hello[0] == recordTypeHandshake && need <= maxRecord && c.helloN < need {

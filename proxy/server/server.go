@@ -62,6 +62,14 @@ type Config struct {
 	// the TLS of the clients it allows (Caddy's listener_wrappers {
 	// proxy_protocol }).
 	ProxyProtocol *ProxyProtocol
+	// KeepAlive, when set, is the TCP keep-alive of client connections
+	// (Caddy's keepalive_* options), set once on the listening sockets,
+	// which accepted connections inherit.
+	KeepAlive *netpoll.KeepAlive
+	// HTTPRedirect answers a client that speaks plain HTTP where TLS is
+	// expected with a 308 to the same URL over https, and closes (Caddy's
+	// listener_wrappers { http_redirect }). Only with TLS.
+	HTTPRedirect bool
 }
 
 // Server serves one address on every loop of a group.
@@ -195,6 +203,13 @@ func New(g *netpoll.Group, cfg Config) (*Server, error) {
 		if err != nil {
 			s.closeFDs()
 			return nil, err
+		}
+		if cfg.KeepAlive != nil {
+			if err := netpoll.SetKeepAlive(fd, *cfg.KeepAlive); err != nil {
+				unix.Close(fd)
+				s.closeFDs()
+				return nil, fmt.Errorf("listen %s: %w", addr, err)
+			}
 		}
 		if i == 0 {
 			// With port 0 the first listener picks the port; the rest of
