@@ -90,6 +90,19 @@ type Options struct {
 	// Filters are Caddy's format filter's field filters, in order
 	// (json and console formats).
 	Filters []Filter
+	// Sampling, when set, writes only some entries (Caddy's sampling).
+	Sampling *Sampling
+	// Append are fields added after every entry's own (Caddy's append
+	// format; json and console formats).
+	Append []AppendField
+}
+
+// AppendField is one field of Caddy's append format: its name and its
+// value, already JSON (a string, number or boolean, as Caddy reads the
+// Caddyfile token).
+type AppendField struct {
+	Name  string
+	Value []byte
 }
 
 // Logger is one access logger: it decides on the loop whether a request
@@ -131,6 +144,9 @@ func (l *Logger) Writer() *Writer { return l.w }
 // blocks: an entry the queue has no room for is dropped and counted.
 func (l *Logger) Observe(r *observe.RequestLog) {
 	if r.Skip || level(r) < l.opts.Level || !l.wantsHost(r.Authority) {
+		return
+	}
+	if s := l.opts.Sampling; s != nil && !s.keep(level(r), r.Start.Add(r.Duration)) {
 		return
 	}
 	l.w.enqueue(l, r)

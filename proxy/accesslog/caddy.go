@@ -88,7 +88,7 @@ func (l *Logger) appendFields(b []byte, r *observe.RequestLog) []byte {
 		b = appendString(b, v.uri)
 	}
 	b = append(b, `,"headers":`...)
-	b = l.appendHeader(b, v.header, v.headerRepl)
+	b = appendHeader(b, v.header, v.headerRepl, v.headerEmpty)
 	if t := r.TLS; t != nil {
 		b = append(b, `,"tls":{"resumed":`...)
 		b = strconv.AppendBool(b, t.Resumed)
@@ -117,7 +117,7 @@ func (l *Logger) appendFields(b []byte, r *observe.RequestLog) []byte {
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(r.Status), 10)
 	b = append(b, `,"resp_headers":`...)
-	b = l.appendHeader(b, v.resp, v.respRepl)
+	b = appendHeader(b, v.resp, v.respRepl, v.respEmpty)
 	// pollproxy's own fields, after Caddy's.
 	b = append(b, `,"upstream":`...)
 	b = appendString(b, r.Upstream)
@@ -143,14 +143,20 @@ func (l *Logger) appendFields(b []byte, r *observe.RequestLog) []byte {
 		b = append(b, `,"tunnel_end":`...)
 		b = appendString(b, r.TunnelEnd())
 	}
+	for _, f := range l.opts.Append {
+		b = append(b, ',')
+		b = appendString(b, f.Name)
+		b = append(b, ':')
+		b = append(b, f.Value...)
+	}
 	return b
 }
 
 // appendHeader appends fields as Caddy logs an http.Header: canonical
 // names, each with its values in an array, in the order the names first
-// appear; credentials read REDACTED unless the logger keeps them. repl
-// are fields a replace filter made one string.
-func (l *Logger) appendHeader(b []byte, fs []stream.Field, repl [][2]string) []byte {
+// appear (credentials were redacted by view). repl are fields a replace
+// filter made one string, empty fields a cookie filter left empty.
+func appendHeader(b []byte, fs []stream.Field, repl [][2]string, empty []string) []byte {
 	b = append(b, '{')
 	for _, r := range repl {
 		if len(b) > 0 && b[len(b)-1] != '{' {
@@ -159,6 +165,13 @@ func (l *Logger) appendHeader(b []byte, fs []stream.Field, repl [][2]string) []b
 		b = appendString(b, textproto.CanonicalMIMEHeaderKey(r[0]))
 		b = append(b, ':')
 		b = appendString(b, r[1])
+	}
+	for _, name := range empty {
+		if b[len(b)-1] != '{' {
+			b = append(b, ',')
+		}
+		b = appendString(b, textproto.CanonicalMIMEHeaderKey(name))
+		b = append(b, ":[]"...)
 	}
 	for i, f := range fs {
 		if seen(fs[:i], f.Name) {
@@ -169,10 +182,6 @@ func (l *Logger) appendHeader(b []byte, fs []stream.Field, repl [][2]string) []b
 		}
 		b = appendString(b, textproto.CanonicalMIMEHeaderKey(f.Name))
 		b = append(b, ":["...)
-		if !l.opts.Credentials && credential(f.Name) {
-			b = append(b, `"REDACTED"]`...)
-			continue
-		}
 		first := true
 		for _, g := range fs[i:] {
 			if g.Name != f.Name {

@@ -1,9 +1,13 @@
 package config
 
 import (
+	"encoding/json"
+	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,16 +31,23 @@ type Log struct {
 	Output    accesslog.Output
 	Format    string // json, console, or pollproxy's common
 	Level     accesslog.Level
-	Hostnames []string           // site logs only: the hosts it logs
-	Filters   []accesslog.Filter // format filter's field filters
+	Hostnames []string                // site logs only: the hosts it logs
+	Filters   []accesslog.Filter      // format filter's field filters
+	Append    []accesslog.AppendField // format append's fields
+	// Sampling writes only some entries (sampling); shared by the logs
+	// that take it from one global logger, as they share its count.
+	Sampling *accesslog.Sampling
 
-	outputSet, formatSet, levelSet, empty bool
-	includes                              []string // a global logger's include http.log.access.NAME
+	outputSet, formatSet, levelSet, samplingSet, empty bool
+	// A global logger's include and exclude: http.log.access or
+	// http.log.access.NAME.
+	includes, excludes []string
 }
 
 // Options are the logger's accesslog options.
 func (l *Log) Options() accesslog.Options {
-	return accesslog.Options{Name: l.Name, Format: l.Format, Level: l.Level, Hostnames: l.Hostnames, Filters: l.Filters}
+	return accesslog.Options{Name: l.Name, Format: l.Format, Level: l.Level, Hostnames: l.Hostnames, Filters: l.Filters,
+		Append: l.Append, Sampling: l.Sampling}
 }
 
 // DefaultLoggerName is the global log option without a name: Caddy's
@@ -127,20 +138,28 @@ func (p *parser) logBlock(d *caddyfile.Dispenser, name string, global bool) *Log
 				continue
 			}
 			// pollproxy's loggers carry access logs alone: a logger
-			// includes the sites' logs it names (http.log.access.NAME);
-			// an exclude says what already holds (a site's log goes to
-			// the loggers that include it, not to the default one).
-			for _, v := range d.RemainingArgs() {
+			// takes the sites' logs its include and exclude let in, by
+			// Caddy's rules (logAllowed).
+			args := d.RemainingArgs()
+			if len(args) == 0 {
+				p.errf(d, "log: %s: want one or more logger names, such as http.log.access", sub)
+			}
+			for _, v := range args {
 				switch {
 				case v != "http.log.access" && !strings.HasPrefix(v, "http.log.access."):
 					p.errf(d, "log: %s %s is not supported by pollproxy (its loggers carry only access logs, http.log.access...)", sub, v)
-				case sub == "include" && v == "http.log.access":
-					p.errf(d, "log: include http.log.access (every site's access log) is not supported by pollproxy (include http.log.access.NAME for a site's log NAME)")
 				case sub == "include":
-					l.includes = append(l.includes, strings.TrimPrefix(v, "http.log.access."))
+					l.includes = append(l.includes, v)
+				default:
+					l.excludes = append(l.excludes, v)
 				}
 			}
-		case "sampling", "core", "no_hostname":
+			if err := checkIncludeExclude(l.includes, l.excludes); err != nil {
+				p.errf(d, "log: %v", err)
+			}
+		case "sampling":
+			p.sampling(d, l)
+		case "core", "no_hostname":
 			p.errf(d, "log: %s is not supported by pollproxy", sub)
 			d.RemainingArgs()
 			skipBlock(d)
@@ -151,6 +170,103 @@ func (p *parser) logBlock(d *caddyfile.Dispenser, name string, global bool) *Log
 		}
 	}
 	return l
+}
+
+// sampling reads sampling { interval D  first N  thereafter N }, with
+// Caddy's defaults (1s, 100, 100) for what it leaves out. Words after
+// sampling on its line are skipped, as Caddy skips them.
+func (p *parser) sampling(d *caddyfile.Dispenser, l *Log) {
+	d.RemainingArgs()
+	var interval time.Duration
+	var first, thereafter int
+	seen := map[string]bool{}
+	for n := d.Nesting(); d.NextBlock(n); {
+		sub := d.Val()
+		if seen[sub] {
+			p.errf(d, "log: '%s' specified more than once in the same sampling block", sub)
+		}
+		seen[sub] = true
+		label := "log: sampling: " + sub
+		switch sub {
+		case "interval":
+			if v, ok := p.oneArg(d, label, "a duration such as 1s"); ok {
+				dur, err := parseDays(v)
+				if err != nil {
+					p.errf(d, "log: sampling: failed to parse interval: %v", err)
+				}
+				interval = dur
+			}
+		case "first", "thereafter":
+			if v, ok := p.oneArg(d, label, "a number of entries"); ok {
+				k, err := strconv.Atoi(v)
+				if err != nil {
+					p.errf(d, "log: sampling: failed to parse %s: %v", sub, err)
+				}
+				if sub == "first" {
+					first = k
+				} else {
+					thereafter = k
+				}
+			}
+		default:
+			p.errf(d, "log: sampling: unrecognized subdirective %s (want interval, first, thereafter)", sub)
+			d.RemainingArgs()
+		}
+	}
+	l.Sampling, l.samplingSet = accesslog.NewSampling(interval, first, thereafter), true
+}
+
+// checkIncludeExclude is Caddy's check of a logger's include and
+// exclude: they may not share a name, and with both, each included name
+// must be inside or around an excluded one.
+func checkIncludeExclude(include, exclude []string) error {
+	if len(include) == 0 || len(exclude) == 0 {
+		return nil
+	}
+	for _, in := range include {
+		if slices.Contains(exclude, in) {
+			return fmt.Errorf("include and exclude must not intersect, but found %s in both lists", in)
+		}
+	}
+outer:
+	for _, in := range include {
+		for _, ex := range exclude {
+			if strings.HasPrefix(in+".", ex+".") || strings.HasPrefix(ex+".", in+".") {
+				continue outer
+			}
+		}
+		return fmt.Errorf("when both include and exclude are populated, each element must be a superspace or subspace of one in the other list; check '%s' in include", in)
+	}
+	return nil
+}
+
+// logAllowed is Caddy's loggerAllowed: whether the entries of the logger
+// named name (http.log.access, or http.log.access.NAME) go to a log
+// with include and exclude. The longest matching namespace decides;
+// with an include list, something in it must match.
+func logAllowed(name string, include, exclude []string) bool {
+	if len(include) == 0 && len(exclude) == 0 {
+		return true
+	}
+	name += "."
+	accept, reject := 0, 0
+	for _, ns := range include {
+		if strings.HasPrefix(name, ns+".") && len(ns) > accept {
+			accept = len(ns)
+		}
+	}
+	if len(include) > 0 && accept == 0 {
+		return false
+	}
+	for _, ns := range exclude {
+		if strings.HasPrefix(name, ns+".") && len(ns) > reject {
+			reject = len(ns)
+		}
+	}
+	if reject > accept {
+		return false
+	}
+	return accept > reject || len(include) == 0 && reject == 0
 }
 
 // logOutput reads output stdout|stderr|discard|file PATH { ... }, and
@@ -330,7 +446,7 @@ func (p *parser) logFormat(d *caddyfile.Dispenser, l *Log) {
 		return
 	}
 	v := d.Val()
-	if args := d.RemainingArgs(); len(args) > 0 && v != "transform" && v != "append" {
+	if args := d.RemainingArgs(); len(args) > 0 && v != "transform" {
 		p.errf(d, "log: format %s: takes a block, not %q", v, args[0])
 	}
 	switch v {
@@ -340,8 +456,12 @@ func (p *parser) logFormat(d *caddyfile.Dispenser, l *Log) {
 		l.Format, l.formatSet = "json", true
 		p.logFilter(d, l)
 		return
-	case "transform", "append", "logfmt", "single_field":
-		p.errf(d, "log: format %s is not supported by pollproxy (want json, console or filter)", v)
+	case "append":
+		l.Format, l.formatSet = "json", true
+		p.logAppend(d, l)
+		return
+	case "transform", "logfmt", "single_field":
+		p.errf(d, "log: format %s is not supported by pollproxy (want json, console, filter or append)", v)
 		skipBlock(d)
 		return
 	default:
@@ -398,7 +518,12 @@ func (p *parser) logFilter(d *caddyfile.Dispenser, l *Log) {
 		case "ip_mask":
 			f.V4, f.V6 = 32, 128
 			p.ipMask(d, &f, args)
-		case "rename", "query", "cookie":
+		case "cookie":
+			if len(args) > 0 {
+				p.errf(d, "log: format filter: %s cookie: want a block of replace NAME VALUE, hash NAME, delete NAME", path)
+			}
+			f.Cookies = p.cookieActions(d)
+		case "rename", "query", "set_cookie":
 			p.errf(d, "log: format filter: %s is not supported by pollproxy (want %s)", f.Op, strings.Join(accesslog.FilterOps, ", "))
 			skipBlock(d)
 			return
@@ -426,6 +551,135 @@ func (p *parser) logFilter(d *caddyfile.Dispenser, l *Log) {
 			field()
 		}
 	}
+}
+
+// logAppend reads Caddy's append format: format append { wrap json|console|filter {...}
+// fields { NAME VALUE ... }  NAME VALUE ... }: the fields are added after
+// each entry's own, a value read as Caddy reads it (a number or a
+// boolean unless quoted), a placeholder of the environment or the system
+// ({env.X}, {system.hostname}) filled in when the configuration loads.
+func (p *parser) logAppend(d *caddyfile.Dispenser, l *Log) {
+	field := func() {
+		name := d.Val()
+		if !d.NextArg() {
+			p.errf(d, "log: format append: %s: want a value", name)
+			return
+		}
+		value, err := appendValue(d.ScalarVal())
+		if err != nil {
+			p.errf(d, "log: format append: %s: %v", name, err)
+		}
+		if d.NextArg() {
+			p.errf(d, "log: format append: %s: want one value", name)
+			d.RemainingArgs()
+		}
+		l.Append = append(l.Append, accesslog.AppendField{Name: name, Value: value})
+	}
+	for n := d.Nesting(); d.NextBlock(n); {
+		switch d.Val() {
+		case "wrap":
+			if !d.NextArg() {
+				p.errf(d, "log: format append: wrap: want json, console or filter")
+				continue
+			}
+			switch w := d.Val(); w {
+			case "json", "console":
+				l.Format = w
+				if at, ok := openedBlock(d); ok {
+					p.errAt(at, "log: format append: wrap %s: its options are not supported by pollproxy", w)
+				}
+			case "filter":
+				p.logFilter(d, l)
+			default:
+				p.errf(d, "log: format append: wrap %s is not supported by pollproxy (want json, console or filter)", w)
+				d.RemainingArgs()
+				skipBlock(d)
+			}
+		case "fields":
+			for m := d.Nesting(); d.NextBlock(m); {
+				field()
+			}
+		default:
+			field()
+		}
+	}
+}
+
+// appendValue is an append field's value as JSON, as zap writes what
+// Caddy read: a string, an integer, a float or a boolean.
+func appendValue(v any) ([]byte, error) {
+	switch x := v.(type) {
+	case int:
+		return strconv.AppendInt(nil, int64(x), 10), nil
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return json.Marshal(strconv.FormatFloat(x, 'f', -1, 64))
+		}
+		return strconv.AppendFloat(nil, x, 'f', -1, 64), nil
+	case bool:
+		return strconv.AppendBool(nil, x), nil
+	}
+	s, _ := v.(string)
+	if strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}") && strings.Count(s, "{") == 1 {
+		return globalPlaceholder(strings.Trim(s, "{}"))
+	}
+	return json.Marshal(s)
+}
+
+// globalPlaceholder is the value of one of Caddy's global placeholders
+// that do not change while pollproxy runs; any other Caddy does not know
+// is null, as in Caddy.
+func globalPlaceholder(name string) ([]byte, error) {
+	if env, ok := strings.CutPrefix(name, "env."); ok {
+		return json.Marshal(os.Getenv(env))
+	}
+	switch name {
+	case "system.hostname":
+		h, _ := os.Hostname()
+		return json.Marshal(h)
+	case "system.slash":
+		return json.Marshal(string(filepath.Separator))
+	case "system.os":
+		return json.Marshal(runtime.GOOS)
+	case "system.arch":
+		return json.Marshal(runtime.GOARCH)
+	case "system.wd":
+		wd, _ := os.Getwd()
+		return json.Marshal(wd)
+	}
+	if strings.HasPrefix(name, "time.") || strings.HasPrefix(name, "file.") {
+		return []byte("null"), fmt.Errorf("the placeholder {%s} is not supported by pollproxy (it has {env.*} and {system.*})", name)
+	}
+	return []byte("null"), nil
+}
+
+// cookieActions reads the cookie filter's block: replace NAME VALUE,
+// hash NAME, delete NAME, in order.
+func (p *parser) cookieActions(d *caddyfile.Dispenser) []accesslog.CookieAction {
+	var out []accesslog.CookieAction
+	for n := d.Nesting(); d.NextBlock(n); {
+		a := accesslog.CookieAction{Op: d.Val()}
+		args := d.RemainingArgs()
+		want := 1
+		switch a.Op {
+		case "replace":
+			want = 2
+		case "hash", "delete":
+		default:
+			p.errf(d, "log: format filter: cookie: unrecognized subdirective %s (want replace, hash, delete)", a.Op)
+			continue
+		}
+		if len(args) != want {
+			p.errf(d, "log: format filter: cookie %s: want %s", a.Op, map[int]string{1: "a cookie name", 2: "a cookie name and a value"}[want])
+			continue
+		}
+		a.Name = args[0]
+		if want == 2 {
+			a.Value = args[1]
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // ipMask reads ip_mask [V4 [V6]] { ipv4 N  ipv6 N }.
@@ -490,10 +744,13 @@ func (p *parser) resolveLogs() {
 					l.Output = from.Output
 				}
 				if !l.formatSet && from.formatSet {
-					l.Format, l.Filters = from.Format, from.Filters
+					l.Format, l.Filters, l.Append = from.Format, from.Filters, from.Append
 				}
 				if !l.levelSet && from.levelSet {
 					l.Level = from.Level
+				}
+				if !l.samplingSet && from.samplingSet {
+					l.Sampling = from.Sampling
 				}
 			}
 			if l.Output.Kind == "" {
@@ -506,22 +763,27 @@ func (p *parser) resolveLogs() {
 	}
 }
 
-// included adds, for each site log named NAME, a log to every global
-// logger that includes http.log.access.NAME (Caddy's way of writing one
-// site's entries to several outputs); a log of that name that sets no
+// included adds, for each site log, a log to every global logger whose
+// include and exclude let its entries in (Caddy's logger
+// http.log.access.NAME, or http.log.access for a bare log): Caddy's way
+// of writing one site's entries to several outputs. A log that sets no
 // output of its own then writes only there, as Caddy's default logger
 // excludes what another logger includes.
 func (p *parser) included(logs []*Log) []*Log {
 	var out []*Log
 	for _, l := range logs {
 		var extra []*Log
+		logger := "http.log.access"
+		if l.Name != "" {
+			logger += "." + l.Name
+		}
 		for _, name := range sortedNames(p.cfg.Loggers) {
 			g := p.cfg.Loggers[name]
-			if l.Name == "" || name == l.Name || !slices.Contains(g.includes, l.Name) {
+			if name == l.Name || name == DefaultLoggerName || len(g.includes) == 0 || !logAllowed(logger, g.includes, g.excludes) {
 				continue
 			}
-			extra = append(extra, &Log{Pos: l.Pos, Name: l.Name, Output: g.Output, Format: g.Format, Filters: g.Filters, Level: g.Level,
-				Hostnames: l.Hostnames, outputSet: true, formatSet: g.formatSet, levelSet: true})
+			extra = append(extra, &Log{Pos: l.Pos, Name: l.Name, Output: g.Output, Format: g.Format, Filters: g.Filters, Append: g.Append,
+				Level: g.Level, Sampling: g.Sampling, Hostnames: l.Hostnames, outputSet: true, formatSet: g.formatSet, levelSet: true, samplingSet: true})
 		}
 		if len(extra) == 0 || l.outputSet || p.cfg.Loggers[l.Name] != nil {
 			out = append(out, l)

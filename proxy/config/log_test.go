@@ -187,9 +187,9 @@ func TestLogErrors(t *testing.T) {
 		{"{\n\tlog {\n\t\toutput net localhost:9999\n\t}\n}" + site, "Caddyfile:3: log: output net is not supported by pollproxy (want stdout, stderr, discard or file)"},
 		{"{\n\tlog {\n\t\tinclude admin.api\n\t}\n}" + site, "Caddyfile:3: log: include admin.api is not supported by pollproxy (its loggers carry only access logs, http.log.access...)"},
 		{"{\n\tlog {\n\t\tformat filter {\n\t\t\twrap logfmt\n\t\t\trequest>headers>Cookie cookie {\n\t\t\t\tdelete secret\n\t\t\t}\n\t\t\trequest>tls>proto delete\n\t\t}\n\t}\n}" + site,
-			"Caddyfile:4: log: format filter: wrap logfmt is not supported by pollproxy (want json or console)\nCaddyfile:5: log: format filter: cookie is not supported by pollproxy (want delete, replace, hash, ip_mask, regexp)\n" +
+			"Caddyfile:4: log: format filter: wrap logfmt is not supported by pollproxy (want json or console)\n" +
 				"Caddyfile:8: log: format filter: filtering request>tls>proto is not supported by pollproxy (want request>remote_ip, request>client_ip, request>uri, request>headers>NAME, resp_headers>NAME or user_id)"},
-		{"{\n\tlog {\n\t\tformat transform \"{common_log}\"\n\t}\n}" + site, "Caddyfile:3: log: format transform is not supported by pollproxy (want json, console or filter)"},
+		{"{\n\tlog {\n\t\tformat transform \"{common_log}\"\n\t}\n}" + site, "Caddyfile:3: log: format transform is not supported by pollproxy (want json, console, filter or append)"},
 		{"{\n\tlog a\n\tlog a\n}" + site, "Caddyfile:3: log: duplicate global log option for a (the first is at Caddyfile:2)"},
 		{"x.example.com {\n\tlog {\n\t\tlevel LOUD\n\t\tinclude x\n\t}\n\treverse_proxy :8080\n}\n", "Caddyfile:3: log: level: unknown level \"LOUD\" (want DEBUG, INFO, WARN, ERROR, PANIC, FATAL)\nCaddyfile:4: log: include is not allowed in the log directive"},
 		{"x.example.com {\n\tlog {\n\t\toutput file a.log {\n\t\t\tdir_mode 0755\n\t\t\troll_at 25:00\n\t\t}\n\t}\n\treverse_proxy :8080\n}\n", "Caddyfile:4: log: output file: dir_mode is not supported by pollproxy\nCaddyfile:5: log: output file: roll_at: \"25:00\": want a time of day, HH:MM"},

@@ -3,6 +3,7 @@ package oracle
 import (
 	"bufio"
 	stdtls "crypto/tls"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -42,14 +43,21 @@ type acceptedCase struct {
 // probe asks a running server something and describes the answer.
 type probe struct {
 	name string
-	ask  func(httpPort, httpsPort int) string
+	ask  func(at served) string
+}
+
+// served is where a case's server runs: its ports and the directory of
+// its Caddyfile (LOGDIR in the Caddyfile).
+type served struct {
+	http, https int
+	dir         string
 }
 
 // getHTTP GETs path on the HTTP port, for host when not "".
 func getHTTP(host, path string) probe {
-	return probe{"GET http " + host + path, func(h, _ int) string {
+	return probe{"GET http " + host + path, func(at served) string {
 		c := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-		req, _ := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d%s", h, path), nil)
+		req, _ := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d%s", at.http, path), nil)
 		if host != "" {
 			req.Host = host
 		}
@@ -66,9 +74,9 @@ func getHTTP(host, path string) probe {
 // handshake is whether a TLS handshake for name succeeds on the HTTPS
 // port.
 func handshake(name string) probe {
-	return probe{"TLS handshake " + name, func(_, s int) string {
+	return probe{"TLS handshake " + name, func(at served) string {
 		d := &net.Dialer{Timeout: 10 * time.Second}
-		c, err := stdtls.DialWithDialer(d, "tcp", fmt.Sprintf("127.0.0.1:%d", s), &stdtls.Config{InsecureSkipVerify: true, ServerName: name})
+		c, err := stdtls.DialWithDialer(d, "tcp", fmt.Sprintf("127.0.0.1:%d", at.https), &stdtls.Config{InsecureSkipVerify: true, ServerName: name})
 		if err != nil {
 			return "fails"
 		}
@@ -81,8 +89,8 @@ func handshake(name string) probe {
 // the answer by its status and Location (Caddy answers in HTTP/1.0,
 // pollproxy in HTTP/1.1: the rest of the head differs).
 func plainToTLS(target, host string) probe {
-	return probe{"plain HTTP to the HTTPS port " + host + target, func(_, s int) string {
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", s), 10*time.Second)
+	return probe{"plain HTTP to the HTTPS port " + host + target, func(at served) string {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", at.https), 10*time.Second)
 		if err != nil {
 			return "error"
 		}
@@ -101,10 +109,10 @@ func plainToTLS(target, host string) probe {
 // getTLS GETs / over HTTP/1.1 and TLS with server name sni, the Host
 // host and the header fields kv.
 func getTLS(sni, host string, kv ...string) probe {
-	return probe{fmt.Sprintf("GET https %s (SNI %s) %v", host, sni, kv), func(_, s int) string {
+	return probe{fmt.Sprintf("GET https %s (SNI %s) %v", host, sni, kv), func(at served) string {
 		tr := &http.Transport{TLSClientConfig: &stdtls.Config{InsecureSkipVerify: true, ServerName: sni}}
 		defer tr.CloseIdleConnections()
-		req, _ := http.NewRequest("GET", fmt.Sprintf("https://127.0.0.1:%d/", s), nil)
+		req, _ := http.NewRequest("GET", fmt.Sprintf("https://127.0.0.1:%d/", at.https), nil)
 		req.Host = host
 		for i := 0; i+1 < len(kv); i += 2 {
 			req.Header.Set(kv[i], kv[i+1])
@@ -116,6 +124,57 @@ func getTLS(sni, host string, kv ...string) probe {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		return fmt.Sprintf("%d %q", resp.StatusCode, b)
+	}}
+}
+
+// accessLog sends each of paths to the HTTP port with the header fields
+// kv, the last one answering 5xx, then waits for that one in the log file
+// and describes every entry by the fields a Caddy user reads: logger,
+// uri, status, the Cookie field and the appended env and shard.
+func accessLog(file string, paths []string, kv ...string) probe {
+	return probe{"access log of " + strings.Join(paths, " "), func(at served) string {
+		for _, p := range paths {
+			req, _ := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d%s", at.http, p), nil)
+			for i := 0; i+1 < len(kv); i += 2 {
+				req.Header.Set(kv[i], kv[i+1])
+			}
+			resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+			if err != nil {
+				return "error"
+			}
+			resp.Body.Close()
+		}
+		last := paths[len(paths)-1]
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			b, _ := os.ReadFile(strings.ReplaceAll(file, "LOGDIR", at.dir))
+			var out []string
+			done := false
+			for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				var e struct {
+					Logger  string
+					Request struct {
+						URI     string
+						Headers map[string]any
+					}
+					Status int
+					Env    any
+					Shard  any
+				}
+				if json.Unmarshal([]byte(line), &e) != nil {
+					continue
+				}
+				done = done || e.Request.URI == last
+				out = append(out, fmt.Sprintf("%s %s %d cookie=%v env=%v shard=%v", e.Logger, e.Request.URI, e.Status, e.Request.Headers["Cookie"], e.Env, e.Shard))
+			}
+			if done {
+				return strings.Join(out, "\n")
+			}
+			if time.Now().After(deadline) {
+				return "no entry for " + last + " in:\n" + string(b)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}}
 }
 
@@ -141,6 +200,42 @@ var acceptedCases = []acceptedCase{
 	{name: "trusted-proxies-strict", tlsReady: "localhost", caddyfile: "{\n\tservers {\n\t\ttrusted_proxies static 127.0.0.1/32 10.0.0.0/8\n\t\ttrusted_proxies_strict\n\t}\n}\nlocalhost:HTTPS {\n\ttls internal\n\trespond \"{client_ip}\"\n}\n",
 		probes: []probe{getTLS("localhost", "localhost", "X-Forwarded-For", "198.51.100.7, 203.0.113.9, 10.1.1.1"),
 			getTLS("localhost", "localhost", "X-Forwarded-For", "10.2.2.2, 10.1.1.1"), getTLS("localhost", "localhost")}},
+	// Logging: a global logger that includes every access log, with
+	// sampling, the append format around a filter with the cookie filter.
+	{name: "log-include-sampling-append-cookie", caddyfile: `{
+	servers {
+		log_credentials
+	}
+	log access {
+		output file LOGDIR/access.log
+		include http.log.access
+		sampling {
+			interval 1m
+			first 2
+			thereafter 3
+		}
+		format append {
+			wrap filter {
+				wrap json
+				fields {
+					request>headers>Cookie cookie {
+						replace session REPLACED
+						hash id
+						delete secret
+					}
+				}
+			}
+			env prod
+			shard 3
+		}
+	}
+}
+:HTTP {
+	log
+	respond /boom 500
+	respond "ok"
+}
+`, probes: []probe{accessLog("LOGDIR/access.log", []string{"/1", "/2", "/3", "/4", "/5", "/6", "/7", "/8", "/boom"}, "Cookie", "session=abc; id=42; secret=s3; other=1")}},
 	{name: "import-empty", caddyfile: "import empty.caddy\n:HTTP {\n\timport empty.caddy\n}\n", files: map[string]string{"empty.caddy": ""},
 		probes: []probe{getHTTP("", "/"), getHTTP("a.test", "/any/path?q=1")}},
 }
@@ -170,6 +265,9 @@ func TestAccepted(t *testing.T) {
 					}
 				}
 			})
+			for i, p := range tc.probes {
+				t.Logf("Caddy, %s: %s", p.name, want[i])
+			}
 			polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 				got := serveAccepted(t, tc, httpPort, httpsPort, false, func(file, _ string) func() {
 					cfg, err := app.Load(file)
@@ -211,6 +309,7 @@ func serveAccepted(t *testing.T, tc acceptedCase, httpPort, httpsPort int, caddy
 	} else {
 		text = "{\n" + global + "}\n" + text
 	}
+	text = strings.ReplaceAll(text, "LOGDIR", dir)
 	file := filepath.Join(dir, "Caddyfile")
 	os.WriteFile(file, []byte(text), 0o644)
 	for name, body := range tc.files {
@@ -233,7 +332,8 @@ func serveAccepted(t *testing.T, tc acceptedCase, httpPort, httpsPort int, caddy
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	for tc.tlsReady != "" && handshake(tc.tlsReady).ask(httpPort, httpsPort) != "succeeds" {
+	at := served{httpPort, httpsPort, dir}
+	for tc.tlsReady != "" && handshake(tc.tlsReady).ask(at) != "succeeds" {
 		if time.Now().After(deadline) {
 			t.Fatalf("no TLS handshake for %s", tc.tlsReady)
 		}
@@ -241,7 +341,7 @@ func serveAccepted(t *testing.T, tc acceptedCase, httpPort, httpsPort int, caddy
 	}
 	var out []string
 	for _, p := range tc.probes {
-		out = append(out, p.ask(httpPort, httpsPort))
+		out = append(out, p.ask(at))
 	}
 	return out
 }
