@@ -120,7 +120,7 @@ func (in *Instance) observer(loop *netpoll.Loop, p *plan, s *config.Site) observ
 	if in.metrics != nil {
 		m = in.metrics.ForLoop(loop, observe.Upstreams(p.siteUps[s]))
 		if p.cfg.MetricsPerHost {
-			m.CountHosts(siteHosts(s))
+			m.CountHosts(siteHosts(s), p.cfg.MetricsCatchAllHosts)
 		}
 	}
 	logs := p.logs.sites[s]

@@ -92,18 +92,20 @@ localhost:%[3]d, other.localhost:%[3]d, localhost:%d, other.localhost:%[4]d {
 }
 
 // TestMetricsPerHost: with metrics { per_host }, proxied requests are
-// counted by the host they named too: a site's own names on their own,
-// any other name as _other.
+// counted by the host they named too, as Caddy labels them: over TLS
+// every host (lower case, with its port) on its own; over plain HTTP a
+// site's own names on their own (a host with a port never is one) and
+// any other as _other.
 func TestMetricsPerHost(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		origin := servertest.Origin(t, servertest.Says("ok"))
 		dir := t.TempDir()
 		certFile, keyFile, roots := filePair(t, dir)
-		port, adminPort := servertest.FreePort(t), servertest.FreePort(t)
+		port, plain, adminPort := servertest.FreePort(t), servertest.FreePort(t), servertest.FreePort(t)
 		file := filepath.Join(dir, "Caddyfile")
 		os.WriteFile(file, []byte(fmt.Sprintf("{\n\tpoller %s\n\tloops 1\n\tadmin 127.0.0.1:%d\n\tstorage %s\n\tdefault_bind 127.0.0.1\n\tmetrics {\n\t\tper_host\n\t}\n}\n"+
-			"localhost:%d, *.localhost:%[4]d {\n\ttls %s %s\n\treverse_proxy %s\n}\n",
-			backend, adminPort, filepath.Join(dir, "storage"), port, certFile, keyFile, origin)), 0o644)
+			"localhost:%d, *.localhost:%[4]d {\n\ttls %s %s\n\treverse_proxy %s\n}\nhttp://plain.localhost:%d {\n\treverse_proxy %[7]s\n}\n",
+			backend, adminPort, filepath.Join(dir, "storage"), port, certFile, keyFile, origin, plain)), 0o644)
 		start(t, file, Options{})
 		c := servertest.H2Client(fmt.Sprintf("127.0.0.1:%d", port), roots)
 		for _, host := range []string{"localhost", "LocalHost", "a.localhost", "b.localhost", "localhost"} {
@@ -113,10 +115,19 @@ func TestMetricsPerHost(t *testing.T) {
 				t.Fatalf("Host %s: %d %q", host, status, body)
 			}
 		}
+		for _, host := range []string{"plain.localhost", fmt.Sprintf("plain.localhost:%d", plain)} {
+			req, _ := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d/", plain), nil)
+			req.Host = host
+			if status, body, _ := servertest.Do(t, http.DefaultClient, req); status != 200 || body != "ok" {
+				t.Fatalf("Host %s: %d %q", host, status, body)
+			}
+		}
 		m := scrape(t, fmt.Sprintf("127.0.0.1:%d", adminPort))
 		for _, want := range []string{
-			fmt.Sprintf(`pollproxy_host_requests_total{code="2xx",host="localhost",loop="0",poller="%s"} 3`, backend),
-			fmt.Sprintf(`pollproxy_host_requests_total{code="2xx",host="_other",loop="0",poller="%s"} 2`, backend),
+			fmt.Sprintf(`pollproxy_host_requests_total{code="2xx",host="localhost:%d",loop="0",poller="%s"} 3`, port, backend),
+			fmt.Sprintf(`pollproxy_host_requests_total{code="2xx",host="a.localhost:%d",loop="0",poller="%s"} 1`, port, backend),
+			fmt.Sprintf(`pollproxy_host_requests_total{code="2xx",host="plain.localhost",loop="0",poller="%s"} 1`, backend),
+			fmt.Sprintf(`pollproxy_host_requests_total{code="2xx",host="_other",loop="0",poller="%s"} 1`, backend),
 		} {
 			if !strings.Contains(m, want) {
 				t.Errorf("no %s in:\n%s", want, grepLines(m, "pollproxy_host_requests_total"))

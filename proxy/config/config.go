@@ -84,8 +84,10 @@ type Config struct {
 	Sites          []*Site
 	// NoExtendedConnect switches RFC 8441 off (h2_extended_connect off).
 	NoExtendedConnect bool
-	// MetricsPerHost counts requests by host too (metrics { per_host }).
-	MetricsPerHost bool
+	// MetricsPerHost counts requests by host too (metrics { per_host });
+	// MetricsCatchAllHosts counts every host on its own, also on plain
+	// HTTP (observe_catchall_hosts).
+	MetricsPerHost, MetricsCatchAllHosts bool
 }
 
 // ServerOptions are a servers block's: Caddy's options for the servers
@@ -137,6 +139,9 @@ type ServerOptions struct {
 	// HTTPRedirect answers plain HTTP sent to a TLS listener with a
 	// redirect to https (listener_wrappers { http_redirect }).
 	HTTPRedirect bool
+
+	noH2         bool // protocols left h2 out (checkProtocols)
+	protocolsPos Pos
 }
 
 // KeepAlive is servers' keepalive_* options. As in Caddy (Go's
@@ -181,6 +186,10 @@ type Site struct {
 	// Logs are the site's log directives: its requests' access logs
 	// (none without one, as in Caddy).
 	Logs []*Log
+	// bind: the site has a bind directive, which pollproxy refuses; two
+	// sites that bind would set apart are then not also reported as
+	// serving the same host.
+	bind bool
 }
 
 // AllProxies is every reverse proxy the site uses, in the order its route

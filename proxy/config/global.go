@@ -406,11 +406,14 @@ func (p *parser) metrics(d *caddyfile.Dispenser, name string) {
 		case "per_host":
 			p.noArgs(d, label+": per_host")
 			p.cfg.MetricsPerHost = true
-		case "observe_catchall_hosts", "otlp":
+		case "observe_catchall_hosts":
+			p.noArgs(d, label+": "+sub)
+			p.cfg.MetricsCatchAllHosts = true
+		case "otlp":
 			p.errf(d, "%s: %s is not supported by pollproxy", label, sub)
 			d.RemainingArgs()
 		default:
-			p.errf(d, "%s: unknown option %q (want per_host)", label, sub)
+			p.errf(d, "%s: unknown option %q (want per_host, observe_catchall_hosts)", label, sub)
 			d.RemainingArgs()
 		}
 	}
@@ -435,8 +438,23 @@ func (p *parser) protocols(d *caddyfile.Dispenser) {
 			p.errf(d, "servers: protocols: unknown protocol %q (want h1, h2, h2c)", a)
 		}
 	}
-	if len(args) > 0 && (!has["h1"] || !has["h2"]) {
-		p.errf(d, "servers: protocols without h1 or h2 is not supported by pollproxy (it serves both)")
+	if len(args) > 0 && !has["h1"] {
+		p.errf(d, "servers: protocols without h1 is not supported by pollproxy (it serves HTTP/1.1 everywhere)")
 	}
+	// Without h2 a plain-HTTP listener is what it always is (h1, and h2c
+	// when named); an HTTPS one would have to refuse h2, which pollproxy
+	// does not: checkProtocols refuses that once the listeners are known.
 	p.srv.H2C = has["h2c"]
+	p.srv.noH2 = len(args) > 0 && !has["h2"]
+	p.srv.protocolsPos = dpos(d)
+}
+
+// checkProtocols refuses servers { protocols } without h2 for a listener
+// that serves HTTPS.
+func (p *parser) checkProtocols() {
+	for _, l := range p.cfg.Listeners() {
+		if so := p.cfg.ServerOptionsFor(l.Addr); so.noH2 && !l.Cleartext {
+			p.errAt(so.protocolsPos, "servers: protocols without h2 on the HTTPS listener %s is not supported by pollproxy (it serves h2 with TLS)", l.Addr)
+		}
+	}
 }

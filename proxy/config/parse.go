@@ -28,7 +28,7 @@ func Parse(filename string, body []byte) (*Config, error) {
 	if err != nil {
 		return nil, Errors{lexError(filename, err)}
 	}
-	p := &parser{body: body, cfg: &Config{
+	p := &parser{cfg: &Config{
 		File:        filename,
 		Admin:       DefaultAdmin,
 		GracePeriod: DefaultGracePeriod,
@@ -56,6 +56,7 @@ func Parse(filename string, body []byte) (*Config, error) {
 	p.resolveLogs()
 	p.schemes()
 	p.checkDuplicates()
+	p.checkProtocols()
 	if len(p.errs) > 0 {
 		sort.SliceStable(p.errs, func(i, j int) bool {
 			a, b := p.errs[i].Pos, p.errs[j].Pos
@@ -71,7 +72,6 @@ func Parse(filename string, body []byte) (*Config, error) {
 
 type parser struct {
 	cfg        *Config
-	body       []byte // the main file's text
 	errs       Errors
 	named      map[string]route.Matcher // the site's named matchers
 	logCounter int                      // the next unnamed site log is "log" + logCounter
@@ -162,6 +162,9 @@ func (p *parser) durationArg(d *caddyfile.Dispenser, label string) time.Duration
 func (p *parser) checkDuplicates() {
 	seen := map[string]*Site{}
 	for _, s := range p.cfg.Sites {
+		if s.bind {
+			continue
+		}
 		for _, a := range s.Addrs {
 			key := a.Host + "|" + strconv.Itoa(a.Port)
 			if prev := seen[key]; prev != nil && prev != s {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"regexp"
 	"sort"
 	"strconv"
@@ -53,6 +52,9 @@ func (p *parser) site(b caddyfile.ServerBlock) {
 	for _, seg := range b.Segments {
 		d := caddyfile.NewDispenser(seg)
 		d.Next()
+		if d.Val() == "bind" {
+			s.bind = true // refused below, as not supported
+		}
 		if d.Val() == "log" {
 			p.siteLog(s, d)
 			continue
@@ -73,7 +75,6 @@ func (p *parser) site(b caddyfile.ServerBlock) {
 		d.Reset()
 		ds = append(ds, d)
 	}
-	nerrs := len(p.errs)
 	nodes := p.routeList(s, ds, true)
 	s.Routes = &route.Table{Nodes: nodes}
 	for _, d := range errs {
@@ -84,62 +85,10 @@ func (p *parser) site(b caddyfile.ServerBlock) {
 		return s.Routes.Errors[i].Match != nil && s.Routes.Errors[j].Match == nil
 	})
 	s.Routes.Proxies = len(s.Proxies)
-	// A site of directives that answer nothing (only header, rewrite
-	// ...) gets Caddy's empty 200, as Caddy's own examples expect; a
-	// site with no directive at all is surely a mistake, unless its
-	// block imported files that were empty (Caddy warns and goes on).
-	if len(ds) == 0 && len(errs) == 0 && len(s.Proxies) == 0 && !answers(nodes) && len(p.errs) == nerrs && !p.importedNothing(b) {
-		p.errAt(s.Pos, "site %s: no reverse_proxy, respond or redir (want e.g. reverse_proxy :8080)", strings.Join(b.GetKeysText(), ", "))
-	}
+	// A site whose routes answer nothing (only header or rewrite, only
+	// log, or nothing at all, also after imports of empty files) gets
+	// Caddy's empty 200.
 	p.cfg.Sites = append(p.cfg.Sites, s)
-}
-
-// importedNothing reports whether b's block, empty once its imports are
-// expanded, was not empty as written: it imported only files (or
-// snippets) with nothing in them. A key it cannot find in the file it
-// came from (a snippet's argument) counts as written so.
-func (p *parser) importedNothing(b caddyfile.ServerBlock) bool {
-	if len(b.Segments) > 0 || len(b.Keys) == 0 {
-		return false
-	}
-	key := b.Keys[len(b.Keys)-1]
-	body, err := p.source(key.File)
-	if err != nil {
-		return true
-	}
-	toks, err := caddyfile.Tokenize(body, key.File)
-	if err != nil {
-		return true
-	}
-	for i, t := range toks {
-		if t.Line == key.Line && t.Text == key.Text {
-			return i+2 < len(toks) && toks[i+1].Text == "{" && toks[i+2].Text != "}"
-		}
-	}
-	return true
-}
-
-// source is the text of the Caddyfile file, the main one or an import.
-func (p *parser) source(file string) ([]byte, error) {
-	if file == p.cfg.File && p.body != nil {
-		return p.body, nil
-	}
-	return os.ReadFile(file)
-}
-
-// answers reports whether some route answers requests.
-func answers(nodes []route.Node) bool {
-	for _, n := range nodes {
-		switch n.Kind {
-		case route.Respond, route.Redirect, route.Abort, route.Proxy, route.FileServer:
-			return true
-		case route.Group:
-			if answers(n.Children) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // routeList compiles one level of directives: named matchers first (they

@@ -119,7 +119,7 @@ func New(version string) *Metrics {
 	}, []string{"poller", "loop", "upstream", "reason"})
 	m.hosts = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "pollproxy_host_requests_total",
-		Help: "Finished requests by the host they named (a site's own names; any other is _other) and status class, with metrics { per_host }.",
+		Help: "Finished requests by the host they named, as Caddy's per_host labels them, and status class, with metrics { per_host }.",
 	}, []string{"poller", "loop", "host", "code"})
 	m.reg.MustRegister(m.tunnels, m.tunBytes, m.failures, m.hosts)
 	m.reg.MustRegister(m.requests, m.reused, m.duration, m.bytesOut, &collector{m: m},
@@ -166,9 +166,11 @@ type LoopObserver struct {
 	l     *netpoll.Loop
 	gen   uint64        // the loop's switch count when bknd was read
 	hist  *ab.Histogram // this loop's, shared by its sites' observers
-	// hosts are the per-host series (CountHosts): the site's names, and
-	// _other for whatever else a request names.
-	hosts map[string]*hostChildren
+	// hosts are the per-host series (CountHosts): the site's names, the
+	// names requests gave where every name counts on its own, and _other
+	// for the rest.
+	hosts    map[string]*hostChildren
+	catchAll bool // every name counts on its own (observe_catchall_hosts)
 }
 
 // OtherHost is the host label of requests for a name no site has.
@@ -213,12 +215,15 @@ func (o *LoopObserver) children(name string) upstreamChildren {
 }
 
 // CountHosts counts the observer's requests by host too (Caddy's
-// metrics { per_host }): each of names (a site's own names, not wildcards)
-// has its series, and every other name the requests give counts as
-// OtherHost, so a client inventing names cannot grow the series, as in
-// Caddy.
-func (o *LoopObserver) CountHosts(names []string) {
-	o.hosts = map[string]*hostChildren{}
+// metrics { per_host }), labelled as Caddy labels them: by the host the
+// request gave, in lower case and with its port if it had one. A request
+// over TLS counts under its own host, and so does any request with
+// catchAll (observe_catchall_hosts); otherwise only a host that is one of
+// names (a site's own names, not wildcards, which a host with a port never
+// is) counts on its own, and any other as OtherHost, so that a client
+// inventing names on plain HTTP cannot grow the series.
+func (o *LoopObserver) CountHosts(names []string, catchAll bool) {
+	o.hosts, o.catchAll = map[string]*hostChildren{}, catchAll
 	for _, n := range append(names, OtherHost) {
 		n = strings.ToLower(n)
 		o.hosts[n] = o.hostSeries(n)
@@ -233,21 +238,30 @@ func (o *LoopObserver) hostSeries(name string) *hostChildren {
 	return h
 }
 
-// hostOf is the host name of an authority: no port, no brackets, no
-// final dot. Names in other than lower case allocate; clients send
-// lower case.
-func hostOf(authority string) string {
-	h := authority
-	if i := strings.LastIndexByte(h, ':'); i >= 0 && !strings.HasSuffix(h, "]") {
-		h = h[:i]
+// hostSeriesFor is the series a request for authority counts under.
+// Only a name met for the first time allocates.
+func (o *LoopObserver) hostSeriesFor(authority string, tls bool) *hostChildren {
+	h := lower(authority)
+	if c := o.hosts[h]; c != nil {
+		return c
 	}
-	h = strings.TrimSuffix(strings.TrimPrefix(strings.TrimSuffix(h, "]"), "["), ".")
-	for i := 0; i < len(h); i++ {
-		if c := h[i]; c >= 'A' && c <= 'Z' {
-			return strings.ToLower(h)
+	if !tls && !o.catchAll {
+		return o.hosts[OtherHost]
+	}
+	c := o.hostSeries(h)
+	o.hosts[h] = c
+	return c
+}
+
+// lower is s in lower case; s already is, mostly, and is then returned
+// as it is.
+func lower(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 'A' && c <= 'Z' {
+			return strings.ToLower(s)
 		}
 	}
-	return h
+	return s
 }
 
 // relabel moves the observer's series to the loop's backend after a
@@ -299,11 +313,7 @@ func (o *LoopObserver) Observe(r *observe.RequestLog) {
 	}
 	c.codes[class].Inc()
 	if o.hosts != nil {
-		h := o.hosts[hostOf(r.Authority)]
-		if h == nil {
-			h = o.hosts[OtherHost]
-		}
-		h.codes[class].Inc()
+		o.hostSeriesFor(r.Authority, r.TLS != nil).codes[class].Inc()
 	}
 	if r.Reused {
 		c.reused.Inc()

@@ -287,6 +287,8 @@ func evalString(e ast.Expr) (string, bool) {
 		switch fn := exprName(e.Fun); {
 		case fn == "docSite" && len(args) == 1:
 			return "example.com {\n" + args[0] + "\n}\n", true
+		case fn == "docGlobal" && len(args) == 1:
+			return args[0] + "\nexample.com {\n\trespond \"Hello\"\n}\n", true
 		case fn == "docMatcher" && len(args) == 1:
 			name := strings.Fields(args[0])[0]
 			return "example.com {\n" + args[0] + "\nrespond " + name + " \"matched\"\n}\n", true
