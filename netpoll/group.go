@@ -29,11 +29,13 @@ func NewGroup(n int, backends []string) (*Group, error) {
 	if len(backends) == 0 {
 		backends = []string{Auto}
 	}
-	// A loop spends its idle time blocked in the poller's wait. When no P
-	// is idle, the runtime's sysmon takes the blocked loop's P away every
-	// 20µs and keeps polling at that rate, stealing the loop's core; one
-	// spare P lets it back off (the CPU it saves is in
-	// docs/performance.md).
+	// A loop spends its idle time blocked in the poller's wait, holding
+	// its P. When no P is idle, the runtime's sysmon takes the blocked
+	// loop's P away every 20µs and keeps polling at that rate, stealing
+	// the loop's core; one spare P lets it leave a waiting loop alone
+	// (the CPU it saves is in docs/performance.md). The other thing sysmon
+	// takes a loop's P for, a goroutine that has not been through the
+	// scheduler for 10 ms, the loop avoids itself (yield.go).
 	if runtime.GOMAXPROCS(0) < n+1 {
 		runtime.GOMAXPROCS(n + 1)
 	}
