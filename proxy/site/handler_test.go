@@ -42,18 +42,17 @@ func (m marker) Serve(req *stream.Request, w stream.ResponseWriter) stream.Event
 func table50() (*Table, []stream.Handler, *int, *string) {
 	hit, path := new(int), new(string)
 	hsts, _ := route.ParseHeaderOp([]string{"Strict-Transport-Security", "max-age=31536000"}, true)
-	nodes := []Node{{Kind: EditResponse, Ops: []route.HeaderOp{hsts}, Match: route.MustPath("/secure/*")}}
+	nodes := []Node{{Match: route.MustPath("/secure/*"), Do: &EditResponse{Ops: []route.HeaderOp{hsts}}}}
 	var proxies []stream.Handler
 	for i := 0; i < 48; i++ {
 		var m route.Matcher = route.MustPath(fmt.Sprintf("/service%02d/*", i))
 		if i%8 == 0 {
 			m = route.All{m, route.Method{"GET", "HEAD"}, route.Header{{Name: "accept", Values: []string{"*json*"}}}}
 		}
-		nodes = append(nodes, Node{Kind: Group, Exclusive: 1, Match: m, Strip: "",
-			Children: []Node{{Kind: Proxy, Proxy: len(proxies)}}})
+		nodes = append(nodes, Node{Exclusive: 1, Match: m, Do: &Group{Strip: "", Children: []Node{{Do: &Proxy{Index: len(proxies)}}}}})
 		proxies = append(proxies, marker{hit: hit, id: i, path: path})
 	}
-	nodes = append(nodes, Node{Kind: Group, Exclusive: 1, Children: []Node{{Kind: Proxy, Proxy: len(proxies)}}})
+	nodes = append(nodes, Node{Exclusive: 1, Do: &Group{Children: []Node{{Do: &Proxy{Index: len(proxies)}}}}})
 	proxies = append(proxies, marker{hit: hit, id: 99, path: path})
 	return &Table{Nodes: nodes, Proxies: len(proxies)}, proxies, hit, path
 }
@@ -107,9 +106,9 @@ func TestManyResponseEdits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		nodes = append(nodes, Node{Kind: EditResponse, Ops: []route.HeaderOp{op}})
+		nodes = append(nodes, Node{Do: &EditResponse{Ops: []route.HeaderOp{op}}})
 	}
-	nodes = append(nodes, Node{Kind: Respond, Status: 204, Static: Responder(204, "")})
+	nodes = append(nodes, Node{Do: &Respond{Status: 204, Static: Responder(204, "")}})
 	h := NewHandler(&Table{Nodes: nodes}, nil, nil, nil)
 	for _, n := range []int{1, 4, 5, 9} {
 		h.t = &Table{Nodes: append(append([]Node(nil), nodes[:n]...), nodes[len(nodes)-1])}
