@@ -7,8 +7,9 @@
 // routes end in is auth's, fileserver's, encode's and the reverse
 // proxies'.
 //
-// One job per file: handler.go (the table, the Handler and evaluation),
-// preset.go (the response fields immediate header edits set), files.go
+// One job per file: node.go (the table, its routes and the directive
+// types a route runs, one per routing directive), handler.go (the
+// Handler and evaluation), preset.go (the response fields immediate header edits set), files.go
 // (the file matcher, and a request waiting for the disk), basicauth.go
 // (a request waiting for its password checks), hold.go (what a waiting
 // request holds), reenter.go (a request re-entering its routes),
