@@ -48,6 +48,11 @@ type exchange struct {
 	pool  *pool        // the pool it waits in or got its connection from
 	bc    *backendConn // its connection, in phaseSent, phaseStreaming and phaseTunnel
 
+	// An HTTP/2 origin's exchange has a stream instead of a connection
+	// (h2exchange.go), and its request head as fields.
+	os    *originStream
+	h2req *h2Request
+
 	key        pickKey
 	client     netip.AddrPort // the client's address, for a PROXY protocol header
 	tries      int            // upstreams tried after a failed connect
@@ -212,6 +217,10 @@ func (ex *exchange) end(o outcome) {
 		} else {
 			bc.close()
 		}
+	}
+	if os := ex.os; os != nil {
+		ex.os = nil
+		os.finish(o.reusable)
 	}
 	switch o.tell {
 	case tellClose:
@@ -470,6 +479,10 @@ func (ex *exchange) OnBody(p []byte) {
 }
 
 func (ex *exchange) sendBody(p []byte, body int) {
+	if ex.os != nil {
+		ex.os.sendBody(p)
+		return
+	}
 	chunk := ex.chunked && body > 0
 	if ex.bc == nil || ex.tun != nil && ex.phase != phaseTunnel {
 		ex.keep(p, body, chunk)
@@ -503,6 +516,10 @@ func (ex *exchange) OnBodyEnd(trailers []stream.Field) {
 	}
 	if ex.tun != nil {
 		ex.clientEnded()
+		return
+	}
+	if ex.os != nil && ex.phase != phaseDone {
+		ex.os.endBody(trailers)
 		return
 	}
 	if ex.phase == phaseDone || !ex.chunked {
@@ -556,6 +573,9 @@ func (ex *exchange) OnWritable() {
 	}
 	if ex.bc != nil {
 		ex.bc.resume()
+	}
+	if ex.os != nil {
+		ex.os.resume()
 	}
 }
 
@@ -618,7 +638,11 @@ func (ex *exchange) responseHead(p *h1.ResponseParser) {
 	if ex.h.cfg.ReadTimeout > 0 {
 		ex.arm(ex.h.cfg.ReadTimeout)
 	}
-	fields := responseVia(ex.h.responseFields(p.Header()), p.Proto10())
+	via := "1.1 pollproxy"
+	if p.Proto10() {
+		via = "1.0 pollproxy"
+	}
+	fields := responseVia(ex.h.responseFields(p.Header()), via)
 	if ex.g.policy == Cookie && ex.key.cookie != ex.pool.index {
 		fields = append(fields, stream.Field{Name: "set-cookie", Value: ex.cookie()})
 	}

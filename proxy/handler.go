@@ -84,6 +84,12 @@ type Config struct {
 	// ClientIPHeaders are the fields a trusted proxy names the client in,
 	// in order of preference (default X-Forwarded-For).
 	ClientIPHeaders []string
+	// H2C speaks HTTP/2 with prior knowledge to the upstreams, over
+	// cleartext (h2c:// upstreams, transport http { versions h2c … }):
+	// many requests share a connection, up to the origin's
+	// SETTINGS_MAX_CONCURRENT_STREAMS, then Pool.MaxConns bounds the
+	// connections (h2origin.go).
+	H2C bool
 	// TLS, when set, speaks TLS to the upstreams (https:// upstreams,
 	// transport http { tls … }): handshakes off the loop on its pool,
 	// the record layer on the loop.
@@ -174,7 +180,7 @@ func NewHandler(l *netpoll.Loop, cfg Config) *Handler {
 		}
 	}
 	for _, up := range cfg.Upstreams {
-		p := &pool{loop: l, up: up, cfg: cfg.Pool, h: h, index: len(h.group.pools)}
+		p := &pool{loop: l, up: up, cfg: cfg.Pool, h: h, index: len(h.group.pools), h2: cfg.H2C && cfg.TLS == nil}
 		if cfg.TLS != nil {
 			p.tls = cfg.TLS.ClientConfig(up)
 		}
@@ -224,7 +230,15 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 		ex.end(answer(413, observe.ReasonBodyTooLarge, ""))
 		return ex
 	}
-	if req.Upgrade != "" {
+	if h.cfg.H2C && h.cfg.TLS == nil {
+		if req.Upgrade != "" {
+			// A tunnel to an HTTP/2 origin is RFC 8441's; not yet.
+			ex.bodyEnded = !req.HasBody
+			ex.end(answer(502, observe.ReasonBroken, "upgrades to an HTTP/2 upstream are not supported"))
+			return ex
+		}
+		ex.h2req = h.h2Request(req, trusted)
+	} else if req.Upgrade != "" {
 		if !ex.startUpgrade(req, trusted) {
 			return nil
 		}

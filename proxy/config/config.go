@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -245,6 +246,9 @@ type Proxy struct {
 	// TLS, when set, speaks TLS to the upstreams (https:// upstreams,
 	// transport http's tls options).
 	TLS *UpstreamTLS
+	// Versions is transport http's versions ("1.1", "2", "h2c"); nil is
+	// Caddy's default, 1.1 and 2. An h2c:// upstream means h2c and 2.
+	Versions []string
 
 	scheme string // the scheme the upstreams were written with, one for all
 }
@@ -279,7 +283,18 @@ func (p Proxy) ProxyConfig(ups []*upstream.Upstream) proxy.Config {
 		StreamTimeout:         p.Stream.Timeout,
 		StreamCloseDelay:      p.Stream.CloseDelay,
 		ActiveHealth:          p.ActiveHealth,
+		H2C:                   p.h2c(),
 	}.WithDefaults()
+}
+
+// h2c reports whether the upstreams speak HTTP/2 with prior knowledge
+// over cleartext: an h2c:// upstream, or versions with h2c and no TLS
+// (Caddy then turns HTTP/1.1 off).
+func (p Proxy) h2c() bool {
+	if p.TLS != nil {
+		return false
+	}
+	return p.scheme == "h2c" || slices.Contains(p.Versions, "h2c")
 }
 
 // hostUpstream is the Host an HTTPS upstream is sent by default, as in

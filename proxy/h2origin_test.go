@@ -1,0 +1,558 @@
+//lint:file-ignore SA1019 the tests' HTTP/2 client is x/net's Transport (testutil_test.go says why).
+
+package proxy_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/netpoll/polltest"
+	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
+)
+
+// h2cOrigin is x/net's HTTP/2 server on loopback, prior knowledge only
+// (as a gRPC server takes it), counting its connections.
+type h2cOrigin struct {
+	addr  string
+	conns atomic.Int64
+}
+
+func newH2COrigin(t *testing.T, maxStreams uint32, h http.HandlerFunc) *h2cOrigin {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &h2cOrigin{addr: ln.Addr().String()}
+	srv := &http2.Server{MaxConcurrentStreams: maxStreams}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var open []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			o.conns.Add(1)
+			mu.Lock()
+			open = append(open, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				srv.ServeConn(c, &http2.ServeConnOpts{Handler: h})
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range open {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return o
+}
+
+// startH2C runs pollproxy (one loop, so one pool) in front of an h2c
+// origin.
+func startH2C(t *testing.T, backend string, addr string, edit ...func(*proxy.Config)) (*proxyEnv, *upstream.Upstream) {
+	up := upstreamAt(t, addr)
+	cfg := proxy.Config{Upstreams: []*upstream.Upstream{up}, H2C: true}
+	for _, e := range edit {
+		e(&cfg)
+	}
+	return startProxy(t, backend, 1, cfg), up
+}
+
+// TestH2COrigin: requests from both front ends reach an h2c origin over
+// HTTP/2, translated as for HTTP/1.1 (te: trailers kept), with bodies
+// both ways and trailers both ways, and the answer carries Via 2.0.
+func TestH2COrigin(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		type seen struct {
+			proto, host, te, xff, trailer string
+			body                          []byte
+		}
+		got := make(chan seen, 4)
+		o := newH2COrigin(t, 0, func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			got <- seen{r.Proto, r.Host, r.Header.Get("Te"), r.Header.Get("X-Forwarded-For"), r.Trailer.Get("X-Sum"), b}
+			w.Header().Set("Trailer", "X-Count")
+			w.Header().Set("Content-Type", "text/plain")
+			w.(http.Flusher).Flush() // no content-length: an HTTP/1.1 client gets chunks, so trailers
+			w.Write(append([]byte("echo:"), b...))
+			w.Header().Set("X-Count", strconv.Itoa(len(b)))
+		})
+		e, up := startH2C(t, backend, o.addr)
+		for _, c := range []struct {
+			name string
+			cl   *http.Client
+		}{{"h2", e.h2Client(nil)}, {"h1", e.h1Client()}} {
+			req, _ := http.NewRequest("POST", e.url("/echo"), io.NopCloser(strings.NewReader("hello")))
+			req.Host = "site.test"
+			req.Header.Set("Te", "trailers")
+			req.Trailer = http.Header{"X-Sum": nil}
+			req.ContentLength = -1
+			req.Trailer.Set("X-Sum", "42")
+			res, err := c.cl.Do(req)
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != 200 || string(body) != "echo:hello" || res.Trailer.Get("X-Count") != "5" {
+				t.Fatalf("%s: %d %q trailer %q %v %v", c.name, res.StatusCode, body, res.Trailer.Get("X-Count"), res.TransferEncoding, res.Header)
+			}
+			if v := res.Header.Get("Via"); v != "2.0 pollproxy" {
+				t.Errorf("%s: Via %q, want 2.0 pollproxy", c.name, v)
+			}
+			s := <-got
+			if s.proto != "HTTP/2.0" || s.host != "site.test" || s.te != "trailers" || s.xff != "127.0.0.1" || string(s.body) != "hello" {
+				t.Errorf("%s: origin saw %+v", c.name, s)
+			}
+			if c.name == "h2" && s.trailer != "42" {
+				t.Errorf("%s: origin saw request trailer %q, want 42", c.name, s.trailer)
+			}
+		}
+		if n := o.conns.Load(); n != 1 {
+			t.Errorf("origin saw %d connections, want 1", n)
+		}
+		if r := up.Stats().Reuses; r < 1 {
+			t.Errorf("reuses %d, want the second request on the first connection", r)
+		}
+	})
+}
+
+// TestH2COriginMultiplexed: concurrent requests from one client share one
+// origin connection while the origin allows enough streams; with
+// SETTINGS_MAX_CONCURRENT_STREAMS 1, the second opens another.
+func TestH2COriginMultiplexed(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		for _, c := range []struct {
+			maxStreams uint32
+			requests   int
+			wantConns  int64
+		}{{100, 20, 1}, {1, 2, 2}} {
+			var arrived atomic.Int64
+			all := make(chan struct{})
+			o := newH2COrigin(t, c.maxStreams, func(w http.ResponseWriter, r *http.Request) {
+				if arrived.Add(1) == int64(c.requests) {
+					close(all)
+				}
+				select {
+				case <-all:
+				case <-time.After(20 * time.Second):
+					http.Error(w, "not all requests arrived", 500)
+					return
+				}
+				io.WriteString(w, "ok")
+			})
+			e, _ := startH2C(t, backend, o.addr)
+			cl := e.h2Client(nil)
+			var wg sync.WaitGroup
+			errs := make(chan error, c.requests)
+			for i := 0; i < c.requests; i++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					res, err := cl.Get(e.url("/" + strconv.Itoa(i)))
+					if err != nil {
+						errs <- err
+						return
+					}
+					b, _ := io.ReadAll(res.Body)
+					res.Body.Close()
+					if res.StatusCode != 200 || string(b) != "ok" {
+						errs <- errors.New(res.Status + " " + string(b))
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatalf("max streams %d: %v", c.maxStreams, err)
+			}
+			if n := o.conns.Load(); n != c.wantConns {
+				t.Errorf("max streams %d, %d requests at once: origin saw %d connections, want %d", c.maxStreams, c.requests, n, c.wantConns)
+			}
+		}
+	})
+}
+
+// TestH2COriginTrailersOnly: a gRPC-style answer with its status in a
+// HEADERS frame that ends the stream reaches the client as such.
+func TestH2COriginTrailersOnly(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		o := newH2COrigin(t, 0, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/grpc")
+			w.Header().Set("Grpc-Status", "5")
+			w.Header().Set("Grpc-Message", "not found")
+			w.WriteHeader(200)
+		})
+		e, _ := startH2C(t, backend, o.addr)
+		res, err := e.h2Client(nil).Get(e.url("/svc/Method"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 || len(b) != 0 || res.Header.Get("Grpc-Status") != "5" || res.Header.Get("Grpc-Message") != "not found" {
+			t.Fatalf("%d %q %v", res.StatusCode, b, res.Header)
+		}
+	})
+}
+
+// TestH2COriginLargeBodies: 8 MiB up and 24 MiB down, byte for byte,
+// through the windows of both sides.
+func TestH2COriginLargeBodies(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		const up, down = 8 << 20, 24 << 20
+		o := newH2COrigin(t, 0, func(w http.ResponseWriter, r *http.Request) {
+			h := sha256.New()
+			n, _ := io.Copy(h, r.Body)
+			w.Header().Set("X-Got", strconv.FormatInt(n, 10))
+			w.Header().Set("X-Sum-OK", strconv.FormatBool(bytes.Equal(h.Sum(nil), patternSum(n))))
+			var written atomic.Int64
+			writePattern(w, down, &written)
+		})
+		e, _ := startH2C(t, backend, o.addr)
+		for _, cl := range []*http.Client{e.h2Client(nil), e.h1Client()} {
+			res, err := cl.Post(e.url("/big"), "application/octet-stream", &pattern{n: up})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := sha256.New()
+			n, err := io.Copy(h, res.Body)
+			res.Body.Close()
+			if err != nil || n != down || !bytes.Equal(h.Sum(nil), patternSum(down)) {
+				t.Fatalf("download: %d bytes, err %v", n, err)
+			}
+			if res.Header.Get("X-Got") != strconv.Itoa(up) || res.Header.Get("X-Sum-OK") != "true" {
+				t.Fatalf("upload: origin got %s bytes, digest ok %s", res.Header.Get("X-Got"), res.Header.Get("X-Sum-OK"))
+			}
+		}
+	})
+}
+
+// TestH2COriginSlowReader: a client that stops reading holds the origin
+// by the windows passed end to end, not by pollproxy's memory.
+func TestH2COriginSlowReader(t *testing.T) {
+	size := int64(64 << 20)
+	if raceEnabled {
+		size = 16 << 20
+	}
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		slowClientDownload(t, size, func(h http.HandlerFunc) *proxyEnv {
+			o := newH2COrigin(t, 0, h)
+			e, _ := startH2C(t, backend, o.addr)
+			return e
+		})
+	})
+}
+
+// TestH2COriginClientCancel: a client's reset reaches the origin as the
+// end of its request (RST_STREAM CANCEL), and the connection stays for
+// the next request.
+func TestH2COriginClientCancel(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		canceled := make(chan struct{}, 1)
+		o := newH2COrigin(t, 0, func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/wait" {
+				io.WriteString(w, "ok")
+				return
+			}
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(200)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+			canceled <- struct{}{}
+		})
+		e, _ := startH2C(t, backend, o.addr)
+		cl := e.h2Client(nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, "GET", e.url("/wait"), nil)
+		res, err := cl.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		res.Body.Close()
+		select {
+		case <-canceled:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the origin never saw the client's cancel")
+		}
+		res, err = cl.Get(e.url("/next"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if n := o.conns.Load(); n != 1 {
+			t.Errorf("origin saw %d connections, want the one kept after a stream's reset", n)
+		}
+	})
+}
+
+// frameOrigin is an HTTP/2 origin written frame by frame, for what a real
+// server does only when it misbehaves or is told to: resets at chosen
+// points, GOAWAY, PING, padding. Each request's HEADERS goes to serve
+// with the connection's index (from 1) and the decoded :path.
+type frameOrigin struct {
+	addr  string
+	conns atomic.Int64
+	// rsts gets the code of every RST_STREAM pollproxy sent, pings the
+	// data of every PING acknowledgement.
+	rsts  chan http2.ErrCode
+	pings chan [8]byte
+}
+
+type frameConn struct {
+	n  int64
+	fr *http2.Framer
+	hb bytes.Buffer
+	en *hpack.Encoder
+}
+
+// head writes a response head on stream id.
+func (c *frameConn) head(id uint32, end bool, fields ...string) {
+	c.hb.Reset()
+	for i := 0; i+1 < len(fields); i += 2 {
+		c.en.WriteField(hpack.HeaderField{Name: fields[i], Value: fields[i+1]})
+	}
+	c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: c.hb.Bytes(), EndHeaders: true, EndStream: end})
+}
+
+func newFrameOrigin(t *testing.T, settings []http2.Setting, serve func(c *frameConn, id uint32, path string)) *frameOrigin {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &frameOrigin{addr: ln.Addr().String(), rsts: make(chan http2.ErrCode, 16), pings: make(chan [8]byte, 4)}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var open []net.Conn
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			open = append(open, nc)
+			mu.Unlock()
+			c := &frameConn{n: o.conns.Add(1), fr: http2.NewFramer(nc, nc)}
+			c.en = hpack.NewEncoder(&c.hb)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer nc.Close()
+				preface := make([]byte, len(http2.ClientPreface))
+				if _, err := io.ReadFull(nc, preface); err != nil {
+					return
+				}
+				c.fr.WriteSettings(settings...)
+				dec := hpack.NewDecoder(4096, nil)
+				for {
+					f, err := c.fr.ReadFrame()
+					if err != nil {
+						return
+					}
+					switch f := f.(type) {
+					case *http2.SettingsFrame:
+						if !f.IsAck() {
+							c.fr.WriteSettingsAck()
+						}
+					case *http2.HeadersFrame:
+						fields, err := dec.DecodeFull(f.HeaderBlockFragment())
+						if err != nil {
+							return
+						}
+						path := ""
+						for _, hf := range fields {
+							if hf.Name == ":path" {
+								path = hf.Value
+							}
+						}
+						serve(c, f.StreamID, path)
+					case *http2.RSTStreamFrame:
+						o.rsts <- f.ErrCode
+					case *http2.PingFrame:
+						if f.IsAck() {
+							o.pings <- f.Data
+						}
+					}
+				}
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range open {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return o
+}
+
+// streamCode is the RST_STREAM code an x/net client's error carries.
+func streamCode(err error) (http2.ErrCode, bool) {
+	var se http2.StreamError
+	if errors.As(err, &se) {
+		return se.Code, true
+	}
+	return 0, false
+}
+
+// TestH2COriginResets: the origin's RST_STREAM reaches the client as a
+// reset with the origin's code, before the head (not a 502), after it
+// and during the body; a reset with NO_ERROR after a complete response
+// leaves the response whole; REFUSED_STREAM is retried; padded DATA and
+// the origin's PING are handled.
+func TestH2COriginResets(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		var refused atomic.Int64
+		o := newFrameOrigin(t, nil, func(c *frameConn, id uint32, path string) {
+			switch path {
+			case "/rst-before-head":
+				c.fr.WriteRSTStream(id, http2.ErrCodeInternal)
+			case "/rst-after-head":
+				c.head(id, false, ":status", "200")
+				c.fr.WriteRSTStream(id, http2.ErrCodeCancel)
+			case "/rst-during-data":
+				c.head(id, false, ":status", "200")
+				c.fr.WriteData(id, false, []byte("part"))
+				c.fr.WriteRSTStream(id, http2.ErrCodeEnhanceYourCalm)
+			case "/rst-after-data":
+				c.head(id, false, ":status", "200", "content-length", "5")
+				c.fr.WriteData(id, true, []byte("whole"))
+				c.fr.WriteRSTStream(id, http2.ErrCodeNo)
+			case "/refused-once":
+				if refused.Add(1) == 1 {
+					c.fr.WriteRSTStream(id, http2.ErrCodeRefusedStream)
+					return
+				}
+				c.head(id, true, ":status", "204")
+			case "/padded":
+				c.fr.WritePing(false, [8]byte{'o', 'r', 'i', 'g', 'i', 'n', 'p', 'g'})
+				c.head(id, false, ":status", "200")
+				c.fr.WriteDataPadded(id, false, []byte("pad"), make([]byte, 200))
+				c.fr.WriteDataPadded(id, true, []byte("ded"), make([]byte, 1))
+			}
+		})
+		e, _ := startH2C(t, backend, o.addr)
+		cl := e.h2Client(nil)
+		get := func(path string) (*http.Response, []byte, error) {
+			res, err := cl.Get(e.url(path))
+			if err != nil {
+				return nil, nil, err
+			}
+			b, err := io.ReadAll(res.Body)
+			res.Body.Close()
+			return res, b, err
+		}
+		for _, c := range []struct {
+			path string
+			code http2.ErrCode
+		}{
+			{"/rst-before-head", http2.ErrCodeInternal},
+			{"/rst-after-head", http2.ErrCodeCancel},
+			{"/rst-during-data", http2.ErrCodeEnhanceYourCalm},
+		} {
+			res, b, err := get(c.path)
+			code, ok := streamCode(err)
+			if !ok || code != c.code {
+				status := 0
+				if res != nil {
+					status = res.StatusCode
+				}
+				t.Errorf("%s: status %d body %q err %v, want a reset with %v", c.path, status, b, err, c.code)
+			}
+		}
+		if res, b, err := get("/rst-after-data"); err != nil || res.StatusCode != 200 || string(b) != "whole" {
+			t.Errorf("/rst-after-data: %v %q, want the whole response", err, b)
+		}
+		if res, _, err := get("/refused-once"); err != nil || res.StatusCode != 204 {
+			t.Errorf("/refused-once: %v, want 204 after one retry", err)
+		} else if refused.Load() != 2 {
+			t.Errorf("/refused-once: origin saw %d attempts, want 2", refused.Load())
+		}
+		if res, b, err := get("/padded"); err != nil || res.StatusCode != 200 || string(b) != "padded" {
+			t.Errorf("/padded: %v %q", err, b)
+		}
+		select {
+		case d := <-o.pings:
+			if string(d[:]) != "originpg" {
+				t.Errorf("PING ack with %q", d)
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("the origin's PING was never acknowledged")
+		}
+		if n := o.conns.Load(); n != 1 {
+			t.Errorf("origin saw %d connections: a stream's reset must not close the connection", n)
+		}
+	})
+}
+
+// TestH2COriginGoAway: a GOAWAY that leaves a stream unprocessed has it
+// retried on a new connection; one that names the stream lets it finish,
+// and the next request goes to a new connection.
+func TestH2COriginGoAway(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		o := newFrameOrigin(t, nil, func(c *frameConn, id uint32, path string) {
+			switch {
+			case path == "/unprocessed" && c.n == 1:
+				c.fr.WriteGoAway(0, http2.ErrCodeNo, nil)
+			case path == "/drain":
+				c.fr.WriteGoAway(id, http2.ErrCodeNo, nil)
+				c.head(id, false, ":status", "200")
+				c.fr.WriteData(id, true, []byte("last"))
+			default:
+				c.head(id, false, ":status", "200")
+				c.fr.WriteData(id, true, []byte("conn "+strconv.FormatInt(c.n, 10)))
+			}
+		})
+		e, _ := startH2C(t, backend, o.addr)
+		cl := e.h2Client(nil)
+		get := func(path string) string {
+			res, err := cl.Get(e.url(path))
+			if err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			b, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			return strconv.Itoa(res.StatusCode) + " " + string(b)
+		}
+		if got := get("/unprocessed"); got != "200 conn 2" {
+			t.Fatalf("/unprocessed: %q, want it retried on a second connection", got)
+		}
+		if got := get("/drain"); got != "200 last" {
+			t.Fatalf("/drain: %q", got)
+		}
+		if got := get("/after"); got != "200 conn 3" {
+			t.Fatalf("/after: %q, want a new connection after the GOAWAY", got)
+		}
+	})
+}
