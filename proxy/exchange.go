@@ -424,6 +424,9 @@ func (ex *exchange) acquire(p *pool, fresh bool) {
 // attach starts the exchange on a connection of its pool: the request
 // head, then any body that already arrived.
 func (ex *exchange) attach(bc *backendConn, reused bool) {
+	if len(ex.head) == 0 && ex.h2req != nil {
+		ex.h1Head() // its origin answered ALPN with http/1.1 (h2exchange.go)
+	}
 	ex.bc, ex.reused, ex.gotByte, ex.phase = bc, reused, false, phaseSent
 	ex.sentAt = ex.h.loop.Now()
 	// Armed before anything is sent: a write that fails at once ends or

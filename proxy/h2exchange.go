@@ -48,6 +48,27 @@ func (h *Handler) h2Request(req *stream.Request, trusted bool) *h2Request {
 	return r
 }
 
+// h1Head builds the HTTP/1.1 head of a request readied for an HTTP/2
+// origin that turned out to speak HTTP/1.1 (ALPN), and frames the body
+// kept so far for it.
+func (ex *exchange) h1Head() {
+	req := ex.req
+	if req == nil {
+		return
+	}
+	trusted := route.Trusted(req.RemoteAddr.Addr(), ex.h.cfg.TrustedProxies)
+	ex.head, ex.chunked = ex.h.requestHead(ex.head, req, trusted)
+	if !ex.chunked {
+		return
+	}
+	if len(ex.early) > 0 {
+		ex.early = h1.AppendChunk(nil, ex.early)
+	}
+	if ex.bodyEnded {
+		ex.early = h1.AppendLastChunk(ex.early, nil)
+	}
+}
+
 // h2Request is a request head for an HTTP/2 origin, with its upstream
 // placeholders (header_up) still to fill (filled).
 type h2Request struct{ h2.Request }
@@ -341,7 +362,9 @@ func (os *originStream) OnReset(code http2.ErrCode, unprocessed bool) {
 	os.release()
 	switch {
 	case ex.phase == phaseDone:
-	case hc.err != nil && hc.state == h2Connecting:
+	case hc.err == errSpeaksHTTP1:
+		ex.acquire(ex.pool, false) // the pool speaks HTTP/1.1 now
+	case hc.err != nil && hc.connecting():
 		ex.connectFailed(hc.err)
 	case hc.err != nil:
 		ex.backendFailed(hc.err)

@@ -24,6 +24,7 @@ import (
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy/h2"
+	pptls "github.com/pollproxy/pollproxy/tls"
 )
 
 // h2OutHigh is the most output an h2Conn lets wait for its socket before
@@ -35,9 +36,10 @@ const h2OutHigh = 64 << 10
 type h2State uint8
 
 const (
-	h2Connecting h2State = iota // the connect is in progress (the timer: connect_timeout)
-	h2Up                        // frames flow; idle (the timer armed) while no stream is open
-	h2Closed                    // the socket is closed
+	h2Connecting  h2State = iota // the connect is in progress (the timer: connect_timeout)
+	h2Handshaking                // TLS: the handshake runs off the loop (h2origintls.go)
+	h2Up                         // frames flow; idle (the timer armed) while no stream is open
+	h2Closed                     // the socket is closed
 )
 
 // h2Conn is one HTTP/2 connection to an origin, registered with the loop
@@ -58,6 +60,11 @@ type h2Conn struct {
 	flushQueued bool
 	streams     int  // streams opened on it, for reuse counting
 	idleArmed   bool // the timer guards the idle time: no stream is open
+
+	// sess is the TLS session of an https:// upstream's connection (nil
+	// in clear), sockEOF its socket's end (h2origintls.go).
+	sess    *pptls.Session
+	sockEOF bool
 }
 
 // takeStream binds ex to a stream: on a connection with room, or on a
@@ -98,12 +105,23 @@ func (p *pool) takeStream(ex *exchange) bool {
 	return true
 }
 
+// speaksH2 reports whether a pool of the group may still speak HTTP/2 to
+// its upstream (none learned that its origin picks http/1.1).
+func (g *group) speaksH2() bool {
+	for _, p := range g.pools {
+		if p.h2 {
+			return true
+		}
+	}
+	return false
+}
+
 // flushStreams serves the waiters while connections have room (Flush).
 func (p *pool) flushStreams() {
 	for len(p.waiters) > 0 {
 		ex := p.waiters[0]
 		p.serving = ex
-		if !p.takeStream(ex) {
+		if !p.take(ex, false) {
 			p.serving = nil
 			return
 		}
@@ -126,6 +144,9 @@ func (p *pool) dialH2() (*h2Conn, error) {
 		return nil, err
 	}
 	hc := &h2Conn{pool: p, cc: h2.NewClientConn(h2.ClientConfig{})}
+	if p.h2tls != nil {
+		hc.sess = pptls.NewClientSession(p.h2tls, nil, nil)
+	}
 	d, err := p.loop.Register(fd, hc, netpoll.Write)
 	if err != nil {
 		unix.Close(fd)
@@ -176,10 +197,13 @@ func (hc *h2Conn) HandleEvent(ev netpoll.Event) {
 			hc.fail(err)
 			return
 		}
-		hc.state = h2Up
-		hc.desc.SetInterest(netpoll.Read)
-		hc.flush()
-		hc.settle()
+		if hc.sess != nil {
+			hc.startTLS()
+			return
+		}
+		hc.up()
+	case h2Handshaking:
+		hc.handshakeEvent(ev)
 	case h2Up:
 		if ev&netpoll.EventWrite != 0 && hc.writeWait {
 			hc.writeWait = false
@@ -192,6 +216,15 @@ func (hc *h2Conn) HandleEvent(ev netpoll.Event) {
 	}
 }
 
+// up: the connection (and its TLS) is established; what the streams
+// queued goes out.
+func (hc *h2Conn) up() {
+	hc.state = h2Up
+	hc.desc.SetInterest(netpoll.Read)
+	hc.flush()
+	hc.settle()
+}
+
 // read feeds what the origin sent to the protocol, whose events reach
 // the streams' exchanges, then writes what it answered.
 func (hc *h2Conn) read() {
@@ -200,7 +233,13 @@ func (hc *h2Conn) read() {
 	}
 	settled := hc.cc.Settled()
 	for hc.state == h2Up {
-		n, err := hc.desc.Read(hc.in)
+		var n int
+		var err error
+		if hc.sess != nil {
+			n, err = hc.readTLS(hc.in)
+		} else {
+			n, err = hc.desc.Read(hc.in)
+		}
 		switch {
 		case n > 0:
 			hc.cc.Feed(hc.in[:n])
@@ -258,6 +297,10 @@ func (hc *h2Conn) flush() {
 	if hc.writeWait {
 		return
 	}
+	if hc.sess != nil {
+		hc.writeTLS()
+		return
+	}
 	for {
 		if len(hc.cc.Output()) < h2OutHigh {
 			hc.cc.Flush()
@@ -270,17 +313,23 @@ func (hc *h2Conn) flush() {
 		if n > 0 {
 			hc.cc.Wrote(n)
 		}
-		switch {
-		case err == nil || err == unix.EINTR:
+		if err == nil || err == unix.EINTR {
 			continue
-		case err == unix.EAGAIN:
-			hc.writeWait = true
-			hc.desc.SetInterest(netpoll.Read | netpoll.Write)
-			return
 		}
-		hc.fail(err)
+		hc.writeStopped(err)
 		return
 	}
+}
+
+// writeStopped handles a socket write that failed with err: a full
+// socket waits for writable, anything else fails the connection.
+func (hc *h2Conn) writeStopped(err error) {
+	if err == unix.EAGAIN {
+		hc.writeWait = true
+		hc.desc.SetInterest(netpoll.Read | netpoll.Write)
+		return
+	}
+	hc.fail(err)
 }
 
 // settle closes a connection the protocol is done with, and arms the
@@ -318,7 +367,7 @@ func (p *pool) idleTimeoutH2() time.Duration {
 // a stream for its idle time.
 func (hc *h2Conn) timedOut() {
 	switch hc.state {
-	case h2Connecting:
+	case h2Connecting, h2Handshaking:
 		hc.fail(errConnectTimeout)
 	case h2Up:
 		hc.idleArmed = false
@@ -341,9 +390,9 @@ func (hc *h2Conn) fail(err error) {
 	hc.close()
 }
 
-// connecting reports whether the connect is still in progress: what was
-// sent on it is not on the wire yet.
-func (hc *h2Conn) connecting() bool { return hc.state == h2Connecting }
+// connecting reports whether the connect (or the TLS handshake) is still
+// in progress: what was sent on it is not on the wire yet.
+func (hc *h2Conn) connecting() bool { return hc.state == h2Connecting || hc.state == h2Handshaking }
 
 // close closes the socket and takes the connection off the pool's books.
 // Its streams were ended first (fail, or the protocol's end).
@@ -360,6 +409,9 @@ func (hc *h2Conn) close() {
 	hc.state = h2Closed
 	hc.timer.Stop()
 	hc.desc.Close()
+	if hc.sess != nil {
+		hc.sess.Close()
+	}
 	hc.pool.h.putBuf(hc.in)
 	hc.in = nil
 	p := hc.pool

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	stdtls "crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -553,6 +554,83 @@ func TestH2COriginGoAway(t *testing.T) {
 		}
 		if got := get("/after"); got != "200 conn 3" {
 			t.Fatalf("/after: %q, want a new connection after the GOAWAY", got)
+		}
+	})
+}
+
+// TestH2TLSOrigin: an https:// upstream whose versions allow 2 (Caddy's
+// default) is spoken to in HTTP/2 when its origin picks h2 by ALPN, many
+// requests on one connection; an origin that picks http/1.1 gets
+// HTTP/1.1, the first request included, its body whole.
+func TestH2TLSOrigin(t *testing.T) {
+	ca := newTestCA(t, "origin CA")
+	cert := ca.issue(t, "origin", []string{"127.0.0.1"}, time.Now().Add(time.Hour), false)
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		for _, c := range []struct {
+			alpn      []string
+			proto     string
+			wantConns int64
+		}{
+			{[]string{"h2", "http/1.1"}, "HTTP/2.0", 1},
+			// The first connection learns that the origin speaks
+			// HTTP/1.1; the request moves to the second.
+			{[]string{"http/1.1"}, "HTTP/1.1", 2},
+		} {
+			o := startTLSOrigin(t, &stdtls.Config{Certificates: []stdtls.Certificate{cert}, NextProtos: c.alpn},
+				func(w http.ResponseWriter, r *http.Request) {
+					b, _ := io.ReadAll(r.Body)
+					w.Header().Set("Content-Type", "text/plain")
+					io.WriteString(w, r.Proto+" "+strconv.Itoa(len(b)))
+				})
+			up := upstreamAt(t, o.addr)
+			tr, _ := upstreamTLS(t, &stdtls.Config{RootCAs: ca.pool}, nil)
+			e := startProxy(t, backend, 1, proxy.Config{Upstreams: []*upstream.Upstream{up}, TLS: tr, H2: true})
+			cl := e.h2Client(nil)
+			// A body of unknown length first: over HTTP/1.1 it is chunked.
+			pr, pw := io.Pipe()
+			go func() {
+				pw.Write([]byte("body of the first request"))
+				pw.Close()
+			}()
+			res, err := cl.Post(e.url("/first"), "text/plain", pr)
+			if err != nil {
+				t.Fatalf("%v: %v", c.alpn, err)
+			}
+			b, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if want := c.proto + " 25"; string(b) != want {
+				t.Fatalf("%v: first request: %q, want %q", c.alpn, b, want)
+			}
+			var wg sync.WaitGroup
+			errs := make(chan string, 10)
+			for i := 0; i < 10; i++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					res, err := cl.Get(e.url("/n"))
+					if err != nil {
+						errs <- err.Error()
+						return
+					}
+					b, _ := io.ReadAll(res.Body)
+					res.Body.Close()
+					if string(b) != c.proto+" 0" {
+						errs <- string(b)
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for e := range errs {
+				t.Fatalf("%v: %s", c.alpn, e)
+			}
+			if c.proto == "HTTP/2.0" {
+				if n := o.conns.Load(); n != c.wantConns {
+					t.Errorf("%v: origin saw %d connections, want %d", c.alpn, n, c.wantConns)
+				}
+			} else if n := o.conns.Load(); n < c.wantConns {
+				t.Errorf("%v: origin saw %d connections, want at least %d", c.alpn, n, c.wantConns)
+			}
 		}
 	})
 }

@@ -90,6 +90,11 @@ type Config struct {
 	// SETTINGS_MAX_CONCURRENT_STREAMS, then Pool.MaxConns bounds the
 	// connections (h2origin.go).
 	H2C bool
+	// H2 offers HTTP/2 to TLS upstreams by ALPN (transport http versions
+	// with 2, Caddy's default for https:// upstreams): an origin that
+	// picks h2 carries many requests per connection; one that picks
+	// http/1.1 is spoken to in HTTP/1.1 from then on.
+	H2 bool
 	// TLS, when set, speaks TLS to the upstreams (https:// upstreams,
 	// transport http { tls … }): handshakes off the loop on its pool,
 	// the record layer on the loop.
@@ -183,6 +188,9 @@ func NewHandler(l *netpoll.Loop, cfg Config) *Handler {
 		p := &pool{loop: l, up: up, cfg: cfg.Pool, h: h, index: len(h.group.pools), h2: cfg.H2C && cfg.TLS == nil}
 		if cfg.TLS != nil {
 			p.tls = cfg.TLS.ClientConfig(up)
+			if cfg.H2 {
+				p.h2, p.h2tls = true, h2ClientConfig(p.tls)
+			}
 		}
 		h.group.pools = append(h.group.pools, p)
 		if cfg.Policy == Cookie {
@@ -238,6 +246,8 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 			return ex
 		}
 		ex.h2req = h.h2Request(req, trusted)
+	} else if req.Upgrade == "" && h.cfg.H2 && h.cfg.TLS != nil && h.group.speaksH2() {
+		ex.h2req = h.h2Request(req, trusted) // the HTTP/1.1 head too, if ALPN says so (attach)
 	} else if req.Upgrade != "" {
 		if !ex.startUpgrade(req, trusted) {
 			return nil

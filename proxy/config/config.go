@@ -284,6 +284,7 @@ func (p Proxy) ProxyConfig(ups []*upstream.Upstream) proxy.Config {
 		StreamCloseDelay:      p.Stream.CloseDelay,
 		ActiveHealth:          p.ActiveHealth,
 		H2C:                   p.h2c(),
+		H2:                    p.TLS != nil && (p.Versions == nil || slices.Contains(p.Versions, "2")),
 	}.WithDefaults()
 }
 
