@@ -7,6 +7,7 @@ package proxy
 // (timers, answers, end, the access log) is the same as over HTTP/1.1.
 
 import (
+	"net/textproto"
 	"strings"
 
 	"golang.org/x/net/http2"
@@ -327,6 +328,12 @@ func (os *originStream) done(trailers []stream.Field) {
 	ex := os.ex
 	if ex.holding && !ex.sendHeld(nil) {
 		return
+	}
+	if len(trailers) > 0 && ex.log.RespHeader != nil {
+		// As Caddy's access log shows them: gRPC's status is here.
+		for _, f := range trailers {
+			ex.log.RespHeader = append(ex.log.RespHeader, stream.Field{Name: "Trailer:" + textproto.CanonicalMIMEHeaderKey(f.Name), Value: f.Value})
+		}
 	}
 	ex.end(outcome{tell: tellClose, reusable: true, trailers: trailers})
 }

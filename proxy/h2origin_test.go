@@ -24,6 +24,8 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/observe"
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
@@ -630,6 +632,66 @@ func TestH2TLSOrigin(t *testing.T) {
 				}
 			} else if n := o.conns.Load(); n < c.wantConns {
 				t.Errorf("%v: origin saw %d connections, want at least %d", c.alpn, n, c.wantConns)
+			}
+		}
+	})
+}
+
+// TestH2COriginAccessLog: the access log sees gRPC's status in the
+// trailers (as Caddy's resp_headers show them, Trailer:Grpc-Status) and
+// in a trailers-only head, and an origin's reset with its reason.
+func TestH2COriginAccessLog(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		o := newH2COrigin(t, 0, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/grpc")
+			switch r.URL.Path {
+			case "/trailers":
+				w.Header().Set("Trailer", "Grpc-Status")
+				w.Write([]byte{0, 0, 0, 0, 0})
+				w.Header().Set("Grpc-Status", "0")
+			case "/only":
+				w.Header().Set("Grpc-Status", "12")
+				w.WriteHeader(200)
+			case "/reset":
+				panic(http.ErrAbortHandler)
+			}
+		})
+		rec := &logRecorder{}
+		e, _ := startH2C(t, backend, o.addr, func(c *proxy.Config) { c.Observer, c.LogHeaders = rec, true })
+		cl := e.h2Client(nil)
+		for _, c := range []struct {
+			path, field, value string
+		}{{"/trailers", "Trailer:Grpc-Status", "0"}, {"/only", "grpc-status", "12"}, {"/reset", "", ""}} {
+			if res, err := cl.Get(e.url(c.path)); err == nil {
+				io.ReadAll(res.Body)
+				res.Body.Close()
+			}
+			var l observe.RequestLog
+			servertest.Eventually(t, 5*time.Second, c.path+" logged", func() bool {
+				rec.mu.Lock()
+				defer rec.mu.Unlock()
+				for _, g := range rec.logs {
+					if g.Path == c.path {
+						l = g
+						return true
+					}
+				}
+				return false
+			})
+			if c.field == "" {
+				if l.Reason != observe.ReasonBroken || l.Status != 0 {
+					t.Errorf("%s: logged status %d reason %v, want a reset for %v", c.path, l.Status, l.Reason, observe.ReasonBroken)
+				}
+				continue
+			}
+			found := false
+			for _, f := range l.RespHeader {
+				if f.Name == c.field && f.Value == c.value {
+					found = true
+				}
+			}
+			if !found || l.Status != 200 {
+				t.Errorf("%s: logged status %d fields %v, want %s: %s", c.path, l.Status, l.RespHeader, c.field, c.value)
 			}
 		}
 	})

@@ -282,9 +282,9 @@ func (p Proxy) ProxyConfig(ups []*upstream.Upstream) proxy.Config {
 		HeaderDown:            p.HeaderDown,
 		StreamTimeout:         p.Stream.Timeout,
 		StreamCloseDelay:      p.Stream.CloseDelay,
-		ActiveHealth:          p.ActiveHealth,
+		ActiveHealth:          p.activeHealth(),
 		H2C:                   p.h2c(),
-		H2:                    p.TLS != nil && (p.Versions == nil || slices.Contains(p.Versions, "2")),
+		H2:                    p.h2(),
 	}.WithDefaults()
 }
 
@@ -296,6 +296,21 @@ func (p Proxy) h2c() bool {
 		return false
 	}
 	return p.scheme == "h2c" || slices.Contains(p.Versions, "h2c")
+}
+
+// h2 reports whether HTTP/2 is offered to TLS upstreams by ALPN:
+// versions with 2, or none (Caddy's default, 1.1 and 2).
+func (p Proxy) h2() bool {
+	return p.TLS != nil && (p.Versions == nil || slices.Contains(p.Versions, "2"))
+}
+
+// activeHealth is the active health checks' configuration, speaking the
+// HTTP version the proxy speaks to the upstreams, as Caddy's checks use
+// its transport.
+func (p Proxy) activeHealth() upstream.ActiveHealth {
+	a := p.ActiveHealth
+	a.H2C, a.H2 = p.h2c(), p.h2()
+	return a
 }
 
 // hostUpstream is the Host an HTTPS upstream is sent by default, as in

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/http2"
+
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
@@ -174,4 +176,49 @@ func TestActiveHealthUpstream(t *testing.T) {
 	if got, want := sidecar.asked.Load(), sideAddr+" "+up.Name; got != want {
 		t.Errorf("the sidecar was asked %q, want %q", got, want)
 	}
+}
+
+// TestActiveHealthH2C: checks of an h2c upstream speak HTTP/2 with prior
+// knowledge, which is all such an origin takes (an HTTP/1.1 check would
+// find it dead), and still see its status.
+func TestActiveHealthH2C(t *testing.T) {
+	o := &healthOrigin{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		srv := &http2.Server{}
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				srv.ServeConn(c, &http2.ServeConnOpts{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.ProtoMajor != 2 {
+						http.Error(w, "not HTTP/2", 500)
+						return
+					}
+					o.ServeHTTP(w, r)
+				})})
+			}()
+		}
+	}()
+	ap := netip.MustParseAddrPort(ln.Addr().String())
+	up := &upstream.Upstream{Name: ap.String(), Addr: ap}
+	hc := upstream.NewHealthChecker()
+	defer hc.Close()
+	hc.Update(map[*upstream.Upstream]upstream.ActiveHealth{up: {URI: "/healthz", Interval: 10 * time.Millisecond,
+		Timeout: time.Second, Passes: 1, Fails: 1, H2C: true}})
+	servertest.Eventually(t, 5*time.Second, "three checks", func() bool { return o.checks.Load() >= 3 })
+	if up.Unhealthy() {
+		t.Fatal("an h2c upstream answering 200 is unhealthy")
+	}
+	o.status.Store(503)
+	awaitHealth(t, up, true)
+	o.status.Store(0)
+	awaitHealth(t, up, false)
 }
