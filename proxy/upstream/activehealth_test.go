@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/net/http2"
-
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
@@ -188,25 +186,19 @@ func TestActiveHealthH2C(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	go func() {
-		srv := &http2.Server{}
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				srv.ServeConn(c, &http2.ServeConnOpts{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					if r.ProtoMajor != 2 {
-						http.Error(w, "not HTTP/2", 500)
-						return
-					}
-					o.ServeHTTP(w, r)
-				})})
-			}()
+	// net/http's server with HTTP/2 over cleartext alone: prior
+	// knowledge only, as a gRPC server takes it.
+	protos := new(http.Protocols)
+	protos.SetUnencryptedHTTP2(true)
+	srv := &http.Server{Protocols: protos, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor != 2 {
+			http.Error(w, "not HTTP/2", 500)
+			return
 		}
-	}()
+		o.ServeHTTP(w, r)
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
 	ap := netip.MustParseAddrPort(ln.Addr().String())
 	up := &upstream.Upstream{Name: ap.String(), Addr: ap}
 	hc := upstream.NewHealthChecker()
