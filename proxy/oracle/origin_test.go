@@ -143,6 +143,7 @@ func (o *origin) serve(c net.Conn, port int) {
 // records one, its fields (which Go's server keeps in a map) in name
 // order after Host, and answered with answer's response.
 func (o *origin) serveH2(c net.Conn, port int) {
+	//lint:ignore SA1019 x/net's server takes one connection whose first bytes were peeked; net/http's takes only listeners
 	(&http2.Server{}).ServeConn(c, &http2.ServeConnOpts{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		r := received{port: port, method: req.Method, target: req.RequestURI, proto: req.Proto, body: string(body)}
