@@ -696,3 +696,97 @@ func TestH2COriginAccessLog(t *testing.T) {
 		}
 	})
 }
+
+// TestH2COriginLongStream: a streaming response that stays silent far
+// longer than every pollproxy timeout (the response-header timeout, the
+// origin connection's idle time) goes on: no timeout closes an origin
+// connection that carries an open stream, and none applies to a stream
+// once its head went out (read_timeout is off by default).
+func TestH2COriginLongStream(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		next := make(chan struct{})
+		o := newH2COrigin(t, 0, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/grpc")
+			w.Write([]byte("first;"))
+			w.(http.Flusher).Flush()
+			<-next
+			w.Write([]byte("second"))
+		})
+		e, up := startH2C(t, backend, o.addr, func(c *proxy.Config) { c.ResponseHeaderTimeout = time.Second })
+		clock := e.manualClock()
+		res, err := e.h2Client(nil).Get(e.url("/stream"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		first := make([]byte, len("first;"))
+		if _, err := io.ReadFull(res.Body, first); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Hour)
+		if n := up.Stats().OpenConns; n != 1 {
+			t.Fatalf("%d origin connections open an hour into a silent stream, want 1", n)
+		}
+		close(next)
+		rest, err := io.ReadAll(res.Body)
+		if err != nil || string(first)+string(rest) != "first;second" {
+			t.Fatalf("%q %q %v", first, rest, err)
+		}
+	})
+}
+
+// TestH2COriginSlowOrigin: an origin that stops reading a request body
+// holds the client back through the windows passed end to end, not
+// through pollproxy's memory.
+func TestH2COriginSlowOrigin(t *testing.T) {
+	size := int64(100 << 20)
+	if raceEnabled {
+		size = 32 << 20
+	}
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		resume := make(chan struct{})
+		o := newH2COrigin(t, 0, func(w http.ResponseWriter, r *http.Request) {
+			h := sha256.New()
+			io.CopyN(h, r.Body, 1<<20)
+			<-resume
+			n, _ := io.Copy(h, r.Body)
+			w.Header().Set("Content-Type", "text/plain")
+			io.WriteString(w, strconv.FormatInt(n+1<<20, 10)+" "+strconv.FormatBool(bytes.Equal(h.Sum(nil), patternSum(size))))
+		})
+		e, _ := startH2C(t, backend, o.addr)
+		cl := e.h2Client(nil)
+		var sent atomic.Int64
+		hw := servertest.WatchHeap(t)
+		req, _ := http.NewRequest("PUT", e.url("/upload"), &countingReader{r: &pattern{n: size}, n: &sent})
+		req.ContentLength = size
+		done := goDo(cl, req)
+		stalled := servertest.AwaitStall(&sent)
+		pause := hw.Growth()
+		close(resume)
+		r := <-done
+		growth := hw.Stop()
+		if r.err != nil || string(r.body) != strconv.FormatInt(size, 10)+" true" {
+			t.Fatalf("%v %q", r.err, r.body)
+		}
+		t.Logf("%.0f MiB to an origin that paused: the client stalled after %.1f MiB, heap growth %.1f MiB paused, %.1f MiB peak",
+			mib(uint64(size)), mib(uint64(stalled)), mib(pause), mib(growth))
+		if limit := size * 3 / 4; stalled > limit {
+			t.Fatalf("the client sent %.1f MiB while the origin read 1 MiB: no backpressure", mib(uint64(stalled)))
+		}
+		if pause > 48<<20 || growth > 48<<20 {
+			t.Fatalf("heap grew by %.1f MiB while the origin paused, %.1f MiB at the peak", mib(pause), mib(growth))
+		}
+	})
+}
+
+// countingReader counts what was read from r in n.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	k, err := c.r.Read(p)
+	c.n.Add(int64(k))
+	return k, err
+}

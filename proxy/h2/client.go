@@ -809,6 +809,13 @@ func (s *ClientStream) Write(p []byte) {
 	if s.closed || s.localEnded || s.endQueued {
 		return
 	}
+	if s.off > 0 && (2*s.off >= len(s.buf) || len(s.buf)+len(p) > cap(s.buf)) {
+		// Framed bytes go before the buffer grows: a body that keeps
+		// coming while the windows keep it from draining would otherwise
+		// grow it by everything ever sent.
+		n := copy(s.buf, s.buf[s.off:])
+		s.buf, s.off = s.buf[:n], 0
+	}
 	s.buf = append(s.buf, p...)
 	s.c.enqueue(s)
 }
