@@ -773,7 +773,12 @@ func TestH2COriginSlowOrigin(t *testing.T) {
 		if limit := size * 3 / 4; stalled > limit {
 			t.Fatalf("the client sent %.1f MiB while the origin read 1 MiB: no backpressure", mib(uint64(stalled)))
 		}
-		if pause > 48<<20 || growth > 48<<20 {
+		// What pollproxy may hold is the client's connection window (32 MiB
+		// once autotuned: docs/design.md), waiting for the origin's
+		// smaller ones; with the buffer's growth and the test's own
+		// origin and client, the peak stays under three times that. A
+		// body held whole (100 MiB, and its copies) is far above.
+		if pause > 48<<20 || growth > 96<<20 {
 			t.Fatalf("heap grew by %.1f MiB while the origin paused, %.1f MiB at the peak", mib(pause), mib(growth))
 		}
 	})
