@@ -38,6 +38,8 @@
 //     carrying many exchanges at once, one stream each, with proxy/h2's
 //     ClientConn as its protocol; a pool of them opens another once the
 //     origin's SETTINGS_MAX_CONCURRENT_STREAMS is reached.
+//   - h2origintls.go: such a connection over TLS, offering h2 by ALPN; an
+//     origin that picks http/1.1 turns its pool to HTTP/1.1.
 //   - h2exchange.go: an exchange over such a stream: the request head as
 //     HTTP/2 fields, the stream's events (head, body, trailers, resets)
 //     mapped onto the exchange's, and the body a slow client has not

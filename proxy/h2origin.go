@@ -154,6 +154,7 @@ func (p *pool) dialH2() (*h2Conn, error) {
 	}
 	hc.desc = d
 	p.loop.InitTimer(&hc.timer, hc.timedOut)
+	hc.timer.SetOwner(hc) // a panic in it is the connection's (Abandon)
 	hc.timer.Reset(p.h.cfg.ConnectTimeout)
 	p.conns = append(p.conns, hc)
 	p.open++

@@ -458,6 +458,9 @@ func TestH2COriginResets(t *testing.T) {
 					return
 				}
 				c.head(id, true, ":status", "204")
+			case "/hang":
+				c.head(id, false, ":status", "200", "content-type", "text/plain")
+				c.fr.WriteData(id, false, []byte("wait"))
 			case "/padded":
 				c.fr.WritePing(false, [8]byte{'o', 'r', 'i', 'g', 'i', 'n', 'p', 'g'})
 				c.head(id, false, ":status", "200")
@@ -512,6 +515,24 @@ func TestH2COriginResets(t *testing.T) {
 			}
 		case <-time.After(20 * time.Second):
 			t.Error("the origin's PING was never acknowledged")
+		}
+		// A client's reset reaches the origin as CANCEL.
+		ctx, cancel := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, "GET", e.url("/hang"), nil)
+		res, err := cl.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.ReadFull(res.Body, make([]byte, 4))
+		cancel()
+		res.Body.Close()
+		select {
+		case code := <-o.rsts:
+			if code != http2.ErrCodeCancel {
+				t.Errorf("the client's reset reached the origin as %v, want CANCEL", code)
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("the client's reset never reached the origin")
 		}
 		if n := o.conns.Load(); n != 1 {
 			t.Errorf("origin saw %d connections: a stream's reset must not close the connection", n)
