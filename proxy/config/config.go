@@ -300,9 +300,10 @@ func (p Proxy) h2c() bool {
 }
 
 // h2 reports whether HTTP/2 is offered to TLS upstreams by ALPN:
-// versions with 2, or none (Caddy's default, 1.1 and 2).
+// versions with 2, or none (Caddy's default, 1.1 and 2); with h2c too,
+// as Caddy's transport then takes h2 over TLS as well.
 func (p Proxy) h2() bool {
-	return p.TLS != nil && (p.Versions == nil || slices.Contains(p.Versions, "2"))
+	return p.TLS != nil && (p.Versions == nil || slices.Contains(p.Versions, "2") || slices.Contains(p.Versions, "h2c"))
 }
 
 // activeHealth is the active health checks' configuration, speaking the

@@ -32,6 +32,7 @@ func TestUpstreamVersions(t *testing.T) {
 		{"reverse_proxy https://127.0.0.1:9443 {\n\t\ttransport http {\n\t\t\tversions 1.1 2\n\t\t}\n\t}", true},
 		{"reverse_proxy https://127.0.0.1:9443 {\n\t\ttransport http {\n\t\t\tversions 2\n\t\t}\n\t}", true},
 		{"reverse_proxy https://127.0.0.1:9443 {\n\t\ttransport http {\n\t\t\tversions 1.1\n\t\t}\n\t}", false},
+		{"reverse_proxy https://127.0.0.1:9443 {\n\t\ttransport http {\n\t\t\tversions h2c\n\t\t}\n\t}", true},
 		{"reverse_proxy 127.0.0.1:9000", false},
 	} {
 		cfg := mustParse(t, "localhost:8443 {\n\t"+c.site+"\n}\n")
