@@ -72,26 +72,18 @@ type h2Conn struct {
 // the origin's SETTINGS (which may allow many streams, and a burst would
 // otherwise open a connection per request). false: ex must wait.
 func (p *pool) takeStream(ex *exchange) bool {
-	waiting := false
-	for _, hc := range p.conns {
-		if hc.state == h2Closed {
-			continue
+	hc, mayDial := p.freeConn()
+	if hc != nil {
+		p.active++
+		p.up.Requests.Add(1)
+		reused := hc.streams > 0
+		if reused {
+			p.up.Reuses.Add(1)
 		}
-		if hc.cc.Free() > 0 {
-			p.active++
-			p.up.Requests.Add(1)
-			reused := hc.streams > 0
-			if reused {
-				p.up.Reuses.Add(1)
-			}
-			hc.open(ex, reused)
-			return true
-		}
-		if !hc.cc.Settled() && !hc.cc.Closing() {
-			waiting = true
-		}
+		hc.open(ex, reused)
+		return true
 	}
-	if waiting || p.open >= p.cfg.MaxConns {
+	if !mayDial {
 		return false
 	}
 	hc, err := p.dialH2()
@@ -116,18 +108,50 @@ func (g *group) speaksH2() bool {
 	return false
 }
 
-// flushStreams serves the waiters while connections have room (Flush).
+// flushStreams serves the waiters, in order, while connections have room
+// (Flush). A waiter leaves the queue before it is bound, as in Flush: a
+// failed dial moves it on (connectFailed), which must not find it queued.
 func (p *pool) flushStreams() {
 	for len(p.waiters) > 0 {
 		ex := p.waiters[0]
-		p.serving = ex
-		if !p.take(ex, false) {
-			p.serving = nil
+		if !p.room(ex) {
 			return
 		}
-		p.serving = nil
 		p.dequeueFirst()
+		p.serving = ex
+		p.take(ex, false)
+		p.serving = nil
 	}
+}
+
+// room reports whether take can bind ex now: a connection with a free
+// stream, or room for a new connection while none waits for the origin's
+// SETTINGS; for a tunnel (HTTP/1.1), an idle connection or room for one.
+func (p *pool) room(ex *exchange) bool {
+	if ex.tun != nil {
+		return len(p.idle) > 0 || p.open < p.cfg.MaxConns
+	}
+	hc, mayDial := p.freeConn()
+	return hc != nil || mayDial
+}
+
+// freeConn is the first connection with a free stream; without one,
+// mayDial says whether a new connection may open: under MaxConns, and
+// none still waiting for the origin's SETTINGS.
+func (p *pool) freeConn() (hc *h2Conn, mayDial bool) {
+	waiting := false
+	for _, c := range p.conns {
+		if c.state == h2Closed {
+			continue
+		}
+		if c.cc.Free() > 0 {
+			return c, false
+		}
+		if !c.cc.Settled() && !c.cc.Closing() {
+			waiting = true
+		}
+	}
+	return nil, !waiting && p.open < p.cfg.MaxConns
 }
 
 // dialH2 opens a new connection; its connect completes on the loop.
