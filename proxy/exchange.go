@@ -521,8 +521,8 @@ func (ex *exchange) OnBodyEnd(trailers []stream.Field) {
 		ex.clientEnded()
 		return
 	}
-	if ex.os != nil && ex.phase != phaseDone {
-		ex.os.endBody(trailers)
+	if ex.h2req != nil && ex.bc == nil && ex.phase != phaseDone {
+		ex.endH2Body(trailers) // h2exchange.go
 		return
 	}
 	if ex.phase == phaseDone || !ex.chunked {

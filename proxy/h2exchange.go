@@ -66,13 +66,17 @@ func (ex *exchange) h1Head() {
 		ex.early = h1.AppendChunk(nil, ex.early)
 	}
 	if ex.bodyEnded {
-		ex.early = h1.AppendLastChunk(ex.early, nil)
+		ex.early = h1.AppendLastChunk(ex.early, ex.h2req.trailers)
 	}
 }
 
 // h2Request is a request head for an HTTP/2 origin, with its upstream
-// placeholders (header_up) still to fill (filled).
-type h2Request struct{ h2.Request }
+// placeholders (header_up) still to fill (filled), and the client's
+// trailers when its body ended before a stream opened.
+type h2Request struct {
+	h2.Request
+	trailers []stream.Field
+}
 
 // filled is the head for the upstream at hostport: header_up's upstream
 // placeholders filled as for an HTTP/1.1 head (attach).
@@ -124,7 +128,7 @@ func (ex *exchange) attachStream(hc *h2Conn, reused bool) {
 	ex.arm(ex.h.cfg.ResponseHeaderTimeout)
 	os := &originStream{ex: ex, hc: hc}
 	ex.os = os
-	end := ex.bodyEnded && len(ex.early) == 0
+	end := ex.bodyEnded && len(ex.early) == 0 && len(ex.h2req.trailers) == 0
 	os.cs = hc.cc.Open(ex.h2req.filled(ex.h, ex.pool.up.HostPort()), end, os)
 	if len(ex.early) > 0 {
 		os.sentBody = true
@@ -134,7 +138,7 @@ func (ex *exchange) attachStream(hc *h2Conn, reused bool) {
 		}
 	}
 	if ex.bodyEnded && !end {
-		os.cs.End(nil)
+		os.cs.End(ex.h2req.trailers)
 	}
 }
 
@@ -151,16 +155,23 @@ func (os *originStream) sendBody(p []byte) {
 	os.hc.later()
 }
 
-// endBody ends the request body, with the client's valid trailers.
-func (os *originStream) endBody(trailers []stream.Field) {
+// endH2Body ends the request body of an exchange readied for an HTTP/2
+// origin, with the client's valid trailers: on its stream, or, while it
+// waits for one, when the stream opens (attachStream, or h1Head should
+// the origin pick HTTP/1.1).
+func (ex *exchange) endH2Body(trailers []stream.Field) {
 	var valid []stream.Field
 	for _, f := range trailers {
 		if h1.ValidField(f) && !field.Lookup(f.Name).Has(field.NotInTrailer) {
 			valid = append(valid, f)
 		}
 	}
-	os.cs.End(valid)
-	os.hc.later()
+	if os := ex.os; os != nil {
+		os.cs.End(valid)
+		os.hc.later()
+		return
+	}
+	ex.h2req.trailers = valid
 }
 
 // finish lets go of the stream as the exchange ends: a complete response

@@ -816,3 +816,58 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	c.n.Add(int64(k))
 	return k, err
 }
+
+// TestH2COriginQueued: with one stream per connection and one connection
+// (max_conns_per_host 1), a second request waits in the pool's queue
+// until the first ends, then takes its place on the same connection,
+// with its body and trailers whole.
+func TestH2COriginQueued(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		release := make(chan struct{})
+		o := newH2COrigin(t, 1, func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/first" {
+				<-release
+			}
+			b, _ := io.ReadAll(r.Body)
+			w.Header().Set("Content-Type", "text/plain")
+			io.WriteString(w, r.URL.Path+" "+string(b)+" "+r.Trailer.Get("X-Sum"))
+		})
+		e, _ := startH2C(t, backend, o.addr, func(c *proxy.Config) { c.Pool.MaxConns = 1 })
+		cl := e.h2Client(nil)
+		first := goDo(cl, mustRequest("GET", e.url("/first"), nil))
+		sent := make(chan struct{})
+		req, _ := http.NewRequest("POST", e.url("/second"), &signalReader{r: strings.NewReader("body"), done: sent})
+		req.ContentLength = -1
+		req.Trailer = http.Header{"X-Sum": {"7"}}
+		second := goDo(cl, req)
+		<-sent // the second request's body has left the client
+		close(release)
+		for _, c := range []struct {
+			ch   <-chan exchangeResult
+			want string
+		}{{first, "/first  "}, {second, "/second body 7"}} {
+			r := <-c.ch
+			if r.err != nil || string(r.body) != c.want {
+				t.Fatalf("%v %q, want %q", r.err, r.body, c.want)
+			}
+		}
+		if n := o.conns.Load(); n != 1 {
+			t.Errorf("origin saw %d connections, want 1 (max_conns_per_host 1)", n)
+		}
+	})
+}
+
+// signalReader closes done once r is read to its end.
+type signalReader struct {
+	r    io.Reader
+	done chan struct{}
+}
+
+func (s *signalReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err == io.EOF && s.done != nil {
+		close(s.done)
+		s.done = nil
+	}
+	return n, err
+}
