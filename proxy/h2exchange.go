@@ -114,6 +114,7 @@ type originStream struct {
 	hc       *h2Conn
 	cs       *h2.ClientStream
 	held     []byte
+	owed     int // of held, the bytes whose window is still to go back
 	more     []byte
 	ended    bool // the response ended while body bytes wait
 	trailers []stream.Field
@@ -290,7 +291,10 @@ func (os *originStream) give(p []byte) {
 	if ex.after != nil {
 		ex.after = os.held[pl:]
 	}
-	os.cs.Consumed(len(p) - len(os.held))
+	// What is held may include bytes a sniffed head kept from earlier
+	// DATA, whose window went back then: only p's share is owed.
+	os.owed = min(len(os.held), len(p))
+	os.cs.Consumed(len(p) - os.owed)
 }
 
 // resume: the client took everything it was given (OnWritable). Those
@@ -301,8 +305,8 @@ func (os *originStream) resume() {
 	if hc == nil {
 		return
 	}
-	os.cs.Consumed(len(os.held))
-	os.held = os.held[:0]
+	os.cs.Consumed(os.owed)
+	os.held, os.owed = os.held[:0], 0
 	if len(os.more) > 0 {
 		p := os.more
 		os.more = nil
