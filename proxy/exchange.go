@@ -482,6 +482,10 @@ func (ex *exchange) OnBody(p []byte) {
 }
 
 func (ex *exchange) sendBody(p []byte, body int) {
+	if ex.h2req != nil && ex.tun != nil && ex.phase != phaseTunnel {
+		ex.keep(p, body, false) // until the origin's 2xx (h2Switched)
+		return
+	}
 	if ex.os != nil {
 		ex.os.sendBody(p)
 		return
@@ -551,6 +555,9 @@ func (ex *exchange) bodyWritten(n int) {
 func (ex *exchange) OnWritable() {
 	switch ex.phase {
 	case phaseTunnel:
+		if ex.bc == nil {
+			break // a stream's tunnel: the body's way below
+		}
 		if ex.stalled() {
 			ex.bc.tunnelWritable()
 		}

@@ -129,8 +129,11 @@ func (ex *exchange) attachStream(hc *h2Conn, reused bool) {
 	ex.arm(ex.h.cfg.ResponseHeaderTimeout)
 	os := &originStream{ex: ex, hc: hc}
 	ex.os = os
-	end := ex.bodyEnded && len(ex.early) == 0 && len(ex.h2req.trailers) == 0
+	end := ex.bodyEnded && len(ex.early) == 0 && len(ex.h2req.trailers) == 0 && ex.tun == nil
 	os.cs = hc.cc.Open(ex.h2req.filled(ex.h, ex.pool.up.HostPort()), end, os)
+	if ex.tun != nil {
+		return // a tunnel's bytes wait for the origin's 2xx (h2Switched)
+	}
 	if len(ex.early) > 0 {
 		os.sentBody = true
 		os.cs.Write(ex.early)
@@ -211,6 +214,10 @@ func (os *originStream) OnHead(status int, fields []stream.Field, end bool) {
 		return
 	}
 	if ex.tun != nil {
+		if status < 300 {
+			ex.h2Switched(fields) // h2tunnel.go
+			return
+		}
 		ex.upgradeRefused()
 	}
 	ex.status = status
@@ -266,6 +273,7 @@ func (os *originStream) OnData(p []byte) {
 		return
 	}
 	ex.gotBytes()
+	ex.tunnelActive()
 	if len(os.held) > 0 || len(os.more) > 0 {
 		os.more = append(os.more, p...)
 		return
@@ -341,6 +349,10 @@ func (os *originStream) OnEnd(trailers []stream.Field) {
 // done ends the exchange with the complete response.
 func (os *originStream) done(trailers []stream.Field) {
 	ex := os.ex
+	if ex.phase == phaseTunnel {
+		ex.originEnded()
+		return
+	}
 	if ex.holding && !ex.sendHeld(nil) {
 		return
 	}
@@ -358,6 +370,10 @@ func (os *originStream) done(trailers []stream.Field) {
 func (os *originStream) OnSent(n int) {
 	ex := os.ex
 	if ex.os != os || os.hc == nil {
+		return
+	}
+	if ex.phase == phaseTunnel {
+		os.tunnelSent(n)
 		return
 	}
 	if !os.hc.connecting() {
@@ -384,6 +400,12 @@ func (os *originStream) OnReset(code http2.ErrCode, unprocessed bool) {
 	os.release()
 	switch {
 	case ex.phase == phaseDone:
+	case ex.tun != nil && ex.phase == phaseSent && hc.cc.Settled() && !hc.cc.ExtendedConnect() && hc.err == nil:
+		// As in Caddy, which has no other way to such an origin.
+		ex.upstreamFailed(observe.ReasonBroken)
+		ex.end(answer(502, observe.ReasonBroken, "upstream does not accept extended CONNECT (RFC 8441)"))
+	case ex.phase == phaseTunnel && hc.err == nil:
+		ex.end(resetting(uint32(code), observe.ReasonTunnelBroken, "stream reset by upstream: "+code.String()))
 	case hc.err == errSpeaksHTTP1:
 		ex.acquire(ex.pool, false) // the pool speaks HTTP/1.1 now
 	case hc.err != nil && hc.connecting():

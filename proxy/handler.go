@@ -240,12 +240,12 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 	}
 	if h.cfg.H2C && h.cfg.TLS == nil {
 		if req.Upgrade != "" {
-			// A tunnel to an HTTP/2 origin is RFC 8441's; not yet.
-			ex.bodyEnded = !req.HasBody
-			ex.end(answer(502, observe.ReasonBroken, "upgrades to an HTTP/2 upstream are not supported"))
-			return ex
+			if !ex.startH2Upgrade(req, trusted) { // h2tunnel.go
+				return nil
+			}
+		} else {
+			ex.h2req = h.h2Request(req, trusted)
 		}
-		ex.h2req = h.h2Request(req, trusted)
 	} else if req.Upgrade == "" && h.cfg.H2 && h.cfg.TLS != nil && h.group.speaksH2() {
 		ex.h2req = h.h2Request(req, trusted) // the HTTP/1.1 head too, if ALPN says so (attach)
 	} else if req.Upgrade != "" {
