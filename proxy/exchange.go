@@ -716,6 +716,7 @@ func (ex *exchange) responseDone(keepAlive bool, trailers []stream.Field) {
 	if ex.holding && !ex.sendHeld(nil) {
 		return
 	}
+	ex.log.NoteGRPC(trailers)
 	ex.end(outcome{tell: tellClose, reusable: keepAlive && (ex.bodyEnded || !ex.hasBody), trailers: trailers})
 }
 

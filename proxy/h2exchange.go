@@ -246,6 +246,9 @@ func (os *originStream) OnHead(status int, fields []stream.Field, end bool) {
 		}
 		return
 	}
+	if end {
+		ex.log.NoteGRPC(fields) // a trailers-only answer: gRPC's status is in its head
+	}
 	if !ex.writeHead(fields, end) || !end {
 		return
 	}
@@ -356,6 +359,7 @@ func (os *originStream) done(trailers []stream.Field) {
 	if ex.holding && !ex.sendHeld(nil) {
 		return
 	}
+	ex.log.NoteGRPC(trailers)
 	if len(trailers) > 0 && ex.log.RespHeader != nil {
 		// As Caddy's access log shows them: gRPC's status is here.
 		for _, f := range trailers {
