@@ -16,6 +16,7 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy/field"
 	"github.com/pollproxy/pollproxy/proxy/h1"
+	"github.com/pollproxy/pollproxy/proxy/h2"
 	"github.com/pollproxy/pollproxy/proxy/observe"
 	"github.com/pollproxy/pollproxy/proxy/sniff"
 	"github.com/pollproxy/pollproxy/proxy/stream"
@@ -52,6 +53,11 @@ type exchange struct {
 	// (h2exchange.go), and its request head as fields.
 	os    *originStream
 	h2req *h2Request
+	// osv and h2buf are what os and h2req point to, kept with the
+	// exchange (and h2buf's fields' array across recycling), so a
+	// request to an HTTP/2 origin allocates neither.
+	osv   originStream
+	h2buf h2Request
 
 	key        pickKey
 	client     netip.AddrPort // the client's address, for a PROXY protocol header
@@ -363,6 +369,10 @@ func (releasedWriter) Consumed(int)                                {}
 // buffers (maxBufs).
 const maxFreeExchanges = 1024
 
+// maxKeptFields is the most HTTP/2 request fields whose array a recycled
+// exchange keeps.
+const maxKeptFields = 64
+
 // maxKeptHead is the largest request-head buffer a recycled exchange keeps;
 // a larger one (a request with huge fields) goes to the collector.
 const maxKeptHead = 4 * headCap
@@ -382,12 +392,17 @@ func (ex *exchange) recycle() {
 	}
 	ex.timer.Stop()
 	ex.bodyTimer.Stop()
-	timer, bodyTimer, head := ex.timer, ex.bodyTimer, ex.head[:0]
+	timer, bodyTimer, head, h2fields := ex.timer, ex.bodyTimer, ex.head[:0], ex.h2buf.Header
 	if cap(head) > maxKeptHead {
 		head = nil
 	}
+	if cap(h2fields) > maxKeptFields {
+		h2fields = nil
+	}
+	clear(h2fields[:cap(h2fields)]) // no request's strings kept alive
 	// The phase stays done: a stray call on a free exchange does nothing.
-	*ex = exchange{timer: timer, bodyTimer: bodyTimer, head: head, phase: phaseDone}
+	*ex = exchange{timer: timer, bodyTimer: bodyTimer, head: head, phase: phaseDone,
+		h2buf: h2Request{Request: h2.Request{Header: h2fields[:0]}}}
 	h.freeEx = append(h.freeEx, ex)
 }
 

@@ -21,18 +21,20 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
-// h2Request builds the origin's request head for req as HTTP/2 fields:
-// the same translation as an HTTP/1.1 head's (requestFields), with Host
-// as :authority.
-func (h *Handler) h2Request(req *stream.Request, trusted bool) *h2Request {
+// h2Request readies the origin's request head for req as HTTP/2 fields
+// in the exchange's own h2Request (whose fields' array it reuses from the
+// exchange's last request): the same translation as an HTTP/1.1 head's
+// (requestFields), with Host as :authority.
+func (ex *exchange) h2Request(req *stream.Request, trusted bool) *h2Request {
+	h := ex.h
 	fs := h.requestFields(req, trusted)
-	r := &h2Request{}
+	r := &ex.h2buf
+	*r = h2Request{Request: h2.Request{Header: r.Header[:0]}}
 	r.Method, r.Path = req.Method, originTarget(req.Path)
 	r.Scheme = "http"
 	if h.cfg.TLS != nil {
 		r.Scheme = "https"
 	}
-	r.Header = make([]stream.Field, 0, len(fs))
 	for _, f := range fs {
 		if f.Name == "host" {
 			r.Authority = f.Value
@@ -127,7 +129,10 @@ func (ex *exchange) attachStream(hc *h2Conn, reused bool) {
 	ex.reused, ex.gotByte, ex.phase = reused, false, phaseSent
 	ex.sentAt = ex.h.loop.Now()
 	ex.arm(ex.h.cfg.ResponseHeaderTimeout)
-	os := &originStream{ex: ex, hc: hc}
+	// The exchange's own: a stream closed on the protocol's side gets no
+	// more events, so a retry's stream may take the place of the last.
+	os := &ex.osv
+	*os = originStream{ex: ex, hc: hc}
 	ex.os = os
 	end := ex.bodyEnded && len(ex.early) == 0 && len(ex.h2req.trailers) == 0 && ex.tun == nil
 	os.cs = hc.cc.Open(ex.h2req.filled(ex.h, ex.pool.up.HostPort()), end, os)
@@ -200,7 +205,8 @@ func (os *originStream) release() {
 	hc.streamDone()
 }
 
-// OnHead implements h2.StreamEvents.
+// OnHead implements h2.StreamEvents. Nothing keeps fields past the call
+// but a head held for sniffing, which copies them.
 func (os *originStream) OnHead(status int, fields []stream.Field, end bool) {
 	ex := os.ex
 	if ex.os != os {
@@ -237,7 +243,9 @@ func (os *originStream) OnHead(status int, fields []stream.Field, end bool) {
 		ex.log.RespHeader = append([]stream.Field(nil), fields...)
 	}
 	if !end && sniff.Needed(fields) {
-		ex.holding, ex.held = true, fields
+		// Kept past the call: a copy (OnHead's fields are the
+		// connection's to decode the next head into).
+		ex.holding, ex.held = true, append([]stream.Field(nil), fields...)
 		ex.heldLength = -1
 		if v, ok := lookupField(fields, "content-length"); ok {
 			if n, ok := field.ParseContentLength(v); ok {

@@ -11,6 +11,7 @@ package h2
 
 import (
 	"bytes"
+	"slices"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -54,7 +55,9 @@ func (c ClientConfig) withDefaults() ClientConfig {
 type StreamEvents interface {
 	// OnHead delivers a response head: informational (1xx, never ending
 	// the stream) or final. With end the response has no body and the
-	// stream is over (a trailers-only response).
+	// stream is over (a trailers-only response). fields are valid only
+	// during the call (the connection decodes every head into them); the
+	// spare capacity behind them is the callee's to append to.
 	OnHead(status int, fields []stream.Field, end bool)
 	// OnData delivers response body bytes, valid only during the call.
 	// They count against the stream's window until Consumed.
@@ -615,7 +618,10 @@ func (c *ClientConn) endHeaderBlock() {
 		c.resetFrom(s.id, http2.ErrCodeProtocol)
 		return
 	}
-	fields := append([]stream.Field(nil), c.fbuf...)
+	// Room behind them for what a proxy adds (its Via, a cookie), kept
+	// for the next heads.
+	c.fbuf = slices.Grow(c.fbuf, 2)
+	fields := c.fbuf
 	if hb.status < 200 {
 		if hb.endStream || hb.status == 101 {
 			c.resetFrom(s.id, http2.ErrCodeProtocol)
