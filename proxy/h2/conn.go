@@ -123,7 +123,7 @@ type ServerConn struct {
 	serving      uint32 // the stream whose handler was called last from the client's side (Serving); in encTableSize's padding
 	hdr          headerBlock
 
-	streams     map[uint32]*h2Stream
+	streams     map[uint32]*h2Stream // made by the first stream, dropped while idle
 	maxClientID uint32
 	closed      *[closedRingSize]closedRec // made on the first close, dropped while idle
 	closedNext  int
@@ -150,10 +150,12 @@ type ServerConn struct {
 	inflow inflow
 	win    windowTuner
 
-	clock           stream.Clock
+	clock stream.Clock
+	err   error
+	// The flags share one word with settingsAckPending (with err
+	// between them they took two): see TestServerConnSize.
 	flushAsked      bool // Transport.FlushLater called, Flush not yet
 	dead            bool
-	err             error
 	closeAfterFlush bool
 	transportClosed bool
 
@@ -180,7 +182,6 @@ func NewServerConn(t stream.Transport, h stream.Handler, cfg Config) *ServerConn
 		h:                 h,
 		cfg:               cfg.withDefaults(),
 		prefaceLeft:       len(clientPreface),
-		streams:           make(map[uint32]*h2Stream),
 		outWin:            initialWindow,
 		peerInitialWindow: initialWindow,
 		peerMaxFrame:      ourMaxFrameSize,
@@ -770,7 +771,7 @@ func (c *ServerConn) ReleaseIdle() int {
 	c.hbuf = bytes.Buffer{} // a new encoder writes to &c.hbuf
 	c.writable, c.writableSpare = nil, nil
 	c.wq, c.wqHead = nil, 0
-	c.streams = make(map[uint32]*h2Stream)
+	c.streams = nil
 	n += len(c.freeStreams) * int(unsafe.Sizeof(h2Stream{}))
 	c.freeStreams, c.spent = nil, nil
 	if c.closed != nil {
