@@ -780,6 +780,7 @@ func (c *ServerConn) ReleaseIdle() int {
 	}
 	c.henc = nil // its table's size is not exposed: not counted
 	c.lastHead = nil
+	c.forgetLastBlock()
 	// x/net's Framer keeps its read buffer at the largest frame it read
 	// and its write buffer at the largest it wrote (16 KiB after an
 	// upload or a large header block), and the last frame read. Between
@@ -789,6 +790,25 @@ func (c *ServerConn) ReleaseIdle() int {
 	c.fr = nil
 	return n
 }
+
+// forgetLastBlock makes the HPACK decoder let go of the last header block
+// it read. The decoder keeps the slice it was last given, emptied but
+// still pointing into the frame buffer it came from, which keeps that
+// buffer alive (the Framer's read buffer, as large as the largest frame
+// read) after ReleaseIdle dropped the Framer. Decoding forgetBlock, with
+// no field emitted, leaves the slice pointing at forgetBlock instead; the
+// decoder's table is untouched (the field is not indexed). Only between
+// header blocks.
+func (c *ServerConn) forgetLastBlock() {
+	c.dec.SetEmitEnabled(false)
+	c.dec.Write(forgetBlock[:])
+	c.dec.Close()
+	c.dec.SetEmitEnabled(true)
+}
+
+// forgetBlock is a header block of one literal field without indexing
+// (RFC 7541 §6.2.2), name "x", empty value: see forgetLastBlock.
+var forgetBlock = [...]byte{0x00, 0x01, 'x', 0x00}
 
 // framer returns the connection's frame codec over its input and output
 // buffers, making a new one if ReleaseIdle let go of the last.
