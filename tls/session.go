@@ -114,7 +114,8 @@ func monotonic() time.Duration { return time.Since(clockBase) + 1 }
 // NewServerSession returns a server-side session using cfg, which must not
 // be modified afterwards. local and remote are the socket's addresses, as
 // crypto/tls reports them to certificate callbacks
-// (ClientHelloInfo.Conn.RemoteAddr); either may be nil.
+// (ClientHelloInfo.Conn.RemoteAddr) during the handshake; either may be
+// nil. The session lets go of them when the handshake is over.
 func NewServerSession(cfg *stdtls.Config, local, remote net.Addr) *Session {
 	s := newSession(local, remote)
 	s.conn = stdtls.Server((*wire)(s), cfg)
@@ -513,6 +514,10 @@ func (s *Session) runHandshake(base context.Context) {
 	}
 	s.hsErr = err
 	s.ctx, s.cancel = nil, nil
+	// The addresses were for certificate callbacks (ClientHelloInfo.Conn);
+	// the loop knows its own, and each is an allocation an idle
+	// connection would keep.
+	s.local, s.remote = nil, nil
 	notify := s.notify
 	s.notify = nil
 	// The hand-off: after this store the worker touches nothing of s.

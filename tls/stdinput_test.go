@@ -2,8 +2,12 @@ package tls
 
 import (
 	"bytes"
+	stdtls "crypto/tls"
+	"net"
+	"runtime"
 	"testing"
 	"time"
+	"weak"
 )
 
 // TestStdInputLayout fails when crypto/tls.Conn no longer has the input
@@ -91,4 +95,49 @@ func TestReleaseIdleInput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHandshakeDropsAddresses: the socket addresses a server session is
+// given serve the certificate callbacks, which see them, and are let go
+// of when the handshake is over (each is an allocation an idle
+// connection would keep).
+func TestHandshakeDropsAddresses(t *testing.T) {
+	pool := newPool(t, 2, 4, 5*time.Second)
+	scfg := serverConfig(t).Clone()
+	var seen string
+	scfg.GetConfigForClient = func(h *stdtls.ClientHelloInfo) (*stdtls.Config, error) {
+		seen = h.Conn.RemoteAddr().String()
+		return nil, nil
+	}
+	local := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 443}
+	remote := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2), Port: 50000}
+	gone := []weak.Pointer[net.TCPAddr]{weak.Make(local), weak.Make(remote)}
+	p := &pair{t: t, c: newClientSession(clientConfig(t, stdtls.VersionTLS13, "h2")),
+		s: NewServerSession(scfg, local, remote), wake: make(chan struct{}, 1), buf: make([]byte, 16<<10)}
+	local, remote = nil, nil
+	notify := func() {
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+	}
+	if err := pool.Start(p.s, notify); err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.Start(p.c, notify); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.handshake(); err != nil {
+		t.Fatal(err)
+	}
+	if seen != "127.0.0.2:50000" {
+		t.Fatalf("the certificate callback saw remote address %q, want 127.0.0.2:50000", seen)
+	}
+	runtime.GC()
+	for i, w := range gone {
+		if w.Value() != nil {
+			t.Errorf("address %d still held after the handshake", i)
+		}
+	}
+	runtime.KeepAlive(p.s)
 }
