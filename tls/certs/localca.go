@@ -40,14 +40,41 @@ const (
 const (
 	localCAPrefix         = "pollproxy/ca/local/"
 	localRootCertKey      = localCAPrefix + "root.crt"
-	localRootKeyKey       = localCAPrefix + "root.key"
-	localIntermCertKey    = localCAPrefix + "intermediate.crt"
-	localIntermKeyKey     = localCAPrefix + "intermediate.key"
-	localCALockName       = "pollproxy_local_ca"
-	localIssuerKey        = "pollproxy-local"
 	localCAOrganization   = "pollproxy local CA"
 	localRootCommonPrefix = "pollproxy local root "
 )
+
+// DefaultCA is the id of the local CA that tls internal uses unless its
+// issuer names another (Caddy's "local").
+const DefaultCA = "local"
+
+// LocalCA configures one of pollproxy's local CAs, by id (Caddy's pki {
+// ca ID { ... } }). The names and lifetimes apply to certificates the CA
+// makes from then on: a root already in storage is kept.
+type LocalCA struct {
+	// Name is the CA's organization ("": "pollproxy local CA").
+	Name string
+	// RootCN and IntermediateCN are the common names of the root and the
+	// intermediates it makes ("": a name with the date).
+	RootCN, IntermediateCN string
+	// IntermediateLifetime is the intermediates' validity (0:
+	// LocalIntermediateValidity).
+	IntermediateLifetime time.Duration
+}
+
+// caKeys are a local CA's storage keys.
+type caKeys struct {
+	rootCert, rootKey, intermCert, intermKey, lock string
+}
+
+func keysFor(id string) caKeys {
+	prefix := "pollproxy/ca/" + id + "/"
+	lock := "pollproxy_local_ca"
+	if id != DefaultCA {
+		lock += "_" + id
+	}
+	return caKeys{prefix + "root.crt", prefix + "root.key", prefix + "intermediate.crt", prefix + "intermediate.key", lock}
+}
 
 // localCA is a certmagic.Issuer that signs certificates with pollproxy's
 // development CA: an ECDSA P-256 root and intermediate generated on first
@@ -58,13 +85,52 @@ const (
 type localCA struct {
 	storage certmagic.Storage
 	now     func() time.Time
+	id      string // "" is DefaultCA
+	params  LocalCA
+	// leaf is the leaves' validity (0: LocalLeafValidity); withRoot
+	// signs them with the root.
+	leaf     time.Duration
+	withRoot bool
+}
+
+func (ca *localCA) keys() caKeys {
+	if ca.id == "" {
+		return keysFor(DefaultCA)
+	}
+	return keysFor(ca.id)
+}
+
+func (ca *localCA) leafValidity() time.Duration {
+	if ca.leaf > 0 {
+		return ca.leaf
+	}
+	return LocalLeafValidity
+}
+
+func (ca *localCA) intermValidity() time.Duration {
+	if ca.params.IntermediateLifetime > 0 {
+		return ca.params.IntermediateLifetime
+	}
+	return LocalIntermediateValidity
+}
+
+func (ca *localCA) organization() string {
+	if ca.params.Name != "" {
+		return ca.params.Name
+	}
+	return localCAOrganization
 }
 
 var _ certmagic.Issuer = (*localCA)(nil)
 
 // IssuerKey implements certmagic.Issuer. certmagic stores the certificates
 // of this issuer under it, apart from ACME ones.
-func (ca *localCA) IssuerKey() string { return localIssuerKey }
+func (ca *localCA) IssuerKey() string {
+	if ca.id == "" || ca.id == DefaultCA {
+		return "pollproxy-local"
+	}
+	return "pollproxy-" + ca.id
+}
 
 // Issue implements certmagic.Issuer: a leaf for the CSR's names, valid for
 // LocalLeafValidity, with the intermediate after it in the PEM chain.
@@ -80,9 +146,13 @@ func (ca *localCA) Issue(ctx context.Context, csr *x509.CertificateRequest) (*ce
 		return nil, err
 	}
 	now := ca.now()
-	notAfter := now.Add(LocalLeafValidity)
-	if notAfter.After(chain.interm.NotAfter) {
-		notAfter = chain.interm.NotAfter
+	signer, signerKey := chain.interm, chain.intermKey
+	if ca.withRoot {
+		signer, signerKey = chain.root, chain.rootKey
+	}
+	notAfter := now.Add(ca.leafValidity())
+	if notAfter.After(signer.NotAfter) {
+		notAfter = signer.NotAfter
 	}
 	serial, err := randomSerial()
 	if err != nil {
@@ -104,12 +174,14 @@ func (ca *localCA) Issue(ctx context.Context, csr *x509.CertificateRequest) (*ce
 		URIs:           csr.URIs,
 		EmailAddresses: csr.EmailAddresses,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, chain.interm, csr.PublicKey, chain.intermKey)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, signer, csr.PublicKey, signerKey)
 	if err != nil {
 		return nil, fmt.Errorf("tls: local CA: signing certificate: %w", err)
 	}
 	out := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: chain.interm.Raw})...)
+	if !ca.withRoot {
+		out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: chain.interm.Raw})...)
+	}
 	return &certmagic.IssuedCertificate{Certificate: out}, nil
 }
 
@@ -121,21 +193,21 @@ type caChain struct {
 
 // intermUsable reports whether the intermediate can sign a full-length leaf
 // twice over from now: if not, it is replaced.
-func (c *caChain) intermUsable(now time.Time) bool {
-	return c.interm != nil && c.interm.NotAfter.Sub(now) > 2*LocalLeafValidity &&
+func (c *caChain) intermUsable(now time.Time, leaf, interm time.Duration) bool {
+	return c.interm != nil && c.interm.NotAfter.Sub(now) > min(2*leaf, interm/2) &&
 		c.interm.CheckSignatureFrom(c.root) == nil
 }
 
 // rootPEM returns the root certificate in PEM, creating the CA when
 // storage holds none.
 func (ca *localCA) rootPEM(ctx context.Context) ([]byte, error) {
-	if b, err := ca.storage.Load(ctx, localRootCertKey); err == nil {
+	if b, err := ca.storage.Load(ctx, ca.keys().rootCert); err == nil {
 		return b, nil
 	}
 	if _, err := ca.load(ctx, false); err != nil {
 		return nil, err
 	}
-	return ca.storage.Load(ctx, localRootCertKey)
+	return ca.storage.Load(ctx, ca.keys().rootCert)
 }
 
 // load reads the CA from storage. A missing root (and, when needInterm, a
@@ -143,34 +215,35 @@ func (ca *localCA) rootPEM(ctx context.Context) ([]byte, error) {
 // after checking again, since another instance may have done it meanwhile.
 func (ca *localCA) load(ctx context.Context, needInterm bool) (*caChain, error) {
 	c, err := ca.read(ctx)
-	if err == nil && (!needInterm || c.intermUsable(ca.now())) {
+	if err == nil && (!needInterm || c.intermUsable(ca.now(), ca.leafValidity(), ca.intermValidity())) {
 		return c, nil
 	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	if err := ca.storage.Lock(ctx, localCALockName); err != nil {
+	k := ca.keys()
+	if err := ca.storage.Lock(ctx, k.lock); err != nil {
 		return nil, fmt.Errorf("tls: local CA: locking storage: %w", err)
 	}
 	defer func() {
 		// Unlock even when ctx is done: a stale lock would stall the
 		// other instances.
-		_ = ca.storage.Unlock(context.WithoutCancel(ctx), localCALockName)
+		_ = ca.storage.Unlock(context.WithoutCancel(ctx), k.lock)
 	}()
 	// Load, not Exists: Exists is false when a shared storage does not
 	// answer, and a root created then would replace the cluster's.
-	if _, err := ca.storage.Load(ctx, localRootCertKey); err == nil {
+	if _, err := ca.storage.Load(ctx, k.rootCert); err == nil {
 		// Never replace a root that exists, even if its key is missing
 		// or damaged: clients trust it. Say so instead.
 		if c, err = ca.read(ctx); err != nil {
 			return nil, err
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("tls: local CA: loading %s: %w", localRootCertKey, err)
+		return nil, fmt.Errorf("tls: local CA: loading %s: %w", k.rootCert, err)
 	} else if c, err = ca.createRoot(ctx); err != nil {
 		return nil, err
 	}
-	if !c.intermUsable(ca.now()) {
+	if !c.intermUsable(ca.now(), ca.leafValidity(), ca.intermValidity()) {
 		if err := ca.createIntermediate(ctx, c); err != nil {
 			return nil, err
 		}
@@ -182,12 +255,13 @@ func (ca *localCA) load(ctx context.Context, needInterm bool) (*caChain, error) 
 // intermediate it returns the chain with interm nil and a nil error; with
 // no root, a nil chain and an error wrapping fs.ErrNotExist.
 func (ca *localCA) read(ctx context.Context) (*caChain, error) {
-	root, rootKey, err := ca.readPair(ctx, localRootCertKey, localRootKeyKey)
+	k := ca.keys()
+	root, rootKey, err := ca.readPair(ctx, k.rootCert, k.rootKey)
 	if err != nil {
 		return nil, err
 	}
 	c := &caChain{root: root, rootKey: rootKey}
-	interm, intermKey, err := ca.readPair(ctx, localIntermCertKey, localIntermKeyKey)
+	interm, intermKey, err := ca.readPair(ctx, k.intermCert, k.intermKey)
 	if err == nil {
 		c.interm, c.intermKey = interm, intermKey
 	}
@@ -239,8 +313,8 @@ func (ca *localCA) createRoot(ctx context.Context) (*caChain, error) {
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
 		Subject: pkix.Name{
-			Organization: []string{localCAOrganization},
-			CommonName:   localRootCommonPrefix + now.UTC().Format("2006-01-02 15:04:05"),
+			Organization: []string{ca.organization()},
+			CommonName:   firstNonEmpty(ca.params.RootCN, localRootCommonPrefix+now.UTC().Format("2006-01-02 15:04:05")),
 		},
 		NotBefore:             now.Add(-localBackdate),
 		NotAfter:              now.Add(LocalRootValidity),
@@ -253,7 +327,7 @@ func (ca *localCA) createRoot(ctx context.Context) (*caChain, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ca.storePair(ctx, localRootCertKey, localRootKeyKey, cert, key); err != nil {
+	if err := ca.storePair(ctx, ca.keys().rootCert, ca.keys().rootKey, cert, key); err != nil {
 		return nil, err
 	}
 	return &caChain{root: cert, rootKey: key}, nil
@@ -269,15 +343,15 @@ func (ca *localCA) createIntermediate(ctx context.Context, c *caChain) error {
 		return err
 	}
 	now := ca.now()
-	notAfter := now.Add(LocalIntermediateValidity)
+	notAfter := now.Add(ca.intermValidity())
 	if notAfter.After(c.root.NotAfter) {
 		notAfter = c.root.NotAfter
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
 		Subject: pkix.Name{
-			Organization: []string{localCAOrganization},
-			CommonName:   "pollproxy local intermediate " + now.UTC().Format("2006-01-02 15:04:05"),
+			Organization: []string{ca.organization()},
+			CommonName:   firstNonEmpty(ca.params.IntermediateCN, "pollproxy local intermediate "+now.UTC().Format("2006-01-02 15:04:05")),
 		},
 		NotBefore:             now.Add(-localBackdate),
 		NotAfter:              notAfter,
@@ -295,7 +369,7 @@ func (ca *localCA) createIntermediate(ctx context.Context, c *caChain) error {
 	// sees the new certificate with the old key finds that the pair does
 	// not match (readPair checks), takes the lock, which this writer holds,
 	// and reads again once both are written.
-	if err := ca.storePair(ctx, localIntermCertKey, localIntermKeyKey, cert, key); err != nil {
+	if err := ca.storePair(ctx, ca.keys().intermCert, ca.keys().intermKey, cert, key); err != nil {
 		return err
 	}
 	c.interm, c.intermKey = cert, key

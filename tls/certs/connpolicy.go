@@ -1,0 +1,157 @@
+package certs
+
+import (
+	stdtls "crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ConnPolicy is how the handshakes for some server names are answered:
+// Caddy's connection policy, made from a site's tls options (protocols,
+// ciphers, curves, alpn, client_auth).
+type ConnPolicy struct {
+	// Names are the SNI values it answers: names and wildcards
+	// ("*.example.com", one label). Empty: every handshake no other
+	// policy takes, those without SNI included.
+	Names []string
+	// MinVersion and MaxVersion bound the protocol (0: TLS 1.2 and 1.3).
+	MinVersion, MaxVersion uint16
+	// CipherSuites are the TLS 1.2 suites offered (nil: pollproxy's).
+	// crypto/tls does not let TLS 1.3's be chosen, nor does Caddy.
+	CipherSuites []uint16
+	// Curves are the key exchanges, in order of preference (nil:
+	// crypto/tls's).
+	Curves []stdtls.CurveID
+	// ALPN replaces the protocols offered (nil: h2, http/1.1).
+	ALPN []string
+	// ClientAuth asks clients for certificates (nil: never).
+	ClientAuth *ClientAuth
+}
+
+// ClientAuth is a policy's client certificate authentication (Caddy's
+// client_auth).
+type ClientAuth struct {
+	// Mode is what a client must present, as crypto/tls says it.
+	Mode stdtls.ClientAuthType
+	// CAs are the roots client certificates are verified against.
+	CAs *x509.CertPool
+	// Leaves, when not empty, are the only client certificates accepted
+	// (Caddy's leaf verifier and trusted_leaf_cert).
+	Leaves []*x509.Certificate
+}
+
+// verify is crypto/tls's VerifyConnection for a: called for every
+// handshake, resumed ones included, so a leaf list cannot be bypassed
+// by resuming a session.
+func (a *ClientAuth) verify(cs stdtls.ConnectionState) error {
+	if len(a.Leaves) == 0 || len(cs.PeerCertificates) == 0 {
+		// crypto/tls enforced the mode already: the verifiers check a
+		// certificate only when one was sent.
+		return nil
+	}
+	leaf := cs.PeerCertificates[0]
+	for _, ok := range a.Leaves {
+		if ok.Equal(leaf) {
+			return nil
+		}
+	}
+	return errors.New("client leaf certificate failed validation")
+}
+
+// connPolicies answers a ClientHello with its policy's configuration.
+type connPolicies struct {
+	exact    map[string]*stdtls.Config
+	wildcard map[string]*stdtls.Config // by the part after "*."
+	dflt     *stdtls.Config            // nil: the base configuration
+}
+
+// TLSConfigWith is TLSConfig answering each handshake by the first of
+// policies that names its SNI (a name before a wildcard, either before a
+// policy with no names). A handshake no policy takes gets TLSConfig's
+// settings. Two policies may not name the same name.
+func (c *Manager) TLSConfigWith(policies []ConnPolicy) (*stdtls.Config, error) {
+	base := c.TLSConfig()
+	if len(policies) == 0 {
+		return base, nil
+	}
+	cp := &connPolicies{exact: map[string]*stdtls.Config{}, wildcard: map[string]*stdtls.Config{}}
+	for i := range policies {
+		p := &policies[i]
+		cfg, err := p.apply(base)
+		if err != nil {
+			return nil, err
+		}
+		if len(p.Names) == 0 {
+			if cp.dflt == nil {
+				cp.dflt = cfg
+			}
+			continue
+		}
+		for _, n := range p.Names {
+			n = normalize(n)
+			if rest, ok := strings.CutPrefix(n, "*."); ok {
+				if _, dup := cp.wildcard[rest]; !dup {
+					cp.wildcard[rest] = cfg
+				}
+			} else if _, dup := cp.exact[n]; !dup {
+				cp.exact[n] = cfg
+			}
+		}
+	}
+	out := base.Clone()
+	out.GetConfigForClient = cp.forClient
+	return out, nil
+}
+
+func (cp *connPolicies) forClient(hello *stdtls.ClientHelloInfo) (*stdtls.Config, error) {
+	if len(hello.SupportedProtos) == 1 && hello.SupportedProtos[0] == ACMETLSALPNProtocol {
+		// A CA validating TLS-ALPN-01 presents no client certificate
+		// and may offer any version: the base configuration answers.
+		return nil, nil
+	}
+	name := normalize(hello.ServerName)
+	if cfg := cp.exact[name]; cfg != nil {
+		return cfg, nil
+	}
+	if i := strings.IndexByte(name, '.'); i > 0 {
+		if cfg := cp.wildcard[name[i+1:]]; cfg != nil {
+			return cfg, nil
+		}
+	}
+	return cp.dflt, nil // nil: the base configuration
+}
+
+// apply returns base with p's settings.
+func (p *ConnPolicy) apply(base *stdtls.Config) (*stdtls.Config, error) {
+	cfg := base.Clone()
+	if p.MinVersion != 0 {
+		cfg.MinVersion = p.MinVersion
+	}
+	if p.MaxVersion != 0 {
+		cfg.MaxVersion = p.MaxVersion
+	}
+	if cfg.MaxVersion != 0 && cfg.MinVersion > cfg.MaxVersion {
+		return nil, fmt.Errorf("tls: protocols: the minimum version is above the maximum")
+	}
+	if p.CipherSuites != nil {
+		cfg.CipherSuites = append([]uint16(nil), p.CipherSuites...)
+	}
+	if p.Curves != nil {
+		cfg.CurvePreferences = append([]stdtls.CurveID(nil), p.Curves...)
+	}
+	if p.ALPN != nil {
+		// The ACME TLS-ALPN-01 protocol stays offered: validations
+		// for the policy's names come in on it.
+		cfg.NextProtos = append(append([]string(nil), p.ALPN...), ACMETLSALPNProtocol)
+	}
+	if a := p.ClientAuth; a != nil {
+		cfg.ClientAuth = a.Mode
+		cfg.ClientCAs = a.CAs
+		if len(a.Leaves) > 0 {
+			cfg.VerifyConnection = a.verify
+		}
+	}
+	return cfg, nil
+}
