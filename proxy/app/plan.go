@@ -177,35 +177,25 @@ func errorAt(s *config.Site, err error) *config.Error {
 }
 
 // addCerts manages every site's certificate with the policy of its tls
-// option; by default certs.Manager's (the local CA for names no public CA
-// issues for, ACME in the background for the others). Certificates are
-// only ever added: one that a reload no longer names stays until the next
-// start.
+// option (siteCerts); by default certs.Manager's (the local CA for names
+// no public CA issues for, ACME in the background for the others), and
+// sets the sites' connection policies. Certificates are only ever added:
+// one that a reload no longer names stays until the next start.
 func addCerts(certs *tlscerts.Manager, cfg *config.Config) error {
 	var errs config.Errors
 	ctx := context.Background()
 	for _, s := range cfg.Sites {
-		names := hostNames(s)
-		if len(names) == 0 {
-			continue // a plain-HTTP site needs no certificate
-		}
-		var err error
-		switch s.TLS.Mode {
-		case config.TLSFiles:
-			err = certs.AddFilePair(s.TLS.Cert, s.TLS.Key)
-		case config.TLSInternal:
-			err = certs.AddInternal(names...)
-		case config.TLSACME:
-			err = certs.AddACMEAsync(ctx, names...)
-		default:
-			err = certs.AddAsync(ctx, names...)
-		}
-		if err != nil {
+		if err := siteCerts(ctx, certs, cfg, s); err != nil {
 			errs = append(errs, errorAt(s, err))
 		}
 	}
+	cps, cerrs := connPolicies(cfg)
+	errs = append(errs, cerrs...)
 	if len(errs) > 0 {
 		return errs
+	}
+	if err := certs.SetConnPolicies(cps); err != nil {
+		return config.Errors{&config.Error{Pos: cfg.Sites[0].Pos, Msg: err.Error()}}
 	}
 	return nil
 }

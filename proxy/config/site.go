@@ -574,31 +574,6 @@ func (p *parser) uri(d *caddyfile.Dispenser, n *route.Node) {
 	}
 }
 
-func (p *parser) tls(d *caddyfile.Dispenser) TLS {
-	t := TLS{Pos: dpos(d)}
-	args := d.RemainingArgs()
-	switch {
-	case len(args) == 0:
-	case len(args) == 1 && args[0] == "internal":
-		t.Mode = TLSInternal
-	case len(args) == 1 && strings.Contains(args[0], "@"):
-		t.Mode, t.Email = TLSACME, args[0]
-	case len(args) == 2:
-		t.Mode, t.Cert, t.Key = TLSFiles, args[0], args[1]
-	default:
-		p.errf(d, "tls: want internal, CERT_FILE KEY_FILE, or an ACME account e-mail")
-	}
-	block := false
-	for nest := d.Nesting(); d.NextBlock(nest); {
-		block = true
-		p.notOurs(d, "tls: ", d.Val(), unsupportedTLS, "no block: internal, CERT_FILE KEY_FILE or an e-mail")
-	}
-	if len(args) == 0 && !block {
-		p.errAt(t.Pos, "tls: want internal, CERT_FILE KEY_FILE, or an ACME account e-mail")
-	}
-	return t
-}
-
 // parseAddress reads a site address: [https://]host[:port], :port, or
 // *.example.com[:port].
 func parseAddress(text string) (Address, error) {

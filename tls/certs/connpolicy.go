@@ -67,21 +67,23 @@ type connPolicies struct {
 	dflt     *stdtls.Config            // nil: the base configuration
 }
 
-// TLSConfigWith is TLSConfig answering each handshake by the first of
-// policies that names its SNI (a name before a wildcard, either before a
-// policy with no names). A handshake no policy takes gets TLSConfig's
-// settings. Two policies may not name the same name.
-func (c *Manager) TLSConfigWith(policies []ConnPolicy) (*stdtls.Config, error) {
-	base := c.TLSConfig()
+// SetConnPolicies makes TLSConfig's configurations answer each
+// handshake by the first of policies that names its SNI (a name before a
+// wildcard, either before a policy with no names); a handshake no policy
+// takes gets TLSConfig's own settings. It replaces the policies set
+// before, for handshakes that start afterwards (a reload).
+func (c *Manager) SetConnPolicies(policies []ConnPolicy) error {
 	if len(policies) == 0 {
-		return base, nil
+		c.conn.Store(nil)
+		return nil
 	}
+	base := c.baseTLSConfig()
 	cp := &connPolicies{exact: map[string]*stdtls.Config{}, wildcard: map[string]*stdtls.Config{}}
 	for i := range policies {
 		p := &policies[i]
 		cfg, err := p.apply(base)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if len(p.Names) == 0 {
 			if cp.dflt == nil {
@@ -100,9 +102,18 @@ func (c *Manager) TLSConfigWith(policies []ConnPolicy) (*stdtls.Config, error) {
 			}
 		}
 	}
-	out := base.Clone()
-	out.GetConfigForClient = cp.forClient
-	return out, nil
+	c.conn.Store(cp)
+	return nil
+}
+
+// getConfigForClient is TLSConfig's GetConfigForClient: the connection
+// policy's configuration, nil (TLSConfig's own) without one.
+func (c *Manager) getConfigForClient(hello *stdtls.ClientHelloInfo) (*stdtls.Config, error) {
+	cp := c.conn.Load()
+	if cp == nil {
+		return nil, nil
+	}
+	return cp.forClient(hello)
 }
 
 func (cp *connPolicies) forClient(hello *stdtls.ClientHelloInfo) (*stdtls.Config, error) {

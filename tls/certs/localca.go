@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math/big"
+	"os"
 	"time"
 
 	"github.com/caddyserver/certmagic"
@@ -60,6 +61,12 @@ type LocalCA struct {
 	// IntermediateLifetime is the intermediates' validity (0:
 	// LocalIntermediateValidity).
 	IntermediateLifetime time.Duration
+	// RootCertFile and RootKeyFile, when set, are the root, in PEM,
+	// brought by the operator rather than made and kept in storage;
+	// IntermCertFile and IntermKeyFile likewise the intermediate, which
+	// is otherwise made under the root and kept in storage.
+	RootCertFile, RootKeyFile     string
+	IntermCertFile, IntermKeyFile string
 }
 
 // caKeys are a local CA's storage keys.
@@ -201,6 +208,13 @@ func (c *caChain) intermUsable(now time.Time, leaf, interm time.Duration) bool {
 // rootPEM returns the root certificate in PEM, creating the CA when
 // storage holds none.
 func (ca *localCA) rootPEM(ctx context.Context) ([]byte, error) {
+	if f := ca.params.RootCertFile; f != "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("tls: local CA: %w", err)
+		}
+		return b, nil
+	}
 	if b, err := ca.storage.Load(ctx, ca.keys().rootCert); err == nil {
 		return b, nil
 	}
@@ -218,7 +232,7 @@ func (ca *localCA) load(ctx context.Context, needInterm bool) (*caChain, error) 
 	if err == nil && (!needInterm || c.intermUsable(ca.now(), ca.leafValidity(), ca.intermValidity())) {
 		return c, nil
 	}
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err != nil && (!errors.Is(err, fs.ErrNotExist) || ca.params.RootCertFile != "") {
 		return nil, err
 	}
 	k := ca.keys()
@@ -232,7 +246,13 @@ func (ca *localCA) load(ctx context.Context, needInterm bool) (*caChain, error) 
 	}()
 	// Load, not Exists: Exists is false when a shared storage does not
 	// answer, and a root created then would replace the cluster's.
-	if _, err := ca.storage.Load(ctx, k.rootCert); err == nil {
+	if ca.params.RootCertFile != "" {
+		// The operator's root: read again under the lock, which
+		// another instance may have made an intermediate under.
+		if c, err = ca.read(ctx); err != nil {
+			return nil, err
+		}
+	} else if _, err := ca.storage.Load(ctx, k.rootCert); err == nil {
 		// Never replace a root that exists, even if its key is missing
 		// or damaged: clients trust it. Say so instead.
 		if c, err = ca.read(ctx); err != nil {
@@ -256,24 +276,42 @@ func (ca *localCA) load(ctx context.Context, needInterm bool) (*caChain, error) 
 // no root, a nil chain and an error wrapping fs.ErrNotExist.
 func (ca *localCA) read(ctx context.Context) (*caChain, error) {
 	k := ca.keys()
-	root, rootKey, err := ca.readPair(ctx, k.rootCert, k.rootKey)
+	load := ca.storage.Load
+	if ca.params.RootCertFile != "" {
+		load = loadFile
+		k.rootCert, k.rootKey = ca.params.RootCertFile, ca.params.RootKeyFile
+		if ca.params.IntermCertFile != "" {
+			k.intermCert, k.intermKey = ca.params.IntermCertFile, ca.params.IntermKeyFile
+		} else {
+			load = func(ctx context.Context, key string) ([]byte, error) {
+				if key == k.rootCert || key == k.rootKey {
+					return loadFile(ctx, key)
+				}
+				return ca.storage.Load(ctx, key)
+			}
+		}
+	}
+	root, rootKey, err := ca.readPair(ctx, load, k.rootCert, k.rootKey)
 	if err != nil {
 		return nil, err
 	}
 	c := &caChain{root: root, rootKey: rootKey}
-	interm, intermKey, err := ca.readPair(ctx, k.intermCert, k.intermKey)
+	interm, intermKey, err := ca.readPair(ctx, load, k.intermCert, k.intermKey)
 	if err == nil {
 		c.interm, c.intermKey = interm, intermKey
 	}
 	return c, nil
 }
 
-func (ca *localCA) readPair(ctx context.Context, certKey, keyKey string) (*x509.Certificate, crypto.Signer, error) {
-	certPEM, err := ca.storage.Load(ctx, certKey)
+// loadFile reads a CA file the operator brought, as storage's Load.
+func loadFile(_ context.Context, name string) ([]byte, error) { return os.ReadFile(name) }
+
+func (ca *localCA) readPair(ctx context.Context, load func(context.Context, string) ([]byte, error), certKey, keyKey string) (*x509.Certificate, crypto.Signer, error) {
+	certPEM, err := load(ctx, certKey)
 	if err != nil {
 		return nil, nil, fmt.Errorf("tls: local CA: loading %s: %w", certKey, err)
 	}
-	keyPEM, err := ca.storage.Load(ctx, keyKey)
+	keyPEM, err := load(ctx, keyKey)
 	if err != nil {
 		return nil, nil, fmt.Errorf("tls: local CA: loading %s: %w", keyKey, err)
 	}

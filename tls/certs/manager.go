@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/certmagic"
@@ -186,6 +187,8 @@ type Manager struct {
 	wait *waitList // names waiting for a storage that was away; nil for files
 
 	cleaning sync.WaitGroup // the storage cleaner, which Close waits for
+
+	conn atomic.Pointer[connPolicies] // SetConnPolicies's; nil: none
 
 	closeOnce sync.Once
 }
@@ -688,7 +691,17 @@ func (c *Manager) AddFilePair(certFile, keyFile string) error {
 // offers ACMETLSALPNProtocol and picks the certificate by SNI among
 // everything added to c. Each call returns a new Config; all share c's
 // certificates, including ones added later.
+//
+// SetConnPolicies changes how the handshakes of some names are answered
+// (protocols, ciphers, curves, ALPN, client certificates), also for
+// configurations TLSConfig returned before.
 func (c *Manager) TLSConfig() *stdtls.Config {
+	cfg := c.baseTLSConfig()
+	cfg.GetConfigForClient = c.getConfigForClient
+	return cfg
+}
+
+func (c *Manager) baseTLSConfig() *stdtls.Config {
 	cfg := pptls.ServerConfig(nil)
 	cfg.NextProtos = append(cfg.NextProtos, ACMETLSALPNProtocol)
 	cfg.GetCertificate = c.getCertificate
