@@ -94,3 +94,21 @@ func TestRedirectHosts(t *testing.T) {
 		}
 	}
 }
+
+// TestTLSWithoutConnectionPolicy: a tls directive that only says where
+// certificates come from (an e-mail, internal) leaves a site on the
+// http_port in cleartext, as in Caddy; one that changes handshakes is
+// refused there.
+func TestTLSWithoutConnectionPolicy(t *testing.T) {
+	c, err := Parse("Caddyfile", []byte(":80 {\n\trespond ok\n\ttls you@example.com\n}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Sites[0].Cleartext() || c.Sites[0].TLS.Email != "you@example.com" {
+		t.Errorf("cleartext %v email %q", c.Sites[0].Cleartext(), c.Sites[0].TLS.Email)
+	}
+	_, err = Parse("Caddyfile", []byte(":80 {\n\trespond ok\n\ttls {\n\t\tclient_auth {\n\t\t\tmode request\n\t\t}\n\t}\n}\n"))
+	if err == nil || !strings.Contains(err.Error(), "attempts to configure TLS connection policies") {
+		t.Errorf("client_auth on :80: %v", err)
+	}
+}
