@@ -295,3 +295,74 @@ plain.localhost:%[3]d {
 		}
 	})
 }
+
+// TestTLSGlobalOptions: local_certs gives a public name a local CA
+// certificate, of key_type and cert_lifetime, from the CA pki names;
+// default_sni answers a ClientHello without SNI and fallback_sni one
+// whose SNI matches no certificate.
+func TestTLSGlobalOptions(t *testing.T) {
+	polltest.ForEachBackend(t, servertest.ShortBackends(netpoll.Available()), func(t *testing.T, backend string) {
+		dir := t.TempDir()
+		port := servertest.FreePort(t)
+		storage := filepath.Join(dir, "storage")
+		file := filepath.Join(dir, "Caddyfile")
+		os.WriteFile(file, []byte(fmt.Sprintf(`{
+	poller %s
+	loops 1
+	admin off
+	http_port off
+	default_bind 127.0.0.1
+	storage %s
+	local_certs
+	skip_install_trust
+	key_type p384
+	cert_lifetime 2d
+	default_sni example.com
+	fallback_sni example.com
+	ocsp_stapling off
+	renew_interval 30m
+	storage_clean_interval 7d
+	persist_config off
+	pki {
+		ca {
+			name "Example Dev"
+		}
+	}
+}
+
+example.com:%d {
+	respond "ex"
+}
+`, backend, storage, port)), 0o644)
+		start(t, file, Options{})
+		roots := x509.NewCertPool()
+		localRoot(t, storage, roots)
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+
+		st, body, err := tlsGet(addr, &stdtls.Config{ServerName: "example.com", RootCAs: roots, NextProtos: []string{"http/1.1"}})
+		if err != nil || body != "ex" {
+			t.Fatalf("example.com: %q %v", body, err)
+		}
+		leaf := st.PeerCertificates[0]
+		if k, ok := leaf.PublicKey.(*ecdsa.PublicKey); !ok || k.Curve != elliptic.P384() {
+			t.Errorf("key %T, want P-384", leaf.PublicKey)
+		}
+		if life := leaf.NotAfter.Sub(leaf.NotBefore); life < 48*time.Hour || life > 49*time.Hour {
+			t.Errorf("lifetime %v, want 2d (and the backdating)", life)
+		}
+		if len(leaf.Issuer.Organization) != 1 || leaf.Issuer.Organization[0] != "Example Dev" {
+			t.Errorf("issuer %v", leaf.Issuer)
+		}
+		for _, sni := range []string{"", "nothing.test"} {
+			// No SNI: the client verifies nothing by name; the
+			// certificate's names are checked here.
+			st, _, err := tlsGet(addr, &stdtls.Config{ServerName: sni, InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}})
+			if err != nil {
+				t.Fatalf("SNI %q: %v", sni, err)
+			}
+			if got := st.PeerCertificates[0].DNSNames; len(got) != 1 || got[0] != "example.com" {
+				t.Errorf("SNI %q: certificate for %v, want example.com", sni, got)
+			}
+		}
+	})
+}

@@ -83,10 +83,10 @@ func (p *parser) site(b caddyfile.ServerBlock) {
 		return s.Routes.Errors[i].Match != nil && s.Routes.Errors[j].Match == nil
 	})
 	s.Routes.Proxies = len(s.Proxies)
-	// A site of directives that answer nothing (only header, rewrite
-	// ...) gets Caddy's empty 200, as Caddy's own examples expect; a
+	// A site of directives that answer nothing (only header, rewrite,
+	// tls ...) gets Caddy's empty 200, as Caddy's own examples expect; a
 	// site with no directive at all is surely a mistake.
-	if len(ds) == 0 && len(errs) == 0 && len(s.Proxies) == 0 && !answers(nodes) && len(p.errs) == nerrs {
+	if len(ds) == 0 && len(errs) == 0 && len(s.Proxies) == 0 && s.TLS.Pos.Line == 0 && !answers(nodes) && len(p.errs) == nerrs {
 		p.errAt(s.Pos, "site %s: no reverse_proxy, respond or redir (want e.g. reverse_proxy :8080)", strings.Join(b.GetKeysText(), ", "))
 	}
 	p.cfg.Sites = append(p.cfg.Sites, s)

@@ -287,16 +287,15 @@ func New(cfg Config) (*Manager, error) {
 // configuration being built.
 func (c *Manager) defaultCA() *localCA { return c.ca }
 
-// localCA returns the local CA is names, with its leaf parameters.
+// localCA returns the local CA that is names, with its leaf parameters.
 func (c *Manager) localCA(is *InternalIssuer) (*localCA, error) {
 	id := is.CA
 	if id == "" {
 		id = DefaultCA
 	}
+	// A CA no pki block configures is made with the defaults, as
+	// Caddy's.
 	params := c.cfg.CAs[id]
-	if _, ok := c.cfg.CAs[id]; !ok && id != DefaultCA {
-		return nil, fmt.Errorf("tls: issuer internal: no local CA %q (define it with pki { ca %s })", id, id)
-	}
 	life := cmp(is.Lifetime, c.cfg.CertLifetime)
 	ca := &localCA{storage: c.storage, now: time.Now, id: id, params: params, leaf: life, withRoot: is.SignWithRoot}
 	if life > 0 && life > ca.intermValidity() && !is.SignWithRoot {
