@@ -85,9 +85,12 @@ type ClientAuth struct {
 	CAFiles []string
 	CADER   [][]byte
 	// LeafFiles and LeafDER are the only client certificates accepted
-	// (verifier leaf file, trusted_leaf_cert_file, trusted_leaf_cert).
-	LeafFiles []string
-	LeafDER   [][]byte
+	// (trusted_leaf_cert_file, trusted_leaf_cert); VerifierFiles too
+	// (verifier leaf file), which, as in Caddy, do not make the default
+	// mode require_and_verify.
+	LeafFiles     []string
+	LeafDER       [][]byte
+	VerifierFiles []string
 }
 
 // AuthType is the mode as crypto/tls says it.
@@ -122,7 +125,7 @@ func (a *ClientAuth) Load() (*x509.CertPool, []*x509.Certificate, error) {
 	for _, c := range cas {
 		pool.AddCert(c)
 	}
-	leaves, err := readCerts(a.LeafFiles, a.LeafDER)
+	leaves, err := readCerts(append(append([]string(nil), a.LeafFiles...), a.VerifierFiles...), a.LeafDER)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -524,7 +527,7 @@ func (p *parser) leafVerifier(d *caddyfile.Dispenser, a *ClientAuth) {
 		if len(args) == 0 {
 			p.errf(d, "tls: client_auth: verifier leaf file: want one or more PEM files")
 		}
-		a.LeafFiles = append(a.LeafFiles, args...)
+		a.VerifierFiles = append(a.VerifierFiles, args...)
 	}
 	if args := d.RemainingArgs(); len(args) > 0 {
 		loader(args[0], args[1:])
