@@ -299,7 +299,7 @@ func usesACME(cfg *config.Config) bool {
 			continue
 		}
 		for _, a := range s.Addrs {
-			if !a.Cleartext && (a.Host == "" && s.TLS.OnDemand || a.Host != "" && !tlscerts.UsesInternalByDefault(a.Host)) {
+			if !a.Cleartext && (a.Host == "" && s.TLS.GetsOnDemand() || a.Host != "" && !tlscerts.UsesInternalByDefault(a.Host)) {
 				return true
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
+	pptls "github.com/pollproxy/pollproxy/tls"
 	"github.com/pollproxy/pollproxy/tls/acmetest"
 	tlscerts "github.com/pollproxy/pollproxy/tls/certs"
 	"github.com/pollproxy/pollproxy/tls/redisstore/redistest"
@@ -315,4 +316,78 @@ func TestOnDemandACMESharedRedis(t *testing.T) {
 	if n := p.Orders(); n != 1 {
 		t.Fatalf("pebble received %d orders after a refused name, want still 1", n)
 	}
+}
+
+// TestGetCertificateHTTP: get_certificate http asks its endpoint for a
+// handshake's certificate (with the SNI in server_name) on the
+// handshake's worker and serves the PEM bundle it answers; a 204 leaves
+// nothing to serve and, with no permission to issue, the handshake fails.
+func TestGetCertificateHTTP(t *testing.T) {
+	polltest.ForEachBackend(t, servertest.ShortBackends(netpoll.Available()), func(t *testing.T, backend string) {
+		cert, err := pptls.SelfSigned([]string{"ok.test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		certPEM, keyPEM, err := pptls.EncodePEM(cert)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var asked []string
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			name := r.URL.Query().Get("server_name")
+			mu.Lock()
+			asked = append(asked, name)
+			mu.Unlock()
+			if name != "ok.test" {
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+			w.Write(append(append([]byte(nil), certPEM...), keyPEM...))
+		})}
+		go srv.Serve(ln)
+		defer srv.Close()
+
+		port := servertest.FreePort(t)
+		file := filepath.Join(t.TempDir(), "Caddyfile")
+		os.WriteFile(file, []byte(fmt.Sprintf(`{
+	poller %s
+	loops 1
+	admin off
+	http_port off
+	default_bind 127.0.0.1
+	storage %s
+}
+
+:%d {
+	tls {
+		get_certificate http http://%s/certs
+	}
+	respond "got {host}"
+}
+`, backend, filepath.Join(t.TempDir(), "storage"), port, ln.Addr())), 0o644)
+		start(t, file, Options{})
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		roots := x509.NewCertPool()
+		roots.AddCert(cert.Leaf)
+		st, body, err := tlsGet(addr, &stdtls.Config{ServerName: "ok.test", RootCAs: roots, NextProtos: []string{"http/1.1"}})
+		if err != nil || body != "got ok.test" {
+			t.Fatalf("ok.test: %q %v", body, err)
+		}
+		if !bytes.Equal(st.PeerCertificates[0].Raw, cert.Leaf.Raw) {
+			t.Fatal("ok.test: not the endpoint's certificate")
+		}
+		if _, body, err := tlsGet(addr, &stdtls.Config{ServerName: "none.test", InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}}); err == nil {
+			t.Fatalf("none.test: answered %q", body)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(asked) < 2 || asked[0] != "ok.test" || asked[len(asked)-1] != "none.test" {
+			t.Fatalf("the endpoint was asked for %q", asked)
+		}
+	})
 }

@@ -87,6 +87,7 @@ func sitePolicy(cfg *config.Config, t *config.TLS) tlscerts.Policy {
 		RenewalWindowRatio: t.RenewalWindowRatio,
 		ReusePrivateKeys:   t.ReusePrivateKeys,
 		OnDemand:           t.OnDemand,
+		CertGetters:        t.CertGetters,
 	}
 	issuers := t.Issuers
 	if len(issuers) == 0 && t.Mode == config.TLSInternal {
@@ -133,7 +134,7 @@ func siteCerts(ctx context.Context, certs *tlscerts.Manager, cfg *config.Config,
 		// no certificate of its own, as in Caddy.
 		return nil
 	}
-	if t.OnDemand {
+	if t.GetsOnDemand() {
 		// On demand, a site for any host takes any name: certificates
 		// come at the first handshake that asks, not for localhost now.
 		var names []string

@@ -53,6 +53,7 @@ type TLS struct {
 	Issuers            []Issuer // issuer ..., in order; or one made by ca, ca_root, eab, tls EMAIL, tls internal
 	KeyType            string   // key_type
 	OnDemand           bool     // on_demand
+	CertGetters        []string // get_certificate http URL (implies on-demand)
 	ReusePrivateKeys   bool     // reuse_private_keys
 	RenewalWindowRatio float64  // renewal_window_ratio
 }
@@ -69,8 +70,13 @@ func (t *TLS) ConnSettings() bool {
 // Automation reports whether the directive says more about obtaining
 // certificates than its mode: issuers, key type, on-demand and the like.
 func (t *TLS) Automation() bool {
-	return len(t.Issuers) > 0 || t.KeyType != "" || t.OnDemand || t.ReusePrivateKeys || t.RenewalWindowRatio != 0
+	return len(t.Issuers) > 0 || t.KeyType != "" || t.OnDemand || t.ReusePrivateKeys || t.RenewalWindowRatio != 0 ||
+		len(t.CertGetters) > 0
 }
+
+// GetsOnDemand reports whether certificates come at handshakes: on_demand,
+// or get_certificate, which implies it as in Caddy.
+func (t *TLS) GetsOnDemand() bool { return t.OnDemand || len(t.CertGetters) > 0 }
 
 // ClientAuth is client_auth: Caddy's client certificate authentication.
 type ClientAuth struct {
@@ -235,7 +241,8 @@ func cipherID(name string) uint16 {
 //		client_auth { ... }
 //		issuer acme|internal|zerossl [...] { ... }
 //		ca URL  ca_root FILE  eab KID MAC  key_type TYPE
-//		on_demand  reuse_private_keys  renewal_window_ratio R
+//		on_demand  get_certificate http URL
+//		reuse_private_keys  renewal_window_ratio R
 //	}]
 func (p *parser) tls(d *caddyfile.Dispenser) TLS {
 	t := TLS{Pos: dpos(d)}
@@ -345,6 +352,17 @@ func (p *parser) tls(d *caddyfile.Dispenser) TLS {
 			if is, ok := p.issuer(d); ok {
 				t.Issuers = append(t.Issuers, is)
 			}
+		case "get_certificate":
+			a := d.RemainingArgs()
+			switch {
+			case len(a) == 2 && a[0] == "http":
+				t.CertGetters = append(t.CertGetters, a[1])
+			case len(a) > 0 && a[0] != "http":
+				p.errf(d, "tls: get_certificate %s is not supported by pollproxy", a[0])
+			default:
+				p.errf(d, "tls: get_certificate http: want the endpoint: get_certificate http URL")
+			}
+			skipBlock(d)
 		case "on_demand":
 			if d.NextArg() {
 				p.errf(d, "%s: takes no argument", label)
@@ -366,7 +384,7 @@ func (p *parser) tls(d *caddyfile.Dispenser) TLS {
 				t.RenewalWindowRatio = r
 			}
 		default:
-			p.notOurs(d, "tls: ", sub, unsupportedTLS, "protocols, ciphers, curves, alpn, client_auth, issuer, ca, ca_root, eab, key_type, on_demand, reuse_private_keys, renewal_window_ratio")
+			p.notOurs(d, "tls: ", sub, unsupportedTLS, "protocols, ciphers, curves, alpn, client_auth, issuer, ca, ca_root, eab, key_type, on_demand, get_certificate, reuse_private_keys, renewal_window_ratio")
 		}
 	}
 	if len(args) == 0 && !block {

@@ -14,7 +14,8 @@
 // on-demand) and the certmagic configuration made from it; connpolicy.go
 // connection policies (protocols, ciphers, curves, ALPN, client
 // certificates) chosen by SNI; ondemand.go the permission asked before
-// an on-demand certificate; localca.go the local CAs, certmagic Issuers
+// an on-demand certificate; certgetter.go the HTTP endpoint asked for a
+// handshake's certificate (get_certificate http); localca.go the local CAs, certmagic Issuers
 // kept in storage;
 // waitlist.go the names put aside while a shared storage does not answer;
 // zaplog.go the bridge from certmagic's zap logs to log/slog.

@@ -554,7 +554,7 @@ func (c *Manager) AddACMEAsync(ctx context.Context, names ...string) error {
 // policy claims. On-demand policies that could reach a public CA for
 // names given by clients need Config.OnDemand, as in Caddy.
 func (c *Manager) Manage(ctx context.Context, p Policy, names ...string) error {
-	if len(p.Issuers) == 0 && !p.OnDemand && p.KeyType == "" && p.RenewalWindowRatio == 0 && !p.ReusePrivateKeys {
+	if len(p.Issuers) == 0 && !p.onDemand() && p.KeyType == "" && p.RenewalWindowRatio == 0 && !p.ReusePrivateKeys {
 		return c.AddAsync(ctx, names...)
 	}
 	if len(p.Issuers) == 0 {
@@ -588,7 +588,7 @@ func (c *Manager) Manage(ctx context.Context, p Policy, names ...string) error {
 	if err != nil {
 		return err
 	}
-	if !p.OnDemand {
+	if !p.onDemand() {
 		return c.manage(ctx, m, names)
 	}
 	var exact []string
@@ -598,7 +598,7 @@ func (c *Manager) Manage(ctx context.Context, p Policy, names ...string) error {
 			exact = append(exact, n)
 			continue
 		}
-		if c.cfg.OnDemand == nil && !p.onlyInternal() {
+		if c.cfg.OnDemand == nil && !p.onlyInternal() && len(p.CertGetters) == 0 {
 			return errors.New("tls: on-demand TLS cannot be enabled without a permission module to prevent abuse (on_demand_tls { ask URL }) for a wildcard or a site without a host name")
 		}
 		c.mu.Lock()

@@ -86,6 +86,11 @@ func (c *Manager) onDemandDecision(p Policy) func(context.Context, string) error
 		c.mu.RLock()
 		_, ok := c.names[normalize(name)]
 		c.mu.RUnlock()
+		if !ok && len(p.CertGetters) > 0 {
+			// As Caddy: with certificate getters and no permission,
+			// nothing is issued for names the getters do not answer.
+			return fmt.Errorf("%s: %w: no permission module configured; certificates not allowed except from external managers", name, ErrPermissionDenied)
+		}
 		if !ok {
 			return fmt.Errorf("%s: %w (no on_demand_tls permission, and not a name of the site)", name, ErrPermissionDenied)
 		}

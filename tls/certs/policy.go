@@ -31,6 +31,11 @@ type Policy struct {
 	// ReusePrivateKeys keeps a certificate's key across renewals.
 	ReusePrivateKeys bool
 
+	// CertGetters are HTTP endpoints asked for a handshake's certificate
+	// before anything is obtained (Caddy's get_certificate http), which
+	// makes the policy on-demand.
+	CertGetters []string
+
 	// OnDemand obtains a certificate at the first handshake that names
 	// a host of the policy (a name, a wildcard, or any name for a site
 	// without a host), once Config.OnDemand allows it, rather than at
@@ -115,7 +120,7 @@ func ValidKeyType(k string) bool { _, ok := keyTypes[k]; return ok }
 // across reloads, so a name keeps its configuration.
 func (p Policy) key() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "kt=%s rwr=%g reuse=%t od=%t", p.KeyType, p.RenewalWindowRatio, p.ReusePrivateKeys, p.OnDemand)
+	fmt.Fprintf(&b, "kt=%s rwr=%g reuse=%t od=%t get=%q", p.KeyType, p.RenewalWindowRatio, p.ReusePrivateKeys, p.OnDemand, p.CertGetters)
 	for _, is := range p.Issuers {
 		switch {
 		case is.ACME != nil:
@@ -158,6 +163,9 @@ func (p Policy) describe() string {
 	return strings.Join(out, ", then ")
 }
 
+// onDemand reports whether certificates are got at handshakes.
+func (p Policy) onDemand() bool { return p.OnDemand || len(p.CertGetters) > 0 }
+
 // onlyInternal reports whether every issuer is a local CA: issuing then
 // takes milliseconds and puts no load on a public CA.
 func (p Policy) onlyInternal() bool {
@@ -199,7 +207,7 @@ type managed struct {
 
 // build makes p's certmagic configuration over c's cache and storage.
 func (c *Manager) build(p Policy) (*managed, error) {
-	m := &managed{key: p.key(), desc: p.describe(), sync: p.onlyInternal(), onDemand: p.OnDemand}
+	m := &managed{key: p.key(), desc: p.describe(), sync: p.onlyInternal(), onDemand: p.onDemand()}
 	tmpl := c.base
 	kt := p.KeyType
 	if kt == "" {
@@ -216,8 +224,11 @@ func (c *Manager) build(p Policy) (*managed, error) {
 		tmpl.RenewalWindowRatio = p.RenewalWindowRatio
 	}
 	tmpl.ReusePrivateKeys = p.ReusePrivateKeys
-	if p.OnDemand {
+	if p.onDemand() {
 		tmpl.OnDemand = &certmagic.OnDemandConfig{DecisionFunc: c.onDemandDecision(p)}
+		for _, u := range p.CertGetters {
+			tmpl.OnDemand.Managers = append(tmpl.OnDemand.Managers, httpCertGetter{url: u})
+		}
 	}
 	tmpl.Issuers = []certmagic.Issuer{c.defaultCA()} // replaced below
 	m.cfg = certmagic.New(c.cache, tmpl)
