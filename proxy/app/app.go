@@ -204,6 +204,10 @@ func (in *Instance) start(cfg *config.Config) error {
 	if err != nil {
 		return err
 	}
+	if err := in.setConnPolicies(p); err != nil {
+		p.logs.abandon()
+		return err
+	}
 	for _, l := range cfg.Listeners() {
 		srv, err := in.newServer(cfg, p, l)
 		if err != nil {
@@ -302,6 +306,10 @@ func (in *Instance) reload(file string) error {
 			return &config.Error{Pos: l.Hosts[0].Site.Pos, Msg: fmt.Sprintf("listener %s changes between HTTP and HTTPS: that takes a restart", l.Addr)}
 		}
 	}
+	if err := in.setConnPolicies(p); err != nil {
+		p.logs.abandon()
+		return err
+	}
 	for _, l := range listeners {
 		if in.servers[l.Addr] != nil {
 			continue
@@ -312,6 +320,8 @@ func (in *Instance) reload(file string) error {
 				s.Close()
 			}
 			p.logs.abandon()
+			// The running configuration's policies again.
+			in.setConnPolicies(in.running)
 			return err
 		}
 		added[l.Addr] = srv

@@ -26,6 +26,7 @@ type plan struct {
 	siteUps   map[*config.Site][]*upstream.Upstream
 	logs      *accessLogs
 	built     builtHandlers // its per-loop proxy handlers, retired by the next reload (streams.go)
+	conn      []tlscerts.ConnPolicy // the sites' connection policies, set by setConnPolicies
 }
 
 // resolveTimeout bounds the resolution of one upstream name.
@@ -73,9 +74,11 @@ func (in *Instance) prepare(cfg *config.Config) (*plan, error) {
 		return nil, errs
 	}
 	if in.certs != nil {
-		if err := addCerts(in.certs, cfg); err != nil {
+		conn, err := addCerts(in.certs, cfg)
+		if err != nil {
 			return nil, err
 		}
+		p.conn = conn
 	}
 	logs, err := in.openLogs(cfg)
 	if err != nil {
@@ -179,9 +182,9 @@ func errorAt(s *config.Site, err error) *config.Error {
 // addCerts manages every site's certificate with the policy of its tls
 // option (siteCerts); by default certs.Manager's (the local CA for names
 // no public CA issues for, ACME in the background for the others), and
-// sets the sites' connection policies. Certificates are only ever added:
+// returns the sites' connection policies. Certificates are only ever added:
 // one that a reload no longer names stays until the next start.
-func addCerts(certs *tlscerts.Manager, cfg *config.Config) error {
+func addCerts(certs *tlscerts.Manager, cfg *config.Config) ([]tlscerts.ConnPolicy, error) {
 	var errs config.Errors
 	ctx := context.Background()
 	for _, s := range cfg.Sites {
@@ -192,10 +195,20 @@ func addCerts(certs *tlscerts.Manager, cfg *config.Config) error {
 	cps, cerrs := connPolicies(cfg)
 	errs = append(errs, cerrs...)
 	if len(errs) > 0 {
-		return errs
+		return nil, errs
 	}
-	if err := certs.SetConnPolicies(cps); err != nil {
-		return config.Errors{&config.Error{Pos: cfg.Sites[0].Pos, Msg: err.Error()}}
+	return cps, nil
+}
+
+// setConnPolicies makes p's connection policies answer the handshakes
+// that start from now on: before any listener of p accepts, so that no
+// connection reaches a site with client_auth without its check.
+func (in *Instance) setConnPolicies(p *plan) error {
+	if in.certs == nil {
+		return nil
+	}
+	if err := in.certs.SetConnPolicies(p.conn); err != nil {
+		return config.Errors{&config.Error{Pos: p.cfg.Sites[0].Pos, Msg: "tls: " + err.Error()}}
 	}
 	return nil
 }

@@ -366,3 +366,63 @@ example.com:%d {
 		}
 	})
 }
+
+// TestTLSOptionsReload: a reload that changes a site's connection policy
+// applies to the handshakes after it; one that fails keeps the running
+// policy.
+func TestTLSOptionsReload(t *testing.T) {
+	polltest.ForEachBackend(t, servertest.ShortBackends(netpoll.Available()), func(t *testing.T, backend string) {
+		dir := t.TempDir()
+		port := servertest.FreePort(t)
+		storage := filepath.Join(dir, "storage")
+		file := filepath.Join(dir, "Caddyfile")
+		write := func(protocols, extra string) {
+			os.WriteFile(file, []byte(fmt.Sprintf(`{
+	poller %s
+	loops 1
+	admin off
+	http_port off
+	default_bind 127.0.0.1
+	storage %s
+}
+
+site.localhost:%d {
+	tls internal {
+		protocols %s
+	}
+	respond "site"
+}
+%s`, backend, storage, port, protocols, extra)), 0o644)
+		}
+		write("tls1.3", "")
+		r := start(t, file, Options{})
+		roots := x509.NewCertPool()
+		localRoot(t, storage, roots)
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		v12 := &stdtls.Config{ServerName: "site.localhost", RootCAs: roots, MaxVersion: stdtls.VersionTLS12, NextProtos: []string{"http/1.1"}}
+		if _, body, err := tlsGet(addr, v12); err == nil {
+			t.Fatalf("TLS 1.2 before the reload: answered %q", body)
+		}
+		write("tls1.2", "")
+		if err := r.in.Reload(); err != nil {
+			t.Fatal(err)
+		}
+		if _, body, err := tlsGet(addr, v12); err != nil || body != "site" {
+			t.Fatalf("TLS 1.2 after the reload: %q %v", body, err)
+		}
+		// A reload that fails after its policies were made (a listen
+		// address taken by another socket) keeps the running ones.
+		taken, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer taken.Close()
+		write("tls1.3", fmt.Sprintf("\n%s {\n\ttls internal\n\trespond \"taken\"\n}\n", taken.Addr()))
+		if err := r.in.Reload(); err == nil {
+			t.Fatal("a reload onto a taken port succeeded")
+		}
+		if _, body, err := tlsGet(addr, v12); err != nil || body != "site" {
+			t.Fatalf("TLS 1.2 after a failed reload: %q %v", body, err)
+		}
+	})
+}
