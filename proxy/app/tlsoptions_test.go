@@ -15,6 +15,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,6 +119,7 @@ func TestSiteTLSOptions(t *testing.T) {
 		good, bad := clients.client(t, "good"), clients.client(t, "bad")
 		stranger := other.client(t, "stranger")
 		leafFile := writeCertPEM(t, filepath.Join(dir, "leaf.pem"), good.Certificate[0])
+		keyLog := filepath.Join(dir, "keys.log")
 		file := filepath.Join(dir, "Caddyfile")
 		os.WriteFile(file, []byte(fmt.Sprintf(`{
 	poller %s
@@ -192,7 +194,14 @@ plain.localhost:%[3]d {
 	tls internal
 	respond "plain"
 }
-`, backend, storage, port, caFile, leafFile)), 0o644)
+
+keys.localhost:%[3]d {
+	tls internal {
+		insecure_secrets_log %[6]s
+	}
+	respond "keys"
+}
+`, backend, storage, port, caFile, leafFile, keyLog)), 0o644)
 		start(t, file, Options{})
 		roots := x509.NewCertPool()
 		localRoot(t, storage, roots)
@@ -292,6 +301,20 @@ plain.localhost:%[3]d {
 		expect("plain over TLS 1.2", c, "plain")
 		if st.Version != stdtls.VersionTLS13 {
 			t.Errorf("plain: version %x", st.Version)
+		}
+
+		// insecure_secrets_log: this site's handshakes, and only its,
+		// write their secrets in the NSS key log format.
+		if b, _ := os.ReadFile(keyLog); len(b) != 0 {
+			t.Fatalf("key log written by other sites' handshakes:\n%s", b)
+		}
+		var lines strings.Builder
+		c = cfg("keys.localhost")
+		c.KeyLogWriter = &lines
+		expect("keys", c, "keys")
+		b, _ := os.ReadFile(keyLog)
+		if lines.Len() == 0 || !strings.Contains(string(b), strings.Split(lines.String(), "\n")[0]) {
+			t.Errorf("key log %q lacks the client's own %q", b, lines.String())
 		}
 	})
 }

@@ -172,11 +172,11 @@ func connPolicies(cfg *config.Config) ([]tlscerts.ConnPolicy, config.Errors) {
 	for _, s := range cfg.Sites {
 		t := &s.TLS
 		if !t.ConnSettings() || t.Mode == config.TLSFiles && t.MinVersion == 0 && t.MaxVersion == 0 &&
-			t.Ciphers == nil && t.Curves == nil && t.ALPN == nil && t.ClientAuth == nil {
+			t.Ciphers == nil && t.Curves == nil && t.ALPN == nil && t.ClientAuth == nil && t.SecretsLog == "" {
 			continue
 		}
 		cp := tlscerts.ConnPolicy{MinVersion: t.MinVersion, MaxVersion: t.MaxVersion,
-			CipherSuites: t.Ciphers, Curves: t.Curves, ALPN: t.ALPN}
+			CipherSuites: t.Ciphers, Curves: t.Curves, ALPN: t.ALPN, SecretsLog: t.SecretsLog}
 		anyHost := false
 		for _, a := range s.Addrs {
 			if a.Cleartext {

@@ -48,6 +48,7 @@ type TLS struct {
 	Curves                 []stdtls.CurveID // curves
 	ALPN                   []string         // alpn
 	ClientAuth             *ClientAuth      // client_auth
+	SecretsLog             string           // insecure_secrets_log
 
 	// The automation policy.
 	Issuers            []Issuer // issuer ..., in order; or one made by ca, ca_root, eab, tls EMAIL, tls internal
@@ -64,7 +65,7 @@ type TLS struct {
 // by tag).
 func (t *TLS) ConnSettings() bool {
 	return t.MinVersion != 0 || t.MaxVersion != 0 || t.Ciphers != nil || t.Curves != nil ||
-		t.ALPN != nil || t.ClientAuth != nil || t.Mode == TLSFiles
+		t.ALPN != nil || t.ClientAuth != nil || t.SecretsLog != "" || t.Mode == TLSFiles
 }
 
 // Automation reports whether the directive says more about obtaining
@@ -352,6 +353,8 @@ func (p *parser) tls(d *caddyfile.Dispenser) TLS {
 			if is, ok := p.issuer(d); ok {
 				t.Issuers = append(t.Issuers, is)
 			}
+		case "insecure_secrets_log":
+			t.SecretsLog, _ = p.oneArg(d, label, "a file")
 		case "get_certificate":
 			a := d.RemainingArgs()
 			switch {

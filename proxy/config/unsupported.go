@@ -54,4 +54,4 @@ var unsupportedTransport = set("read_buffer", "write_buffer", "max_response_head
 	"local_address", "forward_proxy_url", "network_proxy", "max_idle_conns")
 
 var unsupportedTLS = set("load", "dns", "propagation_delay", "propagation_timeout", "resolvers", "dns_ttl",
-	"dns_challenge_override_domain", "insecure_secrets_log")
+	"dns_challenge_override_domain")

@@ -5,6 +5,9 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -28,6 +31,10 @@ type ConnPolicy struct {
 	ALPN []string
 	// ClientAuth asks clients for certificates (nil: never).
 	ClientAuth *ClientAuth
+	// SecretsLog, when set, is a file the handshakes' secrets are
+	// appended to in the NSS key log format, for Wireshark (Caddy's
+	// insecure_secrets_log): whoever reads it can decrypt the traffic.
+	SecretsLog string
 }
 
 // ClientAuth is a policy's client certificate authentication (Caddy's
@@ -84,6 +91,13 @@ func (c *Manager) SetConnPolicies(policies []ConnPolicy) error {
 		cfg, err := p.apply(base)
 		if err != nil {
 			return err
+		}
+		if p.SecretsLog != "" {
+			w, err := c.secretsLog(p.SecretsLog)
+			if err != nil {
+				return err
+			}
+			cfg.KeyLogWriter = w
 		}
 		if len(p.Names) == 0 {
 			if cp.dflt == nil {
@@ -165,4 +179,28 @@ func (p *ConnPolicy) apply(base *stdtls.Config) (*stdtls.Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// secretsLog opens the key log file name, once for the Manager's life:
+// a reload that names it again writes on (crypto/tls writes each line
+// whole, from the handshake workers).
+func (c *Manager) secretsLog(name string) (io.Writer, error) {
+	abs, err := filepath.Abs(name)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f := c.keyLogs[abs]; f != nil {
+		return f, nil
+	}
+	f, err := os.OpenFile(abs, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("tls: insecure_secrets_log: %w", err)
+	}
+	if c.keyLogs == nil {
+		c.keyLogs = map[string]*os.File{}
+	}
+	c.keyLogs[abs] = f
+	return f, nil
 }

@@ -188,7 +188,8 @@ type Manager struct {
 
 	cleaning sync.WaitGroup // the storage cleaner, which Close waits for
 
-	conn atomic.Pointer[connPolicies] // SetConnPolicies's; nil: none
+	conn    atomic.Pointer[connPolicies] // SetConnPolicies's; nil: none
+	keyLogs map[string]*os.File          // insecure_secrets_log files by absolute name; c.mu
 
 	closeOnce sync.Once
 }
@@ -768,6 +769,11 @@ func (c *Manager) Close() error {
 		if cl, ok := c.storage.(io.Closer); ok && c.files == nil {
 			cl.Close()
 		}
+		c.mu.Lock()
+		for _, f := range c.keyLogs {
+			f.Close()
+		}
+		c.mu.Unlock()
 	})
 	return nil
 }
