@@ -22,6 +22,7 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
+	pptls "github.com/pollproxy/pollproxy/tls"
 )
 
 // testCA is a CA for client certificates.
@@ -446,6 +447,58 @@ site.localhost:%d {
 		}
 		if _, body, err := tlsGet(addr, v12); err != nil || body != "site" {
 			t.Fatalf("TLS 1.2 after a failed reload: %q %v", body, err)
+		}
+	})
+}
+
+// TestTLSLoad: tls { load DIR } serves the PEM bundles of DIR for their
+// names, and the site's other names get their certificates as without
+// load (the local CA here), as in Caddy.
+func TestTLSLoad(t *testing.T) {
+	polltest.ForEachBackend(t, servertest.ShortBackends(netpoll.Available()), func(t *testing.T, backend string) {
+		dir := t.TempDir()
+		cert, err := pptls.SelfSigned([]string{"loaded.test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		certPEM, keyPEM, _ := pptls.EncodePEM(cert)
+		certs := filepath.Join(dir, "certs", "sub")
+		os.MkdirAll(certs, 0o700)
+		os.WriteFile(filepath.Join(certs, "loaded.PEM"), append(certPEM, keyPEM...), 0o600)
+		os.WriteFile(filepath.Join(certs, "notes.txt"), []byte("not a certificate"), 0o600)
+		port := servertest.FreePort(t)
+		storage := filepath.Join(dir, "storage")
+		file := filepath.Join(dir, "Caddyfile")
+		os.WriteFile(file, []byte(fmt.Sprintf(`{
+	poller %s
+	loops 1
+	admin off
+	http_port off
+	default_bind 127.0.0.1
+	storage %s
+}
+
+loaded.test:%[3]d, other.localhost:%[3]d {
+	tls {
+		load %[4]s
+	}
+	respond "{host}"
+}
+`, backend, storage, port, filepath.Join(dir, "certs"))), 0o644)
+		r := start(t, file, Options{})
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		loadedRoots := x509.NewCertPool()
+		loadedRoots.AddCert(cert.Leaf)
+		if _, body, err := tlsGet(addr, &stdtls.Config{ServerName: "loaded.test", RootCAs: loadedRoots, NextProtos: []string{"http/1.1"}}); err != nil || body != "loaded.test" {
+			t.Fatalf("loaded.test: %q %v", body, err)
+		}
+		roots := x509.NewCertPool()
+		localRoot(t, storage, roots)
+		if _, body, err := tlsGet(addr, &stdtls.Config{ServerName: "other.localhost", RootCAs: roots, NextProtos: []string{"http/1.1"}}); err != nil || body != "other.localhost" {
+			t.Fatalf("other.localhost: %q %v", body, err)
+		}
+		if strings.Contains(r.log.String(), "identifier=loaded.test") {
+			t.Fatal("a certificate was obtained for the loaded name")
 		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/caddyserver/certmagic"
 	"github.com/mholt/acmez/v3/acme"
@@ -152,6 +153,20 @@ func siteCerts(ctx context.Context, certs *tlscerts.Manager, cfg *config.Config,
 	if len(names) == 0 {
 		return nil // a plain-HTTP site needs no certificate
 	}
+	if len(t.Load) > 0 {
+		loaded, err := certs.AddFolder(t.Load...)
+		if err != nil {
+			return err
+		}
+		if !cfg.AutoHTTPS.IgnoreLoadedCerts && !t.ForceAutomate {
+			// As Caddy: names a loaded certificate covers are not
+			// automated (ignore_loaded_certs and force_automate do).
+			names = uncovered(names, loaded)
+			if len(names) == 0 {
+				return nil
+			}
+		}
+	}
 	switch {
 	case t.Automation() || len(cfg.TLSOptions.CertIssuers) > 0 && t.Mode == config.TLSAuto:
 		return certs.Manage(ctx, sitePolicy(cfg, t), names...)
@@ -161,6 +176,26 @@ func siteCerts(ctx context.Context, certs *tlscerts.Manager, cfg *config.Config,
 		return certs.AddACMEAsync(ctx, names...)
 	}
 	return certs.AddAsync(ctx, names...)
+}
+
+// uncovered are the names no certificate name in loaded covers (exactly,
+// or as a wildcard over one label).
+func uncovered(names, loaded []string) []string {
+	var out []string
+	for _, n := range names {
+		covered := false
+		for _, l := range loaded {
+			l = strings.ToLower(l)
+			if l == n || strings.HasPrefix(l, "*.") && strings.Count(n, ".") > 0 && n[strings.Index(n, "."):] == l[1:] {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // connPolicies are the sites' connection policies: one per site whose

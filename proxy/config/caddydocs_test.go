@@ -245,7 +245,8 @@ var caddyDocExamples = []docExample{
 	{"tls", docSite("tls {\n\tissuer zerossl API_KEY\n}"), ""},
 	{"tls", docSite("tls {\n\tissuer internal {\n\t\tlifetime 1d\n\t\tsign_with_root\n\t}\n}"), ""},
 	{"tls", docSite("tls {\n\tissuer acme\n\tissuer internal\n}"), ""},
-	{"tls", docSite("tls {\n\tload /path/to/certs\n}"), "Caddyfile:3: tls: load is not supported by pollproxy"},
+	{"tls", docSite("tls {\n\tload /path/to/certs\n}"), ""},
+	{"tls", docSite("tls force_automate"), ""},
 	{"tls", docSite("tls {\n\tinsecure_secrets_log /var/log/caddy/sslkeylog.log\n}"), ""},
 
 	// TLS global options (the global options page)

@@ -55,6 +55,8 @@ type TLS struct {
 	KeyType            string   // key_type
 	OnDemand           bool     // on_demand
 	CertGetters        []string // get_certificate http URL (implies on-demand)
+	Load               []string // load DIR...: folders of PEM bundles
+	ForceAutomate      bool     // tls force_automate
 	ReusePrivateKeys   bool     // reuse_private_keys
 	RenewalWindowRatio float64  // renewal_window_ratio
 }
@@ -65,7 +67,7 @@ type TLS struct {
 // by tag).
 func (t *TLS) ConnSettings() bool {
 	return t.MinVersion != 0 || t.MaxVersion != 0 || t.Ciphers != nil || t.Curves != nil ||
-		t.ALPN != nil || t.ClientAuth != nil || t.SecretsLog != "" || t.Mode == TLSFiles
+		t.ALPN != nil || t.ClientAuth != nil || t.SecretsLog != "" || t.Mode == TLSFiles || t.ForceAutomate
 }
 
 // Automation reports whether the directive says more about obtaining
@@ -255,7 +257,11 @@ func (p *parser) tls(d *caddyfile.Dispenser) TLS {
 	case len(args) == 1 && args[0] == "internal":
 		t.Mode, internal = TLSInternal, true
 	case len(args) == 1 && args[0] == "force_automate":
-		p.errf(d, "tls: force_automate is not supported by pollproxy")
+		// The site's names are automated even where a loaded
+		// certificate covers them, which pollproxy does for a site
+		// without load anyway; like Caddy's, it makes a connection
+		// policy.
+		t.ForceAutomate = true
 	case len(args) == 1 && strings.Contains(args[0], "@"):
 		t.Mode, t.Email = TLSACME, args[0]
 		implicit = &Issuer{Pos: t.Pos, Kind: "acme", Email: args[0]}
@@ -353,6 +359,12 @@ func (p *parser) tls(d *caddyfile.Dispenser) TLS {
 			if is, ok := p.issuer(d); ok {
 				t.Issuers = append(t.Issuers, is)
 			}
+		case "load":
+			a := d.RemainingArgs()
+			if len(a) == 0 {
+				p.errf(d, "%s: want one or more directories", label)
+			}
+			t.Load = append(t.Load, a...)
 		case "insecure_secrets_log":
 			t.SecretsLog, _ = p.oneArg(d, label, "a file")
 		case "get_certificate":

@@ -53,5 +53,5 @@ var unsupportedTransport = set("read_buffer", "write_buffer", "max_response_head
 	"tls_except_ports", "keepalive_interval", "compression",
 	"local_address", "forward_proxy_url", "network_proxy", "max_idle_conns")
 
-var unsupportedTLS = set("load", "dns", "propagation_delay", "propagation_timeout", "resolvers", "dns_ttl",
+var unsupportedTLS = set("dns", "propagation_delay", "propagation_timeout", "resolvers", "dns_ttl",
 	"dns_challenge_override_domain")

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -684,6 +685,48 @@ func (c *Manager) AddFilePair(certFile, keyFile string) error {
 		return fmt.Errorf("tls: certificate %s: %w", certFile, err)
 	}
 	return nil
+}
+
+// AddFolder serves the certificates of every *.pem file under dirs, each a
+// bundle of a chain and its key (Caddy's tls { load }), for the names
+// they hold, and returns those names. They are not renewed; a reload
+// reads them again.
+func (c *Manager) AddFolder(dirs ...string) ([]string, error) {
+	var names []string
+	for _, dir := range dirs {
+		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return fmt.Errorf("unable to traverse into path: %s", path)
+			}
+			if d.IsDir() || !strings.HasSuffix(strings.ToLower(d.Name()), ".pem") {
+				return nil
+			}
+			bundle, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			cert, err := stdtls.X509KeyPair(bundle, bundle)
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			ctx, cancel := context.WithTimeout(c.ctx, addTimeout)
+			defer cancel()
+			if _, err := c.acme.cfg.CacheUnmanagedTLSCertificate(ctx, cert, nil); err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			if cert.Leaf != nil {
+				names = append(names, cert.Leaf.DNSNames...)
+				for _, ip := range cert.Leaf.IPAddresses {
+					names = append(names, ip.String())
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("tls: walking certificates directory %s: %w", dir, err)
+		}
+	}
+	return names, nil
 }
 
 // TLSConfig returns a server configuration like tls.ServerConfig's (TLS
