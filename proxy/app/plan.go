@@ -25,7 +25,7 @@ type plan struct {
 	proxies   map[*config.Proxy]proxy.Config
 	siteUps   map[*config.Site][]*upstream.Upstream
 	logs      *accessLogs
-	built     builtHandlers // its per-loop proxy handlers, retired by the next reload (streams.go)
+	built     builtHandlers         // its per-loop proxy handlers, retired by the next reload (streams.go)
 	conn      []tlscerts.ConnPolicy // the sites' connection policies, set by setConnPolicies
 }
 

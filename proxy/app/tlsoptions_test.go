@@ -502,3 +502,49 @@ loaded.test:%[3]d, other.localhost:%[3]d {
 		}
 	})
 }
+
+// TestCertIssuerGlobal: cert_issuer gives the sites that name no issuer
+// their issuers; a site's own tls internal keeps the default ones.
+func TestCertIssuerGlobal(t *testing.T) {
+	polltest.ForEachBackend(t, servertest.ShortBackends(netpoll.Available()), func(t *testing.T, backend string) {
+		dir := t.TempDir()
+		port := servertest.FreePort(t)
+		storage := filepath.Join(dir, "storage")
+		file := filepath.Join(dir, "Caddyfile")
+		os.WriteFile(file, []byte(fmt.Sprintf(`{
+	poller %s
+	loops 1
+	admin off
+	http_port off
+	default_bind 127.0.0.1
+	storage %s
+	cert_issuer internal {
+		lifetime 1d
+	}
+}
+
+short.localhost:%[3]d {
+	respond "short"
+}
+
+default.localhost:%[3]d {
+	tls internal
+	respond "default"
+}
+`, backend, storage, port)), 0o644)
+		start(t, file, Options{})
+		roots := x509.NewCertPool()
+		localRoot(t, storage, roots)
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		for name, want := range map[string]time.Duration{"short.localhost": 24 * time.Hour, "default.localhost": 7 * 24 * time.Hour} {
+			st, body, err := tlsGet(addr, &stdtls.Config{ServerName: name, RootCAs: roots, NextProtos: []string{"http/1.1"}})
+			if err != nil || body+".localhost" != name {
+				t.Fatalf("%s: %q %v", name, body, err)
+			}
+			leaf := st.PeerCertificates[0]
+			if life := leaf.NotAfter.Sub(leaf.NotBefore); life < want || life > want+time.Hour {
+				t.Errorf("%s: lifetime %v, want %v", name, life, want)
+			}
+		}
+	})
+}

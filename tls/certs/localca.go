@@ -83,12 +83,14 @@ func keysFor(id string) caKeys {
 	return caKeys{prefix + "root.crt", prefix + "root.key", prefix + "intermediate.crt", prefix + "intermediate.key", lock}
 }
 
-// localCA is a certmagic.Issuer that signs certificates with pollproxy's
-// development CA: an ECDSA P-256 root and intermediate generated on first
-// use and kept in certmagic's storage. Several pollproxy instances that
-// share a storage share the CA: creation and replacement of its keys happen
-// under a storage lock, and every issuance reads the CA back from storage,
-// so an intermediate replaced by one instance is used by all.
+// localCA is a certmagic.Issuer that signs certificates with one of
+// pollproxy's development CAs (by id; DefaultCA unless pki names
+// another): an ECDSA P-256 root and intermediate generated on first use
+// and kept in certmagic's storage, or a root the operator brings. Several
+// pollproxy instances that share a storage share the CA: creation and
+// replacement of its keys happen under a storage lock, and every issuance
+// reads the CA back from storage, so an intermediate replaced by one
+// instance is used by all.
 type localCA struct {
 	storage certmagic.Storage
 	now     func() time.Time
@@ -199,7 +201,8 @@ type caChain struct {
 }
 
 // intermUsable reports whether the intermediate can sign a full-length leaf
-// twice over from now: if not, it is replaced.
+// twice over from now (or, for leaves longer than a quarter of an
+// intermediate's life, still has half its life): if not, it is replaced.
 func (c *caChain) intermUsable(now time.Time, leaf, interm time.Duration) bool {
 	return c.interm != nil && c.interm.NotAfter.Sub(now) > min(2*leaf, interm/2) &&
 		c.interm.CheckSignatureFrom(c.root) == nil

@@ -289,7 +289,8 @@ func New(cfg Config) (*Manager, error) {
 // configuration being built.
 func (c *Manager) defaultCA() *localCA { return c.ca }
 
-// localCA returns the local CA that is names, with its leaf parameters.
+// localCA returns the local CA the issuer names (with its leaf parameters), one
+// value per CA and parameters for the Manager's life.
 func (c *Manager) localCA(is *InternalIssuer) (*localCA, error) {
 	id := is.CA
 	if id == "" {
@@ -298,7 +299,7 @@ func (c *Manager) localCA(is *InternalIssuer) (*localCA, error) {
 	// A CA no pki block configures is made with the defaults, as
 	// Caddy's.
 	params := c.cfg.CAs[id]
-	life := cmp(is.Lifetime, c.cfg.CertLifetime)
+	life := orDuration(is.Lifetime, c.cfg.CertLifetime)
 	ca := &localCA{storage: c.storage, now: time.Now, id: id, params: params, leaf: life, withRoot: is.SignWithRoot}
 	if life > 0 && life > ca.intermValidity() && !is.SignWithRoot {
 		return nil, fmt.Errorf("tls: issuer internal: certificate lifetime %v exceeds the intermediate's (%v)", life, ca.intermValidity())

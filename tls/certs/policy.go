@@ -310,7 +310,7 @@ func (c *Manager) acmeIssuer(cfg *certmagic.Config, a ACMEIssuer) (*certmagic.AC
 	case g.PreferredChains != nil:
 		out.PreferredChains = *g.PreferredChains
 	}
-	if life := cmp(a.Lifetime, g.CertLifetime); life > 0 {
+	if life := orDuration(a.Lifetime, g.CertLifetime); life > 0 {
 		out.NotAfter = life
 	}
 	return certmagic.NewACMEIssuer(cfg, out), nil
@@ -323,8 +323,8 @@ func firstNonEmpty(a, b string) string {
 	return b
 }
 
-// cmp is a when set, else b.
-func cmp(a, b time.Duration) time.Duration {
+// orDuration is a when set, else b.
+func orDuration(a, b time.Duration) time.Duration {
 	if a != 0 {
 		return a
 	}
