@@ -155,12 +155,25 @@ type Config struct {
 // the local root accept: keep it private (certmagic writes directories 0700
 // and files 0600).
 //
+// # Policies
+//
+// Add, AddInternal and AddACME use the default policies (the local CA,
+// ACME with Config's account); Manage takes a Policy of a site's own
+// (issuers, key type, on-demand), built once into a certmagic
+// configuration that every site with an equal policy shares. A name
+// belongs to one policy; handshakes for it are answered by that policy's
+// configuration, an on-demand policy's wildcard or catch-all taking the
+// names no other policy claims. SetConnPolicies sets how the handshakes
+// of some names are answered (protocols, client certificates ...).
+//
 // # Handshakes
 //
 // TLSConfig's GetCertificate looks certificates up in memory; it may touch
 // storage or wait on a lock when a certificate is missing or an ACME
-// TLS-ALPN-01 challenge is being answered. pollproxy runs handshakes on the
-// HandshakePool, off the event loops, and passes the handshake's context
+// TLS-ALPN-01 challenge is being answered, and it obtains an on-demand
+// certificate (asking the permission endpoint, then the issuer) while the
+// handshake waits. pollproxy runs handshakes on the HandshakePool, off the
+// event loops, and passes the handshake's context
 // (ClientHelloInfo.Context) along, so that never blocks a loop and is
 // bounded by the handshake timeout.
 type Manager struct {
