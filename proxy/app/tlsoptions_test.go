@@ -347,6 +347,7 @@ func TestTLSGlobalOptions(t *testing.T) {
 	renew_interval 30m
 	storage_clean_interval 7d
 	persist_config off
+	debug
 	pki {
 		ca {
 			name "Example Dev"
@@ -358,7 +359,11 @@ example.com:%d {
 	respond "ex"
 }
 `, backend, storage, port)), 0o644)
-		start(t, file, Options{})
+		r := start(t, file, Options{})
+		// debug: the instance's log, made for INFO, carries DEBUG too.
+		if !strings.Contains(r.log.String(), "level=DEBUG") {
+			t.Error("debug: no DEBUG record in the instance's log")
+		}
 		roots := x509.NewCertPool()
 		localRoot(t, storage, roots)
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
