@@ -348,6 +348,7 @@ func TestTLSGlobalOptions(t *testing.T) {
 	storage_clean_interval 7d
 	persist_config off
 	debug
+	shutdown_delay 100ms
 	pki {
 		ca {
 			name "Example Dev"
@@ -392,6 +393,14 @@ example.com:%d {
 			if got := st.PeerCertificates[0].DNSNames; len(got) != 1 || got[0] != "example.com" {
 				t.Errorf("SNI %q: certificate for %v, want example.com", sni, got)
 			}
+		}
+
+		// shutdown_delay: a stop waits before draining.
+		if err := r.in.Shutdown(); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(r.log.String(), `msg="shutdown delayed" delay=100ms`) {
+			t.Error("shutdown_delay: no delay before the drain")
 		}
 	})
 }
