@@ -778,11 +778,32 @@ func (c *Manager) getCertificate(hello *stdtls.ClientHelloInfo) (*stdtls.Certifi
 }
 
 // HTTPChallengeHandler wraps next with an answer to ACME HTTP-01 challenges
-// (GET /.well-known/acme-challenge/<token>) for c's ACME account: tokens of
-// this instance from memory, those of others sharing the storage from it.
+// (GET /.well-known/acme-challenge/<token>) for c's ACME accounts (the
+// default one and the sites' issuers): tokens of this instance from
+// memory, those of others sharing the storage from it.
 // Other requests go to next.
 func (c *Manager) HTTPChallengeHandler(next http.Handler) http.Handler {
-	return c.issuer.HTTPChallengeHandler(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c.issuer.HandleHTTPChallenge(w, r) {
+			return
+		}
+		// The sites' own ACME issuers (another CA, account or storage
+		// key), each of which finds the tokens it stored.
+		c.mu.RLock()
+		var issuers []*certmagic.ACMEIssuer
+		for _, m := range c.policies {
+			if m.acme != nil && m.acme != c.issuer {
+				issuers = append(issuers, m.acme)
+			}
+		}
+		c.mu.RUnlock()
+		for _, is := range issuers {
+			if is.HandleHTTPChallenge(w, r) {
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // RootPEM returns the local CA's root certificate in PEM, creating the CA
