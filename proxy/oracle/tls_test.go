@@ -226,6 +226,15 @@ func TestOracleTLS(t *testing.T) {
 		{"plain default", "plain.localhost", nil},
 		{"plain tls1.2", "plain.localhost", and(h1, func(c *stdtls.Config) { c.MaxVersion = stdtls.VersionTLS12 })},
 		{"plain with a certificate", "plain.localhost", and(h1, with(good))},
+		{"plain p384 client", "plain.localhost", and(h1, func(c *stdtls.Config) { c.CurvePreferences = []stdtls.CurveID{stdtls.CurveP384} })},
+		{"plain tls1.2 p521 client", "plain.localhost", and(h1, func(c *stdtls.Config) {
+			c.MaxVersion = stdtls.VersionTLS12
+			c.CurvePreferences = []stdtls.CurveID{stdtls.CurveP521}
+		})},
+		{"plain tls1.2 cbc client", "plain.localhost", and(h1, func(c *stdtls.Config) {
+			c.MaxVersion = stdtls.VersionTLS12
+			c.CipherSuites = []uint16{stdtls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA}
+		})},
 	}
 
 	caddyfile := func(port, httpPort int, storage string) string {
@@ -241,7 +250,7 @@ func TestOracleTLS(t *testing.T) {
 				t.Fatalf("exited: %v", err)
 			default:
 			}
-			return !strings.HasPrefix(tlsOutcome(addr, probes[len(probes)-1]), "refused")
+			return !strings.HasPrefix(tlsOutcome(addr, tlsProbe{"ready", "plain.localhost", nil}), "refused")
 		}) {
 			t.Fatal("no handshake with the server")
 		}
