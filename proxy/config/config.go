@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,6 +54,9 @@ type Config struct {
 	Storage string
 	// Redis, when set, replaces the Storage directory (storage redis).
 	Redis *RedisStorage
+	// TLSOptions are the other global options about certificates and
+	// handshakes (local_certs, pki, on_demand_tls ...).
+	TLSOptions
 	// DefaultBind is the host every site listens on ("" : all interfaces).
 	DefaultBind string
 	// HTTPPort is Caddy's http_port: the port of http:// sites without
@@ -246,6 +250,9 @@ type Proxy struct {
 	// TLS, when set, speaks TLS to the upstreams (https:// upstreams,
 	// transport http's tls options).
 	TLS *UpstreamTLS
+	// Versions is transport http's versions ("1.1", "2", "h2c"); nil is
+	// Caddy's default, 1.1 and 2. An h2c:// upstream means h2c and 2.
+	Versions []string
 
 	scheme string // the scheme the upstreams were written with, one for all
 }
@@ -279,8 +286,36 @@ func (p Proxy) ProxyConfig(ups []*upstream.Upstream) proxy.Config {
 		HeaderDown:            p.HeaderDown,
 		StreamTimeout:         p.Stream.Timeout,
 		StreamCloseDelay:      p.Stream.CloseDelay,
-		ActiveHealth:          p.ActiveHealth,
+		ActiveHealth:          p.activeHealth(),
+		H2C:                   p.h2c(),
+		H2:                    p.h2(),
 	}.WithDefaults()
+}
+
+// h2c reports whether the upstreams speak HTTP/2 with prior knowledge
+// over cleartext: an h2c:// upstream, or versions with h2c and no TLS
+// (Caddy then turns HTTP/1.1 off).
+func (p Proxy) h2c() bool {
+	if p.TLS != nil {
+		return false
+	}
+	return p.scheme == "h2c" || slices.Contains(p.Versions, "h2c")
+}
+
+// h2 reports whether HTTP/2 is offered to TLS upstreams by ALPN:
+// versions with 2, or none (Caddy's default, 1.1 and 2); with h2c too,
+// as Caddy's transport then takes h2 over TLS as well.
+func (p Proxy) h2() bool {
+	return p.TLS != nil && (p.Versions == nil || slices.Contains(p.Versions, "2") || slices.Contains(p.Versions, "h2c"))
+}
+
+// activeHealth is the active health checks' configuration, speaking the
+// HTTP version the proxy speaks to the upstreams, as Caddy's checks use
+// its transport.
+func (p Proxy) activeHealth() upstream.ActiveHealth {
+	a := p.ActiveHealth
+	a.H2C, a.H2 = p.h2c(), p.h2()
+	return a
 }
 
 // hostUpstream is the Host an HTTPS upstream is sent by default, as in
@@ -301,32 +336,6 @@ func (p Proxy) headerUp() []route.HeaderOp {
 		return p.HeaderUp
 	}
 	return append([]route.HeaderOp{hostUpstream}, p.HeaderUp...)
-}
-
-// TLSMode says where a site's certificate comes from.
-type TLSMode int
-
-// TLS modes.
-const (
-	// TLSAuto is the default: ACME for public names, the local CA for
-	// localhost, IP addresses and names that cannot be public.
-	TLSAuto TLSMode = iota
-	TLSInternal
-	TLSFiles
-	TLSACME
-)
-
-// String is the mode as the Caddyfile spells it.
-func (m TLSMode) String() string {
-	return [...]string{"auto", "internal", "files", "acme"}[m]
-}
-
-// TLS is a site's tls directive.
-type TLS struct {
-	Pos       Pos
-	Mode      TLSMode
-	Cert, Key string // TLSFiles
-	Email     string // TLSACME: the account for this site
 }
 
 // Listener is one listening address and the sites it serves, routed by
@@ -386,6 +395,11 @@ func (c *Config) CheckFiles() error {
 			}
 			if _, err := rp.TLS.ClientConfig(); err != nil {
 				errs = append(errs, &Error{Pos: rp.TLS.Pos, Msg: "reverse_proxy: " + err.Error()})
+			}
+		}
+		if a := s.TLS.ClientAuth; a != nil {
+			if _, _, err := a.Load(); err != nil {
+				errs = append(errs, &Error{Pos: a.Pos, Msg: "tls: client_auth: " + err.Error()})
 			}
 		}
 		if s.TLS.Mode != TLSFiles {
