@@ -77,6 +77,13 @@ type exchange struct {
 	kept       []byte
 	after      []byte
 
+	// fcgiHeld: a FastCGI request whose body's length is unknown; the
+	// body waits in early (at most fcgiBufferLimit) and the request
+	// starts when it ends. trusted is the peer's trust, for its CGI
+	// environment then.
+	fcgiHeld bool
+	trusted  bool
+
 	// released: the front end is done with the request (OnRelease). The
 	// exchange goes back to its handler's free list (recycle) once it is
 	// also done.
@@ -470,6 +477,10 @@ func (ex *exchange) OnBody(p []byte) {
 }
 
 func (ex *exchange) sendBody(p []byte, body int) {
+	if ex.h.cfg.FastCGI != nil {
+		ex.fcgiSendBody(p, body)
+		return
+	}
 	chunk := ex.chunked && body > 0
 	if ex.bc == nil || ex.tun != nil && ex.phase != phaseTunnel {
 		ex.keep(p, body, chunk)
@@ -505,7 +516,14 @@ func (ex *exchange) OnBodyEnd(trailers []stream.Field) {
 		ex.clientEnded()
 		return
 	}
-	if ex.phase == phaseDone || !ex.chunked {
+	if ex.phase == phaseDone {
+		return
+	}
+	if ex.h.cfg.FastCGI != nil {
+		ex.fcgiBodyEnd()
+		return
+	}
+	if !ex.chunked {
 		return
 	}
 	valid := trailers[:0:0]
@@ -618,7 +636,14 @@ func (ex *exchange) responseHead(p *h1.ResponseParser) {
 	if ex.h.cfg.ReadTimeout > 0 {
 		ex.arm(ex.h.cfg.ReadTimeout)
 	}
-	fields := responseVia(ex.h.responseFields(p.Header()), p.Proto10())
+	fields := ex.h.responseFields(p.Header())
+	if ex.h.cfg.FastCGI != nil {
+		// Caddy's Via names the version of the origin's response, and a
+		// FastCGI response has none: "0.0".
+		fields = appendVia(fields, "0.0 pollproxy")
+	} else {
+		fields = responseVia(fields, p.Proto10())
+	}
 	if ex.g.policy == Cookie && ex.key.cookie != ex.pool.index {
 		fields = append(fields, stream.Field{Name: "set-cookie", Value: ex.cookie()})
 	}

@@ -206,10 +206,15 @@ func (h *Handler) responseFields(fs []stream.Field) []stream.Field {
 // the origin's response, before any Via fields the origin sent. The product
 // token is pollproxy's, as in the Via of the request (docs/caddyfile.md).
 func responseVia(fs []stream.Field, proto10 bool) []stream.Field {
-	via := stream.Field{Name: "via", Value: "1.1 pollproxy"}
 	if proto10 {
-		via.Value = "1.0 pollproxy"
+		return appendVia(fs, "1.0 pollproxy")
 	}
+	return appendVia(fs, "1.1 pollproxy")
+}
+
+// appendVia adds a Via of value v before any Via fields in fs.
+func appendVia(fs []stream.Field, v string) []stream.Field {
+	via := stream.Field{Name: "via", Value: v}
 	i := 0
 	for i < len(fs) && fs[i].Name != "via" {
 		i++

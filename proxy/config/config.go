@@ -245,6 +245,9 @@ type Proxy struct {
 	// TLS, when set, speaks TLS to the upstreams (https:// upstreams,
 	// transport http's tls options).
 	TLS *UpstreamTLS
+	// FastCGI, when set, is transport fastcgi (also php_fastcgi's): the
+	// upstreams are FastCGI responders.
+	FastCGI *FastCGI
 
 	scheme string // the scheme the upstreams were written with, one for all
 }
@@ -256,7 +259,7 @@ func (p Proxy) ProxyConfig(ups []*upstream.Upstream) proxy.Config {
 	if p.KeepAliveOff {
 		pool.MaxRequests = 1
 	}
-	return proxy.Config{
+	c := proxy.Config{
 		Upstreams:             ups,
 		Policy:                p.Policy,
 		PolicyArg:             p.PolicyArg,
@@ -280,6 +283,10 @@ func (p Proxy) ProxyConfig(ups []*upstream.Upstream) proxy.Config {
 		StreamCloseDelay:      p.Stream.CloseDelay,
 		ActiveHealth:          p.ActiveHealth,
 	}.WithDefaults()
+	if p.FastCGI != nil {
+		c.FastCGI = p.FastCGI.proxyFastCGI()
+	}
+	return c
 }
 
 // hostUpstream is the Host an HTTPS upstream is sent by default, as in

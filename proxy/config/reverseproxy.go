@@ -263,9 +263,13 @@ var transportOptions = []string{"dial_timeout", "proxy_protocol", "response_head
 
 func (p *parser) transport(d *caddyfile.Dispenser, rp *Proxy) {
 	args := d.RemainingArgs()
+	if len(args) == 1 && args[0] == "fastcgi" {
+		p.transportFastCGI(d, rp)
+		return
+	}
 	if len(args) != 1 || args[0] != "http" {
 		if len(args) == 1 {
-			p.errf(d, "reverse_proxy: transport %s is not supported by pollproxy (want transport http { ... })", args[0])
+			p.errf(d, "reverse_proxy: transport %s is not supported by pollproxy (want transport http { ... } or fastcgi { ... })", args[0])
 		} else {
 			p.errf(d, "reverse_proxy: transport: want http and a block")
 		}

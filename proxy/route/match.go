@@ -40,6 +40,7 @@ type Ctx struct {
 	root       string    // the root directive's, for this request
 	files      *fileMemo // what file matchers learned of the disk
 	fileRel    string    // {http.matchers.file.relative}
+	fileRem    string    // {http.matchers.file.remainder} (split_path)
 	failStatus int       // a file matcher reached "=NNN"
 }
 

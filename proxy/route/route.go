@@ -223,7 +223,7 @@ func (h *Handler) evaluate(nodes []Node, req *stream.Request, memo *fileMemo) (*
 	h.icpt = nil
 	orig := req.Path
 	n := h.run(nodes)
-	return n, reqVars{root: h.ctx.root, orig: orig}
+	return n, reqVars{root: h.ctx.root, orig: orig, rem: h.ctx.fileRem}
 }
 
 // finish hands the request to n, the route where evaluation stopped,
@@ -329,6 +329,7 @@ func (h *Handler) terminal(n *Node, vars reqVars, req *stream.Request, w stream.
 	}
 	switch n.Kind {
 	case Proxy:
+		req.Root, req.FileRemainder = vars.root, vars.rem // for a FastCGI environment
 		return h.proxies[n.Proxy].Serve(req, w)
 	case Respond:
 		if status, ok := respondStatus(n, req); ok {

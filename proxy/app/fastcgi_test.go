@@ -1,0 +1,306 @@
+package app
+
+import (
+	"bytes"
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/netpoll/polltest"
+)
+
+// phpApp is a small PHP application: a front controller with pretty
+// URLs, scripts that show the CGI environment, set a status, stream with
+// flush(), take uploads, write to stderr, and a static file beside them.
+var phpApp = map[string]string{
+	"index.php": `<?php
+header('Content-Type: application/json');
+$route = parse_url($_SERVER['REQUEST_URI'], PHP_URL_PATH);
+echo json_encode(['front' => true, 'route' => $route, 'script' => $_SERVER['SCRIPT_NAME'], 'path_info' => $_SERVER['PATH_INFO'] ?? null]);
+`,
+	"env.php": `<?php
+header('Content-Type: application/json');
+$in = file_get_contents('php://input');
+echo json_encode(['server' => $_SERVER, 'body_len' => strlen($in), 'body_md5' => md5($in), 'post' => $_POST]);
+`,
+	"status.php": `<?php
+header('Status: 201 Created');
+header('X-App: yes');
+echo "made\n";
+`,
+	"redirect.php": `<?php
+header('Location: /elsewhere');
+`,
+	"notfound.php": `<?php
+http_response_code(404);
+echo "no such thing\n";
+`,
+	"upload.php": `<?php
+header('Content-Type: text/plain');
+foreach ($_FILES as $k => $f) { echo $k, ' ', $f['size'], ' ', md5_file($f['tmp_name']), "\n"; }
+echo 'field ', $_POST['field'] ?? '', "\n";
+`,
+	"stream.php": `<?php
+echo "first\n";
+flush();
+$f = $_GET['wait'];
+for ($i = 0; $i < 1000 && !file_exists($f); $i++) { usleep(5000); }
+echo file_exists($f) ? "second\n" : "gave up\n";
+`,
+	"slow.php": `<?php
+sleep(3);
+echo "late\n";
+`,
+	"stderr.php": `<?php
+error_log('something went wrong');
+echo "ok\n";
+`,
+	"length.php": `<?php
+header('Content-Length: 5');
+echo "12345678";
+`,
+	"sub/index.php": `<?php echo "sub index\n";`,
+	"style.css":     "body{}",
+}
+
+// fpmSite is a Caddyfile site body serving root through php_fastcgi to
+// upstream, with file_server for the rest.
+func fpmSite(root, upstream, extra string) string {
+	return fmt.Sprintf("\troot * %s\n\tphp_fastcgi %s {\n%s\t}\n\tfile_server\n", root, upstream, extra)
+}
+
+// phpEnv asks env.php for the CGI environment of a request.
+func phpEnv(t *testing.T, c *http.Client, req *http.Request) map[string]any {
+	t.Helper()
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%s %s: %d %s", req.Method, req.URL, resp.StatusCode, b)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	return v
+}
+
+// TestPHPFastCGI: php_fastcgi in front of a real php-fpm, over a unix
+// socket and TCP, HTTP/2 and HTTP/1.1, on every poller backend: the front
+// controller with pretty URLs and PATH_INFO, the canonical redirect,
+// statuses from Status and Location, a missing script as 404, static
+// files from file_server, a declared Content-Length, HEAD.
+func TestPHPFastCGI(t *testing.T) {
+	fpm := startPHPFPM(t, 0)
+	root := phpSite(t, phpApp)
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		for _, up := range []string{"unix/" + fpm.Sock, fpm.Addr} {
+			name := "tcp"
+			if strings.HasPrefix(up, "unix/") {
+				name = "unix"
+			}
+			t.Run(name, func(t *testing.T) {
+				port, cls := startSite(t, backend, fpmSite(root, up, ""))
+				base := fmt.Sprintf("https://localhost:%d", port)
+				for proto, c := range cls {
+					t.Run(proto, func(t *testing.T) {
+						for _, x := range []exchange{
+							{method: "GET", path: "/", status: 200, body: `{"front":true,"route":"\/","script":"\/index.php","path_info":""}`,
+								want: map[string]string{"Content-Type": "application/json", "Via": "0.0 pollproxy"}},
+							{method: "GET", path: "/blog/2024/hello?x=1", status: 200, body: `{"front":true,"route":"\/blog\/2024\/hello","script":"\/index.php","path_info":""}`},
+							{method: "GET", path: "/index.php/api/users", status: 200, body: `{"front":true,"route":"\/index.php\/api\/users","script":"\/index.php","path_info":"\/api\/users"}`},
+							{method: "GET", path: "/status.php", status: 201, body: "made\n", want: map[string]string{"X-App": "yes"}},
+							{method: "GET", path: "/redirect.php", status: 302, body: "", want: map[string]string{"Location": "/elsewhere"}},
+							{method: "GET", path: "/notfound.php", status: 404, body: "no such thing\n"},
+							{method: "GET", path: "/missing.php", status: 200, body: `{"front":true,"route":"\/missing.php","script":"\/index.php","path_info":""}`},
+							{method: "GET", path: "/sub", status: 308, want: map[string]string{"Location": "./sub/"}},
+							{method: "GET", path: "/sub?a=b", status: 308, want: map[string]string{"Location": "./sub/?a=b"}},
+							{method: "GET", path: "/sub/", status: 200, body: "sub index\n"},
+							{method: "GET", path: "/style.css", status: 200, body: "body{}", want: map[string]string{"Content-Type": "text/css; charset=utf-8"}},
+							{method: "GET", path: "/length.php", status: 200, body: "12345", want: map[string]string{"Content-Length": "5"}},
+							{method: "HEAD", path: "/status.php", status: 201, body: ""},
+						} {
+							x.run(t, c, base)
+						}
+					})
+				}
+			})
+		}
+	})
+}
+
+// TestPHPFastCGIIndexOff: without the index rewrite a missing script is
+// php-fpm's 404 (not "No input file specified"), and a path that cannot
+// name a script safely is refused before php-fpm sees it.
+func TestPHPFastCGIIndexOff(t *testing.T) {
+	fpm := startPHPFPM(t, 0)
+	root := phpSite(t, phpApp)
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		port, cls := startSite(t, backend, fpmSite(root, fpm.Addr, "\t\tindex off\n"))
+		base := fmt.Sprintf("https://localhost:%d", port)
+		for proto, c := range cls {
+			t.Run(proto, func(t *testing.T) {
+				for _, x := range []exchange{
+					{method: "GET", path: "/missing.php", status: 404, body: "File not found.\n"},
+					{method: "GET", path: "/status.php", status: 201, body: "made\n"},
+					{method: "GET", path: "/%00.php", status: 400, body: "*"},
+					{method: "GET", path: "/a%2fb.php", status: 404, body: "File not found.\n"},
+					{method: "GET", path: "/env.php%2f..%2fstatus.php", status: 400, body: "*"},
+					{method: "GET", path: "/", status: 404, body: ""}, // file_server: no index.html
+				} {
+					x.run(t, c, base)
+				}
+			})
+		}
+	})
+}
+
+// TestPHPFastCGIEnv: the CGI environment Caddy's transport builds.
+func TestPHPFastCGIEnv(t *testing.T) {
+	fpm := startPHPFPM(t, 0)
+	root := phpSite(t, phpApp)
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		port, cls := startSite(t, backend, fpmSite(root, fpm.Addr, "\t\tenv APP_ENV prod\n\t\tenv HTTP_X_TRUSTED from-config\n"))
+		base := fmt.Sprintf("https://localhost:%d", port)
+		for proto, c := range cls {
+			t.Run(proto, func(t *testing.T) {
+				req, _ := http.NewRequest("GET", base+"/env.php/extra/info?a=1&b=2", nil)
+				req.Header.Add("X-Multi", "one")
+				req.Header.Add("X-Multi", "two")
+				req.Header.Set("Proxy", "http://evil:8080")
+				req.Header.Set("X-Trusted", "from-client")
+				req.Header.Set("X_Alias", "underscore")
+				req.Header.Set("User-Agent", "")
+				v := phpEnv(t, c, req)
+				s := v["server"].(map[string]any)
+				want := map[string]string{
+					"SCRIPT_NAME": "/env.php", "PATH_INFO": "/extra/info", "DOCUMENT_URI": "/env.php",
+					"SCRIPT_FILENAME": filepath.Join(root, "env.php"), "DOCUMENT_ROOT": root,
+					"PATH_TRANSLATED": filepath.Join(root, "extra/info"),
+					"QUERY_STRING": "a=1&b=2", "REQUEST_URI": "/env.php/extra/info?a=1&b=2",
+					"REQUEST_METHOD": "GET", "CONTENT_LENGTH": "0", "CONTENT_TYPE": "",
+					"GATEWAY_INTERFACE": "CGI/1.1", "REMOTE_ADDR": "127.0.0.1", "SERVER_NAME": "localhost",
+					"SERVER_PORT": fmt.Sprint(port), "HTTPS": "on", "SSL_PROTOCOL": "TLSv1.3", "REQUEST_SCHEME": "https",
+					"HTTP_HOST": fmt.Sprintf("localhost:%d", port), "HTTP_X_MULTI": "one, two", "HTTP_USER_AGENT": "",
+					"APP_ENV": "prod", "HTTP_X_TRUSTED": "from-config",
+				}
+				for k, w := range want {
+					if got, ok := s[k].(string); !ok || got != w {
+						t.Errorf("%s = %v, want %q", k, s[k], w)
+					}
+				}
+				for _, k := range []string{"HTTP_PROXY", "HTTP_X_ALIAS"} {
+					if _, ok := s[k]; ok {
+						t.Errorf("%s = %v, want none", k, s[k])
+					}
+				}
+				// A POST without a type gets Caddy's default, and its body.
+				req, _ = http.NewRequest("POST", base+"/env.php", strings.NewReader("a=1&b=two"))
+				v = phpEnv(t, c, req)
+				s = v["server"].(map[string]any)
+				if s["CONTENT_LENGTH"] != "9" || s["CONTENT_TYPE"] != "application/x-www-form-urlencoded" || v["body_len"] != 9.0 {
+					t.Errorf("POST: CONTENT_LENGTH %v CONTENT_TYPE %v body %v", s["CONTENT_LENGTH"], s["CONTENT_TYPE"], v["body_len"])
+				}
+				if p, _ := v["post"].(map[string]any); p["b"] != "two" {
+					t.Errorf("POST form: %v", v["post"])
+				}
+			})
+		}
+	})
+}
+
+// TestPHPFastCGIBodies: a multipart upload of several MiB streams to
+// php-fpm; a chunked body under 4 KiB is buffered and sent with its
+// length, a longer one is refused with 411 before PHP runs.
+func TestPHPFastCGIBodies(t *testing.T) {
+	fpm := startPHPFPM(t, 0)
+	root := phpSite(t, phpApp)
+	file := bytes.Repeat([]byte("pollproxy-fastcgi-upload-"), 6<<20/25)
+	sum := md5.Sum(file)
+	var mp bytes.Buffer
+	w := multipart.NewWriter(&mp)
+	w.WriteField("field", "value")
+	fw, _ := w.CreateFormFile("file", "big.bin")
+	fw.Write(file)
+	w.Close()
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		port, cls := startSite(t, backend, fpmSite(root, "unix/"+fpm.Sock, ""))
+		base := fmt.Sprintf("https://localhost:%d", port)
+		for proto, c := range cls {
+			t.Run(proto, func(t *testing.T) {
+				req, _ := http.NewRequest("POST", base+"/upload.php", bytes.NewReader(mp.Bytes()))
+				req.Header.Set("Content-Type", w.FormDataContentType())
+				status, body := do(t, c, req)
+				want := fmt.Sprintf("file %d %s\nfield value\n", len(file), hex.EncodeToString(sum[:]))
+				if status != 200 || body != want {
+					t.Errorf("upload: %d %q, want %q", status, body, want)
+				}
+				// Chunked (HTTP/1.1) or without a length (h2): io.Reader hides it.
+				small := strings.Repeat("s", 4000)
+				req, _ = http.NewRequest("PUT", base+"/env.php", io.MultiReader(strings.NewReader(small)))
+				v := phpEnv(t, c, req)
+				if s := v["server"].(map[string]any); s["CONTENT_LENGTH"] != "4000" || v["body_len"] != 4000.0 {
+					t.Errorf("small chunked: CONTENT_LENGTH %v body %v", s["CONTENT_LENGTH"], v["body_len"])
+				}
+				req, _ = http.NewRequest("PUT", base+"/env.php", io.MultiReader(strings.NewReader(strings.Repeat("b", 5000))))
+				if status, _ := do(t, c, req); status != 411 {
+					t.Errorf("long chunked: %d, want 411", status)
+				}
+			})
+		}
+	})
+}
+
+// do sends req and returns the status and body.
+func do(t *testing.T, c *http.Client, req *http.Request) (int, string) {
+	t.Helper()
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestPHPFastCGIStream: what PHP flush()es reaches the client before the
+// script ends (the script waits for the client to have read it).
+func TestPHPFastCGIStream(t *testing.T) {
+	fpm := startPHPFPM(t, 0)
+	root := phpSite(t, phpApp)
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		port, cls := startSite(t, backend, fpmSite(root, fpm.Addr, "\t\tflush_interval -1\n"))
+		base := fmt.Sprintf("https://localhost:%d", port)
+		for proto, c := range cls {
+			t.Run(proto, func(t *testing.T) {
+				mark := filepath.Join(root, "seen-"+backend+"-"+proto) // where php-fpm's workers may look
+				resp, err := c.Get(base + "/stream.php?wait=" + mark)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				line := make([]byte, 6)
+				if _, err := io.ReadFull(resp.Body, line); err != nil || string(line) != "first\n" {
+					t.Fatalf("first line: %q %v", line, err)
+				}
+				os.WriteFile(mark, nil, 0o644)
+				rest, _ := io.ReadAll(resp.Body)
+				if string(rest) != "second\n" {
+					t.Errorf("rest: %q, want second", rest)
+				}
+			})
+		}
+	})
+}
