@@ -13,9 +13,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 )
 
 // phpApp is a small PHP application: a front controller with pretty
@@ -189,7 +191,7 @@ func TestPHPFastCGIEnv(t *testing.T) {
 					"SCRIPT_NAME": "/env.php", "PATH_INFO": "/extra/info", "DOCUMENT_URI": "/env.php",
 					"SCRIPT_FILENAME": filepath.Join(root, "env.php"), "DOCUMENT_ROOT": root,
 					"PATH_TRANSLATED": filepath.Join(root, "extra/info"),
-					"QUERY_STRING": "a=1&b=2", "REQUEST_URI": "/env.php/extra/info?a=1&b=2",
+					"QUERY_STRING":    "a=1&b=2", "REQUEST_URI": "/env.php/extra/info?a=1&b=2",
 					"REQUEST_METHOD": "GET", "CONTENT_LENGTH": "0", "CONTENT_TYPE": "",
 					"GATEWAY_INTERFACE": "CGI/1.1", "REMOTE_ADDR": "127.0.0.1", "SERVER_NAME": "localhost",
 					"SERVER_PORT": fmt.Sprint(port), "HTTPS": "on", "SSL_PROTOCOL": "TLSv1.3", "REQUEST_SCHEME": "https",
@@ -302,5 +304,149 @@ func TestPHPFastCGIStream(t *testing.T) {
 				}
 			})
 		}
+	})
+}
+
+// TestPHPFastCGIFailures: a script slower than read_timeout is a 504; a
+// php-fpm that is not there is a 502; what PHP writes on stderr is logged
+// with capture_stderr.
+func TestPHPFastCGIFailures(t *testing.T) {
+	fpm := startPHPFPM(t, 0)
+	root := phpSite(t, phpApp)
+	dead := fmt.Sprintf("127.0.0.1:%d", servertest.FreePort(t))
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		port, cls, r := startSiteLogged(t, backend, fmt.Sprintf("\troot * %s\n\thandle /dead/* {\n\t\tphp_fastcgi %s\n\t}\n\tphp_fastcgi %s {\n\t\tread_timeout 500ms\n\t\tcapture_stderr\n\t}\n", root, dead, fpm.Addr))
+		base := fmt.Sprintf("https://localhost:%d", port)
+		c := cls["h1.1"]
+		for _, x := range []exchange{
+			{method: "GET", path: "/slow.php", status: 504, body: "*"},
+			{method: "GET", path: "/dead/index.php", status: 502, body: "*"},
+			{method: "GET", path: "/stderr.php", status: 200, body: "ok\n"},
+			{method: "GET", path: "/status.php", status: 201, body: "made\n"}, // the pool goes on after the timeout
+		} {
+			x.run(t, c, base)
+		}
+		if log := r.logged("something went wrong", 10*time.Second); !strings.Contains(log, "level=WARN msg=stderr") {
+			t.Errorf("stderr not logged at WARN:\n%s", log)
+		}
+	})
+}
+
+// TestPHPFastCGIRestart: php-fpm closes kept-alive connections when a
+// worker reaches pm.max_requests, and is restarted while requests run:
+// a connection found closed is replaced, never answered with a 502, and
+// once php-fpm is back every request succeeds.
+func TestPHPFastCGIRestart(t *testing.T) {
+	fpm := startPHPFPM(t, 3)
+	root := phpSite(t, phpApp)
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		port, cls := startSite(t, backend, fpmSite(root, "unix/"+fpm.Sock, ""))
+		base := fmt.Sprintf("https://localhost:%d", port)
+		for proto, c := range cls {
+			for i := range 40 { // workers retire every 3 requests
+				if status, body := send(t, c, "GET", base+"/status.php", "", nil); status != 201 || body != "made\n" {
+					t.Fatalf("%s request %d: %d %q", proto, i, status, body)
+				}
+			}
+		}
+		// Restarted mid-load: requests during the restart may fail (the
+		// socket is gone), none may hang; after it, all succeed.
+		c := cls["h2"]
+		done := make(chan int, 8)
+		for range 4 {
+			go func() {
+				failed := 0
+				for range 25 {
+					req, _ := http.NewRequest("GET", base+"/status.php", nil)
+					resp, err := c.Do(req)
+					if err != nil || resp.StatusCode != 201 {
+						failed++
+					}
+					if err == nil {
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+					}
+				}
+				done <- failed
+			}()
+		}
+		fpm.restart()
+		for range 4 {
+			<-done
+		}
+		for proto, c := range cls {
+			for i := range 10 {
+				if status, body := send(t, c, "GET", base+"/status.php", "", nil); status != 201 || body != "made\n" {
+					t.Fatalf("%s after restart, request %d: %d %q", proto, i, status, body)
+				}
+			}
+		}
+	})
+}
+
+// TestPHPFastCGIApps: the Caddyfiles the WordPress and Laravel
+// documentation give for Caddy validate and serve their front controller,
+// its static files (encoded) and, for WordPress, wp-admin's canonical
+// redirect; php_fastcgi under a path matcher serves only there.
+func TestPHPFastCGIApps(t *testing.T) {
+	fpm := startPHPFPM(t, 0)
+	wp := phpSite(t, map[string]string{
+		"index.php":             `<?php echo "wordpress ", $_SERVER['REQUEST_URI'], "\n";`,
+		"wp-admin/index.php":    `<?php echo "dashboard\n";`,
+		"wp-login.php":          `<?php echo "login\n";`,
+		"wp-includes/js/app.js": strings.Repeat("console.log('wp');\n", 100),
+	})
+	laravel := phpSite(t, map[string]string{
+		"public/index.php":  `<?php echo "laravel ", parse_url($_SERVER['REQUEST_URI'], PHP_URL_PATH), " ", $_SERVER['SCRIPT_FILENAME'], "\n";`,
+		"public/robots.txt": "User-agent: *\n",
+		".env":              "APP_KEY=secret",
+	})
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		t.Run("wordpress", func(t *testing.T) {
+			port, cls := startSite(t, backend, fmt.Sprintf("\troot * %s\n\tencode\n\tphp_fastcgi unix/%s\n\tfile_server\n", wp, fpm.Sock))
+			base := fmt.Sprintf("https://localhost:%d", port)
+			for proto, c := range cls {
+				t.Run(proto, func(t *testing.T) {
+					for _, x := range []exchange{
+						{method: "GET", path: "/2024/01/hello-world/", status: 200, body: "wordpress /2024/01/hello-world/\n"},
+						{method: "GET", path: "/?p=1", status: 200, body: "wordpress /?p=1\n"},
+						{method: "GET", path: "/wp-admin", status: 308, want: map[string]string{"Location": "./wp-admin/"}},
+						{method: "GET", path: "/wp-admin/", status: 200, body: "dashboard\n"},
+						{method: "GET", path: "/wp-login.php", status: 200, body: "login\n"},
+						{method: "GET", path: "/wp-includes/js/app.js", header: map[string]string{"Accept-Encoding": "identity"}, status: 200, body: strings.Repeat("console.log('wp');\n", 100)},
+					} {
+						x.run(t, c, base)
+					}
+				})
+			}
+		})
+		t.Run("laravel", func(t *testing.T) {
+			port, cls := startSite(t, backend, fmt.Sprintf("\troot * %s/public\n\tencode zstd gzip\n\tphp_fastcgi %s\n\tfile_server\n", laravel, fpm.Addr))
+			base := fmt.Sprintf("https://localhost:%d", port)
+			for proto, c := range cls {
+				t.Run(proto, func(t *testing.T) {
+					for _, x := range []exchange{
+						{method: "GET", path: "/users/42/edit", status: 200, body: "laravel /users/42/edit " + laravel + "/public/index.php\n"},
+						{method: "POST", path: "/login", status: 200, body: "laravel /login " + laravel + "/public/index.php\n"},
+						{method: "GET", path: "/robots.txt", status: 200, body: "User-agent: *\n"},
+						{method: "GET", path: "/../.env", status: 200, body: "laravel /../.env " + laravel + "/public/index.php\n"}, // never the file
+					} {
+						x.run(t, c, base)
+					}
+				})
+			}
+		})
+		t.Run("subpath", func(t *testing.T) {
+			port, cls := startSite(t, backend, fmt.Sprintf("\troot * %s\n\tphp_fastcgi /blog/* %s\n\tfile_server\n", wp, fpm.Addr))
+			base := fmt.Sprintf("https://localhost:%d", port)
+			c := cls["h2"]
+			for _, x := range []exchange{
+				{method: "GET", path: "/blog/hello", status: 200, body: "wordpress /blog/hello\n"},
+				{method: "GET", path: "/shop/hello", status: 404, body: ""},
+				{method: "GET", path: "/wp-login.php", status: 200, body: "<?php echo \"login\\n\";"}, // outside /blog: a file
+			} {
+				x.run(t, c, base)
+			}
+		})
 	})
 }

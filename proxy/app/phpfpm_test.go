@@ -39,7 +39,7 @@ func startPHPFPM(t *testing.T, maxRequests int) *phpFPM {
 	bin := testenv.Tool(t, "php-fpm8.2", "php-fpm")
 	dir := t.TempDir()
 	f := &phpFPM{t: t, bin: bin, dir: dir, Sock: filepath.Join(dir, "php.sock"),
-		Addr: fmt.Sprintf("127.0.0.1:%d", servertest.FreePort(t)), maxReqs: maxRequests, children: 4}
+		Addr: fmt.Sprintf("127.0.0.1:%d", servertest.FreePort(t)), maxReqs: maxRequests, children: 12}
 	f.conf = filepath.Join(dir, "php-fpm.conf")
 	pool := func(name, listen string) string {
 		s := fmt.Sprintf("[%s]\nlisten = %s\npm = static\npm.max_children = %d\ncatch_workers_output = yes\nclear_env = yes\n"+

@@ -63,9 +63,9 @@ type fileMemo struct {
 // candidate is one try_files entry, expanded.
 type candidate struct {
 	key    fileKey
-	dir    bool // ended with "/": only a directory matches
-	status int  // "=NNN": answer NNN
-	ok     bool // a path under the root at all
+	dir    bool   // ended with "/": only a directory matches
+	status int    // "=NNN": answer NNN
+	ok     bool   // a path under the root at all
 	rem    string // what split_path cut off
 }
 

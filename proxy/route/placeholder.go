@@ -83,10 +83,10 @@ var placeholders = map[string]phKind{
 	"remote_port": phRemotePort, "http.request.remote.port": phRemotePort,
 	"remote": phRemote, "http.request.remote": phRemote,
 	"client_ip": phClientIP, "http.vars.client_ip": phClientIP,
-	"http.auth.user.id": phAuthUser,
+	"http.auth.user.id":                       phAuthUser,
 	"http.request.orig_uri.path.file_escaped": phOrigFileEscaped,
 	"http.request.orig_uri.prefixed_query":    phOrigPrefixedQuery,
-	"upstream_hostport": phUpstreamHostport, "http.reverse_proxy.upstream.hostport": phUpstreamHostport,
+	"upstream_hostport":                       phUpstreamHostport, "http.reverse_proxy.upstream.hostport": phUpstreamHostport,
 	"http.reverse_proxy.upstream.host": phUpstreamHost,
 	"http.reverse_proxy.upstream.port": phUpstreamPort,
 	// What a request re-entering its routes was handed (stream.Handoff).
