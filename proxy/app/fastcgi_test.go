@@ -72,6 +72,7 @@ echo "12345678";
 `,
 	"sub/index.php": `<?php echo "sub index\n";`,
 	"style.css":     "body{}",
+	"evil.ｐhp":      "<?php echo 'ran';",
 }
 
 // fpmSite is a Caddyfile site body serving root through php_fastcgi to
@@ -131,6 +132,9 @@ func TestPHPFastCGI(t *testing.T) {
 							{method: "GET", path: "/sub?a=b", status: 308, want: map[string]string{"Location": "./sub/?a=b"}},
 							{method: "GET", path: "/sub/", status: 200, body: "sub index\n"},
 							{method: "GET", path: "/style.css", status: 200, body: "body{}", want: map[string]string{"Content-Type": "text/css; charset=utf-8"}},
+							// A fullwidth "ｐ" never makes a script: the file is served as it is.
+							{method: "GET", path: "/evil.%EF%BD%90hp", status: 200, body: "<?php echo 'ran';"},
+							{method: "GET", path: "/evil.%EF%BD%90hp/x.php", status: 200, body: `{"front":true,"route":"\/evil.%EF%BD%90hp\/x.php","script":"\/index.php","path_info":""}`},
 							{method: "GET", path: "/length.php", status: 200, body: "12345", want: map[string]string{"Content-Length": "5"}},
 							{method: "HEAD", path: "/status.php", status: 201, body: ""},
 						} {
