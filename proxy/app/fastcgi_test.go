@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pollproxy/pollproxy/internal/phpfpmtest"
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
@@ -106,8 +107,8 @@ func phpEnv(t *testing.T, c *http.Client, req *http.Request) map[string]any {
 // statuses from Status and Location, a missing script as 404, static
 // files from file_server, a declared Content-Length, HEAD.
 func TestPHPFastCGI(t *testing.T) {
-	fpm := startPHPFPM(t, 0)
-	root := phpSite(t, phpApp)
+	fpm := phpfpmtest.Start(t, 0)
+	root := phpfpmtest.Site(t, phpApp)
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		for _, up := range []string{"unix/" + fpm.Sock, fpm.Addr} {
 			name := "tcp"
@@ -151,8 +152,8 @@ func TestPHPFastCGI(t *testing.T) {
 // php-fpm's 404 (not "No input file specified"), and a path that cannot
 // name a script safely is refused before php-fpm sees it.
 func TestPHPFastCGIIndexOff(t *testing.T) {
-	fpm := startPHPFPM(t, 0)
-	root := phpSite(t, phpApp)
+	fpm := phpfpmtest.Start(t, 0)
+	root := phpfpmtest.Site(t, phpApp)
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		port, cls := startSite(t, backend, fpmSite(root, fpm.Addr, "\t\tindex off\n"))
 		base := fmt.Sprintf("https://localhost:%d", port)
@@ -175,8 +176,8 @@ func TestPHPFastCGIIndexOff(t *testing.T) {
 
 // TestPHPFastCGIEnv: the CGI environment Caddy's transport builds.
 func TestPHPFastCGIEnv(t *testing.T) {
-	fpm := startPHPFPM(t, 0)
-	root := phpSite(t, phpApp)
+	fpm := phpfpmtest.Start(t, 0)
+	root := phpfpmtest.Site(t, phpApp)
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		port, cls := startSite(t, backend, fpmSite(root, fpm.Addr, "\t\tenv APP_ENV prod\n\t\tenv HTTP_X_TRUSTED from-config\n"))
 		base := fmt.Sprintf("https://localhost:%d", port)
@@ -231,8 +232,8 @@ func TestPHPFastCGIEnv(t *testing.T) {
 // php-fpm; a chunked body under 4 KiB is buffered and sent with its
 // length, a longer one is refused with 411 before PHP runs.
 func TestPHPFastCGIBodies(t *testing.T) {
-	fpm := startPHPFPM(t, 0)
-	root := phpSite(t, phpApp)
+	fpm := phpfpmtest.Start(t, 0)
+	root := phpfpmtest.Site(t, phpApp)
 	file := bytes.Repeat([]byte("pollproxy-fastcgi-upload-"), 6<<20/25)
 	sum := md5.Sum(file)
 	var mp bytes.Buffer
@@ -284,8 +285,8 @@ func do(t *testing.T, c *http.Client, req *http.Request) (int, string) {
 // TestPHPFastCGIStream: what PHP flush()es reaches the client before the
 // script ends (the script waits for the client to have read it).
 func TestPHPFastCGIStream(t *testing.T) {
-	fpm := startPHPFPM(t, 0)
-	root := phpSite(t, phpApp)
+	fpm := phpfpmtest.Start(t, 0)
+	root := phpfpmtest.Site(t, phpApp)
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		port, cls := startSite(t, backend, fpmSite(root, fpm.Addr, "\t\tflush_interval -1\n"))
 		base := fmt.Sprintf("https://localhost:%d", port)
@@ -315,8 +316,8 @@ func TestPHPFastCGIStream(t *testing.T) {
 // php-fpm that is not there is a 502; what PHP writes on stderr is logged
 // with capture_stderr.
 func TestPHPFastCGIFailures(t *testing.T) {
-	fpm := startPHPFPM(t, 0)
-	root := phpSite(t, phpApp)
+	fpm := phpfpmtest.Start(t, 0)
+	root := phpfpmtest.Site(t, phpApp)
 	dead := fmt.Sprintf("127.0.0.1:%d", servertest.FreePort(t))
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		port, cls, r := startSiteLogged(t, backend, fmt.Sprintf("\troot * %s\n\thandle /dead/* {\n\t\tphp_fastcgi %s\n\t}\n\tphp_fastcgi %s {\n\t\tread_timeout 500ms\n\t\tcapture_stderr\n\t}\n", root, dead, fpm.Addr))
@@ -341,8 +342,8 @@ func TestPHPFastCGIFailures(t *testing.T) {
 // a connection found closed is replaced, never answered with a 502, and
 // once php-fpm is back every request succeeds.
 func TestPHPFastCGIRestart(t *testing.T) {
-	fpm := startPHPFPM(t, 3)
-	root := phpSite(t, phpApp)
+	fpm := phpfpmtest.Start(t, 3)
+	root := phpfpmtest.Site(t, phpApp)
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		port, cls := startSite(t, backend, fpmSite(root, "unix/"+fpm.Sock, ""))
 		base := fmt.Sprintf("https://localhost:%d", port)
@@ -374,7 +375,7 @@ func TestPHPFastCGIRestart(t *testing.T) {
 				done <- failed
 			}()
 		}
-		fpm.restart()
+		fpm.Restart()
 		for range 4 {
 			<-done
 		}
@@ -393,14 +394,14 @@ func TestPHPFastCGIRestart(t *testing.T) {
 // its static files (encoded) and, for WordPress, wp-admin's canonical
 // redirect; php_fastcgi under a path matcher serves only there.
 func TestPHPFastCGIApps(t *testing.T) {
-	fpm := startPHPFPM(t, 0)
-	wp := phpSite(t, map[string]string{
+	fpm := phpfpmtest.Start(t, 0)
+	wp := phpfpmtest.Site(t, map[string]string{
 		"index.php":             `<?php echo "wordpress ", $_SERVER['REQUEST_URI'], "\n";`,
 		"wp-admin/index.php":    `<?php echo "dashboard\n";`,
 		"wp-login.php":          `<?php echo "login\n";`,
 		"wp-includes/js/app.js": strings.Repeat("console.log('wp');\n", 100),
 	})
-	laravel := phpSite(t, map[string]string{
+	laravel := phpfpmtest.Site(t, map[string]string{
 		"public/index.php":  `<?php echo "laravel ", parse_url($_SERVER['REQUEST_URI'], PHP_URL_PATH), " ", $_SERVER['SCRIPT_FILENAME'], "\n";`,
 		"public/robots.txt": "User-agent: *\n",
 		".env":              "APP_KEY=secret",

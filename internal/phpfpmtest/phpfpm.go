@@ -1,4 +1,12 @@
-package app
+// Package phpfpmtest starts a real php-fpm for tests: a php-fpm.conf
+// written in a temporary directory, one pool on a unix socket and one on
+// a loopback TCP port, run in the foreground and stopped by its PID. A
+// test asks for the program through testenv.Tool (scripts/test-tools
+// names its Debian package).
+//
+// phpfpm.go holds it all: Start, Server (Restart, Stop) and Site, which
+// writes a document root php-fpm's workers can read.
+package phpfpmtest
 
 import (
 	"fmt"
@@ -15,10 +23,10 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 )
 
-// phpFPM is a php-fpm the test started: one pool on a unix socket, one
+// Server is a php-fpm the test started: one pool on a unix socket, one
 // on a loopback TCP port, serving the PHP files under root.
-type phpFPM struct {
-	t        *testing.T
+type Server struct {
+	t        testing.TB
 	bin      string
 	conf     string
 	dir      string
@@ -31,14 +39,14 @@ type phpFPM struct {
 	children int
 }
 
-// startPHPFPM writes a php-fpm.conf in a temporary directory and starts
+// Start writes a php-fpm.conf in a temporary directory and starts
 // php-fpm on it in the foreground (-F), without php.ini (-n). maxRequests
 // is pm.max_requests (0: none). The test's cleanup stops it by PID.
-func startPHPFPM(t *testing.T, maxRequests int) *phpFPM {
+func Start(t testing.TB, maxRequests int) *Server {
 	t.Helper()
 	bin := testenv.Tool(t, "php-fpm8.2", "php-fpm")
 	dir := t.TempDir()
-	f := &phpFPM{t: t, bin: bin, dir: dir, Sock: filepath.Join(dir, "php.sock"),
+	f := &Server{t: t, bin: bin, dir: dir, Sock: filepath.Join(dir, "php.sock"),
 		Addr: fmt.Sprintf("127.0.0.1:%d", servertest.FreePort(t)), maxReqs: maxRequests, children: 12}
 	f.conf = filepath.Join(dir, "php-fpm.conf")
 	pool := func(name, listen string) string {
@@ -61,11 +69,11 @@ func startPHPFPM(t *testing.T, maxRequests int) *phpFPM {
 	}
 	os.Chmod(dir, 0o755)
 	f.start()
-	t.Cleanup(f.stop)
+	t.Cleanup(f.Stop)
 	return f
 }
 
-func (f *phpFPM) start() {
+func (f *Server) start() {
 	f.t.Helper()
 	args := []string{"-F", "-n", "-y", f.conf}
 	if os.Geteuid() == 0 {
@@ -96,9 +104,8 @@ func (f *phpFPM) start() {
 	}
 }
 
-// stop ends php-fpm (SIGQUIT lets it finish, then it is killed) and
-// waits for it.
-func (f *phpFPM) stop() {
+// Stop ends php-fpm (SIGTERM, then SIGKILL after 10s) and waits for it.
+func (f *Server) Stop() {
 	if f.stopped {
 		return
 	}
@@ -118,16 +125,16 @@ func (f *phpFPM) stop() {
 	}
 }
 
-// restart stops php-fpm and starts it again on the same sockets.
-func (f *phpFPM) restart() {
-	f.stop()
+// Restart stops php-fpm and starts it again on the same sockets.
+func (f *Server) Restart() {
+	f.Stop()
 	os.Remove(f.Sock)
 	f.start()
 }
 
-// phpSite writes files (name to content) under a new document root
+// Site writes files (name to content) under a new document root
 // readable by php-fpm's workers, and returns it.
-func phpSite(t *testing.T, files map[string]string) string {
+func Site(t testing.TB, files map[string]string) string {
 	t.Helper()
 	root := filepath.Join(t.TempDir(), "www")
 	for name, body := range files {
