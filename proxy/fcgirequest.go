@@ -308,7 +308,7 @@ func (h *Handler) fcgiRecords(dst []byte, req *stream.Request, trusted bool, len
 			p.Add("SSL_CIPHER", name)
 		}
 	}
-	h.fcgiFields(fields, req, hasBody, length)
+	h.fcgiFields(fields, length)
 	for _, e := range fc.Env {
 		p.Add(e.Name, string(e.Value.Append(h.scratch[:0], req)))
 	}
@@ -318,10 +318,10 @@ func (h *Handler) fcgiRecords(dst []byte, req *stream.Request, trusted bool, len
 // fcgiFields adds HTTP_* for every request field as Caddy's transport
 // does: one variable per name, repeated fields joined with ", ", Host
 // (HTTP_HOST is the request's authority) and Proxy (httpoxy) left out,
-// User-Agent present even when empty, Content-Length when a body has
-// one. Names holding '_' never get here (routing drops them), so no two
+// User-Agent present even when empty, Content-Length always (the
+// body's length, "0" without one). Names holding '_' never get here (routing drops them), so no two
 // fields fold to one variable.
-func (h *Handler) fcgiFields(fields []stream.Field, req *stream.Request, hasBody bool, length int64) {
+func (h *Handler) fcgiFields(fields []stream.Field, length int64) {
 	p := &h.params
 	ua := false
 	for i, f := range fields {
@@ -352,9 +352,9 @@ func (h *Handler) fcgiFields(fields []stream.Field, req *stream.Request, hasBody
 	if !ua {
 		p.Add("HTTP_USER_AGENT", "")
 	}
-	if hasBody && length >= 0 {
-		p.Add("HTTP_CONTENT_LENGTH", strconv.FormatInt(length, 10))
-	}
+	// Caddy's proxy buffers the start of every body, an empty one too,
+	// and writes the length it learned into the request's fields.
+	p.Add("HTTP_CONTENT_LENGTH", strconv.FormatInt(length, 10))
 }
 
 // cgiName is HTTP_ and the field name upper-cased, '-' made '_'.
