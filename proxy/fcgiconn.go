@@ -47,6 +47,14 @@ func (f *fcgiState) reset() {
 	f.stderr = f.stderr[:0]
 }
 
+// sendStdin queues body bytes p as FCGI_STDIN records, framed in the
+// output itself, as sendChunk frames a chunk: copied once.
+func (bc *backendConn) sendStdin(p []byte) {
+	bc.reserve(len(p) + fastcgi.StreamFraming(len(p)))
+	bc.out = fastcgi.AppendStream(bc.out, fastcgi.TypeStdin, fcgiRequestID, p)
+	bc.queued(len(p))
+}
+
 // fcgiDecode takes the n bytes just read into bc.in: records are cut
 // apart, and what is left in bc.in[:inEnd] is for the response parser. It
 // reports false when the connection failed (and the exchange was told).

@@ -88,6 +88,10 @@ func (ex *exchange) fcgiSendBody(p []byte, body int) {
 		ex.earlyBody += body
 		return
 	}
+	if ex.bc != nil && !ex.bc.comingUp() {
+		ex.bc.sendStdin(p) // framed straight into the connection's output
+		return
+	}
 	ex.fcgiSend(fastcgi.AppendStream(nil, fastcgi.TypeStdin, fcgiRequestID, p), body)
 }
 

@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"io"
 	"mime/multipart"
+	"net"
 	"net/http"
+	"net/http/fcgi"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -453,5 +456,74 @@ func TestPHPFastCGIApps(t *testing.T) {
 				x.run(t, c, base)
 			}
 		})
+	})
+}
+
+// countingListener counts the connections it accepted and keeps them, so
+// the test can close them under the proxy.
+type countingListener struct {
+	net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.mu.Lock()
+		l.conns = append(l.conns, c)
+		l.mu.Unlock()
+	}
+	return c, err
+}
+
+func (l *countingListener) accepted() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.conns)
+}
+
+// closeAll closes every connection accepted so far, from the server's side.
+func (l *countingListener) closeAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range l.conns {
+		c.Close()
+	}
+}
+
+// TestFastCGIKeepAlive: with Go's own FastCGI server (net/http/fcgi,
+// which honours FCGI_KEEP_CONN) behind transport fastcgi, sequential
+// requests share one kept-alive connection; connections the application
+// closed while idle are replaced without an error reaching the client.
+func TestFastCGIKeepAlive(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := &countingListener{Listener: ln}
+	go fcgi.Serve(cl, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%s %s", r.Method, r.URL.Path)
+	}))
+	t.Cleanup(func() { ln.Close() })
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		before := cl.accepted()
+		port, cls := startSite(t, backend, fmt.Sprintf("\treverse_proxy %s {\n\t\ttransport fastcgi {\n\t\t\tsplit .php\n\t\t}\n\t}\n", ln.Addr()))
+		base := fmt.Sprintf("https://localhost:%d", port)
+		c := cls["h2"]
+		for i := range 30 {
+			if status, body := send(t, c, "GET", base+"/app.php/x", "", nil); status != 200 || body != "GET /app.php/x" {
+				t.Fatalf("request %d: %d %q", i, status, body)
+			}
+		}
+		if n := cl.accepted() - before; n != 1 {
+			t.Errorf("30 sequential requests opened %d connections, want 1", n)
+		}
+		for i := range 10 {
+			cl.closeAll()
+			if status, body := send(t, c, "GET", base+"/app.php", "", nil); status != 200 || body != "GET /app.php" {
+				t.Fatalf("after the application closed its connections, request %d: %d %q", i, status, body)
+			}
+		}
 	})
 }
