@@ -527,3 +527,34 @@ func TestFastCGIKeepAlive(t *testing.T) {
 		}
 	})
 }
+
+// TestPHPFastCGICopyHeaders: a field forward_auth's copy_headers set
+// cannot be shadowed by a client field PHP would fold to the same
+// variable (Remote_User for HTTP_REMOTE_USER), nor joined with one the
+// client sent under its own name.
+func TestPHPFastCGICopyHeaders(t *testing.T) {
+	fpm := phpfpmtest.Start(t, 0)
+	root := phpfpmtest.Site(t, map[string]string{
+		"who.php": `<?php echo $_SERVER['HTTP_REMOTE_USER'] ?? 'none', ' ', $_SERVER['HTTP_REMOTE_EMAIL'] ?? 'none', "\n";`,
+	})
+	auth := scriptedAuth(t)
+	site := fmt.Sprintf("\troot * %s\n\tforward_auth %s {\n\t\turi /auth\n\t\tcopy_headers Remote-User Remote-Email\n\t}\n\tphp_fastcgi %s\n", root, auth, fpm.Addr)
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		port, cls := startSite(t, backend, site)
+		base := fmt.Sprintf("https://localhost:%d", port)
+		for proto, c := range cls {
+			t.Run(proto, func(t *testing.T) {
+				for _, x := range []exchange{
+					{method: "GET", path: "/who.php", header: map[string]string{"X-Token": "good"}, status: 200, body: "alice alice@example.com\n"},
+					{method: "GET", path: "/who.php", header: map[string]string{"X-Token": "good", "Remote_User": "mallory", "Remote-User": "eve"},
+						status: 200, body: "alice alice@example.com\n"},
+					{method: "GET", path: "/who.php", header: map[string]string{"X-Token": "good-nomail", "Remote_Email": "spoofed@example.com"},
+						status: 200, body: "bob none\n"},
+					{method: "GET", path: "/who.php", header: map[string]string{"Remote_User": "mallory"}, status: 401, body: "*"},
+				} {
+					x.run(t, c, base)
+				}
+			})
+		}
+	})
+}
