@@ -10,6 +10,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy"
 	"github.com/pollproxy/pollproxy/proxy/fastcgi"
 	"github.com/pollproxy/pollproxy/proxy/route"
+	"github.com/pollproxy/pollproxy/proxy/site"
 )
 
 // FastCGI is transport fastcgi { ... }, or what php_fastcgi set up.
@@ -132,7 +133,7 @@ func (fc *FastCGI) proxyFastCGI() *proxy.FastCGI {
 // index, try_files and split change the first two; the transport's
 // options (root, env, ...) set its transport; every other line is
 // reverse_proxy's. The directive's own matcher, if any, guards the group.
-func (p *parser) phpFastCGI(d *caddyfile.Dispenser, s *Site, n *route.Node) {
+func (p *parser) phpFastCGI(d *caddyfile.Dispenser, s *Site, n *site.Node) {
 	sd := d.NewFromNextSegment()
 	fc := &FastCGI{Pos: dpos(sd)}
 	exts := []string{".php"}
@@ -179,7 +180,8 @@ func (p *parser) phpFastCGI(d *caddyfile.Dispenser, s *Site, n *route.Node) {
 	fc.Split = exts
 	p.setFastCGI(&rp, fc)
 
-	n.Kind = route.Group
+	g := &site.Group{}
+	n.Do = g
 	if index != "off" {
 		dirIndex := "{http.request.uri.path}/" + index
 		policy := "first_exist_fallback"
@@ -193,7 +195,7 @@ func (p *parser) phpFastCGI(d *caddyfile.Dispenser, s *Site, n *route.Node) {
 			dirRedir = slices.Contains(tryFiles, dirIndex)
 		}
 		if dirRedir {
-			n.Children = append(n.Children, p.phpCanonical(sd, dirIndex))
+			g.Children = append(g.Children, p.phpCanonical(sd, dirIndex))
 		}
 		var try []route.Template
 		for _, f := range tryFiles {
@@ -201,8 +203,8 @@ func (p *parser) phpFastCGI(d *caddyfile.Dispenser, s *Site, n *route.Node) {
 				try = append(try, t)
 			}
 		}
-		n.Children = append(n.Children, route.Node{Kind: route.Rewrite, FileTarget: true,
-			Match: &route.File{Try: try, Policy: policy, Split: exts}})
+		g.Children = append(g.Children, site.Node{Match: &site.File{Try: try, Policy: policy, Split: exts},
+			Do: &site.Rewrite{FileTarget: true}})
 	}
 	var pats []string
 	for _, e := range exts {
@@ -212,7 +214,7 @@ func (p *parser) phpFastCGI(d *caddyfile.Dispenser, s *Site, n *route.Node) {
 	if err != nil {
 		p.errf(sd, "php_fastcgi: split: %v", err)
 	}
-	n.Children = append(n.Children, route.Node{Kind: route.Proxy, Proxy: len(s.Proxies), Responses: rp.Responses, Match: pm})
+	g.Children = append(g.Children, site.Node{Match: pm, Do: &site.Proxy{Index: len(s.Proxies), Responses: rp.Responses}})
 	s.Proxies = append(s.Proxies, &rp)
 }
 
@@ -221,13 +223,13 @@ func (p *parser) phpFastCGI(d *caddyfile.Dispenser, s *Site, n *route.Node) {
 // exists. The Location is relative to the last segment the client sent,
 // so it always stays on the same origin (Caddy's fix for
 // /%2Fevil.com%2F..%2Fsub).
-func (p *parser) phpCanonical(d *caddyfile.Dispenser, dirIndex string) route.Node {
+func (p *parser) phpCanonical(d *caddyfile.Dispenser, dirIndex string) site.Node {
 	t, _ := route.ParseTemplate(dirIndex, route.TemplateOptions{})
 	notSlash, _ := route.NewPath([]string{"*/"})
 	to, err := route.ParseTemplate("./{http.request.orig_uri.path.file_escaped}/{http.request.orig_uri.prefixed_query}", route.TemplateOptions{})
 	if err != nil {
 		p.errf(d, "php_fastcgi: %v", err)
 	}
-	return route.Node{Kind: route.Redirect, Status: 308, To: to,
-		Match: route.All{&route.File{Try: []route.Template{t}}, route.Not{route.All{notSlash}}}}
+	return site.Node{Match: route.All{&site.File{Try: []route.Template{t}}, route.Not{route.All{notSlash}}},
+		Do: &site.Redirect{Status: 308, To: to}}
 }

@@ -1,6 +1,9 @@
-package route
+package site
 
-import "github.com/pollproxy/pollproxy/proxy/stream"
+import (
+	"github.com/pollproxy/pollproxy/proxy/route"
+	"github.com/pollproxy/pollproxy/proxy/stream"
+)
 
 // Immediate header edits. Caddy's header directive without defer (and
 // without a deletion, >Field or match) edits the response's header map at
@@ -30,28 +33,32 @@ const (
 // mergeFor is how the answer of the terminal route n joins the preset
 // fields.
 func mergeFor(n *Node) byte {
-	if n != nil && (n.Kind == Proxy || n.Kind == CopyResponse) {
-		return mergeAdd
+	if n != nil {
+		switch n.Do.(type) {
+		case *Proxy, *CopyResponse:
+			return mergeAdd
+		}
 	}
 	return mergeSet
 }
 
 // edits are the response edits a request matched, in order: the header
-// directives and encodes (nodes), and the fields the immediate ones set
-// as the routes ran (preset, after those an error carried in).
+// directives and encodes (dirs: EditResponse and Encode), and the fields
+// the immediate ones set as the routes ran (preset, after those an error
+// carried in).
 type edits struct {
-	nodes  []*Node
+	dirs   []Directive
 	preset []stream.Field
 }
 
 // edits returns the request in progress's edits, in the handler's
 // scratch: valid until the next request's evaluation (see keep).
-func (h *Handler) edits() edits { return edits{nodes: h.resp, preset: h.preset} }
+func (h *Handler) edits() edits { return edits{dirs: h.resp, preset: h.preset} }
 
 // keep copies e, for a request that waits (a password check, another
 // exchange) while the handler serves others.
 func (e edits) keep() edits {
-	return edits{nodes: append([]*Node(nil), e.nodes...), preset: append([]stream.Field(nil), e.preset...)}
+	return edits{dirs: append([]Directive(nil), e.dirs...), preset: append([]stream.Field(nil), e.preset...)}
 }
 
 // presetBase returns the fields the error being rendered carried in, if
@@ -66,11 +73,11 @@ func presetBase(req *stream.Request) []stream.Field {
 // applyImmediate applies the immediate directive n to the fields fs, as
 // the routes reach it: its placeholders read the request as it is then,
 // as Caddy's do (a header before basic_auth has no user yet).
-func applyImmediate(fs []stream.Field, n *Node, r *stream.Request) []stream.Field {
+func applyImmediate(fs []stream.Field, n *EditResponse, r *stream.Request) []stream.Field {
 	if n.CopyFrom != nil {
 		fs = n.CopyFrom.appendCopied(fs, r.Handoff)
 	}
-	return applyOps(fs, n.Ops, r, mainOps)
+	return route.ApplyMainOps(fs, n.Ops, r)
 }
 
 // presetWriter joins the fields the immediate edits set to every head
@@ -129,12 +136,12 @@ var (
 // array, as merge says.
 func mergeFields(fs, fields []stream.Field, merge byte) []stream.Field {
 	if merge == mergeAdd {
-		return append(remove(fs, func(n string) bool { return n == "server" }), fields...)
+		return append(route.RemoveFields(fs, func(n string) bool { return n == "server" }), fields...)
 	}
-	kept := remove(fs, func(n string) bool { return setsOver(fields, n) })
+	kept := route.RemoveFields(fs, func(n string) bool { return setsOver(fields, n) })
 	preset := len(kept)
 	for _, f := range fields {
-		if keepsPreset(f.Name) && has(kept[:preset], f.Name) {
+		if keepsPreset(f.Name) && route.HasField(kept[:preset], f.Name) {
 			continue
 		}
 		kept = append(kept, f)
@@ -152,5 +159,5 @@ func keepsPreset(name string) bool { return name == "content-type" || name == "e
 // name: those it has, but the ones it keeps and Vary, which Caddy's file
 // server adds to.
 func setsOver(fields []stream.Field, name string) bool {
-	return !keepsPreset(name) && name != "vary" && has(fields, name)
+	return !keepsPreset(name) && name != "vary" && route.HasField(fields, name)
 }
