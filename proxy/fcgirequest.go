@@ -95,16 +95,19 @@ func (ex *exchange) fcgiSendBody(p []byte, body int) {
 	ex.fcgiSend(fastcgi.AppendStream(nil, fastcgi.TypeStdin, fcgiRequestID, p), body)
 }
 
+// stdinEnd is the empty FCGI_STDIN record that ends a request's body.
+var stdinEnd = [8]byte(fastcgi.AppendEnd(nil, fastcgi.TypeStdin, fcgiRequestID))
+
 // fcgiSend sends framed records carrying body bytes of the client's.
 func (ex *exchange) fcgiSend(framed []byte, body int) {
-	if ex.bc == nil {
+	if ex.bc == nil || ex.bc.comingUp() {
+		// Kept, as any body sent before the connection is up: a connect
+		// that fails takes all of it to another connection (connected).
 		ex.early = append(ex.early, framed...)
 		ex.earlyBody += body
-		return
-	}
-	if ex.bc.comingUp() {
-		ex.early = append(ex.early, framed...) // and sent too: see connected
-		ex.earlyBody += body
+		if ex.bc == nil {
+			return
+		}
 	}
 	ex.bc.send(framed, body)
 }
@@ -113,7 +116,7 @@ func (ex *exchange) fcgiSend(framed []byte, body int) {
 // its request starts.
 func (ex *exchange) fcgiBodyEnd() {
 	if !ex.fcgiHeld {
-		ex.fcgiSend(fastcgi.AppendEnd(nil, fastcgi.TypeStdin, fcgiRequestID), 0)
+		ex.fcgiSend(stdinEnd[:], 0)
 		return
 	}
 	ex.fcgiHeld = false
@@ -259,7 +262,7 @@ func (h *Handler) fcgiRecords(dst []byte, req *stream.Request, trusted bool, len
 	if uri == "" {
 		uri = req.Path
 	}
-	ip := req.RemoteAddr.Addr().Unmap().String()
+	ip := h.clientIP(req.RemoteAddr.Addr())
 	fields := h.requestFields(req, trusted)
 	contentType := lastValue(fields, "content-type")
 	method := req.Method
@@ -351,7 +354,7 @@ func (h *Handler) fcgiFields(fields []stream.Field, length int64) {
 				val += ", " + g.Value
 			}
 		}
-		p.Add(cgiName(f.Name), val)
+		p.Add(h.cgiName(f.Name), val)
 	}
 	if !ua {
 		p.Add("HTTP_USER_AGENT", "")
@@ -361,8 +364,27 @@ func (h *Handler) fcgiFields(fields []stream.Field, length int64) {
 	p.Add("HTTP_CONTENT_LENGTH", strconv.FormatInt(length, 10))
 }
 
-// cgiName is HTTP_ and the field name upper-cased, '-' made '_'.
-func cgiName(name string) string {
+// maxCGINames bounds a loop's memo of HTTP_* names.
+const maxCGINames = 256
+
+// cgiName is HTTP_ and the field name upper-cased, '-' made '_',
+// remembered per loop: requests name the same few fields.
+func (h *Handler) cgiName(name string) string {
+	if n, ok := h.cgiNames[name]; ok {
+		return n
+	}
+	n := cgiNameOf(name)
+	if h.cgiNames == nil {
+		h.cgiNames = map[string]string{}
+	}
+	if len(h.cgiNames) < maxCGINames {
+		h.cgiNames[name] = n
+	}
+	return n
+}
+
+// cgiNameOf is cgiName's work.
+func cgiNameOf(name string) string {
 	b := make([]byte, 0, 5+len(name))
 	b = append(b, "HTTP_"...)
 	for i := 0; i < len(name); i++ {

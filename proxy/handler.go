@@ -161,6 +161,7 @@ type Handler struct {
 	params    fastcgi.Params
 	scratch   []byte
 	fcgiRoots map[string]string
+	cgiNames  map[string]string
 }
 
 // NewHandler returns the proxy for loop l. cfg should have its defaults
