@@ -558,3 +558,30 @@ func TestPHPFastCGICopyHeaders(t *testing.T) {
 		}
 	})
 }
+
+// TestPHPFastCGIAccel: an X-Accel-Redirect from PHP is left to the
+// routes: handle_response serves the file it names, as Caddy's
+// documentation shows for php_fastcgi.
+func TestPHPFastCGIAccel(t *testing.T) {
+	fpm := phpfpmtest.Start(t, 0)
+	root := phpfpmtest.Site(t, map[string]string{
+		"download.php":       `<?php header('X-Accel-Redirect: /report.txt'); echo "not this\n";`,
+		"plain.php":          `<?php echo "plain\n";`,
+		"private/report.txt": "the report\n",
+	})
+	site := fmt.Sprintf("\troot * %s\n\tphp_fastcgi %s {\n\t\t@accel header X-Accel-Redirect *\n\t\thandle_response @accel {\n\t\t\troot * %s/private\n\t\t\trewrite * {rp.header.X-Accel-Redirect}\n\t\t\tfile_server\n\t\t}\n\t}\n", root, fpm.Addr, root)
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		port, cls := startSite(t, backend, site)
+		base := fmt.Sprintf("https://localhost:%d", port)
+		for proto, c := range cls {
+			t.Run(proto, func(t *testing.T) {
+				for _, x := range []exchange{
+					{method: "GET", path: "/download.php", status: 200, body: "the report\n", want: map[string]string{"X-Accel-Redirect": ""}},
+					{method: "GET", path: "/plain.php", status: 200, body: "plain\n"},
+				} {
+					x.run(t, c, base)
+				}
+			})
+		}
+	})
+}

@@ -95,6 +95,7 @@ func (h *Handler) evaluate(nodes []Node, req *stream.Request, memo *fileMemo) (*
 // finish hands the request to n, the route where evaluation stopped,
 // once the basic_auth directives it matched on the way have passed.
 func (h *Handler) finish(n *Node, vars reqVars, req *stream.Request, w stream.ResponseWriter) stream.Events {
+	req.Root, req.FileRemainder = vars.root, vars.rem // for a FastCGI environment, whichever way it is proxied
 	if h.icpt != nil {
 		return h.intercept(n, vars, req, w)
 	}
@@ -204,7 +205,6 @@ func (h *Handler) terminal(n *Node, vars reqVars, req *stream.Request, w stream.
 	}
 	switch d := n.Do.(type) {
 	case *Proxy:
-		req.Root, req.FileRemainder = vars.root, vars.rem // for a FastCGI environment
 		return h.proxies[d.Index].Serve(req, w)
 	case *Respond:
 		if status, ok := respondStatus(d, req); ok {
