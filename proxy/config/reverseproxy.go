@@ -136,6 +136,16 @@ func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
 	case rp.scheme == "http" && rp.TLS != nil:
 		p.errAt(rp.TLS.Pos, "reverse_proxy: upstream address scheme is HTTP but transport is configured for HTTP+TLS (HTTPS)")
 	}
+	if rp.FastCGI != nil {
+		switch {
+		case rp.ActiveHealth.Enabled():
+			// Caddy's checks would go through the FastCGI transport;
+			// pollproxy's speak HTTP, which php-fpm does not.
+			p.errAt(rp.Pos, "reverse_proxy: active health checks with transport fastcgi are not supported by pollproxy")
+		case rp.TLS != nil:
+			p.errAt(rp.Pos, "reverse_proxy: transport fastcgi has no TLS (want upstreams without https://)")
+		}
+	}
 	p.resolve(rp.Responses, uses, matchers, "reverse_proxy")
 	if rp.Dynamic != nil && len(rp.Upstreams) > 1 {
 		p.errAt(rp.Pos, "reverse_proxy: static upstreams beside dynamic (Caddy's fallback) are not supported by pollproxy")
