@@ -26,7 +26,8 @@ const fcgiRequestID = 1
 const maxStderr = 8 << 10
 
 // maxCGIHead bounds a CGI response head: with the status line put in
-// front of it, it and the body bytes read with it fit the read buffer.
+// front of it, it and the body bytes read with it fit the read buffer
+// (fcgiReadSize reads no more than that while the head is incomplete).
 const maxCGIHead = backendBufSize - 64
 
 // fcgiState is a FastCGI connection's per-request state.
@@ -54,6 +55,21 @@ func (bc *backendConn) sendStdin(p []byte) {
 	bc.out = fastcgi.AppendStream(bc.out, fastcgi.TypeStdin, fcgiRequestID, p)
 	bc.queued(len(p))
 }
+
+// fcgiReadSize is how much of the read buffer a read may fill: all of it
+// once the CGI head went to the parser; before, no more than lets the
+// head gathered so far, the bytes read now and the status line put in
+// front of them fit the buffer (fcgiHead).
+func (bc *backendConn) fcgiReadSize() int {
+	f := bc.fcgi
+	if f.inBody {
+		return len(bc.in)
+	}
+	return max(len(bc.in)-statusLineMax-len(f.head), 1)
+}
+
+// statusLineMax is the longest status line fcgiHead writes.
+const statusLineMax = len("HTTP/1.1 999 CGI\r\n")
 
 // fcgiDecode takes the n bytes just read into bc.in: records are cut
 // apart, and what is left in bc.in[:inEnd] is for the response parser. It
@@ -90,7 +106,7 @@ func (bc *backendConn) fcgiHead(out int) bool {
 	bc.inEnd = 0
 	end := fastcgi.HeadEnd(f.head)
 	if end < 0 && !f.dec.Ended {
-		if len(f.head) > maxCGIHead {
+		if len(f.head) >= maxCGIHead {
 			ex := bc.ex
 			bc.close()
 			ex.badResponse()
@@ -108,7 +124,7 @@ func (bc *backendConn) fcgiHead(out int) bool {
 		end = len(f.head)
 	}
 	status, ok := fastcgi.Status(f.head[:end])
-	if !ok || len(f.head) > maxCGIHead {
+	if !ok || len(f.head)+statusLineMax > len(bc.in) {
 		ex := bc.ex
 		bc.close()
 		ex.badResponse()

@@ -359,7 +359,11 @@ func (bc *backendConn) readResponse() {
 			return
 		}
 		bc.inStart, bc.inEnd = 0, 0
-		n, err := bc.read(bc.in)
+		in := bc.in
+		if bc.fcgi != nil {
+			in = bc.in[:bc.fcgiReadSize()]
+		}
+		n, err := bc.read(in)
 		switch {
 		case n > 0:
 			bc.inEnd = n

@@ -75,9 +75,25 @@ header('Content-Length: 5');
 echo "12345678";
 `,
 	"sub/index.php": `<?php echo "sub index\n";`,
+	"big.php": `<?php
+header('Content-Type: text/plain');
+$s = '';
+for ($i = 0; $i < 20000; $i++) { $s .= sprintf("%07d pollproxy fastcgi\n", $i); }
+echo $s; // one write: the head and the body's first bytes arrive in one read
+`,
 	"style.css":     "body{}",
 	"evil.ｐhp":      "<?php echo 'ran';",
 }
+
+// bigBody is what big.php prints: 500,000 bytes, in many records and
+// many reads, the first of them holding the CGI head.
+var bigBody = func() string {
+	var b strings.Builder
+	for i := range 20000 {
+		fmt.Fprintf(&b, "%07d pollproxy fastcgi\n", i)
+	}
+	return b.String()
+}()
 
 // fpmSite is a Caddyfile site body serving root through php_fastcgi to
 // upstream, with file_server for the rest.
@@ -141,6 +157,7 @@ func TestPHPFastCGI(t *testing.T) {
 							{method: "GET", path: "/evil.%EF%BD%90hp/x.php", status: 200, body: `{"front":true,"route":"\/evil.%EF%BD%90hp\/x.php","script":"\/index.php","path_info":""}`},
 							{method: "GET", path: "/length.php", status: 200, body: "12345", want: map[string]string{"Content-Length": "5"}},
 							{method: "HEAD", path: "/status.php", status: 201, body: ""},
+							{method: "GET", path: "/big.php", status: 200, body: bigBody},
 						} {
 							x.run(t, c, base)
 						}
@@ -494,7 +511,8 @@ func (l *countingListener) closeAll() {
 
 // TestFastCGIKeepAlive: with Go's own FastCGI server (net/http/fcgi,
 // which honours FCGI_KEEP_CONN) behind transport fastcgi, sequential
-// requests share one kept-alive connection; connections the application
+// requests share one kept-alive connection, a response whose head comes
+// with more body than a read holds among them; connections the application
 // closed while idle are replaced without an error reaching the client.
 func TestFastCGIKeepAlive(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -503,6 +521,12 @@ func TestFastCGIKeepAlive(t *testing.T) {
 	}
 	cl := &countingListener{Listener: ln}
 	go fcgi.Serve(cl, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/big.php" {
+			// One write: the head and 60,000 bytes of body in one
+			// record, more than a read buffer holds.
+			w.Write([]byte(bigBody[:60000]))
+			return
+		}
 		fmt.Fprintf(w, "%s %s", r.Method, r.URL.Path)
 	}))
 	t.Cleanup(func() { ln.Close() })
@@ -515,6 +539,9 @@ func TestFastCGIKeepAlive(t *testing.T) {
 			if status, body := send(t, c, "GET", base+"/app.php/x", "", nil); status != 200 || body != "GET /app.php/x" {
 				t.Fatalf("request %d: %d %q", i, status, body)
 			}
+		}
+		if status, body := send(t, c, "GET", base+"/big.php", "", nil); status != 200 || body != bigBody[:60000] {
+			t.Fatalf("big: %d, %d bytes", status, len(body))
 		}
 		if n := cl.accepted() - before; n != 1 {
 			t.Errorf("30 sequential requests opened %d connections, want 1", n)
