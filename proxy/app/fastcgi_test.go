@@ -81,8 +81,8 @@ $s = '';
 for ($i = 0; $i < 20000; $i++) { $s .= sprintf("%07d pollproxy fastcgi\n", $i); }
 echo $s; // one write: the head and the body's first bytes arrive in one read
 `,
-	"style.css":     "body{}",
-	"evil.ｐhp":      "<?php echo 'ran';",
+	"style.css": "body{}",
+	"evil.ｐhp":  "<?php echo 'ran';",
 }
 
 // bigBody is what big.php prints: 500,000 bytes, in many records and
