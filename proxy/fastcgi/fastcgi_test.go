@@ -239,3 +239,46 @@ func FuzzSplit(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecoder: any bytes, cut into two reads anywhere, decode to the same
+// stdout and stderr as in one read, never more stdout than was read, and
+// never past FCGI_END_REQUEST.
+func FuzzDecoder(f *testing.F) {
+	f.Add(response(1), 10)
+	f.Add(append(response(1), response(1)...), 100)
+	f.Add([]byte{1, 6, 0, 1, 0, 3, 5, 0, 'a', 'b', 'c'}, 4)
+	f.Fuzz(func(t *testing.T, b []byte, cut int) {
+		if len(b) == 0 {
+			return
+		}
+		cut = int(uint(cut) % uint(len(b)+1))
+		decode := func(parts ...[]byte) (out, stderr []byte, used int, ended bool, err error) {
+			var d Decoder
+			d.Reset(1)
+			for _, p := range parts {
+				buf := append([]byte(nil), p...)
+				n, u, e := d.Decode(buf, &stderr, 1<<20)
+				if n > u || u > len(buf) {
+					t.Fatalf("stdout %d, used %d of %d", n, u, len(buf))
+				}
+				out = append(out, buf[:n]...)
+				used += u
+				if e != nil {
+					return out, stderr, used, d.Ended, e
+				}
+				if d.Ended && u < len(buf) {
+					break
+				}
+			}
+			return out, stderr, used, d.Ended, nil
+		}
+		o1, s1, u1, e1, err1 := decode(b)
+		o2, s2, u2, e2, err2 := decode(b[:cut], b[cut:])
+		if (err1 == nil) != (err2 == nil) {
+			return // an error found in a later part stops a split decode at another place
+		}
+		if err1 == nil && (!bytes.Equal(o1, o2) || !bytes.Equal(s1, s2) || u1 != u2 || e1 != e2) {
+			t.Fatalf("one read: %q %q %d %v; two at %d: %q %q %d %v", o1, s1, u1, e1, cut, o2, s2, u2, e2)
+		}
+	})
+}
