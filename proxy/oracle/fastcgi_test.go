@@ -46,6 +46,7 @@ var phpRequests = []request{
 	{method: "GET", path: "/index.php/api/users"},
 	{method: "GET", path: "/env.php/extra/info?a=1&b=2", header: [][2]string{{"X-Multi", "one"}, {"X-Multi", "two"},
 		{"Proxy", "http://evil:8080"}, {"Cookie", "a=1"}, {"Cookie", "b=2"}, {"Accept", "*/*"}}},
+	{method: "GET", path: "/env.php", header: [][2]string{{"Host", "php.test"}, {"User-Agent", ""}}},
 	{method: "POST", path: "/env.php", body: "a=1&b=two"},
 	{method: "POST", path: "/env.php", body: "{}", header: [][2]string{{"Content-Type", "application/json"}}},
 	{method: "PUT", path: "/env.php", body: strings.Repeat("s", 4000), chunked: true},
@@ -196,6 +197,14 @@ func sendPlain(c *http.Client, base string, r request) map[string]string {
 	}
 	req.Header.Set("User-Agent", "oracle")
 	for _, h := range r.header {
+		if strings.EqualFold(h[0], "User-Agent") && h[1] == "" {
+			req.Header.Set("User-Agent", "") // Go's client then sends none
+			continue
+		}
+		if strings.EqualFold(h[0], "Host") {
+			req.Host = h[1]
+			continue
+		}
 		req.Header.Add(h[0], h[1])
 	}
 	resp, err := c.Do(req)
