@@ -67,6 +67,7 @@ var phpRequests = []request{
 	{method: "GET", path: "/evil.%EF%BD%90hp"},
 	{method: "GET", path: "/evil.%EF%BD%90hp/x.php"},
 	{method: "GET", path: "/env.php%2f..%2fstatus.php"},
+	{method: "GET", path: "/dead/x.php"}, // php-fpm not there: 502
 }
 
 // phpDifferences are the deliberate differences (docs/caddyfile.md, "PHP
@@ -96,7 +97,8 @@ func TestOracleFastCGI(t *testing.T) {
 	root := phpfpmtest.Site(t, phpOracleApp)
 	https, plain := servertest.FreePort(t), servertest.FreePort(t)
 	certs := certificate(t, []string{"php.test"})
-	block := fmt.Sprintf("https://php.test:%d {\n\ttls CERTFILE KEYFILE\n\troot * %s\n\tphp_fastcgi %s\n\tfile_server\n}\n", https, root, fpm.Addr)
+	block := fmt.Sprintf("https://php.test:%d {\n\ttls CERTFILE KEYFILE\n\troot * %s\n\thandle /dead/* {\n\t\tphp_fastcgi 127.0.0.1:%d\n\t}\n\tphp_fastcgi %s\n\tfile_server\n}\n",
+		https, root, closedPort(t), fpm.Addr)
 	global := fmt.Sprintf("\tadmin off\n\thttp_port %d\n\thttps_port %d\n\tdefault_bind 127.0.0.1\n\tstorage file_system STORAGE\n", plain, https)
 	p := &plan{https: https, http: plain, sites: []site{{label: "php", host: "php.test"}},
 		caddy:     "{\n" + global + "\tskip_install_trust\n}\n" + block,
