@@ -33,6 +33,9 @@
 //   - fcgirequest.go: the FastCGI transport's request: the CGI
 //     environment as Caddy builds it, FCGI_PARAMS and FCGI_STDIN, a body
 //     of unknown length buffered (4 KiB) to learn CONTENT_LENGTH.
+//   - fcgiretry.go: what a FastCGI request sent on a reused connection,
+//     kept (64 KiB at most) to send it again when php-fpm had closed the
+//     connection under it.
 //   - exchange.go: one proxied request, between the client's stream and a
 //     backend connection, with backpressure both ways. Its phase (new,
 //     queued, sent, streaming, tunnel, done) says where it is and what its

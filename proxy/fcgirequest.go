@@ -89,6 +89,7 @@ func (ex *exchange) fcgiSendBody(p []byte, body int) {
 		return
 	}
 	if ex.bc != nil && !ex.bc.comingUp() {
+		ex.fcgiKeepStdin(p)
 		ex.bc.sendStdin(p) // framed straight into the connection's output
 		return
 	}
@@ -100,6 +101,9 @@ var stdinEnd = [8]byte(fastcgi.AppendEnd(nil, fastcgi.TypeStdin, fcgiRequestID))
 
 // fcgiSend sends framed records carrying body bytes of the client's.
 func (ex *exchange) fcgiSend(framed []byte, body int) {
+	if ex.bc != nil && !ex.bc.comingUp() {
+		ex.fcgiKeep(framed, body)
+	}
 	if ex.bc == nil || ex.bc.comingUp() {
 		// Kept, as any body sent before the connection is up: a connect
 		// that fails takes all of it to another connection (connected).

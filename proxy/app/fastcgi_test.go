@@ -546,9 +546,10 @@ func TestFastCGIKeepAlive(t *testing.T) {
 		if n := cl.accepted() - before; n != 1 {
 			t.Errorf("30 sequential requests opened %d connections, want 1", n)
 		}
-		for i := range 10 {
+		for i := range 40 {
 			cl.closeAll()
-			if status, body := send(t, c, "GET", base+"/app.php", "", nil); status != 200 || body != "GET /app.php" {
+			method, form := [2]string{"GET", "POST"}[i%2], [2]string{"", "form=1"}[i%2]
+			if status, body := send(t, c, method, base+"/app.php", form, nil); status != 200 || body != method+" /app.php" {
 				t.Fatalf("after the application closed its connections, request %d: %d %q", i, status, body)
 			}
 		}
