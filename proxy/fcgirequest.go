@@ -136,14 +136,16 @@ func (ex *exchange) fcgiBodyEnd() {
 	ex.begin(nil)
 }
 
-// fcgiScript is the script part of req's path, as Caddy's transport
-// derives it: the decoded path, cleaned, cut at the split. ok is false
-// for a path that names a script unsafely: a NUL byte, or an escaped form
-// ("%2e%2e", "%2f") that would name another script than the decoded one.
+// fcgiPath is a request path cut for the CGI environment: DOCUMENT_URI,
+// PATH_INFO and SCRIPT_NAME.
 type fcgiPath struct {
 	docURI, pathInfo, scriptName string
 }
 
+// fcgiScript cuts req's path as Caddy's transport does: the decoded path,
+// cleaned, cut at the split. ok is false for a path that names a script
+// unsafely: a NUL byte, or an escaped form ("%2e%2e", "%2f") that would
+// name another script than the decoded one.
 func (h *Handler) fcgiScript(req *stream.Request) (fcgiPath, bool) {
 	raw := route.PathOnly(req.Path)
 	decoded, err := url.PathUnescape(raw)
