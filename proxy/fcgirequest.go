@@ -69,7 +69,7 @@ func (h *Handler) fcgiStart(ex *exchange, req *stream.Request, trusted bool) boo
 		ex.fcgiHeld = true
 		return true
 	}
-	ex.head = h.fcgiRecords(ex.head[:0], req, trusted, max(req.ContentLength, 0), req.HasBody)
+	ex.head = h.fcgiRecords(ex.head[:0], req, trusted, max(req.ContentLength, 0))
 	if !req.HasBody {
 		ex.head = fastcgi.AppendEnd(ex.head, fastcgi.TypeStdin, fcgiRequestID)
 	}
@@ -127,7 +127,7 @@ func (ex *exchange) fcgiBodyEnd() {
 	body, n := ex.early, ex.earlyBody
 	ex.early, ex.earlyBody = nil, 0
 	h := ex.h
-	ex.head = h.fcgiRecords(ex.head[:0], ex.req, ex.trusted, int64(len(body)), true)
+	ex.head = h.fcgiRecords(ex.head[:0], ex.req, ex.trusted, int64(len(body)))
 	ex.head = fastcgi.AppendStream(ex.head, fastcgi.TypeStdin, fcgiRequestID, body)
 	ex.head = fastcgi.AppendEnd(ex.head, fastcgi.TypeStdin, fcgiRequestID)
 	// The buffered bytes were the client's: they count as written with
@@ -239,7 +239,7 @@ var tlsVersions = map[uint16]string{
 // fcgiRecords appends FCGI_BEGIN_REQUEST and the FCGI_PARAMS stream of
 // req's CGI environment to dst, as Caddy's transport builds it, for a
 // body of length bytes.
-func (h *Handler) fcgiRecords(dst []byte, req *stream.Request, trusted bool, length int64, hasBody bool) []byte {
+func (h *Handler) fcgiRecords(dst []byte, req *stream.Request, trusted bool, length int64) []byte {
 	fc := h.cfg.FastCGI
 	sp, _ := h.fcgiScript(req)
 	if sp.pathInfo == "" {
