@@ -54,6 +54,9 @@ type Config struct {
 	Storage string
 	// Redis, when set, replaces the Storage directory (storage redis).
 	Redis *RedisStorage
+	// TLSOptions are the other global options about certificates and
+	// handshakes (local_certs, pki, on_demand_tls ...).
+	TLSOptions
 	// DefaultBind is the host every site listens on ("" : all interfaces).
 	DefaultBind string
 	// HTTPPort is Caddy's http_port: the port of http:// sites without
@@ -343,32 +346,6 @@ func (p Proxy) headerUp() []route.HeaderOp {
 	return append([]route.HeaderOp{hostUpstream}, p.HeaderUp...)
 }
 
-// TLSMode says where a site's certificate comes from.
-type TLSMode int
-
-// TLS modes.
-const (
-	// TLSAuto is the default: ACME for public names, the local CA for
-	// localhost, IP addresses and names that cannot be public.
-	TLSAuto TLSMode = iota
-	TLSInternal
-	TLSFiles
-	TLSACME
-)
-
-// String is the mode as the Caddyfile spells it.
-func (m TLSMode) String() string {
-	return [...]string{"auto", "internal", "files", "acme"}[m]
-}
-
-// TLS is a site's tls directive.
-type TLS struct {
-	Pos       Pos
-	Mode      TLSMode
-	Cert, Key string // TLSFiles
-	Email     string // TLSACME: the account for this site
-}
-
 // Listener is one listening address and the sites it serves, routed by
 // host.
 type Listener struct {
@@ -426,6 +403,11 @@ func (c *Config) CheckFiles() error {
 			}
 			if _, err := rp.TLS.ClientConfig(); err != nil {
 				errs = append(errs, &Error{Pos: rp.TLS.Pos, Msg: "reverse_proxy: " + err.Error()})
+			}
+		}
+		if a := s.TLS.ClientAuth; a != nil {
+			if _, _, err := a.Load(); err != nil {
+				errs = append(errs, &Error{Pos: a.Pos, Msg: "tls: client_auth: " + err.Error()})
 			}
 		}
 		if s.TLS.Mode != TLSFiles {

@@ -13,11 +13,14 @@
 // read arguments and blocks and record errors); errors.go the errors it
 // returns. Each directive family has its file: global.go (global options
 // and servers), ab.go (ab_interval, ab_rotate), storage.go, site.go (site addresses
-// and the route table), matchers.go, reverseproxy.go with health.go (active health checks),
-// fastcgi.go (transport fastcgi and php_fastcgi, expanded as Caddy
-// expands it), dynamic.go (dynamic upstreams) and stream.go
-// (stream_timeout, stream_close_delay, h2_extended_connect), and
-// unsupported.go (Caddy's names pollproxy lacks). Every error names the
+// and the route table), matchers.go, reverseproxy.go with health.go
+// (active health checks), fastcgi.go (transport fastcgi and php_fastcgi,
+// expanded as Caddy expands it), dynamic.go (dynamic upstreams) and stream.go
+// (stream_timeout, stream_close_delay, h2_extended_connect), tls.go
+// (the tls directive: TLS, ClientAuth, Issuer) with tlsglobal.go (the TLS
+// global options: local_certs, pki, on_demand_tls ...) and https.go
+// (which sites are HTTPS, redirects), and unsupported.go (Caddy's names
+// pollproxy lacks). Every error names the
 // file and line it comes from and what was expected, as in
 //
 //	Caddyfile:12: reverse_proxy: lb_policy: unknown policy "fastest" (want round_robin, ...)

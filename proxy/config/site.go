@@ -84,10 +84,10 @@ func (p *parser) site(b caddyfile.ServerBlock) {
 		return s.Routes.Errors[i].Match != nil && s.Routes.Errors[j].Match == nil
 	})
 	s.Routes.Proxies = len(s.Proxies)
-	// A site of directives that answer nothing (only header, rewrite
-	// ...) gets Caddy's empty 200, as Caddy's own examples expect; a
+	// A site of directives that answer nothing (only header, rewrite,
+	// tls ...) gets Caddy's empty 200, as Caddy's own examples expect; a
 	// site with no directive at all is surely a mistake.
-	if len(ds) == 0 && len(errs) == 0 && len(s.Proxies) == 0 && !answers(nodes) && len(p.errs) == nerrs {
+	if len(ds) == 0 && len(errs) == 0 && len(s.Proxies) == 0 && s.TLS.Pos.Line == 0 && !answers(nodes) && len(p.errs) == nerrs {
 		p.errAt(s.Pos, "site %s: no reverse_proxy, respond or redir (want e.g. reverse_proxy :8080)", strings.Join(b.GetKeysText(), ", "))
 	}
 	p.cfg.Sites = append(p.cfg.Sites, s)
@@ -584,31 +584,6 @@ func (p *parser) uri(d *caddyfile.Dispenser, n *site.Node) {
 	default:
 		p.errf(d, "uri: unknown operation %q (want strip_prefix, strip_suffix, replace, path_regexp, query)", args[0])
 	}
-}
-
-func (p *parser) tls(d *caddyfile.Dispenser) TLS {
-	t := TLS{Pos: dpos(d)}
-	args := d.RemainingArgs()
-	switch {
-	case len(args) == 0:
-	case len(args) == 1 && args[0] == "internal":
-		t.Mode = TLSInternal
-	case len(args) == 1 && strings.Contains(args[0], "@"):
-		t.Mode, t.Email = TLSACME, args[0]
-	case len(args) == 2:
-		t.Mode, t.Cert, t.Key = TLSFiles, args[0], args[1]
-	default:
-		p.errf(d, "tls: want internal, CERT_FILE KEY_FILE, or an ACME account e-mail")
-	}
-	block := false
-	for nest := d.Nesting(); d.NextBlock(nest); {
-		block = true
-		p.notOurs(d, "tls: ", d.Val(), unsupportedTLS, "no block: internal, CERT_FILE KEY_FILE or an e-mail")
-	}
-	if len(args) == 0 && !block {
-		p.errAt(t.Pos, "tls: want internal, CERT_FILE KEY_FILE, or an ACME account e-mail")
-	}
-	return t
 }
 
 // parseAddress reads a site address: [https://]host[:port], :port, or
