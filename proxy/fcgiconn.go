@@ -71,6 +71,18 @@ func (bc *backendConn) fcgiReadSize() int {
 // statusLineMax is the longest status line fcgiHead writes.
 const statusLineMax = len("HTTP/1.1 999 CGI\r\n")
 
+// idleHeadCap is the most CGI-head capacity an idle connection keeps.
+const idleHeadCap = 2 << 10
+
+// idle lets go of what a request's response left large: an idle
+// connection holds no buffer of a response's size.
+func (f *fcgiState) idle() {
+	if cap(f.head) > idleHeadCap {
+		f.head = nil
+	}
+	f.stderr = nil
+}
+
 // fcgiDecode takes the n bytes just read into bc.in: records are cut
 // apart, and what is left in bc.in[:inEnd] is for the response parser. It
 // reports false when the connection failed (and the exchange was told).
