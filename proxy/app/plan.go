@@ -54,6 +54,9 @@ func (in *Instance) prepare(cfg *config.Config) (*plan, error) {
 				}
 			}
 			pc := rp.ProxyConfig(ups)
+			if rp.FastCGI != nil && rp.FastCGI.CaptureStderr {
+				pc.FastCGI.Stderr = fastcgiStderr(in.log)
+			}
 			if rp.TLS != nil {
 				t, err := in.upTLS.transport(rp.TLS, in.log)
 				if err != nil {

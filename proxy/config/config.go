@@ -250,6 +250,9 @@ type Proxy struct {
 	// TLS, when set, speaks TLS to the upstreams (https:// upstreams,
 	// transport http's tls options).
 	TLS *UpstreamTLS
+	// FastCGI, when set, is transport fastcgi (also php_fastcgi's): the
+	// upstreams are FastCGI responders.
+	FastCGI *FastCGI
 	// Versions is transport http's versions ("1.1", "2", "h2c"); nil is
 	// Caddy's default, 1.1 and 2. An h2c:// upstream means h2c and 2.
 	Versions []string
@@ -264,7 +267,7 @@ func (p Proxy) ProxyConfig(ups []*upstream.Upstream) proxy.Config {
 	if p.KeepAliveOff {
 		pool.MaxRequests = 1
 	}
-	return proxy.Config{
+	c := proxy.Config{
 		Upstreams:             ups,
 		Policy:                p.Policy,
 		PolicyArg:             p.PolicyArg,
@@ -290,6 +293,11 @@ func (p Proxy) ProxyConfig(ups []*upstream.Upstream) proxy.Config {
 		H2C:                   p.h2c(),
 		H2:                    p.h2(),
 	}.WithDefaults()
+	if p.FastCGI != nil {
+		c.FastCGI = p.FastCGI.proxyFastCGI()
+		c.H2C, c.H2 = false, false // FastCGI is its own protocol
+	}
+	return c
 }
 
 // h2c reports whether the upstreams speak HTTP/2 with prior knowledge

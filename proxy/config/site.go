@@ -15,7 +15,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/site"
 )
 
-var siteDirectives = []string{"reverse_proxy", "handle", "handle_path", "route", "redir", "respond",
+var siteDirectives = []string{"reverse_proxy", "php_fastcgi", "handle", "handle_path", "route", "redir", "respond",
 	"header", "request_header", "uri", "rewrite", "abort", "basic_auth", "root", "file_server", "try_files",
 	"request_body", "log_skip", "log", "forward_auth", "error", "handle_errors", "copy_response",
 	"copy_response_headers", "intercept", "method", "encode", "tls", "@name (a named matcher)"}
@@ -27,7 +27,7 @@ var siteDirectives = []string{"reverse_proxy", "handle", "handle_path", "route",
 var implemented = set("root", "skip_log", "log_skip", "header", "copy_response_headers", "request_body",
 	"redir", "method", "rewrite", "uri", "try_files", "basicauth", "basic_auth", "forward_auth",
 	"request_header", "encode", "intercept", "handle", "route", "abort", "error", "copy_response", "respond",
-	"reverse_proxy", "file_server")
+	"reverse_proxy", "php_fastcgi", "file_server")
 
 // value is one routing directive before sorting: Caddy's "config value".
 type value struct {
@@ -214,6 +214,8 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 		rp := p.reverseProxy(d)
 		n.Do = &site.Proxy{Index: len(s.Proxies), Responses: rp.Responses}
 		s.Proxies = append(s.Proxies, &rp)
+	case "php_fastcgi":
+		p.phpFastCGI(d, s, n)
 	case "handle", "route", "handle_path":
 		g := &site.Group{}
 		if args := d.RemainingArgs(); len(args) > 0 {

@@ -37,7 +37,7 @@ var unsupportedServers = set("strict_sni_host", "keepalive_interval",
 
 var unsupportedDirectives = set("abort_with", "acme_server", "bind",
 	"fs", "import", "invoke",
-	"log_append", "log_name", "log_level", "map", "metrics", "php_fastcgi", "push",
+	"log_append", "log_name", "log_level", "map", "metrics", "push",
 	"templates", "tracing", "vars", "timeouts")
 
 var unsupportedMatchers = set("vars", "vars_regexp", "tls", "path_regexp_all")
