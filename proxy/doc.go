@@ -56,7 +56,8 @@
 //   - tunnel.go: an exchange the origin switched to another protocol (a
 //     WebSocket): a byte tunnel both ways on the loop.
 //   - retire.go: a handler a reload replaced, finishing what it started
-//     and closing what went to a removed upstream.
+//     and closing what went to a removed upstream, and a handler closed
+//     with its server; both close their pools' idle connections.
 //
 // Calls go one way: an exchange asks a pool for a connection and drives
 // it; a connection tells its exchange what happened on the socket; a pool
