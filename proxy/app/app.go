@@ -467,6 +467,10 @@ func (in *Instance) Close() {
 		srv.Close()
 	}
 	in.servers = nil
+	// The proxies' idle origin connections: a server closes only the
+	// handler it serves now, not those a reload retired with requests
+	// still in flight, nor a proxy behind a site's routes.
+	closeHandlers(in.running)
 	if in.admin != nil {
 		in.admin.Close()
 	}
