@@ -245,7 +245,7 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 			p.errf(d, "rewrite: want [matcher] target, e.g. rewrite /old /new or rewrite * /index.html")
 			return v, false
 		}
-		t, err := route.ParseTemplate(args[0], route.TemplateOptions{})
+		t, err := route.ParseTemplate(args[0], route.TemplateOptions{ReplaceAll: true})
 		if err != nil {
 			p.errf(d, "rewrite: %v", err)
 			return v, false

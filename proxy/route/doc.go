@@ -9,7 +9,9 @@
 //
 // One job per file: router.go (host to site), route.go (the route
 // table), match.go (matchers), expression.go (CEL), header.go (header
-// operations), placeholder.go (placeholders), clientip.go (the client's
+// operations), placeholder.go (placeholders), placeholdertable.go (the rest
+// of Caddy's placeholder table: URI forms, the original request, TLS,
+// time, system, vars and map), clientip.go (the client's
 // address), ranges.go (IP ranges and private_ranges), basicauth.go (a
 // request waiting for its password checks), files.go (the file matcher,
 // and a request waiting for the disk), hold.go (what a waiting request

@@ -87,7 +87,7 @@ var celEnv = func() *cel.Env {
 	opts := []cel.EnvOption{cel.Variable("req", reqType),
 		cel.Function("ph", cel.Overload("ph_req_string", []*cel.Type{reqType, cel.StringType}, cel.StringType,
 			cel.BinaryBinding(func(r, name ref.Val) ref.Val {
-				t, err := ParseTemplate("{"+string(name.(types.String))+"}", TemplateOptions{})
+				t, err := ParseTemplate("{"+string(name.(types.String))+"}", TemplateOptions{ReplaceAll: true})
 				if err != nil {
 					return types.NewErr("%v", err)
 				}
@@ -97,7 +97,7 @@ var celEnv = func() *cel.Env {
 		// expression: {err.status_code} >= 500.
 		cel.Function("phint", cel.Overload("phint_req_string", []*cel.Type{reqType, cel.StringType}, cel.IntType,
 			cel.BinaryBinding(func(r, name ref.Val) ref.Val {
-				t, err := ParseTemplate("{"+string(name.(types.String))+"}", TemplateOptions{})
+				t, err := ParseTemplate("{"+string(name.(types.String))+"}", TemplateOptions{ReplaceAll: true})
 				if err != nil {
 					return types.NewErr("%v", err)
 				}

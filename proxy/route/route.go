@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pollproxy/pollproxy/offload"
 	"github.com/pollproxy/pollproxy/proxy/auth"
@@ -181,7 +182,12 @@ func NewHandler(t *Table, proxies []stream.Handler, clientIP ClientIPFunc, loop 
 // Serve runs the routes over one request. Without a terminal route that
 // matches, the answer is an empty 200, as in Caddy.
 func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
-	req.OriginalPath = req.Path
+	req.OriginalPath, req.OriginalMethod = req.Path, req.Method
+	if lc, ok := h.loop.(LoopClock); ok {
+		req.Start = lc.Now()
+	} else {
+		req.Start = time.Now()
+	}
 	// Matchers and placeholders never see a CGI alias, as in Caddy.
 	req.Header = field.DropCGIAliases(req.Header)
 	if len(h.t.Errors) > 0 {
