@@ -57,6 +57,14 @@ var caddyDocExamples = []docExample{
 	{"reverse_proxy", docSite("reverse_proxy https://example.com {\n\theader_up Host {upstream_hostport}\n}"), ""},
 	{"reverse_proxy", docSite("reverse_proxy https://example.com {\n\theader_up Host {hostport}\n}"), ""},
 
+	// vars
+	{"vars", docSite("vars id 123"), ""},
+	{"vars", docSite("vars {\n\tfoo bar\n\tabc true\n\tnum 1\n}"), ""},
+	{"vars", docSite("vars /api/* {\n\tfoo bar\n}\nrespond {vars.foo}"), ""},
+
+	// map
+	{"map", docSite("map {host}             {my_placeholder}  {magic_number} {\n\texample.com        \"some value\"      3\n\tfoo.example.com    \"another value\"\n\t~(.*)\\.example\\.com$ \"${1} subdomain\" 5\n\n\t~.*\\.net$          -                 7\n\t~.*\\.xyz$          -                 15\n\n\tdefault            \"unknown domain\"  42\n}\nrespond \"{my_placeholder} {magic_number}\""), ""},
+
 	// handle
 	{"handle", "example.com {\n\thandle /foo/* {\n\t\tfile_server\n\t}\n\n\thandle {\n\t\treverse_proxy 127.0.0.1:8080\n\t}\n}\n", ""},
 	{"handle", "example.com {\n\thandle_path /foo/* {\n\t\t# The path has the \"/foo\" prefix stripped\n\t}\n\n\thandle /bar/* {\n\t\t# The path still retains \"/bar\"\n\t}\n}\n", ""},
@@ -209,11 +217,11 @@ var caddyDocExamples = []docExample{
 	{"matchers", docMatcher("@private-ipv4 remote_ip 192.168.0.0/16 172.16.0.0/12 10.0.0.0/8 127.0.0.1/8"), ""},
 	{"matchers", "example.com {\n\t@denied not remote_ip private_ranges\n\tabort @denied\n\n\trespond \"Hello, you must be from a private network!\"\n}\n", ""},
 	{"matchers", docMatcher("@my-friends `remote_ip('12.23.34.45', '23.34.45.56')`"), ""},
-	{"matchers", "example.com {\n\tvars combined_header \"{header.Foo}_{header.Bar}\"\n\t@special vars {vars.combined_header} \"123_456\"\n\thandle @special {\n\t\trespond \"You sent Foo=123 and Bar=456!\"\n\t}\n\thandle {\n\t\trespond \"Foo and Bar were not special.\"\n\t}\n}\n", "Caddyfile:2: vars is not supported by pollproxy\nCaddyfile:3: matcher vars is not supported by pollproxy"},
-	{"matchers", docMatcher("@magic `vars({'magic_number': ['3', '5']})`"), "Caddyfile:2: expression: expression vars({'magic_number': ['3', '5']}): vars() is not supported by pollproxy"},
-	{"matchers", docMatcher("@magic vars_regexp magic {magic_number} ^(4.*)"), "Caddyfile:2: matcher vars_regexp is not supported by pollproxy"},
-	{"matchers", docMatcher("@magic vars_regexp {magic_number} ^(4.*)"), "Caddyfile:2: matcher vars_regexp is not supported by pollproxy"},
-	{"matchers", docMatcher("@magic `vars_regexp('magic_number', '^(4.*)')`"), "Caddyfile:2: expression: expression vars_regexp('magic_number', '^(4.*)'): vars_regexp() is not supported by pollproxy"},
+	{"matchers", "example.com {\n\tvars combined_header \"{header.Foo}_{header.Bar}\"\n\t@special vars {vars.combined_header} \"123_456\"\n\thandle @special {\n\t\trespond \"You sent Foo=123 and Bar=456!\"\n\t}\n\thandle {\n\t\trespond \"Foo and Bar were not special.\"\n\t}\n}\n", ""},
+	{"matchers", docMatcher("@magic `vars({'magic_number': ['3', '5']})`"), ""},
+	{"matchers", docMatcher("@magic vars_regexp magic {magic_number} ^(4.*)"), ""},
+	{"matchers", docMatcher("@magic vars_regexp {magic_number} ^(4.*)"), ""},
+	{"matchers", docMatcher("@magic `vars_regexp('magic_number', '^(4.*)')`"), ""},
 }
 
 func TestCaddyDocExamples(t *testing.T) {

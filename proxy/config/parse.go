@@ -56,6 +56,7 @@ func Parse(filename string, body []byte) (*Config, error) {
 	p.resolveLogs()
 	p.schemes()
 	p.checkDuplicates()
+	p.checkMaps()
 	if len(p.errs) > 0 {
 		sort.SliceStable(p.errs, func(i, j int) bool {
 			a, b := p.errs[i].Pos, p.errs[j].Pos
@@ -83,6 +84,8 @@ type parser struct {
 	// inResponse counts the handle_response blocks being read: only
 	// their routes may copy_response, as in Caddy.
 	inResponse int
+	// maps are the map directives read, for checkMaps.
+	maps []mapAt
 }
 
 func tokPos(t caddyfile.Token) Pos { return Pos{t.File, t.Line} }

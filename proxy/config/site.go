@@ -17,13 +17,13 @@ import (
 var siteDirectives = []string{"reverse_proxy", "handle", "handle_path", "route", "redir", "respond",
 	"header", "request_header", "uri", "rewrite", "abort", "basic_auth", "root", "file_server", "try_files",
 	"request_body", "log_skip", "log", "forward_auth", "error", "handle_errors", "copy_response",
-	"copy_response_headers", "intercept", "method", "encode", "tls", "@name (a named matcher)"}
+	"copy_response_headers", "intercept", "method", "encode", "vars", "map", "tls", "@name (a named matcher)"}
 
 // implemented are the route directives pollproxy compiles, sorted in
 // the configuration's directive order (order.go; handle_path sorts as
 // handle, skip_log is log_skip's older name and basicauth basic_auth's,
 // which Caddy still reads and sorts just before them).
-var implemented = set("root", "skip_log", "log_skip", "header", "copy_response_headers", "request_body",
+var implemented = set("map", "vars", "root", "skip_log", "log_skip", "header", "copy_response_headers", "request_body",
 	"redir", "method", "rewrite", "uri", "try_files", "basicauth", "basic_auth", "forward_auth",
 	"request_header", "encode", "intercept", "handle", "route", "abort", "error", "copy_response", "respond",
 	"reverse_proxy", "file_server")
@@ -278,6 +278,11 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 		n.Kind, n.Find = route.SetMethod, strings.ToUpper(args[0])
 	case "encode":
 		p.encode(d, n)
+	case "vars":
+		p.varsDirective(d, n)
+	case "map":
+		p.mapDirective(d, n)
+		return v, true
 	case "abort":
 		if args := d.RemainingArgs(); len(args) > 0 {
 			p.errf(d, "abort: takes only a matcher")

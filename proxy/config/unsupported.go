@@ -40,10 +40,10 @@ var unsupportedServers = set("strict_sni_host", "keepalive_interval",
 
 var unsupportedDirectives = set("abort_with", "acme_server", "bind",
 	"fs", "import", "invoke",
-	"log_append", "log_name", "log_level", "map", "metrics", "php_fastcgi", "push",
-	"templates", "tracing", "vars", "timeouts")
+	"log_append", "log_name", "log_level", "metrics", "php_fastcgi", "push",
+	"templates", "tracing", "timeouts")
 
-var unsupportedMatchers = set("vars", "vars_regexp", "tls", "path_regexp_all")
+var unsupportedMatchers = set("tls", "path_regexp_all")
 
 var unsupportedProxy = set("buffer_requests", "buffer_responses",
 	"request_buffers", "response_buffers", "max_buffer_size",

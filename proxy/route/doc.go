@@ -18,7 +18,8 @@
 // holds), reenter.go (a request re-entering its routes), relay.go (a
 // request answered first by another exchange), forwardauth.go,
 // handleresponse.go (handle_response, intercept, copy_response) and
-// errors.go (handle_errors, error).
+// errors.go (handle_errors, error), vars.go (the vars directive and the
+// vars and vars_regexp matchers) and mapper.go (the map directive).
 //
 // Everything here is built once per (re)load and only read afterwards, so
 // one compiled table is shared by every loop; what is per loop (the

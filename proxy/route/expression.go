@@ -66,6 +66,21 @@ var stringMatchers = map[string]func(args []string, name string) (Matcher, error
 		re, err := regexp.Compile(a[len(a)-1])
 		return PathRegexp{Re: re, Name: name}, err
 	},
+	// vars_regexp([name,] key, regexp)
+	"vars_regexp": func(a []string, name string) (Matcher, error) {
+		if len(a) < 2 || len(a) > 3 {
+			return nil, fmt.Errorf("vars_regexp wants [name,] key, regexp")
+		}
+		if len(a) == 3 && a[0] != "" {
+			name = a[0]
+		}
+		key, err := NewVarKey(a[len(a)-2])
+		if err != nil {
+			return nil, err
+		}
+		re, err := regexp.Compile(a[len(a)-1])
+		return VarsRegexp{{Key: key, Re: re, Capture: name}}, err
+	},
 	// header_regexp([name,] field, regexp)
 	"header_regexp": func(a []string, name string) (Matcher, error) {
 		if len(a) < 2 || len(a) > 3 {
@@ -81,7 +96,7 @@ var stringMatchers = map[string]func(args []string, name string) (Matcher, error
 
 // unsupportedCEL are Caddy's expression functions pollproxy lacks: a
 // call to one is "not supported", not CEL's "undeclared reference".
-var unsupportedCEL = regexp.MustCompile(`(?:^|[^A-Za-z0-9_.])(file|vars|vars_regexp)\s*\(`)
+var unsupportedCEL = regexp.MustCompile(`(?:^|[^A-Za-z0-9_.])(file)\s*\(`)
 
 var celEnv = func() *cel.Env {
 	opts := []cel.EnvOption{cel.Variable("req", reqType),
@@ -158,6 +173,25 @@ var celEnv = func() *cel.Env {
 			}
 			return h
 		}),
+		mapFn("vars", func(m map[string][]string) Matcher {
+			var v Vars
+			for k, vals := range m {
+				key, err := NewVarKey(k)
+				if err != nil {
+					return never{}
+				}
+				f := VarsField{Key: key}
+				for _, val := range vals {
+					t, err := ParseTemplate(val, TemplateOptions{ReplaceAll: true})
+					if err != nil {
+						return never{}
+					}
+					f.Values = append(f.Values, t)
+				}
+				v = append(v, f)
+			}
+			return v
+		}),
 		mapFn("query", func(m map[string][]string) Matcher {
 			var q Query
 			for k, v := range m {
@@ -173,7 +207,7 @@ var celEnv = func() *cel.Env {
 }()
 
 // matcherCall finds a matcher function called at i in src.
-var matcherCall = regexp.MustCompile(`^(path|host|method|protocol|remote_ip|client_ip|path_regexp|header_regexp|header|query)\s*\(`)
+var matcherCall = regexp.MustCompile(`^(path|host|method|protocol|remote_ip|client_ip|path_regexp|header_regexp|header|query|vars_regexp|vars)\s*\(`)
 
 // numericPlaceholders are the placeholders an expression reads as ints.
 var numericPlaceholders = map[string]bool{"err.status_code": true, "http.error.status_code": true,
@@ -282,3 +316,9 @@ func (e *Expression) Match(c *Ctx) bool {
 	b, ok := out.(types.Bool)
 	return ok && bool(b)
 }
+
+// never is a matcher that matches no request: a CEL call whose
+// arguments do not compile.
+type never struct{}
+
+func (never) Match(*Ctx) bool { return false }

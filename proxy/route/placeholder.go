@@ -417,6 +417,17 @@ func captured(r *stream.Request, key string) (v string, ok bool) {
 	return "", false
 }
 
+// MappedNames appends to dst the names the template reads that only a
+// map directive can fill.
+func (t Template) MappedNames(dst []string) []string {
+	for _, p := range t.parts {
+		if p.kind == phMapped {
+			dst = append(dst, p.text)
+		}
+	}
+	return dst
+}
+
 // UsesUpstream reports whether the template has an upstream placeholder.
 func (t Template) UsesUpstream() bool {
 	for _, p := range t.parts {

@@ -70,6 +70,10 @@ const (
 	SetMethod
 	// Encode compresses the response (encode).
 	Encode
+	// SetVars sets the request's variables VarOps (vars).
+	SetVars
+	// MapVars defines the placeholders of Map for the request (map).
+	MapVars
 )
 
 // URI operations.
@@ -139,6 +143,8 @@ type Node struct {
 	// of the response a handle_response matched, filtered.
 	CopyFrom *HeaderFilter
 	Encode   *encode.Config // Encode
+	VarOps   []VarOp        // SetVars
+	Map      *Map           // MapVars
 }
 
 // Table is one site's compiled routes, shared read-only by every loop.
@@ -433,6 +439,10 @@ func (h *Handler) walk() *Node {
 			h.ctx.Req.MaxBodySize = n.MaxBody
 		case SetMethod:
 			h.ctx.Req.Method = n.Find
+		case SetVars:
+			setVars(n.VarOps, h.ctx.Req)
+		case MapVars:
+			passMap(n.Map, h.ctx.Req)
 		case Intercept:
 			if h.icpt == nil {
 				h.icpt = n

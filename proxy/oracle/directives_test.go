@@ -1,0 +1,42 @@
+package oracle
+
+// directiveSources are sites for the directives and matchers Caddy has
+// beyond routing and proxying (vars, map, named routes, templates ...)
+// and the rest of its placeholder table, one behaviour each.
+func directiveSources() []*source {
+	return []*source{
+		{name: "directives/vars-map", caddyfile: `vm.test {
+	map {path} {kind} {num} {
+		/a        apple   007
+		~^/b/(.*)$ "b-$1" -
+		/c        -       1.50
+		default   other   0
+	}
+	vars {
+		tier gold
+		who  {header.X-Who}
+	}
+	vars /v/set level silver
+	@silver vars level silver
+	@gold vars_regexp g tier ^(go)ld$
+	@cel ` + "`vars({'level': ['bronze', 'silver']}) && vars_regexp('who', '^(z+)$')`" + `
+	@kinda vars {kind} apple
+	respond @cel "cel {re.cel.1}"
+	respond @silver "silver {vars.level} {vars.tier}"
+	respond @kinda "kind apple {num} {http.vars.who}"
+	handle /rw/* {
+		rewrite * /a
+		reverse_proxy UP {
+			header_up X-Kind "{kind}:{num}:{unmapped}"
+		}
+	}
+	respond @gold "gold {re.g.1} {kind} [{num}] {vars.who} {vars.none} {unmapped}"
+}`, requests: []request{get("/a"), get("/b/x", "X-Who", "ann"), get("/c"), get("/d"), get("/v/set"),
+			get("/v/set", "X-Who", "zz"), get("/rw/q")}},
+		{name: "directives/placeholder-table", caddyfile: `pt.test {
+	rewrite /old/* /new{path}?{query}
+	respond /new/* "{orig_method} {orig_uri} {orig_path} {orig_dir} {orig_file} {orig_query} [{orig_?query}] {http.request.orig_uri.path.1} {uri} {file} {dir} {file.base} {file.ext} [{?query}] {%query} {%path} {http.request.remote.host/8,16} {http.request.tls.server_name} {tls_version} {http.request.tls.proto_mutual} {system.os} {server_port}"
+	respond "{file} {dir} {http.request.uri.path.file.ext} {uri} [{?query}]"
+}`, requests: []request{get("/old/dir/x.tar.gz?a=1&b=c%20d"), get("/new/"), get("/x.html?q=1"), get("/")}},
+	}
+}
