@@ -62,6 +62,10 @@ var caddyDocExamples = []docExample{
 	{"vars", docSite("vars {\n\tfoo bar\n\tabc true\n\tnum 1\n}"), ""},
 	{"vars", docSite("vars /api/* {\n\tfoo bar\n}\nrespond {vars.foo}"), ""},
 
+	// invoke
+	{"invoke", "&(app-proxy) {\n\treverse_proxy app-01:8080 app-02:8080 app-03:8080\n}\n\nexample.com {\n\tinvoke app-proxy\n}\n\nwww.example.com {\n\tinvoke app-proxy\n}\n", ""},
+	{"invoke", "&(app-proxy) {\n\treverse_proxy app-01:8080 app-02:8080 app-03:8080 {\n\t\tlb_policy least_conn\n\t\thealth_uri /healthz\n\t\thealth_interval 5s\n\t}\n}\n\nexample.com {\n\tinvoke app-proxy\n}\n\napi.example.com {\n\tinvoke app-proxy\n}\n", ""},
+
 	// map
 	{"map", docSite("map {host}             {my_placeholder}  {magic_number} {\n\texample.com        \"some value\"      3\n\tfoo.example.com    \"another value\"\n\t~(.*)\\.example\\.com$ \"${1} subdomain\" 5\n\n\t~.*\\.net$          -                 7\n\t~.*\\.xyz$          -                 15\n\n\tdefault            \"unknown domain\"  42\n}\nrespond \"{my_placeholder} {magic_number}\""), ""},
 
@@ -86,7 +90,7 @@ var caddyDocExamples = []docExample{
 
 	// respond
 	{"respond", "example.com {\n\trespond /health-check 200\n\trespond \"Hello, world!\"\n}\n", ""},
-	{"respond", "example.com {\n\trespond /secret/* \"Access denied\" 403 {\n\t\tclose\n\t}\n}\n", "Caddyfile:3: respond: close is not supported by pollproxy"},
+	{"respond", "example.com {\n\trespond /secret/* \"Access denied\" 403 {\n\t\tclose\n\t}\n}\n", ""},
 	{"respond", "example.com {\n\theader Content-Type text/html\n\trespond <<HTML\n\t\t<html>\n\t\t\t<head><title>Foo</title></head>\n\t\t\t<body>Foo</body>\n\t\t</html>\n\t\tHTML 200\n}\n", ""},
 
 	// header

@@ -16,7 +16,8 @@
 // and the route table), matchers.go, reverseproxy.go with health.go
 // (active health checks), dynamic.go (dynamic upstreams) and stream.go
 // (stream_timeout, stream_close_delay, h2_extended_connect), vars.go
-// (the vars and map directives and the vars and vars_regexp matchers), and
+// (the vars and map directives and the vars and vars_regexp matchers),
+// namedroute.go (named routes and invoke), and
 // unsupported.go (Caddy's names pollproxy lacks). Every error names the
 // file and line it comes from and what was expected, as in
 //

@@ -39,7 +39,7 @@ var unsupportedServers = set("strict_sni_host", "keepalive_interval",
 	"enable_full_duplex", "trace", "listen_protocols", "0rtt", "max_header_bytes")
 
 var unsupportedDirectives = set("abort_with", "acme_server", "bind",
-	"fs", "import", "invoke",
+	"fs", "import",
 	"log_append", "log_name", "log_level", "metrics", "php_fastcgi", "push",
 	"templates", "tracing", "timeouts")
 

@@ -38,5 +38,26 @@ func directiveSources() []*source {
 	respond /new/* "{orig_method} {orig_uri} {orig_path} {orig_dir} {orig_file} {orig_query} [{orig_?query}] {http.request.orig_uri.path.1} {uri} {file} {dir} {file.base} {file.ext} [{?query}] {%query} {%path} {http.request.remote.host/8,16} {http.request.tls.server_name} {tls_version} {http.request.tls.proto_mutual} {system.os} {server_port}"
 	respond "{file} {dir} {http.request.uri.path.file.ext} {uri} [{?query}]"
 }`, requests: []request{get("/old/dir/x.tar.gz?a=1&b=c%20d"), get("/new/"), get("/x.html?q=1"), get("/")}},
+		{name: "directives/respond-close", caddyfile: "close.test {\n\trespond /bye \"bye\" 403 {\n\t\tclose\n\t}\n\trespond \"hi\"\n}",
+			requests: []request{get("/bye"), get("/")}},
+		{name: "directives/invoke", caddyfile: `&(api) {
+	@v1 path /v1/*
+	header X-Api yes
+	respond @v1 "v1 {path}"
+	uri strip_prefix /api
+	reverse_proxy UP
+}
+
+&(tag) {
+	header X-Tag tagged
+	vars from named
+}
+
+inv.test {
+	invoke tag
+	invoke /api/* api
+	invoke /v1/* api
+	respond "site {vars.from}"
+}`, requests: []request{get("/api/x"), get("/v1/y"), get("/other")}},
 	}
 }

@@ -214,7 +214,7 @@ sources:
 			case j == 0 && len(n.toks) == 0 && n.block:
 				globals = append(globals, n.children...)
 				editBody(n.children, ups, www)
-			case strings.HasPrefix(n.word(0), "("):
+			case strings.HasPrefix(n.word(0), "(") || strings.HasPrefix(n.word(0), "&("): // snippets and named routes
 				if reason := editBody(n.children, ups, www); reason != "" {
 					p.skipped = append(p.skipped, src.name+": "+reason)
 					continue sources // its sites use the snippet

@@ -145,6 +145,9 @@ type Node struct {
 	Encode   *encode.Config // Encode
 	VarOps   []VarOp        // SetVars
 	Map      *Map           // MapVars
+	// Close makes a Respond close the client connection after its answer
+	// (respond's close).
+	Close bool
 }
 
 // Table is one site's compiled routes, shared read-only by every loop.
@@ -343,6 +346,9 @@ func (h *Handler) terminal(n *Node, vars reqVars, req *stream.Request, w stream.
 	case Proxy:
 		return h.proxies[n.Proxy].Serve(req, w)
 	case Respond:
+		if n.Close {
+			stream.CloseConnection(w)
+		}
 		if status, ok := respondStatus(n, req); ok {
 			return Responder(status, n.To.Expand(req)).Serve(req, w)
 		}
