@@ -7,7 +7,8 @@
 // spawns (imports_test.go holds it to that). What runs on goroutines of
 // its own (upstream state shared by every loop, active health checks,
 // DNS re-resolution) is in proxy/upstream; routing by host and the
-// client-address rules, built once per (re)load, are in proxy/route.
+// client-address rules, built once per (re)load, are in proxy/route, and
+// a site's routes run in proxy/site.
 //
 // One job per file, in the order a request meets them:
 //

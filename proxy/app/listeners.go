@@ -20,6 +20,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/observe"
 	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/server"
+	"github.com/pollproxy/pollproxy/proxy/site"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 	tlscerts "github.com/pollproxy/pollproxy/tls/certs"
 )
@@ -55,7 +56,7 @@ func (in *Instance) newHandler(p *plan, l *config.Listener) func(*netpoll.Loop) 
 				proxies = append(proxies, ph)
 			}
 			h := siteHandler(s.Table(), proxies, clientIP, loop)
-			if rh, ok := h.(*route.Handler); ok && len(p.logs.sites[s]) > 0 {
+			if rh, ok := h.(*site.Handler); ok && len(p.logs.sites[s]) > 0 {
 				// What the routes answer themselves goes to the access
 				// logs too (the metrics count proxied requests).
 				rh.Observe(siteObserver{logs: p.logs.sites[s]}, true)
@@ -78,11 +79,11 @@ func (in *Instance) newHandler(p *plan, l *config.Listener) func(*netpoll.Loop) 
 // siteHandler evaluates a site's routes on one loop; a site whose only
 // route proxies every request, with no response or error routes, is its
 // proxy, with nothing in between.
-func siteHandler(t *route.Table, proxies []stream.Handler, clientIP route.ClientIPFunc, loop *netpoll.Loop) stream.Handler {
-	if n := t.Nodes; len(n) == 1 && n[0].Kind == route.Proxy && n[0].Match == nil && len(n[0].Responses) == 0 && len(t.Errors) == 0 {
+func siteHandler(t *site.Table, proxies []stream.Handler, clientIP route.ClientIPFunc, loop *netpoll.Loop) stream.Handler {
+	if n := t.Nodes; len(n) == 1 && n[0].Kind == site.Proxy && n[0].Match == nil && len(n[0].Responses) == 0 && len(t.Errors) == 0 {
 		return proxies[t.Nodes[0].Proxy]
 	}
-	return route.NewHandler(t, proxies, clientIP, loop)
+	return site.NewHandler(t, proxies, clientIP, loop)
 }
 
 // clientIPFunc is how client_ip matchers and client_ip_hash learn the

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pollproxy/pollproxy/proxy/route"
+	"github.com/pollproxy/pollproxy/proxy/site"
 )
 
 // A bcrypt hash of "secret" (cost 4), made for these tests.
@@ -34,11 +34,11 @@ func TestBasicAuthParse(t *testing.T) {
 }
 `)
 	nodes := c.Sites[0].Routes.Nodes
-	var kinds []route.Kind
+	var kinds []site.Kind
 	for _, n := range nodes {
 		kinds = append(kinds, n.Kind)
 	}
-	want := []route.Kind{route.URI, route.BasicAuth, route.BasicAuth, route.EditRequest, route.Group, route.Proxy}
+	want := []site.Kind{site.URI, site.BasicAuth, site.BasicAuth, site.EditRequest, site.Group, site.Proxy}
 	if len(kinds) != len(want) {
 		t.Fatalf("kinds %v, want %v", kinds, want)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy"
 	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/server"
+	"github.com/pollproxy/pollproxy/proxy/site"
 	"github.com/pollproxy/pollproxy/proxy/upstream"
 	pptls "github.com/pollproxy/pollproxy/tls"
 )
@@ -143,7 +144,7 @@ type Site struct {
 	// Routes is the site's compiled route table; its Proxy routes index
 	// Proxies. A site built in code may leave it nil and set Proxy: every
 	// request is then proxied there.
-	Routes  *route.Table
+	Routes  *site.Table
 	Proxies []*Proxy
 	Proxy   Proxy
 	TLS     TLS
@@ -162,11 +163,11 @@ func (s *Site) AllProxies() []*Proxy {
 }
 
 // Table is the site's route table: Routes, or one route to Proxy.
-func (s *Site) Table() *route.Table {
+func (s *Site) Table() *site.Table {
 	if s.Routes != nil {
 		return s.Routes
 	}
-	return &route.Table{Nodes: []route.Node{{Kind: route.Proxy}}, Proxies: 1}
+	return &site.Table{Nodes: []site.Node{{Kind: site.Proxy}}, Proxies: 1}
 }
 
 // Pos is a place in a Caddyfile.
@@ -196,7 +197,7 @@ type Proxy struct {
 	Upstreams []string // host:port
 	// Responses are its handle_response and replace_status, with their
 	// response matchers resolved.
-	Responses []route.ResponseHandler
+	Responses []site.ResponseHandler
 	// TrustedProxies is reverse_proxy's own trusted_proxies: peers whose
 	// X-Forwarded-* this proxy passes on, besides servers' trusted_proxies.
 	TrustedProxies []netip.Prefix

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pollproxy/pollproxy/proxy/fileserver"
 	"github.com/pollproxy/pollproxy/proxy/route"
+	"github.com/pollproxy/pollproxy/proxy/site"
 )
 
 // literalPath reads a root or hide path: {env.*} is filled at load;
@@ -20,19 +21,19 @@ func (p *parser) literalPath(d *caddyfile.Dispenser, directive, s string) (strin
 
 // root reads root [<matcher>] <path>: one argument is the path, never a
 // matcher (Caddy's "root /srv").
-func (p *parser) root(d *caddyfile.Dispenser, n *route.Node) {
+func (p *parser) root(d *caddyfile.Dispenser, n *site.Node) {
 	args := d.RemainingArgs()
 	if len(args) != 1 {
 		p.errf(d, "root: want [matcher] path, e.g. root * /srv")
 		return
 	}
 	if v, ok := p.literalPath(d, "root", args[0]); ok {
-		n.Kind, n.Root = route.SetRoot, v
+		n.Kind, n.Root = site.SetRoot, v
 	}
 }
 
 // fileServer reads file_server [<matcher>] [browse] { ... }.
-func (p *parser) fileServer(d *caddyfile.Dispenser, n *route.Node) {
+func (p *parser) fileServer(d *caddyfile.Dispenser, n *site.Node) {
 	const name = "file_server"
 	var opt fileserver.Options
 	if args := d.RemainingArgs(); len(args) > 0 {
@@ -114,14 +115,14 @@ func (p *parser) fileServer(d *caddyfile.Dispenser, n *route.Node) {
 		hide = append(hide, f)
 	}
 	opt.Hide = fileserver.NewHide(hide)
-	n.Kind, n.Files = route.FileServer, fileserver.New(opt)
+	n.Kind, n.Files = site.FileServer, fileserver.New(opt)
 }
 
 // tryFiles reads try_files <files...> { policy ... } as Caddy expands it:
 // a rewrite to the first that exists, matched by a file matcher; an
 // entry with a query rewrites to its own query, so it is a route of its
 // own, and the routes are one group (only the first that matches runs).
-func (p *parser) tryFiles(d *caddyfile.Dispenser, n *route.Node) {
+func (p *parser) tryFiles(d *caddyfile.Dispenser, n *site.Node) {
 	files := d.RemainingArgs()
 	if len(files) == 0 {
 		p.errf(d, "try_files: want files to try, e.g. try_files {path} /index.html")
@@ -138,7 +139,7 @@ func (p *parser) tryFiles(d *caddyfile.Dispenser, n *route.Node) {
 			policy = p.tryPolicy(d, "try_files", v)
 		}
 	}
-	n.Kind = route.Group
+	n.Kind = site.Group
 	var try []route.Template
 	flush := func(query string) {
 		if len(try) == 0 {
@@ -148,8 +149,8 @@ func (p *parser) tryFiles(d *caddyfile.Dispenser, n *route.Node) {
 		if err != nil {
 			p.errf(d, "try_files: %v", err)
 		}
-		n.Children = append(n.Children, route.Node{Kind: route.Rewrite, Exclusive: 1, FileTarget: true, To: to,
-			Match: &route.File{Try: try, Policy: policy}})
+		n.Children = append(n.Children, site.Node{Kind: site.Rewrite, Exclusive: 1, FileTarget: true, To: to,
+			Match: &site.File{Try: try, Policy: policy}})
 		try = nil
 	}
 	for _, f := range files {
@@ -195,8 +196,8 @@ func (p *parser) tryEntry(d *caddyfile.Dispenser, label, s string) (route.Templa
 
 // fileMatcher reads Caddy's file matcher: "file <files...>" or a block
 // of root, try_files, try_policy.
-func (p *parser) fileMatcher(l line) (*route.File, bool) {
-	m := &route.File{}
+func (p *parser) fileMatcher(l line) (*site.File, bool) {
+	m := &site.File{}
 	ok := true
 	add := func(d *caddyfile.Dispenser, files []string) {
 		for _, f := range files {

@@ -7,6 +7,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/pollproxy/pollproxy/proxy/route"
+	"github.com/pollproxy/pollproxy/proxy/site"
 )
 
 // matcherUse is a response matcher a handle_response or replace_status
@@ -20,9 +21,9 @@ type matcherUse struct {
 
 // handleResponse reads handle_response [@matcher] { routes } or
 // replace_status [@matcher] STATUS inside reverse_proxy.
-func (p *parser) handleResponse(d *caddyfile.Dispenser, hs *[]route.ResponseHandler, uses *[]matcherUse, sub string) {
+func (p *parser) handleResponse(d *caddyfile.Dispenser, hs *[]site.ResponseHandler, uses *[]matcherUse, sub string) {
 	args := d.RemainingArgs()
-	var rh route.ResponseHandler
+	var rh site.ResponseHandler
 	if len(args) > 0 && strings.HasPrefix(args[0], "@") {
 		*uses = append(*uses, matcherUse{name: args[0], pos: dpos(d), index: len(*hs)})
 		args = args[1:]
@@ -51,7 +52,7 @@ func (p *parser) handleResponse(d *caddyfile.Dispenser, hs *[]route.ResponseHand
 }
 
 // resolve gives each handler the response matcher it names.
-func (p *parser) resolve(hs []route.ResponseHandler, uses []matcherUse, matchers map[string]*route.ResponseMatch, label string) {
+func (p *parser) resolve(hs []site.ResponseHandler, uses []matcherUse, matchers map[string]*route.ResponseMatch, label string) {
 	for _, u := range uses {
 		m, ok := matchers[u.name]
 		if !ok {
@@ -64,8 +65,8 @@ func (p *parser) resolve(hs []route.ResponseHandler, uses []matcherUse, matchers
 
 // intercept reads intercept [matcher] { @name RESPONSE-MATCHER
 // replace_status [@name] STATUS  handle_response [@name] { routes } }.
-func (p *parser) intercept(d *caddyfile.Dispenser, n *route.Node) {
-	n.Kind = route.Intercept
+func (p *parser) intercept(d *caddyfile.Dispenser, n *site.Node) {
+	n.Kind = site.Intercept
 	if args := d.RemainingArgs(); len(args) > 0 {
 		p.errf(d, "intercept: want [matcher] { ... }, not %q", args[0])
 	}
@@ -94,7 +95,7 @@ func (p *parser) intercept(d *caddyfile.Dispenser, n *route.Node) {
 // copyResponse reads copy_response [matcher] [STATUS] { status STATUS }
 // and copy_response_headers [matcher] { include FIELD... exclude
 // FIELD... }: only inside handle_response's routes, as in Caddy.
-func (p *parser) copyResponse(d *caddyfile.Dispenser, n *route.Node, name string) {
+func (p *parser) copyResponse(d *caddyfile.Dispenser, n *site.Node, name string) {
 	if p.inResponse == 0 {
 		p.errf(d, "%s: only inside reverse_proxy's handle_response, as in Caddy", name)
 		d.RemainingArgs()
@@ -102,7 +103,7 @@ func (p *parser) copyResponse(d *caddyfile.Dispenser, n *route.Node, name string
 		return
 	}
 	if name == "copy_response" {
-		n.Kind = route.CopyResponse
+		n.Kind = site.CopyResponse
 		status := func(v string) {
 			c, err := strconv.Atoi(v)
 			if err != nil || c < 100 || c > 599 {
@@ -132,7 +133,7 @@ func (p *parser) copyResponse(d *caddyfile.Dispenser, n *route.Node, name string
 	}
 	// Caddy's copy_response_headers adds to the response header map at
 	// once: the fields are there before a respond after it answers.
-	n.Kind, n.CopyFrom, n.Immediate = route.EditResponse, &route.HeaderFilter{}, true
+	n.Kind, n.CopyFrom, n.Immediate = site.EditResponse, &site.HeaderFilter{}, true
 	if args := d.RemainingArgs(); len(args) > 0 {
 		p.errf(d, "copy_response_headers: want [matcher] { include FIELD... | exclude FIELD... }")
 	}

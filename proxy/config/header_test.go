@@ -3,7 +3,7 @@ package config
 import (
 	"testing"
 
-	"github.com/pollproxy/pollproxy/proxy/route"
+	"github.com/pollproxy/pollproxy/proxy/site"
 )
 
 // TestHeaderImmediate: a header directive edits the response at once
@@ -33,9 +33,9 @@ func TestHeaderImmediate(t *testing.T) {
 			t.Errorf("%s: %v", tc.in, err)
 			continue
 		}
-		var n *route.Node
+		var n *site.Node
 		for i := range c.Sites[0].Routes.Nodes {
-			if k := c.Sites[0].Routes.Nodes[i].Kind; k == route.EditResponse || k == route.EditRequest {
+			if k := c.Sites[0].Routes.Nodes[i].Kind; k == site.EditResponse || k == site.EditRequest {
 				n = &c.Sites[0].Routes.Nodes[i]
 			}
 		}

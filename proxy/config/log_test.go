@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/pollproxy/pollproxy/proxy/accesslog"
-	"github.com/pollproxy/pollproxy/proxy/route"
+	"github.com/pollproxy/pollproxy/proxy/site"
 )
 
 // TestSiteLogs: a site's log takes what it does not set from the global
@@ -155,13 +155,13 @@ x.example.com {
 	}
 }
 `)
-	var kinds []route.Kind
+	var kinds []site.Kind
 	for _, n := range c.Sites[0].Routes.Nodes {
 		kinds = append(kinds, n.Kind)
 	}
 	// Caddy's order with respond moved to just before header: log_skip,
 	// respond, header, request_body.
-	want := []route.Kind{route.LogSkip, route.Respond, route.EditResponse, route.RequestBody}
+	want := []site.Kind{site.LogSkip, site.Respond, site.EditResponse, site.RequestBody}
 	if len(kinds) != len(want) {
 		t.Fatalf("kinds %v, want %v", kinds, want)
 	}

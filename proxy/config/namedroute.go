@@ -4,6 +4,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/pollproxy/pollproxy/proxy/route"
+	"github.com/pollproxy/pollproxy/proxy/site"
 )
 
 // namedRoute is a named route block (&(name) { ... }) as read: its
@@ -32,7 +33,7 @@ func (p *parser) namedRouteBlock(b caddyfile.ServerBlock) {
 // invoke stands; the routes after it run on when none of them answers,
 // as after Caddy's invoke. Each site that invokes a route gets its own
 // copy of what it compiles to (its reverse proxies are the site's).
-func (p *parser) invoke(s *Site, d *caddyfile.Dispenser, n *route.Node) {
+func (p *parser) invoke(s *Site, d *caddyfile.Dispenser, n *site.Node) {
 	args := d.RemainingArgs()
 	if len(args) != 1 {
 		p.errf(d, "invoke: want [matcher] NAME")
@@ -65,7 +66,7 @@ func (p *parser) invoke(s *Site, d *caddyfile.Dispenser, n *route.Node) {
 			ds = append(ds, bd.NewFromNextSegment())
 		}
 	}
-	n.Kind = route.Group
+	n.Kind = site.Group
 	n.Children = firstOfOne(p.routeList(s, ds, true))
 	p.named = named
 	p.invoking = p.invoking[:len(p.invoking)-1]
@@ -75,7 +76,7 @@ func (p *parser) invoke(s *Site, d *caddyfile.Dispenser, n *route.Node) {
 // all go into one route (none has a matcher, all in one group): Caddy
 // joins them into a single route and then keeps that route's first
 // handler alone, so only the first directive (in directive order) runs.
-func firstOfOne(nodes []route.Node) []route.Node {
+func firstOfOne(nodes []site.Node) []site.Node {
 	if len(nodes) < 2 {
 		return nodes
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/pollproxy/pollproxy/proxy/route"
+	"github.com/pollproxy/pollproxy/proxy/site"
 )
 
 var siteDirectives = []string{"reverse_proxy", "handle", "handle_path", "route", "redir", "respond",
@@ -33,7 +34,7 @@ type value struct {
 	directive string   // as sorted: handle_path is handle
 	paths     []string // the patterns when the matcher is one path matcher
 	matched   bool     // the directive has a matcher
-	node      route.Node
+	node      site.Node
 }
 
 func (p *parser) site(b caddyfile.ServerBlock) {
@@ -74,7 +75,7 @@ func (p *parser) site(b caddyfile.ServerBlock) {
 	}
 	nerrs := len(p.errs)
 	nodes := p.routeList(s, ds, true)
-	s.Routes = &route.Table{Nodes: nodes}
+	s.Routes = &site.Table{Nodes: nodes}
 	for _, d := range errs {
 		s.Routes.Errors = append(s.Routes.Errors, p.handleErrors(s, d))
 	}
@@ -93,12 +94,12 @@ func (p *parser) site(b caddyfile.ServerBlock) {
 }
 
 // answers reports whether some route answers requests.
-func answers(nodes []route.Node) bool {
+func answers(nodes []site.Node) bool {
 	for _, n := range nodes {
 		switch n.Kind {
-		case route.Respond, route.Redirect, route.Abort, route.Proxy, route.FileServer:
+		case site.Respond, site.Redirect, site.Abort, site.Proxy, site.FileServer:
 			return true
-		case route.Group:
+		case site.Group:
 			if answers(n.Children) {
 				return true
 			}
@@ -110,7 +111,7 @@ func answers(nodes []route.Node) bool {
 // routeList compiles one level of directives: named matchers first (they
 // may be used before they are defined), then each directive; sorted into
 // Caddy's directive order unless this is a route block.
-func (p *parser) routeList(s *Site, ds []*caddyfile.Dispenser, ordered bool) []route.Node {
+func (p *parser) routeList(s *Site, ds []*caddyfile.Dispenser, ordered bool) []site.Node {
 	var rest []*caddyfile.Dispenser
 	for _, d := range ds {
 		d.Next()
@@ -136,7 +137,7 @@ func (p *parser) routeList(s *Site, ds []*caddyfile.Dispenser, ordered bool) []r
 			handles++
 		}
 	}
-	nodes := make([]route.Node, len(vals))
+	nodes := make([]site.Node, len(vals))
 	for i, v := range vals {
 		nodes[i] = v.node
 		switch {
@@ -211,7 +212,7 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 	switch name {
 	case "reverse_proxy":
 		rp := p.reverseProxy(d)
-		n.Kind, n.Proxy, n.Responses = route.Proxy, len(s.Proxies), rp.Responses
+		n.Kind, n.Proxy, n.Responses = site.Proxy, len(s.Proxies), rp.Responses
 		s.Proxies = append(s.Proxies, &rp)
 	case "handle", "route", "handle_path":
 		if args := d.RemainingArgs(); len(args) > 0 {
@@ -231,7 +232,7 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 		for nest := d.Nesting(); d.NextBlock(nest); {
 			sub = append(sub, d.NewFromNextSegment())
 		}
-		n.Kind = route.Group
+		n.Kind = site.Group
 		n.Children = p.routeList(s, sub, name != "route")
 	case "redir":
 		p.redir(d, n)
@@ -250,7 +251,7 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 			p.errf(d, "rewrite: %v", err)
 			return v, false
 		}
-		n.Kind, n.To = route.Rewrite, t
+		n.Kind, n.To = site.Rewrite, t
 	case "uri":
 		p.uri(d, n)
 	case "basic_auth", "basicauth":
@@ -275,7 +276,7 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 			p.errf(d, "method: want [matcher] METHOD, e.g. method GET")
 			return v, false
 		}
-		n.Kind, n.Find = route.SetMethod, strings.ToUpper(args[0])
+		n.Kind, n.Find = site.SetMethod, strings.ToUpper(args[0])
 	case "encode":
 		p.encode(d, n)
 	case "vars":
@@ -290,13 +291,13 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 		if args := d.RemainingArgs(); len(args) > 0 {
 			p.errf(d, "abort: takes only a matcher")
 		}
-		n.Kind = route.Abort
+		n.Kind = site.Abort
 	case "log_skip", "skip_log":
 		v.directive = "log_skip"
 		if args := d.RemainingArgs(); len(args) > 0 {
 			p.errf(d, "%s: takes only a matcher", name)
 		}
-		n.Kind = route.LogSkip
+		n.Kind = site.LogSkip
 	case "request_body":
 		p.requestBody(d, n)
 		return v, true
@@ -308,8 +309,8 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 }
 
 // requestBody reads request_body [matcher] { max_size SIZE }.
-func (p *parser) requestBody(d *caddyfile.Dispenser, n *route.Node) {
-	n.Kind = route.RequestBody
+func (p *parser) requestBody(d *caddyfile.Dispenser, n *site.Node) {
+	n.Kind = site.RequestBody
 	if args := d.RemainingArgs(); len(args) > 0 {
 		p.errf(d, "request_body: want a matcher and a block: request_body { max_size 10MB }")
 	}
@@ -336,13 +337,13 @@ func (p *parser) requestBody(d *caddyfile.Dispenser, n *route.Node) {
 
 // redir reads redir [matcher] to [code], with Caddy's codes: temporary
 // (302, the default), permanent (301), html, or a 3xx number.
-func (p *parser) redir(d *caddyfile.Dispenser, n *route.Node) {
+func (p *parser) redir(d *caddyfile.Dispenser, n *site.Node) {
 	args := d.RemainingArgs()
 	if len(args) == 0 || len(args) > 2 {
 		p.errf(d, "redir: want [matcher] to [temporary|permanent|html|3xx]")
 		return
 	}
-	n.Kind, n.Status = route.Redirect, http.StatusFound
+	n.Kind, n.Status = site.Redirect, http.StatusFound
 	if len(args) == 2 {
 		switch c := args[1]; c {
 		case "temporary":
@@ -366,12 +367,12 @@ func (p *parser) redir(d *caddyfile.Dispenser, n *route.Node) {
 	}
 	n.To = t
 	if loc, ok := t.Literal(); ok {
-		n.Static = route.Redirector(n.Status, loc, n.HTML)
+		n.Static = site.Redirector(n.Status, loc, n.HTML)
 	}
 }
 
 // respond reads respond [matcher] [status|body [status]] { body close }.
-func (p *parser) respond(d *caddyfile.Dispenser, n *route.Node) {
+func (p *parser) respond(d *caddyfile.Dispenser, n *site.Node) {
 	args := d.RemainingArgs()
 	status, body := 200, ""
 	n.StatusUnset = true
@@ -434,20 +435,20 @@ func (p *parser) respond(d *caddyfile.Dispenser, n *route.Node) {
 		p.errf(d, "respond: %v", err)
 		return
 	}
-	n.Kind, n.Status, n.To = route.Respond, status, t
+	n.Kind, n.Status, n.To = site.Respond, status, t
 	if lit, ok := t.Literal(); ok {
-		n.Static = route.Responder(status, lit)
+		n.Static = site.Responder(status, lit)
 	}
 }
 
 // header reads header / request_header: one edit on the line, or a block
 // of them. A header edits the response at once (Node.Immediate) unless,
 // as in Caddy, it has "defer", a deletion, a >Field edit or a match.
-func (p *parser) header(d *caddyfile.Dispenser, n *route.Node, name string) {
+func (p *parser) header(d *caddyfile.Dispenser, n *site.Node, name string) {
 	response := name == "header"
-	n.Kind = route.EditRequest
+	n.Kind = site.EditRequest
 	if response {
-		n.Kind = route.EditResponse
+		n.Kind = site.EditResponse
 	}
 	deferred := false
 	add := func(args []string) {
@@ -517,9 +518,9 @@ func (p *parser) responseMatch(d *caddyfile.Dispenser, m *route.ResponseMatch, d
 }
 
 // uri reads uri [matcher] strip_prefix|strip_suffix|replace ...
-func (p *parser) uri(d *caddyfile.Dispenser, n *route.Node) {
+func (p *parser) uri(d *caddyfile.Dispenser, n *site.Node) {
 	args := d.RemainingArgs()
-	n.Kind = route.URI
+	n.Kind = site.URI
 	if len(args) == 0 {
 		p.errf(d, "uri: want strip_prefix, strip_suffix or replace")
 		return
@@ -530,9 +531,9 @@ func (p *parser) uri(d *caddyfile.Dispenser, n *route.Node) {
 			p.errf(d, "uri: %s wants one argument", args[0])
 			return
 		}
-		n.URIOp, n.Find = route.StripSuffix, args[1]
+		n.URIOp, n.Find = site.StripSuffix, args[1]
 		if args[0] == "strip_prefix" {
-			n.URIOp = route.StripPrefix
+			n.URIOp = site.StripPrefix
 			if !strings.HasPrefix(n.Find, "/") {
 				n.Find = "/" + n.Find
 			}
@@ -543,7 +544,7 @@ func (p *parser) uri(d *caddyfile.Dispenser, n *route.Node) {
 			p.errf(d, "uri: replace wants find replacement [limit]")
 			return
 		}
-		n.URIOp, n.Find, n.ReplBy = route.Replace, args[1], args[2]
+		n.URIOp, n.Find, n.ReplBy = site.Replace, args[1], args[2]
 		if len(args) == 4 {
 			l, err := strconv.Atoi(args[3])
 			if err != nil || l < 0 {
@@ -561,9 +562,9 @@ func (p *parser) uri(d *caddyfile.Dispenser, n *route.Node) {
 			p.errf(d, "uri: path_regexp %q: %v", args[1], err)
 			return
 		}
-		n.URIOp, n.Regexp, n.ReplBy = route.RegexpPath, re, args[2]
+		n.URIOp, n.Regexp, n.ReplBy = site.RegexpPath, re, args[2]
 	case "query":
-		n.URIOp, n.Query = route.EditQuery, &route.QueryOps{}
+		n.URIOp, n.Query = site.EditQuery, &route.QueryOps{}
 		if len(args) > 1 {
 			if err := n.Query.ParseQueryOp(args[1:]); err != nil {
 				p.errf(d, "uri: %v", err)

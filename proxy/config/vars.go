@@ -8,6 +8,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/pollproxy/pollproxy/proxy/route"
+	"github.com/pollproxy/pollproxy/proxy/site"
 )
 
 // scalar is a token's value as Caddy's configuration carries it: an
@@ -28,8 +29,8 @@ func scalar(d *caddyfile.Dispenser) (text string, literal bool) {
 }
 
 // varsDirective reads vars [matcher] [NAME VALUE] { NAME VALUE ... }.
-func (p *parser) varsDirective(d *caddyfile.Dispenser, n *route.Node) {
-	n.Kind = route.SetVars
+func (p *parser) varsDirective(d *caddyfile.Dispenser, n *site.Node) {
+	n.Kind = site.SetVars
 	one := func() {
 		name := d.Val()
 		if !d.NextArg() {
@@ -74,8 +75,8 @@ var shorthands = set("host", "hostport", "port", "orig_method", "orig_uri", "ori
 
 // mapDirective reads map [matcher] SOURCE DEST... { INPUT OUTPUT...
 // default VALUE... }, as Caddy's map reads and validates it.
-func (p *parser) mapDirective(d *caddyfile.Dispenser, n *route.Node) {
-	n.Kind = route.MapVars
+func (p *parser) mapDirective(d *caddyfile.Dispenser, n *site.Node) {
+	n.Kind = site.MapVars
 	at := dpos(d)
 	args := d.RemainingArgs()
 	if len(args) < 2 {

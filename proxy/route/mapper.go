@@ -63,8 +63,8 @@ func (m *Map) AppendMapped(dst []byte, name string, r *stream.Request) ([]byte, 
 	return dst, true
 }
 
-// passMap records that the request passed the map directive m.
-func passMap(m *Map, r *stream.Request) {
+// PassMap records that the request passed the map directive m.
+func PassMap(m *Map, r *stream.Request) {
 	for _, x := range r.Mapped {
 		if x == stream.Mapper(m) { // the routes run again after a file lookup
 			return

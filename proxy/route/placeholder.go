@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pollproxy/pollproxy/proxy/status"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -320,6 +321,10 @@ func (t Template) Literal() (string, bool) {
 // String is the template as written.
 func (t Template) String() string { return t.raw }
 
+// IsZero reports whether t was never parsed: a template a directive
+// left unset.
+func (t Template) IsZero() bool { return t.parts == nil }
+
 // Append appends the template filled from r to dst.
 func (t Template) Append(dst []byte, r *stream.Request) []byte {
 	for _, p := range t.parts {
@@ -595,4 +600,13 @@ func appendHandoff(dst []byte, p part, h *stream.Handoff) []byte {
 		}
 	}
 	return dst
+}
+
+// StatusText is {err.status_text}: the status's reason phrase, or its
+// number when it has none.
+func StatusText(code int) string {
+	if t := status.Text(code); t != "" {
+		return t
+	}
+	return strconv.Itoa(code)
 }

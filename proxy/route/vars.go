@@ -18,8 +18,8 @@ type VarOp struct {
 // user ({http.auth.user.id}), as in Caddy.
 const authUserVar = "http.auth.user.id"
 
-// setVars runs a vars directive's operations on r.
-func setVars(ops []VarOp, r *stream.Request) {
+// ApplyVars runs a vars directive's operations on r.
+func ApplyVars(ops []VarOp, r *stream.Request) {
 	for _, op := range ops {
 		name, value := op.Name.Expand(r), op.Value.Expand(r)
 		r.SetVar(name, value)

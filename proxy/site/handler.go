@@ -1,4 +1,4 @@
-package route
+package site
 
 import (
 	"path"
@@ -13,6 +13,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/field"
 	"github.com/pollproxy/pollproxy/proxy/fileserver"
 	"github.com/pollproxy/pollproxy/proxy/observe"
+	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/static"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
@@ -88,15 +89,15 @@ const (
 // Node is one compiled route: a matcher set and what to do.
 type Node struct {
 	// Match is the route's matcher set; nil matches every request.
-	Match Matcher
+	Match route.Matcher
 	// Exclusive is a group number (Caddy's route group): of the routes of
 	// one list with the same non-zero number, only the first that matches
 	// runs. handle, handle_path, rewrite and root are grouped this way.
 	Exclusive int
 	Kind      Kind
 
-	Ops       []HeaderOp     // EditResponse, EditRequest
-	RespMatch *ResponseMatch // EditResponse: only responses it matches (header's match)
+	Ops       []route.HeaderOp     // EditResponse, EditRequest
+	RespMatch *route.ResponseMatch // EditResponse: only responses it matches (header's match)
 	// Immediate makes an EditResponse Caddy's header without defer, a
 	// deletion, >Field or match, or its copy_response_headers (CopyFrom):
 	// its edits, but its ?Field defaults, go into the response's fields
@@ -106,19 +107,19 @@ type Node struct {
 	// when the head is written, to that head alone.
 	Immediate bool
 
-	To Template // Rewrite; Redirect's target; Respond's body when it has placeholders; ForwardAuth's uri; Error's message
+	To route.Template // Rewrite; Redirect's target; Respond's body when it has placeholders; ForwardAuth's uri; Error's message
 
 	URIOp        byte   // URI
 	Find, ReplBy string // URI: the prefix, suffix or search text; Replace's replacement; SetMethod's method
 	Limit        int    // URI Replace: at most this many (0: all)
 	Regexp       *regexp.Regexp
-	Query        *QueryOps
+	Query        *route.QueryOps
 
 	Status int // Redirect, Respond, Error
 	// StatusT is respond's status when a placeholder gives it
 	// ({err.status_code}); StatusUnset: respond named no status, so an
 	// error route's respond answers with the error's, as Caddy's does.
-	StatusT     Template
+	StatusT     route.Template
 	StatusUnset bool
 	Static      *static.Handler // Respond; Redirect with a literal target; BasicAuth's 401; Error's bare status
 	HTML        bool            // Redirect "html": a page that redirects
@@ -143,8 +144,8 @@ type Node struct {
 	// of the response a handle_response matched, filtered.
 	CopyFrom *HeaderFilter
 	Encode   *encode.Config // Encode
-	VarOps   []VarOp        // SetVars
-	Map      *Map           // MapVars
+	VarOps   []route.VarOp  // SetVars
+	Map      *route.Map     // MapVars
 	// Close makes a Respond close the client connection after its answer
 	// (respond's close).
 	Close bool
@@ -164,9 +165,9 @@ type Table struct {
 type Handler struct {
 	t        *Table
 	proxies  []stream.Handler
-	clientFn ClientIPFunc
+	clientFn route.ClientIPFunc
 	loop     offload.Poster // the loop the handler runs on: off-loop work posts its answers here
-	ctx      Ctx
+	ctx      route.Ctx
 	resp     []*Node        // response edits and encodes matched for the request in progress
 	preset   []stream.Field // the fields its immediate edits set so far (preset.go)
 	auths    []authStep     // basic_auth directives it matched, in order
@@ -184,7 +185,7 @@ type Handler struct {
 // NewHandler returns t's evaluator for loop, ending in that loop's
 // reverse proxies (indexed by Node.Proxy). clientIP derives the client
 // address for client_ip matchers (nil: the peer's).
-func NewHandler(t *Table, proxies []stream.Handler, clientIP ClientIPFunc, loop offload.Poster) *Handler {
+func NewHandler(t *Table, proxies []stream.Handler, clientIP route.ClientIPFunc, loop offload.Poster) *Handler {
 	return &Handler{t: t, proxies: proxies, clientFn: clientIP, loop: loop}
 }
 
@@ -215,7 +216,7 @@ func (h *Handler) serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 func (h *Handler) serveFrom(nodes []Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
 	path, header, user := req.Path, req.Header, req.AuthUser
 	n, vars := h.evaluate(nodes, req, nil)
-	if h.ctx.files != nil && len(h.ctx.files.pending) > 0 {
+	if memo, _ := h.ctx.Files.(*fileMemo); memo != nil && len(memo.pending) > 0 {
 		return h.lookFiles(nodes, req, w, path, header, user)
 	}
 	return h.finish(n, vars, req, w)
@@ -227,18 +228,20 @@ func (h *Handler) serveFrom(nodes []Node, req *stream.Request, w stream.Response
 func (h *Handler) evaluate(nodes []Node, req *stream.Request, memo *fileMemo) (*Node, reqVars) {
 	h.ctx.Reset(req, h.clientFn)
 	if req.Handoff != nil { // the error routes start where the routes left the root
-		h.ctx.root = req.Handoff.Root
+		h.ctx.Root = req.Handoff.Root
 	}
 	req.ClientIP = h.ctx.ClientIP() // for {client_ip}
 	req.Captures = req.Captures[:0] // a second pass (file matchers) saves them again
-	h.ctx.files = memo
+	if memo != nil {
+		h.ctx.Files = memo
+	}
 	h.resp = h.resp[:0]
 	h.preset = append(h.preset[:0], presetBase(req)...)
 	h.auths = h.auths[:0]
 	h.icpt = nil
 	orig := req.Path
 	n := h.run(nodes)
-	return n, reqVars{root: h.ctx.root, orig: orig}
+	return n, reqVars{root: h.ctx.Root, orig: orig}
 }
 
 // finish hands the request to n, the route where evaluation stopped,
@@ -413,8 +416,8 @@ func (h *Handler) walk() *Node {
 		if n.Match != nil && !n.Match.Match(&h.ctx) {
 			continue
 		}
-		if h.ctx.failStatus != 0 { // a file matcher reached "=NNN"
-			return statusNode(h.ctx.failStatus)
+		if h.ctx.FailStatus != 0 { // a file matcher reached "=NNN"
+			return statusNode(h.ctx.FailStatus)
 		}
 		f.done |= bit
 		switch n.Kind {
@@ -425,7 +428,7 @@ func (h *Handler) walk() *Node {
 			}
 		case EditRequest:
 			r := h.ctx.Req
-			r.Header = ApplyHeaderOps(append([]stream.Field(nil), r.Header...), n.Ops, r)
+			r.Header = route.ApplyHeaderOps(append([]stream.Field(nil), r.Header...), n.Ops, r)
 		case Rewrite:
 			h.rewrite(n)
 		case URI:
@@ -433,7 +436,7 @@ func (h *Handler) walk() *Node {
 		case BasicAuth:
 			h.matchedAuth(n)
 		case SetRoot:
-			h.ctx.root = n.Root
+			h.ctx.Root = n.Root
 		case FileServer:
 			if n.Files.PassThru() && !h.fileServerFinds(n) {
 				continue
@@ -446,9 +449,9 @@ func (h *Handler) walk() *Node {
 		case SetMethod:
 			h.ctx.Req.Method = n.Find
 		case SetVars:
-			setVars(n.VarOps, h.ctx.Req)
+			route.ApplyVars(n.VarOps, h.ctx.Req)
 		case MapVars:
-			passMap(n.Map, h.ctx.Req)
+			route.PassMap(n.Map, h.ctx.Req)
 		case Intercept:
 			if h.icpt == nil {
 				h.icpt = n
@@ -468,7 +471,7 @@ func (h *Handler) walk() *Node {
 func (h *Handler) setPath(p string) {
 	if p != h.ctx.Req.Path {
 		h.ctx.Req.Path = p
-		h.ctx.pathChanged()
+		h.ctx.PathChanged()
 	}
 }
 
@@ -484,7 +487,7 @@ func stripPrefix(target, prefix string) string { return stripPath(target, prefix
 // cleaned again, so stripping the whole path leaves "/", never an empty
 // request target. The query is kept.
 func stripPath(target, text string, atStart bool) string {
-	p, q := PathOnly(target), QueryOnly(target)
+	p, q := route.PathOnly(target), route.QueryOnly(target)
 	hasQuery := len(p) < len(target)
 	if p == "" || p == "*" {
 		return target
@@ -556,7 +559,7 @@ func equalFoldASCII(a, b string) bool {
 
 func (h *Handler) uri(n *Node) {
 	target := h.ctx.Req.Path
-	p, q := PathOnly(target), target[len(PathOnly(target)):]
+	p, q := route.PathOnly(target), target[len(route.PathOnly(target)):]
 	switch n.URIOp {
 	case StripPrefix:
 		h.setPath(stripPath(target, n.Find, true))
@@ -584,7 +587,7 @@ func (h *Handler) uri(n *Node) {
 	case RegexpPath:
 		h.setPath(n.Regexp.ReplaceAllString(p, n.ReplBy) + q)
 	case EditQuery:
-		if nq := n.Query.apply(strings.TrimPrefix(q, "?"), h.ctx.Req); nq != "" {
+		if nq := n.Query.Apply(strings.TrimPrefix(q, "?"), h.ctx.Req); nq != "" {
 			h.setPath(p + "?" + nq)
 		} else {
 			h.setPath(p)
@@ -596,9 +599,9 @@ func (h *Handler) uri(n *Node) {
 func (h *Handler) rewrite(n *Node) {
 	prefix := ""
 	if n.FileTarget {
-		prefix = h.ctx.fileRel
+		prefix = h.ctx.FileRel
 	}
-	if to := rewriteTarget(n.To, prefix, h.ctx.Req); to != "" {
+	if to := route.RewriteTarget(n.To, prefix, h.ctx.Req); to != "" {
 		h.setPath(to)
 	}
 }
@@ -636,7 +639,7 @@ func Redirector(status int, loc string, html bool) *static.Handler {
 // placeholder's, or the error's in an error route when respond named
 // none (an invalid number: 500).
 func respondStatus(n *Node, req *stream.Request) (int, bool) {
-	if n.StatusT.parts != nil {
+	if !n.StatusT.IsZero() {
 		s, err := strconv.Atoi(n.StatusT.Expand(req))
 		if err != nil || s < 100 || s > 599 {
 			s = 500
@@ -723,7 +726,7 @@ func deferring(resp []*Node) bool {
 	return false
 }
 
-func hasDefaults(ops []HeaderOp) bool {
+func hasDefaults(ops []route.HeaderOp) bool {
 	for i := range ops {
 		if ops[i].Op == '?' {
 			return true
@@ -764,7 +767,7 @@ func (rw *respWriter) WriteHeader(status int, fields []stream.Field, end bool) e
 	for i := len(nodes) - 1; i >= 0; i-- {
 		n := nodes[i]
 		if n.RespMatch == nil || n.RespMatch.Matches(status, fs) {
-			fs = applyOps(fs, n.Ops, &rw.req, defaultOps)
+			fs = route.ApplyDefaultOps(fs, n.Ops, &rw.req)
 		}
 		if n.Immediate || n.RespMatch != nil && !n.RespMatch.Matches(status, fs) {
 			continue
@@ -772,7 +775,7 @@ func (rw *respWriter) WriteHeader(status int, fields []stream.Field, end bool) e
 		if n.CopyFrom != nil {
 			fs = n.CopyFrom.appendCopied(fs, rw.req.Handoff)
 		}
-		fs = applyOps(fs, n.Ops, &rw.req, mainOps)
+		fs = route.ApplyMainOps(fs, n.Ops, &rw.req)
 	}
 	rw.h.fields = fs[:0]
 	return rw.ResponseWriter.WriteHeader(status, fs, end)

@@ -1,4 +1,4 @@
-package route
+package site
 
 import (
 	"net/url"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/pollproxy/pollproxy/offload"
 	"github.com/pollproxy/pollproxy/proxy/fileserver"
+	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/static"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
@@ -30,7 +31,7 @@ type File struct {
 	// working directory.
 	Root string
 	// Try are the candidates (Caddy's try_files); empty is {path}.
-	Try []Template
+	Try []route.Template
 	// Policy is Caddy's try_policy: first_exist (""),
 	// first_exist_fallback, largest_size, smallest_size,
 	// most_recently_modified.
@@ -60,13 +61,22 @@ type candidate struct {
 	ok     bool // a path under the root at all
 }
 
-var defaultTry = []Template{{parts: []part{{kind: phPath}}, raw: "{path}"}}
+// defaultTry is try_files when a file matcher names none.
+var defaultTry = []route.Template{mustParse("{path}")}
+
+func mustParse(s string) route.Template {
+	t, err := route.ParseTemplate(s, route.TemplateOptions{})
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
 
 // Match implements Matcher.
-func (m *File) Match(c *Ctx) bool {
+func (m *File) Match(c *route.Ctx) bool {
 	root := m.Root
 	if root == "" {
-		root = c.rootOr(".")
+		root = rootOr(c, ".")
 	}
 	try := m.Try
 	if len(try) == 0 {
@@ -76,9 +86,7 @@ func (m *File) Match(c *Ctx) bool {
 	for i, t := range try {
 		cands[i] = expandCandidate(t, root, c.Req)
 	}
-	if c.files == nil {
-		c.files = &fileMemo{}
-	}
+	memo := memoOf(c)
 	// Every candidate the policy may need and the pool has not looked
 	// up yet goes to the pool at once, so one more pass decides.
 	firstExist := m.Policy == "" || m.Policy == "first_exist" || m.Policy == "first_exist_fallback"
@@ -87,8 +95,8 @@ func (m *File) Match(c *Ctx) bool {
 		if firstExist && cd.status != 0 || m.Policy == "first_exist_fallback" && i == len(cands)-1 {
 			break // what follows is never looked at
 		}
-		if _, ok := c.files.found[cd.key]; cd.ok && !ok {
-			c.files.pending = append(c.files.pending, cd.key)
+		if _, ok := memo.found[cd.key]; cd.ok && !ok {
+			memo.pending = append(memo.pending, cd.key)
 			unknown = true
 		}
 	}
@@ -101,18 +109,18 @@ func (m *File) Match(c *Ctx) bool {
 		switch m.Policy {
 		case "", "first_exist", "first_exist_fallback":
 			if cd.status != 0 {
-				c.failStatus = cd.status
+				c.FailStatus = cd.status
 				return true
 			}
 			if m.Policy == "first_exist_fallback" && i == len(cands)-1 {
-				return c.matchedFile(cd)
+				return matchedFile(c, cd)
 			}
-			if f := c.files.found[cd.key]; cd.ok && f.Exists && f.Dir == cd.dir {
-				return c.matchedFile(cd)
+			if f := memo.found[cd.key]; cd.ok && f.Exists && f.Dir == cd.dir {
+				return matchedFile(c, cd)
 			}
 			continue
 		}
-		f := c.files.found[cd.key]
+		f := memo.found[cd.key]
 		if !cd.ok || !f.Exists {
 			continue
 		}
@@ -134,19 +142,19 @@ func (m *File) Match(c *Ctx) bool {
 	}
 	cd := cands[pick]
 	cd.dir = best.Dir
-	return c.matchedFile(cd)
+	return matchedFile(c, cd)
 }
 
 // expandCandidate fills a try_files entry from the request and cleans it
 // as file_server would.
-func expandCandidate(t Template, root string, r *stream.Request) candidate {
+func expandCandidate(t route.Template, root string, r *stream.Request) candidate {
 	raw := t.Expand(r)
 	if len(raw) > 1 && raw[0] == '=' {
 		if code := atoi3(raw[1:]); code >= 100 {
 			return candidate{status: code}
 		}
 	}
-	rel, dir, err := fileserver.Clean(PathOnly(raw))
+	rel, dir, err := fileserver.Clean(route.PathOnly(raw))
 	if err != nil {
 		return candidate{}
 	}
@@ -157,7 +165,7 @@ func expandCandidate(t Template, root string, r *stream.Request) candidate {
 		// path without one must not be a directory: the root never
 		// matches ("try_files {path} /" leaves "/sub" to file_server).
 		cd.dir = false
-	case dir && !strings.HasSuffix(t.raw, "/"):
+	case dir && !strings.HasSuffix(t.String(), "/"):
 		// Only an entry written with a trailing slash matches a
 		// directory: "{path}" for "/dir/" matches nothing, and the next
 		// entry ("{path}/index.php") is tried. The candidate still names
@@ -184,20 +192,32 @@ func atoi3(s string) int {
 
 // matchedFile sets {http.matchers.file.relative}: the file's path from
 // the root, with a trailing slash for a directory, escaped as a target.
-func (c *Ctx) matchedFile(cd candidate) bool {
+func matchedFile(c *route.Ctx, cd candidate) bool {
 	rel := "/" + cd.key.rel
 	if cd.dir && cd.key.rel != "" {
 		rel += "/"
 	}
-	c.fileRel = (&url.URL{Path: rel}).EscapedPath()
+	c.FileRel = (&url.URL{Path: rel}).EscapedPath()
 	return true
 }
 
-func (c *Ctx) rootOr(def string) string {
-	if c.root != "" {
-		return c.root
+// rootOr is the root the root directive set for c's request, or def.
+func rootOr(c *route.Ctx, def string) string {
+	if c.Root != "" {
+		return c.Root
 	}
 	return def
+}
+
+// memoOf is what c's file matchers learned of the disk so far, made on
+// the first file matcher's first question.
+func memoOf(c *route.Ctx) *fileMemo {
+	m, _ := c.Files.(*fileMemo)
+	if m == nil {
+		m = &fileMemo{}
+		c.Files = m
+	}
+	return m
 }
 
 // fileWait is a request whose file matchers wait for the pool. It keeps
@@ -228,7 +248,7 @@ func (h *Handler) lookFiles(nodes []Node, req *stream.Request, w stream.Response
 	fw := &fileWait{h: h, nodes: nodes, req: req, w: w, path: orig, header: header, authUser: user,
 		memo: fileMemo{found: map[fileKey]fileserver.Found{}}}
 	fw.hold.w = w
-	if !fw.look(h.ctx.files.pending) {
+	if !fw.look(memoOf(&h.ctx).pending) {
 		return h.answer(filesBusy, nil, edits{}, reqVars{}, req, w)
 	}
 	return fw
@@ -279,7 +299,7 @@ func (fw *fileWait) looked(keys []fileKey, found []fileserver.Found) {
 // and without them it is the status with an empty body.
 func statusNode(status int) *Node {
 	code := strconv.Itoa(status)
-	msg, _ := ParseTemplate(code, TemplateOptions{})
+	msg, _ := route.ParseTemplate(code, route.TemplateOptions{})
 	return &Node{Kind: Error, Status: status, To: msg, Static: ErrorResponse(status)}
 }
 
@@ -296,19 +316,17 @@ var filesBusy = &Node{Kind: Respond, Status: 503, Static: static.NewResponse(503
 func (h *Handler) fileServerFinds(n *Node) bool {
 	root := n.Root
 	if root == "" {
-		root = h.ctx.rootOr(".")
+		root = rootOr(&h.ctx, ".")
 	}
-	rel, _, err := fileserver.Clean(PathOnly(h.ctx.Req.Path))
+	rel, _, err := fileserver.Clean(route.PathOnly(h.ctx.Req.Path))
 	if err != nil {
 		return true // file_server answers 400
 	}
-	if h.ctx.files == nil {
-		h.ctx.files = &fileMemo{}
-	}
+	memo := memoOf(&h.ctx)
 	k := fileKey{root: root, rel: rel, server: n.Files}
-	if f, ok := h.ctx.files.found[k]; ok {
+	if f, ok := memo.found[k]; ok {
 		return f.Exists
 	}
-	h.ctx.files.pending = append(h.ctx.files.pending, k)
+	memo.pending = append(memo.pending, k)
 	return false
 }

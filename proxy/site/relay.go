@@ -1,4 +1,4 @@
-package route
+package site
 
 import "github.com/pollproxy/pollproxy/proxy/stream"
 

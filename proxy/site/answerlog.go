@@ -1,9 +1,10 @@
-package route
+package site
 
 import (
 	"time"
 
 	"github.com/pollproxy/pollproxy/proxy/observe"
+	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -47,7 +48,7 @@ func (h *Handler) observed(req *stream.Request, w stream.ResponseWriter) (stream
 	a := &answerLog{ResponseWriter: w, h: h}
 	// Not h.ctx: a request parked for a password check is answered after
 	// others used it.
-	client := PeerIP(req)
+	client := route.PeerIP(req)
 	if h.clientFn != nil {
 		client = h.clientFn(req)
 	}

@@ -1,10 +1,11 @@
-package route
+package site
 
 import (
 	"errors"
 	"slices"
 	"testing"
 
+	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -113,7 +114,7 @@ func respond(status int, body string) Node {
 	return Node{Kind: Respond, Status: status, Static: Responder(status, body)}
 }
 
-func matchStatus(codes ...int) *ResponseMatch { return &ResponseMatch{Status: codes} }
+func matchStatus(codes ...int) *route.ResponseMatch { return &route.ResponseMatch{Status: codes} }
 
 func get(path string) *stream.Request {
 	return &stream.Request{Method: "GET", Scheme: "https", Authority: "example.com", Path: path, ContentLength: -1}
@@ -197,7 +198,7 @@ func TestRelayTakenGoesOn(t *testing.T) {
 	tab := &Table{Nodes: []Node{
 		{Kind: Group, Exclusive: 1, Children: []Node{
 			{Kind: Proxy, Proxy: 0, Responses: []ResponseHandler{{Match: matchStatus(5),
-				Routes: []Node{{Kind: EditResponse, Ops: []HeaderOp{mustOp(t, "X-Was", "{rp.status_code}")}}}}}},
+				Routes: []Node{{Kind: EditResponse, Ops: []route.HeaderOp{mustOp(t, "X-Was", "{rp.status_code}")}}}}}},
 		}},
 		respond(200, ""),
 	}}
@@ -210,9 +211,9 @@ func TestRelayTakenGoesOn(t *testing.T) {
 	}
 }
 
-func mustOp(t *testing.T, args ...string) HeaderOp {
+func mustOp(t *testing.T, args ...string) route.HeaderOp {
 	t.Helper()
-	op, err := ParseHeaderOp(args, true)
+	op, err := route.ParseHeaderOp(args, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +240,7 @@ func TestRelayCopyResponse(t *testing.T) {
 	o, loop := &origin{}, &taskQueue{}
 	tab := &Table{Nodes: []Node{{Kind: Proxy, Proxy: 0,
 		Responses: []ResponseHandler{{Match: matchStatus(404), Routes: []Node{
-			{Kind: EditResponse, Ops: []HeaderOp{mustOp(t, "X-Copied", "yes")}},
+			{Kind: EditResponse, Ops: []route.HeaderOp{mustOp(t, "X-Copied", "yes")}},
 			{Kind: CopyResponse},
 		}}}}}}
 	h := NewHandler(tab, []stream.Handler{o}, nil, loop)

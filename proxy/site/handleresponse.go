@@ -1,10 +1,11 @@
-package route
+package site
 
 import (
 	"slices"
 
 	"github.com/pollproxy/pollproxy/proxy/encode"
 	"github.com/pollproxy/pollproxy/proxy/field"
+	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -20,8 +21,8 @@ import (
 // replace_status: the origin responses it matches go to Routes instead of
 // the client, or, with Status, go with that status.
 type ResponseHandler struct {
-	Match  *ResponseMatch // nil: every response
-	Status int            // replace_status
+	Match  *route.ResponseMatch // nil: every response
+	Status int                  // replace_status
 	Routes []Node
 }
 

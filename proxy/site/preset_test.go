@@ -1,10 +1,11 @@
-package route
+package site
 
 import (
 	"fmt"
 	"slices"
 	"testing"
 
+	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -14,7 +15,7 @@ func editNode(t *testing.T, immediate bool, lines ...[]string) Node {
 	t.Helper()
 	n := Node{Kind: EditResponse, Immediate: immediate}
 	for _, args := range lines {
-		op, err := ParseHeaderOp(args, true)
+		op, err := route.ParseHeaderOp(args, true)
 		if err != nil {
 			t.Fatal(err)
 		}

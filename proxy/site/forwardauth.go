@@ -1,9 +1,10 @@
-package route
+package site
 
 import (
 	"strings"
 
 	"github.com/pollproxy/pollproxy/proxy/encode"
+	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -28,7 +29,7 @@ func (h *Handler) forwardAuth(n *Node, at *resumePoint, resp edits, req *stream.
 	sub := &r.sub
 	*sub = *req
 	sub.Method, sub.HasBody, sub.ContentLength, sub.Upgrade = "GET", false, -1, ""
-	if to := rewriteTarget(n.To, "", req); to != "" {
+	if to := route.RewriteTarget(n.To, "", req); to != "" {
 		sub.Path = to
 	}
 	fs := make([]stream.Field, 0, len(req.Header)+2)

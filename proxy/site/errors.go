@@ -1,11 +1,10 @@
-package route
+package site
 
 import (
 	"math/rand/v2"
-	"strconv"
 
+	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/static"
-	"github.com/pollproxy/pollproxy/proxy/status"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -22,7 +21,7 @@ import (
 type ErrorStatus []int
 
 // Match implements Matcher.
-func (m ErrorStatus) Match(c *Ctx) bool {
+func (m ErrorStatus) Match(c *route.Ctx) bool {
 	h := c.Req.Handoff
 	if h == nil {
 		return false
@@ -68,7 +67,7 @@ func (h *Handler) watch(req *stream.Request, w stream.ResponseWriter) stream.Eve
 		ew.old = ev // it answered at once, with an error the routes took
 	} else {
 		ew.inner = ev
-		ew.root = h.ctx.root // what the routes set: the handler's context is still this request's
+		ew.root = h.ctx.Root // what the routes set: the handler's context is still this request's
 	}
 	return ew
 }
@@ -113,7 +112,7 @@ func (ew *errWatch) RouteError(status int, message string, fields []stream.Field
 	}
 	ew.routed, ew.status = true, status
 	if ew.serving { // an error raised while the routes ran (the error directive)
-		ew.root = ew.h.ctx.root
+		ew.root = ew.h.ctx.Root
 	}
 	ew.old, ew.inner = ew.inner, nil
 	r := ew.req
@@ -140,15 +139,6 @@ func errorID() string {
 		b[i] = letters[rand.IntN(len(letters))]
 	}
 	return string(b)
-}
-
-// StatusText is {err.status_text}: the status's reason phrase, or its
-// number when it has none.
-func StatusText(code int) string {
-	if t := status.Text(code); t != "" {
-		return t
-	}
-	return strconv.Itoa(code)
 }
 
 func (ew *errWatch) WriteHeader(status int, fields []stream.Field, end bool) error {

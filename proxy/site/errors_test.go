@@ -1,8 +1,9 @@
-package route
+package site
 
 import (
 	"testing"
 
+	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -11,7 +12,7 @@ import (
 func errorPage(t *testing.T, match ErrorStatus, body string) Node {
 	t.Helper()
 	return Node{Kind: Group, Exclusive: 1, Match: match, Children: []Node{
-		{Kind: EditResponse, Ops: []HeaderOp{mustOp(t, "X-Err", "{err.status_code} {err.message}")}},
+		{Kind: EditResponse, Ops: []route.HeaderOp{mustOp(t, "X-Err", "{err.status_code} {err.message}")}},
 		{Kind: Respond, StatusUnset: true, To: mustTemplate(t, body)},
 	}}
 }
@@ -107,7 +108,7 @@ func TestIntercept(t *testing.T) {
 	tab := &Table{Nodes: []Node{
 		{Kind: Intercept, Responses: []ResponseHandler{
 			{Match: matchStatus(404), Routes: []Node{respond(200, "custom 404")}},
-			{Match: matchStatus(500), Routes: []Node{{Kind: EditResponse, Ops: []HeaderOp{mustOp(t, "X-Seen", "1")}}}},
+			{Match: matchStatus(500), Routes: []Node{{Kind: EditResponse, Ops: []route.HeaderOp{mustOp(t, "X-Seen", "1")}}}},
 		}},
 		{Kind: Proxy, Proxy: 0},
 	}}
@@ -148,9 +149,9 @@ func TestInterceptReset(t *testing.T) {
 	}
 }
 
-func mustTemplate(t *testing.T, s string) Template {
+func mustTemplate(t *testing.T, s string) route.Template {
 	t.Helper()
-	tm, err := ParseTemplate(s, TemplateOptions{})
+	tm, err := route.ParseTemplate(s, route.TemplateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

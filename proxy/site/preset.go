@@ -1,6 +1,9 @@
-package route
+package site
 
-import "github.com/pollproxy/pollproxy/proxy/stream"
+import (
+	"github.com/pollproxy/pollproxy/proxy/route"
+	"github.com/pollproxy/pollproxy/proxy/stream"
+)
 
 // Immediate header edits. Caddy's header directive without defer (and
 // without a deletion, >Field or match) edits the response's header map at
@@ -70,7 +73,7 @@ func applyImmediate(fs []stream.Field, n *Node, r *stream.Request) []stream.Fiel
 	if n.CopyFrom != nil {
 		fs = n.CopyFrom.appendCopied(fs, r.Handoff)
 	}
-	return applyOps(fs, n.Ops, r, mainOps)
+	return route.ApplyMainOps(fs, n.Ops, r)
 }
 
 // presetWriter joins the fields the immediate edits set to every head
@@ -129,12 +132,12 @@ var (
 // array, as merge says.
 func mergeFields(fs, fields []stream.Field, merge byte) []stream.Field {
 	if merge == mergeAdd {
-		return append(remove(fs, func(n string) bool { return n == "server" }), fields...)
+		return append(route.RemoveFields(fs, func(n string) bool { return n == "server" }), fields...)
 	}
-	kept := remove(fs, func(n string) bool { return setsOver(fields, n) })
+	kept := route.RemoveFields(fs, func(n string) bool { return setsOver(fields, n) })
 	preset := len(kept)
 	for _, f := range fields {
-		if keepsPreset(f.Name) && has(kept[:preset], f.Name) {
+		if keepsPreset(f.Name) && route.HasField(kept[:preset], f.Name) {
 			continue
 		}
 		kept = append(kept, f)
@@ -152,5 +155,5 @@ func keepsPreset(name string) bool { return name == "content-type" || name == "e
 // name: those it has, but the ones it keeps and Vary, which Caddy's file
 // server adds to.
 func setsOver(fields []stream.Field, name string) bool {
-	return !keepsPreset(name) && name != "vary" && has(fields, name)
+	return !keepsPreset(name) && name != "vary" && route.HasField(fields, name)
 }

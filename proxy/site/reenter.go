@@ -1,4 +1,4 @@
-package route
+package site
 
 import "github.com/pollproxy/pollproxy/proxy/stream"
 
@@ -47,7 +47,7 @@ func (h *Handler) savePoint(vars reqVars) *resumePoint {
 // evaluation, so the handler's scratch state is free.
 func (h *Handler) resumeWith(p *resumePoint, nodes []Node, orElse *Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
 	h.ctx.Reset(req, h.clientFn)
-	h.ctx.root = p.vars.root
+	h.ctx.Root = p.vars.root
 	h.resp = append(h.resp[:0], p.resp.nodes...)
 	h.preset = append(h.preset[:0], p.resp.preset...)
 	h.auths = h.auths[:0]
@@ -63,7 +63,7 @@ func (h *Handler) resumeWith(p *resumePoint, nodes []Node, orElse *Node, req *st
 	// A root set in the re-entered routes (X-Accel-Redirect's root and
 	// file_server) is the request's from here.
 	vars := p.vars
-	vars.root = h.ctx.root
+	vars.root = h.ctx.Root
 	return h.finish(t, vars, req, w)
 }
 
