@@ -40,6 +40,8 @@ func directiveSources() []*source {
 }`, requests: []request{get("/old/dir/x.tar.gz?a=1&b=c%20d"), get("/new/"), get("/x.html?q=1"), get("/")}},
 		{name: "directives/respond-close", caddyfile: "close.test {\n\trespond /bye \"bye\" 403 {\n\t\tclose\n\t}\n\trespond \"hi\"\n}",
 			requests: []request{get("/bye"), get("/")}},
+		{name: "directives/header-down-at-name", caddyfile: "hd.test {\n\treverse_proxy UP {\n\t\t@ok status 200\n\t\theader_down @ok X-Origin-Field changed\n\t\theader_down @ok Set\n\t\theader_up @ok ^a b\n\t}\n}",
+			requests: []request{get("/"), get("/x", "X-Origin-Field", "a")}},
 		{name: "directives/invoke", caddyfile: `&(api) {
 	@v1 path /v1/*
 	header X-Api yes
