@@ -38,6 +38,12 @@ type Config struct {
 	// HeaderUp and HeaderDown edit request and response fields (Caddy's
 	// header_up and header_down).
 	HeaderUp, HeaderDown []route.HeaderOp
+	// Method and Rewrite, when set, are the origin request's method
+	// (placeholders filled, upper-cased; empty is GET) and target (built
+	// as the rewrite directive builds one): Caddy's reverse_proxy method
+	// and rewrite, which forward_auth expands to. The client's request is
+	// left as it is.
+	Method, Rewrite *route.Template
 	// PolicyArg is the policy's argument: the field of "header" (lower
 	// case, but "Host" as Caddy's names the request's host), the key of
 	// "query", the cookie's name of "cookie" (default lb), how many
@@ -194,7 +200,7 @@ func NewHandler(l *netpoll.Loop, cfg Config) *Handler {
 // Serve proxies one request.
 func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
 	ex := h.newExchange()
-	*ex = exchange{h: h, g: &h.group, w: w, req: req, conn: req.Conn, method: req.Method, hasBody: req.HasBody, key: h.key(req), https: req.Scheme == "https", client: req.RemoteAddr,
+	*ex = exchange{h: h, g: &h.group, w: w, req: req, conn: req.Conn, method: h.upstreamMethod(req), hasBody: req.HasBody, key: h.key(req), https: req.Scheme == "https", client: req.RemoteAddr,
 		timer: ex.timer, bodyTimer: ex.bodyTimer, head: ex.head[:0]}
 	trusted := route.Trusted(req.RemoteAddr.Addr(), h.cfg.TrustedProxies)
 	if trusted && !ex.https && h.group.policy == Cookie {
@@ -229,7 +235,15 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 			return nil
 		}
 	} else {
-		ex.head, ex.chunked = h.requestHead(ex.head, req, trusted)
+		head := req
+		if ex.hasBody && h.dropsBody(req, ex.method) {
+			// As Caddy's reverse proxy: a request rewritten to GET or
+			// HEAD goes without its body.
+			noBody := *req
+			noBody.HasBody, noBody.ContentLength = false, 0
+			head, ex.hasBody, ex.dropBody = &noBody, false, true
+		}
+		ex.head, ex.chunked = h.requestHead(ex.head, head, ex.method, trusted)
 	}
 	if !req.HasBody && ex.tun == nil {
 		// An upgrade's "body" is the tunnel that may follow the 101.

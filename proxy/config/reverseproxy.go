@@ -17,7 +17,7 @@ import (
 )
 
 var proxyOptions = append([]string{"to", "lb_policy", "lb_retries", "lb_try_duration", "lb_try_interval",
-	"max_fails", "fail_duration", "unhealthy_status", "unhealthy_latency", "header_up", "header_down",
+	"max_fails", "fail_duration", "unhealthy_status", "unhealthy_latency", "header_up", "header_down", "method", "rewrite",
 	"flush_interval", "transport", "stream_timeout", "stream_close_delay", "dynamic", "trusted_proxies", "handle_response", "replace_status", "@name (a response matcher)"}, activeHealthOptions...)
 
 // reverseProxy reads one reverse_proxy directive (its matcher already
@@ -101,6 +101,21 @@ func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
 				}
 			} else {
 				rp.HeaderDown = append(rp.HeaderDown, op)
+			}
+		case "method", "rewrite":
+			v, ok := p.oneArg(d, label, "one value")
+			if !ok {
+				continue
+			}
+			t, err := route.ParseTemplate(v, route.TemplateOptions{ReplaceAll: true})
+			if err != nil {
+				p.errf(d, "%s: %v", label, err)
+				continue
+			}
+			if sub == "method" {
+				rp.Method = &t
+			} else {
+				rp.Rewrite = &t
 			}
 		case "flush_interval":
 			if v, ok := p.oneArg(d, label, "a duration or -1"); ok && v != "-1" {

@@ -47,7 +47,7 @@ var unsupportedMatchers = set("tls", "path_regexp_all")
 
 var unsupportedProxy = set("buffer_requests", "buffer_responses",
 	"request_buffers", "response_buffers", "max_buffer_size",
-	"method", "rewrite", "unhealthy_request_count", "verbose_logs", "stream_buffer_size",
+	"unhealthy_request_count", "verbose_logs", "stream_buffer_size",
 	"weighted_round_robin", "health_path", "health_follow_redirects", "health_method",
 	"health_request_body", "health_query")
 

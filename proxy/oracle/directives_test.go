@@ -42,6 +42,24 @@ func directiveSources() []*source {
 			requests: []request{get("/bye"), get("/")}},
 		{name: "directives/header-down-at-name", caddyfile: "hd.test {\n\treverse_proxy UP {\n\t\t@ok status 200\n\t\theader_down @ok X-Origin-Field changed\n\t\theader_down @ok Set\n\t\theader_up @ok ^a b\n\t}\n}",
 			requests: []request{get("/"), get("/x", "X-Origin-Field", "a")}},
+		{name: "directives/proxy-rewrite-method", caddyfile: `rm.test {
+	handle /auth/* {
+		reverse_proxy UP {
+			method GET
+			rewrite /verify?orig={uri}
+		}
+	}
+	handle /m/* {
+		reverse_proxy UP {
+			method {header.X-Method}
+			rewrite /new{path}
+		}
+	}
+	reverse_proxy UP {
+		method post
+	}
+}`, requests: []request{get("/auth/x?a=1"), get("/m/y?q=2", "X-Method", "put"), get("/other"),
+			{method: "POST", path: "/auth/p", body: "payload"}}},
 		{name: "directives/invoke", caddyfile: `&(api) {
 	@v1 path /v1/*
 	header X-Api yes
