@@ -32,7 +32,6 @@ func TestRender(t *testing.T) {
 		"defs.html": `{{define "greet"}}hello {{.}}{{end}}`,
 		"plain.txt": "raw {{not rendered}}",
 		"docs/a.md": "",
-		"docs/b.md": "",
 		"post.md":   "---\ntitle: Hi\ntags: [a, b]\n---\n# Body\n",
 		"post.toml": "+++\ntitle = \"T\"\n+++\nbody",
 		"post.json": "{\n\"title\": \"J\"\n}\nbody",
