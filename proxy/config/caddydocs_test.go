@@ -62,6 +62,12 @@ var caddyDocExamples = []docExample{
 	{"vars", docSite("vars {\n\tfoo bar\n\tabc true\n\tnum 1\n}"), ""},
 	{"vars", docSite("vars /api/* {\n\tfoo bar\n}\nrespond {vars.foo}"), ""},
 
+	// templates
+	{"templates", docSite("templates"), ""},
+	{"templates", docSite("root * /srv\ntemplates\nfile_server"), ""},
+	{"templates", docSite("header Content-Type text/plain\ntemplates\nrespond \"Current year is: {{now | date \\\"2006\\\"}}\""), ""},
+	{"templates", docSite("templates {\n\tbetween <% %>\n}"), ""},
+
 	// invoke
 	{"invoke", "&(app-proxy) {\n\treverse_proxy app-01:8080 app-02:8080 app-03:8080\n}\n\nexample.com {\n\tinvoke app-proxy\n}\n\nwww.example.com {\n\tinvoke app-proxy\n}\n", ""},
 	{"invoke", "&(app-proxy) {\n\treverse_proxy app-01:8080 app-02:8080 app-03:8080 {\n\t\tlb_policy least_conn\n\t\thealth_uri /healthz\n\t\thealth_interval 5s\n\t}\n}\n\nexample.com {\n\tinvoke app-proxy\n}\n\napi.example.com {\n\tinvoke app-proxy\n}\n", ""},

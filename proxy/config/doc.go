@@ -17,7 +17,7 @@
 // (active health checks), dynamic.go (dynamic upstreams) and stream.go
 // (stream_timeout, stream_close_delay, h2_extended_connect), vars.go
 // (the vars and map directives and the vars and vars_regexp matchers),
-// namedroute.go (named routes and invoke), and
+// namedroute.go (named routes and invoke), templates.go (templates), and
 // unsupported.go (Caddy's names pollproxy lacks). Every error names the
 // file and line it comes from and what was expected, as in
 //

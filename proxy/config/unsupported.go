@@ -41,7 +41,7 @@ var unsupportedServers = set("strict_sni_host", "keepalive_interval",
 var unsupportedDirectives = set("abort_with", "acme_server", "bind",
 	"fs", "import",
 	"log_append", "log_name", "log_level", "metrics", "php_fastcgi", "push",
-	"templates", "tracing", "timeouts")
+	"tracing", "timeouts")
 
 var unsupportedMatchers = set("tls", "path_regexp_all")
 

@@ -60,6 +60,15 @@ func directiveSources() []*source {
 	}
 }`, requests: []request{get("/auth/x?a=1"), get("/m/y?q=2", "X-Method", "put"), get("/other"),
 			{method: "POST", path: "/auth/p", body: "payload"}}},
+		{name: "directives/templates", caddyfile: `tpl.test {
+	templates
+	header /t/* Content-Type "text/html; charset=utf-8"
+	respond /t/a "{{.Req.URL.Path}} {{.Host}} {{upper \"x\"}} {{ph \"method\"}} [{{.Cookie \"c\"}}] {{.RemoteIP}} {{stripHTML \"<b>bold</b>\"}}"
+	respond /t/b "{{ broken"
+	respond /t/c "x{{httpError 404}}"
+	respond /t/d "{{.RespHeader.Set \"X-T\" \"set\"}}{{markdown \"# Head\"}}"
+	respond /plain "{{kept}}"
+}`, requests: []request{get("/t/a", "Cookie", "c=v"), get("/t/b"), get("/t/c"), get("/t/d"), get("/plain"), {method: "HEAD", path: "/t/a"}}},
 		{name: "directives/invoke", caddyfile: `&(api) {
 	@v1 path /v1/*
 	header X-Api yes

@@ -324,3 +324,34 @@ func appendVar(dst []byte, r *stream.Request, name string) []byte {
 	}
 	return dst
 }
+
+// shorthandNames are the Caddyfile's shorthands of placeholders, which
+// the Caddyfile adapter rewrites to the names Caddy's replacer knows;
+// shorthandPrefixes those that take an argument.
+var shorthandNames = map[string]bool{"host": true, "hostport": true, "port": true, "orig_method": true,
+	"orig_uri": true, "orig_path": true, "orig_dir": true, "orig_file": true, "orig_query": true,
+	"orig_?query": true, "method": true, "uri": true, "%uri": true, "path": true, "%path": true, "dir": true,
+	"file": true, "query": true, "%query": true, "?query": true, "remote": true, "remote_host": true,
+	"remote_port": true, "scheme": true, "uuid": true, "tls_cipher": true, "tls_version": true,
+	"tls_client_fingerprint": true, "tls_client_issuer": true, "tls_client_serial": true,
+	"tls_client_subject": true, "tls_client_certificate_pem": true,
+	"tls_client_certificate_der_base64": true, "upstream_hostport": true, "client_ip": true}
+
+var shorthandPrefixes = []string{"header.", "cookie.", "labels.", "path.", "file.", "query.", "re.",
+	"vars.", "rp.", "resp.", "err.", "file_match."}
+
+// Shorthand reports whether name is a Caddyfile shorthand ({host},
+// {header.X} ...) rather than a name Caddy's replacer knows: what a
+// template's placeholder function, which asks the replacer, does not
+// fill.
+func Shorthand(name string) bool {
+	if shorthandNames[name] {
+		return true
+	}
+	for _, p := range shorthandPrefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}

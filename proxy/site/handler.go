@@ -16,6 +16,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/static"
 	"github.com/pollproxy/pollproxy/proxy/stream"
+	"github.com/pollproxy/pollproxy/proxy/templates"
 )
 
 // Kind is what a route does when it matches.
@@ -75,6 +76,8 @@ const (
 	SetVars
 	// MapVars defines the placeholders of Map for the request (map).
 	MapVars
+	// Templates renders the response as a template (templates).
+	Templates
 )
 
 // URI operations.
@@ -146,6 +149,7 @@ type Node struct {
 	Encode   *encode.Config // Encode
 	VarOps   []route.VarOp  // SetVars
 	Map      *route.Map     // MapVars
+	Templates *templates.Config // Templates
 	// Close makes a Respond close the client connection after its answer
 	// (respond's close).
 	Close bool
@@ -287,7 +291,7 @@ func (h *Handler) reply(n *Node, resp edits, vars reqVars, req *stream.Request, 
 	if len(resp.nodes) == 0 && len(resp.preset) == 0 {
 		return h.terminal(n, vars, req, w)
 	}
-	var one [1]*encode.Writer
+	var one [1]eventer
 	w, encs := h.edit(w, req, resp, mergeFor(n), one[:0])
 	return encoded(h.terminal(n, vars, req, w), encs)
 }
@@ -298,9 +302,18 @@ func (h *Handler) reply(n *Node, resp edits, vars reqVars, req *stream.Request, 
 // Writers are appended to encs: the request's events must go through
 // them (encoded). The fields the immediate edits set are the innermost
 // writer (presetWriter), joined with the handler's as merge says.
-func (h *Handler) edit(w stream.ResponseWriter, req *stream.Request, e edits, merge byte, encs []*encode.Writer) (stream.ResponseWriter, []*encode.Writer) {
+func (h *Handler) edit(w stream.ResponseWriter, req *stream.Request, e edits, merge byte, encs []eventer) (stream.ResponseWriter, []eventer) {
 	resp := e.nodes
 	for i := 0; i < len(resp); {
+		if resp[i].Kind == Templates {
+			if req.Upgrade == "" {
+				tw := h.wrapTemplates(resp[i], req, w)
+				w = tw
+				encs = append(encs, tw)
+			}
+			i++
+			continue
+		}
 		if resp[i].Kind == Encode {
 			// A tunnel's bytes are never encoded.
 			if req.Upgrade == "" {
@@ -329,11 +342,17 @@ func (h *Handler) edit(w stream.ResponseWriter, req *stream.Request, e edits, me
 	return w, encs
 }
 
+// eventer is a writer that edit wraps whose request's events must pass
+// through it (encode's, templates'): encoded puts it in front.
+type eventer interface {
+	Events(inner stream.Events) stream.Events
+}
+
 // encoded returns the Events of a request whose handler returned ev and
 // whose writer edit wrapped in the encoders encs: each encoder sees the
 // events first, so that what it holds goes out before its handler hears
 // OnWritable.
-func encoded(ev stream.Events, encs []*encode.Writer) stream.Events {
+func encoded(ev stream.Events, encs []eventer) stream.Events {
 	for i := len(encs) - 1; i >= 0; i-- {
 		ev = encs[i].Events(ev)
 	}
@@ -421,7 +440,7 @@ func (h *Handler) walk() *Node {
 		}
 		f.done |= bit
 		switch n.Kind {
-		case EditResponse, Encode:
+		case EditResponse, Encode, Templates:
 			h.resp = append(h.resp, n)
 			if n.Immediate {
 				h.preset = applyImmediate(h.preset, n, h.ctx.Req)
