@@ -145,10 +145,10 @@ type Node struct {
 	Responses []ResponseHandler
 	// CopyFrom makes an EditResponse copy_response_headers: the fields
 	// of the response a handle_response matched, filtered.
-	CopyFrom *HeaderFilter
-	Encode   *encode.Config // Encode
-	VarOps   []route.VarOp  // SetVars
-	Map      *route.Map     // MapVars
+	CopyFrom  *HeaderFilter
+	Encode    *encode.Config    // Encode
+	VarOps    []route.VarOp     // SetVars
+	Map       *route.Map        // MapVars
 	Templates *templates.Config // Templates
 	// Close makes a Respond close the client connection after its answer
 	// (respond's close).
