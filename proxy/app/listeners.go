@@ -80,8 +80,10 @@ func (in *Instance) newHandler(p *plan, l *config.Listener) func(*netpoll.Loop) 
 // route proxies every request, with no response or error routes, is its
 // proxy, with nothing in between.
 func siteHandler(t *site.Table, proxies []stream.Handler, clientIP route.ClientIPFunc, loop *netpoll.Loop) stream.Handler {
-	if n := t.Nodes; len(n) == 1 && n[0].Kind == site.Proxy && n[0].Match == nil && len(n[0].Responses) == 0 && len(t.Errors) == 0 {
-		return proxies[t.Nodes[0].Proxy]
+	if n := t.Nodes; len(n) == 1 && n[0].Match == nil && len(t.Errors) == 0 {
+		if p, ok := n[0].Do.(*site.Proxy); ok && len(p.Responses) == 0 {
+			return proxies[p.Index]
+		}
 	}
 	return site.NewHandler(t, proxies, clientIP, loop)
 }

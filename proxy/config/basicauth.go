@@ -71,7 +71,7 @@ func (p *parser) basicAuth(d *caddyfile.Dispenser, n *site.Node, name string) {
 		p.errf(d, "%s: %v", name, err)
 		return
 	}
-	n.Kind, n.Auth, n.Static = site.BasicAuth, a, site.Unauthorized(a)
+	n.Do = &site.BasicAuth{Auth: a, Unauthorized: site.Unauthorized(a)}
 }
 
 // envValue fills the {env.NAME} placeholders of an account's token, the

@@ -167,7 +167,7 @@ func (s *Site) Table() *site.Table {
 	if s.Routes != nil {
 		return s.Routes
 	}
-	return &site.Table{Nodes: []site.Node{{Kind: site.Proxy}}, Proxies: 1}
+	return &site.Table{Nodes: []site.Node{{Do: &site.Proxy{}}}, Proxies: 1}
 }
 
 // Pos is a place in a Caddyfile.

@@ -11,6 +11,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy"
 	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/server"
+	"github.com/pollproxy/pollproxy/proxy/site"
 )
 
 func mustParse(t *testing.T, body string) *Config {
@@ -523,4 +524,14 @@ func op(o byte, name, value string) route.HeaderOp {
 
 func sameOp(a, b route.HeaderOp) bool {
 	return a.Op == b.Op && a.Name == b.Name && a.Value == b.Value
+}
+
+// directives names the directive of each of nodes by its type, as
+// "*site.Proxy".
+func directives(nodes []site.Node) []string {
+	var ds []string
+	for _, n := range nodes {
+		ds = append(ds, fmt.Sprintf("%T", n.Do))
+	}
+	return ds
 }

@@ -28,7 +28,7 @@ var defaultEncodeMatch = &route.ResponseMatch{Header: []route.HeaderField{{Name:
 // Caddy; a bare encode is "zstd gzip".
 func (p *parser) encode(d *caddyfile.Dispenser, n *site.Node) {
 	cfg := &encode.Config{MinLength: encode.DefaultMinLength, Match: defaultEncodeMatch}
-	n.Kind, n.Encode = site.Encode, cfg
+	n.Do = &site.Encode{Config: cfg}
 	at, line := dpos(d), d.RemainingArgs()
 	add := func(f encode.Format, at Pos) {
 		for _, g := range cfg.Formats {

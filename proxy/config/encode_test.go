@@ -41,10 +41,11 @@ func TestEncodeDirective(t *testing.T) {
 				t.Fatal(err)
 			}
 			n := c.Sites[0].Routes.Nodes[0]
-			if n.Kind != site.Encode {
-				t.Fatalf("first route is kind %d", n.Kind)
+			enc, ok := n.Do.(*site.Encode)
+			if !ok {
+				t.Fatalf("first route is %T", n.Do)
 			}
-			e := n.Encode
+			e := enc.Config
 			if !reflect.DeepEqual(e.Formats, tc.formats) || e.MinLength != tc.min {
 				t.Errorf("formats %+v min %d, want %+v %d", e.Formats, e.MinLength, tc.formats, tc.min)
 			}
@@ -57,11 +58,8 @@ func TestEncodeDirective(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var kinds []site.Kind
-	for _, n := range c.Sites[0].Routes.Nodes {
-		kinds = append(kinds, n.Kind)
-	}
-	if want := []site.Kind{site.EditRequest, site.Encode, site.Group, site.Proxy}; !reflect.DeepEqual(kinds, want) {
+	kinds := directives(c.Sites[0].Routes.Nodes)
+	if want := []string{"*site.EditRequest", "*site.Encode", "*site.Group", "*site.Proxy"}; !reflect.DeepEqual(kinds, want) {
 		t.Errorf("order %v, want %v", kinds, want)
 	}
 }

@@ -28,13 +28,14 @@ func (p *parser) root(d *caddyfile.Dispenser, n *site.Node) {
 		return
 	}
 	if v, ok := p.literalPath(d, "root", args[0]); ok {
-		n.Kind, n.Root = site.SetRoot, v
+		n.Do = &site.SetRoot{Root: v}
 	}
 }
 
 // fileServer reads file_server [<matcher>] [browse] { ... }.
 func (p *parser) fileServer(d *caddyfile.Dispenser, n *site.Node) {
 	const name = "file_server"
+	fs := &site.FileServer{}
 	var opt fileserver.Options
 	if args := d.RemainingArgs(); len(args) > 0 {
 		if args[0] == "browse" && len(args) == 1 {
@@ -48,7 +49,7 @@ func (p *parser) fileServer(d *caddyfile.Dispenser, n *site.Node) {
 		switch sub := d.Val(); sub {
 		case "root":
 			if v, ok := p.oneArg(d, "file_server: root", "a path"); ok {
-				n.Root, _ = p.literalPath(d, name, v)
+				fs.Root, _ = p.literalPath(d, name, v)
 			}
 		case "hide":
 			args := d.RemainingArgs()
@@ -115,7 +116,8 @@ func (p *parser) fileServer(d *caddyfile.Dispenser, n *site.Node) {
 		hide = append(hide, f)
 	}
 	opt.Hide = fileserver.NewHide(hide)
-	n.Kind, n.Files = site.FileServer, fileserver.New(opt)
+	fs.Files = fileserver.New(opt)
+	n.Do = fs
 }
 
 // tryFiles reads try_files <files...> { policy ... } as Caddy expands it:
@@ -139,7 +141,8 @@ func (p *parser) tryFiles(d *caddyfile.Dispenser, n *site.Node) {
 			policy = p.tryPolicy(d, "try_files", v)
 		}
 	}
-	n.Kind = site.Group
+	g := &site.Group{}
+	n.Do = g
 	var try []route.Template
 	flush := func(query string) {
 		if len(try) == 0 {
@@ -149,8 +152,8 @@ func (p *parser) tryFiles(d *caddyfile.Dispenser, n *site.Node) {
 		if err != nil {
 			p.errf(d, "try_files: %v", err)
 		}
-		n.Children = append(n.Children, site.Node{Kind: site.Rewrite, Exclusive: 1, FileTarget: true, To: to,
-			Match: &site.File{Try: try, Policy: policy}})
+		g.Children = append(g.Children, site.Node{Exclusive: 1, Match: &site.File{Try: try, Policy: policy},
+			Do: &site.Rewrite{FileTarget: true, To: to}})
 		try = nil
 	}
 	for _, f := range files {

@@ -18,6 +18,7 @@ func (p *parser) forwardAuth(d *caddyfile.Dispenser, s *Site, n *site.Node) {
 		toks = append(toks, seg.Token())
 	}
 	var kept []caddyfile.Token
+	var copies []site.CopyField
 	uri := ""
 	depth := 0
 	for i := 0; i < len(toks); i++ {
@@ -58,7 +59,7 @@ func (p *parser) forwardAuth(d *caddyfile.Dispenser, s *Site, n *site.Node) {
 					p.errAt(line, "forward_auth: copy_headers: %q: want Name or From>To", a)
 					continue
 				}
-				n.Copy = append(n.Copy, c)
+				copies = append(copies, c)
 			}
 			continue
 		}
@@ -82,6 +83,6 @@ func (p *parser) forwardAuth(d *caddyfile.Dispenser, s *Site, n *site.Node) {
 	rd := caddyfile.NewDispenser(kept)
 	rd.Next()
 	rp := p.reverseProxy(rd)
-	n.Kind, n.To, n.Proxy, n.Responses = site.ForwardAuth, tmpl, len(s.Proxies), rp.Responses
+	n.Do = &site.ForwardAuth{URI: tmpl, Proxy: len(s.Proxies), Copy: copies, Responses: rp.Responses}
 	s.Proxies = append(s.Proxies, &rp)
 }

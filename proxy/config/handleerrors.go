@@ -13,7 +13,8 @@ import (
 // the site's error routes, matching the error's status when codes (404)
 // or classes (5xx) are given, as Caddy 2.8 does.
 func (p *parser) handleErrors(s *Site, d *caddyfile.Dispenser) site.Node {
-	n := site.Node{Kind: site.Group}
+	g := &site.Group{}
+	n := site.Node{Do: g}
 	var codes site.ErrorStatus
 	for _, a := range d.RemainingArgs() {
 		if len(a) == 3 && a[1:] == "xx" && a[0] >= '1' && a[0] <= '5' {
@@ -34,7 +35,7 @@ func (p *parser) handleErrors(s *Site, d *caddyfile.Dispenser) site.Node {
 	for nest := d.Nesting(); d.NextBlock(nest); {
 		sub = append(sub, d.NewFromNextSegment())
 	}
-	n.Children = p.routeList(s, sub, true)
+	g.Children = p.routeList(s, sub, true)
 	return n
 }
 
@@ -87,5 +88,5 @@ func (p *parser) errorDirective(d *caddyfile.Dispenser, n *site.Node) {
 		p.errf(d, "error: %v", err)
 		return
 	}
-	n.Kind, n.Status, n.To, n.Static = site.Error, status, t, site.ErrorResponse(status)
+	n.Do = &site.Error{Status: status, Message: t, Static: site.ErrorResponse(status)}
 }

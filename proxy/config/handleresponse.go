@@ -66,7 +66,8 @@ func (p *parser) resolve(hs []site.ResponseHandler, uses []matcherUse, matchers 
 // intercept reads intercept [matcher] { @name RESPONSE-MATCHER
 // replace_status [@name] STATUS  handle_response [@name] { routes } }.
 func (p *parser) intercept(d *caddyfile.Dispenser, n *site.Node) {
-	n.Kind = site.Intercept
+	ic := &site.Intercept{}
+	n.Do = ic
 	if args := d.RemainingArgs(); len(args) > 0 {
 		p.errf(d, "intercept: want [matcher] { ... }, not %q", args[0])
 	}
@@ -75,7 +76,7 @@ func (p *parser) intercept(d *caddyfile.Dispenser, n *site.Node) {
 	for nest := d.Nesting(); d.NextBlock(nest); {
 		switch sub := d.Val(); {
 		case sub == "handle_response" || sub == "replace_status":
-			p.handleResponse(d, &n.Responses, &uses, sub)
+			p.handleResponse(d, &ic.Responses, &uses, sub)
 		case strings.HasPrefix(sub, "@"):
 			m := &route.ResponseMatch{}
 			p.responseMatch(d, m, "intercept "+sub)
@@ -86,8 +87,8 @@ func (p *parser) intercept(d *caddyfile.Dispenser, n *site.Node) {
 			skipBlock(d)
 		}
 	}
-	p.resolve(n.Responses, uses, matchers, "intercept")
-	if len(n.Responses) == 0 {
+	p.resolve(ic.Responses, uses, matchers, "intercept")
+	if len(ic.Responses) == 0 {
 		p.errf(d, "intercept: want a handle_response or replace_status")
 	}
 }
@@ -103,13 +104,14 @@ func (p *parser) copyResponse(d *caddyfile.Dispenser, n *site.Node, name string)
 		return
 	}
 	if name == "copy_response" {
-		n.Kind = site.CopyResponse
+		cr := &site.CopyResponse{}
+		n.Do = cr
 		status := func(v string) {
 			c, err := strconv.Atoi(v)
 			if err != nil || c < 100 || c > 599 {
 				p.errf(d, "copy_response: status %q: want a number such as 200", v)
 			}
-			n.Status = c
+			cr.Status = c
 		}
 		args := d.RemainingArgs()
 		switch len(args) {
@@ -133,7 +135,8 @@ func (p *parser) copyResponse(d *caddyfile.Dispenser, n *site.Node, name string)
 	}
 	// Caddy's copy_response_headers adds to the response header map at
 	// once: the fields are there before a respond after it answers.
-	n.Kind, n.CopyFrom, n.Immediate = site.EditResponse, &site.HeaderFilter{}, true
+	filter := &site.HeaderFilter{}
+	n.Do = &site.EditResponse{CopyFrom: filter, Immediate: true}
 	if args := d.RemainingArgs(); len(args) > 0 {
 		p.errf(d, "copy_response_headers: want [matcher] { include FIELD... | exclude FIELD... }")
 	}
@@ -145,14 +148,14 @@ func (p *parser) copyResponse(d *caddyfile.Dispenser, n *site.Node, name string)
 		}
 		switch opt {
 		case "include":
-			n.CopyFrom.Include = append(n.CopyFrom.Include, fields...)
+			filter.Include = append(filter.Include, fields...)
 		case "exclude":
-			n.CopyFrom.Exclude = append(n.CopyFrom.Exclude, fields...)
+			filter.Exclude = append(filter.Exclude, fields...)
 		default:
 			p.errf(d, "copy_response_headers: unknown option %q (want include, exclude)", opt)
 		}
 	}
-	if len(n.CopyFrom.Include) > 0 && len(n.CopyFrom.Exclude) > 0 {
+	if len(filter.Include) > 0 && len(filter.Exclude) > 0 {
 		p.errf(d, "copy_response_headers: include or exclude, not both (as in Caddy)")
 	}
 }

@@ -155,13 +155,10 @@ x.example.com {
 	}
 }
 `)
-	var kinds []site.Kind
-	for _, n := range c.Sites[0].Routes.Nodes {
-		kinds = append(kinds, n.Kind)
-	}
+	kinds := directives(c.Sites[0].Routes.Nodes)
 	// Caddy's order with respond moved to just before header: log_skip,
 	// respond, header, request_body.
-	want := []site.Kind{site.LogSkip, site.Respond, site.EditResponse, site.RequestBody}
+	want := []string{"*site.LogSkip", "*site.Respond", "*site.EditResponse", "*site.RequestBody"}
 	if len(kinds) != len(want) {
 		t.Fatalf("kinds %v, want %v", kinds, want)
 	}
@@ -170,7 +167,7 @@ x.example.com {
 			t.Fatalf("kinds %v, want %v", kinds, want)
 		}
 	}
-	if n := c.Sites[0].Routes.Nodes[3]; n.MaxBody != 10<<10 || n.Match == nil {
+	if n := c.Sites[0].Routes.Nodes[3]; n.Do.(*site.RequestBody).MaxBody != 10<<10 || n.Match == nil {
 		t.Errorf("request_body %+v", n)
 	}
 }

@@ -66,8 +66,7 @@ func (p *parser) invoke(s *Site, d *caddyfile.Dispenser, n *site.Node) {
 			ds = append(ds, bd.NewFromNextSegment())
 		}
 	}
-	n.Kind = site.Group
-	n.Children = firstOfOne(p.routeList(s, ds, true))
+	n.Do = &site.Group{Children: firstOfOne(p.routeList(s, ds, true))}
 	p.named = named
 	p.invoking = p.invoking[:len(p.invoking)-1]
 }

@@ -96,11 +96,11 @@ func (p *parser) site(b caddyfile.ServerBlock) {
 // answers reports whether some route answers requests.
 func answers(nodes []site.Node) bool {
 	for _, n := range nodes {
-		switch n.Kind {
-		case site.Respond, site.Redirect, site.Abort, site.Proxy, site.FileServer:
+		switch d := n.Do.(type) {
+		case *site.Respond, *site.Redirect, *site.Abort, *site.Proxy, *site.FileServer:
 			return true
-		case site.Group:
-			if answers(n.Children) {
+		case *site.Group:
+			if answers(d.Children) {
 				return true
 			}
 		}
@@ -212,9 +212,10 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 	switch name {
 	case "reverse_proxy":
 		rp := p.reverseProxy(d)
-		n.Kind, n.Proxy, n.Responses = site.Proxy, len(s.Proxies), rp.Responses
+		n.Do = &site.Proxy{Index: len(s.Proxies), Responses: rp.Responses}
 		s.Proxies = append(s.Proxies, &rp)
 	case "handle", "route", "handle_path":
+		g := &site.Group{}
 		if args := d.RemainingArgs(); len(args) > 0 {
 			p.errf(d, "%s: want a matcher and a block, not %q", name, args[0])
 		}
@@ -225,15 +226,15 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 			} else {
 				// Lower case: the strip ignores case, as the path
 				// matcher does (and Caddy's strip).
-				n.Strip = strings.ToLower(strings.TrimSuffix(paths[0], "*"))
+				g.Strip = strings.ToLower(strings.TrimSuffix(paths[0], "*"))
 			}
 		}
 		var sub []*caddyfile.Dispenser
 		for nest := d.Nesting(); d.NextBlock(nest); {
 			sub = append(sub, d.NewFromNextSegment())
 		}
-		n.Kind = site.Group
-		n.Children = p.routeList(s, sub, name != "route")
+		g.Children = p.routeList(s, sub, name != "route")
+		n.Do = g
 	case "redir":
 		p.redir(d, n)
 	case "respond":
@@ -251,7 +252,7 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 			p.errf(d, "rewrite: %v", err)
 			return v, false
 		}
-		n.Kind, n.To = site.Rewrite, t
+		n.Do = &site.Rewrite{To: t}
 	case "uri":
 		p.uri(d, n)
 	case "basic_auth", "basicauth":
@@ -276,7 +277,7 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 			p.errf(d, "method: want [matcher] METHOD, e.g. method GET")
 			return v, false
 		}
-		n.Kind, n.Find = site.SetMethod, strings.ToUpper(args[0])
+		n.Do = &site.SetMethod{Method: strings.ToUpper(args[0])}
 	case "encode":
 		p.encode(d, n)
 	case "vars":
@@ -294,13 +295,13 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 		if args := d.RemainingArgs(); len(args) > 0 {
 			p.errf(d, "abort: takes only a matcher")
 		}
-		n.Kind = site.Abort
+		n.Do = &site.Abort{}
 	case "log_skip", "skip_log":
 		v.directive = "log_skip"
 		if args := d.RemainingArgs(); len(args) > 0 {
 			p.errf(d, "%s: takes only a matcher", name)
 		}
-		n.Kind = site.LogSkip
+		n.Do = &site.LogSkip{}
 	case "request_body":
 		p.requestBody(d, n)
 		return v, true
@@ -313,7 +314,8 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 
 // requestBody reads request_body [matcher] { max_size SIZE }.
 func (p *parser) requestBody(d *caddyfile.Dispenser, n *site.Node) {
-	n.Kind = site.RequestBody
+	rb := &site.RequestBody{}
+	n.Do = rb
 	if args := d.RemainingArgs(); len(args) > 0 {
 		p.errf(d, "request_body: want a matcher and a block: request_body { max_size 10MB }")
 	}
@@ -325,7 +327,7 @@ func (p *parser) requestBody(d *caddyfile.Dispenser, n *site.Node) {
 				if err != nil || size < 0 {
 					p.errf(d, "request_body: max_size: %q: want a size such as 10MB", v)
 				}
-				n.MaxBody = int64(size)
+				rb.MaxBody = int64(size)
 			}
 		case "set":
 			p.errf(d, "request_body: set is not supported by pollproxy")
@@ -341,26 +343,28 @@ func (p *parser) requestBody(d *caddyfile.Dispenser, n *site.Node) {
 // redir reads redir [matcher] to [code], with Caddy's codes: temporary
 // (302, the default), permanent (301), html, or a 3xx number.
 func (p *parser) redir(d *caddyfile.Dispenser, n *site.Node) {
+	r := &site.Redirect{}
 	args := d.RemainingArgs()
 	if len(args) == 0 || len(args) > 2 {
 		p.errf(d, "redir: want [matcher] to [temporary|permanent|html|3xx]")
 		return
 	}
-	n.Kind, n.Status = site.Redirect, http.StatusFound
+	n.Do = r
+	r.Status = http.StatusFound
 	if len(args) == 2 {
 		switch c := args[1]; c {
 		case "temporary":
 		case "permanent":
-			n.Status = http.StatusMovedPermanently
+			r.Status = http.StatusMovedPermanently
 		case "html":
-			n.HTML, n.Status = true, 200
+			r.HTML, r.Status = true, 200
 		default:
 			code, err := strconv.Atoi(c)
 			if err != nil || code < 300 || code > 308 {
 				p.errf(d, "redir: %q: want temporary, permanent, html or a status in 300-308", c)
 				return
 			}
-			n.Status = code
+			r.Status = code
 		}
 	}
 	t, err := route.ParseTemplate(args[0], route.TemplateOptions{})
@@ -368,28 +372,29 @@ func (p *parser) redir(d *caddyfile.Dispenser, n *site.Node) {
 		p.errf(d, "redir: %v", err)
 		return
 	}
-	n.To = t
+	r.To = t
 	if loc, ok := t.Literal(); ok {
-		n.Static = site.Redirector(n.Status, loc, n.HTML)
+		r.Static = site.Redirector(r.Status, loc, r.HTML)
 	}
 }
 
 // respond reads respond [matcher] [status|body [status]] { body close }.
 func (p *parser) respond(d *caddyfile.Dispenser, n *site.Node) {
+	r := &site.Respond{}
 	args := d.RemainingArgs()
 	status, body := 200, ""
-	n.StatusUnset = true
+	r.StatusUnset = true
 	switch len(args) {
 	case 0:
 	case 1:
 		if code, err := strconv.Atoi(args[0]); err == nil && len(args[0]) == 3 {
-			status, n.StatusUnset = code, false
+			status, r.StatusUnset = code, false
 		} else {
 			body = args[0]
 		}
 	case 2:
 		body = args[0]
-		n.StatusUnset = false
+		r.StatusUnset = false
 		code, err := strconv.Atoi(args[1])
 		if strings.Contains(args[1], "{") {
 			// A status from a placeholder ({err.status_code}), read when
@@ -399,7 +404,7 @@ func (p *parser) respond(d *caddyfile.Dispenser, n *site.Node) {
 				p.errf(d, "respond: status: %v", terr)
 				return
 			}
-			n.StatusT, code, err = t, 200, nil
+			r.StatusT, code, err = t, 200, nil
 		}
 		if err != nil {
 			p.errf(d, "respond: status %q: want a number such as 404", args[1])
@@ -426,7 +431,7 @@ func (p *parser) respond(d *caddyfile.Dispenser, n *site.Node) {
 				p.errf(d, "respond: close takes no argument")
 				d.RemainingArgs()
 			}
-			n.Close = true
+			r.Close = true
 		default:
 			p.errf(d, "respond: unknown option %q (want body, close)", sub)
 			d.RemainingArgs()
@@ -443,21 +448,20 @@ func (p *parser) respond(d *caddyfile.Dispenser, n *site.Node) {
 		p.errf(d, "respond: %v", err)
 		return
 	}
-	n.Kind, n.Status, n.To = site.Respond, status, t
+	n.Do = r
+	r.Status, r.Body = status, t
 	if lit, ok := t.Literal(); ok {
-		n.Static = site.Responder(status, lit)
+		r.Static = site.Responder(status, lit)
 	}
 }
 
 // header reads header / request_header: one edit on the line, or a block
-// of them. A header edits the response at once (Node.Immediate) unless,
+// of them. A header edits the response at once (EditResponse.Immediate) unless,
 // as in Caddy, it has "defer", a deletion, a >Field edit or a match.
 func (p *parser) header(d *caddyfile.Dispenser, n *site.Node, name string) {
 	response := name == "header"
-	n.Kind = site.EditRequest
-	if response {
-		n.Kind = site.EditResponse
-	}
+	var ops []route.HeaderOp
+	var match *route.ResponseMatch
 	deferred := false
 	add := func(args []string) {
 		op, err := route.ParseHeaderOp(args, response)
@@ -468,7 +472,7 @@ func (p *parser) header(d *caddyfile.Dispenser, n *site.Node, name string) {
 		if op.Op == '-' || strings.HasPrefix(args[0], ">") {
 			deferred = true
 		}
-		n.Ops = append(n.Ops, op)
+		ops = append(ops, op)
 	}
 	if args := d.RemainingArgs(); len(args) > 0 {
 		add(args)
@@ -484,19 +488,23 @@ func (p *parser) header(d *caddyfile.Dispenser, n *site.Node, name string) {
 				skipBlock(d)
 				continue
 			}
-			if n.RespMatch == nil {
-				n.RespMatch = &route.ResponseMatch{}
+			if match == nil {
+				match = &route.ResponseMatch{}
 			}
-			p.responseMatch(d, n.RespMatch, "header")
+			p.responseMatch(d, match, "header")
 			continue
 		}
 		args := append([]string{d.Val()}, d.RemainingArgs()...)
 		add(args)
 	}
-	if len(n.Ops) == 0 {
+	if len(ops) == 0 {
 		p.errf(d, "%s: want a field edit, e.g. %s Strict-Transport-Security max-age=31536000", name, name)
 	}
-	n.Immediate = response && !deferred && n.RespMatch == nil
+	if response {
+		n.Do = &site.EditResponse{Ops: ops, Match: match, Immediate: !deferred && match == nil}
+	} else {
+		n.Do = &site.EditRequest{Ops: ops}
+	}
 }
 
 // responseMatch reads a response matcher, on the line (match status 2xx)
@@ -527,8 +535,9 @@ func (p *parser) responseMatch(d *caddyfile.Dispenser, m *route.ResponseMatch, d
 
 // uri reads uri [matcher] strip_prefix|strip_suffix|replace ...
 func (p *parser) uri(d *caddyfile.Dispenser, n *site.Node) {
+	u := &site.URI{}
 	args := d.RemainingArgs()
-	n.Kind = site.URI
+	n.Do = u
 	if len(args) == 0 {
 		p.errf(d, "uri: want strip_prefix, strip_suffix or replace")
 		return
@@ -539,26 +548,26 @@ func (p *parser) uri(d *caddyfile.Dispenser, n *site.Node) {
 			p.errf(d, "uri: %s wants one argument", args[0])
 			return
 		}
-		n.URIOp, n.Find = site.StripSuffix, args[1]
+		u.Op, u.Find = site.StripSuffix, args[1]
 		if args[0] == "strip_prefix" {
-			n.URIOp = site.StripPrefix
-			if !strings.HasPrefix(n.Find, "/") {
-				n.Find = "/" + n.Find
+			u.Op = site.StripPrefix
+			if !strings.HasPrefix(u.Find, "/") {
+				u.Find = "/" + u.Find
 			}
-			n.Find = strings.ToLower(n.Find) // the strip ignores case, as in Caddy
+			u.Find = strings.ToLower(u.Find) // the strip ignores case, as in Caddy
 		}
 	case "replace":
 		if len(args) != 3 && len(args) != 4 {
 			p.errf(d, "uri: replace wants find replacement [limit]")
 			return
 		}
-		n.URIOp, n.Find, n.ReplBy = site.Replace, args[1], args[2]
+		u.Op, u.Find, u.ReplBy = site.Replace, args[1], args[2]
 		if len(args) == 4 {
 			l, err := strconv.Atoi(args[3])
 			if err != nil || l < 0 {
 				p.errf(d, "uri: replace limit %q: want a whole number", args[3])
 			}
-			n.Limit = l
+			u.Limit = l
 		}
 	case "path_regexp":
 		if len(args) != 3 {
@@ -570,11 +579,11 @@ func (p *parser) uri(d *caddyfile.Dispenser, n *site.Node) {
 			p.errf(d, "uri: path_regexp %q: %v", args[1], err)
 			return
 		}
-		n.URIOp, n.Regexp, n.ReplBy = site.RegexpPath, re, args[2]
+		u.Op, u.Regexp, u.ReplBy = site.RegexpPath, re, args[2]
 	case "query":
-		n.URIOp, n.Query = site.EditQuery, &route.QueryOps{}
+		u.Op, u.Query = site.EditQuery, &route.QueryOps{}
 		if len(args) > 1 {
-			if err := n.Query.ParseQueryOp(args[1:]); err != nil {
+			if err := u.Query.ParseQueryOp(args[1:]); err != nil {
 				p.errf(d, "uri: %v", err)
 			}
 			if at, ok := openedBlock(d); ok {
@@ -583,11 +592,11 @@ func (p *parser) uri(d *caddyfile.Dispenser, n *site.Node) {
 			return
 		}
 		for nest := d.Nesting(); d.NextBlock(nest); {
-			if err := n.Query.ParseQueryOp(append([]string{d.Val()}, d.RemainingArgs()...)); err != nil {
+			if err := u.Query.ParseQueryOp(append([]string{d.Val()}, d.RemainingArgs()...)); err != nil {
 				p.errf(d, "uri: %v", err)
 			}
 		}
-		if len(n.Query.Rename)+len(n.Query.Set)+len(n.Query.Add)+len(n.Query.Replace)+len(n.Query.Delete) == 0 {
+		if len(u.Query.Rename)+len(u.Query.Set)+len(u.Query.Add)+len(u.Query.Replace)+len(u.Query.Delete) == 0 {
 			p.errf(d, "uri: query wants an edit on the line or in a block")
 		}
 	default:

@@ -10,15 +10,16 @@ import (
 // templatesDirective reads templates [matcher] { mime TYPES...  between
 // OPEN CLOSE  root PATH }, as Caddy's.
 func (p *parser) templatesDirective(d *caddyfile.Dispenser, n *site.Node) {
-	n.Kind, n.Templates = site.Templates, &templates.Config{}
+	cfg := &templates.Config{}
+	n.Do = &site.Templates{Config: cfg}
 	if args := d.RemainingArgs(); len(args) > 0 {
 		p.errf(d, "templates: want [matcher] and a block, not %q", args[0])
 	}
 	for nest := d.Nesting(); d.NextBlock(nest); {
 		switch sub := d.Val(); sub {
 		case "mime":
-			n.Templates.MIME = d.RemainingArgs()
-			if len(n.Templates.MIME) == 0 {
+			cfg.MIME = d.RemainingArgs()
+			if len(cfg.MIME) == 0 {
 				p.errf(d, "templates: mime: want one or more types")
 			}
 		case "between":
@@ -27,11 +28,11 @@ func (p *parser) templatesDirective(d *caddyfile.Dispenser, n *site.Node) {
 				p.errf(d, "templates: between: want the opening and the closing delimiter")
 				continue
 			}
-			n.Templates.Delims = [2]string{args[0], args[1]}
+			cfg.Delims = [2]string{args[0], args[1]}
 		case "root":
 			if v, ok := p.oneArg(d, "templates: root", "a directory"); ok {
 				if r, ok := p.literalPath(d, "templates: root", v); ok {
-					n.Templates.Root = r
+					cfg.Root = r
 				}
 			}
 		case "extensions":

@@ -30,7 +30,8 @@ func scalar(d *caddyfile.Dispenser) (text string, literal bool) {
 
 // varsDirective reads vars [matcher] [NAME VALUE] { NAME VALUE ... }.
 func (p *parser) varsDirective(d *caddyfile.Dispenser, n *site.Node) {
-	n.Kind = site.SetVars
+	sv := &site.SetVars{}
+	n.Do = sv
 	one := func() {
 		name := d.Val()
 		if !d.NextArg() {
@@ -54,7 +55,7 @@ func (p *parser) varsDirective(d *caddyfile.Dispenser, n *site.Node) {
 			p.errf(d, "vars: %v", err)
 			return
 		}
-		n.VarOps = append(n.VarOps, route.VarOp{Name: nt, Value: vt})
+		sv.Ops = append(sv.Ops, route.VarOp{Name: nt, Value: vt})
 	}
 	if d.NextArg() {
 		one()
@@ -76,7 +77,6 @@ var shorthands = set("host", "hostport", "port", "orig_method", "orig_uri", "ori
 // mapDirective reads map [matcher] SOURCE DEST... { INPUT OUTPUT...
 // default VALUE... }, as Caddy's map reads and validates it.
 func (p *parser) mapDirective(d *caddyfile.Dispenser, n *site.Node) {
-	n.Kind = site.MapVars
 	at := dpos(d)
 	args := d.RemainingArgs()
 	if len(args) < 2 {
@@ -165,7 +165,7 @@ func (p *parser) mapDirective(d *caddyfile.Dispenser, n *site.Node) {
 		}
 		m.Mappings = append(m.Mappings, mp)
 	}
-	n.Map = m
+	n.Do = &site.MapVars{Map: m}
 	p.maps = append(p.maps, mapAt{m: m, pos: at})
 }
 

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
+	"github.com/pollproxy/pollproxy/internal/eventually"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -104,10 +105,8 @@ func TestReleaseIdle(t *testing.T) {
 	// CONTINUATION follows), and the block completes as usual.
 	block := rc.block(getReq...)
 	rc.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 9, BlockFragment: block[:3], EndStream: true})
-	for start, active := time.Now(), false; !active; {
-		if time.Since(start) > 5*time.Second {
-			t.Fatal("the server did not take the HEADERS frame")
-		}
+	eventually.Holds(t, 5*time.Second, "the server taking the HEADERS frame", func() bool {
+		active := false
 		rc.ts.lock(func() {
 			if active = rc.ts.sc.hdr.active; active {
 				if n := rc.ts.sc.ReleaseIdle(); n != 0 {
@@ -115,8 +114,8 @@ func TestReleaseIdle(t *testing.T) {
 				}
 			}
 		})
-		time.Sleep(time.Millisecond)
-	}
+		return active
+	})
 	rc.fr.WriteContinuation(9, true, block[3:])
 	for {
 		if f, ok := rc.read().(*http2.HeadersFrame); ok && f.StreamID == 9 {

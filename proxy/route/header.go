@@ -16,7 +16,7 @@ import (
 //	+Name value        add
 //	-Name              delete; -Prefix*, -*Suffix, -*part* and -* too
 //	?Name value        set unless present (response edits only; deferred)
-//	>Name value        set, deferred (Node.Immediate)
+//	>Name value        set, deferred (site.EditResponse.Immediate)
 //	Name regexp repl   replace what regexp matches in each value
 type HeaderOp struct {
 	Op    byte   // '=' set, '+' add, '-' delete, '?' default, '~' replace

@@ -14,14 +14,15 @@ import (
 // 401 carries only those, as in Caddy, where the directives after a
 // failed basic_auth never run.
 type authStep struct {
-	n      *Node
+	n      *Node // its route: the answer when the step fails
+	auth   *BasicAuth
 	resp   int
 	preset []stream.Field
 }
 
 // edits returns the response edits of the step's 401 out of all, e.
 func (st *authStep) edits(e edits) edits {
-	return edits{nodes: e.nodes[:st.resp], preset: st.preset}
+	return edits{dirs: e.dirs[:st.resp], preset: st.preset}
 }
 
 // maxCached bounds a loop's remembered good credentials per site.
@@ -51,31 +52,31 @@ func Unauthorized(a *auth.BasicAuth) *static.Handler {
 // authentication returns the 401 as an error, with its challenge set in
 // the response header map: the site's error routes render it when it has
 // them, the challenge kept; otherwise the answer is the bare 401.
-func (h *Handler) unauthorized(n *Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
+func (h *Handler) unauthorized(n *BasicAuth, req *stream.Request, w stream.ResponseWriter) stream.Events {
 	if _, ok := stream.Find[stream.ErrorRouter](w); ok {
 		challenge := []stream.Field{{Name: "www-authenticate", Value: n.Auth.Challenge()}}
 		if stream.RouteErrorFields(w, 401, "not authenticated", challenge) {
 			return drain{w}
 		}
 	}
-	return n.Static.Serve(req, w)
+	return n.Unauthorized.Serve(req, w)
 }
 
 var busyBody = []byte("pollproxy: too many password checks at once; try again\n")
 
 // busy answers a request whose check found the pool full.
-var busy = Node{Kind: Respond, Status: 503, Static: static.NewResponse(503, []stream.Field{
+var busy = Node{Do: &Respond{Status: 503, Static: static.NewResponse(503, []stream.Field{
 	{Name: "content-type", Value: "text/plain; charset=utf-8"},
 	{Name: "content-length", Value: strconv.Itoa(len(busyBody))},
 	{Name: "retry-after", Value: "1"},
-}, busyBody)}
+}, busyBody)}}
 
 // matchedAuth records a basic_auth the request matched. The routes after
 // it are evaluated at once, as if it passed: they only run if it does,
 // and {http.auth.user.id} is then the user the credentials claim. So only
 // the password checks wait, never the table's evaluation.
-func (h *Handler) matchedAuth(n *Node) {
-	st := authStep{n: n, resp: len(h.resp)}
+func (h *Handler) matchedAuth(n *Node, d *BasicAuth) {
+	st := authStep{n: n, auth: d, resp: len(h.resp)}
 	if len(h.preset) > 0 {
 		st.preset = append([]stream.Field(nil), h.preset...)
 	}
@@ -108,7 +109,7 @@ func (h *Handler) authenticate(term *Node, at *resumePoint, vars reqVars, req *s
 		return h.answer(st.n, nil, st.edits(h.edits()), vars, req, w)
 	}
 	for i, st := range h.auths {
-		hash, known := st.n.Auth.Lookup(user)
+		hash, known := st.auth.Auth.Lookup(user)
 		if known && h.checks.cache != nil && h.checks.cache.Passed(auth.KeyOf(hash, pass)) {
 			continue
 		}
@@ -178,7 +179,7 @@ func (a *authWait) next() {
 	c := &a.h.checks
 	for len(a.steps) > 0 {
 		st := a.steps[0]
-		hash, known := st.n.Auth.Lookup(a.user)
+		hash, known := st.auth.Auth.Lookup(a.user)
 		if hash == nil { // no account at all: nothing to compare
 			a.dispatch(st.n, st.edits(a.resp))
 			return

@@ -31,8 +31,8 @@ func basicAuthTable(t *testing.T) (*Table, *origin) {
 	}
 	app := &origin{}
 	return &Table{Nodes: []Node{
-		{Kind: BasicAuth, Auth: a, Static: Unauthorized(a)},
-		{Kind: Proxy, Proxy: 0},
+		{Do: &BasicAuth{Auth: a, Unauthorized: Unauthorized(a)}},
+		{Do: &Proxy{Index: 0}},
 	}}, app
 }
 

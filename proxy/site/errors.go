@@ -42,8 +42,8 @@ func ErrorResponse(status int) *static.Handler {
 
 // raise answers the error directive's route n: to the site's error
 // routes when w reaches them, or with the bare status.
-func (h *Handler) raise(n *Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
-	if stream.RouteError(w, n.Status, n.To.Expand(req)) {
+func (h *Handler) raise(n *Error, req *stream.Request, w stream.ResponseWriter) stream.Events {
+	if stream.RouteError(w, n.Status, n.Message.Expand(req)) {
 		return drain{w}
 	}
 	return n.Static.Serve(req, w)

@@ -11,17 +11,17 @@ import (
 // body, and a header naming the error it rendered.
 func errorPage(t *testing.T, match ErrorStatus, body string) Node {
 	t.Helper()
-	return Node{Kind: Group, Exclusive: 1, Match: match, Children: []Node{
-		{Kind: EditResponse, Ops: []route.HeaderOp{mustOp(t, "X-Err", "{err.status_code} {err.message}")}},
-		{Kind: Respond, StatusUnset: true, To: mustTemplate(t, body)},
-	}}
+	return Node{Exclusive: 1, Match: match, Do: &Group{Children: []Node{
+		{Do: &EditResponse{Ops: []route.HeaderOp{mustOp(t, "X-Err", "{err.status_code} {err.message}")}}},
+		{Do: &Respond{StatusUnset: true, Body: mustTemplate(t, body)}},
+	}}}
 }
 
 // The error directive re-enters the site's error routes, which answer
 // with the error's status.
 func TestErrorDirectiveRoutes(t *testing.T) {
 	tab := &Table{
-		Nodes:  []Node{{Kind: Error, Status: 403, To: mustTemplate(t, "no entry"), Static: ErrorResponse(403)}},
+		Nodes:  []Node{{Do: &Error{Status: 403, Message: mustTemplate(t, "no entry"), Static: ErrorResponse(403)}}},
 		Errors: []Node{errorPage(t, ErrorStatus{403}, "denied page")},
 	}
 	h := NewHandler(tab, nil, nil, &taskQueue{})
@@ -40,7 +40,7 @@ func TestErrorDirectiveRoutes(t *testing.T) {
 
 // Without error routes the error directive's answer is the bare status.
 func TestErrorDirectiveBare(t *testing.T) {
-	tab := &Table{Nodes: []Node{{Kind: Error, Status: 403, Static: ErrorResponse(403)}}}
+	tab := &Table{Nodes: []Node{{Do: &Error{Status: 403, Static: ErrorResponse(403)}}}}
 	h := NewHandler(tab, nil, nil, &taskQueue{})
 	c := &client{}
 	h.Serve(get("/"), c)
@@ -55,8 +55,8 @@ func TestErrorDirectiveBare(t *testing.T) {
 func TestProxyErrorRoutes(t *testing.T) {
 	app, down := &origin{}, &origin{}
 	tab := &Table{
-		Nodes:  []Node{{Kind: Proxy, Proxy: 0}},
-		Errors: []Node{{Kind: Proxy, Proxy: 1}},
+		Nodes:  []Node{{Do: &Proxy{Index: 0}}},
+		Errors: []Node{{Do: &Proxy{Index: 1}}},
 	}
 	h := NewHandler(tab, []stream.Handler{app, down}, nil, &taskQueue{})
 	c := &client{}
@@ -81,8 +81,7 @@ func TestProxyErrorRoutes(t *testing.T) {
 func TestRelayErrorRoutes(t *testing.T) {
 	o := &origin{}
 	tab := &Table{
-		Nodes: []Node{{Kind: Proxy, Proxy: 0,
-			Responses: []ResponseHandler{{Match: matchStatus(5), Routes: []Node{respond(418, "taken")}}}}},
+		Nodes:  []Node{{Do: &Proxy{Index: 0, Responses: []ResponseHandler{{Match: matchStatus(5), Routes: []Node{respond(418, "taken")}}}}}},
 		Errors: []Node{errorPage(t, ErrorStatus{5}, "sorry")},
 	}
 	h := NewHandler(tab, []stream.Handler{o}, nil, &taskQueue{})
@@ -106,11 +105,11 @@ func TestRelayErrorRoutes(t *testing.T) {
 func TestIntercept(t *testing.T) {
 	o := &origin{}
 	tab := &Table{Nodes: []Node{
-		{Kind: Intercept, Responses: []ResponseHandler{
+		{Do: &Intercept{Responses: []ResponseHandler{
 			{Match: matchStatus(404), Routes: []Node{respond(200, "custom 404")}},
-			{Match: matchStatus(500), Routes: []Node{{Kind: EditResponse, Ops: []route.HeaderOp{mustOp(t, "X-Seen", "1")}}}},
-		}},
-		{Kind: Proxy, Proxy: 0},
+			{Match: matchStatus(500), Routes: []Node{{Do: &EditResponse{Ops: []route.HeaderOp{mustOp(t, "X-Seen", "1")}}}}},
+		}}},
+		{Do: &Proxy{Index: 0}},
 	}}
 	h := NewHandler(tab, []stream.Handler{o}, nil, &taskQueue{})
 
@@ -137,8 +136,8 @@ func TestIntercept(t *testing.T) {
 func TestInterceptReset(t *testing.T) {
 	o := &origin{}
 	tab := &Table{Nodes: []Node{
-		{Kind: Intercept, Responses: []ResponseHandler{{Match: matchStatus(404), Routes: []Node{respond(200, "x")}}}},
-		{Kind: Proxy, Proxy: 0},
+		{Do: &Intercept{Responses: []ResponseHandler{{Match: matchStatus(404), Routes: []Node{respond(200, "x")}}}}},
+		{Do: &Proxy{Index: 0}},
 	}}
 	h := NewHandler(tab, []stream.Handler{o}, nil, &taskQueue{})
 	c := &client{}

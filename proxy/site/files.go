@@ -300,20 +300,25 @@ func (fw *fileWait) looked(keys []fileKey, found []fileserver.Found) {
 func statusNode(status int) *Node {
 	code := strconv.Itoa(status)
 	msg, _ := route.ParseTemplate(code, route.TemplateOptions{})
-	return &Node{Kind: Error, Status: status, To: msg, Static: ErrorResponse(status)}
+	e := &struct {
+		n Node
+		d Error
+	}{d: Error{Status: status, Message: msg, Static: ErrorResponse(status)}}
+	e.n.Do = &e.d // one allocation for the node and its directive
+	return &e.n
 }
 
 // filesBusy answers a request whose file lookups found the pool full, as
 // file_server does.
-var filesBusy = &Node{Kind: Respond, Status: 503, Static: static.NewResponse(503, []stream.Field{
+var filesBusy = &Node{Do: &Respond{Status: 503, Static: static.NewResponse(503, []stream.Field{
 	{Name: "retry-after", Value: "1"},
 	{Name: "content-length", Value: "0"},
-}, nil)}
+}, nil)}}
 
 // fileServerFinds reports whether the file_server n, whose pass_thru
 // hands a request for a missing file on, has a file for the request; the
 // first pass asks the pool, as a file matcher does.
-func (h *Handler) fileServerFinds(n *Node) bool {
+func (h *Handler) fileServerFinds(n *FileServer) bool {
 	root := n.Root
 	if root == "" {
 		root = rootOr(&h.ctx, ".")

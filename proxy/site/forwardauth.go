@@ -18,8 +18,8 @@ type CopyField struct {
 // X-Forwarded-Uri set to the request's, and no body, to the auth
 // service's reverse proxy on this loop. The request waits in a relay,
 // its body held for the app, until the answer's head.
-func (h *Handler) forwardAuth(n *Node, at *resumePoint, resp edits, req *stream.Request, w stream.ResponseWriter) stream.Events {
-	r := &relay{hold: hold{w: w}, h: h, req: req, n: n, at: at, auth: true}
+func (h *Handler) forwardAuth(n *ForwardAuth, at *resumePoint, resp edits, req *stream.Request, w stream.ResponseWriter) stream.Events {
+	r := &relay{hold: hold{w: w}, h: h, req: req, responses: n.Responses, copy: n.Copy, at: at, auth: true}
 	// The auth service's answer, when it is the client's, goes through
 	// the response edits and encodes matched before, as a proxied one.
 	var one [1]eventer
@@ -28,7 +28,7 @@ func (h *Handler) forwardAuth(n *Node, at *resumePoint, resp edits, req *stream.
 	sub := &r.sub
 	*sub = *req
 	sub.Method, sub.HasBody, sub.ContentLength, sub.Upgrade = "GET", false, -1, ""
-	if to := route.RewriteTarget(n.To, "", req); to != "" {
+	if to := route.RewriteTarget(n.URI, "", req); to != "" {
 		sub.Path = to
 	}
 	fs := make([]stream.Field, 0, len(req.Header)+2)
@@ -50,13 +50,13 @@ func (h *Handler) forwardAuth(n *Node, at *resumePoint, resp edits, req *stream.
 // so a client cannot send it when the auth service does not.
 func (r *relay) copyFields(answer []stream.Field) {
 	q := r.req
-	fs := make([]stream.Field, 0, len(q.Header)+len(r.n.Copy))
+	fs := make([]stream.Field, 0, len(q.Header)+len(r.copy))
 	for _, fl := range q.Header {
-		if !copiedTo(r.n.Copy, fl.Name) {
+		if !copiedTo(r.copy, fl.Name) {
 			fs = append(fs, fl)
 		}
 	}
-	for _, c := range r.n.Copy {
+	for _, c := range r.copy {
 		v := ""
 		for _, a := range answer {
 			if a.Name == c.From && a.Value != "" {

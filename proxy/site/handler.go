@@ -2,168 +2,18 @@ package site
 
 import (
 	"path"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/pollproxy/pollproxy/offload"
-	"github.com/pollproxy/pollproxy/proxy/auth"
 	"github.com/pollproxy/pollproxy/proxy/encode"
 	"github.com/pollproxy/pollproxy/proxy/field"
-	"github.com/pollproxy/pollproxy/proxy/fileserver"
 	"github.com/pollproxy/pollproxy/proxy/observe"
 	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/static"
 	"github.com/pollproxy/pollproxy/proxy/stream"
-	"github.com/pollproxy/pollproxy/proxy/templates"
 )
-
-// Kind is what a route does when it matches.
-type Kind uint8
-
-// Route kinds, one per routing directive.
-const (
-	// EditResponse edits the response's fields (the header directive).
-	EditResponse Kind = iota + 1
-	// EditRequest edits the request's fields (request_header).
-	EditRequest
-	// Rewrite replaces the request target (rewrite).
-	Rewrite
-	// URI edits the request path (uri strip_prefix, strip_suffix, replace).
-	URI
-	// Redirect answers with a redirect (redir); terminal.
-	Redirect
-	// Respond answers with a fixed response (respond); terminal.
-	Respond
-	// Abort resets the stream (abort); terminal.
-	Abort
-	// Proxy hands the request to a reverse proxy (reverse_proxy); terminal.
-	Proxy
-	// Group runs nested routes (handle, handle_path, route).
-	Group
-	// BasicAuth lets a request on only with credentials that pass
-	// (basic_auth); otherwise Static answers 401 with the challenge.
-	BasicAuth
-	// SetRoot sets the root that file matchers and file_server use
-	// (root): Caddy's {http.vars.root}.
-	SetRoot
-	// FileServer answers with a file (file_server); terminal.
-	FileServer
-	// LogSkip leaves the request out of the access log (log_skip).
-	LogSkip
-	// RequestBody bounds the request body a reverse proxy forwards
-	// (request_body max_size: MaxBody).
-	RequestBody
-	// ForwardAuth asks an auth service (the reverse proxy Proxy) about
-	// the request first (forward_auth): a 2xx lets it on to the routes
-	// after this one with Copy's fields; any other answer is the client's.
-	ForwardAuth
-	// Error answers with an error (the error directive): Status, and the
-	// message To, rendered by the site's error routes; terminal.
-	Error
-	// CopyResponse sends the origin response a handle_response matched
-	// (copy_response), with Status when not 0; terminal.
-	CopyResponse
-	// Intercept watches the response of whatever answers the request
-	// (intercept): one its Responses match goes to their routes.
-	Intercept
-	// SetMethod changes the request's method to Find (method).
-	SetMethod
-	// Encode compresses the response (encode).
-	Encode
-	// SetVars sets the request's variables VarOps (vars).
-	SetVars
-	// MapVars defines the placeholders of Map for the request (map).
-	MapVars
-	// Templates renders the response as a template (templates).
-	Templates
-)
-
-// URI operations.
-const (
-	StripPrefix byte = 'p'
-	StripSuffix byte = 's'
-	Replace     byte = 'r'
-	RegexpPath  byte = 'x' // Regexp in the path, replaced by ReplBy
-	EditQuery   byte = 'q' // the query edits in Query
-)
-
-// Node is one compiled route: a matcher set and what to do.
-type Node struct {
-	// Match is the route's matcher set; nil matches every request.
-	Match route.Matcher
-	// Exclusive is a group number (Caddy's route group): of the routes of
-	// one list with the same non-zero number, only the first that matches
-	// runs. handle, handle_path, rewrite and root are grouped this way.
-	Exclusive int
-	Kind      Kind
-
-	Ops       []route.HeaderOp     // EditResponse, EditRequest
-	RespMatch *route.ResponseMatch // EditResponse: only responses it matches (header's match)
-	// Immediate makes an EditResponse Caddy's header without defer, a
-	// deletion, >Field or match, or its copy_response_headers (CopyFrom):
-	// its edits, but its ?Field defaults, go into the response's fields
-	// as the routes reach it, so every answer carries them, error answers
-	// included, and the handler's own fields join them as Caddy's
-	// handlers fill its header map (preset.go). Otherwise the edits apply
-	// when the head is written, to that head alone.
-	Immediate bool
-
-	To route.Template // Rewrite; Redirect's target; Respond's body when it has placeholders; ForwardAuth's uri; Error's message
-
-	URIOp        byte   // URI
-	Find, ReplBy string // URI: the prefix, suffix or search text; Replace's replacement; SetMethod's method
-	Limit        int    // URI Replace: at most this many (0: all)
-	Regexp       *regexp.Regexp
-	Query        *route.QueryOps
-
-	Status int // Redirect, Respond, Error
-	// StatusT is respond's status when a placeholder gives it
-	// ({err.status_code}); StatusUnset: respond named no status, so an
-	// error route's respond answers with the error's, as Caddy's does.
-	StatusT     route.Template
-	StatusUnset bool
-	Static      *static.Handler // Respond; Redirect with a literal target; BasicAuth's 401; Error's bare status
-	HTML        bool            // Redirect "html": a page that redirects
-
-	Proxy int // index of the reverse proxy in Handler's list (Proxy, ForwardAuth)
-
-	Strip    string // Group (handle_path): the prefix removed first
-	Children []Node // Group
-
-	Auth *auth.BasicAuth // BasicAuth
-
-	Root       string             // SetRoot; FileServer's own root ("": the request's)
-	Files      *fileserver.Server // FileServer
-	FileTarget bool               // Rewrite: to {http.matchers.file.relative}, then To
-	MaxBody    int64              // RequestBody: max_size (0: no bound)
-	Copy       []CopyField        // ForwardAuth: the auth answer's fields put on the request
-
-	// Responses are a Proxy's (or ForwardAuth's, or Intercept's)
-	// handle_response and replace_status, in order.
-	Responses []ResponseHandler
-	// CopyFrom makes an EditResponse copy_response_headers: the fields
-	// of the response a handle_response matched, filtered.
-	CopyFrom  *HeaderFilter
-	Encode    *encode.Config    // Encode
-	VarOps    []route.VarOp     // SetVars
-	Map       *route.Map        // MapVars
-	Templates *templates.Config // Templates
-	// Close makes a Respond close the client connection after its answer
-	// (respond's close).
-	Close bool
-}
-
-// Table is one site's compiled routes, shared read-only by every loop.
-type Table struct {
-	Nodes []Node
-	// Errors are the site's error routes (handle_errors): the errors its
-	// handlers answer themselves re-enter them (errors.go).
-	Errors []Node
-	// Proxies is how many reverse proxies the routes reach.
-	Proxies int
-}
 
 // Handler is one loop's evaluator of a Table.
 type Handler struct {
@@ -172,13 +22,13 @@ type Handler struct {
 	clientFn route.ClientIPFunc
 	loop     offload.Poster // the loop the handler runs on: off-loop work posts its answers here
 	ctx      route.Ctx
-	resp     []*Node        // response edits and encodes matched for the request in progress
+	resp     []Directive    // response edits and encodes matched for the request in progress (EditResponse, Encode)
 	preset   []stream.Field // the fields its immediate edits set so far (preset.go)
 	auths    []authStep     // basic_auth directives it matched, in order
 	fields   []stream.Field
-	checks   checks  // basic_auth's checks off the loop (basicauth.go)
-	stack    []frame // where evaluation stands (walk)
-	icpt     *Node   // the intercept the request matched, if any
+	checks   checks     // basic_auth's checks off the loop (basicauth.go)
+	stack    []frame    // where evaluation stands (walk)
+	icpt     *Intercept // the intercept the request matched, if any
 	encoders encode.Pool
 
 	obs        observe.Observer // the site's access logs, for the answers the routes make (answerlog.go)
@@ -187,7 +37,7 @@ type Handler struct {
 }
 
 // NewHandler returns t's evaluator for loop, ending in that loop's
-// reverse proxies (indexed by Node.Proxy). clientIP derives the client
+// reverse proxies (indexed by Proxy.Index and ForwardAuth.Proxy). clientIP derives the client
 // address for client_ip matchers (nil: the peer's).
 func NewHandler(t *Table, proxies []stream.Handler, clientIP route.ClientIPFunc, loop offload.Poster) *Handler {
 	return &Handler{t: t, proxies: proxies, clientFn: clientIP, loop: loop}
@@ -255,7 +105,7 @@ func (h *Handler) finish(n *Node, vars reqVars, req *stream.Request, w stream.Re
 		return h.intercept(n, vars, req, w)
 	}
 	var at *resumePoint
-	if n != nil && (n.Kind == ForwardAuth || len(n.Responses) > 0) {
+	if n != nil && relays(n) {
 		at = h.savePoint(vars)
 	}
 	if len(h.auths) > 0 {
@@ -268,16 +118,22 @@ func (h *Handler) finish(n *Node, vars reqVars, req *stream.Request, w stream.Re
 // with the response edits resp. A route that hands the request to another
 // exchange first gets at, where the request re-enters the routes.
 func (h *Handler) answer(n *Node, at *resumePoint, resp edits, vars reqVars, req *stream.Request, w stream.ResponseWriter) stream.Events {
-	switch {
-	case n == nil:
-	case req.Handoff != nil && req.Handoff.Depth >= maxDepth:
-		return Responder(508, "").Serve(req, w)
-	case n.Kind == ForwardAuth:
-		return h.forwardAuth(n, at, resp, req, w)
-	case n.Kind == Proxy && len(n.Responses) > 0:
-		return h.proxyRouted(n, at, resp, req, w)
+	proxied := false
+	if n != nil {
+		if req.Handoff != nil && req.Handoff.Depth >= maxDepth {
+			return Responder(508, "").Serve(req, w)
+		}
+		switch d := n.Do.(type) {
+		case *ForwardAuth:
+			return h.forwardAuth(d, at, resp, req, w)
+		case *Proxy:
+			if len(d.Responses) > 0 {
+				return h.proxyRouted(d, at, resp, req, w)
+			}
+			proxied = true
+		}
 	}
-	if h.obs != nil && (n == nil || n.Kind != Proxy) {
+	if h.obs != nil && !proxied {
 		// A reverse proxy observes its own requests.
 		w, a := h.observed(req, w)
 		return a.events(h.reply(n, resp, vars, req, w))
@@ -288,7 +144,7 @@ func (h *Handler) answer(n *Node, at *resumePoint, resp edits, vars reqVars, req
 // reply is answer's work, observed or not: the response edits and
 // encodes resp wrap w, then the terminal route n answers.
 func (h *Handler) reply(n *Node, resp edits, vars reqVars, req *stream.Request, w stream.ResponseWriter) stream.Events {
-	if len(resp.nodes) == 0 && len(resp.preset) == 0 {
+	if len(resp.dirs) == 0 && len(resp.preset) == 0 {
 		return h.terminal(n, vars, req, w)
 	}
 	var one [1]eventer
@@ -303,21 +159,21 @@ func (h *Handler) reply(n *Node, resp edits, vars reqVars, req *stream.Request, 
 // them (encoded). The fields the immediate edits set are the innermost
 // writer (presetWriter), joined with the handler's as merge says.
 func (h *Handler) edit(w stream.ResponseWriter, req *stream.Request, e edits, merge byte, encs []eventer) (stream.ResponseWriter, []eventer) {
-	resp := e.nodes
+	resp := e.dirs
 	for i := 0; i < len(resp); {
-		if resp[i].Kind == Templates {
+		if tpl, ok := resp[i].(*Templates); ok {
 			if req.Upgrade == "" {
-				tw := h.wrapTemplates(resp[i], req, w)
+				tw := h.wrapTemplates(tpl, req, w)
 				w = tw
 				encs = append(encs, tw)
 			}
 			i++
 			continue
 		}
-		if resp[i].Kind == Encode {
+		if enc, ok := resp[i].(*Encode); ok {
 			// A tunnel's bytes are never encoded.
 			if req.Upgrade == "" {
-				ew := encode.Wrap(resp[i].Encode, &h.encoders, req, w)
+				ew := encode.Wrap(enc.Config, &h.encoders, req, w)
 				if name := ew.Encoding(); name != "" {
 					req.Header = encode.StripETags(req.Header, name)
 				}
@@ -328,7 +184,10 @@ func (h *Handler) edit(w stream.ResponseWriter, req *stream.Request, e edits, me
 			continue
 		}
 		j := i + 1
-		for j < len(resp) && resp[j].Kind == EditResponse {
+		for j < len(resp) {
+			if _, ok := resp[j].(*EditResponse); !ok {
+				break
+			}
 			j++
 		}
 		if deferring(resp[i:j]) {
@@ -364,40 +223,40 @@ func (h *Handler) terminal(n *Node, vars reqVars, req *stream.Request, w stream.
 	if n == nil {
 		return unanswered(req).Serve(req, w)
 	}
-	switch n.Kind {
-	case Proxy:
-		return h.proxies[n.Proxy].Serve(req, w)
-	case Respond:
-		if n.Close {
+	switch d := n.Do.(type) {
+	case *Proxy:
+		return h.proxies[d.Index].Serve(req, w)
+	case *Respond:
+		if d.Close {
 			stream.CloseConnection(w)
 		}
-		if status, ok := respondStatus(n, req); ok {
-			return Responder(status, n.To.Expand(req)).Serve(req, w)
+		if status, ok := respondStatus(d, req); ok {
+			return Responder(status, d.Body.Expand(req)).Serve(req, w)
 		}
-		if n.Static == nil { // a body with placeholders
-			return Responder(n.Status, n.To.Expand(req)).Serve(req, w)
+		if d.Static == nil { // a body with placeholders
+			return Responder(d.Status, d.Body.Expand(req)).Serve(req, w)
 		}
-		return n.Static.Serve(req, w)
-	case Redirect:
-		return h.redirect(n, req, w)
-	case Abort:
+		return d.Static.Serve(req, w)
+	case *Redirect:
+		return h.redirect(d, req, w)
+	case *Abort:
 		w.Reset(stream.CodeInternal)
 		return nil
-	case BasicAuth:
-		return h.unauthorized(n, req, w)
-	case FileServer:
-		root := n.Root
+	case *BasicAuth:
+		return h.unauthorized(d, req, w)
+	case *FileServer:
+		root := d.Root
 		if root == "" {
 			root = vars.root
 		}
 		if root == "" {
 			root = "." // Caddy's default: the working directory
 		}
-		return n.Files.Serve(h.loop, root, vars.orig, req, w)
-	case Error:
-		return h.raise(n, req, w)
-	case CopyResponse:
-		return h.copyResponse(n, req, w)
+		return d.Files.Serve(h.loop, root, vars.orig, req, w)
+	case *Error:
+		return h.raise(d, req, w)
+	case *CopyResponse:
+		return h.copyResponse(d, req, w)
 	}
 	return unanswered(req).Serve(req, w)
 }
@@ -439,47 +298,49 @@ func (h *Handler) walk() *Node {
 			return statusNode(h.ctx.FailStatus)
 		}
 		f.done |= bit
-		switch n.Kind {
-		case EditResponse, Encode, Templates:
-			h.resp = append(h.resp, n)
-			if n.Immediate {
-				h.preset = applyImmediate(h.preset, n, h.ctx.Req)
+		switch d := n.Do.(type) {
+		case *EditResponse:
+			h.resp = append(h.resp, d)
+			if d.Immediate {
+				h.preset = applyImmediate(h.preset, d, h.ctx.Req)
 			}
-		case EditRequest:
+		case *Encode, *Templates:
+			h.resp = append(h.resp, d)
+		case *EditRequest:
 			r := h.ctx.Req
-			r.Header = route.ApplyHeaderOps(append([]stream.Field(nil), r.Header...), n.Ops, r)
-		case Rewrite:
-			h.rewrite(n)
-		case URI:
-			h.uri(n)
-		case BasicAuth:
-			h.matchedAuth(n)
-		case SetRoot:
-			h.ctx.Root = n.Root
-		case FileServer:
-			if n.Files.PassThru() && !h.fileServerFinds(n) {
+			r.Header = route.ApplyHeaderOps(append([]stream.Field(nil), r.Header...), d.Ops, r)
+		case *Rewrite:
+			h.rewrite(d)
+		case *URI:
+			h.uri(d)
+		case *BasicAuth:
+			h.matchedAuth(n, d)
+		case *SetRoot:
+			h.ctx.Root = d.Root
+		case *FileServer:
+			if d.Files.PassThru() && !h.fileServerFinds(d) {
 				continue
 			}
 			return n
-		case LogSkip:
+		case *LogSkip:
 			h.ctx.Req.LogSkip = true
-		case RequestBody:
-			h.ctx.Req.MaxBodySize = n.MaxBody
-		case SetMethod:
-			h.ctx.Req.Method = n.Find
-		case SetVars:
-			route.ApplyVars(n.VarOps, h.ctx.Req)
-		case MapVars:
-			route.PassMap(n.Map, h.ctx.Req)
-		case Intercept:
+		case *RequestBody:
+			h.ctx.Req.MaxBodySize = d.MaxBody
+		case *SetMethod:
+			h.ctx.Req.Method = d.Method
+		case *SetVars:
+			route.ApplyVars(d.Ops, h.ctx.Req)
+		case *MapVars:
+			route.PassMap(d.Map, h.ctx.Req)
+		case *Intercept:
 			if h.icpt == nil {
-				h.icpt = n
+				h.icpt = d
 			}
-		case Group:
-			if n.Strip != "" {
-				h.setPath(stripPrefix(h.ctx.Req.Path, n.Strip))
+		case *Group:
+			if d.Strip != "" {
+				h.setPath(stripPrefix(h.ctx.Req.Path, d.Strip))
 			}
-			h.stack = append(h.stack, frame{nodes: n.Children})
+			h.stack = append(h.stack, frame{nodes: d.Children})
 		default:
 			return n
 		}
@@ -576,10 +437,10 @@ func equalFoldASCII(a, b string) bool {
 	return true
 }
 
-func (h *Handler) uri(n *Node) {
+func (h *Handler) uri(n *URI) {
 	target := h.ctx.Req.Path
 	p, q := route.PathOnly(target), target[len(route.PathOnly(target)):]
-	switch n.URIOp {
+	switch n.Op {
 	case StripPrefix:
 		h.setPath(stripPath(target, n.Find, true))
 	case StripSuffix:
@@ -615,7 +476,7 @@ func (h *Handler) uri(n *Node) {
 }
 
 // rewrite replaces the request target (Caddy's rewrite).
-func (h *Handler) rewrite(n *Node) {
+func (h *Handler) rewrite(n *Rewrite) {
 	prefix := ""
 	if n.FileTarget {
 		prefix = h.ctx.FileRel
@@ -625,7 +486,7 @@ func (h *Handler) rewrite(n *Node) {
 	}
 }
 
-func (h *Handler) redirect(n *Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
+func (h *Handler) redirect(n *Redirect, req *stream.Request, w stream.ResponseWriter) stream.Events {
 	if n.Static != nil {
 		return n.Static.Serve(req, w)
 	}
@@ -657,7 +518,7 @@ func Redirector(status int, loc string, html bool) *static.Handler {
 // respondStatus is respond's status when it is not the one compiled: a
 // placeholder's, or the error's in an error route when respond named
 // none (an invalid number: 500).
-func respondStatus(n *Node, req *stream.Request) (int, bool) {
+func respondStatus(n *Respond, req *stream.Request) (int, bool) {
 	if !n.StatusT.IsZero() {
 		s, err := strconv.Atoi(n.StatusT.Expand(req))
 		if err != nil || s < 100 || s > 599 {
@@ -706,19 +567,25 @@ func unanswered(req *stream.Request) *static.Handler {
 type respWriter struct {
 	stream.ResponseWriter
 	h     *Handler
-	ops   [4]*Node
-	more  []*Node
+	ops   [4]*EditResponse
+	more  []*EditResponse
 	n     int
 	req   stream.Request // the request's scalars, for placeholders
 	wrote bool
 }
 
-func (h *Handler) wrap(w stream.ResponseWriter, req *stream.Request, resp []*Node) stream.ResponseWriter {
+// wrap wraps w in a respWriter of resp, a run of header directives.
+func (h *Handler) wrap(w stream.ResponseWriter, req *stream.Request, resp []Directive) stream.ResponseWriter {
 	rw := &respWriter{ResponseWriter: w, h: h, n: len(resp)}
-	if len(resp) <= len(rw.ops) {
-		copy(rw.ops[:], resp)
-	} else {
-		rw.more = append([]*Node(nil), resp...)
+	ops := rw.ops[:0]
+	if len(resp) > len(rw.ops) {
+		ops = make([]*EditResponse, 0, len(resp))
+	}
+	for _, d := range resp {
+		ops = append(ops, d.(*EditResponse))
+	}
+	if len(resp) > len(rw.ops) {
+		rw.more = ops
 	}
 	rw.req = *req
 	rw.req.Header = nil
@@ -727,7 +594,7 @@ func (h *Handler) wrap(w stream.ResponseWriter, req *stream.Request, resp []*Nod
 
 // nodes returns the directives rw applies. More of them than ops holds
 // live in more alone (wrap), and ops[:n] would slice past the array.
-func (rw *respWriter) nodes() []*Node {
+func (rw *respWriter) nodes() []*EditResponse {
 	if rw.more != nil {
 		return rw.more
 	}
@@ -736,9 +603,9 @@ func (rw *respWriter) nodes() []*Node {
 
 // deferring reports whether any of the header directives resp has edits
 // for the head (deferred ones, or ?Field defaults).
-func deferring(resp []*Node) bool {
-	for _, n := range resp {
-		if !n.Immediate || hasDefaults(n.Ops) {
+func deferring(resp []Directive) bool {
+	for _, d := range resp {
+		if n := d.(*EditResponse); !n.Immediate || hasDefaults(n.Ops) {
 			return true
 		}
 	}
@@ -785,10 +652,10 @@ func (rw *respWriter) WriteHeader(status int, fields []stream.Field, end bool) e
 	nodes := rw.nodes()
 	for i := len(nodes) - 1; i >= 0; i-- {
 		n := nodes[i]
-		if n.RespMatch == nil || n.RespMatch.Matches(status, fs) {
+		if n.Match == nil || n.Match.Matches(status, fs) {
 			fs = route.ApplyDefaultOps(fs, n.Ops, &rw.req)
 		}
-		if n.Immediate || n.RespMatch != nil && !n.RespMatch.Matches(status, fs) {
+		if n.Immediate || n.Match != nil && !n.Match.Matches(status, fs) {
 			continue
 		}
 		if n.CopyFrom != nil {

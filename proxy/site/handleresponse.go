@@ -38,12 +38,12 @@ func matchResponse(hs []ResponseHandler, status int, fields []stream.Field) *Res
 // proxyRouted proxies req through n, a reverse_proxy with
 // handle_response, in a relay. A response that passes goes through the
 // response edits and encodes matched before (resp), as any proxied one.
-func (h *Handler) proxyRouted(n *Node, at *resumePoint, resp edits, req *stream.Request, w stream.ResponseWriter) stream.Events {
-	r := &relay{hold: hold{w: w}, h: h, req: req, n: n, at: at}
+func (h *Handler) proxyRouted(n *Proxy, at *resumePoint, resp edits, req *stream.Request, w stream.ResponseWriter) stream.Events {
+	r := &relay{hold: hold{w: w}, h: h, req: req, responses: n.Responses, at: at}
 	var one [1]eventer
 	cw, encs := h.edit(w, req, resp, mergeAdd, one[:0])
 	r.cw = cw
-	r.origin = h.proxies[n.Proxy].Serve(req, (*relayReply)(r))
+	r.origin = h.proxies[n.Index].Serve(req, (*relayReply)(r))
 	return encoded(r, encs)
 }
 
@@ -53,7 +53,7 @@ func (h *Handler) proxyRouted(n *Node, at *resumePoint, resp edits, req *stream.
 // Caddy: when they do not answer, the response is the intercepted
 // status with no body.
 func (h *Handler) intercept(n *Node, vars reqVars, req *stream.Request, w stream.ResponseWriter) stream.Events {
-	r := &relay{hold: hold{w: w}, h: h, req: req, cw: w, n: h.icpt, at: &resumePoint{resp: h.edits().keep(), vars: vars}, icpt: true}
+	r := &relay{hold: hold{w: w}, h: h, req: req, cw: w, responses: h.icpt.Responses, at: &resumePoint{resp: h.edits().keep(), vars: vars}, icpt: true}
 	h.icpt = nil
 	r.origin = h.finish(n, vars, req, (*relayReply)(r))
 	return r
@@ -65,7 +65,7 @@ type copier interface {
 }
 
 // copyResponse answers copy_response's route n.
-func (h *Handler) copyResponse(n *Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
+func (h *Handler) copyResponse(n *CopyResponse, req *stream.Request, w stream.ResponseWriter) stream.Events {
 	c, ok := stream.Find[copier](w)
 	if !ok {
 		// Caddy refuses copy_response outside handle_response routes at

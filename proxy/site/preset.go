@@ -33,28 +33,32 @@ const (
 // mergeFor is how the answer of the terminal route n joins the preset
 // fields.
 func mergeFor(n *Node) byte {
-	if n != nil && (n.Kind == Proxy || n.Kind == CopyResponse) {
-		return mergeAdd
+	if n != nil {
+		switch n.Do.(type) {
+		case *Proxy, *CopyResponse:
+			return mergeAdd
+		}
 	}
 	return mergeSet
 }
 
 // edits are the response edits a request matched, in order: the header
-// directives and encodes (nodes), and the fields the immediate ones set
-// as the routes ran (preset, after those an error carried in).
+// directives and encodes (dirs: EditResponse and Encode), and the fields
+// the immediate ones set as the routes ran (preset, after those an error
+// carried in).
 type edits struct {
-	nodes  []*Node
+	dirs   []Directive
 	preset []stream.Field
 }
 
 // edits returns the request in progress's edits, in the handler's
 // scratch: valid until the next request's evaluation (see keep).
-func (h *Handler) edits() edits { return edits{nodes: h.resp, preset: h.preset} }
+func (h *Handler) edits() edits { return edits{dirs: h.resp, preset: h.preset} }
 
 // keep copies e, for a request that waits (a password check, another
 // exchange) while the handler serves others.
 func (e edits) keep() edits {
-	return edits{nodes: append([]*Node(nil), e.nodes...), preset: append([]stream.Field(nil), e.preset...)}
+	return edits{dirs: append([]Directive(nil), e.dirs...), preset: append([]stream.Field(nil), e.preset...)}
 }
 
 // presetBase returns the fields the error being rendered carried in, if
@@ -69,7 +73,7 @@ func presetBase(req *stream.Request) []stream.Field {
 // applyImmediate applies the immediate directive n to the fields fs, as
 // the routes reach it: its placeholders read the request as it is then,
 // as Caddy's do (a header before basic_auth has no user yet).
-func applyImmediate(fs []stream.Field, n *Node, r *stream.Request) []stream.Field {
+func applyImmediate(fs []stream.Field, n *EditResponse, r *stream.Request) []stream.Field {
 	if n.CopyFrom != nil {
 		fs = n.CopyFrom.appendCopied(fs, r.Handoff)
 	}

@@ -13,15 +13,15 @@ import (
 // arguments), immediate or deferred.
 func editNode(t *testing.T, immediate bool, lines ...[]string) Node {
 	t.Helper()
-	n := Node{Kind: EditResponse, Immediate: immediate}
+	d := &EditResponse{Immediate: immediate}
 	for _, args := range lines {
 		op, err := route.ParseHeaderOp(args, true)
 		if err != nil {
 			t.Fatal(err)
 		}
-		n.Ops = append(n.Ops, op)
+		d.Ops = append(d.Ops, op)
 	}
-	return n
+	return Node{Do: d}
 }
 
 // TestResponseEditOrder: the order Caddy's header directives reach a
@@ -53,7 +53,7 @@ func TestResponseEditOrder(t *testing.T) {
 		{"immediate replace sees what was set", []Node{
 			editNode(t, true, line("X", "abc")), editNode(t, true, line("X", "b", "B"))}, []string{"aBc"}},
 	} {
-		nodes := append(tc.nodes, Node{Kind: Respond, Status: 200, Static: Responder(200, "hi")})
+		nodes := append(tc.nodes, Node{Do: &Respond{Status: 200, Static: Responder(200, "hi")}})
 		h := NewHandler(&Table{Nodes: nodes}, nil, nil, nil)
 		rec := &recorder{}
 		h.Serve(&stream.Request{Method: "GET", Path: "/", Authority: "example.com"}, rec)
@@ -76,7 +76,7 @@ func TestManyImmediateEdits(t *testing.T) {
 	for i := 0; i < 9; i++ {
 		nodes = append(nodes, editNode(t, true, []string{fmt.Sprintf("X-Edit-%d", i), "v"}))
 	}
-	nodes = append(nodes, Node{Kind: Respond, Status: 204, Static: Responder(204, "")})
+	nodes = append(nodes, Node{Do: &Respond{Status: 204, Static: Responder(204, "")}})
 	h := NewHandler(&Table{Nodes: nodes}, nil, nil, nil)
 	rec := &recorder{}
 	h.Serve(&stream.Request{Method: "OPTIONS", Path: "/", Authority: "example.com"}, rec)

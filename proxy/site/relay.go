@@ -35,8 +35,12 @@ type relay struct {
 	h   *Handler
 	req *stream.Request
 	cw  stream.ResponseWriter // the client's, with the response edits matched before
-	n   *Node                 // the route that relayed: its Responses, and Copy for forward_auth
 	at  *resumePoint          // where the request re-enters the routes
+
+	// The route that relayed: its handle_response, and forward_auth's
+	// copy_headers.
+	responses []ResponseHandler
+	copy      []CopyField
 
 	// What kind of relay this is, fixed when it is made: not state.
 	auth bool           // forward_auth: the relayed exchange serves sub
@@ -144,7 +148,7 @@ func (r *relay) take(routes []Node, status int, fields []stream.Field, end bool)
 	r.status, r.fields, r.end = status, r.req.Handoff.Header, end
 	var orElse *Node
 	if r.icpt {
-		orElse = &Node{Kind: Respond, Static: ErrorResponse(status)}
+		orElse = answerNode(ErrorResponse(status))
 	}
 	if r.auth {
 		// The body is still held: it goes to what answers now.
@@ -194,7 +198,7 @@ func (o *relayReply) WriteHeader(status int, fields []stream.Field, end bool) er
 			return nil
 		}
 	}
-	if rh := matchResponse(r.n.Responses, status, fields); rh != nil {
+	if rh := matchResponse(r.responses, status, fields); rh != nil {
 		if rh.Status != 0 {
 			status = rh.Status
 		} else if handOn(r.req, status, fields) {

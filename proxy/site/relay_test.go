@@ -111,7 +111,7 @@ func (q *taskQueue) drain() {
 }
 
 func respond(status int, body string) Node {
-	return Node{Kind: Respond, Status: status, Static: Responder(status, body)}
+	return Node{Do: &Respond{Status: status, Static: Responder(status, body)}}
 }
 
 func matchStatus(codes ...int) *route.ResponseMatch { return &route.ResponseMatch{Status: codes} }
@@ -124,8 +124,7 @@ func get(path string) *stream.Request {
 // the client's events go to its exchange.
 func TestRelayPassing(t *testing.T) {
 	o, loop := &origin{}, &taskQueue{}
-	tab := &Table{Nodes: []Node{{Kind: Proxy, Proxy: 0,
-		Responses: []ResponseHandler{{Match: matchStatus(404), Routes: []Node{respond(418, "taken")}}}}}}
+	tab := &Table{Nodes: []Node{{Do: &Proxy{Index: 0, Responses: []ResponseHandler{{Match: matchStatus(404), Routes: []Node{respond(418, "taken")}}}}}}}
 	h := NewHandler(tab, []stream.Handler{o}, nil, loop)
 	c := &client{}
 	req := get("/a")
@@ -161,8 +160,7 @@ func TestRelayPassing(t *testing.T) {
 // from the loop's queue, once, after it ended.
 func TestRelayTaken(t *testing.T) {
 	o, loop := &origin{}, &taskQueue{}
-	tab := &Table{Nodes: []Node{{Kind: Proxy, Proxy: 0,
-		Responses: []ResponseHandler{{Match: matchStatus(404), Routes: []Node{respond(418, "taken")}}}}}}
+	tab := &Table{Nodes: []Node{{Do: &Proxy{Index: 0, Responses: []ResponseHandler{{Match: matchStatus(404), Routes: []Node{respond(418, "taken")}}}}}}}
 	h := NewHandler(tab, []stream.Handler{o}, nil, loop)
 	c := &client{}
 	ev := h.Serve(get("/a"), c)
@@ -196,10 +194,10 @@ func TestRelayTaken(t *testing.T) {
 func TestRelayTakenGoesOn(t *testing.T) {
 	o, loop := &origin{}, &taskQueue{}
 	tab := &Table{Nodes: []Node{
-		{Kind: Group, Exclusive: 1, Children: []Node{
-			{Kind: Proxy, Proxy: 0, Responses: []ResponseHandler{{Match: matchStatus(5),
-				Routes: []Node{{Kind: EditResponse, Ops: []route.HeaderOp{mustOp(t, "X-Was", "{rp.status_code}")}}}}}},
-		}},
+		{Exclusive: 1, Do: &Group{Children: []Node{
+			{Do: &Proxy{Index: 0, Responses: []ResponseHandler{{Match: matchStatus(5),
+				Routes: []Node{{Do: &EditResponse{Ops: []route.HeaderOp{mustOp(t, "X-Was", "{rp.status_code}")}}}}}}}},
+		}}},
 		respond(200, ""),
 	}}
 	h := NewHandler(tab, []stream.Handler{o}, nil, loop)
@@ -223,8 +221,7 @@ func mustOp(t *testing.T, args ...string) route.HeaderOp {
 // replace_status passes the response with its status.
 func TestRelayReplaceStatus(t *testing.T) {
 	o := &origin{}
-	tab := &Table{Nodes: []Node{{Kind: Proxy, Proxy: 0,
-		Responses: []ResponseHandler{{Match: matchStatus(404), Status: 200}}}}}
+	tab := &Table{Nodes: []Node{{Do: &Proxy{Index: 0, Responses: []ResponseHandler{{Match: matchStatus(404), Status: 200}}}}}}
 	h := NewHandler(tab, []stream.Handler{o}, nil, &taskQueue{})
 	c := &client{}
 	h.Serve(get("/a"), c)
@@ -238,11 +235,10 @@ func TestRelayReplaceStatus(t *testing.T) {
 // the client's OnWritable reaches its exchange.
 func TestRelayCopyResponse(t *testing.T) {
 	o, loop := &origin{}, &taskQueue{}
-	tab := &Table{Nodes: []Node{{Kind: Proxy, Proxy: 0,
-		Responses: []ResponseHandler{{Match: matchStatus(404), Routes: []Node{
-			{Kind: EditResponse, Ops: []route.HeaderOp{mustOp(t, "X-Copied", "yes")}},
-			{Kind: CopyResponse},
-		}}}}}}
+	tab := &Table{Nodes: []Node{{Do: &Proxy{Index: 0, Responses: []ResponseHandler{{Match: matchStatus(404), Routes: []Node{
+		{Do: &EditResponse{Ops: []route.HeaderOp{mustOp(t, "X-Copied", "yes")}}},
+		{Do: &CopyResponse{}},
+	}}}}}}}
 	h := NewHandler(tab, []stream.Handler{o}, nil, loop)
 	c := &client{}
 	ev := h.Serve(get("/a"), c)
@@ -283,8 +279,8 @@ func TestRelayCopyResponse(t *testing.T) {
 func TestForwardAuthAllowed(t *testing.T) {
 	authsvc, app, loop := &origin{}, &origin{}, &taskQueue{}
 	tab := &Table{Nodes: []Node{
-		{Kind: ForwardAuth, Proxy: 0, Copy: []CopyField{{From: "x-user", To: "x-user"}}},
-		{Kind: Proxy, Proxy: 1},
+		{Do: &ForwardAuth{Proxy: 0, Copy: []CopyField{{From: "x-user", To: "x-user"}}}},
+		{Do: &Proxy{Index: 1}},
 	}}
 	h := NewHandler(tab, []stream.Handler{authsvc, app}, nil, loop)
 	c := &client{}
@@ -335,7 +331,7 @@ func TestForwardAuthAllowed(t *testing.T) {
 // drained and the app never sees the request.
 func TestForwardAuthRefused(t *testing.T) {
 	authsvc, app := &origin{}, &origin{}
-	tab := &Table{Nodes: []Node{{Kind: ForwardAuth, Proxy: 0}, {Kind: Proxy, Proxy: 1}}}
+	tab := &Table{Nodes: []Node{{Do: &ForwardAuth{Proxy: 0}}, {Do: &Proxy{Index: 1}}}}
 	h := NewHandler(tab, []stream.Handler{authsvc, app}, nil, &taskQueue{})
 	c := &client{}
 	req := get("/")
@@ -362,7 +358,7 @@ func TestForwardAuthRefused(t *testing.T) {
 // abort, and its answer, 2xx or not, finds nobody.
 func TestForwardAuthClientGone(t *testing.T) {
 	authsvc, app := &origin{}, &origin{}
-	tab := &Table{Nodes: []Node{{Kind: ForwardAuth, Proxy: 0}, {Kind: Proxy, Proxy: 1}}}
+	tab := &Table{Nodes: []Node{{Do: &ForwardAuth{Proxy: 0}}, {Do: &Proxy{Index: 1}}}}
 	h := NewHandler(tab, []stream.Handler{authsvc, app}, nil, &taskQueue{})
 	c := &client{}
 	ev := h.Serve(get("/"), c)
@@ -392,8 +388,7 @@ func fieldOf(fs []stream.Field, name string) string {
 // is still undecided.
 func TestRelayAbort(t *testing.T) {
 	o := &origin{}
-	tab := &Table{Nodes: []Node{{Kind: Proxy, Proxy: 0,
-		Responses: []ResponseHandler{{Match: matchStatus(404), Routes: []Node{respond(418, "")}}}}}}
+	tab := &Table{Nodes: []Node{{Do: &Proxy{Index: 0, Responses: []ResponseHandler{{Match: matchStatus(404), Routes: []Node{respond(418, "")}}}}}}}
 	h := NewHandler(tab, []stream.Handler{o}, nil, &taskQueue{})
 	ev := h.Serve(get("/"), &client{})
 	ev.OnAbort(errors.New("gone"))
@@ -413,8 +408,8 @@ func TestRelayAbort(t *testing.T) {
 func TestForwardAuthHandleResponse(t *testing.T) {
 	authsvc, app, backup := &origin{}, &origin{}, &origin{}
 	tab := &Table{Nodes: []Node{
-		{Kind: ForwardAuth, Proxy: 0, Responses: []ResponseHandler{{Match: matchStatus(401), Routes: []Node{{Kind: Proxy, Proxy: 2}}}}},
-		{Kind: Proxy, Proxy: 1},
+		{Do: &ForwardAuth{Proxy: 0, Responses: []ResponseHandler{{Match: matchStatus(401), Routes: []Node{{Do: &Proxy{Index: 2}}}}}}},
+		{Do: &Proxy{Index: 1}},
 	}}
 	h := NewHandler(tab, []stream.Handler{authsvc, app, backup}, nil, &taskQueue{})
 	c := &client{}
@@ -436,8 +431,7 @@ func TestForwardAuthHandleResponse(t *testing.T) {
 // handlers would take passes as written.
 func TestRelayDepthBound(t *testing.T) {
 	o := &origin{}
-	tab := &Table{Nodes: []Node{{Kind: Proxy, Proxy: 0,
-		Responses: []ResponseHandler{{Match: matchStatus(404), Routes: []Node{respond(418, "")}}}}}}
+	tab := &Table{Nodes: []Node{{Do: &Proxy{Index: 0, Responses: []ResponseHandler{{Match: matchStatus(404), Routes: []Node{respond(418, "")}}}}}}}
 	h := NewHandler(tab, []stream.Handler{o}, nil, &taskQueue{})
 	for _, tc := range []struct{ depth, want int }{{maxDepth - 2, 418}, {maxDepth - 1, 404}} {
 		c := &client{}
@@ -456,11 +450,10 @@ func TestRelayDepthBound(t *testing.T) {
 // framing.
 func TestRelayCopyResponseHeaders(t *testing.T) {
 	o := &origin{}
-	tab := &Table{Nodes: []Node{{Kind: Proxy, Proxy: 0,
-		Responses: []ResponseHandler{{Match: matchStatus(2), Routes: []Node{
-			{Kind: EditResponse, Immediate: true, CopyFrom: &HeaderFilter{Include: []string{"x-keep", "content-length"}}},
-			respond(200, "file"),
-		}}}}}}
+	tab := &Table{Nodes: []Node{{Do: &Proxy{Index: 0, Responses: []ResponseHandler{{Match: matchStatus(2), Routes: []Node{
+		{Do: &EditResponse{Immediate: true, CopyFrom: &HeaderFilter{Include: []string{"x-keep", "content-length"}}}},
+		respond(200, "file"),
+	}}}}}}}
 	h := NewHandler(tab, []stream.Handler{o}, nil, &taskQueue{})
 	c := &client{}
 	h.Serve(get("/"), c)

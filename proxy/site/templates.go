@@ -40,13 +40,13 @@ type tplWriter struct {
 	gone    bool   // the client went away, or the front end released the request
 }
 
-// wrapTemplates wraps w in the templates directive n's writer.
-func (h *Handler) wrapTemplates(n *Node, req *stream.Request, w stream.ResponseWriter) *tplWriter {
-	root := n.Templates.Root
+// wrapTemplates wraps w in the templates directive d's writer.
+func (h *Handler) wrapTemplates(d *Templates, req *stream.Request, w stream.ResponseWriter) *tplWriter {
+	root := d.Config.Root
 	if root == "" {
 		root = h.ctx.Root
 	}
-	return &tplWriter{ResponseWriter: w, h: h, cfg: n.Templates, req: req, root: root}
+	return &tplWriter{ResponseWriter: w, h: h, cfg: d.Config, req: req, root: root}
 }
 
 var (
