@@ -169,7 +169,7 @@ var caddyDocExamples = []docExample{
 	{"matchers", docMatcher("@file file"), ""},
 	{"matchers", docMatcher("@html file {\n\ttry_files {path}.html {path} \n}"), ""},
 	{"matchers", docMatcher("@html-or-error file {path}.html {path} =404"), ""},
-	{"matchers", docMatcher("@file `file()`"), "Caddyfile:2: expression: expression file(): file() is not supported by pollproxy"},
+	{"matchers", docMatcher("@file `file()`"), ""},
 	{"matchers", docMatcher("@upgrade header Connection *Upgrade*"), ""},
 	// forward_auth
 	{"forward_auth", "auth.example.com {\n\treverse_proxy authelia:9091\n}\n\napp1.example.com {\n\tforward_auth authelia:9091 {\n\t\turi /api/authz/forward-auth\n\t\tcopy_headers Remote-User Remote-Groups Remote-Name Remote-Email\n\t}\n\n\treverse_proxy app1:8080\n}\n", ""},
@@ -218,7 +218,7 @@ var caddyDocExamples = []docExample{
 	{"matchers", docMatcher("@assets `path('/js/*', '/css/*', '/images/*')`"), ""},
 	{"matchers", docMatcher("@static path_regexp static \\.([a-f0-9]{6})\\.(css|js)$"), ""},
 	{"matchers", docMatcher("@static path_regexp \\.([a-f0-9]{6})\\.(css|js)$"), ""},
-	{"matchers", docMatcher("@static `path_regexp('\\.([a-f0-9]{6})\\.(css|js)$') && file()`"), "Caddyfile:2: expression: expression path_regexp('\\.([a-f0-9]{6})\\.(css|js)$') && file(): file() is not supported by pollproxy"},
+	{"matchers", docMatcher("@static `path_regexp('\\.([a-f0-9]{6})\\.(css|js)$') && file()`"), "Caddyfile:2: expression: expression path_regexp('\\.([a-f0-9]{6})\\.(css|js)$') && file(): a backslash in a CEL string*"},
 	{"matchers", docMatcher("@http2 protocol http/2+"), ""},
 	{"matchers", docMatcher("@http2 `protocol('http/2+')`"), ""},
 	{"matchers", docMatcher("@search query q=*"), ""},

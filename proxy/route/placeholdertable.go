@@ -325,33 +325,48 @@ func appendVar(dst []byte, r *stream.Request, name string) []byte {
 	return dst
 }
 
-// shorthandNames are the Caddyfile's shorthands of placeholders, which
-// the Caddyfile adapter rewrites to the names Caddy's replacer knows;
-// shorthandPrefixes those that take an argument.
-var shorthandNames = map[string]bool{"host": true, "hostport": true, "port": true, "orig_method": true,
-	"orig_uri": true, "orig_path": true, "orig_dir": true, "orig_file": true, "orig_query": true,
-	"orig_?query": true, "method": true, "uri": true, "%uri": true, "path": true, "%path": true, "dir": true,
-	"file": true, "query": true, "%query": true, "?query": true, "remote": true, "remote_host": true,
-	"remote_port": true, "scheme": true, "uuid": true, "tls_cipher": true, "tls_version": true,
-	"tls_client_fingerprint": true, "tls_client_issuer": true, "tls_client_serial": true,
-	"tls_client_subject": true, "tls_client_certificate_pem": true,
-	"tls_client_certificate_der_base64": true, "upstream_hostport": true, "client_ip": true}
-
-var shorthandPrefixes = []string{"header.", "cookie.", "labels.", "path.", "file.", "query.", "re.",
-	"vars.", "rp.", "resp.", "err.", "file_match."}
-
 // Shorthand reports whether name is a Caddyfile shorthand ({host},
 // {header.X} ...) rather than a name Caddy's replacer knows: what a
 // template's placeholder function, which asks the replacer, does not
 // fill.
-func Shorthand(name string) bool {
-	if shorthandNames[name] {
-		return true
+func Shorthand(name string) bool { return LongName(name) != name }
+
+// shorthandLong are the long names of the Caddyfile's shorthands, and
+// shorthandLongPrefix of those that take an argument.
+var shorthandLong = map[string]string{"host": "http.request.host", "hostport": "http.request.hostport",
+	"port": "http.request.port", "orig_method": "http.request.orig_method", "orig_uri": "http.request.orig_uri",
+	"orig_path": "http.request.orig_uri.path", "orig_dir": "http.request.orig_uri.path.dir",
+	"orig_file": "http.request.orig_uri.path.file", "orig_query": "http.request.orig_uri.query",
+	"orig_?query": "http.request.orig_uri.prefixed_query", "method": "http.request.method",
+	"uri": "http.request.uri", "%uri": "http.request.uri_escaped", "path": "http.request.uri.path",
+	"%path": "http.request.uri.path_escaped", "dir": "http.request.uri.path.dir",
+	"file": "http.request.uri.path.file", "query": "http.request.uri.query",
+	"%query": "http.request.uri.query_escaped", "?query": "http.request.uri.prefixed_query",
+	"remote": "http.request.remote", "remote_host": "http.request.remote.host",
+	"remote_port": "http.request.remote.port", "scheme": "http.request.scheme", "uuid": "http.request.uuid",
+	"tls_cipher": "http.request.tls.cipher_suite", "tls_version": "http.request.tls.version",
+	"tls_client_fingerprint": "http.request.tls.client.fingerprint", "tls_client_issuer": "http.request.tls.client.issuer",
+	"tls_client_serial": "http.request.tls.client.serial", "tls_client_subject": "http.request.tls.client.subject",
+	"tls_client_certificate_pem":        "http.request.tls.client.certificate_pem",
+	"tls_client_certificate_der_base64": "http.request.tls.client.certificate_der_base64",
+	"upstream_hostport":                 "http.reverse_proxy.upstream.hostport", "client_ip": "http.vars.client_ip"}
+
+var shorthandLongPrefix = [][2]string{{"header.", "http.request.header."}, {"cookie.", "http.request.cookie."},
+	{"labels.", "http.request.host.labels."}, {"path.", "http.request.uri.path."},
+	{"file.", "http.request.uri.path.file."}, {"query.", "http.request.uri.query."}, {"re.", "http.regexp."},
+	{"vars.", "http.vars."}, {"rp.", "http.reverse_proxy."}, {"resp.", "http.intercept."}, {"err.", "http.error."},
+	{"file_match.", "http.matchers.file."}}
+
+// LongName is the name Caddy's replacer knows a Caddyfile placeholder
+// by: a shorthand's long form, any other name as it is.
+func LongName(name string) string {
+	if l, ok := shorthandLong[name]; ok {
+		return l
 	}
-	for _, p := range shorthandPrefixes {
-		if strings.HasPrefix(name, p) {
-			return true
+	for _, p := range shorthandLongPrefix {
+		if rest, ok := strings.CutPrefix(name, p[0]); ok {
+			return p[1] + rest
 		}
 	}
-	return false
+	return name
 }

@@ -16,7 +16,8 @@
 // re-entering its routes), relay.go (a request answered first by another
 // exchange), forwardauth.go (forward_auth), handleresponse.go
 // (handle_response, intercept, copy_response), errors.go (handle_errors,
-// error), templates.go (a response the templates directive renders in
+// error), filecel.go (file() in expressions), templates.go (a response
+// the templates directive renders in
 // the file pool) and answerlog.go (the access log of the answers the
 // routes make).
 //
