@@ -35,7 +35,7 @@ func directiveSources() []*source {
 			get("/v/set", "X-Who", "zz"), get("/rw/q")}},
 		{name: "directives/placeholder-table", caddyfile: `pt.test {
 	rewrite /old/* /new{path}?{query}
-	respond /new/* "{orig_method} {orig_uri} {orig_path} {orig_dir} {orig_file} {orig_query} [{orig_?query}] {http.request.orig_uri.path.1} {uri} {file} {dir} {file.base} {file.ext} [{?query}] {%query} {%path} {http.request.remote.host/8,16} {http.request.tls.server_name} {tls_version} {http.request.tls.proto_mutual} {system.os} {server_port}"
+	respond /new/* "{orig_method} {orig_uri} {orig_path} {orig_dir} {orig_file} {orig_query} [{orig_?query}] {http.request.orig_uri.path.1} {uri} {file} {dir} {file.base} {file.ext} [{?query}] {%query} {%path} {http.request.remote.host/8,16} {http.request.tls.server_name} {tls_version} {http.request.tls.proto_mutual} {system.os} {server_port} {http.request.local} {http.request.local.host} {http.request.local.port}"
 	respond "{file} {dir} {http.request.uri.path.file.ext} {uri} [{?query}]"
 }`, requests: []request{get("/old/dir/x.tar.gz?a=1&b=c%20d"), get("/new/"), get("/x.html?q=1"), get("/")}},
 		{name: "directives/respond-close", caddyfile: "close.test {\n\trespond /bye \"bye\" 403 {\n\t\tclose\n\t}\n\trespond \"hi\"\n}",

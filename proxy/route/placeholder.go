@@ -80,6 +80,9 @@ const (
 	phTimeNow     // time.now*: part.text is the format's name
 	phVar         // the variable part.text (vars)
 	phMapped      // a name only a map directive can fill: part.text
+	phLocal       // the address the client connected to
+	phLocalHost
+	phLocalPort
 )
 
 // upstream reports whether k is an upstream placeholder.
@@ -138,6 +141,7 @@ var placeholders = map[string]phKind{
 	"orig_dir": phOrigDir, "http.request.orig_uri.path.dir": phOrigDir,
 	"orig_query": phOrigQuery, "http.request.orig_uri.query": phOrigQuery,
 	"orig_?query": phOrigPrefixedQuery, "http.request.orig_uri.prefixed_query": phOrigPrefixedQuery,
+	"http.request.local": phLocal, "http.request.local.host": phLocalHost, "http.request.local.port": phLocalPort,
 }
 
 type part struct {

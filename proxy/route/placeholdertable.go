@@ -176,6 +176,21 @@ func (p part) appendTable(dst []byte, r *stream.Request) []byte {
 		dst = appendNow(dst, time.Now(), p.text)
 	case phVar:
 		dst = appendVar(dst, r, p.text)
+	case phLocal, phLocalHost, phLocalPort:
+		la, ok := r.Conn.(stream.LocalAddresser)
+		if !ok {
+			break
+		}
+		ap := la.LocalAddr()
+		switch {
+		case !ap.IsValid():
+		case p.kind == phLocal:
+			dst = ap.AppendTo(dst)
+		case p.kind == phLocalHost:
+			dst = ap.Addr().AppendTo(dst)
+		default:
+			dst = strconv.AppendUint(dst, uint64(ap.Port()), 10)
+		}
 	case phMapped:
 		for _, m := range r.Mapped {
 			if out, ok := m.AppendMapped(dst, p.text, r); ok {

@@ -186,6 +186,12 @@ type Request struct {
 	Conn Abandoner
 }
 
+// LocalAddresser is a client connection (Request.Conn) that knows the
+// address the client connected to: Caddy's {http.request.local}.
+type LocalAddresser interface {
+	LocalAddr() netip.AddrPort
+}
+
 // Var is one variable the routes set on a request.
 type Var struct {
 	Name, Value string
