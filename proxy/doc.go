@@ -34,6 +34,16 @@
 //     the status or reset the client gets, the observe.Reason the access
 //     log and the failure metric record, and whether the connection is
 //     reused.
+//   - h2origin.go: one HTTP/2 connection to an origin (h2c:// upstreams),
+//     carrying many exchanges at once, one stream each, with proxy/h2's
+//     ClientConn as its protocol; a pool of them opens another once the
+//     origin's SETTINGS_MAX_CONCURRENT_STREAMS is reached.
+//   - h2origintls.go: such a connection over TLS, offering h2 by ALPN; an
+//     origin that picks http/1.1 turns its pool to HTTP/1.1.
+//   - h2exchange.go: an exchange over such a stream: the request head as
+//     HTTP/2 fields, the stream's events (head, body, trailers, resets)
+//     mapped onto the exchange's, and the body a slow client has not
+//     taken held within the stream's window.
 //   - tunnel.go: an exchange the origin switched to another protocol (a
 //     WebSocket): a byte tunnel both ways on the loop.
 //   - retire.go: a handler a reload replaced, finishing what it started

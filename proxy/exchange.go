@@ -52,6 +52,11 @@ type exchange struct {
 	pool  *pool        // the pool it waits in or got its connection from
 	bc    *backendConn // its connection, in phaseSent, phaseStreaming and phaseTunnel
 
+	// An HTTP/2 origin's exchange has a stream instead of a connection
+	// (h2exchange.go), and its request head as fields.
+	os    *originStream
+	h2req *h2Request
+
 	key        pickKey
 	client     netip.AddrPort // the client's address, for a PROXY protocol header
 	tries      int            // upstreams tried after a failed connect
@@ -216,6 +221,10 @@ func (ex *exchange) end(o outcome) {
 		} else {
 			bc.close()
 		}
+	}
+	if os := ex.os; os != nil {
+		ex.os = nil
+		os.finish(o.reusable)
 	}
 	switch o.tell {
 	case tellClose:
@@ -419,6 +428,9 @@ func (ex *exchange) acquire(p *pool, fresh bool) {
 // attach starts the exchange on a connection of its pool: the request
 // head, then any body that already arrived.
 func (ex *exchange) attach(bc *backendConn, reused bool) {
+	if len(ex.head) == 0 && ex.h2req != nil {
+		ex.h1Head() // its origin answered ALPN with http/1.1 (h2exchange.go)
+	}
 	ex.bc, ex.reused, ex.gotByte, ex.phase = bc, reused, false, phaseSent
 	ex.sentAt = ex.h.loop.Now()
 	// Armed before anything is sent: a write that fails at once ends or
@@ -474,6 +486,10 @@ func (ex *exchange) OnBody(p []byte) {
 }
 
 func (ex *exchange) sendBody(p []byte, body int) {
+	if ex.os != nil {
+		ex.os.sendBody(p)
+		return
+	}
 	chunk := ex.chunked && body > 0
 	if ex.bc == nil || ex.tun != nil && ex.phase != phaseTunnel {
 		ex.keep(p, body, chunk)
@@ -507,6 +523,10 @@ func (ex *exchange) OnBodyEnd(trailers []stream.Field) {
 	}
 	if ex.tun != nil {
 		ex.clientEnded()
+		return
+	}
+	if ex.h2req != nil && ex.bc == nil && ex.phase != phaseDone {
+		ex.endH2Body(trailers) // h2exchange.go
 		return
 	}
 	if ex.phase == phaseDone || !ex.chunked {
@@ -560,6 +580,9 @@ func (ex *exchange) OnWritable() {
 	}
 	if ex.bc != nil {
 		ex.bc.resume()
+	}
+	if ex.os != nil {
+		ex.os.resume()
 	}
 }
 
@@ -622,7 +645,11 @@ func (ex *exchange) responseHead(p *h1.ResponseParser) {
 	if ex.h.cfg.ReadTimeout > 0 {
 		ex.arm(ex.h.cfg.ReadTimeout)
 	}
-	fields := responseVia(ex.h.responseFields(p.Header()), p.Proto10())
+	via := "1.1 pollproxy"
+	if p.Proto10() {
+		via = "1.0 pollproxy"
+	}
+	fields := responseVia(ex.h.responseFields(p.Header()), via)
 	if ex.g.policy == Cookie && ex.key.cookie != ex.pool.index {
 		fields = append(fields, stream.Field{Name: "set-cookie", Value: ex.cookie()})
 	}

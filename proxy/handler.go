@@ -90,6 +90,17 @@ type Config struct {
 	// ClientIPHeaders are the fields a trusted proxy names the client in,
 	// in order of preference (default X-Forwarded-For).
 	ClientIPHeaders []string
+	// H2C speaks HTTP/2 with prior knowledge to the upstreams, over
+	// cleartext (h2c:// upstreams, transport http { versions h2c … }):
+	// many requests share a connection, up to the origin's
+	// SETTINGS_MAX_CONCURRENT_STREAMS, then Pool.MaxConns bounds the
+	// connections (h2origin.go).
+	H2C bool
+	// H2 offers HTTP/2 to TLS upstreams by ALPN (transport http versions
+	// with 2, Caddy's default for https:// upstreams): an origin that
+	// picks h2 carries many requests per connection; one that picks
+	// http/1.1 is spoken to in HTTP/1.1 from then on.
+	H2 bool
 	// TLS, when set, speaks TLS to the upstreams (https:// upstreams,
 	// transport http { tls … }): handshakes off the loop on its pool,
 	// the record layer on the loop.
@@ -180,9 +191,12 @@ func NewHandler(l *netpoll.Loop, cfg Config) *Handler {
 		}
 	}
 	for _, up := range cfg.Upstreams {
-		p := &pool{loop: l, up: up, cfg: cfg.Pool, h: h, index: len(h.group.pools)}
+		p := &pool{loop: l, up: up, cfg: cfg.Pool, h: h, index: len(h.group.pools), h2: cfg.H2C && cfg.TLS == nil}
 		if cfg.TLS != nil {
 			p.tls = cfg.TLS.ClientConfig(up)
+			if cfg.H2 {
+				p.h2, p.h2tls = true, h2ClientConfig(p.tls)
+			}
 		}
 		h.group.pools = append(h.group.pools, p)
 		if cfg.Policy == Cookie {
@@ -230,7 +244,17 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 		ex.end(answer(413, observe.ReasonBodyTooLarge, ""))
 		return ex
 	}
-	if req.Upgrade != "" {
+	if h.cfg.H2C && h.cfg.TLS == nil {
+		if req.Upgrade != "" {
+			// A tunnel to an HTTP/2 origin is RFC 8441's; not yet.
+			ex.bodyEnded = !req.HasBody
+			ex.end(answer(502, observe.ReasonBroken, "upgrades to an HTTP/2 upstream are not supported"))
+			return ex
+		}
+		ex.h2req = h.h2Request(req, trusted)
+	} else if req.Upgrade == "" && h.cfg.H2 && h.cfg.TLS != nil && h.group.speaksH2() {
+		ex.h2req = h.h2Request(req, trusted) // the HTTP/1.1 head too, if ALPN says so (attach)
+	} else if req.Upgrade != "" {
 		if !ex.startUpgrade(req, trusted) {
 			return nil
 		}

@@ -79,6 +79,13 @@ type pool struct {
 	// connections (Config.TLS): they speak TLS, and the pool holds no
 	// other kind, so an idle connection is always one it may reuse.
 	tls *stdtls.Config
+	// h2: the upstream speaks HTTP/2 (Config.H2C, or Config.H2 over TLS
+	// until an origin picks http/1.1), over conns, each carrying many
+	// exchanges (h2origin.go); h2tls is their TLS configuration, which
+	// offers h2 by ALPN. Tunnels still take HTTP/1.1 connections.
+	h2    bool
+	conns []*h2Conn
+	h2tls *stdtls.Config
 }
 
 // load is the least-connections measure: requests in flight or waiting.
@@ -110,6 +117,9 @@ func (p *pool) acquire(ex *exchange, fresh bool) acquired {
 // take binds ex to an idle connection (unless fresh is asked for) or a new
 // one, and reports false when the pool has neither to give.
 func (p *pool) take(ex *exchange, fresh bool) bool {
+	if p.h2 && ex.tun == nil {
+		return p.takeStream(ex) // h2origin.go; a tunnel is HTTP/1.1's
+	}
 	if !fresh {
 		for bc := p.takeIdle(ex); bc != nil; bc = p.takeIdle(ex) {
 			if bc.dead(p.loop.Now()) {
@@ -270,6 +280,10 @@ func (p *pool) kick() {
 // or room for new ones. It runs on the loop (netpoll.Flusher).
 func (p *pool) Flush() {
 	p.kicked = false
+	if p.h2 {
+		p.flushStreams()
+		return
+	}
 	for len(p.waiters) > 0 {
 		ex := p.waiters[0]
 		if len(p.idle) == 0 && p.open >= p.cfg.MaxConns {

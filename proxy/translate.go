@@ -240,14 +240,12 @@ func (h *Handler) responseFields(fs []stream.Field) []stream.Field {
 }
 
 // responseVia adds pollproxy's Via to a proxied response (after header_down,
-// so header_down never removes it) as Caddy adds its own: the version of
-// the origin's response, before any Via fields the origin sent. The product
-// token is pollproxy's, as in the Via of the request (docs/caddyfile.md).
-func responseVia(fs []stream.Field, proto10 bool) []stream.Field {
-	via := stream.Field{Name: "via", Value: "1.1 pollproxy"}
-	if proto10 {
-		via.Value = "1.0 pollproxy"
-	}
+// so header_down never removes it) as Caddy adds its own: value names the
+// version of the origin's response ("1.1 pollproxy"), before any Via
+// fields the origin sent. The product token is pollproxy's, as in the Via
+// of the request (docs/caddyfile.md).
+func responseVia(fs []stream.Field, value string) []stream.Field {
+	via := stream.Field{Name: "via", Value: value}
 	i := 0
 	for i < len(fs) && fs[i].Name != "via" {
 		i++

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -251,6 +252,9 @@ type Proxy struct {
 	// TLS, when set, speaks TLS to the upstreams (https:// upstreams,
 	// transport http's tls options).
 	TLS *UpstreamTLS
+	// Versions is transport http's versions ("1.1", "2", "h2c"); nil is
+	// Caddy's default, 1.1 and 2. An h2c:// upstream means h2c and 2.
+	Versions []string
 
 	scheme string // the scheme the upstreams were written with, one for all
 }
@@ -286,8 +290,36 @@ func (p Proxy) ProxyConfig(ups []*upstream.Upstream) proxy.Config {
 		HeaderDown:            p.HeaderDown,
 		StreamTimeout:         p.Stream.Timeout,
 		StreamCloseDelay:      p.Stream.CloseDelay,
-		ActiveHealth:          p.ActiveHealth,
+		ActiveHealth:          p.activeHealth(),
+		H2C:                   p.h2c(),
+		H2:                    p.h2(),
 	}.WithDefaults()
+}
+
+// h2c reports whether the upstreams speak HTTP/2 with prior knowledge
+// over cleartext: an h2c:// upstream, or versions with h2c and no TLS
+// (Caddy then turns HTTP/1.1 off).
+func (p Proxy) h2c() bool {
+	if p.TLS != nil {
+		return false
+	}
+	return p.scheme == "h2c" || slices.Contains(p.Versions, "h2c")
+}
+
+// h2 reports whether HTTP/2 is offered to TLS upstreams by ALPN:
+// versions with 2, or none (Caddy's default, 1.1 and 2); with h2c too,
+// as Caddy's transport then takes h2 over TLS as well.
+func (p Proxy) h2() bool {
+	return p.TLS != nil && (p.Versions == nil || slices.Contains(p.Versions, "2") || slices.Contains(p.Versions, "h2c"))
+}
+
+// activeHealth is the active health checks' configuration, speaking the
+// HTTP version the proxy speaks to the upstreams, as Caddy's checks use
+// its transport.
+func (p Proxy) activeHealth() upstream.ActiveHealth {
+	a := p.ActiveHealth
+	a.H2C, a.H2 = p.h2c(), p.h2()
+	return a
 }
 
 // hostUpstream is the Host an HTTPS upstream is sent by default, as in

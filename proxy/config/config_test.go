@@ -259,7 +259,8 @@ func TestErrors(t *testing.T) {
 		{"transport duration", tr("\t\t\tdial_timeout soon"), `Caddyfile:4: transport http: dial_timeout: "soon": want a positive duration`},
 		{"transport number", tr("\t\t\tmax_conns_per_host 0"), `Caddyfile:4: transport http: max_conns_per_host: "0": want a whole number >= 1`},
 		{"transport keepalive", tr("\t\t\tkeepalive 16"), `Caddyfile:4: transport http: keepalive: "16": want a duration such as 2m, or off`},
-		{"transport versions", tr("\t\t\tversions h2c 2"), `Caddyfile:4: transport http: versions: HTTP version h2c to upstreams is not supported by pollproxy`},
+		{"transport versions 3", tr("\t\t\tversions 3"), `Caddyfile:4: transport http: versions: HTTP/3 to upstreams is not supported by pollproxy`},
+		{"transport versions unknown", tr("\t\t\tversions 1.0"), `Caddyfile:4: transport http: versions: unsupported HTTP version: 1.0, supported version: 1.1, 2, h2c, 3`},
 		// upstreams
 		{"missing upstream", site("\treverse_proxy"),
 			`Caddyfile:2: reverse_proxy: no upstream (want: reverse_proxy host:port [host:port...])`},

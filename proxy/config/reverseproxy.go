@@ -162,7 +162,7 @@ func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
 	switch {
 	case rp.scheme == "https" && rp.TLS == nil:
 		rp.TLS = &UpstreamTLS{Pos: rp.Pos}
-	case rp.scheme == "http" && rp.TLS != nil:
+	case (rp.scheme == "http" || rp.scheme == "h2c") && rp.TLS != nil:
 		p.errAt(rp.TLS.Pos, "reverse_proxy: upstream address scheme is HTTP but transport is configured for HTTP+TLS (HTTPS)")
 	}
 	p.resolve(rp.Responses, uses, matchers, "reverse_proxy")
@@ -342,11 +342,22 @@ func (p *parser) transport(d *caddyfile.Dispenser, rp *Proxy) {
 				}
 			}
 		case "versions":
-			for _, v := range d.RemainingArgs() {
-				if v != "1.1" {
-					p.errf(d, "%s: HTTP version %s to upstreams is not supported by pollproxy (it speaks 1.1)", label, v)
+			// Caddy's meanings: "h2c" speaks HTTP/2 with prior knowledge
+			// over cleartext, "2" lets TLS negotiate it.
+			vs := d.RemainingArgs()
+			if len(vs) == 0 {
+				p.errf(d, "%s: want one or more of 1.1, 2, h2c", label)
+			}
+			for _, v := range vs {
+				switch v {
+				case "1.1", "2", "h2c":
+				case "3":
+					p.errf(d, "%s: HTTP/3 to upstreams is not supported by pollproxy", label)
+				default:
+					p.errf(d, "%s: unsupported HTTP version: %s, supported version: 1.1, 2, h2c, 3", label, v)
 				}
 			}
+			rp.Versions = vs
 		default:
 			if p.transportTLS(d, rp, sub) {
 				continue
@@ -384,10 +395,13 @@ func (p *parser) upstreams(d *caddyfile.Dispenser, rp *Proxy) {
 // reverse-proxy command's --to both read upstreams through it, so one
 // address means one thing in either.
 func UpstreamAddresses(v string) (addrs []string, scheme string, err error) {
-	if strings.HasPrefix(v, "https://") {
+	switch {
+	case strings.HasPrefix(v, "https://"):
 		scheme = "https"
-	} else if strings.HasPrefix(v, "http://") {
+	case strings.HasPrefix(v, "http://"):
 		scheme = "http"
+	case strings.HasPrefix(v, "h2c://"):
+		scheme = "h2c"
 	}
 	addrs, err = upstreamAddresses(v, scheme)
 	return addrs, scheme, err
@@ -399,8 +413,6 @@ func upstreamAddresses(v, scheme string) ([]string, error) {
 		return nil, fmt.Errorf("upstream %q: the scheme wss:// is only supported in browsers; use https:// instead", v)
 	case strings.HasPrefix(v, "ws://"):
 		return nil, fmt.Errorf("upstream %q: the scheme ws:// is only supported in browsers; use http:// instead", v)
-	case strings.HasPrefix(v, "h2c://"):
-		return nil, fmt.Errorf("upstream %q: h2c:// upstreams are not supported by pollproxy (it speaks HTTP/1.1 to origins)", v)
 	case strings.HasPrefix(v, "unix/"):
 		if _, ok := upstream.UnixSocketPath(v); !ok {
 			return nil, fmt.Errorf("upstream %q: want unix//path/to/socket", v)
@@ -409,9 +421,9 @@ func upstreamAddresses(v, scheme string) ([]string, error) {
 	case strings.Contains(v, "{"):
 		return nil, fmt.Errorf("upstream %q: placeholders in upstreams are not supported by pollproxy", v)
 	case strings.Contains(v, "://") && scheme == "":
-		return nil, fmt.Errorf("upstream %q: scheme not supported by pollproxy (want http://, https:// or none)", v)
+		return nil, fmt.Errorf("upstream %q: scheme not supported by pollproxy (want http://, https://, h2c:// or none)", v)
 	}
-	hp := strings.TrimPrefix(strings.TrimPrefix(v, "http://"), "https://")
+	hp := strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(v, "http://"), "https://"), "h2c://")
 	if strings.ContainsAny(strings.TrimSuffix(hp, "/"), "/?#") {
 		return nil, fmt.Errorf("upstream %q: upstream addresses cannot have paths, as in Caddy (change the path with rewrite or uri)", v)
 	}

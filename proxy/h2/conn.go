@@ -1,5 +1,6 @@
 // Package h2 is pollproxy's HTTP/2 server connection (RFC 9113), run on the
-// event loop that owns the client connection.
+// event loop that owns the client connection, and its client connection to
+// HTTP/2 origins (ClientConn), run on the same loop.
 //
 // A ServerConn is a state machine: the connection beneath it hands over
 // plaintext with Feed, and it answers through stream.Transport.Write. It
@@ -17,6 +18,8 @@
 // response heads; dataread.go reads DATA by hand; stream.go is a stream,
 // the handler's ResponseWriter; flow.go and window.go are flow control and
 // receive-window autotuning; config.go the limits, errors.go the errors.
+// client.go is the client side, for origins that speak HTTP/2: the same
+// frame, HPACK and window code, many streams on one connection.
 //
 // Output follows the re-entrancy rule of package stream. Frames accumulate
 // in one reusable buffer and reach the transport with one Write per batch.

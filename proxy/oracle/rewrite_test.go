@@ -379,6 +379,13 @@ func (u *upstreams) addr(a string) (string, string) {
 	switch {
 	case strings.HasPrefix(a, "unix/"):
 		return "", "unix socket upstreams are not compared"
+	case strings.HasPrefix(a, "h2c://"):
+		// The origin's ports take HTTP/2 with prior knowledge too.
+		addr, reason := u.addr(strings.TrimPrefix(a, "h2c://"))
+		if reason != "" {
+			return "", reason
+		}
+		return "h2c://" + addr, ""
 	case strings.Contains(a, "://") && !strings.HasPrefix(a, "http://"):
 		return "", "upstream " + a + " is not compared (TLS or another scheme)"
 	case strings.Contains(a, "{"):
