@@ -251,9 +251,9 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 			ex.end(answer(502, observe.ReasonBroken, "upgrades to an HTTP/2 upstream are not supported"))
 			return ex
 		}
-		ex.h2req = h.h2Request(req, trusted)
+		ex.h2req = h.h2Request(req, ex.method, trusted)
 	} else if req.Upgrade == "" && h.cfg.H2 && h.cfg.TLS != nil && h.group.speaksH2() {
-		ex.h2req = h.h2Request(req, trusted) // the HTTP/1.1 head too, if ALPN says so (attach)
+		ex.h2req = h.h2Request(req, ex.method, trusted) // the HTTP/1.1 head too, if ALPN says so (attach)
 	} else if req.Upgrade != "" {
 		if !ex.startUpgrade(req, trusted) {
 			return nil
