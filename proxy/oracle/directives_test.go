@@ -34,9 +34,10 @@ func directiveSources() []*source {
 }`, requests: []request{get("/a"), get("/b/x", "X-Who", "ann"), get("/c"), get("/d"), get("/v/set"),
 			get("/v/set", "X-Who", "zz"), get("/rw/q")}},
 		{name: "directives/placeholder-table", caddyfile: `pt.test {
+	root /new/* WWW
 	rewrite /old/* /new{path}?{query}
-	respond /new/* "{orig_method} {orig_uri} {orig_path} {orig_dir} {orig_file} {orig_query} [{orig_?query}] {http.request.orig_uri.path.1} {uri} {file} {dir} {file.base} {file.ext} [{?query}] {%query} {%path} {http.request.remote.host/8,16} {http.request.tls.server_name} {tls_version} {http.request.tls.proto_mutual} {system.os} {server_port} {http.request.local} {http.request.local.host} {http.request.local.port}"
-	respond "{file} {dir} {http.request.uri.path.file.ext} {uri} [{?query}]"
+	respond /new/* "{orig_method} {orig_uri} {orig_path} {orig_dir} {orig_file} {orig_query} [{orig_?query}] {http.request.orig_uri.path.1} {uri} {file} {dir} {file.base} {file.ext} [{?query}] {%query} {%path} {http.request.remote.host/8,16} {http.request.tls.server_name} {tls_version} {http.request.tls.proto_mutual} {system.os} {server_port} {http.request.local} {http.request.local.host} {http.request.local.port} {http.vars.root}"
+	respond "{file} {dir} {http.request.uri.path.file.ext} {uri} [{?query}] [{vars.root}]"
 }`, requests: []request{get("/old/dir/x.tar.gz?a=1&b=c%20d"), get("/new/"), get("/x.html?q=1"), get("/")}},
 		{name: "directives/respond-close", caddyfile: "close.test {\n\trespond /bye \"bye\" 403 {\n\t\tclose\n\t}\n\trespond \"hi\"\n}",
 			requests: []request{get("/bye"), get("/")}},

@@ -328,14 +328,18 @@ func appendNow(dst []byte, now time.Time, name string) []byte {
 	return dst
 }
 
-// appendVar writes the variable name the vars directive set ({client_ip}
-// for client_ip); nothing when unset.
+// appendVar writes the variable name the vars directive set (the
+// client's address for client_ip, the root directive's root for root);
+// nothing when unset.
 func appendVar(dst []byte, r *stream.Request, name string) []byte {
 	if v, ok := r.Var(name); ok {
 		return append(dst, v...)
 	}
-	if name == "client_ip" {
+	switch name {
+	case "client_ip":
 		return (part{kind: phClientIP}).append(dst, r)
+	case "root": // the root directive's, as Caddy's root sets its variable
+		return append(dst, r.Root...)
 	}
 	return dst
 }

@@ -55,13 +55,7 @@ func (k VarKey) value(r *stream.Request) string {
 	if k.ph != nil {
 		return k.ph.Expand(r)
 	}
-	if v, ok := r.Var(k.Name); ok {
-		return v
-	}
-	if k.Name == "client_ip" { // Caddy sets it on every request
-		return string((part{kind: phClientIP}).append(nil, r))
-	}
-	return ""
+	return string(appendVar(nil, r, k.Name))
 }
 
 // VarsField is one key of a vars matcher and the values it may have.

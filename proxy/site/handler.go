@@ -84,6 +84,7 @@ func (h *Handler) evaluate(nodes []Node, req *stream.Request, memo *fileMemo) (*
 	if req.Handoff != nil { // the error routes start where the routes left the root
 		h.ctx.Root = req.Handoff.Root
 	}
+	req.Root = h.ctx.Root
 	req.ClientIP = h.ctx.ClientIP() // for {client_ip}
 	req.Captures = req.Captures[:0] // a second pass (file matchers) saves them again
 	if memo != nil {
@@ -316,7 +317,7 @@ func (h *Handler) walk() *Node {
 		case *BasicAuth:
 			h.matchedAuth(n, d)
 		case *SetRoot:
-			h.ctx.Root = d.Root
+			h.ctx.Root, h.ctx.Req.Root = d.Root, d.Root
 		case *FileServer:
 			if d.Files.PassThru() && !h.fileServerFinds(d) {
 				continue

@@ -171,6 +171,9 @@ type Request struct {
 	// UUID is the request's identifier once {http.request.uuid} made one;
 	// later reads give the same. Routing sets it.
 	UUID string
+	// Root is the root the root directive set ({http.vars.root}), ""
+	// when none did. Routing sets it.
+	Root string
 	// Vars are the variables the routes set (Caddy's vars directive and
 	// {http.vars.*}), one per name. Routing sets them.
 	Vars []Var
