@@ -80,6 +80,7 @@ const (
 	phTimeNow     // time.now*: part.text is the format's name
 	phVar         // the variable part.text (vars)
 	phMapped      // a name only a map directive can fill: part.text
+	phFileMatch   // what a file matcher found: part.text is the field
 	phLocal       // the address the client connected to
 	phLocalHost
 	phLocalPort

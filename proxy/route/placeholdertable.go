@@ -75,6 +75,14 @@ func tablePart(name string, opt TemplateOptions) (part, bool) {
 			return part{kind: phVar, text: v}, true
 		}
 	}
+	for _, prefix := range [...]string{"file_match.", "http.matchers.file."} {
+		switch f, _ := strings.CutPrefix(name, prefix); f {
+		case "relative", "absolute", "type", "remainder":
+			if strings.HasPrefix(name, prefix) {
+				return part{kind: phFileMatch, text: f}, true
+			}
+		}
+	}
 	if bits, ok := strings.CutPrefix(name, "http.request.remote.host/"); ok {
 		return part{kind: phRemoteMask, text: bits}, true
 	}
@@ -176,6 +184,17 @@ func (p part) appendTable(dst []byte, r *stream.Request) []byte {
 		dst = appendNow(dst, time.Now(), p.text)
 	case phVar:
 		dst = appendVar(dst, r, p.text)
+	case phFileMatch:
+		if f := r.File; f != nil {
+			switch p.text {
+			case "relative":
+				dst = append(dst, f.Relative...)
+			case "absolute":
+				dst = append(dst, f.Absolute...)
+			case "type":
+				dst = append(dst, f.Type...)
+			} // remainder: split_path is not supported, so always empty
+		}
 	case phLocal, phLocalHost, phLocalPort:
 		la, ok := r.Conn.(stream.LocalAddresser)
 		if !ok {

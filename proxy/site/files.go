@@ -2,6 +2,7 @@ package site
 
 import (
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -198,6 +199,12 @@ func matchedFile(c *route.Ctx, cd candidate) bool {
 		rel += "/"
 	}
 	c.FileRel = (&url.URL{Path: rel}).EscapedPath()
+	abs := filepath.Join(firstOf(cd.key.root, "."), filepath.FromSlash(cd.key.rel))
+	typ := "file"
+	if cd.dir {
+		abs, typ = abs+string(filepath.Separator), "directory"
+	}
+	c.Req.File = &stream.FileMatch{Relative: rel, Absolute: filepath.ToSlash(abs), Type: typ}
 	return true
 }
 

@@ -174,6 +174,9 @@ type Request struct {
 	// Root is the root the root directive set ({http.vars.root}), ""
 	// when none did. Routing sets it.
 	Root string
+	// File is what the last file matcher that matched found: Caddy's
+	// {http.matchers.file.*}; nil when none did. Routing sets it.
+	File *FileMatch
 	// Vars are the variables the routes set (Caddy's vars directive and
 	// {http.vars.*}), one per name. Routing sets them.
 	Vars []Var
@@ -187,6 +190,13 @@ type Request struct {
 	// event) abandons it, since that work may have left the connection
 	// half-updated. Front ends set it; nil when the transport has none.
 	Conn Abandoner
+}
+
+// FileMatch is a file a file matcher found: its path from the root (with
+// a leading slash, and a trailing one for a directory), its path on the
+// disk, and its type ("file" or "directory").
+type FileMatch struct {
+	Relative, Absolute, Type string
 }
 
 // LocalAddresser is a client connection (Request.Conn) that knows the
