@@ -59,6 +59,9 @@ func (ex *exchange) h1Head() {
 		return
 	}
 	trusted := route.Trusted(req.RemoteAddr.Addr(), ex.h.cfg.TrustedProxies)
+	if ex.dropBody {
+		req = withoutBody(req)
+	}
 	ex.head, ex.chunked = ex.h.requestHead(ex.head, req, ex.method, trusted)
 	if !ex.chunked {
 		return

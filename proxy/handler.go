@@ -244,6 +244,12 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 		ex.end(answer(413, observe.ReasonBodyTooLarge, ""))
 		return ex
 	}
+	head := req
+	if req.Upgrade == "" && ex.hasBody && h.dropsBody(req, ex.method) {
+		// As Caddy's reverse proxy: a request rewritten to GET or HEAD
+		// goes without its body, which is read and dropped.
+		head, ex.hasBody, ex.dropBody = withoutBody(req), false, true
+	}
 	if h.cfg.H2C && h.cfg.TLS == nil {
 		if req.Upgrade != "" {
 			// A tunnel to an HTTP/2 origin is RFC 8441's; not yet.
@@ -251,22 +257,14 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 			ex.end(answer(502, observe.ReasonBroken, "upgrades to an HTTP/2 upstream are not supported"))
 			return ex
 		}
-		ex.h2req = h.h2Request(req, ex.method, trusted)
+		ex.h2req = h.h2Request(head, ex.method, trusted)
 	} else if req.Upgrade == "" && h.cfg.H2 && h.cfg.TLS != nil && h.group.speaksH2() {
-		ex.h2req = h.h2Request(req, ex.method, trusted) // the HTTP/1.1 head too, if ALPN says so (attach)
+		ex.h2req = h.h2Request(head, ex.method, trusted) // the HTTP/1.1 head too, if ALPN says so (attach)
 	} else if req.Upgrade != "" {
 		if !ex.startUpgrade(req, trusted) {
 			return nil
 		}
 	} else {
-		head := req
-		if ex.hasBody && h.dropsBody(req, ex.method) {
-			// As Caddy's reverse proxy: a request rewritten to GET or
-			// HEAD goes without its body.
-			noBody := *req
-			noBody.HasBody, noBody.ContentLength = false, 0
-			head, ex.hasBody, ex.dropBody = &noBody, false, true
-		}
 		ex.head, ex.chunked = h.requestHead(ex.head, head, ex.method, trusted)
 	}
 	if !req.HasBody && ex.tun == nil {

@@ -57,6 +57,21 @@ func (h *Handler) dropsBody(req *stream.Request, method string) bool {
 	return method != req.Method || h.upstreamTarget(req) != req.Path
 }
 
+// withoutBody is a copy of req for an origin's request that goes without
+// the client's body: no body, and no content-length field an HTTP/2
+// client sent.
+func withoutBody(req *stream.Request) *stream.Request {
+	c := *req
+	c.HasBody, c.ContentLength = false, 0
+	c.Header = make([]stream.Field, 0, len(req.Header))
+	for _, f := range req.Header {
+		if f.Name != "content-length" {
+			c.Header = append(c.Header, f)
+		}
+	}
+	return &c
+}
+
 // upstreamTarget is the target the origin's request has: the request's,
 // or reverse_proxy's rewrite of it.
 func (h *Handler) upstreamTarget(req *stream.Request) string {

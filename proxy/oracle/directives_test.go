@@ -72,6 +72,8 @@ func directiveSources() []*source {
 }`, requests: []request{get("/t/a", "Cookie", "c=v"), get("/t/b"), get("/t/c"), get("/t/d"), get("/plain"), {method: "HEAD", path: "/t/a"}}},
 		{name: "directives/file-expression", caddyfile: "fc.test {\n\troot * WWW\n\t@exists `file()`\n\t@html `file('{path}.html') && method('GET')`\n\t@sub `file({'try_files': ['{path}/index.html']})`\n\trespond @exists \"exists {file_match.relative} {http.matchers.file.type} {http.matchers.file.absolute} [{http.matchers.file.remainder}]\"\n\trespond @html \"html\"\n\trespond @sub \"sub\"\n\t@dir file {path}/\n\trespond @dir \"dir {file_match.relative} {file_match.type} {file_match.absolute}\"\n\trespond \"none\"\n}",
 			requests: []request{get("/a.txt"), get("/specific"), get("/sub"), get("/sub/"), get("/missing")}},
+		{name: "directives/proxy-rewrite-method-h2c", caddyfile: "rmh.test {\n\treverse_proxy h2c://UP {\n\t\tmethod GET\n\t\trewrite /verify{uri}\n\t}\n}",
+			requests: []request{get("/x?a=1"), {method: "POST", path: "/p", body: "payload"}}},
 		{name: "directives/invoke", caddyfile: `&(api) {
 	@v1 path /v1/*
 	header X-Api yes
