@@ -7,8 +7,9 @@ import (
 
 // The configuration examples of Caddy's documentation (caddyserver.com/docs:
 // the reverse_proxy, handle, handle_path, route, redir, respond, header,
-// uri, rewrite, basic_auth, forward_auth, handle_errors, error, intercept
-// and encode directive pages and the request matchers page), each as
+// uri, rewrite, basic_auth, forward_auth, handle_errors, error, intercept,
+// encode, vars, map, templates and invoke directive pages and the request
+// matchers page), each as
 // the Caddyfile a Caddy user would write. Every one validates, or fails
 // with "NAME is not supported by pollproxy" on the line that uses NAME.
 
