@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/proxy/fastcgi"
 	"github.com/pollproxy/pollproxy/proxy/observe"
 	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/stream"
@@ -110,6 +111,10 @@ type Config struct {
 	// a request body (Caddy's servers { timeouts { read_body } }): the
 	// client gets a 408 and the backend connection is closed.
 	ReadBodyTimeout time.Duration
+	// FastCGI, when set, speaks FastCGI to the upstreams (transport
+	// fastcgi, php_fastcgi) instead of HTTP/1.1 (fcgirequest.go).
+	FastCGI *FastCGI
+
 	// LogHeaders copies the request's and the response's fields into the
 	// Observer's RequestLog (an access log shaped as Caddy's wants them);
 	// without it the copies are not made.
@@ -167,6 +172,13 @@ type Handler struct {
 	tunnels tunnelSet   // the loop's open tunnels, for the metrics
 	live    inflight    // exchanges in flight, closed by Retire when removed
 	freeEx  []*exchange // finished exchanges for reuse (exchange.recycle)
+
+	// FastCGI: the params writer, a scratch buffer for env values, and
+	// the absolute document roots worked out so far (fcgirequest.go).
+	params    fastcgi.Params
+	scratch   []byte
+	fcgiRoots map[string]string
+	cgiNames  map[string]string
 }
 
 // NewHandler returns the proxy for loop l. cfg should have its defaults
@@ -174,6 +186,9 @@ type Handler struct {
 func NewHandler(l *netpoll.Loop, cfg Config) *Handler {
 	h := &Handler{loop: l, cfg: cfg, upHead: route.UsesUpstream(cfg.HeaderUp) || route.MayRemoveHost(cfg.HeaderUp), group: group{policy: cfg.Policy, rnd: uint64(l.ID())*0x9e3779b97f4a7c15 + 1, choose: 2}}
 	h.failures, _ = cfg.Observer.(observe.FailureObserver)
+	if cfg.FastCGI != nil {
+		h.upHead = false // no request head to fill: the upstream placeholders stay empty
+	}
 	h.group.fallback = cfg.Fallback
 	if h.group.fallback == "" {
 		h.group.fallback = Random
@@ -250,7 +265,11 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 		// goes without its body, which is read and dropped.
 		head, ex.hasBody, ex.dropBody = withoutBody(req), false, true
 	}
-	if h.cfg.H2C && h.cfg.TLS == nil {
+	if h.cfg.FastCGI != nil { // no upgrade, no HTTP/2: FastCGI has neither
+		if !h.fcgiStart(ex, req, trusted) {
+			return ex
+		}
+	} else if h.cfg.H2C && h.cfg.TLS == nil {
 		if req.Upgrade != "" {
 			// A tunnel to an HTTP/2 origin is RFC 8441's; not yet.
 			ex.bodyEnded = !req.HasBody
@@ -282,7 +301,9 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 	// the client connection before its front end knew of the exchange)
 	// leaves nothing of it behind.
 	h.live.add(ex)
-	ex.begin(nil)
+	if !ex.fcgiHeld { // else once the body's length is known (fcgiBodyEnd)
+		ex.begin(nil)
+	}
 	return ex
 }
 

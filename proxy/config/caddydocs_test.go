@@ -24,6 +24,13 @@ func docMatcher(def string) string {
 	return docSite(def + "\nrespond " + name + " \"matched\"")
 }
 
+// docTLSOption is an example of global options alone, which Caddy takes
+// as a whole Caddyfile: with a site, which pollproxy wants; the options
+// start on line 2.
+func docTLSOption(options string) string {
+	return "{\n" + options + "\n}\n\nexample.com {\n\trespond ok\n}\n"
+}
+
 // docExample is one example: its page, the Caddyfile and "" (it
 // validates) or the error it gives, with its line (a prefix when it ends
 // in "*").
@@ -233,6 +240,64 @@ var caddyDocExamples = []docExample{
 	{"matchers", docMatcher("@magic vars_regexp magic {magic_number} ^(4.*)"), ""},
 	{"matchers", docMatcher("@magic vars_regexp {magic_number} ^(4.*)"), ""},
 	{"matchers", docMatcher("@magic `vars_regexp('magic_number', '^(4.*)')`"), ""},
+
+	// tls (the directive's page)
+	{"tls", "example.com {\n\ttls cert.pem key.pem\n}\n", ""},
+	{"tls", "example.com {\n\ttls internal\n}\n", ""},
+	{"tls", "https:// {\n\ttls internal {\n\t\ton_demand\n\t}\n}\n", ""},
+	{"tls", "example.com {\n\ttls {\n\t\tissuer internal {\n\t\t\tca foo\n\t\t}\n\t}\n}\n", ""},
+	{"tls", "example.com {\n\ttls your@email.com\n}\n", ""},
+	{"tls", "*.example.com {\n\ttls {\n\t\tdns cloudflare {env.CLOUDFLARE_API_TOKEN}\n\t}\n}\n", "Caddyfile:3: tls: dns is not supported by pollproxy"},
+	{"tls", "https:// {\n\ttls {\n\t\tget_certificate http http://localhost:9007/certs\n\t}\n}\n", ""},
+	{"tls", docSite("tls {\n\tget_certificate tailscale\n}"), "Caddyfile:3: tls: get_certificate tailscale is not supported by pollproxy"},
+	{"tls", "example.com {\n\ttls {\n\t\tclient_auth {\n\t\t\tmode                 require_and_verify\n\t\t\ttrusted_ca_cert_file ../caddy.ca.cer\n\t\t\ttrusted_ca_cert_file ../root.ca.cer\n\t\t}\n\t}\n}\n", ""},
+	{"tls", docSite("tls {\n\tprotocols tls1.3\n}"), ""},
+	{"tls", docSite("tls {\n\tprotocols tls1.2 tls1.3\n\tciphers TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384 TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384\n\tcurves x25519 secp256r1\n\talpn h2 http/1.1\n}"), ""},
+	{"tls", docSite("tls {\n\tkey_type p384\n\treuse_private_keys\n\trenewal_window_ratio 0.5\n}"), ""},
+	{"tls", docSite("tls {\n\tca https://acme-staging-v02.api.letsencrypt.org/directory\n\tca_root /path/to/root.pem\n\teab GD-VvWydSVFuss_GhBwYQQ MjXU3MH-Z0WQ7piMAnVsCpD1shgMiWx6ggPWiTmydgUaj7dWWWfQfA\n}"), ""},
+	{"tls", docSite("tls {\n\tclient_auth {\n\t\tmode request\n\t}\n}"), ""},
+	{"tls", docSite("tls {\n\tclient_auth {\n\t\ttrust_pool file /path/to/ca.pem {\n\t\t\tpem_file /path/to/other.pem\n\t\t}\n\t}\n}"), ""},
+	{"tls", docSite("tls {\n\tclient_auth {\n\t\tverifier leaf file /path/to/client.pem\n\t}\n}"), ""},
+	{"tls", docSite("tls {\n\tclient_auth {\n\t\ttrust_pool pki_root local\n\t}\n}"), "Caddyfile:4: tls: client_auth: trust_pool pki_root is not supported by pollproxy"},
+	{"tls", docSite("tls {\n\tissuer acme {\n\t\tdir https://acme.example.com/directory\n\t\ttest_dir https://acme-staging.example.com/directory\n\t\temail you@example.com\n\t\ttimeout 2m\n\t\tdisable_http_challenge\n\t\tdisable_tlsalpn_challenge\n\t\talt_http_port 8080\n\t\talt_tlsalpn_port 8443\n\t\teab KEY_ID MAC_KEY\n\t\ttrusted_roots /path/to/root.pem\n\t\tpreferred_chains {\n\t\t\troot_common_name \"ISRG Root X2\"\n\t\t}\n\t}\n}"), ""},
+	{"tls", docSite("tls {\n\tissuer acme {\n\t\tdns cloudflare TOKEN\n\t}\n}"), "Caddyfile:4: tls: issuer acme: dns is not supported by pollproxy"},
+	{"tls", docSite("tls {\n\tissuer zerossl API_KEY\n}"), ""},
+	{"tls", docSite("tls {\n\tissuer internal {\n\t\tlifetime 1d\n\t\tsign_with_root\n\t}\n}"), ""},
+	{"tls", docSite("tls {\n\tissuer acme\n\tissuer internal\n}"), ""},
+	{"tls", docSite("tls {\n\tload /path/to/certs\n}"), ""},
+	{"tls", docSite("tls force_automate"), ""},
+	{"tls", docSite("tls {\n\tinsecure_secrets_log /var/log/caddy/sslkeylog.log\n}"), ""},
+
+	// TLS global options (the global options page)
+	{"options", "{\n\tshutdown_delay 30s\n}\n\nexample.com {\n\thandle /health-check {\n\t\t@goingDown vars {http.shutting_down} true\n\t\trespond @goingDown \"Bye-bye in {http.time_until_shutdown}\" 503\n\t\trespond 200\n\t}\n\thandle {\n\t\trespond \"Hello, world!\"\n\t}\n}\n",
+		"Caddyfile:7: vars: placeholder {http.shutting_down} is not supported by pollproxy"},
+	{"options", docTLSOption("\tdebug"), ""},
+	{"options", docTLSOption("\tstorage_clean_interval 7d"), ""},
+	{"options", docTLSOption("\tpersist_config off"), ""},
+	{"options", docTLSOption("\temail admin@example.com"), ""},
+	{"options", docTLSOption("\tdefault_sni example.com"), ""},
+	{"options", docTLSOption("\tfallback_sni example.com"), ""},
+	{"options", docTLSOption("\tlocal_certs"), ""},
+	{"options", docTLSOption("\tskip_install_trust"), ""},
+	{"options", docTLSOption("\tacme_ca https://acme-staging-v02.api.letsencrypt.org/directory"), ""},
+	{"options", docTLSOption("\tacme_ca_root /path/to/ca/root.pem"), ""},
+	{"options", docTLSOption("\tacme_eab {\n\t\tkey_id GD-VvWydSVFuss_GhBwYQQ\n\t\tmac_key MjXU3MH-Z0WQ7piMAnVsCpD1shgMiWx6ggPWiTmydgUaj7dWWWfQfA\n\t}"), ""},
+	{"options", docTLSOption("\tacme_dns cloudflare {env.CLOUDFLARE_API_TOKEN}"), "Caddyfile:2: acme_dns is not supported by pollproxy"},
+	{"options", "{\n\ton_demand_tls {\n\t\task http://localhost:9123/ask\n\t}\n}\n\nhttps:// {\n\ttls {\n\t\ton_demand\n\t}\n}\n", ""},
+	{"options", docTLSOption("\tkey_type ed25519"), ""},
+	{"options", docTLSOption("\tcert_issuer acme {\n\t\temail you@example.com\n\t}\n\tcert_issuer zerossl API_KEY"), ""},
+	{"options", docTLSOption("\trenew_interval 30m"), ""},
+	{"options", docTLSOption("\tcert_lifetime 30d"), ""},
+	{"options", docTLSOption("\tocsp_interval 2h"), ""},
+	{"options", docTLSOption("\tocsp_stapling off"), ""},
+	{"options", docTLSOption("\tpreferred_chains smallest"), ""},
+	{"options", docTLSOption("\tpreferred_chains {\n\t\troot_common_name \"ISRG Root X2\"\n\t}"), ""},
+	{"options", docTLSOption("\tpki {\n\t\tca local {\n\t\t\tname \"My Local CA\"\n\t\t}\n\t}"), ""},
+	{"options", docTLSOption("\tpki {\n\t\tca local {\n\t\t\troot_cn \"My Local CA - 2024 ECC Root\"\n\t\t}\n\t}"), ""},
+	{"options", docTLSOption("\tpki {\n\t\tca local {\n\t\t\tintermediate_cn \"My Local CA - ECC Intermediate\"\n\t\t}\n\t}"), ""},
+	{"options", docTLSOption("\tpki {\n\t\tca local {\n\t\t\tintermediate_lifetime 30d\n\t\t}\n\t}"), ""},
+	{"options", docTLSOption("\tpki {\n\t\tca local {\n\t\t\troot {\n\t\t\t\tformat pem_file\n\t\t\t\tcert /path/to/root.pem\n\t\t\t\tkey /path/to/root.key\n\t\t\t}\n\t\t\tintermediate {\n\t\t\t\tformat pem_file\n\t\t\t\tcert /path/to/intermediate.pem\n\t\t\t\tkey /path/to/intermediate.key\n\t\t\t}\n\t\t}\n\t}"), ""},
+	{"options", "{\n\tauto_https off\n}\n\nexample.com {\n\trespond ok\n}\n", ""},
 }
 
 func TestCaddyDocExamples(t *testing.T) {

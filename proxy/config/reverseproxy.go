@@ -165,6 +165,18 @@ func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
 	case (rp.scheme == "http" || rp.scheme == "h2c") && rp.TLS != nil:
 		p.errAt(rp.TLS.Pos, "reverse_proxy: upstream address scheme is HTTP but transport is configured for HTTP+TLS (HTTPS)")
 	}
+	if rp.FastCGI != nil {
+		switch {
+		case rp.ActiveHealth.Enabled():
+			// Caddy's checks would go through the FastCGI transport;
+			// pollproxy's speak HTTP, which php-fpm does not.
+			p.errAt(rp.Pos, "reverse_proxy: active health checks with transport fastcgi are not supported by pollproxy")
+		case rp.TLS != nil:
+			p.errAt(rp.Pos, "reverse_proxy: transport fastcgi has no TLS (want upstreams without https://)")
+		case rp.scheme == "h2c" || len(rp.Versions) > 0:
+			p.errAt(rp.Pos, "reverse_proxy: transport fastcgi speaks FastCGI, not HTTP/2 (want upstreams without h2c://)")
+		}
+	}
 	p.resolve(rp.Responses, uses, matchers, "reverse_proxy")
 	if rp.Dynamic != nil && len(rp.Upstreams) > 1 {
 		p.errAt(rp.Pos, "reverse_proxy: static upstreams beside dynamic (Caddy's fallback) are not supported by pollproxy")
@@ -292,9 +304,13 @@ var transportOptions = []string{"dial_timeout", "proxy_protocol", "response_head
 
 func (p *parser) transport(d *caddyfile.Dispenser, rp *Proxy) {
 	args := d.RemainingArgs()
+	if len(args) == 1 && args[0] == "fastcgi" {
+		p.transportFastCGI(d, rp)
+		return
+	}
 	if len(args) != 1 || args[0] != "http" {
 		if len(args) == 1 {
-			p.errf(d, "reverse_proxy: transport %s is not supported by pollproxy (want transport http { ... })", args[0])
+			p.errf(d, "reverse_proxy: transport %s is not supported by pollproxy (want transport http { ... } or fastcgi { ... })", args[0])
 		} else {
 			p.errf(d, "reverse_proxy: transport: want http and a block")
 		}

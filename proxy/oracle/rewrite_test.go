@@ -210,7 +210,16 @@ type upstreams struct {
 
 var dropGlobal = map[string]bool{"admin": true, "storage": true, "http_port": true, "https_port": true,
 	"email": true, "acme_ca": true, "default_bind": true, "auto_https": true, "local_certs": true,
-	"skip_install_trust": true, "debug": true, "grace_period": true}
+	"skip_install_trust": true, "debug": true, "grace_period": true,
+	// Certificate automation and the choice of certificate by SNI: every
+	// rewritten site brings its certificate file, so these change no
+	// answer here, and the files the documentation's examples name do not
+	// exist (TestOracleTLS compares handshakes).
+	"key_type": true, "cert_lifetime": true, "ocsp_stapling": true, "ocsp_interval": true,
+	"renew_interval": true, "renewal_window_ratio": true, "storage_clean_interval": true,
+	"acme_ca_root": true, "acme_eab": true, "preferred_chains": true, "cert_issuer": true, "pki": true,
+	"on_demand_tls": true, "default_sni": true, "fallback_sni": true, "persist_config": true,
+	"shutdown_delay": true}
 
 // pollproxyOnly are global options (and servers timeouts) Caddy does not have.
 var pollproxyOnly = map[string]bool{"poller": true, "loops": true, "ab_interval": true, "ab_rotate": true,

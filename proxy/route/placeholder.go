@@ -112,8 +112,8 @@ var placeholders = map[string]phKind{
 	"remote_port": phRemotePort, "http.request.remote.port": phRemotePort,
 	"remote": phRemote, "http.request.remote": phRemote,
 	"client_ip": phClientIP, "http.vars.client_ip": phClientIP,
-	"http.auth.user.id": phAuthUser,
-	"upstream_hostport": phUpstreamHostport, "http.reverse_proxy.upstream.hostport": phUpstreamHostport,
+	"http.auth.user.id":                       phAuthUser,
+	"upstream_hostport":                       phUpstreamHostport, "http.reverse_proxy.upstream.hostport": phUpstreamHostport,
 	"http.reverse_proxy.upstream.host": phUpstreamHost,
 	"http.reverse_proxy.upstream.port": phUpstreamPort,
 	// What a request re-entering its routes was handed (stream.Handoff).
@@ -357,6 +357,13 @@ func (p part) append(dst []byte, r *stream.Request) []byte {
 		}
 	case phURI:
 		dst = append(dst, r.Path...)
+	case phOrigFileEscaped:
+		p := PathOnly(origTarget(r))
+		dst = append(dst, p[strings.LastIndexByte(p, '/')+1:]...)
+	case phOrigPrefixedQuery:
+		if q := QueryOnly(origTarget(r)); q != "" {
+			dst = append(append(dst, '?'), q...)
+		}
 	case phPath:
 		dst = append(dst, PathOnly(r.Path)...)
 	case phQuery:
@@ -497,6 +504,14 @@ func (t Template) Expand(r *stream.Request) string {
 		return s
 	}
 	return string(t.Append(nil, r))
+}
+
+// origTarget is the request target before any rewrite.
+func origTarget(r *stream.Request) string {
+	if r.OriginalPath != "" {
+		return r.OriginalPath
+	}
+	return r.Path
 }
 
 // PathOnly is the path of a request target, without its query.

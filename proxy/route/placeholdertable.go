@@ -164,7 +164,7 @@ func (p part) appendTable(dst []byte, r *stream.Request) []byte {
 		dst = append(dst, origURI(r)...)
 	case phOrigPath:
 		dst = append(dst, PathOnly(origURI(r))...)
-	case phOrigFile, phOrigFileEscaped:
+	case phOrigFile:
 		_, f := path.Split(PathOnly(origURI(r)))
 		dst = append(dst, f...)
 	case phOrigDir:
@@ -172,8 +172,6 @@ func (p part) appendTable(dst []byte, r *stream.Request) []byte {
 		dst = append(dst, d...)
 	case phOrigQuery:
 		dst = append(dst, QueryOnly(origURI(r))...)
-	case phOrigPrefixedQuery:
-		dst = appendPrefixedQuery(dst, origURI(r))
 	case phOrigSegment:
 		dst = append(dst, pathSegment(PathOnly(origURI(r)), p.n)...)
 	case phRemoteMask:

@@ -96,12 +96,13 @@ func (h *Handler) evaluate(nodes []Node, req *stream.Request, memo *fileMemo) (*
 	h.icpt = nil
 	orig := req.Path
 	n := h.run(nodes)
-	return n, reqVars{root: h.ctx.Root, orig: orig}
+	return n, reqVars{root: h.ctx.Root, orig: orig, rem: h.ctx.FileRem}
 }
 
 // finish hands the request to n, the route where evaluation stopped,
 // once the basic_auth directives it matched on the way have passed.
 func (h *Handler) finish(n *Node, vars reqVars, req *stream.Request, w stream.ResponseWriter) stream.Events {
+	req.Root, req.FileRemainder = vars.root, vars.rem // for a FastCGI environment, whichever way it is proxied
 	if h.icpt != nil {
 		return h.intercept(n, vars, req, w)
 	}

@@ -158,6 +158,12 @@ type Request struct {
 	// it: the access log's uri, as Caddy logs it. Routing sets it; ""
 	// means Path was not rewritten.
 	OriginalPath string
+	// Root is the document root the routes set (Caddy's
+	// {http.vars.root}), and FileRemainder what a file matcher's
+	// split_path left after the script ({http.matchers.file.remainder}),
+	// for a FastCGI environment. Routing sets them.
+	Root          string
+	FileRemainder string
 	// Handoff is what a response that routes hands the routes the request
 	// re-enters: the error handle_errors renders, or the origin response
 	// handle_response matched. Front ends leave it nil; routing sets it.
@@ -171,9 +177,6 @@ type Request struct {
 	// UUID is the request's identifier once {http.request.uuid} made one;
 	// later reads give the same. Routing sets it.
 	UUID string
-	// Root is the root the root directive set ({http.vars.root}), ""
-	// when none did. Routing sets it.
-	Root string
 	// File is what the last file matcher that matched found: Caddy's
 	// {http.matchers.file.*}; nil when none did. Routing sets it.
 	File *FileMatch
