@@ -112,8 +112,8 @@ var placeholders = map[string]phKind{
 	"remote_port": phRemotePort, "http.request.remote.port": phRemotePort,
 	"remote": phRemote, "http.request.remote": phRemote,
 	"client_ip": phClientIP, "http.vars.client_ip": phClientIP,
-	"http.auth.user.id":                       phAuthUser,
-	"upstream_hostport":                       phUpstreamHostport, "http.reverse_proxy.upstream.hostport": phUpstreamHostport,
+	"http.auth.user.id": phAuthUser,
+	"upstream_hostport": phUpstreamHostport, "http.reverse_proxy.upstream.hostport": phUpstreamHostport,
 	"http.reverse_proxy.upstream.host": phUpstreamHost,
 	"http.reverse_proxy.upstream.port": phUpstreamPort,
 	// What a request re-entering its routes was handed (stream.Handoff).

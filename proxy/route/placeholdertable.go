@@ -183,7 +183,9 @@ func (p part) appendTable(dst []byte, r *stream.Request) []byte {
 	case phVar:
 		dst = appendVar(dst, r, p.text)
 	case phFileMatch:
-		if f := r.File; f != nil {
+		if p.text == "remainder" {
+			dst = append(dst, r.FileRemainder...) // what split_path left
+		} else if f := r.File; f != nil {
 			switch p.text {
 			case "relative":
 				dst = append(dst, f.Relative...)
@@ -191,7 +193,7 @@ func (p part) appendTable(dst []byte, r *stream.Request) []byte {
 				dst = append(dst, f.Absolute...)
 			case "type":
 				dst = append(dst, f.Type...)
-			} // remainder: split_path is not supported, so always empty
+			}
 		}
 	case phLocal, phLocalHost, phLocalPort:
 		la, ok := r.Conn.(stream.LocalAddresser)
