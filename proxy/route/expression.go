@@ -96,19 +96,21 @@ var stringMatchers = map[string]func(args []string, name string) (Matcher, error
 
 // fileMatcher builds Caddy's file matcher for file(): package site, where
 // the matcher and its disk work live, provides it (SetFileMatcher).
-var fileMatcher func(root string, try []string, policy string) (Matcher, error)
+var fileMatcher func(root string, try []string, policy string, split []string) (Matcher, error)
 
 // SetFileMatcher gives expressions their file() function: build makes
 // the file matcher of a root ("": the request's), candidates (none:
-// {path}) and a try_policy. It is called once, at start, by package site.
-func SetFileMatcher(build func(root string, try []string, policy string) (Matcher, error)) {
+// {path}), a try_policy and split_path. It is called once, at start, by
+// package site.
+func SetFileMatcher(build func(root string, try []string, policy string, split []string) (Matcher, error)) {
 	fileMatcher = build
 }
 
 // fileCall builds file()'s matcher from its arguments, as Caddy's:
-// strings are candidates, a map has root, try_files and try_policy.
+// strings are candidates, a map has root, try_files, try_policy and
+// split_path.
 func fileCall(vals map[string][]string) Matcher {
-	if fileMatcher == nil || len(vals["split_path"]) > 0 || len(vals["fs"]) > 0 {
+	if fileMatcher == nil || len(vals["fs"]) > 0 {
 		return never{}
 	}
 	first := func(k string) string {
@@ -117,7 +119,7 @@ func fileCall(vals map[string][]string) Matcher {
 		}
 		return ""
 	}
-	m, err := fileMatcher(first("root"), vals["try_files"], first("try_policy"))
+	m, err := fileMatcher(first("root"), vals["try_files"], first("try_policy"), vals["split_path"])
 	if err != nil {
 		return never{}
 	}

@@ -12,10 +12,10 @@ import (
 func init() { route.SetFileMatcher(newFileMatcher) }
 
 // newFileMatcher is the file matcher of root ("": the request's), the
-// candidates try (none: {path}) and policy, refused where the matcher's
-// Caddyfile form is.
-func newFileMatcher(root string, try []string, policy string) (route.Matcher, error) {
-	m := &File{Root: root}
+// candidates try (none: {path}), policy and split, refused where the
+// matcher's Caddyfile form is.
+func newFileMatcher(root string, try []string, policy string, split []string) (route.Matcher, error) {
+	m := &File{Root: root, Split: split}
 	if strings.Contains(root, "{") {
 		return nil, fmt.Errorf("file: placeholders in root %q are not supported by pollproxy", root)
 	}
