@@ -67,7 +67,7 @@ func directiveSources() []*source {
 	respond /t/a "{{.Req.URL.Path}} {{.Host}} {{upper \"x\"}} {{ph \"method\"}} [{{.Cookie \"c\"}}] {{.RemoteIP}} {{stripHTML \"<b>bold</b>\"}}"
 	respond /t/b "{{ broken"
 	respond /t/c "x{{httpError 404}}"
-	respond /t/d "{{.RespHeader.Set \"X-T\" \"set\"}}{{markdown \"# Head\"}}"
+	respond /t/d "{{.RespHeader.Set \"X-T\" \"set\"}}{{markdown \"# Head\\n\\n` + "```go\\nfunc main() {}\\n```" + `\"}}"
 	respond /plain "{{kept}}"
 }`, requests: []request{get("/t/a", "Cookie", "c=v"), get("/t/b"), get("/t/c"), get("/t/d"), get("/plain"), {method: "HEAD", path: "/t/a"}}},
 		{name: "directives/file-expression", caddyfile: "fc.test {\n\troot * WWW\n\t@exists `file()`\n\t@html `file('{path}.html') && method('GET')`\n\t@sub `file({'try_files': ['{path}/index.html']})`\n\trespond @exists \"exists {file_match.relative} {http.matchers.file.type} {http.matchers.file.absolute} [{http.matchers.file.remainder}]\"\n\trespond @html \"html\"\n\trespond @sub \"sub\"\n\t@dir file {path}/\n\trespond @dir \"dir {file_match.relative} {file_match.type} {file_match.absolute}\"\n\trespond \"none\"\n}",

@@ -13,5 +13,6 @@
 // One job per file: render.go (Config, Input, Render and the result),
 // context.go (the template context and Caddy's functions), frontmatter.go
 // (splitFrontMatter's YAML, TOML and JSON front matter), markdown.go (the
-// markdown function) and striphtml.go (stripHTML).
+// markdown function, highlighted with chroma) and striphtml.go
+// (stripHTML).
 package templates

@@ -4,16 +4,20 @@ import (
 	"bytes"
 	"fmt"
 
+	chromahtml "github.com/alecthomas/chroma/v2/formatters/html"
 	"github.com/yuin/goldmark"
+	highlighting "github.com/yuin/goldmark-highlighting/v2"
 	"github.com/yuin/goldmark/extension"
 	"github.com/yuin/goldmark/parser"
 	gmhtml "github.com/yuin/goldmark/renderer/html"
 )
 
 // md is the markdown function's converter: GitHub-flavoured markdown,
-// footnotes, heading ids, raw HTML kept, as Caddy's.
+// footnotes, code blocks highlighted with chroma's CSS classes, heading
+// ids, raw HTML kept, as Caddy's.
 var md = goldmark.New(
-	goldmark.WithExtensions(extension.GFM, extension.Footnote),
+	goldmark.WithExtensions(extension.GFM, extension.Footnote,
+		highlighting.NewHighlighting(highlighting.WithFormatOptions(chromahtml.WithClasses(true)))),
 	goldmark.WithParserOptions(parser.WithAutoHeadingID()),
 	goldmark.WithRendererOptions(gmhtml.WithUnsafe()),
 )
