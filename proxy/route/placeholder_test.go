@@ -40,10 +40,10 @@ func TestPlaceholders(t *testing.T) {
 		}
 	}
 	for tmpl, want := range map[string]string{
-		"{labels.x}":                        "want a whole number",
-		"{http.request.tls.client.subject}": "not supported by pollproxy",
-		"{query.page}":                      "request fields in response edits",
-		"{cookie.theme}":                    "request fields in response edits",
+		"{labels.x}":          "want a whole number",
+		"{http.request.body}": "not supported by pollproxy",
+		"{query.page}":        "request fields in response edits",
+		"{cookie.theme}":      "request fields in response edits",
 	} {
 		_, err := ParseTemplate(tmpl, TemplateOptions{NoRequestFields: strings.Contains(tmpl, "query") || strings.Contains(tmpl, "cookie")})
 		if err == nil || !strings.Contains(err.Error(), want) {

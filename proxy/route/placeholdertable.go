@@ -50,13 +50,17 @@ func systemValue(name string) (string, bool) {
 var timeFormats = map[string]bool{"time.now": true, "time.now.http": true, "time.now.rfc3339": true,
 	"time.now.common_log": true, "time.now.year": true, "time.now.unix": true, "time.now.unix_ms": true}
 
-// tlsFields are the {http.request.tls.*} fields of the server side of
-// the connection; the client certificate's are not supported.
+// tlsFields are the {http.request.tls.*} fields of the connection; the
+// client certificate's are clientcert.go's.
 var tlsFields = map[string]bool{"version": true, "cipher_suite": true, "resumed": true, "proto": true,
 	"proto_mutual": true, "server_name": true, "ech": true}
 
 // tlsShorthands are the Caddyfile's shorthands for them.
-var tlsShorthands = map[string]string{"tls_cipher": "cipher_suite", "tls_version": "version"}
+var tlsShorthands = map[string]string{"tls_cipher": "cipher_suite", "tls_version": "version",
+	"tls_client_fingerprint": "client.fingerprint", "tls_client_issuer": "client.issuer",
+	"tls_client_serial": "client.serial", "tls_client_subject": "client.subject",
+	"tls_client_certificate_pem":        "client.certificate_pem",
+	"tls_client_certificate_der_base64": "client.certificate_der_base64"}
 
 // tablePart compiles a placeholder of the rest of Caddy's table that
 // takes an argument or a family of names.
@@ -67,7 +71,7 @@ func tablePart(name string, opt TemplateOptions) (part, bool) {
 	if f, ok := tlsShorthands[name]; ok {
 		return part{kind: phTLS, text: f}, true
 	}
-	if f, ok := strings.CutPrefix(name, "http.request.tls."); ok && tlsFields[strings.ToLower(f)] {
+	if f, ok := strings.CutPrefix(name, "http.request.tls."); ok && (tlsFields[strings.ToLower(f)] || clientField(strings.ToLower(f))) {
 		return part{kind: phTLS, text: strings.ToLower(f)}, true
 	}
 	for _, prefix := range [...]string{"vars.", "http.vars."} {
@@ -322,6 +326,8 @@ func appendTLS(dst []byte, st *stream.TLSState, field string) []byte {
 		dst = append(dst, st.ServerName...)
 	case "ech":
 		dst = strconv.AppendBool(dst, st.ECH)
+	default:
+		dst = appendClientCert(dst, st, field)
 	}
 	return dst
 }

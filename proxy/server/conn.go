@@ -407,6 +407,9 @@ func (c *conn) handshakeProgress() {
 	cs := c.sess.ConnectionState()
 	info := &stream.TLSState{Resumed: cs.DidResume, Version: cs.Version, CipherSuite: cs.CipherSuite,
 		Proto: cs.NegotiatedProtocol, ServerName: cs.ServerName, ECH: cs.ECHAccepted}
+	if len(cs.PeerCertificates) > 0 {
+		info.PeerCertificate = cs.PeerCertificates[0]
+	}
 	if cs.NegotiatedProtocol == "h2" {
 		cfg := t.cfg.H2
 		cfg.TLS = info

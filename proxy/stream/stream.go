@@ -72,6 +72,7 @@
 package stream
 
 import (
+	"crypto/x509"
 	"errors"
 	"net/netip"
 	"strconv"
@@ -326,6 +327,9 @@ type TLSState struct {
 	Proto       string // the ALPN protocol
 	ServerName  string
 	ECH         bool
+	// PeerCertificate is the client's certificate (client_auth), nil
+	// when it sent none: Caddy's {http.request.tls.client.*}.
+	PeerCertificate *x509.Certificate
 }
 
 // ClientValues appends to dst the values of every field named name
