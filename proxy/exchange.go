@@ -35,8 +35,12 @@ type exchange struct {
 	method  string
 	head    []byte // the translated request head, kept for a retry
 	hasBody bool
-	chunked bool
-	https   bool
+	// dropBody: the origin's request has no body though the client's has
+	// (reverse_proxy's method GET or HEAD); the client's is read and
+	// dropped.
+	dropBody bool
+	chunked  bool
+	https    bool
 
 	early     []byte // body bytes framed before a connection was bound
 	earlyBody int
@@ -487,7 +491,7 @@ func (ex *exchange) connected() {
 // OnBody forwards request body bytes, framed for the origin.
 func (ex *exchange) OnBody(p []byte) {
 	ex.bodyRead += int64(len(p))
-	if ex.phase == phaseDone {
+	if ex.phase == phaseDone || ex.dropBody {
 		ex.w.Consumed(len(p)) // answered already: drain and drop
 		return
 	}

@@ -23,11 +23,12 @@ import (
 
 // h2Request builds the origin's request head for req as HTTP/2 fields:
 // the same translation as an HTTP/1.1 head's (requestFields), with Host
-// as :authority.
-func (h *Handler) h2Request(req *stream.Request, trusted bool) *h2Request {
+// as :authority, and method and the target as reverse_proxy's method and
+// rewrite leave them.
+func (h *Handler) h2Request(req *stream.Request, method string, trusted bool) *h2Request {
 	fs := h.requestFields(req, trusted)
 	r := &h2Request{}
-	r.Method, r.Path = req.Method, originTarget(req.Path)
+	r.Method, r.Path = method, originTarget(h.upstreamTarget(req))
 	r.Scheme = "http"
 	if h.cfg.TLS != nil {
 		r.Scheme = "https"
@@ -58,7 +59,10 @@ func (ex *exchange) h1Head() {
 		return
 	}
 	trusted := route.Trusted(req.RemoteAddr.Addr(), ex.h.cfg.TrustedProxies)
-	ex.head, ex.chunked = ex.h.requestHead(ex.head, req, trusted)
+	if ex.dropBody {
+		req = withoutBody(req)
+	}
+	ex.head, ex.chunked = ex.h.requestHead(ex.head, req, ex.method, trusted)
 	if !ex.chunked {
 		return
 	}

@@ -39,6 +39,12 @@ type Config struct {
 	// HeaderUp and HeaderDown edit request and response fields (Caddy's
 	// header_up and header_down).
 	HeaderUp, HeaderDown []route.HeaderOp
+	// Method and Rewrite, when set, are the origin request's method
+	// (placeholders filled, upper-cased; empty is GET) and target (built
+	// as the rewrite directive builds one): Caddy's reverse_proxy method
+	// and rewrite, which forward_auth expands to. The client's request is
+	// left as it is.
+	Method, Rewrite *route.Template
 	// PolicyArg is the policy's argument: the field of "header" (lower
 	// case, but "Host" as Caddy's names the request's host), the key of
 	// "query", the cookie's name of "cookie" (default lb), how many
@@ -223,7 +229,7 @@ func NewHandler(l *netpoll.Loop, cfg Config) *Handler {
 // Serve proxies one request.
 func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
 	ex := h.newExchange()
-	*ex = exchange{h: h, g: &h.group, w: w, req: req, conn: req.Conn, method: req.Method, hasBody: req.HasBody, key: h.key(req), https: req.Scheme == "https", client: req.RemoteAddr,
+	*ex = exchange{h: h, g: &h.group, w: w, req: req, conn: req.Conn, method: h.upstreamMethod(req), hasBody: req.HasBody, key: h.key(req), https: req.Scheme == "https", client: req.RemoteAddr,
 		timer: ex.timer, bodyTimer: ex.bodyTimer, head: ex.head[:0]}
 	trusted := route.Trusted(req.RemoteAddr.Addr(), h.cfg.TrustedProxies)
 	if trusted && !ex.https && h.group.policy == Cookie {
@@ -253,6 +259,12 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 		ex.end(answer(413, observe.ReasonBodyTooLarge, ""))
 		return ex
 	}
+	head := req
+	if req.Upgrade == "" && ex.hasBody && h.dropsBody(req, ex.method) {
+		// As Caddy's reverse proxy: a request rewritten to GET or HEAD
+		// goes without its body, which is read and dropped.
+		head, ex.hasBody, ex.dropBody = withoutBody(req), false, true
+	}
 	if h.cfg.FastCGI != nil { // no upgrade, no HTTP/2: FastCGI has neither
 		if !h.fcgiStart(ex, req, trusted) {
 			return ex
@@ -264,15 +276,15 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 			ex.end(answer(502, observe.ReasonBroken, "upgrades to an HTTP/2 upstream are not supported"))
 			return ex
 		}
-		ex.h2req = h.h2Request(req, trusted)
+		ex.h2req = h.h2Request(head, ex.method, trusted)
 	} else if req.Upgrade == "" && h.cfg.H2 && h.cfg.TLS != nil && h.group.speaksH2() {
-		ex.h2req = h.h2Request(req, trusted) // the HTTP/1.1 head too, if ALPN says so (attach)
+		ex.h2req = h.h2Request(head, ex.method, trusted) // the HTTP/1.1 head too, if ALPN says so (attach)
 	} else if req.Upgrade != "" {
 		if !ex.startUpgrade(req, trusted) {
 			return nil
 		}
 	} else {
-		ex.head, ex.chunked = h.requestHead(ex.head, req, trusted)
+		ex.head, ex.chunked = h.requestHead(ex.head, head, ex.method, trusted)
 	}
 	if !req.HasBody && ex.tun == nil {
 		// An upgrade's "body" is the tunnel that may follow the 101.

@@ -199,6 +199,11 @@ type Address struct {
 type Proxy struct {
 	Pos       Pos
 	Upstreams []string // host:port
+	// Method and Rewrite are its method and rewrite: the origin's request
+	// gets that method (placeholders filled, upper-cased) and that target
+	// (built as the rewrite directive builds one), the client's request
+	// staying as it is. nil: the request's own.
+	Method, Rewrite *route.Template
 	// Responses are its handle_response and replace_status, with their
 	// response matchers resolved.
 	Responses []site.ResponseHandler
@@ -286,6 +291,8 @@ func (p Proxy) ProxyConfig(ups []*upstream.Upstream) proxy.Config {
 		ReadTimeout:           p.ReadTimeout,
 		WriteTimeout:          p.WriteTimeout,
 		HeaderUp:              p.headerUp(),
+		Method:                p.Method,
+		Rewrite:               p.Rewrite,
 		HeaderDown:            p.HeaderDown,
 		StreamTimeout:         p.Stream.Timeout,
 		StreamCloseDelay:      p.Stream.CloseDelay,

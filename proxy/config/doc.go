@@ -19,8 +19,10 @@
 // (stream_timeout, stream_close_delay, h2_extended_connect), tls.go
 // (the tls directive: TLS, ClientAuth, Issuer) with tlsglobal.go (the TLS
 // global options: local_certs, pki, on_demand_tls ...) and https.go
-// (which sites are HTTPS, redirects), and unsupported.go (Caddy's names
-// pollproxy lacks). Every error names the
+// (which sites are HTTPS, redirects), vars.go (the vars and map
+// directives and the vars and vars_regexp matchers), namedroute.go
+// (named routes and invoke), templates.go (templates), and
+// unsupported.go (Caddy's names pollproxy lacks). Every error names the
 // file and line it comes from and what was expected, as in
 //
 //	Caddyfile:12: reverse_proxy: lb_policy: unknown policy "fastest" (want round_robin, ...)

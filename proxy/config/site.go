@@ -18,13 +18,13 @@ import (
 var siteDirectives = []string{"reverse_proxy", "php_fastcgi", "handle", "handle_path", "route", "redir", "respond",
 	"header", "request_header", "uri", "rewrite", "abort", "basic_auth", "root", "file_server", "try_files",
 	"request_body", "log_skip", "log", "forward_auth", "error", "handle_errors", "copy_response",
-	"copy_response_headers", "intercept", "method", "encode", "tls", "@name (a named matcher)"}
+	"copy_response_headers", "intercept", "method", "encode", "vars", "map", "invoke", "templates", "tls", "@name (a named matcher)"}
 
 // implemented are the route directives pollproxy compiles, sorted in
 // the configuration's directive order (order.go; handle_path sorts as
 // handle, skip_log is log_skip's older name and basicauth basic_auth's,
 // which Caddy still reads and sorts just before them).
-var implemented = set("root", "skip_log", "log_skip", "header", "copy_response_headers", "request_body",
+var implemented = set("map", "vars", "invoke", "templates", "root", "skip_log", "log_skip", "header", "copy_response_headers", "request_body",
 	"redir", "method", "rewrite", "uri", "try_files", "basicauth", "basic_auth", "forward_auth",
 	"request_header", "encode", "intercept", "handle", "route", "abort", "error", "copy_response", "respond",
 	"reverse_proxy", "php_fastcgi", "file_server")
@@ -249,7 +249,7 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 			p.errf(d, "rewrite: want [matcher] target, e.g. rewrite /old /new or rewrite * /index.html")
 			return v, false
 		}
-		t, err := route.ParseTemplate(args[0], route.TemplateOptions{})
+		t, err := route.ParseTemplate(args[0], route.TemplateOptions{ReplaceAll: true})
 		if err != nil {
 			p.errf(d, "rewrite: %v", err)
 			return v, false
@@ -282,6 +282,17 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 		n.Do = &site.SetMethod{Method: strings.ToUpper(args[0])}
 	case "encode":
 		p.encode(d, n)
+	case "vars":
+		p.varsDirective(d, n)
+	case "map":
+		p.mapDirective(d, n)
+		return v, true
+	case "invoke":
+		p.invoke(s, d, n)
+		return v, true
+	case "templates":
+		p.templatesDirective(d, n)
+		return v, true
 	case "abort":
 		if args := d.RemainingArgs(); len(args) > 0 {
 			p.errf(d, "abort: takes only a matcher")
@@ -409,13 +420,22 @@ func (p *parser) respond(d *caddyfile.Dispenser, n *site.Node) {
 	for nest := d.Nesting(); d.NextBlock(nest); {
 		switch sub := d.Val(); sub {
 		case "body":
+			if body != "" {
+				p.errf(d, "respond: body already specified") // Caddy's refusal
+				d.RemainingArgs()
+				continue
+			}
 			if v, ok := p.oneArg(d, "respond: body", "the body"); ok {
 				body = v
 			}
 		case "close":
-			p.errf(d, "respond: close is not supported by pollproxy")
+			if d.NextArg() {
+				p.errf(d, "respond: close takes no argument")
+				d.RemainingArgs()
+			}
+			r.Close = true
 		default:
-			p.errf(d, "respond: unknown option %q (want body)", sub)
+			p.errf(d, "respond: unknown option %q (want body, close)", sub)
 			d.RemainingArgs()
 		}
 	}

@@ -36,15 +36,15 @@ var unsupportedServers = set("strict_sni_host", "keepalive_interval",
 	"enable_full_duplex", "trace", "listen_protocols", "0rtt", "max_header_bytes")
 
 var unsupportedDirectives = set("abort_with", "acme_server", "bind",
-	"fs", "import", "invoke",
-	"log_append", "log_name", "log_level", "map", "metrics", "push",
-	"templates", "tracing", "vars", "timeouts")
+	"fs", "import",
+	"log_append", "log_name", "log_level", "metrics", "push",
+	"tracing", "timeouts")
 
-var unsupportedMatchers = set("vars", "vars_regexp", "tls", "path_regexp_all")
+var unsupportedMatchers = set("tls", "path_regexp_all")
 
 var unsupportedProxy = set("buffer_requests", "buffer_responses",
 	"request_buffers", "response_buffers", "max_buffer_size",
-	"method", "rewrite", "unhealthy_request_count", "verbose_logs", "stream_buffer_size",
+	"unhealthy_request_count", "verbose_logs", "stream_buffer_size",
 	"weighted_round_robin", "health_path", "health_follow_redirects", "health_method",
 	"health_request_body", "health_query")
 

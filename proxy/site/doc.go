@@ -16,8 +16,9 @@
 // re-entering its routes), relay.go (a request answered first by another
 // exchange), forwardauth.go (forward_auth), handleresponse.go
 // (handle_response, intercept, copy_response), errors.go (handle_errors,
-// error) and answerlog.go (the access log of the answers the routes
-// make).
+// error), filecel.go (file() in expressions), templates.go (a response
+// the templates directive renders in the file pool) and answerlog.go
+// (the access log of the answers the routes make).
 //
 // A Table is built once per (re)load and only read afterwards, so one
 // is shared by every loop; what is per loop (the reverse proxies a table

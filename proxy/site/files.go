@@ -3,6 +3,7 @@ package site
 import (
 	"net/url"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -218,6 +219,12 @@ func matchedFile(c *route.Ctx, cd candidate) bool {
 	}
 	c.FileRel = (&url.URL{Path: rel}).EscapedPath()
 	c.FileRem = cd.rem
+	abs := filepath.Join(firstOf(cd.key.root, "."), filepath.FromSlash(cd.key.rel))
+	typ := "file"
+	if cd.dir {
+		abs, typ = abs+string(filepath.Separator), "directory"
+	}
+	c.Req.File = &stream.FileMatch{Relative: rel, Absolute: filepath.ToSlash(abs), Type: typ}
 	return true
 }
 
