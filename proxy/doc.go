@@ -27,6 +27,15 @@
 //     idle, busy, tunnel, closed) and every transition between them.
 //   - backendwire.go: that connection's wire, in clear or through TLS,
 //     chosen once when it is made; the only code that asks which.
+//   - fcgiconn.go: a backend connection to a FastCGI application: the
+//     records it reads cut apart in place, the CGI head put behind a
+//     status line for the response parser, FCGI_END_REQUEST as the end.
+//   - fcgirequest.go: the FastCGI transport's request: the CGI
+//     environment as Caddy builds it, FCGI_PARAMS and FCGI_STDIN, a body
+//     of unknown length buffered (4 KiB) to learn CONTENT_LENGTH.
+//   - fcgiretry.go: what a FastCGI request sent on a reused connection,
+//     kept (64 KiB at most) to send it again when php-fpm had closed the
+//     connection under it.
 //   - exchange.go: one proxied request, between the client's stream and a
 //     backend connection, with backpressure both ways. Its phase (new,
 //     queued, sent, streaming, tunnel, done) says where it is and what its
@@ -49,7 +58,8 @@
 //   - h2tunnel.go: such a tunnel to an h2c origin: an RFC 8441 extended
 //     CONNECT on a shared origin connection, the bytes as DATA frames.
 //   - retire.go: a handler a reload replaced, finishing what it started
-//     and closing what went to a removed upstream.
+//     and closing what went to a removed upstream, and a handler closed
+//     with its server; both close their pools' idle connections.
 //
 // Calls go one way: an exchange asks a pool for a connection and drives
 // it; a connection tells its exchange what happened on the socket; a pool

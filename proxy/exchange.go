@@ -36,8 +36,12 @@ type exchange struct {
 	method  string
 	head    []byte // the translated request head, kept for a retry
 	hasBody bool
-	chunked bool
-	https   bool
+	// dropBody: the origin's request has no body though the client's has
+	// (reverse_proxy's method GET or HEAD); the client's is read and
+	// dropped.
+	dropBody bool
+	chunked  bool
+	https    bool
 
 	early     []byte // body bytes framed before a connection was bound
 	earlyBody int
@@ -87,6 +91,23 @@ type exchange struct {
 	held       []stream.Field
 	kept       []byte
 	after      []byte
+
+	// fcgiHeld: a FastCGI request whose body's length is unknown; the
+	// body waits in early (at most fcgiBufferLimit) and the request
+	// starts when it ends. trusted is the peer's trust, for its CGI
+	// environment then.
+	fcgiHeld bool
+	trusted  bool
+	// replay is what a FastCGI request sent on a reused connection after
+	// its head (FCGI_STDIN records), kept while at most fcgiReplayMax so
+	// that the request can be sent again if the connection turns out to
+	// have been closed under it; replayBody is how much of it is the
+	// client's body, written how much of that reached the socket
+	// (fcgiretry.go).
+	replay     []byte
+	replayBody int
+	written    int
+	replayOK   bool
 
 	// released: the front end is done with the request (OnRelease). The
 	// exchange goes back to its handler's free list (recycle) once it is
@@ -449,6 +470,9 @@ func (ex *exchange) attach(bc *backendConn, reused bool) {
 	// the phase it left behind.
 	ex.arm(ex.h.cfg.ResponseHeaderTimeout)
 	bc.request(ex.method, ex.tun != nil)
+	if ex.h.cfg.FastCGI != nil {
+		ex.fcgiAttach(reused) // before a send that may fail at once
+	}
 	if ex.h.upHead {
 		// header_up used {upstream_hostport} and the like: the marks in
 		// the head are filled for this upstream, straight into the
@@ -482,7 +506,7 @@ func (ex *exchange) connected() {
 // OnBody forwards request body bytes, framed for the origin.
 func (ex *exchange) OnBody(p []byte) {
 	ex.bodyRead += int64(len(p))
-	if ex.phase == phaseDone {
+	if ex.phase == phaseDone || ex.dropBody {
 		ex.w.Consumed(len(p)) // answered already: drain and drop
 		return
 	}
@@ -497,6 +521,10 @@ func (ex *exchange) OnBody(p []byte) {
 }
 
 func (ex *exchange) sendBody(p []byte, body int) {
+	if ex.h.cfg.FastCGI != nil {
+		ex.fcgiSendBody(p, body)
+		return
+	}
 	if ex.h2req != nil && ex.tun != nil && ex.phase != phaseTunnel {
 		ex.keep(p, body, false) // until the origin's 2xx (h2Switched)
 		return
@@ -544,7 +572,14 @@ func (ex *exchange) OnBodyEnd(trailers []stream.Field) {
 		ex.endH2Body(trailers) // h2exchange.go
 		return
 	}
-	if ex.phase == phaseDone || !ex.chunked {
+	if ex.phase == phaseDone {
+		return
+	}
+	if ex.h.cfg.FastCGI != nil {
+		ex.fcgiBodyEnd()
+		return
+	}
+	if !ex.chunked {
 		return
 	}
 	valid := trailers[:0:0]
@@ -559,6 +594,7 @@ func (ex *exchange) OnBodyEnd(trailers []stream.Field) {
 // bodyWritten reports body bytes that reached the origin's socket: only now
 // may the client send that many more.
 func (ex *exchange) bodyWritten(n int) {
+	ex.written += n
 	if ex.phase == phaseTunnel {
 		ex.tun.bytesIn += int64(n)
 		ex.tunnelActive()
@@ -664,7 +700,12 @@ func (ex *exchange) responseHead(p *h1.ResponseParser) {
 		ex.arm(ex.h.cfg.ReadTimeout)
 	}
 	via := "1.1 pollproxy"
-	if p.Proto10() {
+	switch {
+	case ex.h.cfg.FastCGI != nil:
+		// Caddy's Via names the version of the origin's response, and a
+		// FastCGI response has none: "0.0".
+		via = "0.0 pollproxy"
+	case p.Proto10():
 		via = "1.0 pollproxy"
 	}
 	fields := responseVia(ex.h.responseFields(p.Header()), via)
@@ -747,6 +788,9 @@ func (ex *exchange) backendFailed(err error) {
 	case ex.canRetry():
 		ex.retried = true
 		ex.pool.up.Retries.Add(1)
+		if ex.hasBody {
+			ex.fcgiReplay()
+		}
 		ex.acquire(ex.pool, true)
 	case ex.phase == phaseStreaming:
 		// Counted, and told to the access log by the report; never
@@ -768,8 +812,18 @@ func (ex *exchange) backendFailed(err error) {
 // canRetry: a reused connection that failed before a single response byte
 // most likely raced the origin's keep-alive close; replaying is safe for a
 // request without a body whose method is idempotent (RFC 9110 §9.2.2).
+// A FastCGI application closes a kept connection only between requests
+// (a worker that reached pm.max_requests, a restart), so a FastCGI
+// request is sent again whatever its method, with the body it kept
+// (fcgiretry.go).
 func (ex *exchange) canRetry() bool {
-	if !ex.reused || ex.retried || ex.gotByte || ex.hasBody {
+	if !ex.reused || ex.retried || ex.gotByte {
+		return false
+	}
+	if ex.h.cfg.FastCGI != nil {
+		return !ex.hasBody || ex.replayOK
+	}
+	if ex.hasBody {
 		return false
 	}
 	switch ex.method {

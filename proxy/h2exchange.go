@@ -24,13 +24,14 @@ import (
 // h2Request readies the origin's request head for req as HTTP/2 fields
 // in the exchange's own h2Request (whose fields' array it reuses from the
 // exchange's last request): the same translation as an HTTP/1.1 head's
-// (requestFields), with Host as :authority.
-func (ex *exchange) h2Request(req *stream.Request, trusted bool) *h2Request {
+// (requestFields), with Host as :authority, and method and the target as
+// reverse_proxy's method and rewrite leave them.
+func (ex *exchange) h2Request(req *stream.Request, method string, trusted bool) *h2Request {
 	h := ex.h
 	fs := h.requestFields(req, trusted)
 	r := &ex.h2buf
 	*r = h2Request{Request: h2.Request{Header: r.Header[:0]}}
-	r.Method, r.Path = req.Method, originTarget(req.Path)
+	r.Method, r.Path = method, originTarget(h.upstreamTarget(req))
 	r.Scheme = "http"
 	if h.cfg.TLS != nil {
 		r.Scheme = "https"
@@ -60,7 +61,10 @@ func (ex *exchange) h1Head() {
 		return
 	}
 	trusted := route.Trusted(req.RemoteAddr.Addr(), ex.h.cfg.TrustedProxies)
-	ex.head, ex.chunked = ex.h.requestHead(ex.head, req, trusted)
+	if ex.dropBody {
+		req = withoutBody(req)
+	}
+	ex.head, ex.chunked = ex.h.requestHead(ex.head, req, ex.method, trusted)
 	if !ex.chunked {
 		return
 	}

@@ -368,6 +368,10 @@ func (hc *h2Conn) settle() {
 		return
 	}
 	if hc.cc.Active() == 0 {
+		if hc.pool.retired && len(hc.pool.waiters) == 0 {
+			hc.closeIdle()
+			return
+		}
 		if hc.in != nil {
 			hc.pool.h.putBuf(hc.in) // an idle connection holds no read buffer
 			hc.in = nil
@@ -397,11 +401,17 @@ func (hc *h2Conn) timedOut() {
 	case h2Up:
 		hc.idleArmed = false
 		if hc.cc.Active() == 0 {
-			hc.cc.Close()
-			hc.flush()
-			hc.close()
+			hc.closeIdle()
 		}
 	}
+}
+
+// closeIdle closes a connection with no stream open: GOAWAY, then the
+// socket.
+func (hc *h2Conn) closeIdle() {
+	hc.cc.Close()
+	hc.flush()
+	hc.close()
 }
 
 // fail ends the connection under its streams after a socket error (or a

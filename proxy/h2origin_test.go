@@ -806,8 +806,12 @@ func TestH2COriginSlowOrigin(t *testing.T) {
 		// once autotuned: docs/design.md), waiting for the origin's
 		// smaller ones; with the buffer's growth and the test's own
 		// origin and client, the peak stays under three times that. A
-		// body held whole (100 MiB, and its copies) is far above.
-		if pause > 48<<20 || growth > 96<<20 {
+		// body held whole (100 MiB, and its copies) is far above. While
+		// the origin pauses, what is held follows what the windows let
+		// the client send (more on a loaded machine, whose slower round
+		// trips autotune the window wider): twice that, with the
+		// buffer's doubling, and the test's own buffers.
+		if pause > uint64(2*stalled)+16<<20 || growth > 96<<20 {
 			t.Fatalf("heap grew by %.1f MiB while the origin paused, %.1f MiB at the peak", mib(pause), mib(growth))
 		}
 	})

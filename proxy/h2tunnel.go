@@ -34,8 +34,7 @@ func (ex *exchange) startH2Upgrade(req *stream.Request, trusted bool) bool {
 		ex.end(answer(400, observe.ReasonBadProtocol, ""))
 		return false
 	}
-	r := ex.h2Request(req, trusted)
-	r.Method = "CONNECT"
+	r := ex.h2Request(req, "CONNECT", trusted)
 	r.Protocol = req.Upgrade
 	websocket := strings.EqualFold(req.Upgrade, "websocket")
 	if websocket {

@@ -87,6 +87,11 @@ type pool struct {
 	h2    bool
 	conns []*h2Conn
 	h2tls *stdtls.Config
+	// retired: no new request comes to this pool (its handler was
+	// replaced by a reload, or its server or instance closed). A
+	// connection is kept only for a request already waiting in its
+	// queue; any other closes as soon as it has nothing in flight.
+	retired bool
 }
 
 // load is the least-connections measure: requests in flight or waiting.
@@ -203,6 +208,10 @@ func (p *pool) dequeue(ex *exchange) {
 // full), and a waiting request gets it at the end of the iteration.
 func (p *pool) release(bc *backendConn) {
 	p.active--
+	if p.retired && len(p.waiters) == 0 {
+		bc.close()
+		return
+	}
 	if p.cfg.MaxRequests > 0 && bc.requests >= p.cfg.MaxRequests {
 		bc.close()
 		return
@@ -237,6 +246,25 @@ func (p *pool) idleTimeout(bc *backendConn) time.Duration {
 		d = min(d, upstream.IdleBelow(bc.kaTimeout))
 	}
 	return d
+}
+
+// retire closes the pool's idle connections, HTTP/1.1, TLS, FastCGI
+// and HTTP/2 alike, and makes every connection in flight close once its
+// exchange is done (release, settle): nothing would ever take them again,
+// and each holds a descriptor here and a connection at the origin — a
+// php-fpm worker, which serves one connection at a time — until its idle
+// timeout, or for ever once the loop has stopped. Waiting requests are
+// still served. Idempotent.
+func (p *pool) retire() {
+	p.retired = true
+	for len(p.idle) > 0 {
+		p.idle[len(p.idle)-1].close() // forget takes it off the list
+	}
+	for i := len(p.conns) - 1; i >= 0; i-- {
+		if i < len(p.conns) {
+			p.conns[i].settle()
+		}
+	}
 }
 
 func (p *pool) dequeueFirst() {

@@ -76,7 +76,7 @@ func (ex *exchange) startUpgrade(req *stream.Request, trusted bool) bool {
 	fs = append(fs,
 		stream.Field{Name: "connection", Value: "upgrade"},
 		stream.Field{Name: "upgrade", Value: req.Upgrade})
-	ex.head = h1.AppendRequestHeadFramed(make([]byte, 0, headCap), "GET", originTarget(req.Path), fs, h1.LengthNone)
+	ex.head = h1.AppendRequestHeadFramed(make([]byte, 0, headCap), "GET", originTarget(ex.h.upstreamTarget(req)), fs, h1.LengthNone)
 	ex.chunked = false
 	return true
 }

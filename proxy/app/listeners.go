@@ -289,16 +289,21 @@ func redirectHandler(current *atomic.Pointer[map[string]int]) http.Handler {
 // usesACME reports whether some HTTPS site gets its certificate from ACME.
 func usesACME(cfg *config.Config) bool {
 	for _, s := range cfg.Sites {
-		switch s.TLS.Mode {
-		case config.TLSACME:
-			if !s.Cleartext() {
+		if s.Cleartext() || s.TLS.Mode == config.TLSFiles {
+			continue
+		}
+		p := sitePolicy(cfg, &s.TLS)
+		for _, is := range p.Issuers {
+			if is.ACME != nil || is.ZeroSSL != nil {
 				return true
 			}
-		case config.TLSAuto:
-			for _, a := range s.Addrs {
-				if !a.Cleartext && a.Host != "" && !tlscerts.UsesInternalByDefault(a.Host) {
-					return true
-				}
+		}
+		if len(p.Issuers) > 0 || s.TLS.Mode == config.TLSInternal || cfg.TLSOptions.LocalCerts {
+			continue
+		}
+		for _, a := range s.Addrs {
+			if !a.Cleartext && (a.Host == "" && s.TLS.GetsOnDemand() || a.Host != "" && !tlscerts.UsesInternalByDefault(a.Host)) {
+				return true
 			}
 		}
 	}

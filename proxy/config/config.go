@@ -54,6 +54,9 @@ type Config struct {
 	Storage string
 	// Redis, when set, replaces the Storage directory (storage redis).
 	Redis *RedisStorage
+	// TLSOptions are the other global options about certificates and
+	// handshakes (local_certs, pki, on_demand_tls ...).
+	TLSOptions
 	// DefaultBind is the host every site listens on ("" : all interfaces).
 	DefaultBind string
 	// HTTPPort is Caddy's http_port: the port of http:// sites without
@@ -196,6 +199,11 @@ type Address struct {
 type Proxy struct {
 	Pos       Pos
 	Upstreams []string // host:port
+	// Method and Rewrite are its method and rewrite: the origin's request
+	// gets that method (placeholders filled, upper-cased) and that target
+	// (built as the rewrite directive builds one), the client's request
+	// staying as it is. nil: the request's own.
+	Method, Rewrite *route.Template
 	// Responses are its handle_response and replace_status, with their
 	// response matchers resolved.
 	Responses []site.ResponseHandler
@@ -247,6 +255,9 @@ type Proxy struct {
 	// TLS, when set, speaks TLS to the upstreams (https:// upstreams,
 	// transport http's tls options).
 	TLS *UpstreamTLS
+	// FastCGI, when set, is transport fastcgi (also php_fastcgi's): the
+	// upstreams are FastCGI responders.
+	FastCGI *FastCGI
 	// Versions is transport http's versions ("1.1", "2", "h2c"); nil is
 	// Caddy's default, 1.1 and 2. An h2c:// upstream means h2c and 2.
 	Versions []string
@@ -261,7 +272,7 @@ func (p Proxy) ProxyConfig(ups []*upstream.Upstream) proxy.Config {
 	if p.KeepAliveOff {
 		pool.MaxRequests = 1
 	}
-	return proxy.Config{
+	c := proxy.Config{
 		Upstreams:             ups,
 		Policy:                p.Policy,
 		PolicyArg:             p.PolicyArg,
@@ -280,6 +291,8 @@ func (p Proxy) ProxyConfig(ups []*upstream.Upstream) proxy.Config {
 		ReadTimeout:           p.ReadTimeout,
 		WriteTimeout:          p.WriteTimeout,
 		HeaderUp:              p.headerUp(),
+		Method:                p.Method,
+		Rewrite:               p.Rewrite,
 		HeaderDown:            p.HeaderDown,
 		StreamTimeout:         p.Stream.Timeout,
 		StreamCloseDelay:      p.Stream.CloseDelay,
@@ -287,6 +300,11 @@ func (p Proxy) ProxyConfig(ups []*upstream.Upstream) proxy.Config {
 		H2C:                   p.h2c(),
 		H2:                    p.h2(),
 	}.WithDefaults()
+	if p.FastCGI != nil {
+		c.FastCGI = p.FastCGI.proxyFastCGI()
+		c.H2C, c.H2 = false, false // FastCGI is its own protocol
+	}
+	return c
 }
 
 // h2c reports whether the upstreams speak HTTP/2 with prior knowledge
@@ -333,32 +351,6 @@ func (p Proxy) headerUp() []route.HeaderOp {
 		return p.HeaderUp
 	}
 	return append([]route.HeaderOp{hostUpstream}, p.HeaderUp...)
-}
-
-// TLSMode says where a site's certificate comes from.
-type TLSMode int
-
-// TLS modes.
-const (
-	// TLSAuto is the default: ACME for public names, the local CA for
-	// localhost, IP addresses and names that cannot be public.
-	TLSAuto TLSMode = iota
-	TLSInternal
-	TLSFiles
-	TLSACME
-)
-
-// String is the mode as the Caddyfile spells it.
-func (m TLSMode) String() string {
-	return [...]string{"auto", "internal", "files", "acme"}[m]
-}
-
-// TLS is a site's tls directive.
-type TLS struct {
-	Pos       Pos
-	Mode      TLSMode
-	Cert, Key string // TLSFiles
-	Email     string // TLSACME: the account for this site
 }
 
 // Listener is one listening address and the sites it serves, routed by
@@ -418,6 +410,11 @@ func (c *Config) CheckFiles() error {
 			}
 			if _, err := rp.TLS.ClientConfig(); err != nil {
 				errs = append(errs, &Error{Pos: rp.TLS.Pos, Msg: "reverse_proxy: " + err.Error()})
+			}
+		}
+		if a := s.TLS.ClientAuth; a != nil {
+			if _, _, err := a.Load(); err != nil {
+				errs = append(errs, &Error{Pos: a.Pos, Msg: "tls: client_auth: " + err.Error()})
 			}
 		}
 		if s.TLS.Mode != TLSFiles {

@@ -229,11 +229,16 @@ func (p *parser) fileMatcher(l line) (*site.File, bool) {
 			if v, good := p.oneArg(sd, "file: try_policy", "a policy"); good {
 				m.Policy = p.tryPolicy(sd, "file", v)
 			}
-		case "split_path", "fs":
+		case "split_path":
+			if m.Split = sd.RemainingArgs(); len(m.Split) == 0 {
+				p.errf(sd, "file: split_path wants extensions such as .php")
+				ok = false
+			}
+		case "fs":
 			p.errf(sd, "file: %s is not supported by pollproxy", opt)
 			ok = false
 		default:
-			p.errf(sd, "file: unknown option %q (want root, try_files, try_policy)", opt)
+			p.errf(sd, "file: unknown option %q (want root, try_files, try_policy, split_path)", opt)
 			ok = false
 		}
 	}

@@ -68,7 +68,7 @@ func TestRedirectHosts(t *testing.T) {
 	for _, tc := range []struct{ global, want string }{
 		{"", "example.com:443 localhost:8443"},
 		{"auto_https disable_redirects", ""},
-		{"auto_https off", "error"}, // example.com would have no certificate
+		{"auto_https off", ""}, // example.com is served, its handshakes fail without a certificate
 		{"http_port off", ""},
 		// Caddy leaves the https_port out of its redirect (the outside
 		// reaches it as 443), whichever site is on it.
@@ -92,5 +92,23 @@ func TestRedirectHosts(t *testing.T) {
 		if s := strings.Join(slices.Sorted(slices.Values(got)), " "); s != tc.want {
 			t.Errorf("%q: redirects %q, want %q", tc.global, s, tc.want)
 		}
+	}
+}
+
+// TestTLSWithoutConnectionPolicy: a tls directive that only says where
+// certificates come from (an e-mail, internal) leaves a site on the
+// http_port in cleartext, as in Caddy; one that changes handshakes is
+// refused there.
+func TestTLSWithoutConnectionPolicy(t *testing.T) {
+	c, err := Parse("Caddyfile", []byte(":80 {\n\trespond ok\n\ttls you@example.com\n}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Sites[0].Cleartext() || c.Sites[0].TLS.Email != "you@example.com" {
+		t.Errorf("cleartext %v email %q", c.Sites[0].Cleartext(), c.Sites[0].TLS.Email)
+	}
+	_, err = Parse("Caddyfile", []byte(":80 {\n\trespond ok\n\ttls {\n\t\tclient_auth {\n\t\t\tmode request\n\t\t}\n\t}\n}\n"))
+	if err == nil || !strings.Contains(err.Error(), "attempts to configure TLS connection policies") {
+		t.Errorf("client_auth on :80: %v", err)
 	}
 }

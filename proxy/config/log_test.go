@@ -177,7 +177,7 @@ x.example.com {
 func TestLogErrors(t *testing.T) {
 	site := "\nx.example.com {\n\treverse_proxy :8080\n}\n"
 	for _, c := range []struct{ in, want string }{
-		{"{\n\torder templates before respond\n}" + site, "Caddyfile:2: order: templates is not supported by pollproxy"},
+		{"{\n\torder push before respond\n}" + site, "Caddyfile:2: order: push is not supported by pollproxy"},
 		{"{\n\torder rate_limit before basic_auth\n}" + site, "Caddyfile:2: order: rate_limit is not a directive pollproxy knows (plugins are not supported by pollproxy)"},
 		{"{\n\torder header sideways\n}" + site, "Caddyfile:2: order: unknown positional 'sideways' (want first, last, before or after)"},
 		{"{\n\torder header before nothing\n}" + site, "Caddyfile:2: order: directive 'nothing' not found"},

@@ -15,19 +15,19 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/site"
 )
 
-var siteDirectives = []string{"reverse_proxy", "handle", "handle_path", "route", "redir", "respond",
+var siteDirectives = []string{"reverse_proxy", "php_fastcgi", "handle", "handle_path", "route", "redir", "respond",
 	"header", "request_header", "uri", "rewrite", "abort", "basic_auth", "root", "file_server", "try_files",
 	"request_body", "log_skip", "log", "forward_auth", "error", "handle_errors", "copy_response",
-	"copy_response_headers", "intercept", "method", "encode", "tls", "@name (a named matcher)"}
+	"copy_response_headers", "intercept", "method", "encode", "vars", "map", "invoke", "templates", "tls", "@name (a named matcher)"}
 
 // implemented are the route directives pollproxy compiles, sorted in
 // the configuration's directive order (order.go; handle_path sorts as
 // handle, skip_log is log_skip's older name and basicauth basic_auth's,
 // which Caddy still reads and sorts just before them).
-var implemented = set("root", "skip_log", "log_skip", "header", "copy_response_headers", "request_body",
+var implemented = set("map", "vars", "invoke", "templates", "root", "skip_log", "log_skip", "header", "copy_response_headers", "request_body",
 	"redir", "method", "rewrite", "uri", "try_files", "basicauth", "basic_auth", "forward_auth",
 	"request_header", "encode", "intercept", "handle", "route", "abort", "error", "copy_response", "respond",
-	"reverse_proxy", "file_server")
+	"reverse_proxy", "php_fastcgi", "file_server")
 
 // value is one routing directive before sorting: Caddy's "config value".
 type value struct {
@@ -84,10 +84,10 @@ func (p *parser) site(b caddyfile.ServerBlock) {
 		return s.Routes.Errors[i].Match != nil && s.Routes.Errors[j].Match == nil
 	})
 	s.Routes.Proxies = len(s.Proxies)
-	// A site of directives that answer nothing (only header, rewrite
-	// ...) gets Caddy's empty 200, as Caddy's own examples expect; a
+	// A site of directives that answer nothing (only header, rewrite,
+	// tls ...) gets Caddy's empty 200, as Caddy's own examples expect; a
 	// site with no directive at all is surely a mistake.
-	if len(ds) == 0 && len(errs) == 0 && len(s.Proxies) == 0 && !answers(nodes) && len(p.errs) == nerrs {
+	if len(ds) == 0 && len(errs) == 0 && len(s.Proxies) == 0 && s.TLS.Pos.Line == 0 && !answers(nodes) && len(p.errs) == nerrs {
 		p.errAt(s.Pos, "site %s: no reverse_proxy, respond or redir (want e.g. reverse_proxy :8080)", strings.Join(b.GetKeysText(), ", "))
 	}
 	p.cfg.Sites = append(p.cfg.Sites, s)
@@ -214,6 +214,8 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 		rp := p.reverseProxy(d)
 		n.Do = &site.Proxy{Index: len(s.Proxies), Responses: rp.Responses}
 		s.Proxies = append(s.Proxies, &rp)
+	case "php_fastcgi":
+		p.phpFastCGI(d, s, n)
 	case "handle", "route", "handle_path":
 		g := &site.Group{}
 		if args := d.RemainingArgs(); len(args) > 0 {
@@ -247,7 +249,7 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 			p.errf(d, "rewrite: want [matcher] target, e.g. rewrite /old /new or rewrite * /index.html")
 			return v, false
 		}
-		t, err := route.ParseTemplate(args[0], route.TemplateOptions{})
+		t, err := route.ParseTemplate(args[0], route.TemplateOptions{ReplaceAll: true})
 		if err != nil {
 			p.errf(d, "rewrite: %v", err)
 			return v, false
@@ -280,6 +282,17 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 		n.Do = &site.SetMethod{Method: strings.ToUpper(args[0])}
 	case "encode":
 		p.encode(d, n)
+	case "vars":
+		p.varsDirective(d, n)
+	case "map":
+		p.mapDirective(d, n)
+		return v, true
+	case "invoke":
+		p.invoke(s, d, n)
+		return v, true
+	case "templates":
+		p.templatesDirective(d, n)
+		return v, true
 	case "abort":
 		if args := d.RemainingArgs(); len(args) > 0 {
 			p.errf(d, "abort: takes only a matcher")
@@ -407,13 +420,22 @@ func (p *parser) respond(d *caddyfile.Dispenser, n *site.Node) {
 	for nest := d.Nesting(); d.NextBlock(nest); {
 		switch sub := d.Val(); sub {
 		case "body":
+			if body != "" {
+				p.errf(d, "respond: body already specified") // Caddy's refusal
+				d.RemainingArgs()
+				continue
+			}
 			if v, ok := p.oneArg(d, "respond: body", "the body"); ok {
 				body = v
 			}
 		case "close":
-			p.errf(d, "respond: close is not supported by pollproxy")
+			if d.NextArg() {
+				p.errf(d, "respond: close takes no argument")
+				d.RemainingArgs()
+			}
+			r.Close = true
 		default:
-			p.errf(d, "respond: unknown option %q (want body)", sub)
+			p.errf(d, "respond: unknown option %q (want body, close)", sub)
 			d.RemainingArgs()
 		}
 	}
@@ -582,31 +604,6 @@ func (p *parser) uri(d *caddyfile.Dispenser, n *site.Node) {
 	default:
 		p.errf(d, "uri: unknown operation %q (want strip_prefix, strip_suffix, replace, path_regexp, query)", args[0])
 	}
-}
-
-func (p *parser) tls(d *caddyfile.Dispenser) TLS {
-	t := TLS{Pos: dpos(d)}
-	args := d.RemainingArgs()
-	switch {
-	case len(args) == 0:
-	case len(args) == 1 && args[0] == "internal":
-		t.Mode = TLSInternal
-	case len(args) == 1 && strings.Contains(args[0], "@"):
-		t.Mode, t.Email = TLSACME, args[0]
-	case len(args) == 2:
-		t.Mode, t.Cert, t.Key = TLSFiles, args[0], args[1]
-	default:
-		p.errf(d, "tls: want internal, CERT_FILE KEY_FILE, or an ACME account e-mail")
-	}
-	block := false
-	for nest := d.Nesting(); d.NextBlock(nest); {
-		block = true
-		p.notOurs(d, "tls: ", d.Val(), unsupportedTLS, "no block: internal, CERT_FILE KEY_FILE or an e-mail")
-	}
-	if len(args) == 0 && !block {
-		p.errAt(t.Pos, "tls: want internal, CERT_FILE KEY_FILE, or an ACME account e-mail")
-	}
-	return t
 }
 
 // parseAddress reads a site address: [https://]host[:port], :port, or

@@ -10,10 +10,15 @@
 // One job per file: router.go (host to site), match.go (request
 // matchers and the Ctx they read), expression.go (CEL), respmatch.go
 // (response matchers), header.go (header operations), placeholder.go
-// (placeholders), rewritetarget.go (the target a rewrite builds),
-// uriquery.go (uri query edits), query.go (reading a query as Caddy
-// does), cookie.go (reading a cookie as Caddy does), clientip.go (the
-// client's address) and ranges.go (IP ranges and private_ranges).
+// (placeholders), placeholdertable.go (the rest of Caddy's placeholder
+// table: URI forms, the original request, TLS, time, system, vars and
+// map), clientcert.go (the client certificate's placeholders), vars.go
+// (the vars directive's operations and the vars and vars_regexp
+// matchers), mapper.go (the map directive's placeholders),
+// rewritetarget.go (the target a rewrite builds), uriquery.go (uri
+// query edits), query.go (reading a query as Caddy does), cookie.go
+// (reading a cookie as Caddy does), clientip.go (the client's address)
+// and ranges.go (IP ranges and private_ranges).
 //
 // Everything here is built once per (re)load and only read afterwards,
 // so it is shared by every loop. What a request does on a loop, the

@@ -48,6 +48,9 @@ type Ctx struct {
 	Files any
 	// FileRel is {http.matchers.file.relative}: what a file matcher found.
 	FileRel string
+	// FileRem is {http.matchers.file.remainder}: what its split_path cut
+	// off after the file.
+	FileRem string
 	// FailStatus is the status a file matcher reached ("=NNN"): the
 	// routes stop and answer it as an error.
 	FailStatus int

@@ -105,7 +105,7 @@ func TestExpression(t *testing.T) {
 			t.Errorf("%s: %v, want %v", src, got, want)
 		}
 	}
-	for _, src := range []string{`{method} ==`, `{method}`, `{nope} == "x"`, `colour('red')`} {
+	for _, src := range []string{`{method} ==`, `{method}`, `{http.nope} == "x"`, `colour('red')`} {
 		if _, err := CompileExpression(src, "m"); err == nil {
 			t.Errorf("%s compiled", src)
 		}

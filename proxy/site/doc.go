@@ -10,14 +10,15 @@
 // One job per file: node.go (the table, its routes and the directive
 // types a route runs, one per routing directive), handler.go (the
 // Handler and evaluation), preset.go (the response fields immediate
-// header edits set), files.go (the file matcher, and a request waiting
-// for the disk), basicauth.go (a request waiting for its password
+// header edits set), files.go (the file matcher, its split_path, and a
+// request waiting for the disk), basicauth.go (a request waiting for its password
 // checks), hold.go (what a waiting request holds), reenter.go (a request
 // re-entering its routes), relay.go (a request answered first by another
 // exchange), forwardauth.go (forward_auth), handleresponse.go
 // (handle_response, intercept, copy_response), errors.go (handle_errors,
-// error) and answerlog.go (the access log of the answers the routes
-// make).
+// error), filecel.go (file() in expressions), templates.go (a response
+// the templates directive renders in the file pool) and answerlog.go
+// (the access log of the answers the routes make).
 //
 // A Table is built once per (re)load and only read afterwards, so one
 // is shared by every loop; what is per loop (the reverse proxies a table

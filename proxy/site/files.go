@@ -2,10 +2,13 @@ package site
 
 import (
 	"net/url"
+	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/pollproxy/pollproxy/offload"
+	"github.com/pollproxy/pollproxy/proxy/fastcgi"
 	"github.com/pollproxy/pollproxy/proxy/fileserver"
 	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/static"
@@ -19,6 +22,7 @@ import (
 type reqVars struct {
 	root string
 	orig string
+	rem  string // {http.matchers.file.remainder}
 }
 
 // File is Caddy's file matcher: it matches when one of its candidate
@@ -36,6 +40,11 @@ type File struct {
 	// first_exist_fallback, largest_size, smallest_size,
 	// most_recently_modified.
 	Policy string
+	// Split is Caddy's split_path: a candidate is cut after the first of
+	// these (".php") that ends a path segment, the file is what comes
+	// before, and {http.matchers.file.remainder} what comes after.
+	// ASCII letters match without case; nothing else folds.
+	Split []string
 }
 
 // fileKey is one candidate under one root: a stat for the file matcher,
@@ -56,9 +65,10 @@ type fileMemo struct {
 // candidate is one try_files entry, expanded.
 type candidate struct {
 	key    fileKey
-	dir    bool // ended with "/": only a directory matches
-	status int  // "=NNN": answer NNN
-	ok     bool // a path under the root at all
+	dir    bool   // ended with "/": only a directory matches
+	status int    // "=NNN": answer NNN
+	ok     bool   // a path under the root at all
+	rem    string // what split_path cut off
 }
 
 // defaultTry is try_files when a file matcher names none.
@@ -84,7 +94,7 @@ func (m *File) Match(c *route.Ctx) bool {
 	}
 	cands := make([]candidate, len(try))
 	for i, t := range try {
-		cands[i] = expandCandidate(t, root, c.Req)
+		cands[i] = expandCandidate(t, root, c.Req, m.Split)
 	}
 	memo := memoOf(c)
 	// Every candidate the policy may need and the pool has not looked
@@ -147,18 +157,28 @@ func (m *File) Match(c *route.Ctx) bool {
 
 // expandCandidate fills a try_files entry from the request and cleans it
 // as file_server would.
-func expandCandidate(t route.Template, root string, r *stream.Request) candidate {
+func expandCandidate(t route.Template, root string, r *stream.Request, split []string) candidate {
 	raw := t.Expand(r)
 	if len(raw) > 1 && raw[0] == '=' {
 		if code := atoi3(raw[1:]); code >= 100 {
 			return candidate{status: code}
 		}
 	}
-	rel, dir, err := fileserver.Clean(route.PathOnly(raw))
+	p, rem := route.PathOnly(raw), ""
+	if len(split) > 0 {
+		// Cut before the file is looked up, as Caddy does, on the
+		// cleaned path (a trailing slash kept).
+		cleaned := path.Clean(p)
+		if strings.HasSuffix(p, "/") && !strings.HasSuffix(cleaned, "/") {
+			cleaned += "/"
+		}
+		p, rem = fastcgi.FileSplit(cleaned, split)
+	}
+	rel, dir, err := fileserver.Clean(p)
 	if err != nil {
 		return candidate{}
 	}
-	cd := candidate{key: fileKey{root: root, rel: rel}, dir: dir, ok: true}
+	cd := candidate{key: fileKey{root: root, rel: rel}, dir: dir, ok: true, rem: rem}
 	switch {
 	case rel == "":
 		// Caddy joins "/" to the root without a trailing slash, and a
@@ -198,6 +218,13 @@ func matchedFile(c *route.Ctx, cd candidate) bool {
 		rel += "/"
 	}
 	c.FileRel = (&url.URL{Path: rel}).EscapedPath()
+	c.FileRem = cd.rem
+	abs := filepath.Join(firstOf(cd.key.root, "."), filepath.FromSlash(cd.key.rel))
+	typ := "file"
+	if cd.dir {
+		abs, typ = abs+string(filepath.Separator), "directory"
+	}
+	c.Req.File = &stream.FileMatch{Relative: rel, Absolute: filepath.ToSlash(abs), Type: typ}
 	return true
 }
 

@@ -3,7 +3,6 @@ package site
 import (
 	"strings"
 
-	"github.com/pollproxy/pollproxy/proxy/encode"
 	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
@@ -23,7 +22,7 @@ func (h *Handler) forwardAuth(n *ForwardAuth, at *resumePoint, resp edits, req *
 	r := &relay{hold: hold{w: w}, h: h, req: req, responses: n.Responses, copy: n.Copy, at: at, auth: true}
 	// The auth service's answer, when it is the client's, goes through
 	// the response edits and encodes matched before, as a proxied one.
-	var one [1]*encode.Writer
+	var one [1]eventer
 	cw, encs := h.edit(w, req, resp, mergeAdd, one[:0])
 	r.cw = cw
 	sub := &r.sub

@@ -4,6 +4,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pollproxy/pollproxy/offload"
 	"github.com/pollproxy/pollproxy/proxy/encode"
@@ -45,7 +46,12 @@ func NewHandler(t *Table, proxies []stream.Handler, clientIP route.ClientIPFunc,
 // Serve runs the routes over one request. Without a terminal route that
 // matches, the answer is an empty 200, as in Caddy.
 func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
-	req.OriginalPath = req.Path
+	req.OriginalPath, req.OriginalMethod = req.Path, req.Method
+	if lc, ok := h.loop.(LoopClock); ok {
+		req.Start = lc.Now()
+	} else {
+		req.Start = time.Now()
+	}
 	// Matchers and placeholders never see a CGI alias, as in Caddy.
 	req.Header = field.DropCGIAliases(req.Header)
 	if len(h.t.Errors) > 0 {
@@ -78,6 +84,7 @@ func (h *Handler) evaluate(nodes []Node, req *stream.Request, memo *fileMemo) (*
 	if req.Handoff != nil { // the error routes start where the routes left the root
 		h.ctx.Root = req.Handoff.Root
 	}
+	req.Root = h.ctx.Root
 	req.ClientIP = h.ctx.ClientIP() // for {client_ip}
 	req.Captures = req.Captures[:0] // a second pass (file matchers) saves them again
 	if memo != nil {
@@ -89,12 +96,13 @@ func (h *Handler) evaluate(nodes []Node, req *stream.Request, memo *fileMemo) (*
 	h.icpt = nil
 	orig := req.Path
 	n := h.run(nodes)
-	return n, reqVars{root: h.ctx.Root, orig: orig}
+	return n, reqVars{root: h.ctx.Root, orig: orig, rem: h.ctx.FileRem}
 }
 
 // finish hands the request to n, the route where evaluation stopped,
 // once the basic_auth directives it matched on the way have passed.
 func (h *Handler) finish(n *Node, vars reqVars, req *stream.Request, w stream.ResponseWriter) stream.Events {
+	req.Root, req.FileRemainder = vars.root, vars.rem // for a FastCGI environment, whichever way it is proxied
 	if h.icpt != nil {
 		return h.intercept(n, vars, req, w)
 	}
@@ -141,7 +149,7 @@ func (h *Handler) reply(n *Node, resp edits, vars reqVars, req *stream.Request, 
 	if len(resp.dirs) == 0 && len(resp.preset) == 0 {
 		return h.terminal(n, vars, req, w)
 	}
-	var one [1]*encode.Writer
+	var one [1]eventer
 	w, encs := h.edit(w, req, resp, mergeFor(n), one[:0])
 	return encoded(h.terminal(n, vars, req, w), encs)
 }
@@ -152,9 +160,18 @@ func (h *Handler) reply(n *Node, resp edits, vars reqVars, req *stream.Request, 
 // Writers are appended to encs: the request's events must go through
 // them (encoded). The fields the immediate edits set are the innermost
 // writer (presetWriter), joined with the handler's as merge says.
-func (h *Handler) edit(w stream.ResponseWriter, req *stream.Request, e edits, merge byte, encs []*encode.Writer) (stream.ResponseWriter, []*encode.Writer) {
+func (h *Handler) edit(w stream.ResponseWriter, req *stream.Request, e edits, merge byte, encs []eventer) (stream.ResponseWriter, []eventer) {
 	resp := e.dirs
 	for i := 0; i < len(resp); {
+		if tpl, ok := resp[i].(*Templates); ok {
+			if req.Upgrade == "" {
+				tw := h.wrapTemplates(tpl, req, w)
+				w = tw
+				encs = append(encs, tw)
+			}
+			i++
+			continue
+		}
 		if enc, ok := resp[i].(*Encode); ok {
 			// A tunnel's bytes are never encoded.
 			if req.Upgrade == "" {
@@ -186,11 +203,17 @@ func (h *Handler) edit(w stream.ResponseWriter, req *stream.Request, e edits, me
 	return w, encs
 }
 
+// eventer is a writer that edit wraps whose request's events must pass
+// through it (encode's, templates'): encoded puts it in front.
+type eventer interface {
+	Events(inner stream.Events) stream.Events
+}
+
 // encoded returns the Events of a request whose handler returned ev and
 // whose writer edit wrapped in the encoders encs: each encoder sees the
 // events first, so that what it holds goes out before its handler hears
 // OnWritable.
-func encoded(ev stream.Events, encs []*encode.Writer) stream.Events {
+func encoded(ev stream.Events, encs []eventer) stream.Events {
 	for i := len(encs) - 1; i >= 0; i-- {
 		ev = encs[i].Events(ev)
 	}
@@ -206,6 +229,9 @@ func (h *Handler) terminal(n *Node, vars reqVars, req *stream.Request, w stream.
 	case *Proxy:
 		return h.proxies[d.Index].Serve(req, w)
 	case *Respond:
+		if d.Close {
+			stream.CloseConnection(w)
+		}
 		if status, ok := respondStatus(d, req); ok {
 			return Responder(status, d.Body.Expand(req)).Serve(req, w)
 		}
@@ -280,7 +306,7 @@ func (h *Handler) walk() *Node {
 			if d.Immediate {
 				h.preset = applyImmediate(h.preset, d, h.ctx.Req)
 			}
-		case *Encode:
+		case *Encode, *Templates:
 			h.resp = append(h.resp, d)
 		case *EditRequest:
 			r := h.ctx.Req
@@ -292,7 +318,7 @@ func (h *Handler) walk() *Node {
 		case *BasicAuth:
 			h.matchedAuth(n, d)
 		case *SetRoot:
-			h.ctx.Root = d.Root
+			h.ctx.Root, h.ctx.Req.Root = d.Root, d.Root
 		case *FileServer:
 			if d.Files.PassThru() && !h.fileServerFinds(d) {
 				continue
@@ -304,6 +330,10 @@ func (h *Handler) walk() *Node {
 			h.ctx.Req.MaxBodySize = d.MaxBody
 		case *SetMethod:
 			h.ctx.Req.Method = d.Method
+		case *SetVars:
+			route.ApplyVars(d.Ops, h.ctx.Req)
+		case *MapVars:
+			route.PassMap(d.Map, h.ctx.Req)
 		case *Intercept:
 			if h.icpt == nil {
 				h.icpt = d

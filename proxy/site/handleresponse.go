@@ -3,7 +3,6 @@ package site
 import (
 	"slices"
 
-	"github.com/pollproxy/pollproxy/proxy/encode"
 	"github.com/pollproxy/pollproxy/proxy/field"
 	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/stream"
@@ -41,7 +40,7 @@ func matchResponse(hs []ResponseHandler, status int, fields []stream.Field) *Res
 // response edits and encodes matched before (resp), as any proxied one.
 func (h *Handler) proxyRouted(n *Proxy, at *resumePoint, resp edits, req *stream.Request, w stream.ResponseWriter) stream.Events {
 	r := &relay{hold: hold{w: w}, h: h, req: req, responses: n.Responses, at: at}
-	var one [1]*encode.Writer
+	var one [1]eventer
 	cw, encs := h.edit(w, req, resp, mergeAdd, one[:0])
 	r.cw = cw
 	r.origin = h.proxies[n.Index].Serve(req, (*relayReply)(r))

@@ -8,6 +8,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/fileserver"
 	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/static"
+	"github.com/pollproxy/pollproxy/proxy/templates"
 )
 
 // Table is one site's compiled routes, shared read-only by every loop.
@@ -103,6 +104,9 @@ type Redirect struct {
 
 // Respond answers with a fixed response (respond); terminal.
 type Respond struct {
+	// Close closes the client connection after the answer (respond's
+	// close).
+	Close  bool
 	Status int
 	// StatusT is the status when a placeholder gives it
 	// ({err.status_code}); StatusUnset: respond named no status, so an
@@ -202,6 +206,25 @@ type Encode struct {
 	Config *encode.Config
 }
 
+// SetVars sets the request's variables (vars).
+type SetVars struct {
+	Ops []route.VarOp
+}
+
+// MapVars defines the placeholders of a map directive for the request
+// (map): they are filled when read.
+type MapVars struct {
+	Map *route.Map
+}
+
+// Templates renders the response as a template (templates).
+type Templates struct {
+	Config *templates.Config
+}
+
+func (*SetVars) directive()      {}
+func (*MapVars) directive()      {}
+func (*Templates) directive()    {}
 func (*EditResponse) directive() {}
 func (*EditRequest) directive()  {}
 func (*Rewrite) directive()      {}

@@ -47,7 +47,7 @@ func (h *Handler) savePoint(vars reqVars) *resumePoint {
 // evaluation, so the handler's scratch state is free.
 func (h *Handler) resumeWith(p *resumePoint, nodes []Node, orElse *Node, req *stream.Request, w stream.ResponseWriter) stream.Events {
 	h.ctx.Reset(req, h.clientFn)
-	h.ctx.Root = p.vars.root
+	h.ctx.Root, req.Root = p.vars.root, p.vars.root
 	h.resp = append(h.resp[:0], p.resp.dirs...)
 	h.preset = append(h.preset[:0], p.resp.preset...)
 	h.auths = h.auths[:0]
