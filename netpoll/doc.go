@@ -36,7 +36,8 @@
 //   - wake.go: the wake-up every backend carries; wake_eventfd_linux.go,
 //     wake_pipe_other.go: the waker (an eventfd, or a pipe);
 //   - loop.go: the Loop and its descriptors (Desc); timer.go: its timers;
-//     group.go: a Group of loops; switch.go: a live switch of a loop's
+//     yield.go: its passes through the Go scheduler; group.go: a Group of
+//     loops and the spare P it keeps; switch.go: a live switch of a loop's
 //     backend; listener.go: accepting on a loop;
 //   - sockio.go: the socket interface (Desc's Read, Peek, Write, Accept,
 //     Shutdown); rawio_linux.go, rawio_other.go: the system calls behind it

@@ -29,14 +29,17 @@ func NewGroup(n int, backends []string) (*Group, error) {
 	if len(backends) == 0 {
 		backends = []string{Auto}
 	}
-	// A loop spends its idle time blocked in the poller's wait. When no P
-	// is idle, the runtime's sysmon takes the blocked loop's P away every
-	// 20µs and keeps polling at that rate, stealing the loop's core; one
-	// spare P lets it back off (the CPU it saves is in
-	// docs/performance.md).
-	if runtime.GOMAXPROCS(0) < n+1 {
-		runtime.GOMAXPROCS(n + 1)
-	}
+	// A loop spends its idle time blocked in the poller's wait, holding
+	// its P. When no P is idle, the runtime's sysmon takes the blocked
+	// loop's P away every 20µs and keeps polling at that rate, stealing
+	// the loop's core; one spare P lets it leave a waiting loop alone
+	// (the CPU it saves is in docs/performance.md). The other thing sysmon
+	// takes a loop's P for, a goroutine that has not been through the
+	// scheduler for 10 ms, the loop avoids itself (yield.go). The
+	// setting is made even when it does not change, so that it is the
+	// program's own: the runtime then never lowers a default GOMAXPROCS
+	// under the loops when a container's CPU limit changes.
+	runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), n+1))
 	g := &Group{}
 	for i := 0; i < n; i++ {
 		l, err := NewLoop(i, backends[i%len(backends)])

@@ -160,6 +160,7 @@ type Stats struct {
 	Timers      int64  // pending now
 	Switches    uint64 // backend switches (SwitchPoller) so far
 	Panics      uint64 // panics contained (contain.go), those inside an Abandon included
+	Yields      uint64 // passes through the Go scheduler (yield.go)
 	// CPU is the loop thread's CPU time (see Loop.CPU); zero where
 	// ThreadCPUSupported is false.
 	CPU time.Duration
@@ -219,6 +220,11 @@ type Loop struct {
 	// the loop time of that read.
 	cpu   atomic.Int64
 	cpuAt time.Time
+
+	// yieldedAt is the loop time of the last pass through the Go
+	// scheduler, yields their count (yield.go).
+	yieldedAt time.Time
+	yields    atomic.Uint64
 }
 
 // NewLoop opens a loop over the named poller backend ("auto" for the best).
@@ -412,7 +418,8 @@ func (l *Loop) nextTimeout() time.Duration {
 	return d
 }
 
-// RunOnce runs one iteration: wait up to timeout, dispatch readiness
+// RunOnce runs one iteration: wait up to timeout, pass through the Go
+// scheduler if the loop has not for a while (yield.go), dispatch readiness
 // events, then kicked events, expired timers, posted tasks, and finally the
 // flushes those asked for. Call it from one thread, locked
 // (runtime.LockOSThread) as Run does: io_uring binds a loop's ring to the
@@ -427,6 +434,7 @@ func (l *Loop) RunOnce(timeout time.Duration) error {
 		return fmt.Errorf("%s wait: %w", l.poller.Name(), err)
 	}
 	l.clock = l.now()
+	l.maybeYield()
 	if abCostEnabled {
 		l.abCost()
 	}
@@ -564,6 +572,7 @@ func (l *Loop) Stats() Stats {
 		Timers:      l.ntimers.Load(),
 		Switches:    l.switches.Load(),
 		Panics:      l.panics.Load(),
+		Yields:      l.yields.Load(),
 		Wakeups:     l.waker.wakeups(),
 		CPU:         time.Duration(l.cpu.Load()),
 	}

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/pollproxy/pollproxy/internal/eventually"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 )
 
@@ -188,15 +189,16 @@ func TestSwitchKeepsDescriptors(t *testing.T) {
 			// The blocked writer finishes once its peer drains.
 			drained := 0
 			buf := make([]byte, 256<<10)
-			deadline := time.Now().Add(5 * time.Second)
-			for drained < total && time.Now().Before(deadline) {
-				n, _ := unix.Read(wb, buf)
-				if n > 0 {
+			eventually.Within(5*time.Second, func() bool {
+				for drained < total {
+					n, _ := unix.Read(wb, buf)
+					if n <= 0 {
+						return false
+					}
 					drained += n
-				} else {
-					time.Sleep(time.Millisecond)
 				}
-			}
+				return true
+			})
 			select {
 			case <-wr.done:
 			case <-time.After(3 * time.Second):

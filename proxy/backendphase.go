@@ -74,6 +74,9 @@ func (bc *backendConn) goIdle(timeout time.Duration) {
 	bc.pool.h.putBuf(bc.in) // an idle connection holds no buffer
 	bc.in = nil
 	bc.wireIdle()
+	if bc.fcgi != nil {
+		bc.fcgi.idle()
+	}
 	if cap(bc.out) > idleOutCap {
 		bc.out = nil // an upload's batches; a request head needs less
 	}

@@ -7,7 +7,8 @@
 // spawns (imports_test.go holds it to that). What runs on goroutines of
 // its own (upstream state shared by every loop, active health checks,
 // DNS re-resolution) is in proxy/upstream; routing by host and the
-// client-address rules, built once per (re)load, are in proxy/route.
+// client-address rules, built once per (re)load, are in proxy/route, and
+// a site's routes run in proxy/site.
 //
 // One job per file, in the order a request meets them:
 //
@@ -28,6 +29,15 @@
 //     idle, busy, tunnel, closed) and every transition between them.
 //   - backendwire.go: that connection's wire, in clear or through TLS,
 //     chosen once when it is made; the only code that asks which.
+//   - fcgiconn.go: a backend connection to a FastCGI application: the
+//     records it reads cut apart in place, the CGI head put behind a
+//     status line for the response parser, FCGI_END_REQUEST as the end.
+//   - fcgirequest.go: the FastCGI transport's request: the CGI
+//     environment as Caddy builds it, FCGI_PARAMS and FCGI_STDIN, a body
+//     of unknown length buffered (4 KiB) to learn CONTENT_LENGTH.
+//   - fcgiretry.go: what a FastCGI request sent on a reused connection,
+//     kept (64 KiB at most) to send it again when php-fpm had closed the
+//     connection under it.
 //   - exchange.go: one proxied request, between the client's stream and a
 //     backend connection, with backpressure both ways. Its phase (new,
 //     queued, sent, streaming, tunnel, done) says where it is and what its
@@ -35,10 +45,23 @@
 //     the status or reset the client gets, the observe.Reason the access
 //     log and the failure metric record, and whether the connection is
 //     reused.
+//   - h2origin.go: one HTTP/2 connection to an origin (h2c:// upstreams),
+//     carrying many exchanges at once, one stream each, with proxy/h2's
+//     ClientConn as its protocol; a pool of them opens another once the
+//     origin's SETTINGS_MAX_CONCURRENT_STREAMS is reached.
+//   - h2origintls.go: such a connection over TLS, offering h2 by ALPN; an
+//     origin that picks http/1.1 turns its pool to HTTP/1.1.
+//   - h2exchange.go: an exchange over such a stream: the request head as
+//     HTTP/2 fields, the stream's events (head, body, trailers, resets)
+//     mapped onto the exchange's, and the body a slow client has not
+//     taken held within the stream's window.
 //   - tunnel.go: an exchange the origin switched to another protocol (a
 //     WebSocket): a byte tunnel both ways on the loop.
+//   - h2tunnel.go: such a tunnel to an h2c origin: an RFC 8441 extended
+//     CONNECT on a shared origin connection, the bytes as DATA frames.
 //   - retire.go: a handler a reload replaced, finishing what it started
-//     and closing what went to a removed upstream.
+//     and closing what went to a removed upstream, and a handler closed
+//     with its server; both close their pools' idle connections.
 //
 // Calls go one way: an exchange asks a pool for a connection and drives
 // it; a connection tells its exchange what happened on the socket; a pool

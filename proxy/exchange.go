@@ -16,6 +16,7 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy/field"
 	"github.com/pollproxy/pollproxy/proxy/h1"
+	"github.com/pollproxy/pollproxy/proxy/h2"
 	"github.com/pollproxy/pollproxy/proxy/observe"
 	"github.com/pollproxy/pollproxy/proxy/sniff"
 	"github.com/pollproxy/pollproxy/proxy/stream"
@@ -35,8 +36,12 @@ type exchange struct {
 	method  string
 	head    []byte // the translated request head, kept for a retry
 	hasBody bool
-	chunked bool
-	https   bool
+	// dropBody: the origin's request has no body though the client's has
+	// (reverse_proxy's method GET or HEAD); the client's is read and
+	// dropped.
+	dropBody bool
+	chunked  bool
+	https    bool
 
 	early     []byte // body bytes framed before a connection was bound
 	earlyBody int
@@ -47,6 +52,16 @@ type exchange struct {
 	phase phase
 	pool  *pool        // the pool it waits in or got its connection from
 	bc    *backendConn // its connection, in phaseSent, phaseStreaming and phaseTunnel
+
+	// An HTTP/2 origin's exchange has a stream instead of a connection
+	// (h2exchange.go), and its request head as fields.
+	os    *originStream
+	h2req *h2Request
+	// osv and h2buf are what os and h2req point to, kept with the
+	// exchange (and h2buf's fields' array across recycling), so a
+	// request to an HTTP/2 origin allocates neither.
+	osv   originStream
+	h2buf h2Request
 
 	key        pickKey
 	client     netip.AddrPort // the client's address, for a PROXY protocol header
@@ -76,6 +91,23 @@ type exchange struct {
 	held       []stream.Field
 	kept       []byte
 	after      []byte
+
+	// fcgiHeld: a FastCGI request whose body's length is unknown; the
+	// body waits in early (at most fcgiBufferLimit) and the request
+	// starts when it ends. trusted is the peer's trust, for its CGI
+	// environment then.
+	fcgiHeld bool
+	trusted  bool
+	// replay is what a FastCGI request sent on a reused connection after
+	// its head (FCGI_STDIN records), kept while at most fcgiReplayMax so
+	// that the request can be sent again if the connection turns out to
+	// have been closed under it; replayBody is how much of it is the
+	// client's body, written how much of that reached the socket
+	// (fcgiretry.go).
+	replay     []byte
+	replayBody int
+	written    int
+	replayOK   bool
 
 	// released: the front end is done with the request (OnRelease). The
 	// exchange goes back to its handler's free list (recycle) once it is
@@ -212,6 +244,10 @@ func (ex *exchange) end(o outcome) {
 		} else {
 			bc.close()
 		}
+	}
+	if os := ex.os; os != nil {
+		ex.os = nil
+		os.finish(o.reusable)
 	}
 	switch o.tell {
 	case tellClose:
@@ -354,6 +390,10 @@ func (releasedWriter) Consumed(int)                                {}
 // buffers (maxBufs).
 const maxFreeExchanges = 1024
 
+// maxKeptFields is the most HTTP/2 request fields whose array a recycled
+// exchange keeps.
+const maxKeptFields = 64
+
 // maxKeptHead is the largest request-head buffer a recycled exchange keeps;
 // a larger one (a request with huge fields) goes to the collector.
 const maxKeptHead = 4 * headCap
@@ -373,12 +413,17 @@ func (ex *exchange) recycle() {
 	}
 	ex.timer.Stop()
 	ex.bodyTimer.Stop()
-	timer, bodyTimer, head := ex.timer, ex.bodyTimer, ex.head[:0]
+	timer, bodyTimer, head, h2fields := ex.timer, ex.bodyTimer, ex.head[:0], ex.h2buf.Header
 	if cap(head) > maxKeptHead {
 		head = nil
 	}
+	if cap(h2fields) > maxKeptFields {
+		h2fields = nil
+	}
+	clear(h2fields[:cap(h2fields)]) // no request's strings kept alive
 	// The phase stays done: a stray call on a free exchange does nothing.
-	*ex = exchange{timer: timer, bodyTimer: bodyTimer, head: head, phase: phaseDone}
+	*ex = exchange{timer: timer, bodyTimer: bodyTimer, head: head, phase: phaseDone,
+		h2buf: h2Request{Request: h2.Request{Header: h2fields[:0]}}}
 	h.freeEx = append(h.freeEx, ex)
 }
 
@@ -415,6 +460,9 @@ func (ex *exchange) acquire(p *pool, fresh bool) {
 // attach starts the exchange on a connection of its pool: the request
 // head, then any body that already arrived.
 func (ex *exchange) attach(bc *backendConn, reused bool) {
+	if len(ex.head) == 0 && ex.h2req != nil {
+		ex.h1Head() // its origin answered ALPN with http/1.1 (h2exchange.go)
+	}
 	ex.bc, ex.reused, ex.gotByte, ex.phase = bc, reused, false, phaseSent
 	ex.sentAt = ex.h.loop.Now()
 	// Armed before anything is sent: a write that fails at once ends or
@@ -422,6 +470,9 @@ func (ex *exchange) attach(bc *backendConn, reused bool) {
 	// the phase it left behind.
 	ex.arm(ex.h.cfg.ResponseHeaderTimeout)
 	bc.request(ex.method, ex.tun != nil)
+	if ex.h.cfg.FastCGI != nil {
+		ex.fcgiAttach(reused) // before a send that may fail at once
+	}
 	if ex.h.upHead {
 		// header_up used {upstream_hostport} and the like: the marks in
 		// the head are filled for this upstream, straight into the
@@ -455,7 +506,7 @@ func (ex *exchange) connected() {
 // OnBody forwards request body bytes, framed for the origin.
 func (ex *exchange) OnBody(p []byte) {
 	ex.bodyRead += int64(len(p))
-	if ex.phase == phaseDone {
+	if ex.phase == phaseDone || ex.dropBody {
 		ex.w.Consumed(len(p)) // answered already: drain and drop
 		return
 	}
@@ -470,6 +521,18 @@ func (ex *exchange) OnBody(p []byte) {
 }
 
 func (ex *exchange) sendBody(p []byte, body int) {
+	if ex.h.cfg.FastCGI != nil {
+		ex.fcgiSendBody(p, body)
+		return
+	}
+	if ex.h2req != nil && ex.tun != nil && ex.phase != phaseTunnel {
+		ex.keep(p, body, false) // until the origin's 2xx (h2Switched)
+		return
+	}
+	if ex.os != nil {
+		ex.os.sendBody(p)
+		return
+	}
 	chunk := ex.chunked && body > 0
 	if ex.bc == nil || ex.tun != nil && ex.phase != phaseTunnel {
 		ex.keep(p, body, chunk)
@@ -505,7 +568,18 @@ func (ex *exchange) OnBodyEnd(trailers []stream.Field) {
 		ex.clientEnded()
 		return
 	}
-	if ex.phase == phaseDone || !ex.chunked {
+	if ex.h2req != nil && ex.bc == nil && ex.phase != phaseDone {
+		ex.endH2Body(trailers) // h2exchange.go
+		return
+	}
+	if ex.phase == phaseDone {
+		return
+	}
+	if ex.h.cfg.FastCGI != nil {
+		ex.fcgiBodyEnd()
+		return
+	}
+	if !ex.chunked {
 		return
 	}
 	valid := trailers[:0:0]
@@ -520,6 +594,7 @@ func (ex *exchange) OnBodyEnd(trailers []stream.Field) {
 // bodyWritten reports body bytes that reached the origin's socket: only now
 // may the client send that many more.
 func (ex *exchange) bodyWritten(n int) {
+	ex.written += n
 	if ex.phase == phaseTunnel {
 		ex.tun.bytesIn += int64(n)
 		ex.tunnelActive()
@@ -531,6 +606,9 @@ func (ex *exchange) bodyWritten(n int) {
 func (ex *exchange) OnWritable() {
 	switch ex.phase {
 	case phaseTunnel:
+		if ex.bc == nil {
+			break // a stream's tunnel: the body's way below
+		}
 		if ex.stalled() {
 			ex.bc.tunnelWritable()
 		}
@@ -556,6 +634,9 @@ func (ex *exchange) OnWritable() {
 	}
 	if ex.bc != nil {
 		ex.bc.resume()
+	}
+	if ex.os != nil {
+		ex.os.resume()
 	}
 }
 
@@ -618,7 +699,16 @@ func (ex *exchange) responseHead(p *h1.ResponseParser) {
 	if ex.h.cfg.ReadTimeout > 0 {
 		ex.arm(ex.h.cfg.ReadTimeout)
 	}
-	fields := responseVia(ex.h.responseFields(p.Header()), p.Proto10())
+	via := "1.1 pollproxy"
+	switch {
+	case ex.h.cfg.FastCGI != nil:
+		// Caddy's Via names the version of the origin's response, and a
+		// FastCGI response has none: "0.0".
+		via = "0.0 pollproxy"
+	case p.Proto10():
+		via = "1.0 pollproxy"
+	}
+	fields := responseVia(ex.h.responseFields(p.Header()), via)
 	if ex.g.policy == Cookie && ex.key.cookie != ex.pool.index {
 		fields = append(fields, stream.Field{Name: "set-cookie", Value: ex.cookie()})
 	}
@@ -682,6 +772,7 @@ func (ex *exchange) responseDone(keepAlive bool, trailers []stream.Field) {
 	if ex.holding && !ex.sendHeld(nil) {
 		return
 	}
+	ex.log.NoteGRPC(trailers)
 	ex.end(outcome{tell: tellClose, reusable: keepAlive && (ex.bodyEnded || !ex.hasBody), trailers: trailers})
 }
 
@@ -697,6 +788,9 @@ func (ex *exchange) backendFailed(err error) {
 	case ex.canRetry():
 		ex.retried = true
 		ex.pool.up.Retries.Add(1)
+		if ex.hasBody {
+			ex.fcgiReplay()
+		}
 		ex.acquire(ex.pool, true)
 	case ex.phase == phaseStreaming:
 		// Counted, and told to the access log by the report; never
@@ -718,8 +812,18 @@ func (ex *exchange) backendFailed(err error) {
 // canRetry: a reused connection that failed before a single response byte
 // most likely raced the origin's keep-alive close; replaying is safe for a
 // request without a body whose method is idempotent (RFC 9110 §9.2.2).
+// A FastCGI application closes a kept connection only between requests
+// (a worker that reached pm.max_requests, a restart), so a FastCGI
+// request is sent again whatever its method, with the body it kept
+// (fcgiretry.go).
 func (ex *exchange) canRetry() bool {
-	if !ex.reused || ex.retried || ex.gotByte || ex.hasBody {
+	if !ex.reused || ex.retried || ex.gotByte {
+		return false
+	}
+	if ex.h.cfg.FastCGI != nil {
+		return !ex.hasBody || ex.replayOK
+	}
+	if ex.hasBody {
 		return false
 	}
 	switch ex.method {

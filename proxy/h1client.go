@@ -86,6 +86,11 @@ type backendConn struct {
 	// are still read before eof is reported. Set in the handshake or
 	// later, apart from eof.
 	sockEOF bool
+
+	// fcgi is the state of a connection to a FastCGI application (nil
+	// for HTTP), chosen once in newBackendConn: its requests are records
+	// and its responses are cut out of records (fcgiconn.go).
+	fcgi *fcgiState
 }
 
 // newBackendConn registers a connecting socket fd with p's loop; the
@@ -101,6 +106,9 @@ func newBackendConn(p *pool, fd int, client netip.AddrPort) (*backendConn, error
 	bc.desc = d
 	if p.tls != nil {
 		bc.sess = pptls.NewClientSession(p.tls, nil, nil)
+	}
+	if p.h.cfg.FastCGI != nil {
+		bc.fcgi = &fcgiState{}
 	}
 	if v := p.cfg.ProxyProtocol; v != 0 {
 		bc.announce(v, client)
@@ -120,6 +128,9 @@ func (bc *backendConn) serves(client netip.AddrPort) bool {
 // (one that asked to upgrade may be answered 101).
 func (bc *backendConn) request(method string, upgrade bool) {
 	bc.parser.Reset(method)
+	if bc.fcgi != nil {
+		bc.fcgi.reset()
+	}
 	if upgrade {
 		bc.parser.ExpectUpgrade()
 	}
@@ -333,15 +344,32 @@ func (bc *backendConn) readResponse() {
 			}
 			continue
 		}
+		if f := bc.fcgi; f != nil && f.dec.Ended {
+			if !f.inBody { // the response ended inside its CGI head
+				if !bc.fcgiHead(0) {
+					return
+				}
+				continue
+			}
+			bc.fcgiEnded()
+			return
+		}
 		if bc.eof {
 			bc.originEOF()
 			return
 		}
 		bc.inStart, bc.inEnd = 0, 0
-		n, err := bc.read(bc.in)
+		in := bc.in
+		if bc.fcgi != nil {
+			in = bc.in[:bc.fcgiReadSize()]
+		}
+		n, err := bc.read(in)
 		switch {
 		case n > 0:
 			bc.inEnd = n
+			if bc.fcgi != nil && !bc.fcgiDecode(n) {
+				return
+			}
 			bc.ex.gotBytes()
 		case n == 0 && err == nil:
 			bc.eof = true
@@ -388,6 +416,13 @@ func (bc *backendConn) parse() bool {
 				return false
 			}
 		case h1.EventDone:
+			if bc.fcgi != nil {
+				if !bc.fcgiParsed() {
+					return true // on to FCGI_END_REQUEST
+				}
+				bc.fcgiEnded()
+				return false
+			}
 			ex.responseDone(p.KeepAlive(), p.Trailers())
 			return false
 		}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/proxy/fastcgi"
+	"github.com/pollproxy/pollproxy/proxy/h2"
 	"github.com/pollproxy/pollproxy/proxy/observe"
 	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/stream"
@@ -38,6 +40,12 @@ type Config struct {
 	// HeaderUp and HeaderDown edit request and response fields (Caddy's
 	// header_up and header_down).
 	HeaderUp, HeaderDown []route.HeaderOp
+	// Method and Rewrite, when set, are the origin request's method
+	// (placeholders filled, upper-cased; empty is GET) and target (built
+	// as the rewrite directive builds one): Caddy's reverse_proxy method
+	// and rewrite, which forward_auth expands to. The client's request is
+	// left as it is.
+	Method, Rewrite *route.Template
 	// PolicyArg is the policy's argument: the field of "header" (lower
 	// case, but "Host" as Caddy's names the request's host), the key of
 	// "query", the cookie's name of "cookie" (default lb), how many
@@ -88,6 +96,17 @@ type Config struct {
 	// address that is not a trusted proxy (StrictClientAddr, Caddy's
 	// trusted_proxies_strict) rather than taking the leftmost.
 	StrictClientIP bool
+	// H2C speaks HTTP/2 with prior knowledge to the upstreams, over
+	// cleartext (h2c:// upstreams, transport http { versions h2c … }):
+	// many requests share a connection, up to the origin's
+	// SETTINGS_MAX_CONCURRENT_STREAMS, then Pool.MaxConns bounds the
+	// connections (h2origin.go).
+	H2C bool
+	// H2 offers HTTP/2 to TLS upstreams by ALPN (transport http versions
+	// with 2, Caddy's default for https:// upstreams): an origin that
+	// picks h2 carries many requests per connection; one that picks
+	// http/1.1 is spoken to in HTTP/1.1 from then on.
+	H2 bool
 	// TLS, when set, speaks TLS to the upstreams (https:// upstreams,
 	// transport http { tls … }): handshakes off the loop on its pool,
 	// the record layer on the loop.
@@ -97,6 +116,10 @@ type Config struct {
 	// a request body (Caddy's servers { timeouts { read_body } }): the
 	// client gets a 408 and the backend connection is closed.
 	ReadBodyTimeout time.Duration
+	// FastCGI, when set, speaks FastCGI to the upstreams (transport
+	// fastcgi, php_fastcgi) instead of HTTP/1.1 (fcgirequest.go).
+	FastCGI *FastCGI
+
 	// LogHeaders copies the request's and the response's fields into the
 	// Observer's RequestLog (an access log shaped as Caddy's wants them);
 	// without it the copies are not made.
@@ -154,6 +177,13 @@ type Handler struct {
 	tunnels tunnelSet   // the loop's open tunnels, for the metrics
 	live    inflight    // exchanges in flight, closed by Retire when removed
 	freeEx  []*exchange // finished exchanges for reuse (exchange.recycle)
+
+	// FastCGI: the params writer, a scratch buffer for env values, and
+	// the absolute document roots worked out so far (fcgirequest.go).
+	params    fastcgi.Params
+	scratch   []byte
+	fcgiRoots map[string]string
+	cgiNames  map[string]string
 }
 
 // NewHandler returns the proxy for loop l. cfg should have its defaults
@@ -161,6 +191,9 @@ type Handler struct {
 func NewHandler(l *netpoll.Loop, cfg Config) *Handler {
 	h := &Handler{loop: l, cfg: cfg, upHead: route.UsesUpstream(cfg.HeaderUp) || route.MayRemoveHost(cfg.HeaderUp), group: group{policy: cfg.Policy, rnd: uint64(l.ID())*0x9e3779b97f4a7c15 + 1, choose: 2}}
 	h.failures, _ = cfg.Observer.(observe.FailureObserver)
+	if cfg.FastCGI != nil {
+		h.upHead = false // no request head to fill: the upstream placeholders stay empty
+	}
 	h.group.fallback = cfg.Fallback
 	if h.group.fallback == "" {
 		h.group.fallback = Random
@@ -178,9 +211,12 @@ func NewHandler(l *netpoll.Loop, cfg Config) *Handler {
 		}
 	}
 	for _, up := range cfg.Upstreams {
-		p := &pool{loop: l, up: up, cfg: cfg.Pool, h: h, index: len(h.group.pools)}
+		p := &pool{loop: l, up: up, cfg: cfg.Pool, h: h, index: len(h.group.pools), h2: cfg.H2C && cfg.TLS == nil}
 		if cfg.TLS != nil {
 			p.tls = cfg.TLS.ClientConfig(up)
+			if cfg.H2 {
+				p.h2, p.h2tls = true, h2ClientConfig(p.tls)
+			}
 		}
 		h.group.pools = append(h.group.pools, p)
 		if cfg.Policy == Cookie {
@@ -198,8 +234,8 @@ func NewHandler(l *netpoll.Loop, cfg Config) *Handler {
 // Serve proxies one request.
 func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
 	ex := h.newExchange()
-	*ex = exchange{h: h, g: &h.group, w: w, req: req, conn: req.Conn, method: req.Method, hasBody: req.HasBody, key: h.key(req), https: req.Scheme == "https", client: req.RemoteAddr,
-		timer: ex.timer, bodyTimer: ex.bodyTimer, head: ex.head[:0]}
+	*ex = exchange{h: h, g: &h.group, w: w, req: req, conn: req.Conn, method: h.upstreamMethod(req), hasBody: req.HasBody, key: h.key(req), https: req.Scheme == "https", client: req.RemoteAddr,
+		timer: ex.timer, bodyTimer: ex.bodyTimer, head: ex.head[:0], h2buf: h2Request{Request: h2.Request{Header: ex.h2buf.Header[:0]}}}
 	trusted := route.Trusted(req.RemoteAddr.Addr(), h.cfg.TrustedProxies)
 	if trusted && !ex.https && h.group.policy == Cookie {
 		// As Caddy's cookie policy: a trusted proxy's last
@@ -232,12 +268,32 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 		ex.end(answer(413, observe.ReasonBodyTooLarge, ""))
 		return ex
 	}
-	if req.Upgrade != "" {
+	head := req
+	if req.Upgrade == "" && ex.hasBody && h.dropsBody(req, ex.method) {
+		// As Caddy's reverse proxy: a request rewritten to GET or HEAD
+		// goes without its body, which is read and dropped.
+		head, ex.hasBody, ex.dropBody = withoutBody(req), false, true
+	}
+	if h.cfg.FastCGI != nil { // no upgrade, no HTTP/2: FastCGI has neither
+		if !h.fcgiStart(ex, req, trusted) {
+			return ex
+		}
+	} else if h.cfg.H2C && h.cfg.TLS == nil {
+		if req.Upgrade != "" {
+			if !ex.startH2Upgrade(req, trusted) { // h2tunnel.go
+				return nil
+			}
+		} else {
+			ex.h2req = ex.h2Request(head, ex.method, trusted)
+		}
+	} else if req.Upgrade == "" && h.cfg.H2 && h.cfg.TLS != nil && h.group.speaksH2() {
+		ex.h2req = ex.h2Request(head, ex.method, trusted) // the HTTP/1.1 head too, if ALPN says so (attach)
+	} else if req.Upgrade != "" {
 		if !ex.startUpgrade(req, trusted) {
 			return nil
 		}
 	} else {
-		ex.head, ex.chunked = h.requestHead(ex.head, req, trusted)
+		ex.head, ex.chunked = h.requestHead(ex.head, head, ex.method, trusted)
 	}
 	if !req.HasBody && ex.tun == nil {
 		// An upgrade's "body" is the tunnel that may follow the 101.
@@ -254,7 +310,9 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 	// the client connection before its front end knew of the exchange)
 	// leaves nothing of it behind.
 	h.live.add(ex)
-	ex.begin(nil)
+	if !ex.fcgiHeld { // else once the body's length is known (fcgiBodyEnd)
+		ex.begin(nil)
+	}
 	return ex
 }
 

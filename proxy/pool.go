@@ -79,6 +79,19 @@ type pool struct {
 	// connections (Config.TLS): they speak TLS, and the pool holds no
 	// other kind, so an idle connection is always one it may reuse.
 	tls *stdtls.Config
+	// h2: the upstream speaks HTTP/2 (Config.H2C, or Config.H2 over TLS
+	// until an origin picks http/1.1), over conns, each carrying many
+	// exchanges (h2origin.go); h2tls is their TLS configuration, which
+	// offers h2 by ALPN. Tunnels over TLS take HTTP/1.1 connections; over
+	// h2c they are streams too (h2tunnel.go).
+	h2    bool
+	conns []*h2Conn
+	h2tls *stdtls.Config
+	// retired: no new request comes to this pool (its handler was
+	// replaced by a reload, or its server or instance closed). A
+	// connection is kept only for a request already waiting in its
+	// queue; any other closes as soon as it has nothing in flight.
+	retired bool
 }
 
 // load is the least-connections measure: requests in flight or waiting.
@@ -110,6 +123,9 @@ func (p *pool) acquire(ex *exchange, fresh bool) acquired {
 // take binds ex to an idle connection (unless fresh is asked for) or a new
 // one, and reports false when the pool has neither to give.
 func (p *pool) take(ex *exchange, fresh bool) bool {
+	if p.h2 && ex.h2req != nil {
+		return p.takeStream(ex) // h2origin.go; a tunnel over TLS is HTTP/1.1's
+	}
 	if !fresh {
 		for bc := p.takeIdle(ex); bc != nil; bc = p.takeIdle(ex) {
 			if bc.dead(p.loop.Now()) {
@@ -192,6 +208,10 @@ func (p *pool) dequeue(ex *exchange) {
 // full), and a waiting request gets it at the end of the iteration.
 func (p *pool) release(bc *backendConn) {
 	p.active--
+	if p.retired && len(p.waiters) == 0 {
+		bc.close()
+		return
+	}
 	if p.cfg.MaxRequests > 0 && bc.requests >= p.cfg.MaxRequests {
 		bc.close()
 		return
@@ -226,6 +246,25 @@ func (p *pool) idleTimeout(bc *backendConn) time.Duration {
 		d = min(d, upstream.IdleBelow(bc.kaTimeout))
 	}
 	return d
+}
+
+// retire closes the pool's idle connections, HTTP/1.1, TLS, FastCGI
+// and HTTP/2 alike, and makes every connection in flight close once its
+// exchange is done (release, settle): nothing would ever take them again,
+// and each holds a descriptor here and a connection at the origin — a
+// php-fpm worker, which serves one connection at a time — until its idle
+// timeout, or for ever once the loop has stopped. Waiting requests are
+// still served. Idempotent.
+func (p *pool) retire() {
+	p.retired = true
+	for len(p.idle) > 0 {
+		p.idle[len(p.idle)-1].close() // forget takes it off the list
+	}
+	for i := len(p.conns) - 1; i >= 0; i-- {
+		if i < len(p.conns) {
+			p.conns[i].settle()
+		}
+	}
 }
 
 func (p *pool) dequeueFirst() {
@@ -270,6 +309,10 @@ func (p *pool) kick() {
 // or room for new ones. It runs on the loop (netpoll.Flusher).
 func (p *pool) Flush() {
 	p.kicked = false
+	if p.h2 {
+		p.flushStreams()
+		return
+	}
 	for len(p.waiters) > 0 {
 		ex := p.waiters[0]
 		if len(p.idle) == 0 && p.open >= p.cfg.MaxConns {

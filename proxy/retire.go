@@ -81,11 +81,30 @@ func (l *inflight) remove(ex *exchange) {
 // StreamCloseDelay (see the comment at the top of this file). A nil keep
 // keeps nothing: the site is gone.
 func (h *Handler) Retire(keep func(*upstream.Upstream) bool) {
+	// The new handlers have pools of their own: the idle connections of
+	// these would only be closed by their idle timeout (php-fpm keeps a
+	// worker per connection until then), and those in flight are closed
+	// when their exchange ends.
+	h.retirePools()
 	if h.cfg.StreamCloseDelay <= 0 {
 		h.closeRemoved(keep)
 		return
 	}
 	h.loop.AfterFunc(h.cfg.StreamCloseDelay, func() { h.closeRemoved(keep) })
+}
+
+// Close is called on the handler's loop when what serves it (its server,
+// its instance) closes, before the loop stops: its idle origin
+// connections are closed now, so that the origins see them end (a loop
+// that stops closes no descriptor of its own), and any still in flight
+// closes when its exchange ends. The handler takes no new request.
+func (h *Handler) Close() { h.retirePools() }
+
+// retirePools retires every pool of the handler (pool.retire).
+func (h *Handler) retirePools() {
+	for _, p := range h.group.pools {
+		p.retire()
+	}
 }
 
 // InFlight reports how many exchanges (requests, streaming responses and

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"net/netip"
+	"strings"
 
 	"github.com/pollproxy/pollproxy/proxy/field"
 	"github.com/pollproxy/pollproxy/proxy/h1"
@@ -20,14 +21,66 @@ import (
 // here (bodyLength) so the origin never sees framing a client wrote.
 // chunked reports chunked framing. The head is appended to dst, a recycled
 // exchange's buffer when it has one.
-func (h *Handler) requestHead(dst []byte, req *stream.Request, trusted bool) (head []byte, chunked bool) {
-	length := bodyLength(req)
+func (h *Handler) requestHead(dst []byte, req *stream.Request, method string, trusted bool) (head []byte, chunked bool) {
+	length := bodyLength(req, method)
 	chunked = length == h1.LengthChunked
 	if dst == nil {
 		dst = make([]byte, 0, headCap)
 	}
-	head = h1.AppendRequestHeadFramed(dst, req.Method, originTarget(req.Path), h.requestFields(req, trusted), length)
+	head = h1.AppendRequestHeadFramed(dst, method, originTarget(h.upstreamTarget(req)), h.requestFields(req, trusted), length)
 	return head, chunked
+}
+
+// upstreamMethod is the method the origin's request has: the request's,
+// or reverse_proxy's method.
+func (h *Handler) upstreamMethod(req *stream.Request) string {
+	if h.cfg.Method == nil {
+		return req.Method
+	}
+	m := strings.ToUpper(h.cfg.Method.Expand(req))
+	if m == "" {
+		return "GET" // as Go's transport sends an empty method
+	}
+	return m
+}
+
+// dropsBody reports whether the origin's request goes without the
+// client's body: Caddy drops it when its rewrite changed the request and
+// the method configured is written GET or HEAD.
+func (h *Handler) dropsBody(req *stream.Request, method string) bool {
+	if h.cfg.Method == nil {
+		return false
+	}
+	if m, ok := h.cfg.Method.Literal(); !ok || m != "GET" && m != "HEAD" {
+		return false
+	}
+	return method != req.Method || h.upstreamTarget(req) != req.Path
+}
+
+// withoutBody is a copy of req for an origin's request that goes without
+// the client's body: no body, and no content-length field an HTTP/2
+// client sent.
+func withoutBody(req *stream.Request) *stream.Request {
+	c := *req
+	c.HasBody, c.ContentLength = false, 0
+	c.Header = make([]stream.Field, 0, len(req.Header))
+	for _, f := range req.Header {
+		if f.Name != "content-length" {
+			c.Header = append(c.Header, f)
+		}
+	}
+	return &c
+}
+
+// upstreamTarget is the target the origin's request has: the request's,
+// or reverse_proxy's rewrite of it.
+func (h *Handler) upstreamTarget(req *stream.Request) string {
+	if h.cfg.Rewrite != nil {
+		if to := route.RewriteTarget(*h.cfg.Rewrite, "", req); to != "" {
+			return to
+		}
+	}
+	return req.Path
 }
 
 // bodyLength is the framing the origin gets, as net/http's Transport
@@ -36,14 +89,14 @@ func (h *Handler) requestHead(dst []byte, req *stream.Request, trusted bool) (he
 // follows, and for an empty body (none, or a declared length of 0)
 // "Content-Length: 0" for POST, PUT and PATCH only, which servers expect
 // there, and no framing field for any other method.
-func bodyLength(req *stream.Request) int64 {
+func bodyLength(req *stream.Request, method string) int64 {
 	switch {
 	case req.HasBody && req.ContentLength > 0:
 		return req.ContentLength
 	case req.HasBody && req.ContentLength < 0:
 		return h1.LengthChunked
 	}
-	switch req.Method {
+	switch method {
 	case "POST", "PUT", "PATCH":
 		return 0
 	}
@@ -202,14 +255,12 @@ func (h *Handler) responseFields(fs []stream.Field) []stream.Field {
 }
 
 // responseVia adds pollproxy's Via to a proxied response (after header_down,
-// so header_down never removes it) as Caddy adds its own: the version of
-// the origin's response, before any Via fields the origin sent. The product
-// token is pollproxy's, as in the Via of the request (docs/caddyfile.md).
-func responseVia(fs []stream.Field, proto10 bool) []stream.Field {
-	via := stream.Field{Name: "via", Value: "1.1 pollproxy"}
-	if proto10 {
-		via.Value = "1.0 pollproxy"
-	}
+// so header_down never removes it) as Caddy adds its own: value names the
+// version of the origin's response ("1.1 pollproxy"), before any Via
+// fields the origin sent. The product token is pollproxy's, as in the Via
+// of the request (docs/caddyfile.md).
+func responseVia(fs []stream.Field, value string) []stream.Field {
+	via := stream.Field{Name: "via", Value: value}
 	i := 0
 	for i < len(fs) && fs[i].Name != "via" {
 		i++

@@ -30,16 +30,23 @@ var cipherSuites12 = []uint16{
 	stdtls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
 }
 
+// curves are the key exchanges pollproxy offers, Caddy's defaults: the
+// hybrid post-quantum one, X25519, then P-256. A client that offers only
+// P-384 or P-521 is refused, as Caddy refuses it.
+var curves = []stdtls.CurveID{stdtls.X25519MLKEM768, stdtls.X25519, stdtls.CurveP256}
+
 // ServerConfig returns pollproxy's server TLS configuration serving certs:
 // TLS 1.2 at least, ALPN "h2" then "http/1.1", ECDHE+AEAD suites for TLS
-// 1.2, session tickets on (crypto/tls rotates their keys). Callers may set
-// GetCertificate or other fields before first use.
+// 1.2, Caddy's default curves, session tickets on (crypto/tls rotates
+// their keys). Callers may set GetCertificate or other fields before
+// first use.
 func ServerConfig(certs []stdtls.Certificate) *stdtls.Config {
 	return &stdtls.Config{
 		Certificates:           certs,
 		MinVersion:             stdtls.VersionTLS12,
 		NextProtos:             []string{"h2", "http/1.1"},
 		CipherSuites:           append([]uint16(nil), cipherSuites12...),
+		CurvePreferences:       append([]stdtls.CurveID(nil), curves...),
 		SessionTicketsDisabled: false,
 	}
 }

@@ -14,7 +14,8 @@
 // Files: session.go is the Session the loop drives; wire.go the in-memory
 // net.Conn crypto/tls runs over, with the record framer that keeps it from
 // reading ahead; buffer.go the reusable byte queue for ciphertext in and
-// out; pool.go the handshake workers, an offload.Pool; config.go the server configuration,
+// out; stdinput.go the release of crypto/tls's own input buffers, which it
+// has no API for; pool.go the handshake workers, an offload.Pool; config.go the server configuration,
 // certificate files and self-signed certificates.
 //
 // The same Session serves both ends: NewServerSession for client

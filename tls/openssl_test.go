@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pollproxy/pollproxy/internal/eventually"
 	"github.com/pollproxy/pollproxy/internal/testenv"
 )
 
@@ -34,12 +35,8 @@ func (b *lockedBuffer) String() string {
 // waitFor polls until out holds want n times.
 func waitFor(t *testing.T, out *lockedBuffer, want string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for strings.Count(out.String(), want) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("openssl output never showed %q %d times:\n%s", want, n, out.String())
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !eventually.Within(5*time.Second, func() bool { return strings.Count(out.String(), want) >= n }) {
+		t.Fatalf("openssl output never showed %q %d times:\n%s", want, n, out.String())
 	}
 }
 

@@ -114,7 +114,8 @@ func monotonic() time.Duration { return time.Since(clockBase) + 1 }
 // NewServerSession returns a server-side session using cfg, which must not
 // be modified afterwards. local and remote are the socket's addresses, as
 // crypto/tls reports them to certificate callbacks
-// (ClientHelloInfo.Conn.RemoteAddr); either may be nil.
+// (ClientHelloInfo.Conn.RemoteAddr) during the handshake; either may be
+// nil. The session lets go of them when the handshake is over.
 func NewServerSession(cfg *stdtls.Config, local, remote net.Addr) *Session {
 	s := newSession(local, remote)
 	s.conn = stdtls.Server((*wire)(s), cfg)
@@ -398,16 +399,20 @@ func (s *Session) Write(p []byte) (int, error) {
 	return s.conn.Write(p)
 }
 
-// ReleaseIdle lets go of the session's empty ciphertext buffers, so an idle
-// connection does not pin the capacity its last exchange grew them to; the
-// next Feed or Write allocates afresh. It does nothing before the handshake
-// is over or while bytes are buffered, and returns the capacity it let go
-// of. Loop goroutine only.
+// ReleaseIdle lets go of the session's empty ciphertext buffers, and of
+// crypto/tls's own input buffers when they hold nothing (see releaseInput),
+// so an idle connection does not pin the capacity its last exchange grew
+// them to; the next Feed, Write or record allocates afresh. It does nothing
+// before the handshake is over or while bytes are buffered, and returns the
+// capacity it let go of. Loop goroutine only.
 func (s *Session) ReleaseIdle() int {
 	if !s.loop.Load() {
 		return 0
 	}
 	n := 0
+	if s.hsErr == nil && !s.closed && len(s.lent) == 0 {
+		n += releaseInput(s.conn)
+	}
 	if s.in.len() == 0 {
 		n += cap(s.in.b)
 		s.in.release()
@@ -484,6 +489,12 @@ func (s *Session) runHandshake(base context.Context) {
 		stop := context.AfterFunc(ctx, func() { (*wire)(s).Close() })
 		err = s.conn.HandshakeContext(ctx)
 		stop()
+		if err == nil {
+			// The ClientHello (or the server's flight) is still in
+			// crypto/tls's input buffers, 3.5 KiB that no record
+			// after the handshake needs.
+			releaseInput(s.conn)
+		}
 	}
 	// Why ctx ended, read before cancel ends it anyway: a handshake the
 	// closed transport woke may report the closed connection rather than
@@ -503,6 +514,10 @@ func (s *Session) runHandshake(base context.Context) {
 	}
 	s.hsErr = err
 	s.ctx, s.cancel = nil, nil
+	// The addresses were for certificate callbacks (ClientHelloInfo.Conn);
+	// the loop knows its own, and each is an allocation an idle
+	// connection would keep.
+	s.local, s.remote = nil, nil
 	notify := s.notify
 	s.notify = nil
 	// The hand-off: after this store the worker touches nothing of s.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pollproxy/pollproxy/internal/eventually"
 	"github.com/pollproxy/pollproxy/offload"
 )
 
@@ -394,12 +395,7 @@ func TestPoolFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Wait for the worker to take s1, leaving the queue empty.
-	for deadline := time.Now().Add(5 * time.Second); pool.work.Queued() != 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("worker did not take the first session")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	eventually.Holds(t, 5*time.Second, "the worker taking the first session", func() bool { return pool.work.Queued() == 0 })
 	s2, err := start()
 	if err != nil {
 		t.Fatalf("queued Start: %v", err)
@@ -485,13 +481,7 @@ func TestCloseUnblocksWorker(t *testing.T) {
 	}
 
 	var now int
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		if now = runtime.NumGoroutine(); now <= before || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if now > before {
+	if !eventually.Within(5*time.Second, func() bool { now = runtime.NumGoroutine(); return now <= before }) {
 		buf := make([]byte, 1<<16)
 		t.Fatalf("%d goroutines before, %d after:\n%s", before, now, buf[:runtime.Stack(buf, true)])
 	}

@@ -36,7 +36,7 @@ func TestAdapt(t *testing.T) {
 		Sites []struct {
 			Routes struct {
 				Nodes []struct {
-					Kind  string
+					Do    struct{ Type string }
 					Match struct {
 						Type     string
 						Patterns []string
@@ -59,8 +59,8 @@ func TestAdapt(t *testing.T) {
 	if doc.Servers.Timeouts.Idle != "1m30s" {
 		t.Errorf("servers: %+v", doc.Servers)
 	}
-	if len(doc.Sites) != 2 || len(doc.Sites[0].Routes.Nodes) != 2 || doc.Sites[0].Routes.Nodes[0].Kind != "respond" ||
-		doc.Sites[0].Routes.Nodes[1].Kind != "reverse_proxy" || doc.Sites[0].Routes.Nodes[1].Match.Patterns[0] != "/api/*" ||
+	if len(doc.Sites) != 2 || len(doc.Sites[0].Routes.Nodes) != 2 || doc.Sites[0].Routes.Nodes[0].Do.Type != "site.Respond" ||
+		doc.Sites[0].Routes.Nodes[1].Do.Type != "site.Proxy" || doc.Sites[0].Routes.Nodes[1].Match.Patterns[0] != "/api/*" ||
 		doc.Sites[0].Proxies[0].Policy != "first" || len(doc.Sites[0].Proxies[0].Upstreams) != 2 {
 		t.Errorf("sites: %+v", doc.Sites)
 	}

@@ -144,6 +144,9 @@ func upstreamList(to []string) (ups []string, https bool, err error) {
 		if scheme == "" {
 			scheme = "http"
 		}
+		if scheme == "h2c" {
+			return nil, false, fmt.Errorf("--to %s: h2c:// upstreams are for a Caddyfile's reverse_proxy (the command speaks HTTP/1.1 to its upstreams)", v)
+		}
 		if common != "" && scheme != common {
 			return nil, false, fmt.Errorf("--to: all upstreams must use the same scheme; expecting '%s://' but got '%s://'", common, scheme)
 		}

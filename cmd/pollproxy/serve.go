@@ -107,8 +107,8 @@ func serveUntilSignal(in *app.Instance, lf loopFlags, dev *config.Config, change
 		}
 		if lf.stats {
 			for _, s := range in.LoopStats() {
-				fmt.Fprintf(os.Stderr, "loop %d %s: waits=%d calls=%d events=%d wakeups=%d adds=%d mods=%d dels=%d\n",
-					s.Loop, s.Backend, s.Waits, s.Calls, s.Events, s.Wakeups, s.Adds, s.Mods, s.Dels)
+				fmt.Fprintf(os.Stderr, "loop %d %s: waits=%d calls=%d events=%d wakeups=%d adds=%d mods=%d dels=%d yields=%d\n",
+					s.Loop, s.Backend, s.Waits, s.Calls, s.Events, s.Wakeups, s.Adds, s.Mods, s.Dels, s.Yields)
 			}
 		}
 		return err

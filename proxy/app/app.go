@@ -47,6 +47,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy/ab"
@@ -131,6 +132,10 @@ type Instance struct {
 
 // Start makes cfg serve. On error nothing is left running.
 func Start(cfg *config.Config, opts Options) (*Instance, error) {
+	if opts.Logger != nil && cfg.TLSOptions.Debug {
+		// debug: the instance's logs and certmagic's at every level.
+		opts.Logger = slog.New(debugHandler{opts.Logger.Handler()})
+	}
 	in := &Instance{opts: opts, log: opts.Logger}
 	if in.log == nil {
 		in.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -180,16 +185,11 @@ func (in *Instance) start(cfg *config.Config) error {
 		if err != nil {
 			return err
 		}
-		cc := tlscerts.Config{
-			StorageDir: cfg.Storage,
-			Storage:    storage,
-			Email:      accountEmail(cfg),
-			CA:         cfg.ACMECA,
-			HTTPPort:   cfg.HTTPPort,
-			// http_port off: no HTTP-01; TLS-ALPN-01 on the HTTPS port remains.
-			DisableHTTPChallenge: cfg.HTTPPort == 0,
-			Logger:               in.opts.Logger,
+		cc, err := certsConfig(cfg)
+		if err != nil {
+			return err
 		}
+		cc.Storage, cc.Logger = storage, in.opts.Logger
 		if in.opts.EditCerts != nil {
 			in.opts.EditCerts(&cc)
 		}
@@ -202,6 +202,10 @@ func (in *Instance) start(cfg *config.Config) error {
 
 	p, err := in.prepare(cfg)
 	if err != nil {
+		return err
+	}
+	if err := in.setConnPolicies(p); err != nil {
+		p.logs.abandon()
 		return err
 	}
 	for _, l := range cfg.Listeners() {
@@ -302,6 +306,10 @@ func (in *Instance) reload(file string) error {
 			return &config.Error{Pos: l.Hosts[0].Site.Pos, Msg: fmt.Sprintf("listener %s changes between HTTP and HTTPS: that takes a restart", l.Addr)}
 		}
 	}
+	if err := in.setConnPolicies(p); err != nil {
+		p.logs.abandon()
+		return err
+	}
 	for _, l := range listeners {
 		if in.servers[l.Addr] != nil {
 			continue
@@ -312,6 +320,8 @@ func (in *Instance) reload(file string) error {
 				s.Close()
 			}
 			p.logs.abandon()
+			// The running configuration's policies again.
+			in.setConnPolicies(in.running)
 			return err
 		}
 		added[l.Addr] = srv
@@ -408,6 +418,12 @@ var ErrGraceEnded = errors.New("grace period ended")
 // the deadline (it logs a warning and returns ErrGraceEnded naming their
 // listeners) and releases everything.
 func (in *Instance) Shutdown() error {
+	if d := in.cfg.TLSOptions.ShutdownDelay; d > 0 {
+		// shutdown_delay: serve as before for a while, so that a load
+		// balancer's health checks notice before connections drain.
+		in.log.Info("shutdown delayed", "delay", d)
+		time.Sleep(d)
+	}
 	grace := in.cfg.GracePeriod
 	in.log.Info("shutting down: draining connections", "grace", grace)
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
@@ -451,6 +467,10 @@ func (in *Instance) Close() {
 		srv.Close()
 	}
 	in.servers = nil
+	// The proxies' idle origin connections: a server closes only the
+	// handler it serves now, not those a reload retired with requests
+	// still in flight, nor a proxy behind a site's routes.
+	closeHandlers(in.running)
 	if in.admin != nil {
 		in.admin.Close()
 	}

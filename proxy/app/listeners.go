@@ -20,6 +20,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/observe"
 	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/server"
+	"github.com/pollproxy/pollproxy/proxy/site"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 	tlscerts "github.com/pollproxy/pollproxy/tls/certs"
 )
@@ -65,7 +66,7 @@ func (in *Instance) hostHandler(p *plan, l *config.Listener, so *config.ServerOp
 				proxies = append(proxies, ph)
 			}
 			h := siteHandler(s.Table(), proxies, clientIP, loop)
-			if rh, ok := h.(*route.Handler); ok && len(p.logs.sites[s]) > 0 {
+			if rh, ok := h.(*site.Handler); ok && len(p.logs.sites[s]) > 0 {
 				// What the routes answer themselves goes to the access
 				// logs too (the metrics count proxied requests).
 				rh.Observe(siteObserver{logs: p.logs.sites[s]}, true)
@@ -88,11 +89,13 @@ func (in *Instance) hostHandler(p *plan, l *config.Listener, so *config.ServerOp
 // siteHandler evaluates a site's routes on one loop; a site whose only
 // route proxies every request, with no response or error routes, is its
 // proxy, with nothing in between.
-func siteHandler(t *route.Table, proxies []stream.Handler, clientIP route.ClientIPFunc, loop *netpoll.Loop) stream.Handler {
-	if n := t.Nodes; len(n) == 1 && n[0].Kind == route.Proxy && n[0].Match == nil && len(n[0].Responses) == 0 && len(t.Errors) == 0 {
-		return proxies[t.Nodes[0].Proxy]
+func siteHandler(t *site.Table, proxies []stream.Handler, clientIP route.ClientIPFunc, loop *netpoll.Loop) stream.Handler {
+	if n := t.Nodes; len(n) == 1 && n[0].Match == nil && len(t.Errors) == 0 {
+		if p, ok := n[0].Do.(*site.Proxy); ok && len(p.Responses) == 0 {
+			return proxies[p.Index]
+		}
 	}
-	return route.NewHandler(t, proxies, clientIP, loop)
+	return site.NewHandler(t, proxies, clientIP, loop)
 }
 
 // clientIPFunc is how client_ip matchers and client_ip_hash learn the
@@ -322,19 +325,21 @@ func redirectHandler(current *atomic.Pointer[map[string]int]) http.Handler {
 // usesACME reports whether some HTTPS site gets its certificate from ACME.
 func usesACME(cfg *config.Config) bool {
 	for _, s := range cfg.Sites {
-		switch s.TLS.Mode {
-		case config.TLSACME:
-			if !s.Cleartext() {
+		if s.Cleartext() || s.TLS.Mode == config.TLSFiles || s.TLS.Pos.Line == 0 && cfg.AutoHTTPS.NoCerts {
+			continue // no certificate obtained (auto_https off: siteCerts)
+		}
+		p := sitePolicy(cfg, &s.TLS)
+		for _, is := range p.Issuers {
+			if is.ACME != nil || is.ZeroSSL != nil {
 				return true
 			}
-		case config.TLSAuto:
-			if cfg.AutoHTTPS.NoCerts {
-				continue
-			}
-			for _, a := range s.Addrs {
-				if !a.Cleartext && a.Host != "" && !tlscerts.UsesInternalByDefault(a.Host) {
-					return true
-				}
+		}
+		if len(p.Issuers) > 0 || s.TLS.Mode == config.TLSInternal || cfg.TLSOptions.LocalCerts {
+			continue
+		}
+		for _, a := range s.Addrs {
+			if !a.Cleartext && (a.Host == "" && s.TLS.GetsOnDemand() || a.Host != "" && !tlscerts.UsesInternalByDefault(a.Host)) {
+				return true
 			}
 		}
 	}

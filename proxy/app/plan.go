@@ -25,7 +25,8 @@ type plan struct {
 	proxies   map[*config.Proxy]proxy.Config
 	siteUps   map[*config.Site][]*upstream.Upstream
 	logs      *accessLogs
-	built     builtHandlers // its per-loop proxy handlers, retired by the next reload (streams.go)
+	built     builtHandlers         // its per-loop proxy handlers, retired by the next reload (streams.go)
+	conn      []tlscerts.ConnPolicy // the sites' connection policies, set by setConnPolicies
 }
 
 // resolveTimeout bounds the resolution of one upstream name.
@@ -53,6 +54,9 @@ func (in *Instance) prepare(cfg *config.Config) (*plan, error) {
 				}
 			}
 			pc := rp.ProxyConfig(ups)
+			if rp.FastCGI != nil && rp.FastCGI.CaptureStderr {
+				pc.FastCGI.Stderr = fastcgiStderr(in.log)
+			}
 			if rp.TLS != nil {
 				t, err := in.upTLS.transport(rp.TLS, in.log)
 				if err != nil {
@@ -73,9 +77,11 @@ func (in *Instance) prepare(cfg *config.Config) (*plan, error) {
 		return nil, errs
 	}
 	if in.certs != nil {
-		if err := addCerts(in.certs, cfg); err != nil {
+		conn, err := addCerts(in.certs, cfg)
+		if err != nil {
 			return nil, err
 		}
+		p.conn = conn
 	}
 	logs, err := in.openLogs(cfg)
 	if err != nil {
@@ -177,42 +183,35 @@ func errorAt(s *config.Site, err error) *config.Error {
 }
 
 // addCerts manages every site's certificate with the policy of its tls
-// option; by default certs.Manager's (the local CA for names no public CA
-// issues for, ACME in the background for the others). Certificates are
-// only ever added: one that a reload no longer names stays until the next
-// start.
-func addCerts(certs *tlscerts.Manager, cfg *config.Config) error {
+// option (siteCerts); by default certs.Manager's (the local CA for names
+// no public CA issues for, ACME in the background for the others), and
+// returns the sites' connection policies. Certificates are only ever added:
+// one that a reload no longer names stays until the next start.
+func addCerts(certs *tlscerts.Manager, cfg *config.Config) ([]tlscerts.ConnPolicy, error) {
 	var errs config.Errors
 	ctx := context.Background()
 	for _, s := range cfg.Sites {
-		names := hostNames(s)
-		if len(names) == 0 {
-			continue // a plain-HTTP site needs no certificate
-		}
-		var err error
-		switch s.TLS.Mode {
-		case config.TLSFiles:
-			err = certs.AddFilePair(s.TLS.Cert, s.TLS.Key)
-		case config.TLSInternal:
-			err = certs.AddInternal(names...)
-		case config.TLSACME:
-			err = certs.AddACMEAsync(ctx, names...)
-		default:
-			if cfg.AutoHTTPS.NoCerts {
-				// auto_https off or disable_certs: as in Caddy, the site
-				// is served over TLS with no certificate obtained for it,
-				// so its handshakes fail unless another site's
-				// certificate covers its name.
-				continue
-			}
-			err = certs.AddAsync(ctx, names...)
-		}
-		if err != nil {
+		if err := siteCerts(ctx, certs, cfg, s); err != nil {
 			errs = append(errs, errorAt(s, err))
 		}
 	}
+	cps, cerrs := connPolicies(cfg)
+	errs = append(errs, cerrs...)
 	if len(errs) > 0 {
-		return errs
+		return nil, errs
+	}
+	return cps, nil
+}
+
+// setConnPolicies makes p's connection policies answer the handshakes
+// that start from now on: before any listener of p accepts, so that no
+// connection reaches a site with client_auth without its check.
+func (in *Instance) setConnPolicies(p *plan) error {
+	if in.certs == nil {
+		return nil
+	}
+	if err := in.certs.SetConnPolicies(p.conn); err != nil {
+		return config.Errors{&config.Error{Pos: p.cfg.Sites[0].Pos, Msg: "tls: " + err.Error()}}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"sync"
+	"time"
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy"
@@ -96,4 +97,32 @@ func sharesAddress(a, b *config.Site) bool {
 		}
 	}
 	return false
+}
+
+// closeHandlers closes every handler p built and every older one it
+// carries (proxy.Handler.Close) on its loop, and returns once each did or
+// its loop is gone: their idle origin connections are closed while the
+// loops still run, since a loop that stops closes no descriptor.
+func closeHandlers(p *plan) {
+	if p == nil {
+		return
+	}
+	p.built.mu.Lock()
+	list := p.built.list
+	p.built.list = nil
+	p.built.mu.Unlock()
+	done := make(chan struct{}, len(list))
+	for _, b := range list {
+		b.loop.Post(func() {
+			b.h.Close()
+			done <- struct{}{}
+		})
+	}
+	for _, b := range list {
+		select {
+		case <-done:
+		case <-b.loop.Done():
+		case <-time.After(5 * time.Second): // a loop that is stuck
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/pollproxy/pollproxy/proxy/auth"
 	"github.com/pollproxy/pollproxy/proxy/route"
+	"github.com/pollproxy/pollproxy/proxy/site"
 )
 
 // basicAuth reads Caddy's basic_auth (or its older name basicauth):
@@ -16,7 +17,7 @@ import (
 //
 // The hash is bcrypt's, in Modular Crypt Format or base64-encoded, as
 // Caddy reads it; without accounts every request is refused, as in Caddy.
-func (p *parser) basicAuth(d *caddyfile.Dispenser, n *route.Node, name string) {
+func (p *parser) basicAuth(d *caddyfile.Dispenser, n *site.Node, name string) {
 	args := d.RemainingArgs()
 	realm, bcrypt := "", true
 	switch len(args) {
@@ -70,7 +71,7 @@ func (p *parser) basicAuth(d *caddyfile.Dispenser, n *route.Node, name string) {
 		p.errf(d, "%s: %v", name, err)
 		return
 	}
-	n.Kind, n.Auth, n.Static = route.BasicAuth, a, route.Unauthorized(a)
+	n.Do = &site.BasicAuth{Auth: a, Unauthorized: site.Unauthorized(a)}
 }
 
 // envValue fills the {env.NAME} placeholders of an account's token, the

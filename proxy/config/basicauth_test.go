@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pollproxy/pollproxy/proxy/route"
+	"github.com/pollproxy/pollproxy/proxy/site"
 )
 
 // A bcrypt hash of "secret" (cost 4), made for these tests.
@@ -34,11 +34,8 @@ func TestBasicAuthParse(t *testing.T) {
 }
 `)
 	nodes := c.Sites[0].Routes.Nodes
-	var kinds []route.Kind
-	for _, n := range nodes {
-		kinds = append(kinds, n.Kind)
-	}
-	want := []route.Kind{route.URI, route.BasicAuth, route.BasicAuth, route.EditRequest, route.Group, route.Proxy}
+	kinds := directives(nodes)
+	want := []string{"*site.URI", "*site.BasicAuth", "*site.BasicAuth", "*site.EditRequest", "*site.Group", "*site.Proxy"}
 	if len(kinds) != len(want) {
 		t.Fatalf("kinds %v, want %v", kinds, want)
 	}
@@ -47,12 +44,12 @@ func TestBasicAuthParse(t *testing.T) {
 			t.Fatalf("kinds %v, want %v", kinds, want)
 		}
 	}
-	old, cur := nodes[1], nodes[2]
-	if old.Auth.Realm() != "My Realm" || old.Match != nil {
-		t.Errorf("basicauth: realm %q, matcher %v", old.Auth.Realm(), old.Match)
+	old, cur := nodes[1].Do.(*site.BasicAuth), nodes[2].Do.(*site.BasicAuth)
+	if old.Auth.Realm() != "My Realm" || nodes[1].Match != nil {
+		t.Errorf("basicauth: realm %q, matcher %v", old.Auth.Realm(), nodes[1].Match)
 	}
-	if cur.Auth.Realm() != "restricted" || cur.Match == nil {
-		t.Errorf("basic_auth: realm %q, matcher %v", cur.Auth.Realm(), cur.Match)
+	if cur.Auth.Realm() != "restricted" || nodes[2].Match == nil {
+		t.Errorf("basic_auth: realm %q, matcher %v", cur.Auth.Realm(), nodes[2].Match)
 	}
 	for _, u := range []string{"alice", "bob", "carol"} {
 		if h, known := cur.Auth.Lookup(u); !known || string(h) != testHash {

@@ -8,8 +8,9 @@ import (
 // The configuration examples of Caddy's documentation (caddyserver.com/docs:
 // the reverse_proxy, handle, handle_path, route, redir, respond, header,
 // uri, rewrite, basic_auth, forward_auth, handle_errors, error, intercept,
-// encode and log directive pages, the request matchers page, and the
-// global options page: its general, server and log options), each as
+// encode, vars, map, templates, invoke, tls and log directive pages, the
+// request matchers page, and the global options page: its general, TLS,
+// server and log options), each as
 // the Caddyfile a Caddy user would write. Every one validates, or fails
 // with "NAME is not supported by pollproxy" on the line that uses NAME.
 
@@ -27,6 +28,13 @@ func docMatcher(def string) string {
 // docGlobal is an example of global options alone, followed by a site
 // that uses them, as a Caddy user would write it.
 func docGlobal(options string) string { return options + "\nexample.com {\n\trespond \"Hello\"\n}\n" }
+
+// docTLSOption is an example of global options alone, which Caddy takes
+// as a whole Caddyfile: with a site, which pollproxy wants; the options
+// start on line 2.
+func docTLSOption(options string) string {
+	return "{\n" + options + "\n}\n\nexample.com {\n\trespond ok\n}\n"
+}
 
 // docExample is one example: its page, the Caddyfile and "" (it
 // validates) or the error it gives, with its line (a prefix when it ends
@@ -62,6 +70,24 @@ var caddyDocExamples = []docExample{
 	{"reverse_proxy", docSite("reverse_proxy https://example.com {\n\theader_up Host {upstream_hostport}\n}"), ""},
 	{"reverse_proxy", docSite("reverse_proxy https://example.com {\n\theader_up Host {hostport}\n}"), ""},
 
+	// vars
+	{"vars", docSite("vars id 123"), ""},
+	{"vars", docSite("vars {\n\tfoo bar\n\tabc true\n\tnum 1\n}"), ""},
+	{"vars", docSite("vars /api/* {\n\tfoo bar\n}\nrespond {vars.foo}"), ""},
+
+	// templates
+	{"templates", docSite("templates"), ""},
+	{"templates", docSite("root * /srv\ntemplates\nfile_server"), ""},
+	{"templates", docSite("header Content-Type text/plain\ntemplates\nrespond \"Current year is: {{now | date \\\"2006\\\"}}\""), ""},
+	{"templates", docSite("templates {\n\tbetween <% %>\n}"), ""},
+
+	// invoke
+	{"invoke", "&(app-proxy) {\n\treverse_proxy app-01:8080 app-02:8080 app-03:8080\n}\n\nexample.com {\n\tinvoke app-proxy\n}\n\nwww.example.com {\n\tinvoke app-proxy\n}\n", ""},
+	{"invoke", "&(app-proxy) {\n\treverse_proxy app-01:8080 app-02:8080 app-03:8080 {\n\t\tlb_policy least_conn\n\t\thealth_uri /healthz\n\t\thealth_interval 5s\n\t}\n}\n\nexample.com {\n\tinvoke app-proxy\n}\n\napi.example.com {\n\tinvoke app-proxy\n}\n", ""},
+
+	// map
+	{"map", docSite("map {host}             {my_placeholder}  {magic_number} {\n\texample.com        \"some value\"      3\n\tfoo.example.com    \"another value\"\n\t~(.*)\\.example\\.com$ \"${1} subdomain\" 5\n\n\t~.*\\.net$          -                 7\n\t~.*\\.xyz$          -                 15\n\n\tdefault            \"unknown domain\"  42\n}\nrespond \"{my_placeholder} {magic_number}\""), ""},
+
 	// handle
 	{"handle", "example.com {\n\thandle /foo/* {\n\t\tfile_server\n\t}\n\n\thandle {\n\t\treverse_proxy 127.0.0.1:8080\n\t}\n}\n", ""},
 	{"handle", "example.com {\n\thandle_path /foo/* {\n\t\t# The path has the \"/foo\" prefix stripped\n\t}\n\n\thandle /bar/* {\n\t\t# The path still retains \"/bar\"\n\t}\n}\n", ""},
@@ -83,7 +109,7 @@ var caddyDocExamples = []docExample{
 
 	// respond
 	{"respond", "example.com {\n\trespond /health-check 200\n\trespond \"Hello, world!\"\n}\n", ""},
-	{"respond", "example.com {\n\trespond /secret/* \"Access denied\" 403 {\n\t\tclose\n\t}\n}\n", "Caddyfile:3: respond: close is not supported by pollproxy"},
+	{"respond", "example.com {\n\trespond /secret/* \"Access denied\" 403 {\n\t\tclose\n\t}\n}\n", ""},
 	{"respond", "example.com {\n\theader Content-Type text/html\n\trespond <<HTML\n\t\t<html>\n\t\t\t<head><title>Foo</title></head>\n\t\t\t<body>Foo</body>\n\t\t</html>\n\t\tHTML 200\n}\n", ""},
 
 	// header
@@ -156,7 +182,7 @@ var caddyDocExamples = []docExample{
 	{"matchers", docMatcher("@file file"), ""},
 	{"matchers", docMatcher("@html file {\n\ttry_files {path}.html {path} \n}"), ""},
 	{"matchers", docMatcher("@html-or-error file {path}.html {path} =404"), ""},
-	{"matchers", docMatcher("@file `file()`"), "Caddyfile:2: expression: expression file(): file() is not supported by pollproxy"},
+	{"matchers", docMatcher("@file `file()`"), ""},
 	{"matchers", docMatcher("@upgrade header Connection *Upgrade*"), ""},
 	// forward_auth
 	{"forward_auth", "auth.example.com {\n\treverse_proxy authelia:9091\n}\n\napp1.example.com {\n\tforward_auth authelia:9091 {\n\t\turi /api/authz/forward-auth\n\t\tcopy_headers Remote-User Remote-Groups Remote-Name Remote-Email\n\t}\n\n\treverse_proxy app1:8080\n}\n", ""},
@@ -205,7 +231,7 @@ var caddyDocExamples = []docExample{
 	{"matchers", docMatcher("@assets `path('/js/*', '/css/*', '/images/*')`"), ""},
 	{"matchers", docMatcher("@static path_regexp static \\.([a-f0-9]{6})\\.(css|js)$"), ""},
 	{"matchers", docMatcher("@static path_regexp \\.([a-f0-9]{6})\\.(css|js)$"), ""},
-	{"matchers", docMatcher("@static `path_regexp('\\.([a-f0-9]{6})\\.(css|js)$') && file()`"), "Caddyfile:2: expression: expression path_regexp('\\.([a-f0-9]{6})\\.(css|js)$') && file(): file() is not supported by pollproxy"},
+	{"matchers", docMatcher("@static `path_regexp('\\.([a-f0-9]{6})\\.(css|js)$') && file()`"), "Caddyfile:2: expression: expression path_regexp('\\.([a-f0-9]{6})\\.(css|js)$') && file(): a backslash in a CEL string*"},
 	{"matchers", docMatcher("@http2 protocol http/2+"), ""},
 	{"matchers", docMatcher("@http2 `protocol('http/2+')`"), ""},
 	{"matchers", docMatcher("@search query q=*"), ""},
@@ -214,18 +240,75 @@ var caddyDocExamples = []docExample{
 	{"matchers", docMatcher("@private-ipv4 remote_ip 192.168.0.0/16 172.16.0.0/12 10.0.0.0/8 127.0.0.1/8"), ""},
 	{"matchers", "example.com {\n\t@denied not remote_ip private_ranges\n\tabort @denied\n\n\trespond \"Hello, you must be from a private network!\"\n}\n", ""},
 	{"matchers", docMatcher("@my-friends `remote_ip('12.23.34.45', '23.34.45.56')`"), ""},
-	{"matchers", "example.com {\n\tvars combined_header \"{header.Foo}_{header.Bar}\"\n\t@special vars {vars.combined_header} \"123_456\"\n\thandle @special {\n\t\trespond \"You sent Foo=123 and Bar=456!\"\n\t}\n\thandle {\n\t\trespond \"Foo and Bar were not special.\"\n\t}\n}\n", "Caddyfile:2: vars is not supported by pollproxy\nCaddyfile:3: matcher vars is not supported by pollproxy"},
-	{"matchers", docMatcher("@magic `vars({'magic_number': ['3', '5']})`"), "Caddyfile:2: expression: expression vars({'magic_number': ['3', '5']}): vars() is not supported by pollproxy"},
-	{"matchers", docMatcher("@magic vars_regexp magic {magic_number} ^(4.*)"), "Caddyfile:2: matcher vars_regexp is not supported by pollproxy"},
-	{"matchers", docMatcher("@magic vars_regexp {magic_number} ^(4.*)"), "Caddyfile:2: matcher vars_regexp is not supported by pollproxy"},
-	{"matchers", docMatcher("@magic `vars_regexp('magic_number', '^(4.*)')`"), "Caddyfile:2: expression: expression vars_regexp('magic_number', '^(4.*)'): vars_regexp() is not supported by pollproxy"},
+	{"matchers", "example.com {\n\tvars combined_header \"{header.Foo}_{header.Bar}\"\n\t@special vars {vars.combined_header} \"123_456\"\n\thandle @special {\n\t\trespond \"You sent Foo=123 and Bar=456!\"\n\t}\n\thandle {\n\t\trespond \"Foo and Bar were not special.\"\n\t}\n}\n", ""},
+	{"matchers", docMatcher("@magic `vars({'magic_number': ['3', '5']})`"), ""},
+	{"matchers", docMatcher("@magic vars_regexp magic {magic_number} ^(4.*)"), ""},
+	{"matchers", docMatcher("@magic vars_regexp {magic_number} ^(4.*)"), ""},
+	{"matchers", docMatcher("@magic `vars_regexp('magic_number', '^(4.*)')`"), ""},
+
+	// tls (the directive's page)
+	{"tls", "example.com {\n\ttls cert.pem key.pem\n}\n", ""},
+	{"tls", "example.com {\n\ttls internal\n}\n", ""},
+	{"tls", "https:// {\n\ttls internal {\n\t\ton_demand\n\t}\n}\n", ""},
+	{"tls", "example.com {\n\ttls {\n\t\tissuer internal {\n\t\t\tca foo\n\t\t}\n\t}\n}\n", ""},
+	{"tls", "example.com {\n\ttls your@email.com\n}\n", ""},
+	{"tls", "*.example.com {\n\ttls {\n\t\tdns cloudflare {env.CLOUDFLARE_API_TOKEN}\n\t}\n}\n", "Caddyfile:3: tls: dns is not supported by pollproxy"},
+	{"tls", "https:// {\n\ttls {\n\t\tget_certificate http http://localhost:9007/certs\n\t}\n}\n", ""},
+	{"tls", docSite("tls {\n\tget_certificate tailscale\n}"), "Caddyfile:3: tls: get_certificate tailscale is not supported by pollproxy"},
+	{"tls", "example.com {\n\ttls {\n\t\tclient_auth {\n\t\t\tmode                 require_and_verify\n\t\t\ttrusted_ca_cert_file ../caddy.ca.cer\n\t\t\ttrusted_ca_cert_file ../root.ca.cer\n\t\t}\n\t}\n}\n", ""},
+	{"tls", docSite("tls {\n\tprotocols tls1.3\n}"), ""},
+	{"tls", docSite("tls {\n\tprotocols tls1.2 tls1.3\n\tciphers TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384 TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384\n\tcurves x25519 secp256r1\n\talpn h2 http/1.1\n}"), ""},
+	{"tls", docSite("tls {\n\tkey_type p384\n\treuse_private_keys\n\trenewal_window_ratio 0.5\n}"), ""},
+	{"tls", docSite("tls {\n\tca https://acme-staging-v02.api.letsencrypt.org/directory\n\tca_root /path/to/root.pem\n\teab GD-VvWydSVFuss_GhBwYQQ MjXU3MH-Z0WQ7piMAnVsCpD1shgMiWx6ggPWiTmydgUaj7dWWWfQfA\n}"), ""},
+	{"tls", docSite("tls {\n\tclient_auth {\n\t\tmode request\n\t}\n}"), ""},
+	{"tls", docSite("tls {\n\tclient_auth {\n\t\ttrust_pool file /path/to/ca.pem {\n\t\t\tpem_file /path/to/other.pem\n\t\t}\n\t}\n}"), ""},
+	{"tls", docSite("tls {\n\tclient_auth {\n\t\tverifier leaf file /path/to/client.pem\n\t}\n}"), ""},
+	{"tls", docSite("tls {\n\tclient_auth {\n\t\ttrust_pool pki_root local\n\t}\n}"), "Caddyfile:4: tls: client_auth: trust_pool pki_root is not supported by pollproxy"},
+	{"tls", docSite("tls {\n\tissuer acme {\n\t\tdir https://acme.example.com/directory\n\t\ttest_dir https://acme-staging.example.com/directory\n\t\temail you@example.com\n\t\ttimeout 2m\n\t\tdisable_http_challenge\n\t\tdisable_tlsalpn_challenge\n\t\talt_http_port 8080\n\t\talt_tlsalpn_port 8443\n\t\teab KEY_ID MAC_KEY\n\t\ttrusted_roots /path/to/root.pem\n\t\tpreferred_chains {\n\t\t\troot_common_name \"ISRG Root X2\"\n\t\t}\n\t}\n}"), ""},
+	{"tls", docSite("tls {\n\tissuer acme {\n\t\tdns cloudflare TOKEN\n\t}\n}"), "Caddyfile:4: tls: issuer acme: dns is not supported by pollproxy"},
+	{"tls", docSite("tls {\n\tissuer zerossl API_KEY\n}"), ""},
+	{"tls", docSite("tls {\n\tissuer internal {\n\t\tlifetime 1d\n\t\tsign_with_root\n\t}\n}"), ""},
+	{"tls", docSite("tls {\n\tissuer acme\n\tissuer internal\n}"), ""},
+	{"tls", docSite("tls {\n\tload /path/to/certs\n}"), ""},
+	{"tls", docSite("tls force_automate"), ""},
+	{"tls", docSite("tls {\n\tinsecure_secrets_log /var/log/caddy/sslkeylog.log\n}"), ""},
+
+	// TLS global options (the global options page)
+	{"options", "{\n\tshutdown_delay 30s\n}\n\nexample.com {\n\thandle /health-check {\n\t\t@goingDown vars {http.shutting_down} true\n\t\trespond @goingDown \"Bye-bye in {http.time_until_shutdown}\" 503\n\t\trespond 200\n\t}\n\thandle {\n\t\trespond \"Hello, world!\"\n\t}\n}\n",
+		"Caddyfile:7: vars: placeholder {http.shutting_down} is not supported by pollproxy"},
+	{"options", docTLSOption("\tdebug"), ""},
+	{"options", docTLSOption("\tstorage_clean_interval 7d"), ""},
+	{"options", docTLSOption("\tpersist_config off"), ""},
+	{"options", docTLSOption("\temail admin@example.com"), ""},
+	{"options", docTLSOption("\tdefault_sni example.com"), ""},
+	{"options", docTLSOption("\tfallback_sni example.com"), ""},
+	{"options", docTLSOption("\tlocal_certs"), ""},
+	{"options", docTLSOption("\tskip_install_trust"), ""},
+	{"options", docTLSOption("\tacme_ca https://acme-staging-v02.api.letsencrypt.org/directory"), ""},
+	{"options", docTLSOption("\tacme_ca_root /path/to/ca/root.pem"), ""},
+	{"options", docTLSOption("\tacme_eab {\n\t\tkey_id GD-VvWydSVFuss_GhBwYQQ\n\t\tmac_key MjXU3MH-Z0WQ7piMAnVsCpD1shgMiWx6ggPWiTmydgUaj7dWWWfQfA\n\t}"), ""},
+	{"options", docTLSOption("\tacme_dns cloudflare {env.CLOUDFLARE_API_TOKEN}"), "Caddyfile:2: acme_dns is not supported by pollproxy"},
+	{"options", "{\n\ton_demand_tls {\n\t\task http://localhost:9123/ask\n\t}\n}\n\nhttps:// {\n\ttls {\n\t\ton_demand\n\t}\n}\n", ""},
+	{"options", docTLSOption("\tkey_type ed25519"), ""},
+	{"options", docTLSOption("\tcert_issuer acme {\n\t\temail you@example.com\n\t}\n\tcert_issuer zerossl API_KEY"), ""},
+	{"options", docTLSOption("\trenew_interval 30m"), ""},
+	{"options", docTLSOption("\tcert_lifetime 30d"), ""},
+	{"options", docTLSOption("\tocsp_interval 2h"), ""},
+	{"options", docTLSOption("\tocsp_stapling off"), ""},
+	{"options", docTLSOption("\tpreferred_chains smallest"), ""},
+	{"options", docTLSOption("\tpreferred_chains {\n\t\troot_common_name \"ISRG Root X2\"\n\t}"), ""},
+	{"options", docTLSOption("\tpki {\n\t\tca local {\n\t\t\tname \"My Local CA\"\n\t\t}\n\t}"), ""},
+	{"options", docTLSOption("\tpki {\n\t\tca local {\n\t\t\troot_cn \"My Local CA - 2024 ECC Root\"\n\t\t}\n\t}"), ""},
+	{"options", docTLSOption("\tpki {\n\t\tca local {\n\t\t\tintermediate_cn \"My Local CA - ECC Intermediate\"\n\t\t}\n\t}"), ""},
+	{"options", docTLSOption("\tpki {\n\t\tca local {\n\t\t\tintermediate_lifetime 30d\n\t\t}\n\t}"), ""},
+	{"options", docTLSOption("\tpki {\n\t\tca local {\n\t\t\troot {\n\t\t\t\tformat pem_file\n\t\t\t\tcert /path/to/root.pem\n\t\t\t\tkey /path/to/root.key\n\t\t\t}\n\t\t\tintermediate {\n\t\t\t\tformat pem_file\n\t\t\t\tcert /path/to/intermediate.pem\n\t\t\t\tkey /path/to/intermediate.key\n\t\t\t}\n\t\t}\n\t}"), ""},
+	{"options", "{\n\tauto_https off\n}\n\nexample.com {\n\trespond ok\n}\n", ""},
 
 	// global options: the general and server options (caddyfile/options)
 	// and the log directive (directives/log), each as written there; an
 	// example of global options alone is given a site (docGlobal).
 	{"log", docGlobal("{\n\tlog default {\n\t\toutput stdout\n\t\tformat json\n\t\tinclude http.log.access admin.api\n\t}\n}\n"), "Caddyfile:5: log: include admin.api is not supported by pollproxy (its loggers carry only access logs, http.log.access...)"},
 	{"options", docGlobal("{\n\tgrace_period 10s\n}\n"), ""},
-	{"options", "{\n\tshutdown_delay 30s\n}\n\nexample.com {\n\thandle /health-check {\n\t\t@goingDown vars {http.shutting_down} true\n\t\trespond @goingDown \"Bye-bye in {http.time_until_shutdown}\" 503\n\t\trespond 200\n\t}\n\thandle {\n\t\trespond \"Hello, world!\"\n\t}\n}\n", "Caddyfile:2: shutdown_delay is not supported by pollproxy*"},
 	{"servers", docGlobal("{\n\tservers :443 {\n\t\tlistener_wrappers {\n\t\t\thttp_redirect\n\t\t\ttls\n\t\t}\n\t}\n\n\tservers :80 {\n\t\tprotocols h1 h2c\n\t}\n}\n"), ""},
 	{"servers", "{\n\t# This will NOT match the server, bind address missing\n\tservers :8080 {\n\t\tname private\n\t}\n\n\t# This will work because it's an exact match\n\tservers 192.168.1.2:8080 {\n\t\tname public\n\t}\n}\n\n:8080 {\n\tbind 127.0.0.1\n}\n\n:8080 {\n\tbind 192.168.1.2\n}\n", "Caddyfile:14: bind is not supported by pollproxy\nCaddyfile:18: bind is not supported by pollproxy"},
 	{"servers", "{\n\tservers :443 {\n\t\tname https\n\t}\n\n\tservers :80 {\n\t\tname http\n\t}\n}\n\nexample.com {\n}\n\nhttp:// {\n}\n", ""},

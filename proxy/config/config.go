@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy"
 	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/server"
+	"github.com/pollproxy/pollproxy/proxy/site"
 	"github.com/pollproxy/pollproxy/proxy/upstream"
 	pptls "github.com/pollproxy/pollproxy/tls"
 )
@@ -52,6 +54,9 @@ type Config struct {
 	Storage string
 	// Redis, when set, replaces the Storage directory (storage redis).
 	Redis *RedisStorage
+	// TLSOptions are the other global options about certificates and
+	// handshakes (local_certs, pki, on_demand_tls ...).
+	TLSOptions
 	// DefaultBind is the host every site listens on ("" : all interfaces).
 	DefaultBind string
 	// HTTPPort is Caddy's http_port: the port of http:// sites without
@@ -179,7 +184,7 @@ type Site struct {
 	// Routes is the site's compiled route table; its Proxy routes index
 	// Proxies. A site built in code may leave it nil and set Proxy: every
 	// request is then proxied there.
-	Routes  *route.Table
+	Routes  *site.Table
 	Proxies []*Proxy
 	Proxy   Proxy
 	TLS     TLS
@@ -202,11 +207,11 @@ func (s *Site) AllProxies() []*Proxy {
 }
 
 // Table is the site's route table: Routes, or one route to Proxy.
-func (s *Site) Table() *route.Table {
+func (s *Site) Table() *site.Table {
 	if s.Routes != nil {
 		return s.Routes
 	}
-	return &route.Table{Nodes: []route.Node{{Kind: route.Proxy}}, Proxies: 1}
+	return &site.Table{Nodes: []site.Node{{Do: &site.Proxy{}}}, Proxies: 1}
 }
 
 // Pos is a place in a Caddyfile.
@@ -234,9 +239,14 @@ type Address struct {
 type Proxy struct {
 	Pos       Pos
 	Upstreams []string // host:port
+	// Method and Rewrite are its method and rewrite: the origin's request
+	// gets that method (placeholders filled, upper-cased) and that target
+	// (built as the rewrite directive builds one), the client's request
+	// staying as it is. nil: the request's own.
+	Method, Rewrite *route.Template
 	// Responses are its handle_response and replace_status, with their
 	// response matchers resolved.
-	Responses []route.ResponseHandler
+	Responses []site.ResponseHandler
 	// TrustedProxies is reverse_proxy's own trusted_proxies: peers whose
 	// X-Forwarded-* this proxy passes on, besides servers' trusted_proxies.
 	TrustedProxies []netip.Prefix
@@ -285,6 +295,12 @@ type Proxy struct {
 	// TLS, when set, speaks TLS to the upstreams (https:// upstreams,
 	// transport http's tls options).
 	TLS *UpstreamTLS
+	// FastCGI, when set, is transport fastcgi (also php_fastcgi's): the
+	// upstreams are FastCGI responders.
+	FastCGI *FastCGI
+	// Versions is transport http's versions ("1.1", "2", "h2c"); nil is
+	// Caddy's default, 1.1 and 2. An h2c:// upstream means h2c and 2.
+	Versions []string
 
 	scheme string // the scheme the upstreams were written with, one for all
 }
@@ -296,7 +312,7 @@ func (p Proxy) ProxyConfig(ups []*upstream.Upstream) proxy.Config {
 	if p.KeepAliveOff {
 		pool.MaxRequests = 1
 	}
-	return proxy.Config{
+	c := proxy.Config{
 		Upstreams:             ups,
 		Policy:                p.Policy,
 		PolicyArg:             p.PolicyArg,
@@ -315,11 +331,46 @@ func (p Proxy) ProxyConfig(ups []*upstream.Upstream) proxy.Config {
 		ReadTimeout:           p.ReadTimeout,
 		WriteTimeout:          p.WriteTimeout,
 		HeaderUp:              p.headerUp(),
+		Method:                p.Method,
+		Rewrite:               p.Rewrite,
 		HeaderDown:            p.HeaderDown,
 		StreamTimeout:         p.Stream.Timeout,
 		StreamCloseDelay:      p.Stream.CloseDelay,
-		ActiveHealth:          p.ActiveHealth,
+		ActiveHealth:          p.activeHealth(),
+		H2C:                   p.h2c(),
+		H2:                    p.h2(),
 	}.WithDefaults()
+	if p.FastCGI != nil {
+		c.FastCGI = p.FastCGI.proxyFastCGI()
+		c.H2C, c.H2 = false, false // FastCGI is its own protocol
+	}
+	return c
+}
+
+// h2c reports whether the upstreams speak HTTP/2 with prior knowledge
+// over cleartext: an h2c:// upstream, or versions with h2c and no TLS
+// (Caddy then turns HTTP/1.1 off).
+func (p Proxy) h2c() bool {
+	if p.TLS != nil {
+		return false
+	}
+	return p.scheme == "h2c" || slices.Contains(p.Versions, "h2c")
+}
+
+// h2 reports whether HTTP/2 is offered to TLS upstreams by ALPN:
+// versions with 2, or none (Caddy's default, 1.1 and 2); with h2c too,
+// as Caddy's transport then takes h2 over TLS as well.
+func (p Proxy) h2() bool {
+	return p.TLS != nil && (p.Versions == nil || slices.Contains(p.Versions, "2") || slices.Contains(p.Versions, "h2c"))
+}
+
+// activeHealth is the active health checks' configuration, speaking the
+// HTTP version the proxy speaks to the upstreams, as Caddy's checks use
+// its transport.
+func (p Proxy) activeHealth() upstream.ActiveHealth {
+	a := p.ActiveHealth
+	a.H2C, a.H2 = p.h2c(), p.h2()
+	return a
 }
 
 // hostUpstream is the Host an HTTPS upstream is sent by default, as in
@@ -340,32 +391,6 @@ func (p Proxy) headerUp() []route.HeaderOp {
 		return p.HeaderUp
 	}
 	return append([]route.HeaderOp{hostUpstream}, p.HeaderUp...)
-}
-
-// TLSMode says where a site's certificate comes from.
-type TLSMode int
-
-// TLS modes.
-const (
-	// TLSAuto is the default: ACME for public names, the local CA for
-	// localhost, IP addresses and names that cannot be public.
-	TLSAuto TLSMode = iota
-	TLSInternal
-	TLSFiles
-	TLSACME
-)
-
-// String is the mode as the Caddyfile spells it.
-func (m TLSMode) String() string {
-	return [...]string{"auto", "internal", "files", "acme"}[m]
-}
-
-// TLS is a site's tls directive.
-type TLS struct {
-	Pos       Pos
-	Mode      TLSMode
-	Cert, Key string // TLSFiles
-	Email     string // TLSACME: the account for this site
 }
 
 // Listener is one listening address and the sites it serves, routed by
@@ -425,6 +450,11 @@ func (c *Config) CheckFiles() error {
 			}
 			if _, err := rp.TLS.ClientConfig(); err != nil {
 				errs = append(errs, &Error{Pos: rp.TLS.Pos, Msg: "reverse_proxy: " + err.Error()})
+			}
+		}
+		if a := s.TLS.ClientAuth; a != nil {
+			if _, _, err := a.Load(); err != nil {
+				errs = append(errs, &Error{Pos: a.Pos, Msg: "tls: client_auth: " + err.Error()})
 			}
 		}
 		if s.TLS.Mode != TLSFiles {

@@ -11,6 +11,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy"
 	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/server"
+	"github.com/pollproxy/pollproxy/proxy/site"
 )
 
 func mustParse(t *testing.T, body string) *Config {
@@ -239,8 +240,8 @@ func TestErrors(t *testing.T) {
 		{"bad flush_interval", rp("\t\tflush_interval often"), `Caddyfile:3: reverse_proxy: flush_interval: "often": want a duration`},
 		{"header without value", rp("\t\theader_up X-A"),
 			`Caddyfile:3: reverse_proxy: header_up: X-A needs a value (or -X-A to delete it)`},
-		{"header bad name", rp("\t\theader_down \"X A\" v"),
-			`Caddyfile:3: reverse_proxy: header_down: "X A" is not a valid field name`},
+		{"header bad name", site("\theader \"X A\" v"),
+			`Caddyfile:2: header: "X A" is not a valid field name`},
 		{"delete with value", rp("\t\theader_up -X-A v"),
 			`Caddyfile:3: reverse_proxy: header_up: -X-A deletes the field and takes no value`},
 		{"bad regexp", rp("\t\theader_up X-A ( b"), `Caddyfile:3: reverse_proxy: header_up: regexp "(": `},
@@ -251,14 +252,17 @@ func TestErrors(t *testing.T) {
 		{"request field in response", rp("\t\theader_down X-A {header.Cookie}"),
 			`Caddyfile:3: reverse_proxy: header_down: placeholder {header.Cookie}: request fields in response edits are not supported by pollproxy`},
 		// transport
-		{"transport kind", rp("\t\ttransport fastcgi"), `Caddyfile:3: reverse_proxy: transport fastcgi is not supported by pollproxy`},
+		{"transport kind", rp("\t\ttransport http3"), `Caddyfile:3: reverse_proxy: transport http3 is not supported by pollproxy (want transport http { ... } or fastcgi { ... })`},
+		{"fastcgi split not ascii", rp("\t\ttransport fastcgi {\n\t\t\tsplit .ｐhp\n\t\t}"), `Caddyfile:3: reverse_proxy: transport fastcgi: split path contains non-ASCII characters`},
+		{"fastcgi option", rp("\t\ttransport fastcgi {\n\t\t\tkeepalive 2s\n\t\t}"), `Caddyfile:4: transport fastcgi: unrecognized subdirective keepalive (want root, split, env, resolve_root_symlink, dial_timeout, read_timeout, write_timeout, capture_stderr)`},
 		{"transport proxy_protocol", tr("\t\t\tproxy_protocol v3"), `Caddyfile:4: transport http: proxy_protocol: "v3": want v1 or v2`},
 		{"transport tls_except_ports", tr("\t\t\ttls_except_ports 8080"), `Caddyfile:4: transport http: tls_except_ports is not supported by pollproxy`},
 		{"transport unknown", tr("\t\t\tturbo on"), `Caddyfile:4: transport http: unknown option "turbo"`},
 		{"transport duration", tr("\t\t\tdial_timeout soon"), `Caddyfile:4: transport http: dial_timeout: "soon": want a positive duration`},
 		{"transport number", tr("\t\t\tmax_conns_per_host 0"), `Caddyfile:4: transport http: max_conns_per_host: "0": want a whole number >= 1`},
 		{"transport keepalive", tr("\t\t\tkeepalive 16"), `Caddyfile:4: transport http: keepalive: "16": want a duration such as 2m, or off`},
-		{"transport versions", tr("\t\t\tversions h2c 2"), `Caddyfile:4: transport http: versions: HTTP version h2c to upstreams is not supported by pollproxy`},
+		{"transport versions 3", tr("\t\t\tversions 3"), `Caddyfile:4: transport http: versions: HTTP/3 to upstreams is not supported by pollproxy`},
+		{"transport versions unknown", tr("\t\t\tversions 1.0"), `Caddyfile:4: transport http: versions: unsupported HTTP version: 1.0, supported version: 1.1, 2, h2c, 3`},
 		// upstreams
 		{"missing upstream", site("\treverse_proxy"),
 			`Caddyfile:2: reverse_proxy: no upstream (want: reverse_proxy host:port [host:port...])`},
@@ -273,9 +277,11 @@ func TestErrors(t *testing.T) {
 		{"unset env", site("\treverse_proxy {$POLLPROXY_TEST_UNSET_UPSTREAM}"),
 			`Caddyfile:2: reverse_proxy: no upstream`},
 		// site directives
-		{"unsupported directive", site("\treverse_proxy 127.0.0.1:8080\n\ttemplates"),
-			`Caddyfile:3: templates is not supported by pollproxy`},
-		{"php_fastcgi", site("\tphp_fastcgi 127.0.0.1:9000"), `Caddyfile:2: php_fastcgi is not supported by pollproxy`},
+		{"unsupported directive", site("\treverse_proxy 127.0.0.1:8080\n\tpush"),
+			`Caddyfile:3: push is not supported by pollproxy`},
+		{"fastcgi health", rp("\t\thealth_uri /ping\n\t\ttransport fastcgi"), `Caddyfile:2: reverse_proxy: active health checks with transport fastcgi are not supported by pollproxy`},
+		{"fastcgi h2c", site("\treverse_proxy h2c://127.0.0.1:9000 {\n\t\ttransport fastcgi\n\t}"), `Caddyfile:2: reverse_proxy: transport fastcgi speaks FastCGI, not HTTP/2 (want upstreams without h2c://)`},
+		{"php_fastcgi index", site("\tphp_fastcgi 127.0.0.1:9000 {\n\t\tindex a.php b.php\n\t}"), `Caddyfile:3: php_fastcgi: index: want one file name, or off`},
 		{"file_server browse", site("\tfile_server browse"), `Caddyfile:2: file_server: browse is not supported by pollproxy`},
 		{"file_server fs", site("\tfile_server {\n\t\tfs embedded\n\t}"), `Caddyfile:3: file_server: fs is not supported by pollproxy`},
 		{"file_server precompressed", site("\tfile_server {\n\t\tprecompressed gzip lzma\n\t}"), `Caddyfile:3: file_server: precompressed "lzma": want br, zstd or gzip`},
@@ -283,12 +289,12 @@ func TestErrors(t *testing.T) {
 		{"root args", site("\troot\n\tfile_server"), `Caddyfile:2: root: want [matcher] path`},
 		{"try_files glob", site("\ttry_files /a/*.html\n\tfile_server"), `Caddyfile:2: try_files: glob patterns in "/a/*.html" are not supported by pollproxy`},
 		{"try_files policy", site("\ttry_files {path} {\n\t\tpolicy biggest\n\t}\n\tfile_server"), `Caddyfile:3: try_files: unrecognized try policy: biggest`},
-		{"file split_path", site("\t@f file {\n\t\tsplit_path .php\n\t}\n\trespond @f 200"), `Caddyfile:3: file: split_path is not supported by pollproxy`},
+		{"file split_path", site("\t@f file {\n\t\tsplit_path\n\t}\n\trespond @f 200"), `Caddyfile:3: file: split_path wants extensions such as .php`},
 		{"unknown directive", site("\treverse_proxy 127.0.0.1:8080\n\tgzip"),
-			`Caddyfile:3: unknown directive "gzip" (want one of reverse_proxy, handle,`},
+			`Caddyfile:3: unknown directive "gzip" (want one of reverse_proxy, php_fastcgi, handle,`},
 		{"undefined matcher", site("\treverse_proxy @api 127.0.0.1:8080"), `Caddyfile:2: matcher @api is not defined in this site`},
 		{"unknown matcher", site("\t@a {\n\t\tcolour red\n\t}\n\trespond @a 200"), `Caddyfile:3: unknown matcher "colour"`},
-		{"unsupported matcher", site("\t@a vars {x} y\n\trespond @a 200"), `Caddyfile:2: matcher vars is not supported by pollproxy`},
+		{"unsupported matcher", site("\t@a tls sni a.example\n\trespond @a 200"), `Caddyfile:2: matcher tls is not supported by pollproxy`},
 		{"matcher without args", site("\t@a path\n\trespond @a 200"), `Caddyfile:2: path: want arguments`},
 		{"bad path_regexp", site("\t@a path_regexp (\n\trespond @a 200"), `Caddyfile:2: path_regexp: "(": `},
 		{"two path_regexp", site("\t@a {\n\t\tpath_regexp ^/a\n\t\tpath_regexp ^/b\n\t}\n\trespond @a 200"), `Caddyfile:4: path_regexp: only one per named matcher`},
@@ -300,16 +306,24 @@ func TestErrors(t *testing.T) {
 		{"bad protocol", site("\t@a protocol http/3\n\trespond @a 200"), `Caddyfile:2: protocol: http/3 is not supported by pollproxy`},
 		{"bad expression", site("\t@a expression `{method} ==`\n\trespond @a 200"), `Caddyfile:2: expression: expression {method} ==: ERROR`},
 		{"expression type", site("\t@a expression `{method}`\n\trespond @a 200"), `Caddyfile:2: expression: expression {method}: is string, want a bool`},
-		{"expression placeholder", site("\t@a expression `{nope} == 'x'`\n\trespond @a 200"), `Caddyfile:2: expression: expression {nope} == 'x': placeholder {nope} is not supported by pollproxy`},
+		// vars and map, refused where Caddy refuses them
+		{"map shorthand destination", site("\tmap {path} {host} {\n\t\t/a b\n\t}\n\trespond ok"), `Caddyfile:2: map: destination {host} conflicts with a Caddyfile placeholder shorthand`},
+		{"map destination not a placeholder", site("\tmap {path} dest {\n\t\t/a b\n\t}\n\trespond ok"), `Caddyfile:2: map: destination 0 must be a placeholder and only a placeholder, but got 'dest'`},
+		{"map duplicate input", site("\tmap {path} {d} {\n\t\t/a b\n\t\t/a c\n\t}\n\trespond ok"), `Caddyfile:4: map: mapping 1 has a duplicate input '/a' previously used with mapping 0`},
+		{"map too many outputs", site("\tmap {path} {d} {\n\t\t/a b c\n\t}\n\trespond ok"), `Caddyfile:3: map: too many outputs`},
+		{"map cycle", site("\tmap {path} {a} {\n\t\t/x {b}\n\t}\n\tmap {a} {b} {\n\t\tdefault {a}\n\t}\n\trespond ok"), `Caddyfile:2: map: placeholder {a} reads itself through the maps that define it`},
+		{"vars without value", site("\tvars name\n\trespond ok"), `Caddyfile:2: vars: name: want a value`},
+		{"vars matcher without value", site("\t@v vars name\n\trespond @v ok"), `Caddyfile:2: vars: malformed vars matcher: expected at least one value to match against`},
+		{"expression placeholder", site("\t@a expression `{http.nope} == 'x'`\n\trespond @a 200"), `Caddyfile:2: expression: expression {http.nope} == 'x': placeholder {http.nope} is not supported by pollproxy`},
 		{"bad not", site("\t@a not\n\trespond @a 200"), `Caddyfile:2: not: want a matcher or a block of them`},
 		{"absent with value", site("\t@a header !X v\n\trespond @a 200"), `Caddyfile:2: header: !x asserts the field is absent and takes no value`},
 		{"duplicate matcher", site("\t@a path /a\n\t@a path /b\n\trespond @a 200"), `Caddyfile:3: matcher @a is defined twice`},
 		{"redir without target", site("\tredir"), `Caddyfile:2: redir: want [matcher] to [temporary|permanent|html|3xx]`},
 		{"redir code", site("\tredir /old /new 200"), `Caddyfile:2: redir: "200": want temporary, permanent, html or a status in 300-308`},
-		{"redir placeholder", site("\tredir https://{host}{nope}"), `Caddyfile:2: redir: placeholder {nope} is not supported by pollproxy`},
+		{"redir placeholder", site("\tredir https://{host}{http.nope}"), `Caddyfile:2: redir: placeholder {http.nope} is not supported by pollproxy`},
 		{"respond status", site("\trespond \"gone\" 700"), `Caddyfile:2: respond: status 700: want 200-599`},
 		{"respond status text", site("\trespond \"gone\" gone"), `Caddyfile:2: respond: status "gone": want a number`},
-		{"respond close", site("\trespond 200 {\n\t\tclose\n\t}"), `Caddyfile:3: respond: close is not supported by pollproxy`},
+		{"respond close argument", site("\trespond 200 {\n\t\tclose now\n\t}"), `Caddyfile:3: respond: close takes no argument`},
 		{"header empty", site("\treverse_proxy 127.0.0.1:8080\n\theader"), `Caddyfile:3: header: want a field edit`},
 		{"header bad", site("\treverse_proxy 127.0.0.1:8080\n\theader -X v"), `Caddyfile:3: header: -X deletes the field and takes no value`},
 		{"request_header default", site("\treverse_proxy 127.0.0.1:8080\n\trequest_header ?X v"), `Caddyfile:3: request_header: ?X: the default form only applies to response fields`},
@@ -322,22 +336,28 @@ func TestErrors(t *testing.T) {
 		{"handle_path without path", site("\t@a method GET\n\thandle_path @a {\n\t\trespond 200\n\t}"),
 			`Caddyfile:3: handle_path: want one path prefix`},
 		{"handle args", site("\thandle /a extra {\n\t\trespond 200\n\t}"), `Caddyfile:2: handle: want a matcher and a block, not "extra"`},
-		{"nested unsupported", site("\thandle /a {\n\t\ttemplates\n\t}"), `Caddyfile:3: templates is not supported by pollproxy`},
+		{"nested unsupported", site("\thandle /a {\n\t\tpush\n\t}"), `Caddyfile:3: push is not supported by pollproxy`},
 		{"tls in handle", site("\thandle {\n\t\ttls internal\n\t}"), `Caddyfile:3: tls: belongs at the top of a site block`},
 		{"abort args", site("\tabort now"), `Caddyfile:2: abort: takes only a matcher`},
-		{"named route", "&(app) {\n\trespond 200\n}\n" + site("\trespond 200"), `Caddyfile:1: named routes (&(name)) are not supported by pollproxy`},
+		{"invoke undefined", "&(app) {\n\trespond 200\n}\n" + site("\tinvoke nope"), `Caddyfile:5: cannot invoke named route 'nope', which was not defined`},
+		{"invoke itself", "&(a) {\n\tinvoke b\n}\n&(b) {\n\tinvoke a\n}\n" + site("\tinvoke a"), `Caddyfile:5: invoke: named route 'a' invokes itself, which would never end`},
+		{"named route twice", "&(a) {\n\trespond 1\n}\n&(a) {\n\trespond 2\n}\n" + site("\tinvoke a"), `Caddyfile:4: cannot have duplicate named_routes: a`},
 		// tls
 		{"tls args", site("\treverse_proxy 127.0.0.1:8080\n\ttls a b c"),
 			`Caddyfile:3: tls: want internal, CERT_FILE KEY_FILE, or an ACME account e-mail`},
-		{"tls option", site("\treverse_proxy 127.0.0.1:8080\n\ttls {\n\t\tprotocols tls1.3\n\t}"),
-			`Caddyfile:4: tls: protocols is not supported by pollproxy`},
+		{"tls option", site("\treverse_proxy 127.0.0.1:8080\n\ttls {\n\t\tdns cloudflare TOKEN\n\t}"),
+			`Caddyfile:4: tls: dns is not supported by pollproxy`},
+		{"tls protocol", site("\treverse_proxy 127.0.0.1:8080\n\ttls {\n\t\tprotocols tls1.1\n\t}"),
+			`Caddyfile:4: tls: wrong protocol name or protocol not supported: 'tls1.1'`},
+		{"tls issuers mixed", site("\treverse_proxy 127.0.0.1:8080\n\ttls internal {\n\t\tissuer acme\n\t}"),
+			`Caddyfile:3: tls: cannot mix issuer subdirective (explicit issuers) with other issuer-specific subdirectives (implicit issuers)`},
 		{"tls bare", site("\treverse_proxy 127.0.0.1:8080\n\ttls"), `Caddyfile:3: tls: want internal`},
 		// site addresses
 		{"plain and https:// on one port", ":8080 {\n\trespond ok\n}\nhttps://example.com:8080 {\n\trespond ok\n}\n",
 			`Caddyfile:1: server listening on :8080 is configured for HTTPS and cannot natively multiplex HTTP and HTTPS: :8080 (try specifying https:// in the address)`},
 		{"http:// and a name on one port", "http://a.example:8080 {\n\trespond ok\n}\nb.example:8080 {\n\trespond ok\n}\n",
 			`Caddyfile:4: server listening on :8080 is configured for HTTP and cannot natively multiplex HTTP and HTTPS: b.example:8080 (an http:// site holds the port)`},
-		{"http with tls", "http://localhost:8080 {\n\trespond ok\n\ttls cert.pem key.pem\n}\n",
+		{"http with tls", "http://localhost:8080 {\n\trespond ok\n\ttls {\n\t\tprotocols tls1.3\n\t}\n}\n",
 			`Caddyfile:1: server listening on :8080 is HTTP, but attempts to configure TLS connection policies`},
 		{"auto_https unknown", "{\n\tauto_https sometimes\n}\n" + site("\trespond ok"),
 			`Caddyfile:2: auto_https: "sometimes": want off,`},
@@ -352,8 +372,8 @@ func TestErrors(t *testing.T) {
 		{"duplicate host", site("\treverse_proxy 127.0.0.1:8080") + site("\treverse_proxy 127.0.0.1:8081"),
 			`Caddyfile:4: site localhost:8443: host "localhost" on port 8443 is also served by the site at Caddyfile:1`},
 		// global options
-		{"unsupported global", "{\n\tdebug\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
-			`Caddyfile:2: debug is not supported by pollproxy`},
+		{"unsupported global", "{\n\tacme_dns cloudflare TOKEN\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
+			`Caddyfile:2: acme_dns is not supported by pollproxy`},
 		{"unknown global", "{\n\tturbo\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
 			`Caddyfile:2: unknown global option "turbo" (want one of poller, loops,`},
 		{"unknown poller", "{\n\tpoller fastpoll\n}\n" + site("\treverse_proxy 127.0.0.1:8080"),
@@ -536,4 +556,14 @@ func op(o byte, name, value string) route.HeaderOp {
 
 func sameOp(a, b route.HeaderOp) bool {
 	return a.Op == b.Op && a.Name == b.Name && a.Value == b.Value
+}
+
+// directives names the directive of each of nodes by its type, as
+// "*site.Proxy".
+func directives(nodes []site.Node) []string {
+	var ds []string
+	for _, n := range nodes {
+		ds = append(ds, fmt.Sprintf("%T", n.Do))
+	}
+	return ds
 }

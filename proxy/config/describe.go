@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 	"unicode"
-
-	"github.com/pollproxy/pollproxy/proxy/route"
 )
 
 // Describe is what pollproxy understood from the Caddyfile, as JSON
@@ -17,8 +15,9 @@ import (
 // the global options, the servers options and every site with its
 // compiled routes in the order they run. Each value is written once, by
 // its Go field name in snake_case; a field at its zero value (off, none,
-// the default) is left out, durations read as 1m30s, places as file:line, matchers and
-// handlers of an interface type carry their "type". Objects are written
+// the default) is left out, durations read as 1m30s, places as
+// file:line, matchers and handlers of an interface type carry their
+// "type". Objects are written
 // with sorted keys, so the same Caddyfile always gives the same bytes.
 func (c *Config) Describe() ([]byte, error) {
 	type hostSite struct {
@@ -55,22 +54,10 @@ func (c *Config) Describe() ([]byte, error) {
 
 var (
 	durationType = reflect.TypeOf(time.Duration(0))
-	kindType     = reflect.TypeOf(route.Kind(0))
 	posType      = reflect.TypeOf(Pos{})
 	stringerType = reflect.TypeOf((*fmt.Stringer)(nil)).Elem()
 	textType     = reflect.TypeOf((*encoding.TextMarshaler)(nil)).Elem()
 )
-
-// kindNames are the route kinds by the directive each comes from.
-var kindNames = map[route.Kind]string{
-	route.EditResponse: "header", route.EditRequest: "request_header", route.Rewrite: "rewrite",
-	route.URI: "uri", route.Redirect: "redir", route.Respond: "respond", route.Abort: "abort",
-	route.Proxy: "reverse_proxy", route.Group: "subroute", route.BasicAuth: "basic_auth",
-	route.SetRoot: "root", route.FileServer: "file_server", route.LogSkip: "log_skip",
-	route.RequestBody: "request_body", route.ForwardAuth: "forward_auth", route.Error: "error",
-	route.CopyResponse: "copy_response", route.Intercept: "intercept", route.SetMethod: "method",
-	route.Encode: "encode",
-}
 
 // describe turns v into plain JSON values; nil stands for "leave out".
 func describe(v reflect.Value, depth int) any {
@@ -91,11 +78,6 @@ func describe(v reflect.Value, depth int) any {
 		return time.Duration(v.Int()).String()
 	case t == posType:
 		return v.Interface().(Pos).String()
-	case t == kindType:
-		if k := route.Kind(v.Uint()); kindNames[k] != "" {
-			return kindNames[k]
-		}
-		return v.Uint()
 	case t.Implements(textType) && v.Kind() != reflect.Interface:
 		if b, err := v.Interface().(encoding.TextMarshaler).MarshalText(); err == nil {
 			return emptyNil(string(b))
@@ -109,6 +91,9 @@ func describe(v reflect.Value, depth int) any {
 		if m, ok := inner.(map[string]any); ok {
 			m["type"] = typeName(v.Elem().Type())
 			return m
+		}
+		if inner == nil && isStruct(v.Elem().Type()) {
+			return map[string]any{"type": typeName(v.Elem().Type())}
 		}
 		return inner
 	case reflect.Pointer:
@@ -184,6 +169,13 @@ func structFields(v reflect.Value, m map[string]any, depth int) {
 			m[snake(f.Name)] = x
 		}
 	}
+}
+
+func isStruct(t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Kind() == reflect.Struct
 }
 
 func hasExported(t reflect.Type) bool {

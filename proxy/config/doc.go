@@ -15,8 +15,14 @@
 // Each directive family has its file: global.go (global options
 // and servers), ab.go (ab_interval, ab_rotate), storage.go, site.go (site addresses
 // and the route table), matchers.go, reverseproxy.go with health.go
-// (active health checks), dynamic.go (dynamic upstreams) and stream.go
-// (stream_timeout, stream_close_delay, h2_extended_connect), and
+// (active health checks), fastcgi.go (transport fastcgi and php_fastcgi,
+// expanded as Caddy expands it), dynamic.go (dynamic upstreams) and stream.go
+// (stream_timeout, stream_close_delay, h2_extended_connect), tls.go
+// (the tls directive: TLS, ClientAuth, Issuer) with tlsglobal.go (the TLS
+// global options: local_certs, pki, on_demand_tls ...) and https.go
+// (which sites are HTTPS, redirects), vars.go (the vars and map
+// directives and the vars and vars_regexp matchers), namedroute.go
+// (named routes and invoke), templates.go (templates), and
 // unsupported.go (Caddy's names pollproxy lacks). Every error names the
 // file and line it comes from and what was expected, as in
 //
@@ -24,5 +30,5 @@
 //
 // and a Caddy directive or option pollproxy does not implement says so:
 //
-//	Caddyfile:7: php_fastcgi is not supported by pollproxy
+//	Caddyfile:7: templates is not supported by pollproxy
 package config

@@ -7,6 +7,7 @@ import (
 
 	"github.com/pollproxy/pollproxy/proxy/encode"
 	"github.com/pollproxy/pollproxy/proxy/route"
+	"github.com/pollproxy/pollproxy/proxy/site"
 )
 
 // defaultEncodeMatch is encode's match when the directive has none:
@@ -25,9 +26,9 @@ var defaultEncodeMatch = &route.ResponseMatch{Header: []route.HeaderField{{Name:
 // The formats' order is the preference among those the client accepts
 // equally: those in the block first, then those on the line, as in
 // Caddy; a bare encode is "zstd gzip".
-func (p *parser) encode(d *caddyfile.Dispenser, n *route.Node) {
+func (p *parser) encode(d *caddyfile.Dispenser, n *site.Node) {
 	cfg := &encode.Config{MinLength: encode.DefaultMinLength, Match: defaultEncodeMatch}
-	n.Kind, n.Encode = route.Encode, cfg
+	n.Do = &site.Encode{Config: cfg}
 	at, line := dpos(d), d.RemainingArgs()
 	add := func(f encode.Format, at Pos) {
 		for _, g := range cfg.Formats {

@@ -8,7 +8,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/pollproxy/pollproxy/proxy/encode"
-	"github.com/pollproxy/pollproxy/proxy/route"
+	"github.com/pollproxy/pollproxy/proxy/site"
 )
 
 // TestEncodeDirective: encode's forms read as Caddy reads them: the bare
@@ -17,7 +17,7 @@ import (
 // and sorted into Caddy's directive order, after request_header and
 // before handle.
 func TestEncodeDirective(t *testing.T) {
-	site := func(body string) string { return "localhost {\n" + body + "\n\treverse_proxy 127.0.0.1:8080\n}\n" }
+	block := func(body string) string { return "localhost {\n" + body + "\n\treverse_proxy 127.0.0.1:8080\n}\n" }
 	for _, tc := range []struct {
 		name, in string
 		formats  []encode.Format
@@ -36,15 +36,16 @@ func TestEncodeDirective(t *testing.T) {
 		{"match line", "\tencode gzip {\n\t\tmatch status 200\n\t}", []encode.Format{{Name: "gzip"}}, 512, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := Parse("Caddyfile", []byte(site(tc.in)))
+			c, err := Parse("Caddyfile", []byte(block(tc.in)))
 			if err != nil {
 				t.Fatal(err)
 			}
 			n := c.Sites[0].Routes.Nodes[0]
-			if n.Kind != route.Encode {
-				t.Fatalf("first route is kind %d", n.Kind)
+			enc, ok := n.Do.(*site.Encode)
+			if !ok {
+				t.Fatalf("first route is %T", n.Do)
 			}
-			e := n.Encode
+			e := enc.Config
 			if !reflect.DeepEqual(e.Formats, tc.formats) || e.MinLength != tc.min {
 				t.Errorf("formats %+v min %d, want %+v %d", e.Formats, e.MinLength, tc.formats, tc.min)
 			}
@@ -57,11 +58,8 @@ func TestEncodeDirective(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var kinds []route.Kind
-	for _, n := range c.Sites[0].Routes.Nodes {
-		kinds = append(kinds, n.Kind)
-	}
-	if want := []route.Kind{route.EditRequest, route.Encode, route.Group, route.Proxy}; !reflect.DeepEqual(kinds, want) {
+	kinds := directives(c.Sites[0].Routes.Nodes)
+	if want := []string{"*site.EditRequest", "*site.Encode", "*site.Group", "*site.Proxy"}; !reflect.DeepEqual(kinds, want) {
 		t.Errorf("order %v, want %v", kinds, want)
 	}
 }

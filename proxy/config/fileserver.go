@@ -9,6 +9,7 @@ import (
 
 	"github.com/pollproxy/pollproxy/proxy/fileserver"
 	"github.com/pollproxy/pollproxy/proxy/route"
+	"github.com/pollproxy/pollproxy/proxy/site"
 )
 
 // literalPath reads a root or hide path: {env.*} is filled at load;
@@ -20,20 +21,21 @@ func (p *parser) literalPath(d *caddyfile.Dispenser, directive, s string) (strin
 
 // root reads root [<matcher>] <path>: one argument is the path, never a
 // matcher (Caddy's "root /srv").
-func (p *parser) root(d *caddyfile.Dispenser, n *route.Node) {
+func (p *parser) root(d *caddyfile.Dispenser, n *site.Node) {
 	args := d.RemainingArgs()
 	if len(args) != 1 {
 		p.errf(d, "root: want [matcher] path, e.g. root * /srv")
 		return
 	}
 	if v, ok := p.literalPath(d, "root", args[0]); ok {
-		n.Kind, n.Root = route.SetRoot, v
+		n.Do = &site.SetRoot{Root: v}
 	}
 }
 
 // fileServer reads file_server [<matcher>] [browse] { ... }.
-func (p *parser) fileServer(d *caddyfile.Dispenser, n *route.Node) {
+func (p *parser) fileServer(d *caddyfile.Dispenser, n *site.Node) {
 	const name = "file_server"
+	fs := &site.FileServer{}
 	var opt fileserver.Options
 	if args := d.RemainingArgs(); len(args) > 0 {
 		if args[0] == "browse" && len(args) == 1 {
@@ -47,7 +49,7 @@ func (p *parser) fileServer(d *caddyfile.Dispenser, n *route.Node) {
 		switch sub := d.Val(); sub {
 		case "root":
 			if v, ok := p.oneArg(d, "file_server: root", "a path"); ok {
-				n.Root, _ = p.literalPath(d, name, v)
+				fs.Root, _ = p.literalPath(d, name, v)
 			}
 		case "hide":
 			args := d.RemainingArgs()
@@ -114,14 +116,15 @@ func (p *parser) fileServer(d *caddyfile.Dispenser, n *route.Node) {
 		hide = append(hide, f)
 	}
 	opt.Hide = fileserver.NewHide(hide)
-	n.Kind, n.Files = route.FileServer, fileserver.New(opt)
+	fs.Files = fileserver.New(opt)
+	n.Do = fs
 }
 
 // tryFiles reads try_files <files...> { policy ... } as Caddy expands it:
 // a rewrite to the first that exists, matched by a file matcher; an
 // entry with a query rewrites to its own query, so it is a route of its
 // own, and the routes are one group (only the first that matches runs).
-func (p *parser) tryFiles(d *caddyfile.Dispenser, n *route.Node) {
+func (p *parser) tryFiles(d *caddyfile.Dispenser, n *site.Node) {
 	files := d.RemainingArgs()
 	if len(files) == 0 {
 		p.errf(d, "try_files: want files to try, e.g. try_files {path} /index.html")
@@ -138,7 +141,8 @@ func (p *parser) tryFiles(d *caddyfile.Dispenser, n *route.Node) {
 			policy = p.tryPolicy(d, "try_files", v)
 		}
 	}
-	n.Kind = route.Group
+	g := &site.Group{}
+	n.Do = g
 	var try []route.Template
 	flush := func(query string) {
 		if len(try) == 0 {
@@ -148,8 +152,8 @@ func (p *parser) tryFiles(d *caddyfile.Dispenser, n *route.Node) {
 		if err != nil {
 			p.errf(d, "try_files: %v", err)
 		}
-		n.Children = append(n.Children, route.Node{Kind: route.Rewrite, Exclusive: 1, FileTarget: true, To: to,
-			Match: &route.File{Try: try, Policy: policy}})
+		g.Children = append(g.Children, site.Node{Exclusive: 1, Match: &site.File{Try: try, Policy: policy},
+			Do: &site.Rewrite{FileTarget: true, To: to}})
 		try = nil
 	}
 	for _, f := range files {
@@ -195,8 +199,8 @@ func (p *parser) tryEntry(d *caddyfile.Dispenser, label, s string) (route.Templa
 
 // fileMatcher reads Caddy's file matcher: "file <files...>" or a block
 // of root, try_files, try_policy.
-func (p *parser) fileMatcher(l line) (*route.File, bool) {
-	m := &route.File{}
+func (p *parser) fileMatcher(l line) (*site.File, bool) {
+	m := &site.File{}
 	ok := true
 	add := func(d *caddyfile.Dispenser, files []string) {
 		for _, f := range files {
@@ -225,11 +229,16 @@ func (p *parser) fileMatcher(l line) (*route.File, bool) {
 			if v, good := p.oneArg(sd, "file: try_policy", "a policy"); good {
 				m.Policy = p.tryPolicy(sd, "file", v)
 			}
-		case "split_path", "fs":
+		case "split_path":
+			if m.Split = sd.RemainingArgs(); len(m.Split) == 0 {
+				p.errf(sd, "file: split_path wants extensions such as .php")
+				ok = false
+			}
+		case "fs":
 			p.errf(sd, "file: %s is not supported by pollproxy", opt)
 			ok = false
 		default:
-			p.errf(sd, "file: unknown option %q (want root, try_files, try_policy)", opt)
+			p.errf(sd, "file: unknown option %q (want root, try_files, try_policy, split_path)", opt)
 			ok = false
 		}
 	}

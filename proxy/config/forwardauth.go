@@ -4,19 +4,21 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/pollproxy/pollproxy/proxy/route"
+	"github.com/pollproxy/pollproxy/proxy/site"
 )
 
 // forwardAuth reads forward_auth [matcher] UPSTREAMS { uri ...
 // copy_headers ... <reverse_proxy options> }, as Caddy does: its own two
 // options are taken out and the rest is read as a reverse_proxy to the
-// auth service, whose answer decides (route.ForwardAuth).
-func (p *parser) forwardAuth(d *caddyfile.Dispenser, s *Site, n *route.Node) {
+// auth service, whose answer decides (site.ForwardAuth).
+func (p *parser) forwardAuth(d *caddyfile.Dispenser, s *Site, n *site.Node) {
 	pos := dpos(d)
 	var toks []caddyfile.Token
 	for seg := d.NewFromNextSegment(); seg.Next(); {
 		toks = append(toks, seg.Token())
 	}
 	var kept []caddyfile.Token
+	var copies []site.CopyField
 	uri := ""
 	depth := 0
 	for i := 0; i < len(toks); i++ {
@@ -52,12 +54,12 @@ func (p *parser) forwardAuth(d *caddyfile.Dispenser, s *Site, n *route.Node) {
 				p.errAt(line, "forward_auth: copy_headers: want field names, e.g. copy_headers Remote-User Remote-Email")
 			}
 			for _, a := range args {
-				c, ok := route.ParseCopyField(a)
+				c, ok := site.ParseCopyField(a)
 				if !ok {
 					p.errAt(line, "forward_auth: copy_headers: %q: want Name or From>To", a)
 					continue
 				}
-				n.Copy = append(n.Copy, c)
+				copies = append(copies, c)
 			}
 			continue
 		}
@@ -81,6 +83,6 @@ func (p *parser) forwardAuth(d *caddyfile.Dispenser, s *Site, n *route.Node) {
 	rd := caddyfile.NewDispenser(kept)
 	rd.Next()
 	rp := p.reverseProxy(rd)
-	n.Kind, n.To, n.Proxy, n.Responses = route.ForwardAuth, tmpl, len(s.Proxies), rp.Responses
+	n.Do = &site.ForwardAuth{URI: tmpl, Proxy: len(s.Proxies), Copy: copies, Responses: rp.Responses}
 	s.Proxies = append(s.Proxies, &rp)
 }

@@ -15,7 +15,10 @@ import (
 
 var globalOptions = []string{"poller", "loops", "admin", "email", "acme_ca", "storage",
 	"default_bind", "http_port", "https_port", "auto_https", "servers", "grace_period", "log", "order", "h2_extended_connect",
-	"ab_interval", "ab_rotate", "metrics"}
+	"ab_interval", "ab_rotate", "metrics", "local_certs", "skip_install_trust", "pki", "key_type", "cert_lifetime",
+	"ocsp_stapling", "ocsp_interval", "renew_interval", "renewal_window_ratio", "storage_clean_interval",
+	"acme_ca_root", "acme_eab", "preferred_chains", "cert_issuer", "default_sni", "fallback_sni", "on_demand_tls",
+	"persist_config", "debug", "shutdown_delay"}
 
 func (p *parser) global(b caddyfile.ServerBlock) {
 	c := p.cfg
@@ -124,6 +127,9 @@ func (p *parser) global(b caddyfile.ServerBlock) {
 		case "metrics", "servers_metrics":
 			p.metrics(d, name)
 		default:
+			if p.tlsGlobal(d, name) {
+				break
+			}
 			if unsupportedGlobal[name] {
 				p.errf(d, "%s is not supported by pollproxy", name)
 			} else {

@@ -6,14 +6,16 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/pollproxy/pollproxy/proxy/route"
+	"github.com/pollproxy/pollproxy/proxy/site"
 )
 
 // handleErrors reads handle_errors [STATUS...] { routes }: one group of
 // the site's error routes, matching the error's status when codes (404)
 // or classes (5xx) are given, as Caddy 2.8 does.
-func (p *parser) handleErrors(s *Site, d *caddyfile.Dispenser) route.Node {
-	n := route.Node{Kind: route.Group}
-	var codes route.ErrorStatus
+func (p *parser) handleErrors(s *Site, d *caddyfile.Dispenser) site.Node {
+	g := &site.Group{}
+	n := site.Node{Do: g}
+	var codes site.ErrorStatus
 	for _, a := range d.RemainingArgs() {
 		if len(a) == 3 && a[1:] == "xx" && a[0] >= '1' && a[0] <= '5' {
 			codes = append(codes, int(a[0]-'0'))
@@ -33,14 +35,14 @@ func (p *parser) handleErrors(s *Site, d *caddyfile.Dispenser) route.Node {
 	for nest := d.Nesting(); d.NextBlock(nest); {
 		sub = append(sub, d.NewFromNextSegment())
 	}
-	n.Children = p.routeList(s, sub, true)
+	g.Children = p.routeList(s, sub, true)
 	return n
 }
 
 // errorDirective reads error [matcher] STATUS|MESSAGE [STATUS] { message
 // MESSAGE }, Caddy's: a lone three-digit number is the status; the
 // status is 500 when none is given.
-func (p *parser) errorDirective(d *caddyfile.Dispenser, n *route.Node) {
+func (p *parser) errorDirective(d *caddyfile.Dispenser, n *site.Node) {
 	args := d.RemainingArgs()
 	status, msg := 500, ""
 	switch len(args) {
@@ -86,5 +88,5 @@ func (p *parser) errorDirective(d *caddyfile.Dispenser, n *route.Node) {
 		p.errf(d, "error: %v", err)
 		return
 	}
-	n.Kind, n.Status, n.To, n.Static = route.Error, status, t, route.ErrorResponse(status)
+	n.Do = &site.Error{Status: status, Message: t, Static: site.ErrorResponse(status)}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/pollproxy/pollproxy/proxy/route"
+	"github.com/pollproxy/pollproxy/proxy/site"
 )
 
 // matcherUse is a response matcher a handle_response or replace_status
@@ -20,9 +21,9 @@ type matcherUse struct {
 
 // handleResponse reads handle_response [@matcher] { routes } or
 // replace_status [@matcher] STATUS inside reverse_proxy.
-func (p *parser) handleResponse(d *caddyfile.Dispenser, hs *[]route.ResponseHandler, uses *[]matcherUse, sub string) {
+func (p *parser) handleResponse(d *caddyfile.Dispenser, hs *[]site.ResponseHandler, uses *[]matcherUse, sub string) {
 	args := d.RemainingArgs()
-	var rh route.ResponseHandler
+	var rh site.ResponseHandler
 	if len(args) > 0 && strings.HasPrefix(args[0], "@") {
 		*uses = append(*uses, matcherUse{name: args[0], pos: dpos(d), index: len(*hs)})
 		args = args[1:]
@@ -51,7 +52,7 @@ func (p *parser) handleResponse(d *caddyfile.Dispenser, hs *[]route.ResponseHand
 }
 
 // resolve gives each handler the response matcher it names.
-func (p *parser) resolve(hs []route.ResponseHandler, uses []matcherUse, matchers map[string]*route.ResponseMatch, label string) {
+func (p *parser) resolve(hs []site.ResponseHandler, uses []matcherUse, matchers map[string]*route.ResponseMatch, label string) {
 	for _, u := range uses {
 		m, ok := matchers[u.name]
 		if !ok {
@@ -64,8 +65,9 @@ func (p *parser) resolve(hs []route.ResponseHandler, uses []matcherUse, matchers
 
 // intercept reads intercept [matcher] { @name RESPONSE-MATCHER
 // replace_status [@name] STATUS  handle_response [@name] { routes } }.
-func (p *parser) intercept(d *caddyfile.Dispenser, n *route.Node) {
-	n.Kind = route.Intercept
+func (p *parser) intercept(d *caddyfile.Dispenser, n *site.Node) {
+	ic := &site.Intercept{}
+	n.Do = ic
 	if args := d.RemainingArgs(); len(args) > 0 {
 		p.errf(d, "intercept: want [matcher] { ... }, not %q", args[0])
 	}
@@ -74,7 +76,7 @@ func (p *parser) intercept(d *caddyfile.Dispenser, n *route.Node) {
 	for nest := d.Nesting(); d.NextBlock(nest); {
 		switch sub := d.Val(); {
 		case sub == "handle_response" || sub == "replace_status":
-			p.handleResponse(d, &n.Responses, &uses, sub)
+			p.handleResponse(d, &ic.Responses, &uses, sub)
 		case strings.HasPrefix(sub, "@"):
 			m := &route.ResponseMatch{}
 			p.responseMatch(d, m, "intercept "+sub)
@@ -85,8 +87,8 @@ func (p *parser) intercept(d *caddyfile.Dispenser, n *route.Node) {
 			skipBlock(d)
 		}
 	}
-	p.resolve(n.Responses, uses, matchers, "intercept")
-	if len(n.Responses) == 0 {
+	p.resolve(ic.Responses, uses, matchers, "intercept")
+	if len(ic.Responses) == 0 {
 		p.errf(d, "intercept: want a handle_response or replace_status")
 	}
 }
@@ -94,7 +96,7 @@ func (p *parser) intercept(d *caddyfile.Dispenser, n *route.Node) {
 // copyResponse reads copy_response [matcher] [STATUS] { status STATUS }
 // and copy_response_headers [matcher] { include FIELD... exclude
 // FIELD... }: only inside handle_response's routes, as in Caddy.
-func (p *parser) copyResponse(d *caddyfile.Dispenser, n *route.Node, name string) {
+func (p *parser) copyResponse(d *caddyfile.Dispenser, n *site.Node, name string) {
 	if p.inResponse == 0 {
 		p.errf(d, "%s: only inside reverse_proxy's handle_response, as in Caddy", name)
 		d.RemainingArgs()
@@ -102,13 +104,14 @@ func (p *parser) copyResponse(d *caddyfile.Dispenser, n *route.Node, name string
 		return
 	}
 	if name == "copy_response" {
-		n.Kind = route.CopyResponse
+		cr := &site.CopyResponse{}
+		n.Do = cr
 		status := func(v string) {
 			c, err := strconv.Atoi(v)
 			if err != nil || c < 100 || c > 599 {
 				p.errf(d, "copy_response: status %q: want a number such as 200", v)
 			}
-			n.Status = c
+			cr.Status = c
 		}
 		args := d.RemainingArgs()
 		switch len(args) {
@@ -132,7 +135,8 @@ func (p *parser) copyResponse(d *caddyfile.Dispenser, n *route.Node, name string
 	}
 	// Caddy's copy_response_headers adds to the response header map at
 	// once: the fields are there before a respond after it answers.
-	n.Kind, n.CopyFrom, n.Immediate = route.EditResponse, &route.HeaderFilter{}, true
+	filter := &site.HeaderFilter{}
+	n.Do = &site.EditResponse{CopyFrom: filter, Immediate: true}
 	if args := d.RemainingArgs(); len(args) > 0 {
 		p.errf(d, "copy_response_headers: want [matcher] { include FIELD... | exclude FIELD... }")
 	}
@@ -144,14 +148,14 @@ func (p *parser) copyResponse(d *caddyfile.Dispenser, n *route.Node, name string
 		}
 		switch opt {
 		case "include":
-			n.CopyFrom.Include = append(n.CopyFrom.Include, fields...)
+			filter.Include = append(filter.Include, fields...)
 		case "exclude":
-			n.CopyFrom.Exclude = append(n.CopyFrom.Exclude, fields...)
+			filter.Exclude = append(filter.Exclude, fields...)
 		default:
 			p.errf(d, "copy_response_headers: unknown option %q (want include, exclude)", opt)
 		}
 	}
-	if len(n.CopyFrom.Include) > 0 && len(n.CopyFrom.Exclude) > 0 {
+	if len(filter.Include) > 0 && len(filter.Exclude) > 0 {
 		p.errf(d, "copy_response_headers: include or exclude, not both (as in Caddy)")
 	}
 }

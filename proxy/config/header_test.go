@@ -3,7 +3,7 @@ package config
 import (
 	"testing"
 
-	"github.com/pollproxy/pollproxy/proxy/route"
+	"github.com/pollproxy/pollproxy/proxy/site"
 )
 
 // TestHeaderImmediate: a header directive edits the response at once
@@ -33,14 +33,18 @@ func TestHeaderImmediate(t *testing.T) {
 			t.Errorf("%s: %v", tc.in, err)
 			continue
 		}
-		var n *route.Node
-		for i := range c.Sites[0].Routes.Nodes {
-			if k := c.Sites[0].Routes.Nodes[i].Kind; k == route.EditResponse || k == route.EditRequest {
-				n = &c.Sites[0].Routes.Nodes[i]
+		var edit site.Directive
+		immediate := false
+		for _, r := range c.Sites[0].Routes.Nodes {
+			switch e := r.Do.(type) {
+			case *site.EditResponse:
+				edit, immediate = e, e.Immediate
+			case *site.EditRequest:
+				edit, immediate = e, false
 			}
 		}
-		if n == nil || n.Immediate != tc.immediate {
-			t.Errorf("%s: %+v, want immediate %v", tc.in, n, tc.immediate)
+		if edit == nil || immediate != tc.immediate {
+			t.Errorf("%s: %+v, want immediate %v", tc.in, edit, tc.immediate)
 		}
 	}
 }

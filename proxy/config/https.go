@@ -11,7 +11,9 @@ type AutoHTTPS struct {
 	// NoRedirects: no HTTP->HTTPS redirects (disable_redirects, off).
 	NoRedirects bool
 	// NoCerts: no certificate is obtained for a site on pollproxy's own;
-	// an HTTPS site names its certificate with tls (disable_certs, off).
+	// an HTTPS site without a tls directive is served with whatever
+	// certificate another site brings for its name, else its handshakes
+	// fail, as in Caddy (disable_certs, off).
 	NoCerts bool
 	// IgnoreLoadedCerts is accepted for Caddy's sake: pollproxy always
 	// manages the names of a site without a tls directive, whatever
@@ -37,12 +39,8 @@ func (p *parser) schemes() {
 		a *Address
 	}
 	var pairs []pair
-	tlsOn := map[int]bool{} // a site with a tls directive listens on the port
-	// A site whose tls directive makes a TLS connection policy (its own
-	// certificate files: Caddy selects them by tag) listens on the port;
-	// tls internal or EMAIL makes none, so on a plain-HTTP port Caddy
-	// drops them, as pollproxy does.
-	policyOn := map[int]bool{}
+	tlsOn := map[int]bool{}  // a site with a tls directive listens on the port
+	connOn := map[int]bool{} // ... one that makes a connection policy
 	for _, s := range c.Sites {
 		for i := range s.Addrs {
 			a := &s.Addrs[i]
@@ -58,9 +56,7 @@ func (p *parser) schemes() {
 			}
 			if s.TLS.Pos.Line != 0 {
 				tlsOn[a.Port] = true
-			}
-			if s.TLS.Mode == TLSFiles {
-				policyOn[a.Port] = true
+				connOn[a.Port] = connOn[a.Port] || s.TLS.ConnSettings()
 			}
 			pairs = append(pairs, pair{s, a})
 		}
@@ -77,8 +73,11 @@ func (p *parser) schemes() {
 			switch {
 			case kind[a.Port] == "HTTPS":
 				p.errAt(s.Pos, "server listening on %s is configured for HTTPS and cannot natively multiplex HTTP and HTTPS: %s", listen(a.Port), a.Original)
-			case policyOn[a.Port]:
-				p.errAt(s.Pos, "server listening on %s is HTTP, but attempts to configure TLS connection policies (tls with certificate files on a site of port %d)", listen(a.Port), a.Port)
+			case connOn[a.Port]:
+				// Only a policy that changes handshakes conflicts: a
+				// tls EMAIL or tls internal here configures the
+				// certificates of other sites, as in Caddy.
+				p.errAt(s.Pos, "server listening on %s is HTTP, but attempts to configure TLS connection policies (a tls directive on a site of port %d)", listen(a.Port), a.Port)
 			}
 			kind[a.Port], forced[a.Port] = "HTTP", true
 		case a.Scheme == "https" || a.Port == c.HTTPSPort || tlsOn[a.Port]:

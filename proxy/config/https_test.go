@@ -76,7 +76,7 @@ func TestRedirectHosts(t *testing.T) {
 	for _, tc := range []struct{ global, want string }{
 		{"", "example.com:443 localhost:8443"},
 		{"auto_https disable_redirects", ""},
-		{"auto_https off", ""},
+		{"auto_https off", ""}, // example.com is served, its handshakes fail without a certificate
 		{"http_port off", ""},
 		// Caddy leaves the https_port out of its redirect (the outside
 		// reaches it as 443), whichever site is on it.
@@ -103,22 +103,20 @@ func TestRedirectHosts(t *testing.T) {
 	}
 }
 
-// TestTLSOnHTTPSite: a plain-HTTP site's tls EMAIL or tls internal is
-// accepted and dropped, as Caddy's adapter drops it (no connection policy
-// is made); tls with certificate files there is refused in Caddy's words.
-func TestTLSOnHTTPSite(t *testing.T) {
-	for _, tc := range []struct{ tls, want string }{
-		{"tls you@example.com", ""},
-		{"tls internal", ""},
-		{"tls cert.pem key.pem", "Caddyfile:1: server listening on :80 is HTTP, but attempts to configure TLS connection policies"},
-	} {
-		_, err := Parse("Caddyfile", []byte(":80 {\n\t"+tc.tls+"\n\trespond ok\n}\n"))
-		got := ""
-		if err != nil {
-			got = err.Error()
-		}
-		if !strings.HasPrefix(got, tc.want) || (tc.want == "") != (got == "") {
-			t.Errorf("%s: %q, want %q", tc.tls, got, tc.want)
-		}
+// TestTLSWithoutConnectionPolicy: a tls directive that only says where
+// certificates come from (an e-mail, internal) leaves a site on the
+// http_port in cleartext, as in Caddy; one that changes handshakes is
+// refused there.
+func TestTLSWithoutConnectionPolicy(t *testing.T) {
+	c, err := Parse("Caddyfile", []byte(":80 {\n\trespond ok\n\ttls you@example.com\n}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Sites[0].Cleartext() || c.Sites[0].TLS.Email != "you@example.com" {
+		t.Errorf("cleartext %v email %q", c.Sites[0].Cleartext(), c.Sites[0].TLS.Email)
+	}
+	_, err = Parse("Caddyfile", []byte(":80 {\n\trespond ok\n\ttls {\n\t\tclient_auth {\n\t\t\tmode request\n\t\t}\n\t}\n}\n"))
+	if err == nil || !strings.Contains(err.Error(), "attempts to configure TLS connection policies") {
+		t.Errorf("client_auth on :80: %v", err)
 	}
 }

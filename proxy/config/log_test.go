@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/pollproxy/pollproxy/proxy/accesslog"
-	"github.com/pollproxy/pollproxy/proxy/route"
+	"github.com/pollproxy/pollproxy/proxy/site"
 )
 
 // TestSiteLogs: a site's log takes what it does not set from the global
@@ -155,13 +155,10 @@ x.example.com {
 	}
 }
 `)
-	var kinds []route.Kind
-	for _, n := range c.Sites[0].Routes.Nodes {
-		kinds = append(kinds, n.Kind)
-	}
+	kinds := directives(c.Sites[0].Routes.Nodes)
 	// Caddy's order with respond moved to just before header: log_skip,
 	// respond, header, request_body.
-	want := []route.Kind{route.LogSkip, route.Respond, route.EditResponse, route.RequestBody}
+	want := []string{"*site.LogSkip", "*site.Respond", "*site.EditResponse", "*site.RequestBody"}
 	if len(kinds) != len(want) {
 		t.Fatalf("kinds %v, want %v", kinds, want)
 	}
@@ -170,7 +167,7 @@ x.example.com {
 			t.Fatalf("kinds %v, want %v", kinds, want)
 		}
 	}
-	if n := c.Sites[0].Routes.Nodes[3]; n.MaxBody != 10<<10 || n.Match == nil {
+	if n := c.Sites[0].Routes.Nodes[3]; n.Do.(*site.RequestBody).MaxBody != 10<<10 || n.Match == nil {
 		t.Errorf("request_body %+v", n)
 	}
 }
@@ -180,7 +177,7 @@ x.example.com {
 func TestLogErrors(t *testing.T) {
 	site := "\nx.example.com {\n\treverse_proxy :8080\n}\n"
 	for _, c := range []struct{ in, want string }{
-		{"{\n\torder templates before respond\n}" + site, "Caddyfile:2: order: templates is not supported by pollproxy"},
+		{"{\n\torder push before respond\n}" + site, "Caddyfile:2: order: push is not supported by pollproxy"},
 		{"{\n\torder rate_limit before basic_auth\n}" + site, "Caddyfile:2: order: rate_limit is not a directive pollproxy knows (plugins are not supported by pollproxy)"},
 		{"{\n\torder header sideways\n}" + site, "Caddyfile:2: order: unknown positional 'sideways' (want first, last, before or after)"},
 		{"{\n\torder header before nothing\n}" + site, "Caddyfile:2: order: directive 'nothing' not found"},

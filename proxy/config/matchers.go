@@ -10,7 +10,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/route"
 )
 
-var matcherNames = "path, path_regexp, host, method, header, header_regexp, query, remote_ip, client_ip, protocol, file, not, expression"
+var matcherNames = "path, path_regexp, host, method, header, header_regexp, query, remote_ip, client_ip, protocol, vars, vars_regexp, file, not, expression"
 
 // matcherToken reads the optional matcher that starts a directive's
 // arguments, as Caddy does: "*" (every request), a path ("/api/*") or a
@@ -121,6 +121,7 @@ func (p *parser) matcherSet(lines []line, name string) (route.All, bool) {
 	var query route.Query
 	var remote, client []string
 	var pathLine, remoteLine, clientLine line
+	var varLines, varReLines []line
 	pathRegexps := 0
 	for _, l := range lines {
 		if unsupportedMatchers[l.typ] { // before its arguments: "@vars vars" would want some
@@ -241,6 +242,10 @@ func (p *parser) matcherSet(lines []line, name string) (route.All, bool) {
 				continue
 			}
 			set = append(set, m)
+		case "vars":
+			varLines = append(varLines, l)
+		case "vars_regexp":
+			varReLines = append(varReLines, l)
 		case "expression":
 			m, err := route.CompileExpression(strings.Join(l.args, " "), name)
 			if err != nil {
@@ -271,6 +276,20 @@ func (p *parser) matcherSet(lines []line, name string) (route.All, bool) {
 	}
 	if query != nil {
 		set = append(set, query)
+	}
+	if varLines != nil {
+		m, err := varsMatcher(varLines)
+		if err != nil {
+			bad(varLines[0], "%v", err)
+		}
+		set = append(set, m)
+	}
+	if varReLines != nil {
+		m, err := varsRegexpMatcher(varReLines, name)
+		if err != nil {
+			bad(varReLines[0], "%v", err)
+		}
+		set = append(set, m)
 	}
 	if remote != nil {
 		r, err := route.ParseRanges(remote)

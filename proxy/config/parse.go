@@ -35,6 +35,11 @@ func Parse(filename string, body []byte) (*Config, error) {
 		HTTPPort:    DefaultHTTPPort,
 		HTTPSPort:   DefaultHTTPSPort,
 	}}
+	for _, b := range blocks {
+		if b.IsNamedRoute && len(b.Keys) > 0 { // before the sites: any may invoke one
+			p.namedRouteBlock(b)
+		}
+	}
 	for i, b := range blocks {
 		if len(b.Keys) == 0 {
 			if i != 0 {
@@ -45,7 +50,6 @@ func Parse(filename string, body []byte) (*Config, error) {
 			continue
 		}
 		if b.IsNamedRoute {
-			p.errAt(tokPos(b.Keys[0]), "named routes (&(name)) are not supported by pollproxy")
 			continue
 		}
 		p.site(b)
@@ -57,6 +61,7 @@ func Parse(filename string, body []byte) (*Config, error) {
 	p.schemes()
 	p.checkDuplicates()
 	p.checkProtocols()
+	p.checkMaps()
 	if len(p.errs) > 0 {
 		sort.SliceStable(p.errs, func(i, j int) bool {
 			a, b := p.errs[i].Pos, p.errs[j].Pos
@@ -84,6 +89,12 @@ type parser struct {
 	// inResponse counts the handle_response blocks being read: only
 	// their routes may copy_response, as in Caddy.
 	inResponse int
+	// maps are the map directives read, for checkMaps.
+	maps []mapAt
+	// routes are the named route blocks (namedroute.go); invoking, the
+	// names being compiled, innermost last.
+	routes   map[string]*namedRoute
+	invoking []string
 }
 
 func tokPos(t caddyfile.Token) Pos { return Pos{t.File, t.Line} }

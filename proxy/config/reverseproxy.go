@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -10,12 +11,13 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/pollproxy/pollproxy/proxy"
+	"github.com/pollproxy/pollproxy/proxy/field"
 	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/upstream"
 )
 
 var proxyOptions = append([]string{"to", "lb_policy", "lb_retries", "lb_try_duration", "lb_try_interval",
-	"max_fails", "fail_duration", "unhealthy_status", "unhealthy_latency", "header_up", "header_down",
+	"max_fails", "fail_duration", "unhealthy_status", "unhealthy_latency", "header_up", "header_down", "method", "rewrite",
 	"flush_interval", "transport", "stream_timeout", "stream_close_delay", "dynamic", "trusted_proxies", "handle_response", "replace_status", "@name (a response matcher)"}, activeHealthOptions...)
 
 // reverseProxy reads one reverse_proxy directive (its matcher already
@@ -66,6 +68,18 @@ func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
 			rp.Health.UnhealthyLatency = p.durationArg(d, label)
 		case "header_up", "header_down":
 			args := d.RemainingArgs()
+			if inertHeaderOp(args) {
+				// Caddy takes "header_down @name Field value" as an
+				// edit of a field named "@name" (its header_up and
+				// header_down take no matcher): no response or request
+				// carries such a field, and Go's server drops one set.
+				if len(args) == 3 {
+					if _, err := regexp.Compile(args[1]); err != nil {
+						p.errf(d, "%s: regexp %q: %v", label, args[1], err)
+					}
+				}
+				continue
+			}
 			op, err := route.ParseHeaderOp(args, true)
 			if sub == "header_up" {
 				op, err = route.ParseUpstreamHeaderOp(args)
@@ -87,6 +101,21 @@ func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
 				}
 			} else {
 				rp.HeaderDown = append(rp.HeaderDown, op)
+			}
+		case "method", "rewrite":
+			v, ok := p.oneArg(d, label, "one value")
+			if !ok {
+				continue
+			}
+			t, err := route.ParseTemplate(v, route.TemplateOptions{ReplaceAll: true})
+			if err != nil {
+				p.errf(d, "%s: %v", label, err)
+				continue
+			}
+			if sub == "method" {
+				rp.Method = &t
+			} else {
+				rp.Rewrite = &t
 			}
 		case "flush_interval":
 			if v, ok := p.oneArg(d, label, "a duration or -1"); ok && v != "-1" {
@@ -133,8 +162,20 @@ func (p *parser) reverseProxy(d *caddyfile.Dispenser) Proxy {
 	switch {
 	case rp.scheme == "https" && rp.TLS == nil:
 		rp.TLS = &UpstreamTLS{Pos: rp.Pos}
-	case rp.scheme == "http" && rp.TLS != nil:
+	case (rp.scheme == "http" || rp.scheme == "h2c") && rp.TLS != nil:
 		p.errAt(rp.TLS.Pos, "reverse_proxy: upstream address scheme is HTTP but transport is configured for HTTP+TLS (HTTPS)")
+	}
+	if rp.FastCGI != nil {
+		switch {
+		case rp.ActiveHealth.Enabled():
+			// Caddy's checks would go through the FastCGI transport;
+			// pollproxy's speak HTTP, which php-fpm does not.
+			p.errAt(rp.Pos, "reverse_proxy: active health checks with transport fastcgi are not supported by pollproxy")
+		case rp.TLS != nil:
+			p.errAt(rp.Pos, "reverse_proxy: transport fastcgi has no TLS (want upstreams without https://)")
+		case rp.scheme == "h2c" || len(rp.Versions) > 0:
+			p.errAt(rp.Pos, "reverse_proxy: transport fastcgi speaks FastCGI, not HTTP/2 (want upstreams without h2c://)")
+		}
 	}
 	p.resolve(rp.Responses, uses, matchers, "reverse_proxy")
 	if rp.Dynamic != nil && len(rp.Upstreams) > 1 {
@@ -263,9 +304,13 @@ var transportOptions = []string{"dial_timeout", "proxy_protocol", "response_head
 
 func (p *parser) transport(d *caddyfile.Dispenser, rp *Proxy) {
 	args := d.RemainingArgs()
+	if len(args) == 1 && args[0] == "fastcgi" {
+		p.transportFastCGI(d, rp)
+		return
+	}
 	if len(args) != 1 || args[0] != "http" {
 		if len(args) == 1 {
-			p.errf(d, "reverse_proxy: transport %s is not supported by pollproxy (want transport http { ... })", args[0])
+			p.errf(d, "reverse_proxy: transport %s is not supported by pollproxy (want transport http { ... } or fastcgi { ... })", args[0])
 		} else {
 			p.errf(d, "reverse_proxy: transport: want http and a block")
 		}
@@ -313,11 +358,22 @@ func (p *parser) transport(d *caddyfile.Dispenser, rp *Proxy) {
 				}
 			}
 		case "versions":
-			for _, v := range d.RemainingArgs() {
-				if v != "1.1" {
-					p.errf(d, "%s: HTTP version %s to upstreams is not supported by pollproxy (it speaks 1.1)", label, v)
+			// Caddy's meanings: "h2c" speaks HTTP/2 with prior knowledge
+			// over cleartext, "2" lets TLS negotiate it.
+			vs := d.RemainingArgs()
+			if len(vs) == 0 {
+				p.errf(d, "%s: want one or more of 1.1, 2, h2c", label)
+			}
+			for _, v := range vs {
+				switch v {
+				case "1.1", "2", "h2c":
+				case "3":
+					p.errf(d, "%s: HTTP/3 to upstreams is not supported by pollproxy", label)
+				default:
+					p.errf(d, "%s: unsupported HTTP version: %s, supported version: 1.1, 2, h2c, 3", label, v)
 				}
 			}
+			rp.Versions = vs
 		default:
 			if p.transportTLS(d, rp, sub) {
 				continue
@@ -355,10 +411,13 @@ func (p *parser) upstreams(d *caddyfile.Dispenser, rp *Proxy) {
 // reverse-proxy command's --to both read upstreams through it, so one
 // address means one thing in either.
 func UpstreamAddresses(v string) (addrs []string, scheme string, err error) {
-	if strings.HasPrefix(v, "https://") {
+	switch {
+	case strings.HasPrefix(v, "https://"):
 		scheme = "https"
-	} else if strings.HasPrefix(v, "http://") {
+	case strings.HasPrefix(v, "http://"):
 		scheme = "http"
+	case strings.HasPrefix(v, "h2c://"):
+		scheme = "h2c"
 	}
 	addrs, err = upstreamAddresses(v, scheme)
 	return addrs, scheme, err
@@ -370,8 +429,6 @@ func upstreamAddresses(v, scheme string) ([]string, error) {
 		return nil, fmt.Errorf("upstream %q: the scheme wss:// is only supported in browsers; use https:// instead", v)
 	case strings.HasPrefix(v, "ws://"):
 		return nil, fmt.Errorf("upstream %q: the scheme ws:// is only supported in browsers; use http:// instead", v)
-	case strings.HasPrefix(v, "h2c://"):
-		return nil, fmt.Errorf("upstream %q: h2c:// upstreams are not supported by pollproxy (it speaks HTTP/1.1 to origins)", v)
 	case strings.HasPrefix(v, "unix/"):
 		if _, ok := upstream.UnixSocketPath(v); !ok {
 			return nil, fmt.Errorf("upstream %q: want unix//path/to/socket", v)
@@ -380,9 +437,9 @@ func upstreamAddresses(v, scheme string) ([]string, error) {
 	case strings.Contains(v, "{"):
 		return nil, fmt.Errorf("upstream %q: placeholders in upstreams are not supported by pollproxy", v)
 	case strings.Contains(v, "://") && scheme == "":
-		return nil, fmt.Errorf("upstream %q: scheme not supported by pollproxy (want http://, https:// or none)", v)
+		return nil, fmt.Errorf("upstream %q: scheme not supported by pollproxy (want http://, https://, h2c:// or none)", v)
 	}
-	hp := strings.TrimPrefix(strings.TrimPrefix(v, "http://"), "https://")
+	hp := strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(v, "http://"), "https://"), "h2c://")
 	if strings.ContainsAny(strings.TrimSuffix(hp, "/"), "/?#") {
 		return nil, fmt.Errorf("upstream %q: upstream addresses cannot have paths, as in Caddy (change the path with rewrite or uri)", v)
 	}
@@ -425,4 +482,25 @@ func portRange(s string) (lo, hi int, ok bool) {
 		return 0, 0, false
 	}
 	return lo, hi, true
+}
+
+// inertHeaderOp reports a header_up or header_down edit of a name no
+// field can have (not an HTTP token, as "@name"), which Caddy accepts
+// and which changes nothing.
+func inertHeaderOp(args []string) bool {
+	if len(args) == 0 || len(args) > 3 {
+		return false
+	}
+	name := args[0]
+	if len(args) == 3 {
+		name = strings.TrimLeft(name, "+-?>")
+	} else if name != "" && name[0] == '?' {
+		return false // refused as Caddy refuses it, below
+	} else if name != "" && strings.ContainsRune("+->", rune(name[0])) {
+		name = name[1:]
+	}
+	if strings.Trim(name, "*") == "" {
+		return false
+	}
+	return !field.ValidName(strings.ToLower(strings.Trim(name, "*")))
 }

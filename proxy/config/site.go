@@ -12,28 +12,29 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/pollproxy/pollproxy/proxy/route"
+	"github.com/pollproxy/pollproxy/proxy/site"
 )
 
-var siteDirectives = []string{"reverse_proxy", "handle", "handle_path", "route", "redir", "respond",
+var siteDirectives = []string{"reverse_proxy", "php_fastcgi", "handle", "handle_path", "route", "redir", "respond",
 	"header", "request_header", "uri", "rewrite", "abort", "basic_auth", "root", "file_server", "try_files",
 	"request_body", "log_skip", "log", "forward_auth", "error", "handle_errors", "copy_response",
-	"copy_response_headers", "intercept", "method", "encode", "tls", "@name (a named matcher)"}
+	"copy_response_headers", "intercept", "method", "encode", "vars", "map", "invoke", "templates", "tls", "@name (a named matcher)"}
 
 // implemented are the route directives pollproxy compiles, sorted in
 // the configuration's directive order (order.go; handle_path sorts as
 // handle, skip_log is log_skip's older name and basicauth basic_auth's,
 // which Caddy still reads and sorts just before them).
-var implemented = set("root", "skip_log", "log_skip", "header", "copy_response_headers", "request_body",
+var implemented = set("map", "vars", "invoke", "templates", "root", "skip_log", "log_skip", "header", "copy_response_headers", "request_body",
 	"redir", "method", "rewrite", "uri", "try_files", "basicauth", "basic_auth", "forward_auth",
 	"request_header", "encode", "intercept", "handle", "route", "abort", "error", "copy_response", "respond",
-	"reverse_proxy", "file_server")
+	"reverse_proxy", "php_fastcgi", "file_server")
 
 // value is one routing directive before sorting: Caddy's "config value".
 type value struct {
 	directive string   // as sorted: handle_path is handle
 	paths     []string // the patterns when the matcher is one path matcher
 	matched   bool     // the directive has a matcher
-	node      route.Node
+	node      site.Node
 }
 
 func (p *parser) site(b caddyfile.ServerBlock) {
@@ -76,7 +77,7 @@ func (p *parser) site(b caddyfile.ServerBlock) {
 		ds = append(ds, d)
 	}
 	nodes := p.routeList(s, ds, true)
-	s.Routes = &route.Table{Nodes: nodes}
+	s.Routes = &site.Table{Nodes: nodes}
 	for _, d := range errs {
 		s.Routes.Errors = append(s.Routes.Errors, p.handleErrors(s, d))
 	}
@@ -94,7 +95,7 @@ func (p *parser) site(b caddyfile.ServerBlock) {
 // routeList compiles one level of directives: named matchers first (they
 // may be used before they are defined), then each directive; sorted into
 // Caddy's directive order unless this is a route block.
-func (p *parser) routeList(s *Site, ds []*caddyfile.Dispenser, ordered bool) []route.Node {
+func (p *parser) routeList(s *Site, ds []*caddyfile.Dispenser, ordered bool) []site.Node {
 	var rest []*caddyfile.Dispenser
 	for _, d := range ds {
 		d.Next()
@@ -120,7 +121,7 @@ func (p *parser) routeList(s *Site, ds []*caddyfile.Dispenser, ordered bool) []r
 			handles++
 		}
 	}
-	nodes := make([]route.Node, len(vals))
+	nodes := make([]site.Node, len(vals))
 	for i, v := range vals {
 		nodes[i] = v.node
 		switch {
@@ -195,9 +196,12 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 	switch name {
 	case "reverse_proxy":
 		rp := p.reverseProxy(d)
-		n.Kind, n.Proxy, n.Responses = route.Proxy, len(s.Proxies), rp.Responses
+		n.Do = &site.Proxy{Index: len(s.Proxies), Responses: rp.Responses}
 		s.Proxies = append(s.Proxies, &rp)
+	case "php_fastcgi":
+		p.phpFastCGI(d, s, n)
 	case "handle", "route", "handle_path":
+		g := &site.Group{}
 		if args := d.RemainingArgs(); len(args) > 0 {
 			p.errf(d, "%s: want a matcher and a block, not %q", name, args[0])
 		}
@@ -208,15 +212,15 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 			} else {
 				// Lower case: the strip ignores case, as the path
 				// matcher does (and Caddy's strip).
-				n.Strip = strings.ToLower(strings.TrimSuffix(paths[0], "*"))
+				g.Strip = strings.ToLower(strings.TrimSuffix(paths[0], "*"))
 			}
 		}
 		var sub []*caddyfile.Dispenser
 		for nest := d.Nesting(); d.NextBlock(nest); {
 			sub = append(sub, d.NewFromNextSegment())
 		}
-		n.Kind = route.Group
-		n.Children = p.routeList(s, sub, name != "route")
+		g.Children = p.routeList(s, sub, name != "route")
+		n.Do = g
 	case "redir":
 		p.redir(d, n)
 	case "respond":
@@ -229,12 +233,12 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 			p.errf(d, "rewrite: want [matcher] target, e.g. rewrite /old /new or rewrite * /index.html")
 			return v, false
 		}
-		t, err := route.ParseTemplate(args[0], route.TemplateOptions{})
+		t, err := route.ParseTemplate(args[0], route.TemplateOptions{ReplaceAll: true})
 		if err != nil {
 			p.errf(d, "rewrite: %v", err)
 			return v, false
 		}
-		n.Kind, n.To = route.Rewrite, t
+		n.Do = &site.Rewrite{To: t}
 	case "uri":
 		p.uri(d, n)
 	case "basic_auth", "basicauth":
@@ -259,20 +263,31 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 			p.errf(d, "method: want [matcher] METHOD, e.g. method GET")
 			return v, false
 		}
-		n.Kind, n.Find = route.SetMethod, strings.ToUpper(args[0])
+		n.Do = &site.SetMethod{Method: strings.ToUpper(args[0])}
 	case "encode":
 		p.encode(d, n)
+	case "vars":
+		p.varsDirective(d, n)
+	case "map":
+		p.mapDirective(d, n)
+		return v, true
+	case "invoke":
+		p.invoke(s, d, n)
+		return v, true
+	case "templates":
+		p.templatesDirective(d, n)
+		return v, true
 	case "abort":
 		if args := d.RemainingArgs(); len(args) > 0 {
 			p.errf(d, "abort: takes only a matcher")
 		}
-		n.Kind = route.Abort
+		n.Do = &site.Abort{}
 	case "log_skip", "skip_log":
 		v.directive = "log_skip"
 		if args := d.RemainingArgs(); len(args) > 0 {
 			p.errf(d, "%s: takes only a matcher", name)
 		}
-		n.Kind = route.LogSkip
+		n.Do = &site.LogSkip{}
 	case "request_body":
 		p.requestBody(d, n)
 		return v, true
@@ -284,8 +299,9 @@ func (p *parser) directive(s *Site, d *caddyfile.Dispenser) (value, bool) {
 }
 
 // requestBody reads request_body [matcher] { max_size SIZE }.
-func (p *parser) requestBody(d *caddyfile.Dispenser, n *route.Node) {
-	n.Kind = route.RequestBody
+func (p *parser) requestBody(d *caddyfile.Dispenser, n *site.Node) {
+	rb := &site.RequestBody{}
+	n.Do = rb
 	if args := d.RemainingArgs(); len(args) > 0 {
 		p.errf(d, "request_body: want a matcher and a block: request_body { max_size 10MB }")
 	}
@@ -297,7 +313,7 @@ func (p *parser) requestBody(d *caddyfile.Dispenser, n *route.Node) {
 				if err != nil || size < 0 {
 					p.errf(d, "request_body: max_size: %q: want a size such as 10MB", v)
 				}
-				n.MaxBody = int64(size)
+				rb.MaxBody = int64(size)
 			}
 		case "set":
 			p.errf(d, "request_body: set is not supported by pollproxy")
@@ -312,27 +328,29 @@ func (p *parser) requestBody(d *caddyfile.Dispenser, n *route.Node) {
 
 // redir reads redir [matcher] to [code], with Caddy's codes: temporary
 // (302, the default), permanent (301), html, or a 3xx number.
-func (p *parser) redir(d *caddyfile.Dispenser, n *route.Node) {
+func (p *parser) redir(d *caddyfile.Dispenser, n *site.Node) {
+	r := &site.Redirect{}
 	args := d.RemainingArgs()
 	if len(args) == 0 || len(args) > 2 {
 		p.errf(d, "redir: want [matcher] to [temporary|permanent|html|3xx]")
 		return
 	}
-	n.Kind, n.Status = route.Redirect, http.StatusFound
+	n.Do = r
+	r.Status = http.StatusFound
 	if len(args) == 2 {
 		switch c := args[1]; c {
 		case "temporary":
 		case "permanent":
-			n.Status = http.StatusMovedPermanently
+			r.Status = http.StatusMovedPermanently
 		case "html":
-			n.HTML, n.Status = true, 200
+			r.HTML, r.Status = true, 200
 		default:
 			code, err := strconv.Atoi(c)
 			if err != nil || code < 300 || code > 308 {
 				p.errf(d, "redir: %q: want temporary, permanent, html or a status in 300-308", c)
 				return
 			}
-			n.Status = code
+			r.Status = code
 		}
 	}
 	t, err := route.ParseTemplate(args[0], route.TemplateOptions{})
@@ -340,28 +358,29 @@ func (p *parser) redir(d *caddyfile.Dispenser, n *route.Node) {
 		p.errf(d, "redir: %v", err)
 		return
 	}
-	n.To = t
+	r.To = t
 	if loc, ok := t.Literal(); ok {
-		n.Static = route.Redirector(n.Status, loc, n.HTML)
+		r.Static = site.Redirector(r.Status, loc, r.HTML)
 	}
 }
 
 // respond reads respond [matcher] [status|body [status]] { body close }.
-func (p *parser) respond(d *caddyfile.Dispenser, n *route.Node) {
+func (p *parser) respond(d *caddyfile.Dispenser, n *site.Node) {
+	r := &site.Respond{}
 	args := d.RemainingArgs()
 	status, body := 200, ""
-	n.StatusUnset = true
+	r.StatusUnset = true
 	switch len(args) {
 	case 0:
 	case 1:
 		if code, err := strconv.Atoi(args[0]); err == nil && len(args[0]) == 3 {
-			status, n.StatusUnset = code, false
+			status, r.StatusUnset = code, false
 		} else {
 			body = args[0]
 		}
 	case 2:
 		body = args[0]
-		n.StatusUnset = false
+		r.StatusUnset = false
 		code, err := strconv.Atoi(args[1])
 		if strings.Contains(args[1], "{") {
 			// A status from a placeholder ({err.status_code}), read when
@@ -371,7 +390,7 @@ func (p *parser) respond(d *caddyfile.Dispenser, n *route.Node) {
 				p.errf(d, "respond: status: %v", terr)
 				return
 			}
-			n.StatusT, code, err = t, 200, nil
+			r.StatusT, code, err = t, 200, nil
 		}
 		if err != nil {
 			p.errf(d, "respond: status %q: want a number such as 404", args[1])
@@ -385,13 +404,22 @@ func (p *parser) respond(d *caddyfile.Dispenser, n *route.Node) {
 	for nest := d.Nesting(); d.NextBlock(nest); {
 		switch sub := d.Val(); sub {
 		case "body":
+			if body != "" {
+				p.errf(d, "respond: body already specified") // Caddy's refusal
+				d.RemainingArgs()
+				continue
+			}
 			if v, ok := p.oneArg(d, "respond: body", "the body"); ok {
 				body = v
 			}
 		case "close":
-			p.errf(d, "respond: close is not supported by pollproxy")
+			if d.NextArg() {
+				p.errf(d, "respond: close takes no argument")
+				d.RemainingArgs()
+			}
+			r.Close = true
 		default:
-			p.errf(d, "respond: unknown option %q (want body)", sub)
+			p.errf(d, "respond: unknown option %q (want body, close)", sub)
 			d.RemainingArgs()
 		}
 	}
@@ -406,21 +434,20 @@ func (p *parser) respond(d *caddyfile.Dispenser, n *route.Node) {
 		p.errf(d, "respond: %v", err)
 		return
 	}
-	n.Kind, n.Status, n.To = route.Respond, status, t
+	n.Do = r
+	r.Status, r.Body = status, t
 	if lit, ok := t.Literal(); ok {
-		n.Static = route.Responder(status, lit)
+		r.Static = site.Responder(status, lit)
 	}
 }
 
 // header reads header / request_header: one edit on the line, or a block
-// of them. A header edits the response at once (Node.Immediate) unless,
+// of them. A header edits the response at once (EditResponse.Immediate) unless,
 // as in Caddy, it has "defer", a deletion, a >Field edit or a match.
-func (p *parser) header(d *caddyfile.Dispenser, n *route.Node, name string) {
+func (p *parser) header(d *caddyfile.Dispenser, n *site.Node, name string) {
 	response := name == "header"
-	n.Kind = route.EditRequest
-	if response {
-		n.Kind = route.EditResponse
-	}
+	var ops []route.HeaderOp
+	var match *route.ResponseMatch
 	deferred := false
 	add := func(args []string) {
 		op, err := route.ParseHeaderOp(args, response)
@@ -431,7 +458,7 @@ func (p *parser) header(d *caddyfile.Dispenser, n *route.Node, name string) {
 		if op.Op == '-' || strings.HasPrefix(args[0], ">") {
 			deferred = true
 		}
-		n.Ops = append(n.Ops, op)
+		ops = append(ops, op)
 	}
 	if args := d.RemainingArgs(); len(args) > 0 {
 		add(args)
@@ -447,19 +474,23 @@ func (p *parser) header(d *caddyfile.Dispenser, n *route.Node, name string) {
 				skipBlock(d)
 				continue
 			}
-			if n.RespMatch == nil {
-				n.RespMatch = &route.ResponseMatch{}
+			if match == nil {
+				match = &route.ResponseMatch{}
 			}
-			p.responseMatch(d, n.RespMatch, "header")
+			p.responseMatch(d, match, "header")
 			continue
 		}
 		args := append([]string{d.Val()}, d.RemainingArgs()...)
 		add(args)
 	}
-	if len(n.Ops) == 0 {
+	if len(ops) == 0 {
 		p.errf(d, "%s: want a field edit, e.g. %s Strict-Transport-Security max-age=31536000", name, name)
 	}
-	n.Immediate = response && !deferred && n.RespMatch == nil
+	if response {
+		n.Do = &site.EditResponse{Ops: ops, Match: match, Immediate: !deferred && match == nil}
+	} else {
+		n.Do = &site.EditRequest{Ops: ops}
+	}
 }
 
 // responseMatch reads a response matcher, on the line (match status 2xx)
@@ -489,9 +520,10 @@ func (p *parser) responseMatch(d *caddyfile.Dispenser, m *route.ResponseMatch, d
 }
 
 // uri reads uri [matcher] strip_prefix|strip_suffix|replace ...
-func (p *parser) uri(d *caddyfile.Dispenser, n *route.Node) {
+func (p *parser) uri(d *caddyfile.Dispenser, n *site.Node) {
+	u := &site.URI{}
 	args := d.RemainingArgs()
-	n.Kind = route.URI
+	n.Do = u
 	if len(args) == 0 {
 		p.errf(d, "uri: want strip_prefix, strip_suffix or replace")
 		return
@@ -502,26 +534,26 @@ func (p *parser) uri(d *caddyfile.Dispenser, n *route.Node) {
 			p.errf(d, "uri: %s wants one argument", args[0])
 			return
 		}
-		n.URIOp, n.Find = route.StripSuffix, args[1]
+		u.Op, u.Find = site.StripSuffix, args[1]
 		if args[0] == "strip_prefix" {
-			n.URIOp = route.StripPrefix
-			if !strings.HasPrefix(n.Find, "/") {
-				n.Find = "/" + n.Find
+			u.Op = site.StripPrefix
+			if !strings.HasPrefix(u.Find, "/") {
+				u.Find = "/" + u.Find
 			}
-			n.Find = strings.ToLower(n.Find) // the strip ignores case, as in Caddy
+			u.Find = strings.ToLower(u.Find) // the strip ignores case, as in Caddy
 		}
 	case "replace":
 		if len(args) != 3 && len(args) != 4 {
 			p.errf(d, "uri: replace wants find replacement [limit]")
 			return
 		}
-		n.URIOp, n.Find, n.ReplBy = route.Replace, args[1], args[2]
+		u.Op, u.Find, u.ReplBy = site.Replace, args[1], args[2]
 		if len(args) == 4 {
 			l, err := strconv.Atoi(args[3])
 			if err != nil || l < 0 {
 				p.errf(d, "uri: replace limit %q: want a whole number", args[3])
 			}
-			n.Limit = l
+			u.Limit = l
 		}
 	case "path_regexp":
 		if len(args) != 3 {
@@ -533,11 +565,11 @@ func (p *parser) uri(d *caddyfile.Dispenser, n *route.Node) {
 			p.errf(d, "uri: path_regexp %q: %v", args[1], err)
 			return
 		}
-		n.URIOp, n.Regexp, n.ReplBy = route.RegexpPath, re, args[2]
+		u.Op, u.Regexp, u.ReplBy = site.RegexpPath, re, args[2]
 	case "query":
-		n.URIOp, n.Query = route.EditQuery, &route.QueryOps{}
+		u.Op, u.Query = site.EditQuery, &route.QueryOps{}
 		if len(args) > 1 {
-			if err := n.Query.ParseQueryOp(args[1:]); err != nil {
+			if err := u.Query.ParseQueryOp(args[1:]); err != nil {
 				p.errf(d, "uri: %v", err)
 			}
 			if at, ok := openedBlock(d); ok {
@@ -546,41 +578,16 @@ func (p *parser) uri(d *caddyfile.Dispenser, n *route.Node) {
 			return
 		}
 		for nest := d.Nesting(); d.NextBlock(nest); {
-			if err := n.Query.ParseQueryOp(append([]string{d.Val()}, d.RemainingArgs()...)); err != nil {
+			if err := u.Query.ParseQueryOp(append([]string{d.Val()}, d.RemainingArgs()...)); err != nil {
 				p.errf(d, "uri: %v", err)
 			}
 		}
-		if len(n.Query.Rename)+len(n.Query.Set)+len(n.Query.Add)+len(n.Query.Replace)+len(n.Query.Delete) == 0 {
+		if len(u.Query.Rename)+len(u.Query.Set)+len(u.Query.Add)+len(u.Query.Replace)+len(u.Query.Delete) == 0 {
 			p.errf(d, "uri: query wants an edit on the line or in a block")
 		}
 	default:
 		p.errf(d, "uri: unknown operation %q (want strip_prefix, strip_suffix, replace, path_regexp, query)", args[0])
 	}
-}
-
-func (p *parser) tls(d *caddyfile.Dispenser) TLS {
-	t := TLS{Pos: dpos(d)}
-	args := d.RemainingArgs()
-	switch {
-	case len(args) == 0:
-	case len(args) == 1 && args[0] == "internal":
-		t.Mode = TLSInternal
-	case len(args) == 1 && strings.Contains(args[0], "@"):
-		t.Mode, t.Email = TLSACME, args[0]
-	case len(args) == 2:
-		t.Mode, t.Cert, t.Key = TLSFiles, args[0], args[1]
-	default:
-		p.errf(d, "tls: want internal, CERT_FILE KEY_FILE, or an ACME account e-mail")
-	}
-	block := false
-	for nest := d.Nesting(); d.NextBlock(nest); {
-		block = true
-		p.notOurs(d, "tls: ", d.Val(), unsupportedTLS, "no block: internal, CERT_FILE KEY_FILE or an e-mail")
-	}
-	if len(args) == 0 && !block {
-		p.errAt(t.Pos, "tls: want internal, CERT_FILE KEY_FILE, or an ACME account e-mail")
-	}
-	return t
 }
 
 // parseAddress reads a site address: [https://]host[:port], :port, or

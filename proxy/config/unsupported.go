@@ -28,24 +28,21 @@ func set(names ...string) map[string]bool {
 	return m
 }
 
-var unsupportedGlobal = set("debug", "http_port_https", "storage_clean_interval",
-	"renew_interval", "ocsp_interval", "ocsp_stapling", "local_certs", "skip_install_trust",
-	"acme_ca_root", "acme_eab", "acme_dns", "cert_issuer", "key_type", "on_demand_tls", "preferred_chains",
-	"pki", "events", "persist_config", "filesystem", "cert_lifetime", "grace_period_http",
-	"shutdown_delay", "default_sni", "fallback_sni", "dns", "ech", "tracing", "ocsp", "renewal_window_ratio")
+var unsupportedGlobal = set("http_port_https", "acme_dns", "events", "filesystem", "grace_period_http",
+	"dns", "ech", "tracing", "ocsp")
 
 var unsupportedServers = set("max_header_bytes", "expected_underscore_headers", "expected_dot_headers")
 
 var unsupportedDirectives = set("abort_with", "acme_server", "bind",
-	"fs", "import", "invoke",
-	"log_append", "log_name", "log_level", "map", "metrics", "php_fastcgi", "push",
-	"templates", "tracing", "vars", "timeouts")
+	"fs", "import",
+	"log_append", "log_name", "log_level", "metrics", "push",
+	"tracing", "timeouts")
 
-var unsupportedMatchers = set("vars", "vars_regexp", "tls", "path_regexp_all")
+var unsupportedMatchers = set("tls", "path_regexp_all")
 
 var unsupportedProxy = set("buffer_requests", "buffer_responses",
 	"request_buffers", "response_buffers", "max_buffer_size",
-	"method", "rewrite", "unhealthy_request_count", "verbose_logs", "stream_buffer_size",
+	"unhealthy_request_count", "verbose_logs", "stream_buffer_size",
 	"weighted_round_robin", "health_path", "health_follow_redirects", "health_method",
 	"health_request_body", "health_query")
 
@@ -54,6 +51,5 @@ var unsupportedTransport = set("read_buffer", "write_buffer", "max_response_head
 	"tls_except_ports", "keepalive_interval", "compression",
 	"local_address", "forward_proxy_url", "network_proxy", "max_idle_conns")
 
-var unsupportedTLS = set("protocols", "ciphers", "curves", "alpn", "load", "ca", "ca_root", "key_type",
-	"dns", "propagation_delay", "propagation_timeout", "resolvers", "dns_ttl", "dns_challenge_override_domain",
-	"on_demand", "client_auth", "issuer", "get_certificate", "insecure_secrets_log", "eab", "reuse_private_keys")
+var unsupportedTLS = set("dns", "propagation_delay", "propagation_timeout", "resolvers", "dns_ttl",
+	"dns_challenge_override_domain")

@@ -44,6 +44,10 @@ type responseWriter struct{ c *ServerConn }
 
 var _ stream.ResponseWriter = (*responseWriter)(nil)
 
+// CloseConnection implements stream.ConnCloser: the head says
+// "connection: close" and the connection closes after this response.
+func (w *responseWriter) CloseConnection() { w.c.keepAlive = false }
+
 // RefuseBody implements stream.BodyRefuser: the handler reads no more of
 // the body. When more is left than settle drops to keep the connection (a
 // chunked body's rest is unknown), the connection will close after the

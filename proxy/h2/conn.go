@@ -1,5 +1,6 @@
 // Package h2 is pollproxy's HTTP/2 server connection (RFC 9113), run on the
-// event loop that owns the client connection.
+// event loop that owns the client connection, and its client connection to
+// HTTP/2 origins (ClientConn), run on the same loop.
 //
 // A ServerConn is a state machine: the connection beneath it hands over
 // plaintext with Feed, and it answers through stream.Transport.Write. It
@@ -17,6 +18,8 @@
 // response heads; dataread.go reads DATA by hand; stream.go is a stream,
 // the handler's ResponseWriter; flow.go and window.go are flow control and
 // receive-window autotuning; config.go the limits, errors.go the errors.
+// client.go is the client side, for origins that speak HTTP/2: the same
+// frame, HPACK and window code, many streams on one connection.
 //
 // Output follows the re-entrancy rule of package stream. Frames accumulate
 // in one reusable buffer and reach the transport with one Write per batch.
@@ -123,7 +126,7 @@ type ServerConn struct {
 	serving      uint32 // the stream whose handler was called last from the client's side (Serving); in encTableSize's padding
 	hdr          headerBlock
 
-	streams     map[uint32]*h2Stream
+	streams     map[uint32]*h2Stream // made by the first stream, dropped while idle
 	maxClientID uint32
 	closed      *[closedRingSize]closedRec // made on the first close, dropped while idle
 	closedNext  int
@@ -150,10 +153,12 @@ type ServerConn struct {
 	inflow inflow
 	win    windowTuner
 
-	clock           stream.Clock
+	clock stream.Clock
+	err   error
+	// The flags share one word with settingsAckPending (with err
+	// between them they took two): see TestServerConnSize.
 	flushAsked      bool // Transport.FlushLater called, Flush not yet
 	dead            bool
-	err             error
 	closeAfterFlush bool
 	transportClosed bool
 
@@ -180,7 +185,6 @@ func NewServerConn(t stream.Transport, h stream.Handler, cfg Config) *ServerConn
 		h:                 h,
 		cfg:               cfg.withDefaults(),
 		prefaceLeft:       len(clientPreface),
-		streams:           make(map[uint32]*h2Stream),
 		outWin:            initialWindow,
 		peerInitialWindow: initialWindow,
 		peerMaxFrame:      ourMaxFrameSize,
@@ -770,7 +774,7 @@ func (c *ServerConn) ReleaseIdle() int {
 	c.hbuf = bytes.Buffer{} // a new encoder writes to &c.hbuf
 	c.writable, c.writableSpare = nil, nil
 	c.wq, c.wqHead = nil, 0
-	c.streams = make(map[uint32]*h2Stream)
+	c.streams = nil
 	n += len(c.freeStreams) * int(unsafe.Sizeof(h2Stream{}))
 	c.freeStreams, c.spent = nil, nil
 	if c.closed != nil {
@@ -779,6 +783,7 @@ func (c *ServerConn) ReleaseIdle() int {
 	}
 	c.henc = nil // its table's size is not exposed: not counted
 	c.lastHead = nil
+	c.forgetLastBlock()
 	// x/net's Framer keeps its read buffer at the largest frame it read
 	// and its write buffer at the largest it wrote (16 KiB after an
 	// upload or a large header block), and the last frame read. Between
@@ -788,6 +793,25 @@ func (c *ServerConn) ReleaseIdle() int {
 	c.fr = nil
 	return n
 }
+
+// forgetLastBlock makes the HPACK decoder let go of the last header block
+// it read. The decoder keeps the slice it was last given, emptied but
+// still pointing into the frame buffer it came from, which keeps that
+// buffer alive (the Framer's read buffer, as large as the largest frame
+// read) after ReleaseIdle dropped the Framer. Decoding forgetBlock, with
+// no field emitted, leaves the slice pointing at forgetBlock instead; the
+// decoder's table is untouched (the field is not indexed). Only between
+// header blocks.
+func (c *ServerConn) forgetLastBlock() {
+	c.dec.SetEmitEnabled(false)
+	c.dec.Write(forgetBlock[:])
+	c.dec.Close()
+	c.dec.SetEmitEnabled(true)
+}
+
+// forgetBlock is a header block of one literal field without indexing
+// (RFC 7541 §6.2.2), name "x", empty value: see forgetLastBlock.
+var forgetBlock = [...]byte{0x00, 0x01, 'x', 0x00}
 
 // framer returns the connection's frame codec over its input and output
 // buffers, making a new one if ReleaseIdle let go of the last.

@@ -276,6 +276,9 @@ func (c *ServerConn) startRequest() error {
 	s.remoteEnded = hb.endStream
 	s.inflow.init(int32(c.win.streamWin))
 	s.outWin = c.peerInitialWindow
+	if c.streams == nil {
+		c.streams = make(map[uint32]*h2Stream)
+	}
 	c.streams[s.id] = s
 	c.serving = s.id
 	ev := c.h.Serve(req, s)

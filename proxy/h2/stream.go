@@ -133,6 +133,10 @@ func (s *h2Stream) credit(n int) {
 	c.creditConn(n)
 }
 
+// CloseConnection implements stream.ConnCloser: the connection shuts
+// down gracefully (GOAWAY), this stream and the others open finishing.
+func (s *h2Stream) CloseConnection() { s.c.Shutdown() }
+
 // WriteHeader implements stream.ResponseWriter.
 func (s *h2Stream) WriteHeader(status int, fields []stream.Field, endStream bool) error {
 	c := s.c

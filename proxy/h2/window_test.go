@@ -12,6 +12,7 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 
+	"github.com/pollproxy/pollproxy/internal/eventually"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -370,12 +371,8 @@ func TestWindowBudgetCapsAndReturns(t *testing.T) {
 
 	// The first connection ends: its share comes back, and the second grows.
 	a.conn.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for budget.Used() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("budget used %d after the connection closed", budget.Used())
-		}
-		time.Sleep(time.Millisecond)
+	if !eventually.Within(5*time.Second, func() bool { return budget.Used() == 0 }) {
+		t.Fatalf("budget used %d after the connection closed", budget.Used())
 	}
 	if !b.round(b.streamSetting) {
 		t.Fatal("no measuring PING on the second connection")

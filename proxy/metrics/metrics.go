@@ -72,6 +72,7 @@ type Metrics struct {
 	tunBytes *prometheus.CounterVec
 	failures *prometheus.CounterVec
 	hosts    *prometheus.CounterVec
+	grpc     *prometheus.CounterVec
 	source   atomic.Pointer[Source]
 	ab       *ab.Recorders
 }
@@ -121,7 +122,11 @@ func New(version string) *Metrics {
 		Name: "pollproxy_host_requests_total",
 		Help: "Finished requests by the host they named, as Caddy's per_host labels them, and status class, with metrics { per_host }.",
 	}, []string{"poller", "loop", "host", "code"})
-	m.reg.MustRegister(m.tunnels, m.tunBytes, m.failures, m.hosts)
+	m.grpc = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pollproxy_grpc_responses_total",
+		Help: "Finished responses that carried a grpc-status (in trailers or a trailers-only head), by its code (grpc_code: OK, Canceled, ... Unauthenticated; a value outside gRPC's codes counts as Unknown).",
+	}, []string{"poller", "loop", "upstream", "grpc_code"})
+	m.reg.MustRegister(m.tunnels, m.tunBytes, m.failures, m.hosts, m.grpc)
 	m.reg.MustRegister(m.requests, m.reused, m.duration, m.bytesOut, &collector{m: m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	buildVersion = version
@@ -190,6 +195,9 @@ type upstreamChildren struct {
 	// failures are resolved at a reason's first failure: most upstreams
 	// never see most reasons, and a series that stays 0 is noise.
 	failures [observe.NumReasons]prometheus.Counter
+	// grpc are resolved at a code's first response, likewise: most
+	// upstreams speak no gRPC at all.
+	grpc [len(observe.GRPCCodes)]prometheus.Counter
 }
 
 // ForLoop returns an observer for loop l that knows ups (requests that
@@ -317,6 +325,14 @@ func (o *LoopObserver) Observe(r *observe.RequestLog) {
 	}
 	if r.Reused {
 		c.reused.Inc()
+	}
+	if r.GRPC && int(r.GRPCStatus) < len(c.grpc) {
+		g := c.grpc[r.GRPCStatus]
+		if g == nil {
+			g = o.m.grpc.WithLabelValues(o.bknd, o.loop, c.name, observe.GRPCCodes[r.GRPCStatus])
+			c.grpc[r.GRPCStatus] = g
+		}
+		g.Inc()
 	}
 	if r.Tunnel {
 		o.tunnelEnded(r)

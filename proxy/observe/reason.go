@@ -77,6 +77,13 @@ const (
 	// ReasonTunnelBroken: the origin's side of an open tunnel failed; the
 	// detail says how.
 	ReasonTunnelBroken
+	// ReasonLengthRequired: a FastCGI request's body of unknown length
+	// was longer than what is buffered to learn it (411, as Caddy).
+	ReasonLengthRequired
+	// ReasonBadPath: a FastCGI request's path cannot name a script
+	// safely (a NUL byte, escaped and decoded forms that name different
+	// scripts): 400, as Caddy.
+	ReasonBadPath
 
 	// NumReasons is the number of reasons, for tables indexed by Reason.
 	NumReasons = int(iota)
@@ -106,6 +113,8 @@ var reasonNames = [NumReasons]string{
 	ReasonRemoved:           "removed",
 	ReasonStreamTimeout:     "stream_timeout",
 	ReasonTunnelBroken:      "tunnel_broken",
+	ReasonLengthRequired:    "length_required",
+	ReasonBadPath:           "bad_path",
 }
 
 // reasonTexts are what the client reads in pollproxy's own answer and
@@ -133,6 +142,8 @@ var reasonTexts = [NumReasons]string{
 	ReasonRemoved:           "removed by reload",
 	ReasonStreamTimeout:     "stream_timeout",
 	ReasonTunnelBroken:      "origin: ",
+	ReasonLengthRequired:    "length required: a body of unknown length too long to buffer for FastCGI",
+	ReasonBadPath:           "bad request: invalid script path",
 }
 
 // String is the reason's label value, such as "connect_timeout".

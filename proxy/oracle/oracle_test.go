@@ -46,7 +46,7 @@ func batches(t *testing.T) []batch {
 		out = append(out, batch{fmt.Sprintf("caddydocs-%d", i/40), docs[i:min(i+40, len(docs))], false})
 	}
 	out = append(out, batch{"generated", generatedSources(30), false},
-		batch{"generated2", moreGeneratedSources(20), false}, batch{"cases", caseSources(), true})
+		batch{"generated2", moreGeneratedSources(20), false}, batch{"cases", caseSources(), true}, batch{"directives", directiveSources(), true})
 	return out
 }
 

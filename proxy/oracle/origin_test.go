@@ -9,10 +9,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"golang.org/x/net/http2"
 )
 
 // received is one request as the origin read it off the wire: the
@@ -110,6 +114,10 @@ func (o *origin) since(n int) []received {
 func (o *origin) serve(c net.Conn, port int) {
 	defer c.Close()
 	br := bufio.NewReader(c)
+	if b, err := br.Peek(len(http2.ClientPreface)); err == nil && string(b) == http2.ClientPreface {
+		o.serveH2(bufConn{c, br}, port)
+		return
+	}
 	for {
 		r, ok := readRequest(br, c)
 		if !ok {
@@ -129,6 +137,57 @@ func (o *origin) serve(c net.Conn, port int) {
 		}
 	}
 }
+
+// serveH2 serves an HTTP/2 connection with prior knowledge (an h2c://
+// upstream) with x/net's server: each request is recorded as serve
+// records one, its fields (which Go's server keeps in a map) in name
+// order after Host, and answered with answer's response.
+func (o *origin) serveH2(c net.Conn, port int) {
+	//lint:ignore SA1019 x/net's server takes one connection whose first bytes were peeked; net/http's takes only listeners
+	(&http2.Server{}).ServeConn(c, &http2.ServeConnOpts{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		r := received{port: port, method: req.Method, target: req.RequestURI, proto: req.Proto, body: string(body)}
+		r.fields = append(r.fields, [2]string{"Host", req.Host})
+		names := make([]string, 0, len(req.Header))
+		for k := range req.Header {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			for _, v := range req.Header[k] {
+				r.fields = append(r.fields, [2]string{k, v})
+			}
+		}
+		o.mu.Lock()
+		name := o.names[port]
+		r.upstream = name
+		if !o.skip[r.target] {
+			o.log = append(o.log, r)
+		}
+		o.mu.Unlock()
+		res, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(answer(r, name))), req)
+		if err != nil {
+			panic(http.ErrAbortHandler)
+		}
+		defer res.Body.Close()
+		for k, vs := range res.Header {
+			w.Header()[k] = vs
+		}
+		if res.ContentLength >= 0 && req.Method != "HEAD" {
+			w.Header().Set("Content-Length", strconv.FormatInt(res.ContentLength, 10))
+		}
+		w.WriteHeader(res.StatusCode)
+		io.Copy(w, res.Body)
+	})})
+}
+
+// bufConn is a connection whose first bytes were peeked into a reader.
+type bufConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c bufConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
 func (r received) field(name string) string {
 	for _, f := range r.fields {

@@ -49,6 +49,29 @@ func (n *node) word(i int) string {
 
 func (n *node) set(i int, text string) { n.toks[i] = tok(text) }
 
+// renameRoutes gives a source's named routes (&(name)) the prefix, and
+// its invokes with them, so that two sources served together may each
+// define a route of one name.
+func renameRoutes(nodes []*node, prefix string) {
+	names := map[string]bool{}
+	for _, n := range nodes {
+		if w := n.word(0); strings.HasPrefix(w, "&(") && strings.HasSuffix(w, ")") {
+			names[w[2:len(w)-1]] = true
+			n.set(0, "&("+prefix+w[2:])
+		}
+	}
+	var walk func([]*node)
+	walk = func(ns []*node) {
+		for _, n := range ns {
+			if n.word(0) == "invoke" && len(n.toks) > 1 && names[n.word(len(n.toks)-1)] {
+				n.set(len(n.toks)-1, prefix+n.word(len(n.toks)-1))
+			}
+			walk(n.children)
+		}
+	}
+	walk(nodes)
+}
+
 func tok(text string) caddyfile.Token { return caddyfile.Token{Text: text} }
 
 func line(words ...string) *node {
@@ -187,7 +210,16 @@ type upstreams struct {
 
 var dropGlobal = map[string]bool{"admin": true, "storage": true, "http_port": true, "https_port": true,
 	"email": true, "acme_ca": true, "default_bind": true, "auto_https": true, "local_certs": true,
-	"skip_install_trust": true, "debug": true, "grace_period": true}
+	"skip_install_trust": true, "debug": true, "grace_period": true,
+	// Certificate automation and the choice of certificate by SNI: every
+	// rewritten site brings its certificate file, so these change no
+	// answer here, and the files the documentation's examples name do not
+	// exist (TestOracleTLS compares handshakes).
+	"key_type": true, "cert_lifetime": true, "ocsp_stapling": true, "ocsp_interval": true,
+	"renew_interval": true, "renewal_window_ratio": true, "storage_clean_interval": true,
+	"acme_ca_root": true, "acme_eab": true, "preferred_chains": true, "cert_issuer": true, "pki": true,
+	"on_demand_tls": true, "default_sni": true, "fallback_sni": true, "persist_config": true,
+	"shutdown_delay": true}
 
 // pollproxyOnly are global options (and servers timeouts) Caddy does not have.
 var pollproxyOnly = map[string]bool{"poller": true, "loops": true, "ab_interval": true, "ab_rotate": true,
@@ -209,12 +241,15 @@ sources:
 			prefix = fmt.Sprintf("b%d.", i)
 		}
 		ups := &upstreams{o: o, named: src.namedUpstreams, ports: map[string]int{}, dead: dead}
+		if prefix != "" {
+			renameRoutes(nodes, prefix)
+		}
 		for j, n := range nodes {
 			switch {
 			case j == 0 && len(n.toks) == 0 && n.block:
 				globals = append(globals, n.children...)
 				editBody(n.children, ups, www)
-			case strings.HasPrefix(n.word(0), "("):
+			case strings.HasPrefix(n.word(0), "(") || strings.HasPrefix(n.word(0), "&("): // snippets and named routes
 				if reason := editBody(n.children, ups, www); reason != "" {
 					p.skipped = append(p.skipped, src.name+": "+reason)
 					continue sources // its sites use the snippet
@@ -379,6 +414,13 @@ func (u *upstreams) addr(a string) (string, string) {
 	switch {
 	case strings.HasPrefix(a, "unix/"):
 		return "", "unix socket upstreams are not compared"
+	case strings.HasPrefix(a, "h2c://"):
+		// The origin's ports take HTTP/2 with prior knowledge too.
+		addr, reason := u.addr(strings.TrimPrefix(a, "h2c://"))
+		if reason != "" {
+			return "", reason
+		}
+		return "h2c://" + addr, ""
 	case strings.Contains(a, "://") && !strings.HasPrefix(a, "http://"):
 		return "", "upstream " + a + " is not compared (TLS or another scheme)"
 	case strings.Contains(a, "{"):

@@ -226,7 +226,10 @@ func runCaddy(t *testing.T, bin string, p *plan, o *origin, certs *strings.Repla
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	go func() {
+		done <- cmd.Wait()
+		close(done) // ready may have taken the value: the deferred wait must not block
+	}()
 	defer func() {
 		cmd.Process.Kill()
 		<-done

@@ -292,6 +292,8 @@ func evalString(e ast.Expr) (string, bool) {
 		case fn == "docMatcher" && len(args) == 1:
 			name := strings.Fields(args[0])[0]
 			return "example.com {\n" + args[0] + "\nrespond " + name + " \"matched\"\n}\n", true
+		case fn == "docTLSOption" && len(args) == 1:
+			return "{\n" + args[0] + "\n}\n\nexample.com {\n\trespond ok\n}\n", true
 		case fn == "fmt.Sprintf" && len(args) > 0:
 			vals := make([]any, len(args)-1)
 			for i, a := range args[1:] {

@@ -66,6 +66,21 @@ var stringMatchers = map[string]func(args []string, name string) (Matcher, error
 		re, err := regexp.Compile(a[len(a)-1])
 		return PathRegexp{Re: re, Name: name}, err
 	},
+	// vars_regexp([name,] key, regexp)
+	"vars_regexp": func(a []string, name string) (Matcher, error) {
+		if len(a) < 2 || len(a) > 3 {
+			return nil, fmt.Errorf("vars_regexp wants [name,] key, regexp")
+		}
+		if len(a) == 3 && a[0] != "" {
+			name = a[0]
+		}
+		key, err := NewVarKey(a[len(a)-2])
+		if err != nil {
+			return nil, err
+		}
+		re, err := regexp.Compile(a[len(a)-1])
+		return VarsRegexp{{Key: key, Re: re, Capture: name}}, err
+	},
 	// header_regexp([name,] field, regexp)
 	"header_regexp": func(a []string, name string) (Matcher, error) {
 		if len(a) < 2 || len(a) > 3 {
@@ -79,15 +94,43 @@ var stringMatchers = map[string]func(args []string, name string) (Matcher, error
 	},
 }
 
-// unsupportedCEL are Caddy's expression functions pollproxy lacks: a
-// call to one is "not supported", not CEL's "undeclared reference".
-var unsupportedCEL = regexp.MustCompile(`(?:^|[^A-Za-z0-9_.])(file|vars|vars_regexp)\s*\(`)
+// fileMatcher builds Caddy's file matcher for file(): package site, where
+// the matcher and its disk work live, provides it (SetFileMatcher).
+var fileMatcher func(root string, try []string, policy string, split []string) (Matcher, error)
+
+// SetFileMatcher gives expressions their file() function: build makes
+// the file matcher of a root ("": the request's), candidates (none:
+// {path}), a try_policy and split_path. It is called once, at start, by
+// package site.
+func SetFileMatcher(build func(root string, try []string, policy string, split []string) (Matcher, error)) {
+	fileMatcher = build
+}
+
+// fileCall builds file()'s matcher from its arguments, as Caddy's:
+// strings are candidates, a map has root, try_files, try_policy and
+// split_path.
+func fileCall(vals map[string][]string) Matcher {
+	if fileMatcher == nil || len(vals["fs"]) > 0 {
+		return never{}
+	}
+	first := func(k string) string {
+		if v := vals[k]; len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	m, err := fileMatcher(first("root"), vals["try_files"], first("try_policy"), vals["split_path"])
+	if err != nil {
+		return never{}
+	}
+	return m
+}
 
 var celEnv = func() *cel.Env {
 	opts := []cel.EnvOption{cel.Variable("req", reqType),
 		cel.Function("ph", cel.Overload("ph_req_string", []*cel.Type{reqType, cel.StringType}, cel.StringType,
 			cel.BinaryBinding(func(r, name ref.Val) ref.Val {
-				t, err := ParseTemplate("{"+string(name.(types.String))+"}", TemplateOptions{})
+				t, err := ParseTemplate("{"+string(name.(types.String))+"}", TemplateOptions{ReplaceAll: true})
 				if err != nil {
 					return types.NewErr("%v", err)
 				}
@@ -97,13 +140,27 @@ var celEnv = func() *cel.Env {
 		// expression: {err.status_code} >= 500.
 		cel.Function("phint", cel.Overload("phint_req_string", []*cel.Type{reqType, cel.StringType}, cel.IntType,
 			cel.BinaryBinding(func(r, name ref.Val) ref.Val {
-				t, err := ParseTemplate("{"+string(name.(types.String))+"}", TemplateOptions{})
+				t, err := ParseTemplate("{"+string(name.(types.String))+"}", TemplateOptions{ReplaceAll: true})
 				if err != nil {
 					return types.NewErr("%v", err)
 				}
 				n, _ := strconv.Atoi(t.Expand(r.(reqVal).c.Req))
 				return types.Int(n)
 			}))),
+	}
+	for n := 0; n <= 6; n++ {
+		args := []*cel.Type{reqType}
+		for i := 0; i < n; i++ {
+			args = append(args, cel.StringType)
+		}
+		opts = append(opts, cel.Function("file", cel.Overload(fmt.Sprintf("file_%d", n), args, cel.BoolType,
+			cel.FunctionBinding(func(vs ...ref.Val) ref.Val {
+				try := make([]string, len(vs)-1)
+				for i, v := range vs[1:] {
+					try[i] = string(v.(types.String))
+				}
+				return types.Bool(fileCall(map[string][]string{"try_files": try}).Match(vs[0].(reqVal).c))
+			}))))
 	}
 	for name, build := range stringMatchers {
 		for n := 1; n <= 6; n++ {
@@ -158,6 +215,26 @@ var celEnv = func() *cel.Env {
 			}
 			return h
 		}),
+		mapFn("file", fileCall),
+		mapFn("vars", func(m map[string][]string) Matcher {
+			var v Vars
+			for k, vals := range m {
+				key, err := NewVarKey(k)
+				if err != nil {
+					return never{}
+				}
+				f := VarsField{Key: key}
+				for _, val := range vals {
+					t, err := ParseTemplate(val, TemplateOptions{ReplaceAll: true})
+					if err != nil {
+						return never{}
+					}
+					f.Values = append(f.Values, t)
+				}
+				v = append(v, f)
+			}
+			return v
+		}),
 		mapFn("query", func(m map[string][]string) Matcher {
 			var q Query
 			for k, v := range m {
@@ -173,7 +250,7 @@ var celEnv = func() *cel.Env {
 }()
 
 // matcherCall finds a matcher function called at i in src.
-var matcherCall = regexp.MustCompile(`^(path|host|method|protocol|remote_ip|client_ip|path_regexp|header_regexp|header|query)\s*\(`)
+var matcherCall = regexp.MustCompile(`^(path|host|method|protocol|remote_ip|client_ip|path_regexp|header_regexp|header|query|vars_regexp|vars|file)\s*\(`)
 
 // numericPlaceholders are the placeholders an expression reads as ints.
 var numericPlaceholders = map[string]bool{"err.status_code": true, "http.error.status_code": true,
@@ -189,6 +266,16 @@ func rewriteCEL(src string) string {
 		c := src[i]
 		switch {
 		case quote != 0:
+			if c == '{' {
+				if m := literalPlaceholder.FindStringSubmatch(src[i:]); m != nil {
+					// Caddy rewrites a placeholder inside a string as
+					// anywhere else, so the string holds the call's text
+					// (and a double-quoted one no longer parses).
+					fmt.Fprintf(&b, `ph(req, "%s")`, LongName(m[1]))
+					i += len(m[0]) - 1
+					continue
+				}
+			}
 			b.WriteByte(c)
 			if c == '\\' && i+1 < len(src) {
 				i++
@@ -213,7 +300,11 @@ func rewriteCEL(src string) string {
 			prevIdent := i > 0 && (isIdent(src[i-1]) || src[i-1] == '.')
 			if m := matcherCall.FindString(src[i:]); m != "" && !prevIdent {
 				b.WriteString(m)
-				b.WriteString("req, ")
+				if rest := strings.TrimLeft(src[i+len(m):], " \t"); strings.HasPrefix(rest, ")") {
+					b.WriteString("req") // file(): the request alone
+				} else {
+					b.WriteString("req, ")
+				}
 				i += len(m) - 1
 				continue
 			}
@@ -226,6 +317,10 @@ func rewriteCEL(src string) string {
 func isIdent(c byte) bool {
 	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
+
+// literalPlaceholder is a placeholder as Caddy's expression matcher
+// finds one, inside strings too.
+var literalPlaceholder = regexp.MustCompile(`^\{([a-zA-Z][\w.-]+)\}`)
 
 // placeholderRef finds the placeholders of an expression.
 var placeholderRef = regexp.MustCompile(`\{[a-z_.]+[A-Za-z0-9_.-]*\}`)
@@ -240,9 +335,6 @@ type Expression struct {
 // CompileExpression compiles a Caddy expression matcher of the named
 // matcher name (without its @); the error names what CEL refused.
 func CompileExpression(src, name string) (Matcher, error) {
-	if m := unsupportedCEL.FindStringSubmatch(src); m != nil {
-		return nil, fmt.Errorf("expression %s: %s() is not supported by pollproxy", src, m[1])
-	}
 	// Placeholders first: one pollproxy lacks ({err.status_code}) is
 	// "not supported", not a CEL type error about what it would return.
 	for _, p := range placeholderRef.FindAllString(src, -1) {
@@ -282,3 +374,9 @@ func (e *Expression) Match(c *Ctx) bool {
 	b, ok := out.(types.Bool)
 	return ok && bool(b)
 }
+
+// never is a matcher that matches no request: a CEL call whose
+// arguments do not compile.
+type never struct{}
+
+func (never) Match(*Ctx) bool { return false }

@@ -16,7 +16,7 @@ import (
 //	+Name value        add
 //	-Name              delete; -Prefix*, -*Suffix, -*part* and -* too
 //	?Name value        set unless present (response edits only; deferred)
-//	>Name value        set, deferred (Node.Immediate)
+//	>Name value        set, deferred (site.EditResponse.Immediate)
 //	Name regexp repl   replace what regexp matches in each value
 type HeaderOp struct {
 	Op    byte   // '=' set, '+' add, '-' delete, '?' default, '~' replace
@@ -167,6 +167,19 @@ func ApplyHeaderOps(fs []stream.Field, ops []HeaderOp, r *stream.Request) []stre
 	return applyOps(fs, ops, r, defaultOps)
 }
 
+// ApplyMainOps applies ops' edits but the ?Field defaults, as
+// ApplyHeaderOps does: for a header directive whose defaults apply
+// apart from its other edits.
+func ApplyMainOps(fs []stream.Field, ops []HeaderOp, r *stream.Request) []stream.Field {
+	return applyOps(fs, ops, r, mainOps)
+}
+
+// ApplyDefaultOps applies ops' ?Field defaults alone, in reverse, as
+// Caddy's handlers for them nest.
+func ApplyDefaultOps(fs []stream.Field, ops []HeaderOp, r *stream.Request) []stream.Field {
+	return applyOps(fs, ops, r, defaultOps)
+}
+
 // Which of a header directive's edits applyOps applies: Caddy makes each
 // ?Field default a handler of its own, always deferred, that runs after
 // the directive's other edits at once or, deferred, before them.
@@ -180,7 +193,7 @@ const (
 func applyOps(fs []stream.Field, ops []HeaderOp, r *stream.Request, which int) []stream.Field {
 	if which == defaultOps {
 		for i := len(ops) - 1; i >= 0; i-- {
-			if op := &ops[i]; op.Op == '?' && !has(fs, op.Name) {
+			if op := &ops[i]; op.Op == '?' && !HasField(fs, op.Name) {
 				fs = append(fs, stream.Field{Name: op.Name, Value: op.value(r)})
 			}
 		}
@@ -201,12 +214,12 @@ func applyOps(fs []stream.Field, ops []HeaderOp, r *stream.Request, which int) [
 		if op.Op != '=' {
 			continue
 		}
-		fs = remove(fs, func(n string) bool { return n == op.Name })
+		fs = RemoveFields(fs, func(n string) bool { return n == op.Name })
 		fs = append(fs, stream.Field{Name: op.Name, Value: op.value(r)})
 	}
 	for i := range ops {
 		if op := &ops[i]; op.Op == '-' && op.Name != "*" {
-			fs = remove(fs, op.deletes)
+			fs = RemoveFields(fs, op.deletes)
 		}
 	}
 	for i := range ops {
@@ -223,7 +236,8 @@ func applyOps(fs []stream.Field, ops []HeaderOp, r *stream.Request, which int) [
 	return fs
 }
 
-func has(fs []stream.Field, name string) bool {
+// HasField reports whether fs (lower-case names) holds a field name.
+func HasField(fs []stream.Field, name string) bool {
 	for _, f := range fs {
 		if f.Name == name {
 			return true
@@ -232,7 +246,9 @@ func has(fs []stream.Field, name string) bool {
 	return false
 }
 
-func remove(fs []stream.Field, drop func(string) bool) []stream.Field {
+// RemoveFields removes the fields whose names drop reports, reusing
+// fs's array.
+func RemoveFields(fs []stream.Field, drop func(string) bool) []stream.Field {
 	kept := fs[:0]
 	for _, f := range fs {
 		if !drop(f.Name) {

@@ -37,10 +37,23 @@ type Ctx struct {
 	// belongs to: its regexps' captures take that name.
 	matcherName string
 
-	root       string    // the root directive's, for this request
-	files      *fileMemo // what file matchers learned of the disk
-	fileRel    string    // {http.matchers.file.relative}
-	failStatus int       // a file matcher reached "=NNN"
+	// The fields below are the site runtime's (proxy/site): its handler
+	// sets them and its file matcher reads and sets them; route's own
+	// matchers never look at them.
+
+	// Root is the root directive's, for this request.
+	Root string
+	// Files is what file matchers learned of the disk, in the site
+	// runtime's own type (nil until a file matcher runs).
+	Files any
+	// FileRel is {http.matchers.file.relative}: what a file matcher found.
+	FileRel string
+	// FileRem is {http.matchers.file.remainder}: what its split_path cut
+	// off after the file.
+	FileRem string
+	// FailStatus is the status a file matcher reached ("=NNN"): the
+	// routes stop and answer it as an error.
+	FailStatus int
 }
 
 // NewCtx returns a context for r with the given client address function
@@ -77,8 +90,8 @@ func (c *Ctx) Path() string {
 	return c.path
 }
 
-// pathChanged forgets the cached path after a rewrite.
-func (c *Ctx) pathChanged() { c.havePath = false }
+// PathChanged forgets the cached path after a rewrite.
+func (c *Ctx) PathChanged() { c.havePath = false }
 
 func matchPath(p string) string {
 	if strings.IndexByte(p, '%') >= 0 {

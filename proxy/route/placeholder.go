@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pollproxy/pollproxy/proxy/status"
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
@@ -50,6 +51,39 @@ const (
 	phErrID
 	phRespStatus
 	phRespHeader // the response field named by part.text
+	// The rest of Caddy's placeholder table (placeholdertable.go).
+	phProto
+	phProtoName
+	phURIEscaped
+	phPathEscaped
+	phFile
+	phDir
+	phFileBase
+	phFileExt
+	phQueryEscaped
+	phPrefixedQuery
+	phDuration
+	phDurationMs
+	phUUID
+	phOrigMethod
+	phOrigURI
+	phOrigPath
+	phOrigFile
+	phOrigFileEscaped
+	phOrigDir
+	phOrigQuery
+	phOrigPrefixedQuery
+	phOrigSegment // the original path's segment part.n
+	phRemoteMask  // the client address's prefix: part.text is "V4[,V6]"
+	phTLS         // the connection's TLS: part.text is the field
+	phSystem      // system.*: part.text, filled at load
+	phTimeNow     // time.now*: part.text is the format's name
+	phVar         // the variable part.text (vars)
+	phMapped      // a name only a map directive can fill: part.text
+	phFileMatch   // what a file matcher found: part.text is the field
+	phLocal       // the address the client connected to
+	phLocalHost
+	phLocalPort
 )
 
 // upstream reports whether k is an upstream placeholder.
@@ -89,6 +123,26 @@ var placeholders = map[string]phKind{
 	"err.id": phErrID, "http.error.id": phErrID,
 	"rp.status_code": phRespStatus, "http.reverse_proxy.status_code": phRespStatus,
 	"resp.status_code": phRespStatus, "http.intercept.status_code": phRespStatus,
+	"http.request.proto": phProto, "http.request.proto_name": phProtoName,
+	"%uri": phURIEscaped, "http.request.uri_escaped": phURIEscaped,
+	"%path": phPathEscaped, "http.request.uri.path_escaped": phPathEscaped,
+	"file": phFile, "http.request.uri.path.file": phFile,
+	"dir": phDir, "http.request.uri.path.dir": phDir,
+	"http.request.uri.path.file.base": phFileBase, "file.base": phFileBase,
+	"http.request.uri.path.file.ext": phFileExt, "file.ext": phFileExt,
+	"%query": phQueryEscaped, "http.request.uri.query_escaped": phQueryEscaped,
+	"?query": phPrefixedQuery, "http.request.uri.prefixed_query": phPrefixedQuery,
+	"http.request.duration": phDuration, "http.request.duration_ms": phDurationMs,
+	"uuid": phUUID, "http.request.uuid": phUUID,
+	"orig_method": phOrigMethod, "http.request.orig_method": phOrigMethod,
+	"orig_uri": phOrigURI, "http.request.orig_uri": phOrigURI,
+	"orig_path": phOrigPath, "http.request.orig_uri.path": phOrigPath,
+	"orig_file": phOrigFile, "http.request.orig_uri.path.file": phOrigFile,
+	"http.request.orig_uri.path.file_escaped": phOrigFileEscaped,
+	"orig_dir": phOrigDir, "http.request.orig_uri.path.dir": phOrigDir,
+	"orig_query": phOrigQuery, "http.request.orig_uri.query": phOrigQuery,
+	"orig_?query": phOrigPrefixedQuery, "http.request.orig_uri.prefixed_query": phOrigPrefixedQuery,
+	"http.request.local": phLocal, "http.request.local.host": phLocalHost, "http.request.local.port": phLocalPort,
 }
 
 type part struct {
@@ -116,6 +170,11 @@ type TemplateOptions struct {
 	// as Caddy's respond does with one it does not know, instead of
 	// refusing it.
 	KeepUnknown bool
+	// ReplaceAll writes a name Caddy does not know ({server_port}) as
+	// nothing, as Caddy's rewrite, uri, vars and map do; elsewhere it
+	// stays as written, as Caddy's header and respond leave it. Either
+	// way a map directive that defines the name fills it.
+	ReplaceAll bool
 }
 
 // ParseTemplate compiles s. A placeholder pollproxy cannot fill is an
@@ -154,6 +213,20 @@ func ParseTemplate(s string, opt TemplateOptions) (Template, error) {
 			lit.WriteString(os.Getenv(v))
 			continue
 		}
+		if v, ok := systemValue(name); ok {
+			lit.WriteString(v) // read once, at load, as env
+			continue
+		}
+		if k, ok := placeholders[name]; ok && !k.upstream() {
+			flush()
+			t.parts = append(t.parts, part{kind: k})
+			continue
+		}
+		if p, ok := tablePart(name, opt); ok {
+			flush()
+			t.parts = append(t.parts, p)
+			continue
+		}
 		if k, arg, ok := prefixed(name); ok {
 			if opt.NoRequestFields {
 				return t, fmt.Errorf("placeholder {%s}: request fields in response edits are not supported by pollproxy", name)
@@ -179,6 +252,15 @@ func ParseTemplate(s string, opt TemplateOptions) (Template, error) {
 		switch {
 		default:
 			k, ok := placeholders[name]
+			if !ok && !reserved(name) && userName(name) {
+				// A name outside Caddy's namespaces: a map directive
+				// may define it; otherwise Caddy leaves it or drops it.
+				p = part{kind: phMapped, text: name}
+				if !opt.ReplaceAll {
+					p.n = 1
+				}
+				break
+			}
 			if opt.KeepUnknown && (!ok || k.upstream()) {
 				// As Caddy's replacer: the brace stays, and the scan goes
 				// on right after it, so {"a": "{host}"} fills {host}.
@@ -244,6 +326,10 @@ func (t Template) Literal() (string, bool) {
 // String is the template as written.
 func (t Template) String() string { return t.raw }
 
+// IsZero reports whether t was never parsed: a template a directive
+// left unset.
+func (t Template) IsZero() bool { return t.parts == nil }
+
 // Append appends the template filled from r to dst.
 func (t Template) Append(dst []byte, r *stream.Request) []byte {
 	for _, p := range t.parts {
@@ -271,6 +357,13 @@ func (p part) append(dst []byte, r *stream.Request) []byte {
 		}
 	case phURI:
 		dst = append(dst, r.Path...)
+	case phOrigFileEscaped:
+		p := PathOnly(origTarget(r))
+		dst = append(dst, p[strings.LastIndexByte(p, '/')+1:]...)
+	case phOrigPrefixedQuery:
+		if q := QueryOnly(origTarget(r)); q != "" {
+			dst = append(append(dst, '?'), q...)
+		}
 	case phPath:
 		dst = append(dst, PathOnly(r.Path)...)
 	case phQuery:
@@ -313,8 +406,10 @@ func (p part) append(dst []byte, r *stream.Request) []byte {
 		}
 	case phUpstreamHostport, phUpstreamHost, phUpstreamPort:
 		dst = append(dst, UpstreamMark, upstreamMarks[p.kind])
-	default:
+	case phErrStatus, phErrStatusText, phErrMessage, phErrID, phRespStatus, phRespHeader:
 		dst = appendHandoff(dst, p, r.Handoff)
+	default:
+		dst = p.appendTable(dst, r)
 	}
 	return dst
 }
@@ -337,6 +432,17 @@ func captured(r *stream.Request, key string) (v string, ok bool) {
 		}
 	}
 	return "", false
+}
+
+// MappedNames appends to dst the names the template reads that only a
+// map directive can fill.
+func (t Template) MappedNames(dst []string) []string {
+	for _, p := range t.parts {
+		if p.kind == phMapped {
+			dst = append(dst, p.text)
+		}
+	}
+	return dst
 }
 
 // UsesUpstream reports whether the template has an upstream placeholder.
@@ -398,6 +504,14 @@ func (t Template) Expand(r *stream.Request) string {
 		return s
 	}
 	return string(t.Append(nil, r))
+}
+
+// origTarget is the request target before any rewrite.
+func origTarget(r *stream.Request) string {
+	if r.OriginalPath != "" {
+		return r.OriginalPath
+	}
+	return r.Path
 }
 
 // PathOnly is the path of a request target, without its query.
@@ -506,4 +620,13 @@ func appendHandoff(dst []byte, p part, h *stream.Handoff) []byte {
 		}
 	}
 	return dst
+}
+
+// StatusText is {err.status_text}: the status's reason phrase, or its
+// number when it has none.
+func StatusText(code int) string {
+	if t := status.Text(code); t != "" {
+		return t
+	}
+	return strconv.Itoa(code)
 }

@@ -2,6 +2,7 @@ package route
 
 import (
 	"net/netip"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -39,10 +40,10 @@ func TestPlaceholders(t *testing.T) {
 		}
 	}
 	for tmpl, want := range map[string]string{
-		"{labels.x}":     "want a whole number",
-		"{tls.version}":  "not supported by pollproxy",
-		"{query.page}":   "request fields in response edits",
-		"{cookie.theme}": "request fields in response edits",
+		"{labels.x}":          "want a whole number",
+		"{http.request.body}": "not supported by pollproxy",
+		"{query.page}":        "request fields in response edits",
+		"{cookie.theme}":      "request fields in response edits",
 	} {
 		_, err := ParseTemplate(tmpl, TemplateOptions{NoRequestFields: strings.Contains(tmpl, "query") || strings.Contains(tmpl, "cookie")})
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -70,7 +71,62 @@ func TestKeepUnknown(t *testing.T) {
 			t.Errorf("%s: %q, want %q", in, got, want)
 		}
 	}
-	if _, err := ParseTemplate("{unknown.thing}", TemplateOptions{}); err == nil {
-		t.Error("an unknown placeholder was accepted without KeepUnknown")
+	if _, err := ParseTemplate("{http.unknown.thing}", TemplateOptions{}); err == nil {
+		t.Error("an unknown placeholder in Caddy's namespace was accepted without KeepUnknown")
+	}
+}
+
+// TestPlaceholderTable: the rest of Caddy's placeholder table, filled
+// as Caddy's replacer fills it.
+func TestPlaceholderTable(t *testing.T) {
+	r := &stream.Request{
+		Method: "POST", Scheme: "https", Authority: "example.com", Path: "/docs/guide.tar.gz?x=1&y=a b",
+		OriginalPath: "/orig/one/two?o=1", OriginalMethod: "GET", Proto: "HTTP/2.0",
+		RemoteAddr: netip.MustParseAddrPort("198.51.100.77:5555"),
+		TLS:        &stream.TLSState{Version: 0x0304, CipherSuite: 0x1301, Proto: "h2", ServerName: "example.com", Resumed: true},
+		Vars:       []stream.Var{{Name: "site", Value: "blue"}},
+	}
+	for tmpl, want := range map[string]string{
+		"{file}|{dir}|{file.base}|{file.ext}":               "guide.tar.gz|/docs/|guide.tar|.gz",
+		"{http.request.uri.path.file}":                      "guide.tar.gz",
+		"{?query}|{%query}":                                 "?x=1&y=a b|x%3D1%26y%3Da+b",
+		"{%path}":                                           "%2Fdocs%2Fguide.tar.gz",
+		"{orig_method} {orig_uri} {orig_path}":              "GET /orig/one/two?o=1 /orig/one/two",
+		"{orig_dir}|{orig_file}|{orig_query}|{orig_?query}": "/orig/one/|two|o=1|?o=1",
+		"{http.request.orig_uri.path.1}":                    "one",
+		"{http.request.proto} {http.request.proto_name}":    "HTTP/2.0 HTTP/2",
+		"{http.request.remote.host/24,64}":                  "198.51.100.0/24",
+		"{tls_version} {tls_cipher} {http.request.tls.proto} {http.request.tls.resumed} {http.request.tls.server_name}": "tls1.3 TLS_AES_128_GCM_SHA256 h2 true example.com",
+		"{vars.site}|{http.vars.site}|{vars.none}": "blue|blue|",
+		"{system.os}":   runtime.GOOS,
+		"{server_port}": "{server_port}",
+	} {
+		tp, err := ParseTemplate(tmpl, TemplateOptions{})
+		if err != nil {
+			t.Errorf("%s: %v", tmpl, err)
+			continue
+		}
+		if got := string(tp.Append(nil, r)); got != want {
+			t.Errorf("%s = %q, want %q", tmpl, got, want)
+		}
+	}
+	// Unknown to Caddy too: a rewrite drops it, as Caddy's ReplaceAll.
+	tp, err := ParseTemplate("/a{server_port}", TemplateOptions{ReplaceAll: true})
+	if err != nil || tp.Expand(r) != "/a" {
+		t.Errorf("ReplaceAll {server_port}: %q %v", tp.Expand(r), err)
+	}
+	u, _ := ParseTemplate("{uuid}", TemplateOptions{})
+	a, b := u.Expand(r), u.Expand(r)
+	if len(a) != 36 || a[14] != '4' || a != b {
+		t.Errorf("{uuid} = %q then %q, want one version-4 UUID per request", a, b)
+	}
+	y, _ := ParseTemplate("{time.now.year}", TemplateOptions{})
+	if got := y.Expand(r); len(got) != 4 {
+		t.Errorf("{time.now.year} = %q", got)
+	}
+	plain := &stream.Request{Method: "GET", Path: "/"}
+	tl, _ := ParseTemplate("[{tls_version}]", TemplateOptions{})
+	if got := tl.Expand(plain); got != "[]" {
+		t.Errorf("{tls_version} over cleartext = %q, want empty", got)
 	}
 }

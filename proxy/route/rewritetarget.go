@@ -8,7 +8,7 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
-// rewriteTarget is the target tmpl's rewrite (or forward_auth's uri)
+// RewriteTarget is the target tmpl's rewrite (or forward_auth's uri)
 // gives r, after prefix (the file a try_files rewrite found), as Caddy's
 // rewrite builds it. The template is split where it is written: before
 // its first '?' the path, after it the query, after a '#' a fragment,
@@ -18,7 +18,7 @@ import (
 // built as appendRewriteQuery says. A target without a query keeps the
 // request's; one with a query, even an empty one, replaces it. Empty:
 // the target fills to nothing, no rewrite.
-func rewriteTarget(tmpl Template, prefix string, r *stream.Request) string {
+func RewriteTarget(tmpl Template, prefix string, r *stream.Request) string {
 	if s, ok := tmpl.Literal(); ok && !strings.ContainsAny(s, "?#") && !strings.ContainsAny(prefix, "?#") {
 		// The common case, a fixed path: no copy when the request has no
 		// query.

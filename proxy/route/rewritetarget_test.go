@@ -62,7 +62,7 @@ func TestRewriteTarget(t *testing.T) {
 		if tc.xh != "" {
 			r.Header = []stream.Field{{Name: "x-h", Value: tc.xh}}
 		}
-		if got := rewriteTarget(tmpl, "", r); got != tc.want {
+		if got := RewriteTarget(tmpl, "", r); got != tc.want {
 			t.Errorf("rewrite %s on %s (X-H %q): %q, want %q", tc.to, tc.path, tc.xh, got, tc.want)
 		}
 	}
@@ -84,7 +84,7 @@ func TestRewriteTargetEscaped(t *testing.T) {
 		"caf\u00e9":  "/x/caf%C3%A9",
 	} {
 		r := &stream.Request{Method: "GET", Path: "/", Header: []stream.Field{{Name: "x-h", Value: value}}}
-		if got := rewriteTarget(tmpl, "", r); got != want {
+		if got := RewriteTarget(tmpl, "", r); got != want {
 			t.Errorf("X-H %q: %q, want %q", value, got, want)
 		}
 	}
@@ -98,7 +98,7 @@ func TestRewriteTargetLiteralAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &stream.Request{Method: "GET", Path: "/"}
-	if n := testing.AllocsPerRun(100, func() { rewriteTarget(tmpl, "", r) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { RewriteTarget(tmpl, "", r) }); n != 0 {
 		t.Errorf("%v allocations per rewrite", n)
 	}
 }

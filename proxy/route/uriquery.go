@@ -82,8 +82,8 @@ func (q *QueryOps) ParseQueryOp(args []string) error {
 	return fmt.Errorf("query %s: want KEY VALUE, +KEY VALUE, -KEY, FROM>TO or KEY SEARCH REPLACE", key)
 }
 
-// apply returns the query edited for r.
-func (q *QueryOps) apply(query string, r *stream.Request) string {
+// Apply returns the query edited for r.
+func (q *QueryOps) Apply(query string, r *stream.Request) string {
 	v := url.Values{} // as Caddy, what parses is kept
 	eachQueryPair(query, func(k, val string) bool {
 		v[k] = append(v[k], val)

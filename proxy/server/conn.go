@@ -64,6 +64,7 @@ type conn struct {
 	sess   *pptls.Session
 	proto  stream.ServerConn
 	remote netip.AddrPort
+	local  netip.AddrPort // the address the client connected to, once asked (LocalAddr)
 	state  connState
 
 	plain       []byte // plaintext from the front end, encrypted at Flush
@@ -411,6 +412,9 @@ func (c *conn) handshakeProgress() {
 	cs := c.sess.ConnectionState()
 	info := &stream.TLSState{Resumed: cs.DidResume, Version: cs.Version, CipherSuite: cs.CipherSuite,
 		Proto: cs.NegotiatedProtocol, ServerName: cs.ServerName, ECH: cs.ECHAccepted}
+	if len(cs.PeerCertificates) > 0 {
+		info.PeerCertificate = cs.PeerCertificates[0]
+	}
 	if cs.NegotiatedProtocol == "h2" {
 		cfg := t.cfg.H2
 		cfg.TLS = info
@@ -515,6 +519,19 @@ func (c *conn) Clock() stream.Clock { return (*connClock)(c) }
 
 // RemoteAddr is the client's address.
 func (c *conn) RemoteAddr() netip.AddrPort { return c.remote }
+
+// LocalAddr implements stream.LocalAddresser: the listener's address, or
+// on a wildcard listener the socket's own, asked of the kernel the first
+// time a request wants it.
+func (c *conn) LocalAddr() netip.AddrPort {
+	if !c.local.IsValid() && c.desc != nil {
+		if ta, ok := c.ls.connLocalAddr(c.desc.FD()).(*net.TCPAddr); ok {
+			ap := ta.AddrPort()
+			c.local = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+		}
+	}
+	return c.local
+}
 
 // HandshakeRTT is the round trip the TLS handshake measured.
 // A cleartext connection measured none: 0.

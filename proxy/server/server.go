@@ -43,7 +43,8 @@ type Config struct {
 	H2C bool
 	// NewHandler returns the handler for one loop; it is called once per
 	// loop, on that loop, so a handler may keep per-loop state (pools)
-	// without locks.
+	// without locks. A handler with a Close method is closed on its loop
+	// when the server closes (after its connections).
 	NewHandler func(l *netpoll.Loop) stream.Handler
 	// H2 and H1 configure the front ends.
 	H2 h2.Config
@@ -477,6 +478,9 @@ func (s *Server) Close() {
 			for c := range ls.conns {
 				c.destroy(errShutdown)
 			}
+			if h, ok := ls.handler.(closer); ok {
+				h.Close()
+			}
 			done <- struct{}{}
 		})
 	}
@@ -491,6 +495,12 @@ func (s *Server) Close() {
 		s.pool.Close()
 	}
 }
+
+// closer is a handler that holds something of its own on the loop
+// (proxy.Handler: its pools' idle origin connections). Close runs on the
+// loop when the server closes, after the connections, while the loop
+// still runs: a stopped loop closes no descriptor.
+type closer interface{ Close() }
 
 func (s *Server) closeFDs() {
 	for _, fd := range s.fds {

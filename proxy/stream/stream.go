@@ -72,6 +72,7 @@
 package stream
 
 import (
+	"crypto/x509"
 	"errors"
 	"net/netip"
 	"strconv"
@@ -158,16 +159,89 @@ type Request struct {
 	// it: the access log's uri, as Caddy logs it. Routing sets it; ""
 	// means Path was not rewritten.
 	OriginalPath string
+	// Root is the document root the routes set (Caddy's
+	// {http.vars.root}), and FileRemainder what a file matcher's
+	// split_path left after the script ({http.matchers.file.remainder}),
+	// for a FastCGI environment. Routing sets them.
+	Root          string
+	FileRemainder string
 	// Handoff is what a response that routes hands the routes the request
 	// re-enters: the error handle_errors renders, or the origin response
 	// handle_response matched. Front ends leave it nil; routing sets it.
 	Handoff *Handoff
+	// OriginalMethod is Method as the client sent it, before routing
+	// changed it ({http.request.orig_method}). Routing sets it.
+	OriginalMethod string
+	// Start is when routing began on the request, on the loop's clock:
+	// Caddy's {http.request.duration} counts from it. Routing sets it.
+	Start time.Time
+	// UUID is the request's identifier once {http.request.uuid} made one;
+	// later reads give the same. Routing sets it.
+	UUID string
+	// File is what the last file matcher that matched found: Caddy's
+	// {http.matchers.file.*}; nil when none did. Routing sets it.
+	File *FileMatch
+	// Vars are the variables the routes set (Caddy's vars directive and
+	// {http.vars.*}), one per name. Routing sets them.
+	Vars []Var
+	// Mapped are the map directives the routes passed, oldest first: each
+	// fills the placeholders it names when one is read, as Caddy's map
+	// does. Routing appends.
+	Mapped []Mapper
 	// Conn is the client connection the request arrived on, for the
 	// loop's panic containment: a handler whose own work for the request
 	// panics (relaying an origin's answer, from the origin connection's
 	// event) abandons it, since that work may have left the connection
 	// half-updated. Front ends set it; nil when the transport has none.
 	Conn Abandoner
+}
+
+// FileMatch is a file a file matcher found: its path from the root (with
+// a leading slash, and a trailing one for a directory), its path on the
+// disk, and its type ("file" or "directory").
+type FileMatch struct {
+	Relative, Absolute, Type string
+}
+
+// LocalAddresser is a client connection (Request.Conn) that knows the
+// address the client connected to: Caddy's {http.request.local}.
+type LocalAddresser interface {
+	LocalAddr() netip.AddrPort
+}
+
+// Var is one variable the routes set on a request.
+type Var struct {
+	Name, Value string
+}
+
+// Var returns the value of the variable name and whether it is set.
+func (r *Request) Var(name string) (string, bool) {
+	for i := range r.Vars {
+		if r.Vars[i].Name == name {
+			return r.Vars[i].Value, true
+		}
+	}
+	return "", false
+}
+
+// SetVar sets the variable name to value, replacing its old value.
+func (r *Request) SetVar(name, value string) {
+	for i := range r.Vars {
+		if r.Vars[i].Name == name {
+			r.Vars[i].Value = value
+			return
+		}
+	}
+	r.Vars = append(r.Vars, Var{Name: name, Value: value})
+}
+
+// Mapper fills placeholders a route defined for the request (Caddy's map
+// directive): it is asked when one is read, so it sees the request as it
+// is then.
+type Mapper interface {
+	// AppendMapped appends the value of the placeholder name to dst;
+	// defines is false when the mapper does not define name.
+	AppendMapped(dst []byte, name string, r *Request) (out []byte, defines bool)
 }
 
 // Abandoner is a client connection that can be discarded whole after a
@@ -253,6 +327,9 @@ type TLSState struct {
 	Proto       string // the ALPN protocol
 	ServerName  string
 	ECH         bool
+	// PeerCertificate is the client's certificate (client_auth), nil
+	// when it sent none: Caddy's {http.request.tls.client.*}.
+	PeerCertificate *x509.Certificate
 }
 
 // ClientValues appends to dst the values of every field named name

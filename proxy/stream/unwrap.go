@@ -80,3 +80,20 @@ func Replaced(w ResponseWriter) bool {
 	r, ok := Find[Replacer](w)
 	return ok && r.Replaced()
 }
+
+// ConnCloser is implemented by a front end's ResponseWriter that can
+// close the client connection once the response in progress is done
+// (Caddy's respond ... close): HTTP/1.1 says "connection: close" in the
+// head and closes after the body; HTTP/2 starts a graceful shutdown, a
+// GOAWAY, as Go's server does for a handler's "Connection: close".
+type ConnCloser interface {
+	CloseConnection()
+}
+
+// CloseConnection asks the first writer in w's chain that can
+// (ConnCloser) to close the client connection after this response.
+func CloseConnection(w ResponseWriter) {
+	if c, ok := Find[ConnCloser](w); ok {
+		c.CloseConnection()
+	}
+}

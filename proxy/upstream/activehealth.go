@@ -44,6 +44,11 @@ type ActiveHealth struct {
 	// TLS, when set, is the transport's TLS: checks go over HTTPS with
 	// it, as Caddy's do for a transport with TLS.
 	TLS *stdtls.Config
+	// H2C asks over HTTP/2 with prior knowledge, as the proxy speaks to
+	// an h2c upstream (which may take nothing else); H2 offers h2 by ALPN
+	// over TLS, as the proxy does. Caddy's checks use the proxy's
+	// transport, so they speak as it does.
+	H2C, H2 bool
 	// Passes is how many checks in a row must pass before an unhealthy
 	// upstream is used again, Fails how many must fail before a healthy one
 	// is skipped (health_passes, health_fails; default 1 each).
@@ -133,7 +138,8 @@ func sameHealth(a, b ActiveHealth) bool {
 		return false
 	}
 	return a.URI == b.URI && a.Port == b.Port && a.Upstream == b.Upstream && a.Interval == b.Interval && a.Timeout == b.Timeout &&
-		a.Status == b.Status && a.Passes == b.Passes && a.Fails == b.Fails && a.TLS == b.TLS
+		a.Status == b.Status && a.Passes == b.Passes && a.Fails == b.Fails && a.TLS == b.TLS &&
+		a.H2C == b.H2C && a.H2 == b.H2
 }
 
 func (c *healthCheck) stop() {
@@ -161,6 +167,13 @@ func (c *healthCheck) run(ctx context.Context, u *Upstream) {
 			}
 			return d.DialContext(ctx, "tcp", net.JoinHostPort(ap.Addr().String(), strconv.Itoa(int(port))))
 		},
+	}
+	switch {
+	case c.cfg.H2C:
+		tr.Protocols = new(http.Protocols)
+		tr.Protocols.SetUnencryptedHTTP2(true)
+	case c.cfg.H2 && c.cfg.TLS != nil:
+		tr.ForceAttemptHTTP2 = true // a custom dialer and TLS configuration leave it off
 	}
 	defer tr.CloseIdleConnections()
 	cl := &http.Client{Transport: tr, Timeout: c.cfg.Timeout,

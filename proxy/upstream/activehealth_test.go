@@ -175,3 +175,42 @@ func TestActiveHealthUpstream(t *testing.T) {
 		t.Errorf("the sidecar was asked %q, want %q", got, want)
 	}
 }
+
+// TestActiveHealthH2C: checks of an h2c upstream speak HTTP/2 with prior
+// knowledge, which is all such an origin takes (an HTTP/1.1 check would
+// find it dead), and still see its status.
+func TestActiveHealthH2C(t *testing.T) {
+	o := &healthOrigin{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	// net/http's server with HTTP/2 over cleartext alone: prior
+	// knowledge only, as a gRPC server takes it.
+	protos := new(http.Protocols)
+	protos.SetUnencryptedHTTP2(true)
+	srv := &http.Server{Protocols: protos, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor != 2 {
+			http.Error(w, "not HTTP/2", 500)
+			return
+		}
+		o.ServeHTTP(w, r)
+	})}
+	go srv.Serve(ln)
+	defer srv.Close()
+	ap := netip.MustParseAddrPort(ln.Addr().String())
+	up := &upstream.Upstream{Name: ap.String(), Addr: ap}
+	hc := upstream.NewHealthChecker()
+	defer hc.Close()
+	hc.Update(map[*upstream.Upstream]upstream.ActiveHealth{up: {URI: "/healthz", Interval: 10 * time.Millisecond,
+		Timeout: time.Second, Passes: 1, Fails: 1, H2C: true}})
+	servertest.Eventually(t, 5*time.Second, "three checks", func() bool { return o.checks.Load() >= 3 })
+	if up.Unhealthy() {
+		t.Fatal("an h2c upstream answering 200 is unhealthy")
+	}
+	o.status.Store(503)
+	awaitHealth(t, up, true)
+	o.status.Store(0)
+	awaitHealth(t, up, false)
+}

@@ -52,7 +52,11 @@ func counters(w io.Writer, proxy string, requests int64, log io.Reader) error {
 		if c, ok := vals["calls"]; ok { // a build before the loop counted its poller's calls has none
 			fmt.Fprintf(&b, " poller calls %.3f", c/n)
 		}
-		fmt.Fprintf(&b, " events %.3f\n", vals["events"]/n)
+		fmt.Fprintf(&b, " events %.3f", vals["events"]/n)
+		if y, ok := vals["yields"]; ok { // passes through the Go scheduler (netpoll/yield.go), since they were counted
+			fmt.Fprintf(&b, " yields %.4f", y/n)
+		}
+		b.WriteString("\n")
 	}
 	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())

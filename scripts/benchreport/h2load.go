@@ -13,11 +13,13 @@ import (
 // long it took.
 type cellRun struct {
 	round, proxy, cell string
-	requests           string // h2load -n, as given
-	exit               int    // h2load's exit status (124: timed out)
-	cpuNs              int64  // proxy CPU time across the run
-	wallUs             int64  // the run's wall-clock time
-	load               string // the 1-minute load average at its end
+	requests           string    // h2load -n, as given
+	exit               int       // h2load's exit status (124: timed out)
+	cpuNs              int64     // proxy CPU time across the run
+	wallUs             int64     // the run's wall-clock time
+	load               string    // the 1-minute load average at its end
+	syscalls           *int64    // the proxy's system calls across the run, nil: not counted
+	sw                 *switches // its context switches, nil: not read
 }
 
 // h2loadOutput holds the lines of h2load's summary the row quotes; each is
@@ -93,9 +95,29 @@ func row(c cellRun, o h2loadOutput) string {
 	if proto == "" {
 		proto = "none"
 	}
-	return fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%.0f\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s",
+	sys, vol, invol, wake := "-", "-", "-", "-"
+	if c.syscalls != nil {
+		sys = strconv.FormatInt(*c.syscalls, 10)
+	}
+	if c.sw != nil {
+		vol, invol, wake = strconv.FormatInt(c.sw.vol, 10), strconv.FormatInt(c.sw.invol, 10), strconv.FormatInt(c.sw.wakeups, 10)
+	}
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%.0f\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s",
 		c.round, c.proxy, c.cell, c.requests, ok, count(o.failed), count(o.errored), count(o.status2xx),
-		num(o.reqS), cpuS, wallS, us, pct, orDash(o.meanLatency), proto, orDash(o.cipher), c.load)
+		num(o.reqS), cpuS, wallS, us, pct, orDash(o.meanLatency), proto, orDash(o.cipher), c.load,
+		sys, vol, invol, wake)
+}
+
+// perRequest is a count of a run divided by its requests that succeeded,
+// as the progress line and the report print it; "-" when either is not
+// there.
+func perRequest(count, succeeded string) string {
+	c, errC := strconv.ParseFloat(count, 64)
+	n, errN := strconv.ParseFloat(succeeded, 64)
+	if errC != nil || errN != nil || n <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", c/n)
 }
 
 // progress is the line scripts/bench prints for each run as it goes, with
@@ -103,8 +125,15 @@ func row(c cellRun, o h2loadOutput) string {
 // is the h2load log the warnings point to.
 func progress(w io.Writer, c cellRun, o h2loadOutput, logPath string) {
 	f := strings.Split(row(c, o), "\t")
-	fmt.Fprintf(w, "bench: round %s %-16s %-9s %7s req/s %6s us/req  cpu %s%%  ok %s failed %s errored %s  %s  load %s\n",
-		f[0], f[1], f[2], f[8], f[11], f[12], f[4], f[5], f[6], f[14], f[16])
+	counts := ""
+	if c.sw != nil {
+		counts = fmt.Sprintf("  per request: switches %s vol %s invol, wake-ups %s", perRequest(f[18], f[4]), perRequest(f[19], f[4]), perRequest(f[20], f[4]))
+		if c.syscalls != nil {
+			counts += ", system calls " + perRequest(f[17], f[4])
+		}
+	}
+	fmt.Fprintf(w, "bench: round %s %-16s %-9s %7s req/s %6s us/req  cpu %s%%  ok %s failed %s errored %s  %s  load %s%s\n",
+		f[0], f[1], f[2], f[8], f[11], f[12], f[4], f[5], f[6], f[14], f[16], counts)
 	want := "h2"
 	if strings.HasPrefix(c.cell, "h1") {
 		want = "http/1.1"

@@ -4,18 +4,24 @@
 // and the tables of the report, with the statistics of the A/B verdict
 // (proxy/ab/stats). It is not part of pollproxy.
 //
-//	benchreport row -round R -proxy P -cell C -requests N -exit RC -cpu-ns NS -wall-us US -load L H2LOAD.LOG
+//	benchreport row -round R -proxy P -cell C -requests N -exit RC -cpu-ns NS -wall-us US -load L
+//	                [-syscalls N] [-threads-before FILE -threads-after FILE] H2LOAD.LOG
 //	benchreport counters -proxy P -requests N PROXY.LOG
 //	benchreport report [-rounds N] [-requests N] [-chart FILE] DIR
 //
 // row prints the run's line of results.tsv on stdout, and on stderr the
 // progress line scripts/bench shows with a warning for a suspect run.
+// -syscalls is the proxy's system calls across the run, when they were
+// counted; -threads-before and -threads-after are its threads as
+// scripts/bench read them from /proc before and after the run (one a line:
+// TID, run time in ns, voluntary and involuntary context switches), from
+// which the row takes its context switches and wake-ups (threads.go).
 // counters prints a pollproxy's loop counters (its --stats lines) and the
 // same per request. report reads DIR/results.tsv and writes DIR/median.tsv,
-// DIR/paired.tsv and DIR/table.md (and, with -chart, gnuplot's data for
-// req/s to FILE and for µs per request to FILE.us); the proxies and cells
-// keep the order the matrix ran them in, so a results.tsv of an earlier
-// run gives its report again.
+// DIR/paired.tsv, DIR/counts.tsv and DIR/table.md (and, with -chart,
+// gnuplot's data for req/s to FILE and for µs per request to FILE.us); the
+// proxies and cells keep the order the matrix ran them in, so a
+// results.tsv of an earlier run gives its report again.
 package main
 
 import (
@@ -84,11 +90,32 @@ func rowCmd(args []string) error {
 	fs.Int64Var(&c.cpuNs, "cpu-ns", 0, "the proxy's CPU time across the run, in nanoseconds")
 	fs.Int64Var(&c.wallUs, "wall-us", 0, "the run's wall-clock time, in microseconds")
 	fs.StringVar(&c.load, "load", "", "the load average at the end of the run")
+	syscalls := fs.Int64("syscalls", -1, "the proxy's system calls across the run (-1: not counted)")
+	before := fs.String("threads-before", "", "the proxy's threads before the run (scripts/bench's snapshot)")
+	after := fs.String("threads-after", "", "the proxy's threads after the run")
 	f, err := fileArg(fs, args, "h2load log")
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	if *syscalls >= 0 {
+		c.syscalls = syscalls
+	}
+	if (*before == "") != (*after == "") {
+		return fmt.Errorf("row: -threads-before and -threads-after go together")
+	}
+	if *before != "" {
+		b, err := readThreads(*before)
+		if err != nil {
+			return err
+		}
+		a, err := readThreads(*after)
+		if err != nil {
+			return err
+		}
+		sw := countSwitches(b, a)
+		c.sw = &sw
+	}
 	o, err := parseH2load(f)
 	if err != nil {
 		return fmt.Errorf("%s: %w", f.Name(), err)
@@ -133,6 +160,7 @@ func reportCmd(args []string) error {
 	for name, write := range map[string]func(io.Writer) error{
 		"median.tsv": func(w io.Writer) error { return writeMedians(w, t.m, t.proxies, t.cells) },
 		"paired.tsv": func(w io.Writer) error { return writePaired(w, t.p, t.cells) },
+		"counts.tsv": func(w io.Writer) error { return writeCounts(w, t.m, t.proxies, t.cells) },
 		"table.md":   t.write,
 	} {
 		if err := writeFile(filepath.Join(dir, name), write); err != nil {

@@ -19,6 +19,14 @@ var anchors = map[string]bool{"nginx": true, "haproxy": true, "h2o": true}
 type median struct {
 	reqS, us, cpuPct string
 	failed           int
+	// Per request, "-" where no complete run counted them: system calls,
+	// voluntary and involuntary context switches, wake-ups off the loop.
+	sys, vol, invol, wake string
+}
+
+// hasCounts reports whether any of m's counts was measured.
+func (m median) hasCounts() bool {
+	return m.sys != "-" || m.vol != "-" || m.invol != "-" || m.wake != "-"
 }
 
 // medians are the figures of each proxy in each cell: median.tsv.
@@ -32,8 +40,16 @@ func (m medians) get(proxy, cell string) (median, bool) {
 
 func computeMedians(runs []run) medians {
 	type samples struct {
-		reqS, us, pct []float64
-		failed        int
+		reqS, us, pct         []float64
+		sys, vol, invol, wake []float64
+		failed                int
+	}
+	// perReq appends a run's count per request that succeeded, when the
+	// run counted it.
+	perReq := func(to *[]float64, count string, r run) {
+		if c, err := strconv.ParseFloat(count, 64); err == nil && r.succeeded > 0 {
+			*to = append(*to, c/float64(r.succeeded))
+		}
 	}
 	all := map[[2]string]*samples{}
 	for _, r := range runs {
@@ -53,10 +69,21 @@ func computeMedians(runs []run) medians {
 		s.reqS = append(s.reqS, num(r.reqS))
 		s.us = append(s.us, num(r.us))
 		s.pct = append(s.pct, num(r.cpuPct))
+		perReq(&s.sys, r.syscalls, r)
+		perReq(&s.vol, r.vol, r)
+		perReq(&s.invol, r.invol, r)
+		perReq(&s.wake, r.wakeups, r)
+	}
+	med := func(x []float64) string {
+		if len(x) == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", stats.Median(x))
 	}
 	m := medians{}
 	for k, s := range all {
-		v := median{reqS: "-", us: "-", cpuPct: "-", failed: s.failed}
+		v := median{reqS: "-", us: "-", cpuPct: "-", failed: s.failed,
+			sys: med(s.sys), vol: med(s.vol), invol: med(s.invol), wake: med(s.wake)}
 		if len(s.reqS) > 0 {
 			v.reqS = fmt.Sprintf("%.0f", stats.Median(s.reqS))
 			v.us = fmt.Sprintf("%.1f", stats.Median(s.us))
@@ -77,6 +104,25 @@ func writeMedians(w io.Writer, m medians, proxies, cells []string) error {
 				continue
 			}
 			if _, err := fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\n", p, c, v.reqS, v.us, v.cpuPct, v.failed); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// writeCounts writes counts.tsv: proxy, cell, then per request system
+// calls, voluntary and involuntary context switches and wake-ups off the
+// loop (medians over the complete runs, "-" where not counted), in the
+// table's order.
+func writeCounts(w io.Writer, m medians, proxies, cells []string) error {
+	for _, p := range proxies {
+		for _, c := range cells {
+			v, ok := m.get(p, c)
+			if !ok {
+				continue
+			}
+			if _, err := fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", p, c, v.sys, v.vol, v.invol, v.wake); err != nil {
 				return err
 			}
 		}
@@ -323,6 +369,7 @@ func (t table) write(w io.Writer) error {
 		}
 		b.WriteString(line + "\n")
 	}
+	t.writeCounts(&b)
 	b.WriteString("\nproxy core busy (% of one core, median):\n\n")
 	hdr, sep = "| cell |", "|---|"
 	for _, p := range t.proxies {
@@ -340,6 +387,38 @@ func (t table) write(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeCounts adds the table of counts per request, when the runs have
+// any: what a request costs besides CPU time, the same for every proxy.
+func (t table) writeCounts(b *strings.Builder) {
+	counted := false
+	for _, v := range t.m {
+		counted = counted || v.hasCounts()
+	}
+	if !counted {
+		return
+	}
+	b.WriteString("\nper request (median): system calls / context switches, voluntary / involuntary / wake-ups off the loop " +
+		"(voluntary switches of the threads other than the busiest one; for pollproxy the Go runtime's); \"-\": not counted\n\n")
+	hdr, sep := "| cell |", "|---|"
+	for _, p := range t.proxies {
+		hdr += " " + p + " |"
+		sep += "---:|"
+	}
+	b.WriteString(hdr + "\n" + sep + "\n")
+	for _, c := range t.cells {
+		line := "| " + label(c) + " |"
+		for _, p := range t.proxies {
+			v, ok := t.m.get(p, c)
+			if !ok {
+				line += " |"
+				continue
+			}
+			line += fmt.Sprintf(" %s / %s / %s / %s |", v.sys, v.vol, v.invol, v.wake)
+		}
+		b.WriteString(line + "\n")
+	}
 }
 
 // writeChart writes gnuplot's data for one of the chart's two plots: a

@@ -205,3 +205,60 @@ func TestLabel(t *testing.T) {
 		}
 	}
 }
+
+// TestCountsPerRequest: a results.tsv with the count columns gives
+// counts.tsv and the table of counts, each the median over the complete
+// rounds of the run's count over its requests that succeeded; a proxy
+// whose runs did not count its system calls shows "-" for them, and a
+// results.tsv without the columns (the testdata's, from before them) has
+// no table of counts.
+func TestCountsPerRequest(t *testing.T) {
+	tsv := readTestdata(t, "results.tsv")
+	if strings.Contains(tsv, "per request (median)") {
+		t.Fatal("testdata has counts already")
+	}
+	// syscalls, vol_cs, invol_cs, wakeups of each run (2000 requests)
+	counts := map[[2]string]string{
+		{"1", "pollproxy-epoll"}: "12000\t4000\t200\t400",
+		{"2", "pollproxy-epoll"}: "13000\t4400\t600\t1000",
+		{"1", "nginx"}:           "-\t4100\t100\t0",
+		{"2", "nginx"}:           "-\t4300\t300\t0",
+	}
+	lines := strings.Split(strings.TrimRight(tsv, "\n"), "\n")
+	for i, l := range lines {
+		f := strings.Split(l, "\t")
+		if c, ok := counts[[2]string{f[0], f[1]}]; ok {
+			lines[i] = l + "\t" + c
+		}
+	}
+	tb := newTable(mustParse(t, strings.Join(lines, "\n")+"\n"))
+
+	var c strings.Builder
+	if err := writeCounts(&c, tb.m, tb.proxies, tb.cells); err != nil {
+		t.Fatal(err)
+	}
+	want := "pollproxy-epoll\th2:1:1\t6.25\t2.10\t0.20\t0.35\n" +
+		"baseline-epoll\th2:1:1\t-\t-\t-\t-\n" +
+		"nginx\th2:1:1\t-\t2.10\t0.10\t0.00\n" +
+		"haproxy\th2:1:1\t-\t-\t-\t-\n"
+	if c.String() != want {
+		t.Errorf("counts.tsv:\n%s\nwant:\n%s", c.String(), want)
+	}
+
+	var b strings.Builder
+	if err := tb.write(&b); err != nil {
+		t.Fatal(err)
+	}
+	row := "| h2 -c 1 -m 1 | 6.25 / 2.10 / 0.20 / 0.35 | - / - / - / - | - / 2.10 / 0.10 / 0.00 | - / - / - / - |"
+	if !strings.Contains(b.String(), "\n"+row+"\n") {
+		t.Errorf("table has no row\n%s\n%s", row, b.String())
+	}
+
+	var old strings.Builder
+	if err := newTable(mustParse(t, tsv)).write(&old); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(old.String(), "per request (median)") {
+		t.Errorf("a table of counts from a results.tsv without them:\n%s", old.String())
+	}
+}

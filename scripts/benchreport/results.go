@@ -11,7 +11,12 @@ import (
 
 // resultsHeader is the first line of results.tsv. Its columns are what
 // docs/benchmarks.md refers to; a run's row carries them in this order.
-const resultsHeader = "round\tproxy\tcell\trequests\tsucceeded\tfailed\terrored\tstatus2xx\treq_s\tcpu_s\twall_s\tus_per_req\tcpu_pct\tmean_latency\tprotocol\tcipher\tloadavg"
+//
+// The last four, the proxy's system calls, voluntary and involuntary
+// context switches and wake-ups of threads off its loop across the run
+// (switches in threads.go), came later: a results.tsv without them reads
+// as "-", and so does a run that did not count them.
+const resultsHeader = "round\tproxy\tcell\trequests\tsucceeded\tfailed\terrored\tstatus2xx\treq_s\tcpu_s\twall_s\tus_per_req\tcpu_pct\tmean_latency\tprotocol\tcipher\tloadavg\tsyscalls\tvol_cs\tinvol_cs\twakeups"
 
 // warmup is the round name of the runs before the matrix, which no figure
 // counts.
@@ -23,8 +28,12 @@ const warmup = "warmup"
 type run struct {
 	round, proxy, cell string
 	requests           int    // h2load -n
+	succeeded          int    // requests that succeeded
 	status2xx          int    // responses with a 2xx status
 	reqS, us, cpuPct   string // req/s, µs of proxy CPU per request, % of a core
+	// The run's counts, "-" when not counted: system calls, voluntary and
+	// involuntary context switches, wake-ups off the loop.
+	syscalls, vol, invol, wakeups string
 }
 
 // complete reports whether the run served every request with a 2xx and
@@ -65,11 +74,19 @@ func parseResults(r io.Reader, name string) ([]run, error) {
 		if len(f) < 13 {
 			return nil, fmt.Errorf("%s:%d: %d columns, want those of the header", name, line, len(f))
 		}
+		col := func(i int) string {
+			if i < len(f) {
+				return f[i]
+			}
+			return "-"
+		}
 		runs = append(runs, run{
 			round: f[0], proxy: f[1], cell: f[2],
 			requests:  int(num(f[3])),
+			succeeded: int(num(f[4])),
 			status2xx: int(num(f[7])),
 			reqS:      f[8], us: f[11], cpuPct: f[12],
+			syscalls: col(17), vol: col(18), invol: col(19), wakeups: col(20),
 		})
 	}
 	return runs, sc.Err()

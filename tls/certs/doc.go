@@ -9,8 +9,14 @@
 // during a handshake, on the handshake pool's workers; issuance, renewal and
 // storage run on certmagic's goroutines.
 //
-// Files: manager.go is the Manager and its policy (which names go to which
-// issuer); localca.go the local CA, a certmagic Issuer kept in storage;
+// Files: manager.go is the Manager and which names go to which policy;
+// policy.go a Policy (Caddy's automation policy: issuers, key type,
+// on-demand) and the certmagic configuration made from it; connpolicy.go
+// connection policies (protocols, ciphers, curves, ALPN, client
+// certificates) chosen by SNI; ondemand.go the permission asked before
+// an on-demand certificate; certgetter.go the HTTP endpoint asked for a
+// handshake's certificate (get_certificate http); localca.go the local CAs, certmagic Issuers
+// kept in storage;
 // waitlist.go the names put aside while a shared storage does not answer;
 // zaplog.go the bridge from certmagic's zap logs to log/slog.
 package certs

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math/big"
+	"os"
 	"time"
 
 	"github.com/caddyserver/certmagic"
@@ -40,31 +41,105 @@ const (
 const (
 	localCAPrefix         = "pollproxy/ca/local/"
 	localRootCertKey      = localCAPrefix + "root.crt"
-	localRootKeyKey       = localCAPrefix + "root.key"
-	localIntermCertKey    = localCAPrefix + "intermediate.crt"
-	localIntermKeyKey     = localCAPrefix + "intermediate.key"
-	localCALockName       = "pollproxy_local_ca"
-	localIssuerKey        = "pollproxy-local"
 	localCAOrganization   = "pollproxy local CA"
 	localRootCommonPrefix = "pollproxy local root "
 )
 
-// localCA is a certmagic.Issuer that signs certificates with pollproxy's
-// development CA: an ECDSA P-256 root and intermediate generated on first
-// use and kept in certmagic's storage. Several pollproxy instances that
-// share a storage share the CA: creation and replacement of its keys happen
-// under a storage lock, and every issuance reads the CA back from storage,
-// so an intermediate replaced by one instance is used by all.
+// DefaultCA is the id of the local CA that tls internal uses unless its
+// issuer names another (Caddy's "local").
+const DefaultCA = "local"
+
+// LocalCA configures one of pollproxy's local CAs, by id (Caddy's pki {
+// ca ID { ... } }). The names and lifetimes apply to certificates the CA
+// makes from then on: a root already in storage is kept.
+type LocalCA struct {
+	// Name is the CA's organization ("": "pollproxy local CA").
+	Name string
+	// RootCN and IntermediateCN are the common names of the root and the
+	// intermediates it makes ("": a name with the date).
+	RootCN, IntermediateCN string
+	// IntermediateLifetime is the intermediates' validity (0:
+	// LocalIntermediateValidity).
+	IntermediateLifetime time.Duration
+	// RootCertFile and RootKeyFile, when set, are the root, in PEM,
+	// brought by the operator rather than made and kept in storage;
+	// IntermCertFile and IntermKeyFile likewise the intermediate, which
+	// is otherwise made under the root and kept in storage.
+	RootCertFile, RootKeyFile     string
+	IntermCertFile, IntermKeyFile string
+}
+
+// caKeys are a local CA's storage keys.
+type caKeys struct {
+	rootCert, rootKey, intermCert, intermKey, lock string
+}
+
+func keysFor(id string) caKeys {
+	prefix := "pollproxy/ca/" + id + "/"
+	lock := "pollproxy_local_ca"
+	if id != DefaultCA {
+		lock += "_" + id
+	}
+	return caKeys{prefix + "root.crt", prefix + "root.key", prefix + "intermediate.crt", prefix + "intermediate.key", lock}
+}
+
+// localCA is a certmagic.Issuer that signs certificates with one of
+// pollproxy's development CAs (by id; DefaultCA unless pki names
+// another): an ECDSA P-256 root and intermediate generated on first use
+// and kept in certmagic's storage, or a root the operator brings. Several
+// pollproxy instances that share a storage share the CA: creation and
+// replacement of its keys happen under a storage lock, and every issuance
+// reads the CA back from storage, so an intermediate replaced by one
+// instance is used by all.
 type localCA struct {
 	storage certmagic.Storage
 	now     func() time.Time
+	id      string // "" is DefaultCA
+	params  LocalCA
+	// leaf is the leaves' validity (0: LocalLeafValidity); withRoot
+	// signs them with the root.
+	leaf     time.Duration
+	withRoot bool
+}
+
+func (ca *localCA) keys() caKeys {
+	if ca.id == "" {
+		return keysFor(DefaultCA)
+	}
+	return keysFor(ca.id)
+}
+
+func (ca *localCA) leafValidity() time.Duration {
+	if ca.leaf > 0 {
+		return ca.leaf
+	}
+	return LocalLeafValidity
+}
+
+func (ca *localCA) intermValidity() time.Duration {
+	if ca.params.IntermediateLifetime > 0 {
+		return ca.params.IntermediateLifetime
+	}
+	return LocalIntermediateValidity
+}
+
+func (ca *localCA) organization() string {
+	if ca.params.Name != "" {
+		return ca.params.Name
+	}
+	return localCAOrganization
 }
 
 var _ certmagic.Issuer = (*localCA)(nil)
 
 // IssuerKey implements certmagic.Issuer. certmagic stores the certificates
 // of this issuer under it, apart from ACME ones.
-func (ca *localCA) IssuerKey() string { return localIssuerKey }
+func (ca *localCA) IssuerKey() string {
+	if ca.id == "" || ca.id == DefaultCA {
+		return "pollproxy-local"
+	}
+	return "pollproxy-" + ca.id
+}
 
 // Issue implements certmagic.Issuer: a leaf for the CSR's names, valid for
 // LocalLeafValidity, with the intermediate after it in the PEM chain.
@@ -80,9 +155,13 @@ func (ca *localCA) Issue(ctx context.Context, csr *x509.CertificateRequest) (*ce
 		return nil, err
 	}
 	now := ca.now()
-	notAfter := now.Add(LocalLeafValidity)
-	if notAfter.After(chain.interm.NotAfter) {
-		notAfter = chain.interm.NotAfter
+	signer, signerKey := chain.interm, chain.intermKey
+	if ca.withRoot {
+		signer, signerKey = chain.root, chain.rootKey
+	}
+	notAfter := now.Add(ca.leafValidity())
+	if notAfter.After(signer.NotAfter) {
+		notAfter = signer.NotAfter
 	}
 	serial, err := randomSerial()
 	if err != nil {
@@ -104,12 +183,14 @@ func (ca *localCA) Issue(ctx context.Context, csr *x509.CertificateRequest) (*ce
 		URIs:           csr.URIs,
 		EmailAddresses: csr.EmailAddresses,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, chain.interm, csr.PublicKey, chain.intermKey)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, signer, csr.PublicKey, signerKey)
 	if err != nil {
 		return nil, fmt.Errorf("tls: local CA: signing certificate: %w", err)
 	}
 	out := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: chain.interm.Raw})...)
+	if !ca.withRoot {
+		out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: chain.interm.Raw})...)
+	}
 	return &certmagic.IssuedCertificate{Certificate: out}, nil
 }
 
@@ -120,22 +201,30 @@ type caChain struct {
 }
 
 // intermUsable reports whether the intermediate can sign a full-length leaf
-// twice over from now: if not, it is replaced.
-func (c *caChain) intermUsable(now time.Time) bool {
-	return c.interm != nil && c.interm.NotAfter.Sub(now) > 2*LocalLeafValidity &&
+// twice over from now (or, for leaves longer than a quarter of an
+// intermediate's life, still has half its life): if not, it is replaced.
+func (c *caChain) intermUsable(now time.Time, leaf, interm time.Duration) bool {
+	return c.interm != nil && c.interm.NotAfter.Sub(now) > min(2*leaf, interm/2) &&
 		c.interm.CheckSignatureFrom(c.root) == nil
 }
 
 // rootPEM returns the root certificate in PEM, creating the CA when
 // storage holds none.
 func (ca *localCA) rootPEM(ctx context.Context) ([]byte, error) {
-	if b, err := ca.storage.Load(ctx, localRootCertKey); err == nil {
+	if f := ca.params.RootCertFile; f != "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("tls: local CA: %w", err)
+		}
+		return b, nil
+	}
+	if b, err := ca.storage.Load(ctx, ca.keys().rootCert); err == nil {
 		return b, nil
 	}
 	if _, err := ca.load(ctx, false); err != nil {
 		return nil, err
 	}
-	return ca.storage.Load(ctx, localRootCertKey)
+	return ca.storage.Load(ctx, ca.keys().rootCert)
 }
 
 // load reads the CA from storage. A missing root (and, when needInterm, a
@@ -143,34 +232,41 @@ func (ca *localCA) rootPEM(ctx context.Context) ([]byte, error) {
 // after checking again, since another instance may have done it meanwhile.
 func (ca *localCA) load(ctx context.Context, needInterm bool) (*caChain, error) {
 	c, err := ca.read(ctx)
-	if err == nil && (!needInterm || c.intermUsable(ca.now())) {
+	if err == nil && (!needInterm || c.intermUsable(ca.now(), ca.leafValidity(), ca.intermValidity())) {
 		return c, nil
 	}
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err != nil && (!errors.Is(err, fs.ErrNotExist) || ca.params.RootCertFile != "") {
 		return nil, err
 	}
-	if err := ca.storage.Lock(ctx, localCALockName); err != nil {
+	k := ca.keys()
+	if err := ca.storage.Lock(ctx, k.lock); err != nil {
 		return nil, fmt.Errorf("tls: local CA: locking storage: %w", err)
 	}
 	defer func() {
 		// Unlock even when ctx is done: a stale lock would stall the
 		// other instances.
-		_ = ca.storage.Unlock(context.WithoutCancel(ctx), localCALockName)
+		_ = ca.storage.Unlock(context.WithoutCancel(ctx), k.lock)
 	}()
 	// Load, not Exists: Exists is false when a shared storage does not
 	// answer, and a root created then would replace the cluster's.
-	if _, err := ca.storage.Load(ctx, localRootCertKey); err == nil {
+	if ca.params.RootCertFile != "" {
+		// The operator's root: read again under the lock, which
+		// another instance may have made an intermediate under.
+		if c, err = ca.read(ctx); err != nil {
+			return nil, err
+		}
+	} else if _, err := ca.storage.Load(ctx, k.rootCert); err == nil {
 		// Never replace a root that exists, even if its key is missing
 		// or damaged: clients trust it. Say so instead.
 		if c, err = ca.read(ctx); err != nil {
 			return nil, err
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("tls: local CA: loading %s: %w", localRootCertKey, err)
+		return nil, fmt.Errorf("tls: local CA: loading %s: %w", k.rootCert, err)
 	} else if c, err = ca.createRoot(ctx); err != nil {
 		return nil, err
 	}
-	if !c.intermUsable(ca.now()) {
+	if !c.intermUsable(ca.now(), ca.leafValidity(), ca.intermValidity()) {
 		if err := ca.createIntermediate(ctx, c); err != nil {
 			return nil, err
 		}
@@ -182,24 +278,43 @@ func (ca *localCA) load(ctx context.Context, needInterm bool) (*caChain, error) 
 // intermediate it returns the chain with interm nil and a nil error; with
 // no root, a nil chain and an error wrapping fs.ErrNotExist.
 func (ca *localCA) read(ctx context.Context) (*caChain, error) {
-	root, rootKey, err := ca.readPair(ctx, localRootCertKey, localRootKeyKey)
+	k := ca.keys()
+	load := ca.storage.Load
+	if ca.params.RootCertFile != "" {
+		load = loadFile
+		k.rootCert, k.rootKey = ca.params.RootCertFile, ca.params.RootKeyFile
+		if ca.params.IntermCertFile != "" {
+			k.intermCert, k.intermKey = ca.params.IntermCertFile, ca.params.IntermKeyFile
+		} else {
+			load = func(ctx context.Context, key string) ([]byte, error) {
+				if key == k.rootCert || key == k.rootKey {
+					return loadFile(ctx, key)
+				}
+				return ca.storage.Load(ctx, key)
+			}
+		}
+	}
+	root, rootKey, err := ca.readPair(ctx, load, k.rootCert, k.rootKey)
 	if err != nil {
 		return nil, err
 	}
 	c := &caChain{root: root, rootKey: rootKey}
-	interm, intermKey, err := ca.readPair(ctx, localIntermCertKey, localIntermKeyKey)
+	interm, intermKey, err := ca.readPair(ctx, load, k.intermCert, k.intermKey)
 	if err == nil {
 		c.interm, c.intermKey = interm, intermKey
 	}
 	return c, nil
 }
 
-func (ca *localCA) readPair(ctx context.Context, certKey, keyKey string) (*x509.Certificate, crypto.Signer, error) {
-	certPEM, err := ca.storage.Load(ctx, certKey)
+// loadFile reads a CA file the operator brought, as storage's Load.
+func loadFile(_ context.Context, name string) ([]byte, error) { return os.ReadFile(name) }
+
+func (ca *localCA) readPair(ctx context.Context, load func(context.Context, string) ([]byte, error), certKey, keyKey string) (*x509.Certificate, crypto.Signer, error) {
+	certPEM, err := load(ctx, certKey)
 	if err != nil {
 		return nil, nil, fmt.Errorf("tls: local CA: loading %s: %w", certKey, err)
 	}
-	keyPEM, err := ca.storage.Load(ctx, keyKey)
+	keyPEM, err := load(ctx, keyKey)
 	if err != nil {
 		return nil, nil, fmt.Errorf("tls: local CA: loading %s: %w", keyKey, err)
 	}
@@ -239,8 +354,8 @@ func (ca *localCA) createRoot(ctx context.Context) (*caChain, error) {
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
 		Subject: pkix.Name{
-			Organization: []string{localCAOrganization},
-			CommonName:   localRootCommonPrefix + now.UTC().Format("2006-01-02 15:04:05"),
+			Organization: []string{ca.organization()},
+			CommonName:   firstNonEmpty(ca.params.RootCN, localRootCommonPrefix+now.UTC().Format("2006-01-02 15:04:05")),
 		},
 		NotBefore:             now.Add(-localBackdate),
 		NotAfter:              now.Add(LocalRootValidity),
@@ -253,7 +368,7 @@ func (ca *localCA) createRoot(ctx context.Context) (*caChain, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ca.storePair(ctx, localRootCertKey, localRootKeyKey, cert, key); err != nil {
+	if err := ca.storePair(ctx, ca.keys().rootCert, ca.keys().rootKey, cert, key); err != nil {
 		return nil, err
 	}
 	return &caChain{root: cert, rootKey: key}, nil
@@ -269,15 +384,15 @@ func (ca *localCA) createIntermediate(ctx context.Context, c *caChain) error {
 		return err
 	}
 	now := ca.now()
-	notAfter := now.Add(LocalIntermediateValidity)
+	notAfter := now.Add(ca.intermValidity())
 	if notAfter.After(c.root.NotAfter) {
 		notAfter = c.root.NotAfter
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
 		Subject: pkix.Name{
-			Organization: []string{localCAOrganization},
-			CommonName:   "pollproxy local intermediate " + now.UTC().Format("2006-01-02 15:04:05"),
+			Organization: []string{ca.organization()},
+			CommonName:   firstNonEmpty(ca.params.IntermediateCN, "pollproxy local intermediate "+now.UTC().Format("2006-01-02 15:04:05")),
 		},
 		NotBefore:             now.Add(-localBackdate),
 		NotAfter:              notAfter,
@@ -295,7 +410,7 @@ func (ca *localCA) createIntermediate(ctx context.Context, c *caChain) error {
 	// sees the new certificate with the old key finds that the pair does
 	// not match (readPair checks), takes the lock, which this writer holds,
 	// and reads again once both are written.
-	if err := ca.storePair(ctx, localIntermCertKey, localIntermKeyKey, cert, key); err != nil {
+	if err := ca.storePair(ctx, ca.keys().intermCert, ca.keys().intermKey, cert, key); err != nil {
 		return err
 	}
 	c.interm, c.intermKey = cert, key

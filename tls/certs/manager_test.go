@@ -313,10 +313,10 @@ func TestLocalCAKeepsDamagedRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := storage.Delete(ctx, localRootKeyKey); err != nil {
+	if err := storage.Delete(ctx, keysFor(DefaultCA).rootKey); err != nil {
 		t.Fatal(err)
 	}
-	if err := storage.Delete(ctx, localIntermKeyKey); err != nil {
+	if err := storage.Delete(ctx, keysFor(DefaultCA).intermKey); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ca.load(ctx, true); err == nil {
@@ -554,14 +554,14 @@ func TestManagerInternalRenewal(t *testing.T) {
 	}
 	// The cache's maintenance renews a local-CA certificate with the
 	// local CA, other certificates with ACME.
-	if cfg, _ := c.configFor(certmagic.Certificate{Names: []string{"renew.test"}}); cfg != c.internal {
+	if cfg, _ := c.configFor(certmagic.Certificate{Names: []string{"renew.test"}}); cfg != c.internal.cfg {
 		t.Fatal("local-CA certificate maintained by the ACME config")
 	}
-	if cfg, _ := c.configFor(certmagic.Certificate{Names: []string{"files.test"}}); cfg != c.acme {
+	if cfg, _ := c.configFor(certmagic.Certificate{Names: []string{"files.test"}}); cfg != c.acme.cfg {
 		t.Fatal("other certificate not maintained by the ACME config")
 	}
 	before := certFor(t, c, "renew.test")
-	if err := c.internal.RenewCertSync(context.Background(), "renew.test", true); err != nil {
+	if err := c.internal.cfg.RenewCertSync(context.Background(), "renew.test", true); err != nil {
 		t.Fatal(err)
 	}
 	// Renewal writes storage (the maintenance pass then reloads the

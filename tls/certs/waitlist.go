@@ -54,11 +54,11 @@ type waitList struct {
 	names map[string]waiting
 }
 
-// waiting is a name put aside: its mode and, for ACME, the context of
+// waiting is a name put aside: its policy and, for ACME, the context of
 // the AddACMEAsync call that bounds its background work.
 type waiting struct {
-	mode string
-	ctx  context.Context
+	m   *managed
+	ctx context.Context
 }
 
 // watchStorage sets up the wait list when c's storage can be away, and
@@ -102,8 +102,8 @@ func (c *Manager) storageAway() bool {
 
 // deferWhileAway puts names aside, to be tried again when the storage
 // answers, if the storage is away; it reports whether it did. The names
-// stay claimed in mode.
-func (c *Manager) deferWhileAway(mode string, ctx context.Context, names []string) bool {
+// stay claimed by m.
+func (c *Manager) deferWhileAway(m *managed, ctx context.Context, names []string) bool {
 	if !c.storageAway() {
 		return false
 	}
@@ -122,11 +122,11 @@ func (c *Manager) deferWhileAway(mode string, ctx context.Context, names []strin
 	names = missing
 	w.mu.Lock()
 	for _, n := range names {
-		w.names[n] = waiting{mode: mode, ctx: ctx}
+		w.names[n] = waiting{m: m, ctx: ctx}
 	}
 	w.mu.Unlock()
 	w.log.Warn("certificate storage unreachable: these names get their certificates when it answers; their handshakes fail until then",
-		"names", strings.Join(names, ","), "from", describeMode(mode))
+		"names", strings.Join(names, ","), "from", m.desc)
 	// The storage may have come back between the failure and now, its
 	// notice finding nothing to retry.
 	if w.health.Up() {
@@ -205,20 +205,20 @@ func (c *Manager) retryOnce() bool {
 }
 
 func (c *Manager) retryName(n string, it waiting) error {
-	if it.mode == modeInternal {
+	if it.m.sync {
 		ctx, cancel := context.WithTimeout(c.ctx, addTimeout)
 		defer cancel()
-		return c.internal.ManageSync(ctx, []string{n})
+		return it.m.cfg.ManageSync(ctx, []string{n})
 	}
 	if it.ctx.Err() != nil {
 		return nil // its configuration is gone: nothing to do
 	}
-	_, err := c.acme.CacheManagedCertificate(it.ctx, n)
+	_, err := it.m.cfg.CacheManagedCertificate(it.ctx, n)
 	if errors.Is(err, fs.ErrNotExist) {
 		// Storage answers and has none: order it, in the background
 		// with certmagic's retries and under its lock, as AddACMEAsync
 		// does.
-		return c.acme.ManageAsync(it.ctx, []string{n})
+		return it.m.cfg.ManageAsync(it.ctx, []string{n})
 	}
 	return err
 }

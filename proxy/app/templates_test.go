@@ -1,0 +1,63 @@
+package app
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/netpoll/polltest"
+)
+
+// TestTemplates: the templates directive renders what file_server,
+// respond and a reverse proxy answer, when its type is one the directive
+// renders, off the loops, with Caddy's functions reading the site's root;
+// the rendered answer has its own length and no validators; another type
+// passes untouched; a broken template is a 500 and httpError its status,
+// which the site's error routes render. On every backend and both
+// protocols.
+func TestTemplates(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		www := t.TempDir()
+		for name, body := range map[string]string{
+			"index.html":  `<h1>{{.Req.URL.Path}}</h1>{{include "part.html" "arg"}}|{{(splitFrontMatter (readFile "post.md")).Meta.title}}|{{ph "http.request.host"}}{{ph "host"}}`,
+			"part.html":   `part {{index .Args 0}}`,
+			"post.md":     "---\ntitle: Hello\n---\nbody",
+			"broken.html": `{{ nope`,
+			"gone.html":   `x{{httpError 410}}`,
+			"data.json":   `{"a": "{{not rendered}}"}`,
+			"header.html": `{{.RespHeader.Set "X-From-Template" "yes"}}ok`,
+		} {
+			os.WriteFile(filepath.Join(www, name), []byte(body), 0o644)
+		}
+		o := echoOrigin(t, "o")
+		port, cls := startSite(t, backend, fmt.Sprintf(`	root * %s
+	templates
+	handle /say {
+		header Content-Type text/plain
+		respond "year {{now | date \"2006\" | len}} {{upper \"x\"}}"
+	}
+	handle /proxied {
+		reverse_proxy %s
+	}
+	handle_errors 410 {
+		respond "gone {err.status_code}"
+	}
+	file_server`, www, o))
+		base := fmt.Sprintf("https://localhost:%d", port)
+		for proto, c := range cls {
+			for _, x := range []exchange{
+				{method: "GET", path: "/", status: 200, body: "<h1>/</h1>part arg|Hello|localhost", want: map[string]string{"Etag": "", "Last-Modified": "", "Content-Length": "34"}},
+				{method: "GET", path: "/say", status: 200, body: "year 4 X"},
+				{method: "GET", path: "/data.json", status: 200, body: `{"a": "{{not rendered}}"}`},
+				{method: "GET", path: "/broken.html", status: 500, body: ""},
+				{method: "GET", path: "/gone.html", status: 410, body: "gone 410"},
+				{method: "GET", path: "/header.html", status: 200, body: "ok", want: map[string]string{"X-From-Template": "yes"}},
+				{method: "GET", path: "/proxied", status: 200, body: "o /proxied"},
+			} {
+				t.Run(proto, func(t *testing.T) { x.run(t, c, base) })
+			}
+		}
+	})
+}

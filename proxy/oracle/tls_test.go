@@ -1,0 +1,306 @@
+package oracle
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	stdtls "crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/big"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/netpoll/polltest"
+	"github.com/pollproxy/pollproxy/proxy/app"
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
+)
+
+// tlsOracleFile is the Caddyfile both servers run: sites with the local
+// CA's certificates and the tls options whose effects a client sees.
+const tlsOracleFile = `{
+	admin off
+	http_port HTTPPORT
+	auto_https disable_redirects
+	skip_install_trust
+	storage file_system STORAGE
+}
+
+v13.localhost:PORT {
+	tls internal {
+		protocols tls1.3
+	}
+	respond "v13"
+}
+
+v12.localhost:PORT {
+	tls internal {
+		protocols tls1.2 tls1.2
+		ciphers TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256 TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384
+		curves secp384r1 secp256r1
+	}
+	respond "v12"
+}
+
+mtls.localhost:PORT {
+	tls internal {
+		client_auth {
+			mode require_and_verify
+			trust_pool file CAFILE
+		}
+	}
+	respond "mtls"
+}
+
+given.localhost:PORT {
+	tls internal {
+		client_auth {
+			mode verify_if_given
+			trust_pool file CAFILE
+		}
+	}
+	respond "given"
+}
+
+leaf.localhost:PORT {
+	tls internal {
+		client_auth {
+			verifier leaf file LEAFFILE
+		}
+	}
+	respond "leaf"
+}
+
+alpn.localhost:PORT {
+	tls internal {
+		alpn http/1.1
+	}
+	respond "alpn"
+}
+
+plain.localhost:PORT {
+	tls internal
+	respond "plain"
+}
+`
+
+// tlsProbe is one handshake (and request) a client makes.
+type tlsProbe struct {
+	name string
+	sni  string
+	edit func(*stdtls.Config)
+}
+
+// tlsOutcome is what a client saw: the protocol, suite, curve and ALPN
+// of the handshake and the response body, or that it was refused.
+func tlsOutcome(addr string, p tlsProbe) string {
+	cfg := &stdtls.Config{ServerName: p.sni, InsecureSkipVerify: true, NextProtos: []string{"h2", "http/1.1"}}
+	if p.edit != nil {
+		p.edit(cfg)
+	}
+	c, err := stdtls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, cfg)
+	if err != nil {
+		return "refused"
+	}
+	defer c.Close()
+	st := c.ConnectionState()
+	shape := fmt.Sprintf("%s %s %s alpn=%q", versionName(st.Version), stdtls.CipherSuiteName(st.CipherSuite), st.CurveID, st.NegotiatedProtocol)
+	if st.NegotiatedProtocol == "h2" {
+		// The handshake is what is compared; HTTP/2 answers are the
+		// main oracle's.
+		return shape
+	}
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", p.sni)
+	b, err := io.ReadAll(c)
+	resp := string(b)
+	if i := strings.LastIndex(resp, "\r\n\r\n"); i >= 0 {
+		resp = resp[i+4:]
+	}
+	if err != nil || resp == "" {
+		// TLS 1.3: the server checks a client certificate after the
+		// client's side of the handshake, and answers with an alert.
+		return "refused"
+	}
+	return shape + " body=" + resp
+}
+
+func versionName(v uint16) string {
+	switch v {
+	case stdtls.VersionTLS12:
+		return "tls1.2"
+	case stdtls.VersionTLS13:
+		return "tls1.3"
+	}
+	return fmt.Sprintf("0x%x", v)
+}
+
+func clientCertificate(t *testing.T, caCert *x509.Certificate, caKey *ecdsa.PrivateKey, cn string) stdtls.Certificate {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
+	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stdtls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+func testCA(t *testing.T, cn string) (*x509.Certificate, *ecdsa.PrivateKey) {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	return cert, key
+}
+
+// TestOracleTLS: the handshakes of sites with protocols, ciphers,
+// curves, alpn and client_auth (a trust pool in two modes, the leaf
+// verifier) end as Caddy's do, for clients offering other versions,
+// suites, curves and certificates.
+func TestOracleTLS(t *testing.T) {
+	bin := buildCaddy(t)
+	dir := t.TempDir()
+	caCert, caKey := testCA(t, "oracle clients")
+	otherCert, otherKey := testCA(t, "strangers")
+	caFile := filepath.Join(dir, "clients.pem")
+	os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caCert.Raw}), 0o644)
+	good := clientCertificate(t, caCert, caKey, "good")
+	bad := clientCertificate(t, caCert, caKey, "bad")
+	stranger := clientCertificate(t, otherCert, otherKey, "stranger")
+	leafFile := filepath.Join(dir, "leaf.pem")
+	os.WriteFile(leafFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: good.Certificate[0]}), 0o644)
+
+	with := func(c stdtls.Certificate) func(*stdtls.Config) {
+		return func(cfg *stdtls.Config) { cfg.Certificates = []stdtls.Certificate{c} }
+	}
+	h1 := func(cfg *stdtls.Config) { cfg.NextProtos = []string{"http/1.1"} }
+	and := func(fs ...func(*stdtls.Config)) func(*stdtls.Config) {
+		return func(cfg *stdtls.Config) {
+			for _, f := range fs {
+				f(cfg)
+			}
+		}
+	}
+	probes := []tlsProbe{
+		{"v13 default", "v13.localhost", h1},
+		{"v13 tls1.2 client", "v13.localhost", and(h1, func(c *stdtls.Config) { c.MaxVersion = stdtls.VersionTLS12 })},
+		{"v12 default", "v12.localhost", h1},
+		{"v12 tls1.3 client", "v12.localhost", and(h1, func(c *stdtls.Config) { c.MinVersion = stdtls.VersionTLS13 })},
+		{"v12 other suite", "v12.localhost", and(h1, func(c *stdtls.Config) {
+			c.CipherSuites = []uint16{stdtls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256}
+		})},
+		{"v12 second suite", "v12.localhost", and(h1, func(c *stdtls.Config) {
+			c.CipherSuites = []uint16{stdtls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384}
+		})},
+		{"v12 x25519 client", "v12.localhost", and(h1, func(c *stdtls.Config) { c.CurvePreferences = []stdtls.CurveID{stdtls.X25519} })},
+		{"v12 p256 client", "v12.localhost", and(h1, func(c *stdtls.Config) { c.CurvePreferences = []stdtls.CurveID{stdtls.CurveP256} })},
+		{"mtls none", "mtls.localhost", h1},
+		{"mtls good", "mtls.localhost", and(h1, with(good))},
+		{"mtls stranger", "mtls.localhost", and(h1, with(stranger))},
+		{"given none", "given.localhost", h1},
+		{"given good", "given.localhost", and(h1, with(good))},
+		{"given stranger", "given.localhost", and(h1, with(stranger))},
+		{"leaf good", "leaf.localhost", and(h1, with(good))},
+		{"leaf bad", "leaf.localhost", and(h1, with(bad))},
+		{"leaf none", "leaf.localhost", h1},
+		{"alpn h2 offered", "alpn.localhost", nil},
+		{"alpn h2 only", "alpn.localhost", func(c *stdtls.Config) { c.NextProtos = []string{"h2"} }},
+		{"plain default", "plain.localhost", nil},
+		{"plain tls1.2", "plain.localhost", and(h1, func(c *stdtls.Config) { c.MaxVersion = stdtls.VersionTLS12 })},
+		{"plain with a certificate", "plain.localhost", and(h1, with(good))},
+		{"plain p384 client", "plain.localhost", and(h1, func(c *stdtls.Config) { c.CurvePreferences = []stdtls.CurveID{stdtls.CurveP384} })},
+		{"plain tls1.2 p521 client", "plain.localhost", and(h1, func(c *stdtls.Config) {
+			c.MaxVersion = stdtls.VersionTLS12
+			c.CurvePreferences = []stdtls.CurveID{stdtls.CurveP521}
+		})},
+		{"plain tls1.2 cbc client", "plain.localhost", and(h1, func(c *stdtls.Config) {
+			c.MaxVersion = stdtls.VersionTLS12
+			c.CipherSuites = []uint16{stdtls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA}
+		})},
+	}
+
+	caddyfile := func(port, httpPort int, storage string) string {
+		return strings.NewReplacer("HTTPPORT", fmt.Sprint(httpPort), "PORT", fmt.Sprint(port),
+			"STORAGE", storage, "CAFILE", caFile, "LEAFFILE", leafFile).Replace(tlsOracleFile)
+	}
+	ready := func(addr string, exited <-chan error) {
+		t.Helper()
+		// Startup, against another process's clock.
+		if !servertest.Within(30*time.Second, func() bool {
+			select {
+			case err := <-exited:
+				t.Fatalf("exited: %v", err)
+			default:
+			}
+			return !strings.HasPrefix(tlsOutcome(addr, tlsProbe{"ready", "plain.localhost", nil}), "refused")
+		}) {
+			t.Fatal("no handshake with the server")
+		}
+	}
+
+	// Caddy.
+	port, httpPort := servertest.FreePort(t), servertest.FreePort(t)
+	cdir := t.TempDir()
+	file := filepath.Join(cdir, "Caddyfile")
+	os.WriteFile(file, []byte(caddyfile(port, httpPort, filepath.Join(cdir, "storage"))), 0o644)
+	cmd := exec.Command(bin, "run", "--config", file, "--adapter", "caddyfile")
+	cmd.Env = append(os.Environ(), "HOME="+cdir, "XDG_CONFIG_HOME="+filepath.Join(cdir, "config"), "XDG_DATA_HOME="+filepath.Join(cdir, "data"))
+	out := &servertest.SyncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	ready(addr, done)
+	want := map[string]string{}
+	for _, p := range probes {
+		want[p.name] = tlsOutcome(addr, p)
+	}
+	cmd.Process.Kill() // by its PID
+	<-done
+
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		dir := t.TempDir()
+		port, httpPort := servertest.FreePort(t), servertest.FreePort(t)
+		file := filepath.Join(dir, "Caddyfile")
+		os.WriteFile(file, []byte(caddyfile(port, httpPort, filepath.Join(dir, "storage"))), 0o644)
+		cfg, err := app.Load(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log := &servertest.SyncBuffer{}
+		in, err := app.Start(cfg, app.Options{Pollers: []string{backend}, Loops: 1, LoopsSet: true,
+			Logger: slog.New(slog.NewTextHandler(log, nil)), Version: "oracle"})
+		if err != nil {
+			t.Fatalf("pollproxy: %v\n%s", err, log)
+		}
+		defer in.Close()
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		ready(addr, nil)
+		for _, p := range probes {
+			if got := tlsOutcome(addr, p); got != want[p.name] {
+				t.Errorf("%s: pollproxy %q, Caddy %q", p.name, got, want[p.name])
+			}
+		}
+	})
+}
