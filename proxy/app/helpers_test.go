@@ -69,6 +69,14 @@ func filePair(t *testing.T, dir string) (certFile, keyFile string, roots *x509.C
 	return servertest.CertFiles(t)
 }
 
+// localRoots is a pool trusting the local CA's root in storage.
+func localRoots(t *testing.T, storage string) *x509.CertPool {
+	t.Helper()
+	roots := x509.NewCertPool()
+	localRoot(t, storage, roots)
+	return roots
+}
+
 // localRoot reads the local CA's root from the storage pollproxy uses.
 func localRoot(t *testing.T, storage string, roots *x509.CertPool) {
 	t.Helper()
