@@ -264,3 +264,16 @@ func dumpDOM(t *testing.T, chromium, url string, result *regexp.Regexp, flags ..
 	}
 	return string(m[1])
 }
+
+// runEach runs the exchanges against base with each client of cls, one
+// subtest a protocol.
+func runEach(t *testing.T, cls map[string]*http.Client, base string, xs []exchange) {
+	t.Helper()
+	for proto, c := range cls {
+		t.Run(proto, func(t *testing.T) {
+			for _, x := range xs {
+				x.run(t, c, base)
+			}
+		})
+	}
+}
