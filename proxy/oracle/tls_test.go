@@ -10,11 +10,9 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/big"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,7 +20,6 @@ import (
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
-	"github.com/pollproxy/pollproxy/proxy/app"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 )
 
@@ -258,42 +255,18 @@ func TestOracleTLS(t *testing.T) {
 
 	// Caddy.
 	port, httpPort := servertest.FreePort(t), servertest.FreePort(t)
-	cdir := t.TempDir()
-	file := filepath.Join(cdir, "Caddyfile")
-	os.WriteFile(file, []byte(caddyfile(port, httpPort, filepath.Join(cdir, "storage"))), 0o644)
-	cmd := exec.Command(bin, "run", "--config", file, "--adapter", "caddyfile")
-	cmd.Env = append(os.Environ(), "HOME="+cdir, "XDG_CONFIG_HOME="+filepath.Join(cdir, "config"), "XDG_DATA_HOME="+filepath.Join(cdir, "data"))
-	out := &servertest.SyncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	_, exited, stop := startCaddy(t, bin, caddyfile(port, httpPort, "STORAGE"))
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	ready(addr, done)
+	ready(addr, exited)
 	want := map[string]string{}
 	for _, p := range probes {
 		want[p.name] = tlsOutcome(addr, p)
 	}
-	cmd.Process.Kill() // by its PID
-	<-done
+	stop()
 
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
-		dir := t.TempDir()
 		port, httpPort := servertest.FreePort(t), servertest.FreePort(t)
-		file := filepath.Join(dir, "Caddyfile")
-		os.WriteFile(file, []byte(caddyfile(port, httpPort, filepath.Join(dir, "storage"))), 0o644)
-		cfg, err := app.Load(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		log := &servertest.SyncBuffer{}
-		in, err := app.Start(cfg, app.Options{Pollers: []string{backend}, Loops: 1, LoopsSet: true,
-			Logger: slog.New(slog.NewTextHandler(log, nil)), Version: "oracle"})
-		if err != nil {
-			t.Fatalf("pollproxy: %v\n%s", err, log)
-		}
+		in, _ := startPollproxy(t, backend, caddyfile(port, httpPort, "STORAGE"))
 		defer in.Close()
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
 		ready(addr, nil)
