@@ -3,15 +3,12 @@ package app
 import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/rsa"
 	stdtls "crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -19,51 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pollproxy/pollproxy/internal/testca"
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 	pptls "github.com/pollproxy/pollproxy/tls"
 )
-
-// testCA is a CA for client certificates.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-}
-
-func newTestCA(t *testing.T, name string) *testCA {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &testCA{cert, key}
-}
-
-// client issues a client certificate.
-func (ca *testCA) client(t *testing.T, cn string) stdtls.Certificate {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, KeyUsage: x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, _ := x509.ParseCertificate(der)
-	return stdtls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}
-}
 
 func writeCertPEM(t *testing.T, file string, der []byte) string {
 	t.Helper()
@@ -112,10 +70,10 @@ func TestSiteTLSOptions(t *testing.T) {
 		dir := t.TempDir()
 		port := servertest.FreePort(t)
 		storage := filepath.Join(dir, "storage")
-		clients, other := newTestCA(t, "clients"), newTestCA(t, "other")
-		caFile := writeCertPEM(t, filepath.Join(dir, "clients.pem"), clients.cert.Raw)
-		good, bad := clients.client(t, "good"), clients.client(t, "bad")
-		stranger := other.client(t, "stranger")
+		clients, other := testca.New(t, "clients"), testca.New(t, "other")
+		caFile := writeCertPEM(t, filepath.Join(dir, "clients.pem"), clients.Cert.Raw)
+		good, bad := clients.Client(t, "good"), clients.Client(t, "bad")
+		stranger := other.Client(t, "stranger")
 		leafFile := writeCertPEM(t, filepath.Join(dir, "leaf.pem"), good.Certificate[0])
 		keyLog := filepath.Join(dir, "keys.log")
 		file := filepath.Join(dir, "Caddyfile")

@@ -1,16 +1,10 @@
 package oracle
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	stdtls "crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -18,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pollproxy/pollproxy/internal/testca"
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
@@ -142,32 +137,6 @@ func versionName(v uint16) string {
 	return fmt.Sprintf("0x%x", v)
 }
 
-func clientCertificate(t *testing.T, caCert *x509.Certificate, caKey *ecdsa.PrivateKey, cn string) stdtls.Certificate {
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return stdtls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-}
-
-func testCA(t *testing.T, cn string) (*x509.Certificate, *ecdsa.PrivateKey) {
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return cert, key
-}
-
 // TestOracleTLS: the handshakes of sites with protocols, ciphers,
 // curves, alpn and client_auth (a trust pool in two modes, the leaf
 // verifier) end as Caddy's do, for clients offering other versions,
@@ -175,13 +144,12 @@ func testCA(t *testing.T, cn string) (*x509.Certificate, *ecdsa.PrivateKey) {
 func TestOracleTLS(t *testing.T) {
 	bin := buildCaddy(t)
 	dir := t.TempDir()
-	caCert, caKey := testCA(t, "oracle clients")
-	otherCert, otherKey := testCA(t, "strangers")
+	clients, strangers := testca.New(t, "oracle clients"), testca.New(t, "strangers")
 	caFile := filepath.Join(dir, "clients.pem")
-	os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caCert.Raw}), 0o644)
-	good := clientCertificate(t, caCert, caKey, "good")
-	bad := clientCertificate(t, caCert, caKey, "bad")
-	stranger := clientCertificate(t, otherCert, otherKey, "stranger")
+	os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: clients.Cert.Raw}), 0o644)
+	good := clients.Client(t, "good")
+	bad := clients.Client(t, "bad")
+	stranger := strangers.Client(t, "stranger")
 	leafFile := filepath.Join(dir, "leaf.pem")
 	os.WriteFile(leafFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: good.Certificate[0]}), 0o644)
 
