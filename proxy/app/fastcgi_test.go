@@ -104,17 +104,12 @@ func fpmSite(root, upstream, extra string) string {
 // phpEnv asks env.php for the CGI environment of a request.
 func phpEnv(t *testing.T, c *http.Client, req *http.Request) map[string]any {
 	t.Helper()
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		t.Fatalf("%s %s: %d %s", req.Method, req.URL, resp.StatusCode, b)
+	status, b := do(t, c, req)
+	if status != 200 {
+		t.Fatalf("%s %s: %d %s", req.Method, req.URL, status, b)
 	}
 	var v map[string]any
-	if err := json.Unmarshal(b, &v); err != nil {
+	if err := json.Unmarshal([]byte(b), &v); err != nil {
 		t.Fatalf("%s: %v", b, err)
 	}
 	return v
@@ -276,18 +271,6 @@ func TestPHPFastCGIBodies(t *testing.T) {
 			})
 		}
 	})
-}
-
-// do sends req and returns the status and body.
-func do(t *testing.T, c *http.Client, req *http.Request) (int, string) {
-	t.Helper()
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
 }
 
 // TestPHPFastCGIStream: what PHP flush()es reaches the client before the

@@ -230,6 +230,12 @@ func send(t *testing.T, c *http.Client, method, url, body string, header map[str
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
+	return do(t, c, req)
+}
+
+// do sends req and returns the response's status and body.
+func do(t *testing.T, c *http.Client, req *http.Request) (int, string) {
+	t.Helper()
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
