@@ -155,28 +155,9 @@ func askPHP(p *plan) map[string]map[string]string {
 // sendPlain is send without an origin: the answer's status, fields and
 // body.
 func sendPlain(c *http.Client, base string, r request) map[string]string {
-	var body io.Reader
-	if r.body != "" {
-		body = strings.NewReader(r.body)
-		if r.chunked {
-			body = io.MultiReader(strings.NewReader(r.body))
-		}
-	}
-	req, err := http.NewRequest(r.method, base+r.path, body)
+	req, err := r.toHTTP(base)
 	if err != nil {
 		return map[string]string{"error": err.Error()}
-	}
-	req.Header.Set("User-Agent", "oracle")
-	for _, h := range r.header {
-		if strings.EqualFold(h[0], "User-Agent") && h[1] == "" {
-			req.Header.Set("User-Agent", "") // Go's client then sends none
-			continue
-		}
-		if strings.EqualFold(h[0], "Host") {
-			req.Host = h[1]
-			continue
-		}
-		req.Header.Add(h[0], h[1])
 	}
 	resp, err := c.Do(req)
 	if err != nil {

@@ -128,10 +128,10 @@ func ask(t *testing.T, p *plan, o *origin) answers {
 	return out
 }
 
-// send makes one request and returns its answer's fields: the status,
-// every response field (lower-case name: values in order), the body
-// (decoded when encoded) and what the origin received.
-func send(c *http.Client, base string, r request, o *origin) map[string]string {
+// toHTTP is r as a request to base: its body (chunked when r says so),
+// User-Agent "oracle" unless r sets it (empty: none is sent), and a Host
+// field as the request's host.
+func (r request) toHTTP(base string) (*http.Request, error) {
 	var body io.Reader
 	if r.body != "" {
 		body = strings.NewReader(r.body)
@@ -141,15 +141,30 @@ func send(c *http.Client, base string, r request, o *origin) map[string]string {
 	}
 	req, err := http.NewRequest(r.method, base+r.path, body)
 	if err != nil {
-		return map[string]string{"error": err.Error()}
+		return nil, err
 	}
 	req.Header.Set("User-Agent", "oracle")
 	for _, h := range r.header {
+		if strings.EqualFold(h[0], "User-Agent") && h[1] == "" {
+			req.Header.Set("User-Agent", "") // Go's client then sends none
+			continue
+		}
 		if strings.EqualFold(h[0], "Host") {
 			req.Host = h[1]
 			continue
 		}
 		req.Header.Add(h[0], h[1])
+	}
+	return req, nil
+}
+
+// send makes one request and returns its answer's fields: the status,
+// every response field (lower-case name: values in order), the body
+// (decoded when encoded) and what the origin received.
+func send(c *http.Client, base string, r request, o *origin) map[string]string {
+	req, err := r.toHTTP(base)
+	if err != nil {
+		return map[string]string{"error": err.Error()}
 	}
 	mark := o.mark()
 	got := map[string]string{}
