@@ -58,6 +58,8 @@
 //     taken held within the stream's window.
 //   - tunnel.go: an exchange the origin switched to another protocol (a
 //     WebSocket): a byte tunnel both ways on the loop.
+//   - h2tunnel.go: such a tunnel to an h2c origin: an RFC 8441 extended
+//     CONNECT on a shared origin connection, the bytes as DATA frames.
 //   - retire.go: a handler a reload replaced, finishing what it started
 //     and closing what went to a removed upstream, and a handler closed
 //     with its server; both close their pools' idle connections.

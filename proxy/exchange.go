@@ -16,6 +16,7 @@ import (
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy/field"
 	"github.com/pollproxy/pollproxy/proxy/h1"
+	"github.com/pollproxy/pollproxy/proxy/h2"
 	"github.com/pollproxy/pollproxy/proxy/observe"
 	"github.com/pollproxy/pollproxy/proxy/sniff"
 	"github.com/pollproxy/pollproxy/proxy/stream"
@@ -56,6 +57,11 @@ type exchange struct {
 	// (h2exchange.go), and its request head as fields.
 	os    *originStream
 	h2req *h2Request
+	// osv and h2buf are what os and h2req point to, kept with the
+	// exchange (and h2buf's fields' array across recycling), so a
+	// request to an HTTP/2 origin allocates neither.
+	osv   originStream
+	h2buf h2Request
 
 	key        pickKey
 	client     netip.AddrPort // the client's address, for a PROXY protocol header
@@ -384,6 +390,10 @@ func (releasedWriter) Consumed(int)                                {}
 // buffers (maxBufs).
 const maxFreeExchanges = 1024
 
+// maxKeptFields is the most HTTP/2 request fields whose array a recycled
+// exchange keeps.
+const maxKeptFields = 64
+
 // maxKeptHead is the largest request-head buffer a recycled exchange keeps;
 // a larger one (a request with huge fields) goes to the collector.
 const maxKeptHead = 4 * headCap
@@ -403,12 +413,17 @@ func (ex *exchange) recycle() {
 	}
 	ex.timer.Stop()
 	ex.bodyTimer.Stop()
-	timer, bodyTimer, head := ex.timer, ex.bodyTimer, ex.head[:0]
+	timer, bodyTimer, head, h2fields := ex.timer, ex.bodyTimer, ex.head[:0], ex.h2buf.Header
 	if cap(head) > maxKeptHead {
 		head = nil
 	}
+	if cap(h2fields) > maxKeptFields {
+		h2fields = nil
+	}
+	clear(h2fields[:cap(h2fields)]) // no request's strings kept alive
 	// The phase stays done: a stray call on a free exchange does nothing.
-	*ex = exchange{timer: timer, bodyTimer: bodyTimer, head: head, phase: phaseDone}
+	*ex = exchange{timer: timer, bodyTimer: bodyTimer, head: head, phase: phaseDone,
+		h2buf: h2Request{Request: h2.Request{Header: h2fields[:0]}}}
 	h.freeEx = append(h.freeEx, ex)
 }
 
@@ -510,6 +525,10 @@ func (ex *exchange) sendBody(p []byte, body int) {
 		ex.fcgiSendBody(p, body)
 		return
 	}
+	if ex.h2req != nil && ex.tun != nil && ex.phase != phaseTunnel {
+		ex.keep(p, body, false) // until the origin's 2xx (h2Switched)
+		return
+	}
 	if ex.os != nil {
 		ex.os.sendBody(p)
 		return
@@ -587,6 +606,9 @@ func (ex *exchange) bodyWritten(n int) {
 func (ex *exchange) OnWritable() {
 	switch ex.phase {
 	case phaseTunnel:
+		if ex.bc == nil {
+			break // a stream's tunnel: the body's way below
+		}
 		if ex.stalled() {
 			ex.bc.tunnelWritable()
 		}
@@ -750,6 +772,7 @@ func (ex *exchange) responseDone(keepAlive bool, trailers []stream.Field) {
 	if ex.holding && !ex.sendHeld(nil) {
 		return
 	}
+	ex.log.NoteGRPC(trailers)
 	ex.end(outcome{tell: tellClose, reusable: keepAlive && (ex.bodyEnded || !ex.hasBody), trailers: trailers})
 }
 

@@ -21,19 +21,21 @@ import (
 	"github.com/pollproxy/pollproxy/proxy/stream"
 )
 
-// h2Request builds the origin's request head for req as HTTP/2 fields:
-// the same translation as an HTTP/1.1 head's (requestFields), with Host
-// as :authority, and method and the target as reverse_proxy's method and
-// rewrite leave them.
-func (h *Handler) h2Request(req *stream.Request, method string, trusted bool) *h2Request {
+// h2Request readies the origin's request head for req as HTTP/2 fields
+// in the exchange's own h2Request (whose fields' array it reuses from the
+// exchange's last request): the same translation as an HTTP/1.1 head's
+// (requestFields), with Host as :authority, and method and the target as
+// reverse_proxy's method and rewrite leave them.
+func (ex *exchange) h2Request(req *stream.Request, method string, trusted bool) *h2Request {
+	h := ex.h
 	fs := h.requestFields(req, trusted)
-	r := &h2Request{}
+	r := &ex.h2buf
+	*r = h2Request{Request: h2.Request{Header: r.Header[:0]}}
 	r.Method, r.Path = method, originTarget(h.upstreamTarget(req))
 	r.Scheme = "http"
 	if h.cfg.TLS != nil {
 		r.Scheme = "https"
 	}
-	r.Header = make([]stream.Field, 0, len(fs))
 	for _, f := range fs {
 		if f.Name == "host" {
 			r.Authority = f.Value
@@ -131,10 +133,16 @@ func (ex *exchange) attachStream(hc *h2Conn, reused bool) {
 	ex.reused, ex.gotByte, ex.phase = reused, false, phaseSent
 	ex.sentAt = ex.h.loop.Now()
 	ex.arm(ex.h.cfg.ResponseHeaderTimeout)
-	os := &originStream{ex: ex, hc: hc}
+	// The exchange's own: a stream closed on the protocol's side gets no
+	// more events, so a retry's stream may take the place of the last.
+	os := &ex.osv
+	*os = originStream{ex: ex, hc: hc}
 	ex.os = os
-	end := ex.bodyEnded && len(ex.early) == 0 && len(ex.h2req.trailers) == 0
+	end := ex.bodyEnded && len(ex.early) == 0 && len(ex.h2req.trailers) == 0 && ex.tun == nil
 	os.cs = hc.cc.Open(ex.h2req.filled(ex.h, ex.pool.up.HostPort()), end, os)
+	if ex.tun != nil {
+		return // a tunnel's bytes wait for the origin's 2xx (h2Switched)
+	}
 	if len(ex.early) > 0 {
 		os.sentBody = true
 		os.cs.Write(ex.early)
@@ -201,7 +209,8 @@ func (os *originStream) release() {
 	hc.streamDone()
 }
 
-// OnHead implements h2.StreamEvents.
+// OnHead implements h2.StreamEvents. Nothing keeps fields past the call
+// but a head held for sniffing, which copies them.
 func (os *originStream) OnHead(status int, fields []stream.Field, end bool) {
 	ex := os.ex
 	if ex.os != os {
@@ -215,6 +224,10 @@ func (os *originStream) OnHead(status int, fields []stream.Field, end bool) {
 		return
 	}
 	if ex.tun != nil {
+		if status < 300 {
+			ex.h2Switched(fields) // h2tunnel.go
+			return
+		}
 		ex.upgradeRefused()
 	}
 	ex.status = status
@@ -234,7 +247,9 @@ func (os *originStream) OnHead(status int, fields []stream.Field, end bool) {
 		ex.log.RespHeader = append([]stream.Field(nil), fields...)
 	}
 	if !end && sniff.Needed(fields) {
-		ex.holding, ex.held = true, fields
+		// Kept past the call: a copy (OnHead's fields are the
+		// connection's to decode the next head into).
+		ex.holding, ex.held = true, append([]stream.Field(nil), fields...)
 		ex.heldLength = -1
 		if v, ok := lookupField(fields, "content-length"); ok {
 			if n, ok := field.ParseContentLength(v); ok {
@@ -242,6 +257,9 @@ func (os *originStream) OnHead(status int, fields []stream.Field, end bool) {
 			}
 		}
 		return
+	}
+	if end {
+		ex.log.NoteGRPC(fields) // a trailers-only answer: gRPC's status is in its head
 	}
 	if !ex.writeHead(fields, end) || !end {
 		return
@@ -270,6 +288,7 @@ func (os *originStream) OnData(p []byte) {
 		return
 	}
 	ex.gotBytes()
+	ex.tunnelActive()
 	if len(os.held) > 0 || len(os.more) > 0 {
 		os.more = append(os.more, p...)
 		return
@@ -345,9 +364,14 @@ func (os *originStream) OnEnd(trailers []stream.Field) {
 // done ends the exchange with the complete response.
 func (os *originStream) done(trailers []stream.Field) {
 	ex := os.ex
+	if ex.phase == phaseTunnel {
+		ex.originEnded()
+		return
+	}
 	if ex.holding && !ex.sendHeld(nil) {
 		return
 	}
+	ex.log.NoteGRPC(trailers)
 	if len(trailers) > 0 && ex.log.RespHeader != nil {
 		// As Caddy's access log shows them: gRPC's status is here.
 		for _, f := range trailers {
@@ -362,6 +386,10 @@ func (os *originStream) done(trailers []stream.Field) {
 func (os *originStream) OnSent(n int) {
 	ex := os.ex
 	if ex.os != os || os.hc == nil {
+		return
+	}
+	if ex.phase == phaseTunnel {
+		os.tunnelSent(n)
 		return
 	}
 	if !os.hc.connecting() {
@@ -388,6 +416,12 @@ func (os *originStream) OnReset(code http2.ErrCode, unprocessed bool) {
 	os.release()
 	switch {
 	case ex.phase == phaseDone:
+	case ex.tun != nil && ex.phase == phaseSent && hc.cc.Settled() && !hc.cc.ExtendedConnect() && hc.err == nil:
+		// As in Caddy, which has no other way to such an origin.
+		ex.upstreamFailed(observe.ReasonBroken)
+		ex.end(answer(502, observe.ReasonBroken, "upstream does not accept extended CONNECT (RFC 8441)"))
+	case ex.phase == phaseTunnel && hc.err == nil:
+		ex.end(resetting(uint32(code), observe.ReasonTunnelBroken, "stream reset by upstream: "+code.String()))
 	case hc.err == errSpeaksHTTP1:
 		ex.acquire(ex.pool, false) // the pool speaks HTTP/1.1 now
 	case hc.err != nil && hc.connecting():

@@ -126,9 +126,9 @@ func (p *pool) flushStreams() {
 
 // room reports whether take can bind ex now: a connection with a free
 // stream, or room for a new connection while none waits for the origin's
-// SETTINGS; for a tunnel (HTTP/1.1), an idle connection or room for one.
+// SETTINGS; for a tunnel over HTTP/1.1, an idle connection or room for one.
 func (p *pool) room(ex *exchange) bool {
-	if ex.tun != nil {
+	if ex.h2req == nil {
 		return len(p.idle) > 0 || p.open < p.cfg.MaxConns
 	}
 	hc, mayDial := p.freeConn()

@@ -673,6 +673,10 @@ func TestH2COriginAccessLog(t *testing.T) {
 			case "/only":
 				w.Header().Set("Grpc-Status", "12")
 				w.WriteHeader(200)
+			case "/bogus":
+				w.Header().Set("Trailer", "Grpc-Status")
+				w.Write([]byte{0, 0, 0, 0, 0})
+				w.Header().Set("Grpc-Status", "99")
 			case "/reset":
 				panic(http.ErrAbortHandler)
 			}
@@ -682,7 +686,8 @@ func TestH2COriginAccessLog(t *testing.T) {
 		cl := e.h2Client(nil)
 		for _, c := range []struct {
 			path, field, value string
-		}{{"/trailers", "Trailer:Grpc-Status", "0"}, {"/only", "grpc-status", "12"}, {"/reset", "", ""}} {
+			grpc               uint8 // the code the metrics count
+		}{{"/trailers", "Trailer:Grpc-Status", "0", 0}, {"/only", "grpc-status", "12", 12}, {"/bogus", "Trailer:Grpc-Status", "99", 2}, {"/reset", "", "", 0}} {
 			if res, err := cl.Get(e.url(c.path)); err == nil {
 				io.ReadAll(res.Body)
 				res.Body.Close()
@@ -700,10 +705,13 @@ func TestH2COriginAccessLog(t *testing.T) {
 				return false
 			})
 			if c.field == "" {
-				if l.Reason != observe.ReasonBroken || l.Status != 0 {
-					t.Errorf("%s: logged status %d reason %v, want a reset for %v", c.path, l.Status, l.Reason, observe.ReasonBroken)
+				if l.Reason != observe.ReasonBroken || l.Status != 0 || l.GRPC {
+					t.Errorf("%s: logged status %d reason %v grpc %v, want a reset for %v", c.path, l.Status, l.Reason, l.GRPC, observe.ReasonBroken)
 				}
 				continue
+			}
+			if !l.GRPC || l.GRPCStatus != c.grpc {
+				t.Errorf("%s: grpc-status noted %v %d, want %d", c.path, l.GRPC, l.GRPCStatus, c.grpc)
 			}
 			found := false
 			for _, f := range l.RespHeader {

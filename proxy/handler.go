@@ -7,6 +7,7 @@ import (
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/proxy/fastcgi"
+	"github.com/pollproxy/pollproxy/proxy/h2"
 	"github.com/pollproxy/pollproxy/proxy/observe"
 	"github.com/pollproxy/pollproxy/proxy/route"
 	"github.com/pollproxy/pollproxy/proxy/stream"
@@ -230,7 +231,7 @@ func NewHandler(l *netpoll.Loop, cfg Config) *Handler {
 func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
 	ex := h.newExchange()
 	*ex = exchange{h: h, g: &h.group, w: w, req: req, conn: req.Conn, method: h.upstreamMethod(req), hasBody: req.HasBody, key: h.key(req), https: req.Scheme == "https", client: req.RemoteAddr,
-		timer: ex.timer, bodyTimer: ex.bodyTimer, head: ex.head[:0]}
+		timer: ex.timer, bodyTimer: ex.bodyTimer, head: ex.head[:0], h2buf: h2Request{Request: h2.Request{Header: ex.h2buf.Header[:0]}}}
 	trusted := route.Trusted(req.RemoteAddr.Addr(), h.cfg.TrustedProxies)
 	if trusted && !ex.https && h.group.policy == Cookie {
 		// As Caddy's cookie policy: a trusted proxy's last
@@ -271,14 +272,14 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 		}
 	} else if h.cfg.H2C && h.cfg.TLS == nil {
 		if req.Upgrade != "" {
-			// A tunnel to an HTTP/2 origin is RFC 8441's; not yet.
-			ex.bodyEnded = !req.HasBody
-			ex.end(answer(502, observe.ReasonBroken, "upgrades to an HTTP/2 upstream are not supported"))
-			return ex
+			if !ex.startH2Upgrade(req, trusted) { // h2tunnel.go
+				return nil
+			}
+		} else {
+			ex.h2req = ex.h2Request(head, ex.method, trusted)
 		}
-		ex.h2req = h.h2Request(head, ex.method, trusted)
 	} else if req.Upgrade == "" && h.cfg.H2 && h.cfg.TLS != nil && h.group.speaksH2() {
-		ex.h2req = h.h2Request(head, ex.method, trusted) // the HTTP/1.1 head too, if ALPN says so (attach)
+		ex.h2req = ex.h2Request(head, ex.method, trusted) // the HTTP/1.1 head too, if ALPN says so (attach)
 	} else if req.Upgrade != "" {
 		if !ex.startUpgrade(req, trusted) {
 			return nil

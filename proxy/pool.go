@@ -82,7 +82,8 @@ type pool struct {
 	// h2: the upstream speaks HTTP/2 (Config.H2C, or Config.H2 over TLS
 	// until an origin picks http/1.1), over conns, each carrying many
 	// exchanges (h2origin.go); h2tls is their TLS configuration, which
-	// offers h2 by ALPN. Tunnels still take HTTP/1.1 connections.
+	// offers h2 by ALPN. Tunnels over TLS take HTTP/1.1 connections; over
+	// h2c they are streams too (h2tunnel.go).
 	h2    bool
 	conns []*h2Conn
 	h2tls *stdtls.Config
@@ -122,8 +123,8 @@ func (p *pool) acquire(ex *exchange, fresh bool) acquired {
 // take binds ex to an idle connection (unless fresh is asked for) or a new
 // one, and reports false when the pool has neither to give.
 func (p *pool) take(ex *exchange, fresh bool) bool {
-	if p.h2 && ex.tun == nil {
-		return p.takeStream(ex) // h2origin.go; a tunnel is HTTP/1.1's
+	if p.h2 && ex.h2req != nil {
+		return p.takeStream(ex) // h2origin.go; a tunnel over TLS is HTTP/1.1's
 	}
 	if !fresh {
 		for bc := p.takeIdle(ex); bc != nil; bc = p.takeIdle(ex) {

@@ -33,6 +33,7 @@ import (
 type tunnelState struct {
 	extended   bool   // an h2 extended CONNECT: 200 to the client, key checked
 	key        string // the Sec-WebSocket-Key pollproxy sent (extended websocket)
+	accept     string // the Sec-WebSocket-Accept pollproxy answers an HTTP/1.1 client with (to an h2 origin)
 	clientDone bool   // the client's direction ended
 	originDone bool   // the origin's direction ended
 	bytesIn    int64  // client → origin bytes written
@@ -176,6 +177,10 @@ func (ex *exchange) clientEnded() {
 	if bc := ex.bc; bc != nil {
 		bc.shutWrite()
 	}
+	if os := ex.os; os != nil {
+		os.h2ClientEnded()
+		ex.tunnelMaybeDone()
+	}
 }
 
 // originEnded: the origin closed its direction (EOF); the client hears it
@@ -193,11 +198,14 @@ func (ex *exchange) originEnded() {
 // tunnelMaybeDone ends the tunnel once both directions have ended and
 // the client's last bytes are on the origin's socket.
 func (ex *exchange) tunnelMaybeDone() {
-	t, bc := ex.tun, ex.bc
-	if ex.phase != phaseTunnel || !t.clientDone || !t.originDone || bc != nil && !bc.writeShut() {
+	t, bc, os := ex.tun, ex.bc, ex.os
+	if ex.phase != phaseTunnel || !t.clientDone || !t.originDone || bc != nil && !bc.writeShut() ||
+		os != nil && os.cs.Buffered() > 0 {
 		return
 	}
-	ex.end(outcome{tell: tellNothing}) // the origin's own end: ReasonNone
+	// The origin's own end: ReasonNone. A stream's END_STREAM to the
+	// origin goes on after it (ClientStream.Finish).
+	ex.end(outcome{tell: tellNothing, reusable: os != nil})
 }
 
 // tunnelOut hands the origin's bytes to the client, and reports how many

@@ -11,6 +11,7 @@ package h2
 
 import (
 	"bytes"
+	"slices"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -54,7 +55,9 @@ func (c ClientConfig) withDefaults() ClientConfig {
 type StreamEvents interface {
 	// OnHead delivers a response head: informational (1xx, never ending
 	// the stream) or final. With end the response has no body and the
-	// stream is over (a trailers-only response).
+	// stream is over (a trailers-only response). fields are valid only
+	// during the call (the connection decodes every head into them); the
+	// spare capacity behind them is the callee's to append to.
 	OnHead(status int, fields []stream.Field, end bool)
 	// OnData delivers response body bytes, valid only during the call.
 	// They count against the stream's window until Consumed.
@@ -97,6 +100,7 @@ type ClientConn struct {
 	peerMaxStreams    uint32
 	peerInitialWindow int64
 	peerMaxFrame      uint32
+	peerConnect       bool // SETTINGS_ENABLE_CONNECT_PROTOCOL: extended CONNECT allowed (RFC 8441)
 
 	outWin int64 // connection send window
 	inflow inflow
@@ -170,6 +174,10 @@ func (c *ClientConn) Wrote(n int) {
 // connection takes one stream.
 func (c *ClientConn) Settled() bool { return c.gotSettings }
 
+// ExtendedConnect reports whether the origin's SETTINGS allow RFC 8441's
+// extended CONNECT (SETTINGS_ENABLE_CONNECT_PROTOCOL).
+func (c *ClientConn) ExtendedConnect() bool { return c.peerConnect }
+
 // Free is how many more streams the connection may open now: none after
 // a GOAWAY or an error, or once stream IDs run out.
 func (c *ClientConn) Free() int {
@@ -202,11 +210,39 @@ type Request struct {
 
 // Open starts a stream with req's head; with end the request has no body.
 // ev gets the stream's events. Open is for a connection with Free() > 0.
+//
+// An extended CONNECT (req.Protocol set) may only go to an origin that
+// allows it (RFC 8441 §4): before the origin's SETTINGS its head waits
+// for them, and when they do not allow it the stream ends, unsent, with
+// OnReset(REFUSED_STREAM, unprocessed), from Feed or Flush; the owner
+// tells that case by ExtendedConnect.
 func (c *ClientConn) Open(req *Request, end bool, ev StreamEvents) *ClientStream {
 	s := &ClientStream{c: c, id: c.nextID, ev: ev, outWin: c.peerInitialWindow}
 	c.nextID += 2
 	s.inflow.init(int32(c.cfg.StreamWindow))
 	c.streams[s.id] = s
+	if end {
+		s.localEnded = true
+	}
+	if req.Protocol != "" && !c.peerConnect {
+		if c.gotSettings {
+			s.refused = true
+			c.enqueue(s)
+			return s
+		}
+		// Only this stream can be open before SETTINGS (one stream
+		// until then), so no later stream's head overtakes it.
+		r := *req
+		r.Header = append([]stream.Field(nil), req.Header...)
+		s.waitHead, s.waitEnd = &r, end
+		return s
+	}
+	c.writeHead(s.id, req, end)
+	return s
+}
+
+// writeHead encodes and frames a request head.
+func (c *ClientConn) writeHead(id uint32, req *Request, end bool) {
 	c.hbuf.Reset()
 	c.enc.WriteField(hpack.HeaderField{Name: ":method", Value: req.Method})
 	if req.Method != "CONNECT" || req.Protocol != "" {
@@ -221,11 +257,28 @@ func (c *ClientConn) Open(req *Request, end bool, ev StreamEvents) *ClientStream
 		sensitive := f.Name == "authorization" || f.Name == "cookie" && len(f.Value) < 20
 		c.enc.WriteField(hpack.HeaderField{Name: f.Name, Value: f.Value, Sensitive: sensitive})
 	}
-	c.writeBlock(s.id, c.hbuf.Bytes(), end)
-	if end {
-		s.localEnded = true
+	c.writeBlock(id, c.hbuf.Bytes(), end)
+}
+
+// sendWaitingHeads settles the extended CONNECT heads that waited for the
+// origin's first SETTINGS: sent, or refused.
+func (c *ClientConn) sendWaitingHeads() {
+	for _, s := range c.streams {
+		if s.waitHead == nil {
+			continue
+		}
+		req, end := s.waitHead, s.waitEnd
+		s.waitHead = nil
+		if !c.peerConnect {
+			s.refused = true
+			c.enqueue(s)
+			continue
+		}
+		c.writeHead(s.id, req, end)
+		if s.pending() > 0 || s.endQueued {
+			c.enqueue(s)
+		}
 	}
-	return s
 }
 
 // writeBlock frames a header block as HEADERS and CONTINUATION.
@@ -326,8 +379,9 @@ func (c *ClientConn) fail(code http2.ErrCode, reason string) {
 		if code == http2.ErrCodeNo {
 			code = http2.ErrCodeCancel
 		}
+		unsent := s.waitHead != nil || s.refused
 		c.closeStream(s)
-		s.ev.OnReset(code, false)
+		s.ev.OnReset(code, unsent)
 	}
 }
 
@@ -564,7 +618,10 @@ func (c *ClientConn) endHeaderBlock() {
 		c.resetFrom(s.id, http2.ErrCodeProtocol)
 		return
 	}
-	fields := append([]stream.Field(nil), c.fbuf...)
+	// Room behind them for what a proxy adds (its Via, a cookie), kept
+	// for the next heads.
+	c.fbuf = slices.Grow(c.fbuf, 2)
+	fields := c.fbuf
 	if hb.status < 200 {
 		if hb.endStream || hb.status == 101 {
 			c.resetFrom(s.id, http2.ErrCodeProtocol)
@@ -615,15 +672,23 @@ func (c *ClientConn) processSettings(f *http2.SettingsFrame) {
 			c.peerMaxFrame = st.Val
 		case http2.SettingHeaderTableSize:
 			c.enc.SetMaxDynamicTableSizeLimit(min(st.Val, headerTableSize))
+		case http2.SettingEnableConnectProtocol:
+			if c.peerConnect && st.Val == 0 {
+				// RFC 8441 §3: once allowed, it stays allowed.
+				c.fail(http2.ErrCodeProtocol, "ENABLE_CONNECT_PROTOCOL withdrawn")
+				return
+			}
+			c.peerConnect = st.Val == 1
 		}
 	}
+	c.fr.WriteSettingsAck()
 	if !c.gotSettings {
 		c.gotSettings = true
 		if !seesMaxStreams(f) {
 			c.peerMaxStreams = defaultMaxStreams
 		}
+		c.sendWaitingHeads()
 	}
-	c.fr.WriteSettingsAck()
 }
 
 // defaultMaxStreams is how many streams a connection takes when the
@@ -714,7 +779,12 @@ func (c *ClientConn) writeQueued() {
 	for i, s := range q {
 		q[i] = nil
 		s.queued = false
-		if s.closed {
+		if s.closed || s.waitHead != nil {
+			continue
+		}
+		if s.refused {
+			c.closeStream(s)
+			s.ev.OnReset(http2.ErrCodeRefusedStream, true)
 			continue
 		}
 		sent := 0
@@ -790,6 +860,13 @@ type ClientStream struct {
 	endQueued bool           // the request's end waits behind buf
 	trailers  []stream.Field // sent with the end
 
+	// waitHead is an extended CONNECT's head waiting for the origin's
+	// SETTINGS (waitEnd: with END_STREAM); refused, one they did not
+	// allow, reported at the next Flush.
+	waitHead *Request
+	waitEnd  bool
+	refused  bool
+
 	queued      bool
 	gotHead     bool // the final response head arrived
 	localEnded  bool
@@ -853,8 +930,9 @@ func (s *ClientStream) Reset(code http2.ErrCode) {
 	if s.closed {
 		return
 	}
+	unsent := s.waitHead != nil || s.refused
 	s.c.closeStream(s)
-	if !s.c.dead {
+	if !s.c.dead && !unsent { // an unsent stream is idle to the origin
 		s.c.fr.WriteRSTStream(s.id, code)
 	}
 }
@@ -862,9 +940,29 @@ func (s *ClientStream) Reset(code http2.ErrCode) {
 // Finish lets go of a stream whose response is complete: a request
 // still being sent is cut short with RST_STREAM(NO_ERROR) (RFC 9113
 // §8.1), which tells the origin nothing went wrong. No event follows.
+//
+// A stream whose request end waits with no body bytes before it (a
+// tunnel both of whose directions ended) keeps it: the END_STREAM goes
+// at the next Flush, which closes the stream.
 func (s *ClientStream) Finish() {
 	if s.closed {
 		return
 	}
+	if s.endQueued && s.pending() == 0 && s.remoteEnded && s.waitHead == nil && !s.refused {
+		s.ev = finished{}
+		return
+	}
 	s.Reset(http2.ErrCodeNo)
 }
+
+// Buffered is how many request body bytes wait to be framed.
+func (s *ClientStream) Buffered() int { return s.pending() }
+
+// finished takes the events of a stream its owner let go of.
+type finished struct{}
+
+func (finished) OnHead(int, []stream.Field, bool) {}
+func (finished) OnData([]byte)                    {}
+func (finished) OnEnd([]stream.Field)             {}
+func (finished) OnReset(http2.ErrCode, bool)      {}
+func (finished) OnSent(int)                       {}

@@ -273,3 +273,89 @@ func TestClientPing(t *testing.T) {
 	}
 	t.Fatal("no PING acknowledgement")
 }
+
+// TestClientExtendedConnect: an extended CONNECT opened before the
+// origin's SETTINGS waits for them, with the body written meanwhile, and
+// goes once they allow it; one they do not allow is refused unsent
+// (REFUSED_STREAM, unprocessed, no frame for the origin); a stream both
+// of whose directions ended keeps its END_STREAM through Finish; and an
+// origin that withdraws ENABLE_CONNECT_PROTOCOL is a connection error.
+func TestClientExtendedConnect(t *testing.T) {
+	connect := &Request{Method: "CONNECT", Protocol: "websocket", Scheme: "http", Authority: "a.test", Path: "/ws"}
+	allow := http2.Setting{ID: http2.SettingEnableConnectProtocol, Val: 1}
+
+	c := NewClientConn(ClientConfig{})
+	sentFrames(t, c)
+	ev := &clientEvents{}
+	s := c.Open(connect, false, ev)
+	s.Write([]byte("early"))
+	c.Flush()
+	if fs := sentFrames(t, c); len(fs) != 0 {
+		t.Fatalf("sent before SETTINGS: %v", fs)
+	}
+	o := newTestOrigin()
+	o.fr.WriteSettings(allow)
+	c.Feed(o.take())
+	var block, data []byte
+	out := c.Output()
+	for len(out) >= frameHeaderLen {
+		n := frameHeaderLen + frameLen(out)
+		switch http2.FrameType(out[3]) {
+		case http2.FrameHeaders:
+			if streamID(out) == s.ID() {
+				block = append(block, out[frameHeaderLen:n]...)
+			}
+		case http2.FrameData:
+			data = append(data, out[frameHeaderLen:n]...)
+		}
+		out = out[n:]
+	}
+	c.Wrote(len(c.Output()))
+	fields, _ := hpack.NewDecoder(4096, nil).DecodeFull(block)
+	if string(data) != "early" || len(fields) < 5 || fields[0].Value != "CONNECT" || fields[4] != (hpack.HeaderField{Name: ":protocol", Value: "websocket"}) {
+		t.Fatalf("after SETTINGS: head %v data %q", fields, data)
+	}
+	// Both directions end; Finish leaves the END_STREAM queued, not a reset.
+	o.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: s.ID(), BlockFragment: o.block(":status", "200"), EndHeaders: true})
+	o.fr.WriteData(s.ID(), true, nil)
+	c.Feed(o.take())
+	s.End(nil)
+	s.Finish()
+	c.Flush()
+	fs := sentFrames(t, c)
+	if _, ok := rstCode(fs, s.ID()); ok || len(fs) != 1 || !fs[0].Header().Flags.Has(http2.FlagDataEndStream) || c.Active() != 0 {
+		t.Fatalf("end after Finish: %v (active %d)", fs, c.Active())
+	}
+
+	for _, settings := range [][]http2.Setting{nil, {{ID: http2.SettingEnableConnectProtocol, Val: 0}}} {
+		for _, early := range []bool{true, false} {
+			c := NewClientConn(ClientConfig{})
+			o := newTestOrigin()
+			o.fr.WriteSettings(settings...)
+			ev := &clientEvents{}
+			if !early {
+				c.Feed(o.take())
+			}
+			c.Open(connect, false, ev)
+			if early {
+				c.Feed(o.take())
+			}
+			c.Flush()
+			if !ev.wasReset || ev.reset != http2.ErrCodeRefusedStream || !ev.unproc || c.Active() != 0 || c.ExtendedConnect() {
+				t.Fatalf("settings %v early %v: %+v", settings, early, ev)
+			}
+			for _, f := range sentFrames(t, c) {
+				if f.Header().StreamID != 0 {
+					t.Fatalf("settings %v early %v: sent %v", settings, early, f)
+				}
+			}
+		}
+	}
+
+	c, o, _, _ = settled(t, allow)
+	o.fr.WriteSettings(http2.Setting{ID: http2.SettingEnableConnectProtocol, Val: 0})
+	c.Feed(o.take())
+	if !c.Dead() {
+		t.Fatal("withdrawn ENABLE_CONNECT_PROTOCOL: connection goes on")
+	}
+}

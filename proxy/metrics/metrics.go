@@ -70,6 +70,7 @@ type Metrics struct {
 	tunnels  *prometheus.GaugeVec
 	tunBytes *prometheus.CounterVec
 	failures *prometheus.CounterVec
+	grpc     *prometheus.CounterVec
 	source   atomic.Pointer[Source]
 	ab       *ab.Recorders
 }
@@ -115,7 +116,11 @@ func New(version string) *Metrics {
 		Name: "pollproxy_upstream_failures_total",
 		Help: "Upstream failures by reason: connect, connect_timeout, header_timeout, write_timeout, bad_response, bad_body, broken, broken_mid_response, bad_handshake, unhealthy.",
 	}, []string{"poller", "loop", "upstream", "reason"})
-	m.reg.MustRegister(m.tunnels, m.tunBytes, m.failures)
+	m.grpc = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pollproxy_grpc_responses_total",
+		Help: "Finished responses that carried a grpc-status (in trailers or a trailers-only head), by its code (grpc_code: OK, Canceled, ... Unauthenticated; a value outside gRPC's codes counts as Unknown).",
+	}, []string{"poller", "loop", "upstream", "grpc_code"})
+	m.reg.MustRegister(m.tunnels, m.tunBytes, m.failures, m.grpc)
 	m.reg.MustRegister(m.requests, m.reused, m.duration, m.bytesOut, &collector{m: m},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	buildVersion = version
@@ -171,6 +176,9 @@ type upstreamChildren struct {
 	// failures are resolved at a reason's first failure: most upstreams
 	// never see most reasons, and a series that stays 0 is noise.
 	failures [observe.NumReasons]prometheus.Counter
+	// grpc are resolved at a code's first response, likewise: most
+	// upstreams speak no gRPC at all.
+	grpc [len(observe.GRPCCodes)]prometheus.Counter
 }
 
 // ForLoop returns an observer for loop l that knows ups (requests that
@@ -242,6 +250,14 @@ func (o *LoopObserver) Observe(r *observe.RequestLog) {
 	c.codes[class].Inc()
 	if r.Reused {
 		c.reused.Inc()
+	}
+	if r.GRPC && int(r.GRPCStatus) < len(c.grpc) {
+		g := c.grpc[r.GRPCStatus]
+		if g == nil {
+			g = o.m.grpc.WithLabelValues(o.bknd, o.loop, c.name, observe.GRPCCodes[r.GRPCStatus])
+			c.grpc[r.GRPCStatus] = g
+		}
+		g.Inc()
 	}
 	if r.Tunnel {
 		o.tunnelEnded(r)

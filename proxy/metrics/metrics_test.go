@@ -40,6 +40,15 @@ func TestObserverAndCollector(t *testing.T) {
 		}); n != 0 {
 			t.Errorf("Observe allocates %v times", n)
 		}
+		o.Observe(&observe.RequestLog{Upstream: up.Name, Status: 200, GRPC: true, GRPCStatus: 0})
+		o.Observe(&observe.RequestLog{Upstream: up.Name, Status: 200, GRPC: true, GRPCStatus: 12})
+		if i == 0 {
+			if n := testing.AllocsPerRun(100, func() {
+				o.Observe(&observe.RequestLog{Upstream: up.Name, Status: 200, GRPC: true, GRPCStatus: 12})
+			}); n != 0 {
+				t.Errorf("Observe of a gRPC response allocates %v times once its series exists", n)
+			}
+		}
 		o.UpstreamFailed(up.Name, observe.ReasonConnect)
 		o.UpstreamFailed(up.Name, observe.ReasonHeaderTimeout)
 		o.UpstreamFailed(up.Name, observe.ReasonClientGone) // not the upstream's failure
@@ -55,8 +64,8 @@ func TestObserverAndCollector(t *testing.T) {
 	text := string(body)
 	p0, p1 := backends[0], backends[1]
 	for _, want := range []string{
-		`pollproxy_requests_total{code="2xx",loop="0",poller="` + p0 + `",upstream="127.0.0.1:8080"} 102`,
-		`pollproxy_requests_total{code="2xx",loop="1",poller="` + p1 + `",upstream="127.0.0.1:8080"} 102`,
+		`pollproxy_requests_total{code="2xx",loop="0",poller="` + p0 + `",upstream="127.0.0.1:8080"} 205`, // 102 and 103 gRPC
+		`pollproxy_requests_total{code="2xx",loop="1",poller="` + p1 + `",upstream="127.0.0.1:8080"} 104`,
 		`pollproxy_requests_total{code="5xx",loop="0",poller="` + p0 + `",upstream=""} 1`,
 		`pollproxy_requests_total{code="reset",loop="0",poller="` + p0 + `",upstream="127.0.0.1:8080"} 1`,
 		`pollproxy_upstream_reused_requests_total{loop="1",poller="` + p1 + `",upstream="127.0.0.1:8080"} 1`,
@@ -72,6 +81,8 @@ func TestObserverAndCollector(t *testing.T) {
 		`pollproxy_upstream_failures_total{loop="0",poller="` + p0 + `",reason="connect",upstream="127.0.0.1:8080"} 102`,
 		`pollproxy_upstream_failures_total{loop="1",poller="` + p1 + `",reason="connect",upstream="127.0.0.1:8080"} 1`,
 		`pollproxy_upstream_failures_total{loop="1",poller="` + p1 + `",reason="header_timeout",upstream="127.0.0.1:8080"} 1`,
+		`pollproxy_grpc_responses_total{grpc_code="OK",loop="1",poller="` + p1 + `",upstream="127.0.0.1:8080"} 1`,
+		`pollproxy_grpc_responses_total{grpc_code="Unimplemented",loop="0",poller="` + p0 + `",upstream="127.0.0.1:8080"} 102`,
 		`pollproxy_accesslog_dropped_total{poller="` + p0 + "," + p1 + `"} 7`,
 		`pollproxy_h2_window_budget_bytes{poller="` + p0 + "," + p1 + `"} 6.7108864e+07`,
 		`pollproxy_h2_window_budget_used_bytes{poller="` + p0 + "," + p1 + `"} 0`,
@@ -83,6 +94,9 @@ func TestObserverAndCollector(t *testing.T) {
 		if !strings.Contains(text, want) {
 			t.Errorf("metrics lack %s", want)
 		}
+	}
+	if strings.Contains(text, `grpc_code="Canceled"`) {
+		t.Error("a gRPC code no response carried has a series")
 	}
 	if strings.Contains(text, `reason="client_gone"`) {
 		t.Error("a client that went away counted as an upstream failure")

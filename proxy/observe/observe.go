@@ -39,6 +39,11 @@ type RequestLog struct {
 	// client; TunnelEnd says how it ended.
 	Tunnel  bool
 	BytesIn int64
+	// GRPC is set when the response carried a grpc-status (in its
+	// trailers, or a trailers-only head); GRPCStatus is its code, an
+	// index of GRPCCodes (NoteGRPC).
+	GRPC       bool
+	GRPCStatus uint8
 
 	// ClientIP is the client's address as the proxy derived it: Remote's,
 	// or the one a trusted proxy named (route.ClientAddr).

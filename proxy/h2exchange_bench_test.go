@@ -1,0 +1,85 @@
+package proxy
+
+import (
+	"encoding/binary"
+	"net"
+	"net/netip"
+	"testing"
+
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
+	"github.com/pollproxy/pollproxy/proxy/upstream"
+)
+
+// benchH2Head is the HPACK block of benchH2COrigin's response head:
+// :status 200 (indexed), content-type: text/plain and content-length: 1024
+// (literals with indexed names, never indexed).
+var benchH2Head = append(append([]byte{0x88, 0x0f, 0x10, 10}, "text/plain"...), append([]byte{0x0f, 0x0d, 4}, "1024"...)...)
+
+// benchH2COrigin is an h2c origin on loopback, written on fixed buffers:
+// it answers every request's HEADERS with benchH2Head and 1 KiB of DATA
+// that ends the stream, acknowledges SETTINGS and ignores everything
+// else. It allocates nothing per request, so a benchmark's allocations
+// are the proxy's.
+func benchH2COrigin(b testing.TB) netip.AddrPort {
+	b.Helper()
+	addr := servertest.ServeConns(b, func(c net.Conn) {
+		in := make([]byte, 64<<10)
+		out := make([]byte, 0, 64<<10)
+		body := make([]byte, 1024)
+		frame := func(out []byte, typ, flags byte, id uint32, p []byte) []byte {
+			out = append(out, byte(len(p)>>16), byte(len(p)>>8), byte(len(p)), typ, flags)
+			out = binary.BigEndian.AppendUint32(out, id)
+			return append(out, p...)
+		}
+		if _, err := c.Write(frame(out[:0], 0x4, 0, 0, nil)); err != nil { // SETTINGS
+			return
+		}
+		have, skip := 0, 24 // the client's preface comes first
+		for {
+			n, err := c.Read(in[have:])
+			if err != nil {
+				return
+			}
+			have += n
+			p := in[:have]
+			if skip > 0 {
+				k := min(skip, len(p))
+				p, skip = p[k:], skip-k
+			}
+			out = out[:0]
+			for len(p) >= 9 {
+				size := int(p[0])<<16 | int(p[1])<<8 | int(p[2])
+				if len(p) < 9+size {
+					break
+				}
+				typ, flags, id := p[3], p[4], binary.BigEndian.Uint32(p[5:])&(1<<31-1)
+				switch {
+				case typ == 0x4 && flags&0x1 == 0: // SETTINGS: acknowledged
+					out = frame(out, 0x4, 0x1, 0, nil)
+				case typ == 0x1: // HEADERS: the answer
+					out = frame(out, 0x1, 0x4, id, benchH2Head)
+					out = frame(out, 0x0, 0x1, id, body)
+				}
+				p = p[9+size:]
+			}
+			have = copy(in, p)
+			if len(out) > 0 {
+				if _, err := c.Write(out); err != nil {
+					return
+				}
+			}
+		}
+	})
+	return netip.MustParseAddrPort(addr)
+}
+
+// BenchmarkH2Exchange is BenchmarkExchange to an h2c origin: one GET per
+// iteration on a stream of a kept-alive origin connection (the request
+// head as HTTP/2 fields, HPACK both ways, the stream's events), released
+// by the front end as both front ends do.
+func BenchmarkH2Exchange(b *testing.B) {
+	addr := benchH2COrigin(b)
+	l := startedLoop(b)
+	h := NewHandler(l, Config{Upstreams: []*upstream.Upstream{{Name: addr.String(), Addr: addr}}, H2C: true}.WithDefaults())
+	benchRequests(b, l, h, true)
+}
