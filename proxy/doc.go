@@ -51,6 +51,9 @@
 //     origin's SETTINGS_MAX_CONCURRENT_STREAMS is reached.
 //   - h2origintls.go: such a connection over TLS, offering h2 by ALPN; an
 //     origin that picks http/1.1 turns its pool to HTTP/1.1.
+//   - tlssocket.go: the socket side of a TLS session to an origin, shared
+//     by both kinds of connection: the handshake handed to the workers,
+//     its ciphertext moved, records read once it is over.
 //   - h2exchange.go: an exchange over such a stream: the request head as
 //     HTTP/2 fields, the stream's events (head, body, trailers, resets)
 //     mapped onto the exchange's, and the body a slow client has not

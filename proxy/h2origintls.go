@@ -11,7 +11,6 @@ package proxy
 import (
 	stdtls "crypto/tls"
 	"errors"
-	"io"
 
 	"golang.org/x/sys/unix"
 
@@ -35,14 +34,7 @@ func h2ClientConfig(c *stdtls.Config) *stdtls.Config {
 // pool, and the connection waits for its progress.
 func (hc *h2Conn) startTLS() {
 	hc.state = h2Handshaking
-	t := hc.pool.h.cfg.TLS
-	timeout := t.Timeout
-	if timeout <= 0 {
-		timeout = hc.pool.h.cfg.ConnectTimeout
-	}
-	loop, progress := hc.pool.loop, hc.handshakeProgress
-	notify := func() { loop.PostFor(hc, progress) } // on the handshake worker: it only posts
-	if err := t.Handshakes.StartWithin(hc.sess, notify, timeout); err != nil {
+	if err := hc.pool.h.startHandshake(hc.sess, hc.pool.loop, hc, hc.handshakeProgress); err != nil {
 		hc.handshakeFailed(err)
 		return
 	}
@@ -60,69 +52,33 @@ func (hc *h2Conn) handshakeEvent(ev netpoll.Event) {
 	if ev&(netpoll.EventRead|netpoll.EventHup|netpoll.EventErr) == 0 || hc.sockEOF {
 		return
 	}
-	buf := hc.pool.h.tlsInBuf()
-	for {
-		n, err := hc.desc.Read(buf)
-		switch {
-		case n > 0:
-			if ferr := hc.sess.Feed(buf[:n]); ferr != nil {
-				hc.handshakeFailed(ferr)
-				return
-			}
-			continue
-		case n == 0 && err == nil:
-			hc.sockEOF = true
-			hc.sess.FeedEOF()
-			hc.setHandshakeInterest()
-		case err == unix.EINTR:
-			continue
-		case err != unix.EAGAIN:
-			hc.handshakeFailed(err)
-		}
+	eof, err := feedHandshake(hc.desc, hc.sess, hc.pool.h.tlsInBuf())
+	if err != nil {
+		hc.handshakeFailed(err)
 		return
+	}
+	if eof {
+		hc.sockEOF = true
+		hc.setHandshakeInterest()
 	}
 }
 
 // flushHandshake writes the handshake's output; false: the connection failed.
 func (hc *h2Conn) flushHandshake() bool {
-	for {
-		p := hc.sess.Output()
-		if len(p) == 0 {
-			break
-		}
-		n, err := hc.desc.Write(p)
-		if n > 0 {
-			hc.sess.Consume(n)
-		}
-		switch {
-		case err == nil || err == unix.EINTR:
-			continue
-		case err == unix.EAGAIN:
-			if !hc.writeWait {
-				hc.writeWait = true
-				hc.setHandshakeInterest()
-			}
-			return true
-		}
+	blocked, err := writeHandshake(hc.desc, hc.sess, nil)
+	if err != nil {
 		hc.handshakeFailed(err)
 		return false
 	}
-	if hc.writeWait {
-		hc.writeWait = false
+	if blocked != hc.writeWait {
+		hc.writeWait = blocked
 		hc.setHandshakeInterest()
 	}
 	return true
 }
 
 func (hc *h2Conn) setHandshakeInterest() {
-	var want netpoll.Interest
-	if !hc.sockEOF {
-		want = netpoll.Read
-	}
-	if hc.writeWait {
-		want |= netpoll.Write
-	}
-	hc.desc.SetInterest(want)
+	hc.desc.SetInterest(handshakeInterest(hc.sockEOF, hc.writeWait))
 }
 
 // handshakeProgress is the loop's task for the handshake worker's notify.
@@ -165,9 +121,7 @@ func (hc *h2Conn) advanceHandshake() {
 // handshakeFailed fails the connection's streams as a refused connect
 // fails a request, and logs the failure off the loop.
 func (hc *h2Conn) handshakeFailed(err error) {
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		err = errHandshakeEOF
-	}
+	err = handshakeError(err)
 	hc.pool.h.cfg.TLS.Failed(hc.pool.up, err)
 	if errors.Is(err, pptls.ErrHandshakeTimeout) {
 		hc.fail(errConnectTimeout)
@@ -214,51 +168,5 @@ func (hc *h2Conn) writeTLS() bool {
 // the error that broke the connection. As a backendConn does, ciphertext
 // is lent to the session straight from the loop's buffer.
 func (hc *h2Conn) readTLS(p []byte) (int, error) {
-	s := hc.sess
-	total, lent := 0, false
-	defer func() {
-		if lent {
-			s.Keep()
-		}
-	}()
-	for total < len(p) {
-		n, err := s.Read(p[total:])
-		if s.Buffered() > 0 {
-			hc.later() // crypto/tls answered something (a KeyUpdate)
-		}
-		if n > 0 {
-			total += n
-			continue
-		}
-		if total > 0 {
-			break
-		}
-		switch {
-		case err == io.EOF:
-			return 0, nil
-		case !errors.Is(err, pptls.ErrWouldBlock):
-			return 0, tlsError{err}
-		case hc.sockEOF:
-			return 0, nil
-		}
-		if lent {
-			s.Keep()
-			lent = false
-		}
-		buf := hc.pool.h.tlsInBuf()
-		m, rerr := hc.desc.Read(buf)
-		switch {
-		case m > 0:
-			if lerr := s.Lend(buf[:m]); lerr != nil {
-				return 0, tlsError{lerr}
-			}
-			lent = true
-		case m == 0 && rerr == nil:
-			hc.sockEOF = true
-		case rerr == unix.EINTR:
-		default:
-			return 0, rerr
-		}
-	}
-	return total, nil
+	return readSessionTLS(hc.sess, hc.desc, hc.pool.h.tlsInBuf(), &hc.sockEOF, hc.later, p)
 }

@@ -10,7 +10,6 @@ package proxy
 
 import (
 	"errors"
-	"io"
 
 	"golang.org/x/sys/unix"
 
@@ -40,15 +39,7 @@ const tlsBatch = sendBatch
 // written.
 func (bc *backendConn) startTLS() {
 	bc.handshaking()
-	t := bc.pool.h.cfg.TLS
-	timeout := t.Timeout
-	if timeout <= 0 {
-		timeout = bc.pool.h.cfg.ConnectTimeout
-	}
-	loop, progress := bc.pool.loop, bc.handshakeProgress
-	// notify runs on the handshake worker: it only posts to the loop.
-	notify := func() { loop.PostFor(bc, progress) }
-	if err := t.Handshakes.StartWithin(bc.sess, notify, timeout); err != nil {
+	if err := bc.pool.h.startHandshake(bc.sess, bc.pool.loop, bc, bc.handshakeProgress); err != nil {
 		bc.handshakeFailed(err)
 		return
 	}
@@ -68,79 +59,34 @@ func (bc *backendConn) handshakeEvent(ev netpoll.Event) {
 	if ev&(netpoll.EventRead|netpoll.EventHup|netpoll.EventErr) == 0 || bc.sockEOF {
 		return
 	}
-	buf := bc.pool.h.tlsInBuf()
-	for {
-		n, err := bc.desc.Read(buf)
-		switch {
-		case n > 0:
-			if ferr := bc.sess.Feed(buf[:n]); ferr != nil {
-				bc.handshakeFailed(ferr)
-				return
-			}
-			continue
-		case n == 0 && err == nil:
-			// The worker reads what the origin sent (an alert, often)
-			// and then EOF; it reports back through the task queue.
-			bc.sockEOF = true
-			bc.sess.FeedEOF()
-			bc.setHandshakeInterest()
-		case err == unix.EINTR:
-			continue
-		case err != unix.EAGAIN:
-			bc.handshakeFailed(err)
-		}
+	eof, err := feedHandshake(bc.desc, bc.sess, bc.pool.h.tlsInBuf())
+	if err != nil {
+		bc.handshakeFailed(err)
 		return
+	}
+	if eof {
+		bc.sockEOF = true
+		bc.setHandshakeInterest()
 	}
 }
 
 // flushHandshake writes what waits in clear, then the handshake's
 // output. It reports false when the connection failed.
 func (bc *backendConn) flushHandshake() bool {
-	for {
-		p, fromSess := bc.raw, false
-		if len(p) == 0 {
-			p, fromSess = bc.sess.Output(), true
-		}
-		if len(p) == 0 {
-			break
-		}
-		n, err := bc.desc.Write(p)
-		if n > 0 {
-			if fromSess {
-				bc.sess.Consume(n)
-			} else if bc.raw = bc.raw[n:]; len(bc.raw) == 0 {
-				bc.raw = nil
-			}
-		}
-		switch {
-		case err == nil || err == unix.EINTR:
-			continue
-		case err == unix.EAGAIN:
-			if !bc.writeWait {
-				bc.writeWait = true
-				bc.setHandshakeInterest()
-			}
-			return true
-		}
+	blocked, err := writeHandshake(bc.desc, bc.sess, &bc.raw)
+	if err != nil {
 		bc.handshakeFailed(err)
 		return false
 	}
-	if bc.writeWait {
-		bc.writeWait = false
+	if blocked != bc.writeWait {
+		bc.writeWait = blocked
 		bc.setHandshakeInterest()
 	}
 	return true
 }
 
 func (bc *backendConn) setHandshakeInterest() {
-	var want netpoll.Interest
-	if !bc.sockEOF {
-		want = netpoll.Read
-	}
-	if bc.writeWait {
-		want |= netpoll.Write
-	}
-	bc.desc.SetInterest(want)
+	bc.desc.SetInterest(handshakeInterest(bc.sockEOF, bc.writeWait))
 }
 
 // handshakeProgress is the loop's task for a notify of the handshake
@@ -183,9 +129,7 @@ func (bc *backendConn) advanceHandshake() {
 // exchange fails over as for a refused connect, and the failure gets its
 // log line (off the loop).
 func (bc *backendConn) handshakeFailed(err error) {
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		err = errHandshakeEOF
-	}
+	err = handshakeError(err)
 	ex, up := bc.ex, bc.pool.up
 	bc.pool.h.cfg.TLS.Failed(up, err)
 	bc.close()
@@ -232,61 +176,10 @@ func (bc *backendConn) writeTLS() bool {
 // readTLS reads the origin's plaintext into p, as many records as fit:
 // (n, nil), (0, nil) at the end of the origin's stream (its close_notify,
 // or the socket's EOF once the records before it were read), unix.EAGAIN
-// when no whole record waits, or the error that broke the connection.
-// Ciphertext read from the socket is lent to the session (Lend): whole
-// records are decrypted straight from the loop's buffer, and only what
-// is left of it is copied, by Keep, before the buffer is read into again.
+// when no whole record waits, or the error that broke the connection
+// (readSessionTLS, with the loop's buffer).
 func (bc *backendConn) readTLS(p []byte) (int, error) {
-	n, lent, err := bc.decrypt(p)
-	if lent {
-		bc.sess.Keep()
-	}
-	return n, err
-}
-
-func (bc *backendConn) decrypt(p []byte) (total int, lent bool, err error) {
-	s := bc.sess
-	for total < len(p) {
-		var n int
-		n, err = s.Read(p[total:])
-		if s.Buffered() > 0 {
-			bc.flushLater() // crypto/tls answered something (a KeyUpdate)
-		}
-		if n > 0 {
-			total += n
-			continue
-		}
-		if total > 0 {
-			break
-		}
-		switch {
-		case err == io.EOF:
-			return 0, lent, nil
-		case !errors.Is(err, pptls.ErrWouldBlock):
-			return 0, lent, tlsError{err}
-		case bc.sockEOF:
-			return 0, lent, nil
-		}
-		if lent {
-			s.Keep() // the buffer is read into again
-			lent = false
-		}
-		buf := bc.pool.h.tlsInBuf()
-		m, rerr := bc.desc.Read(buf)
-		switch {
-		case m > 0:
-			if lerr := s.Lend(buf[:m]); lerr != nil {
-				return 0, false, tlsError{lerr}
-			}
-			lent = true
-		case m == 0 && rerr == nil:
-			bc.sockEOF = true
-		case rerr == unix.EINTR:
-		default:
-			return 0, false, rerr
-		}
-	}
-	return total, lent, nil
+	return readSessionTLS(bc.sess, bc.desc, bc.pool.h.tlsInBuf(), &bc.sockEOF, bc.flushLater, p)
 }
 
 // quietTLS reports whether a connection whose response ended has nothing

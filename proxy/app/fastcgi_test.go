@@ -104,17 +104,12 @@ func fpmSite(root, upstream, extra string) string {
 // phpEnv asks env.php for the CGI environment of a request.
 func phpEnv(t *testing.T, c *http.Client, req *http.Request) map[string]any {
 	t.Helper()
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		t.Fatalf("%s %s: %d %s", req.Method, req.URL, resp.StatusCode, b)
+	status, b := do(t, c, req)
+	if status != 200 {
+		t.Fatalf("%s %s: %d %s", req.Method, req.URL, status, b)
 	}
 	var v map[string]any
-	if err := json.Unmarshal(b, &v); err != nil {
+	if err := json.Unmarshal([]byte(b), &v); err != nil {
 		t.Fatalf("%s: %v", b, err)
 	}
 	return v
@@ -137,32 +132,26 @@ func TestPHPFastCGI(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				port, cls := startSite(t, backend, fpmSite(root, up, ""))
 				base := fmt.Sprintf("https://localhost:%d", port)
-				for proto, c := range cls {
-					t.Run(proto, func(t *testing.T) {
-						for _, x := range []exchange{
-							{method: "GET", path: "/", status: 200, body: `{"front":true,"route":"\/","script":"\/index.php","path_info":""}`,
-								want: map[string]string{"Content-Type": "application/json", "Via": "0.0 pollproxy"}},
-							{method: "GET", path: "/blog/2024/hello?x=1", status: 200, body: `{"front":true,"route":"\/blog\/2024\/hello","script":"\/index.php","path_info":""}`},
-							{method: "GET", path: "/index.php/api/users", status: 200, body: `{"front":true,"route":"\/index.php\/api\/users","script":"\/index.php","path_info":"\/api\/users"}`},
-							{method: "GET", path: "/status.php", status: 201, body: "made\n", want: map[string]string{"X-App": "yes"}},
-							{method: "GET", path: "/redirect.php", status: 302, body: "", want: map[string]string{"Location": "/elsewhere"}},
-							{method: "GET", path: "/notfound.php", status: 404, body: "no such thing\n"},
-							{method: "GET", path: "/missing.php", status: 200, body: `{"front":true,"route":"\/missing.php","script":"\/index.php","path_info":""}`},
-							{method: "GET", path: "/sub", status: 308, want: map[string]string{"Location": "./sub/"}},
-							{method: "GET", path: "/sub?a=b", status: 308, want: map[string]string{"Location": "./sub/?a=b"}},
-							{method: "GET", path: "/sub/", status: 200, body: "sub index\n"},
-							{method: "GET", path: "/style.css", status: 200, body: "body{}", want: map[string]string{"Content-Type": "text/css; charset=utf-8"}},
-							// A fullwidth "ｐ" never makes a script: the file is served as it is.
-							{method: "GET", path: "/evil.%EF%BD%90hp", status: 200, body: "<?php echo 'ran';"},
-							{method: "GET", path: "/evil.%EF%BD%90hp/x.php", status: 200, body: `{"front":true,"route":"\/evil.%EF%BD%90hp\/x.php","script":"\/index.php","path_info":""}`},
-							{method: "GET", path: "/length.php", status: 200, body: "12345", want: map[string]string{"Content-Length": "5"}},
-							{method: "HEAD", path: "/status.php", status: 201, body: ""},
-							{method: "GET", path: "/big.php", status: 200, body: bigBody},
-						} {
-							x.run(t, c, base)
-						}
-					})
-				}
+				runEach(t, cls, base, []exchange{
+					{method: "GET", path: "/", status: 200, body: `{"front":true,"route":"\/","script":"\/index.php","path_info":""}`,
+						want: map[string]string{"Content-Type": "application/json", "Via": "0.0 pollproxy"}},
+					{method: "GET", path: "/blog/2024/hello?x=1", status: 200, body: `{"front":true,"route":"\/blog\/2024\/hello","script":"\/index.php","path_info":""}`},
+					{method: "GET", path: "/index.php/api/users", status: 200, body: `{"front":true,"route":"\/index.php\/api\/users","script":"\/index.php","path_info":"\/api\/users"}`},
+					{method: "GET", path: "/status.php", status: 201, body: "made\n", want: map[string]string{"X-App": "yes"}},
+					{method: "GET", path: "/redirect.php", status: 302, body: "", want: map[string]string{"Location": "/elsewhere"}},
+					{method: "GET", path: "/notfound.php", status: 404, body: "no such thing\n"},
+					{method: "GET", path: "/missing.php", status: 200, body: `{"front":true,"route":"\/missing.php","script":"\/index.php","path_info":""}`},
+					{method: "GET", path: "/sub", status: 308, want: map[string]string{"Location": "./sub/"}},
+					{method: "GET", path: "/sub?a=b", status: 308, want: map[string]string{"Location": "./sub/?a=b"}},
+					{method: "GET", path: "/sub/", status: 200, body: "sub index\n"},
+					{method: "GET", path: "/style.css", status: 200, body: "body{}", want: map[string]string{"Content-Type": "text/css; charset=utf-8"}},
+					// A fullwidth "ｐ" never makes a script: the file is served as it is.
+					{method: "GET", path: "/evil.%EF%BD%90hp", status: 200, body: "<?php echo 'ran';"},
+					{method: "GET", path: "/evil.%EF%BD%90hp/x.php", status: 200, body: `{"front":true,"route":"\/evil.%EF%BD%90hp\/x.php","script":"\/index.php","path_info":""}`},
+					{method: "GET", path: "/length.php", status: 200, body: "12345", want: map[string]string{"Content-Length": "5"}},
+					{method: "HEAD", path: "/status.php", status: 201, body: ""},
+					{method: "GET", path: "/big.php", status: 200, body: bigBody},
+				})
 			})
 		}
 	})
@@ -177,20 +166,14 @@ func TestPHPFastCGIIndexOff(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		port, cls := startSite(t, backend, fpmSite(root, fpm.Addr, "\t\tindex off\n"))
 		base := fmt.Sprintf("https://localhost:%d", port)
-		for proto, c := range cls {
-			t.Run(proto, func(t *testing.T) {
-				for _, x := range []exchange{
-					{method: "GET", path: "/missing.php", status: 404, body: "File not found.\n"},
-					{method: "GET", path: "/status.php", status: 201, body: "made\n"},
-					{method: "GET", path: "/%00.php", status: 400, body: "*"},
-					{method: "GET", path: "/a%2fb.php", status: 404, body: "File not found.\n"},
-					{method: "GET", path: "/env.php%2f..%2fstatus.php", status: 400, body: "*"},
-					{method: "GET", path: "/", status: 404, body: ""}, // file_server: no index.html
-				} {
-					x.run(t, c, base)
-				}
-			})
-		}
+		runEach(t, cls, base, []exchange{
+			{method: "GET", path: "/missing.php", status: 404, body: "File not found.\n"},
+			{method: "GET", path: "/status.php", status: 201, body: "made\n"},
+			{method: "GET", path: "/%00.php", status: 400, body: "*"},
+			{method: "GET", path: "/a%2fb.php", status: 404, body: "File not found.\n"},
+			{method: "GET", path: "/env.php%2f..%2fstatus.php", status: 400, body: "*"},
+			{method: "GET", path: "/", status: 404, body: ""}, // file_server: no index.html
+		})
 	})
 }
 
@@ -288,18 +271,6 @@ func TestPHPFastCGIBodies(t *testing.T) {
 			})
 		}
 	})
-}
-
-// do sends req and returns the status and body.
-func do(t *testing.T, c *http.Client, req *http.Request) (int, string) {
-	t.Helper()
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
 }
 
 // TestPHPFastCGIStream: what PHP flush()es reaches the client before the
@@ -430,36 +401,24 @@ func TestPHPFastCGIApps(t *testing.T) {
 		t.Run("wordpress", func(t *testing.T) {
 			port, cls := startSite(t, backend, fmt.Sprintf("\troot * %s\n\tencode\n\tphp_fastcgi unix/%s\n\tfile_server\n", wp, fpm.Sock))
 			base := fmt.Sprintf("https://localhost:%d", port)
-			for proto, c := range cls {
-				t.Run(proto, func(t *testing.T) {
-					for _, x := range []exchange{
-						{method: "GET", path: "/2024/01/hello-world/", status: 200, body: "wordpress /2024/01/hello-world/\n"},
-						{method: "GET", path: "/?p=1", status: 200, body: "wordpress /?p=1\n"},
-						{method: "GET", path: "/wp-admin", status: 308, want: map[string]string{"Location": "./wp-admin/"}},
-						{method: "GET", path: "/wp-admin/", status: 200, body: "dashboard\n"},
-						{method: "GET", path: "/wp-login.php", status: 200, body: "login\n"},
-						{method: "GET", path: "/wp-includes/js/app.js", header: map[string]string{"Accept-Encoding": "identity"}, status: 200, body: strings.Repeat("console.log('wp');\n", 100)},
-					} {
-						x.run(t, c, base)
-					}
-				})
-			}
+			runEach(t, cls, base, []exchange{
+				{method: "GET", path: "/2024/01/hello-world/", status: 200, body: "wordpress /2024/01/hello-world/\n"},
+				{method: "GET", path: "/?p=1", status: 200, body: "wordpress /?p=1\n"},
+				{method: "GET", path: "/wp-admin", status: 308, want: map[string]string{"Location": "./wp-admin/"}},
+				{method: "GET", path: "/wp-admin/", status: 200, body: "dashboard\n"},
+				{method: "GET", path: "/wp-login.php", status: 200, body: "login\n"},
+				{method: "GET", path: "/wp-includes/js/app.js", header: map[string]string{"Accept-Encoding": "identity"}, status: 200, body: strings.Repeat("console.log('wp');\n", 100)},
+			})
 		})
 		t.Run("laravel", func(t *testing.T) {
 			port, cls := startSite(t, backend, fmt.Sprintf("\troot * %s/public\n\tencode zstd gzip\n\tphp_fastcgi %s\n\tfile_server\n", laravel, fpm.Addr))
 			base := fmt.Sprintf("https://localhost:%d", port)
-			for proto, c := range cls {
-				t.Run(proto, func(t *testing.T) {
-					for _, x := range []exchange{
-						{method: "GET", path: "/users/42/edit", status: 200, body: "laravel /users/42/edit " + laravel + "/public/index.php\n"},
-						{method: "POST", path: "/login", status: 200, body: "laravel /login " + laravel + "/public/index.php\n"},
-						{method: "GET", path: "/robots.txt", status: 200, body: "User-agent: *\n"},
-						{method: "GET", path: "/../.env", status: 200, body: "laravel /../.env " + laravel + "/public/index.php\n"}, // never the file
-					} {
-						x.run(t, c, base)
-					}
-				})
-			}
+			runEach(t, cls, base, []exchange{
+				{method: "GET", path: "/users/42/edit", status: 200, body: "laravel /users/42/edit " + laravel + "/public/index.php\n"},
+				{method: "POST", path: "/login", status: 200, body: "laravel /login " + laravel + "/public/index.php\n"},
+				{method: "GET", path: "/robots.txt", status: 200, body: "User-agent: *\n"},
+				{method: "GET", path: "/../.env", status: 200, body: "laravel /../.env " + laravel + "/public/index.php\n"}, // never the file
+			})
 		})
 		t.Run("subpath", func(t *testing.T) {
 			port, cls := startSite(t, backend, fmt.Sprintf("\troot * %s\n\tphp_fastcgi /blog/* %s\n\tfile_server\n", wp, fpm.Addr))
@@ -570,20 +529,14 @@ func TestPHPFastCGICopyHeaders(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		port, cls := startSite(t, backend, site)
 		base := fmt.Sprintf("https://localhost:%d", port)
-		for proto, c := range cls {
-			t.Run(proto, func(t *testing.T) {
-				for _, x := range []exchange{
-					{method: "GET", path: "/who.php", header: map[string]string{"X-Token": "good"}, status: 200, body: "alice alice@example.com\n"},
-					{method: "GET", path: "/who.php", header: map[string]string{"X-Token": "good", "Remote_User": "mallory", "Remote-User": "eve"},
-						status: 200, body: "alice alice@example.com\n"},
-					{method: "GET", path: "/who.php", header: map[string]string{"X-Token": "good-nomail", "Remote_Email": "spoofed@example.com"},
-						status: 200, body: "bob none\n"},
-					{method: "GET", path: "/who.php", header: map[string]string{"Remote_User": "mallory"}, status: 401, body: "*"},
-				} {
-					x.run(t, c, base)
-				}
-			})
-		}
+		runEach(t, cls, base, []exchange{
+			{method: "GET", path: "/who.php", header: map[string]string{"X-Token": "good"}, status: 200, body: "alice alice@example.com\n"},
+			{method: "GET", path: "/who.php", header: map[string]string{"X-Token": "good", "Remote_User": "mallory", "Remote-User": "eve"},
+				status: 200, body: "alice alice@example.com\n"},
+			{method: "GET", path: "/who.php", header: map[string]string{"X-Token": "good-nomail", "Remote_Email": "spoofed@example.com"},
+				status: 200, body: "bob none\n"},
+			{method: "GET", path: "/who.php", header: map[string]string{"Remote_User": "mallory"}, status: 401, body: "*"},
+		})
 	})
 }
 
@@ -601,15 +554,9 @@ func TestPHPFastCGIAccel(t *testing.T) {
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
 		port, cls := startSite(t, backend, site)
 		base := fmt.Sprintf("https://localhost:%d", port)
-		for proto, c := range cls {
-			t.Run(proto, func(t *testing.T) {
-				for _, x := range []exchange{
-					{method: "GET", path: "/download.php", status: 200, body: "the report\n", want: map[string]string{"X-Accel-Redirect": ""}},
-					{method: "GET", path: "/plain.php", status: 200, body: "plain\n"},
-				} {
-					x.run(t, c, base)
-				}
-			})
-		}
+		runEach(t, cls, base, []exchange{
+			{method: "GET", path: "/download.php", status: 200, body: "the report\n", want: map[string]string{"X-Accel-Redirect": ""}},
+			{method: "GET", path: "/plain.php", status: 200, body: "plain\n"},
+		})
 	})
 }

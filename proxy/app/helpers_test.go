@@ -69,6 +69,14 @@ func filePair(t *testing.T, dir string) (certFile, keyFile string, roots *x509.C
 	return servertest.CertFiles(t)
 }
 
+// localRoots is a pool trusting the local CA's root in storage.
+func localRoots(t *testing.T, storage string) *x509.CertPool {
+	t.Helper()
+	roots := x509.NewCertPool()
+	localRoot(t, storage, roots)
+	return roots
+}
+
 // localRoot reads the local CA's root from the storage pollproxy uses.
 func localRoot(t *testing.T, storage string, roots *x509.CertPool) {
 	t.Helper()
@@ -222,6 +230,12 @@ func send(t *testing.T, c *http.Client, method, url, body string, header map[str
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
+	return do(t, c, req)
+}
+
+// do sends req and returns the response's status and body.
+func do(t *testing.T, c *http.Client, req *http.Request) (int, string) {
+	t.Helper()
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -255,4 +269,17 @@ func dumpDOM(t *testing.T, chromium, url string, result *regexp.Regexp, flags ..
 		t.Fatalf("the page wrote no result:\n%s\nchromium's log:\n%s", dom, stderr.String())
 	}
 	return string(m[1])
+}
+
+// runEach runs the exchanges against base with each client of cls, one
+// subtest a protocol.
+func runEach(t *testing.T, cls map[string]*http.Client, base string, xs []exchange) {
+	t.Helper()
+	for proto, c := range cls {
+		t.Run(proto, func(t *testing.T) {
+			for _, x := range xs {
+				x.run(t, c, base)
+			}
+		})
+	}
 }

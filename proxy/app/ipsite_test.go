@@ -2,7 +2,6 @@ package app
 
 import (
 	stdtls "crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"net/http"
@@ -40,8 +39,7 @@ func TestIPSiteWithoutSNI(t *testing.T) {
 }
 `, backend, storage, port, o.addr)), 0o644)
 		start(t, file, Options{})
-		roots := x509.NewCertPool()
-		localRoot(t, storage, roots)
+		roots := localRoots(t, storage)
 
 		var state stdtls.ConnectionState
 		tr := &http.Transport{

@@ -128,12 +128,8 @@ func TestOnDemandInternal(t *testing.T) {
 		storage := filepath.Join(dir, "storage")
 		port := servertest.FreePort(t)
 		r := start(t, onDemandFile(t, backend, "storage "+storage, ask.url, port, "internal {\n\t\ton_demand\n\t}"), Options{})
-		roots := x509.NewCertPool()
-		localRoot(t, storage, roots)
+		roots := localRoots(t, storage)
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		cfg := func(name string) *stdtls.Config {
-			return &stdtls.Config{ServerName: name, RootCAs: roots, NextProtos: []string{"http/1.1"}}
-		}
 
 		type result struct {
 			st   stdtls.ConnectionState
@@ -142,7 +138,7 @@ func TestOnDemandInternal(t *testing.T) {
 		}
 		slow := make(chan result, 1)
 		go func() {
-			st, body, err := tlsGet(addr, cfg("slow.test"))
+			st, body, err := tlsGet(addr, h1TLS("slow.test", roots))
 			slow <- result{st, body, err}
 		}()
 		select {
@@ -154,13 +150,13 @@ func TestOnDemandInternal(t *testing.T) {
 		}
 		// The permission for slow.test is pending on a handshake worker:
 		// the loop serves everything else meanwhile.
-		if _, body, err := tlsGet(addr, cfg("known.localhost")); err != nil || body != "known" {
+		if _, body, err := tlsGet(addr, h1TLS("known.localhost", roots)); err != nil || body != "known" {
 			t.Fatalf("known.localhost while slow.test waits: %q %v", body, err)
 		}
-		if _, body, err := tlsGet(addr, cfg("fast.test")); err != nil || body != "any fast.test" {
+		if _, body, err := tlsGet(addr, h1TLS("fast.test", roots)); err != nil || body != "any fast.test" {
 			t.Fatalf("fast.test while slow.test waits: %q %v", body, err)
 		}
-		if _, body, err := tlsGet(addr, cfg("denied.test")); err == nil {
+		if _, body, err := tlsGet(addr, h1TLS("denied.test", roots)); err == nil {
 			t.Fatalf("denied.test: answered %q, want a failed handshake", body)
 		}
 		if ask.asks("denied.test") != 1 {
@@ -189,7 +185,7 @@ func TestOnDemandInternal(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				st, body, err := tlsGet(addr, cfg("same.test"))
+				st, body, err := tlsGet(addr, h1TLS("same.test", roots))
 				if err == nil && body != "any same.test" {
 					err = fmt.Errorf("body %q", body)
 				}
@@ -206,7 +202,7 @@ func TestOnDemandInternal(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, body, err := tlsGet(addr, cfg(fmt.Sprintf("flood%d.test", i)))
+				_, body, err := tlsGet(addr, h1TLS(fmt.Sprintf("flood%d.test", i), roots))
 				refusedOK[i] = err != nil || body == ""
 			}()
 		}
@@ -230,7 +226,7 @@ func TestOnDemandInternal(t *testing.T) {
 		if strings.Contains(r.log.String(), "identifier=flood") {
 			t.Fatal("a refused name got a certificate")
 		}
-		if _, body, err := tlsGet(addr, cfg("known.localhost")); err != nil || body != "known" {
+		if _, body, err := tlsGet(addr, h1TLS("known.localhost", roots)); err != nil || body != "known" {
 			t.Fatalf("known.localhost after the flood: %q %v", body, err)
 		}
 	})
@@ -292,7 +288,7 @@ func TestOnDemandACMESharedRedis(t *testing.T) {
 	start(t, onDemandFile(t, "epoll", storage, ask.url, pa, issuer), Options{EditCerts: edit})
 	start(t, onDemandFile(t, "poll", storage, ask.url, pb, issuer), Options{EditCerts: edit})
 	roots := p.IssuingRoot(t)
-	cfg := &stdtls.Config{ServerName: "localhost", RootCAs: roots, NextProtos: []string{"http/1.1"}}
+	cfg := h1TLS("localhost", roots)
 
 	// The handshake waits for the order (a few seconds against Pebble).
 	stA, body, err := tlsGet(fmt.Sprintf("127.0.0.1:%d", pa), cfg)
@@ -374,7 +370,7 @@ func TestGetCertificateHTTP(t *testing.T) {
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
 		roots := x509.NewCertPool()
 		roots.AddCert(cert.Leaf)
-		st, body, err := tlsGet(addr, &stdtls.Config{ServerName: "ok.test", RootCAs: roots, NextProtos: []string{"http/1.1"}})
+		st, body, err := tlsGet(addr, h1TLS("ok.test", roots))
 		if err != nil || body != "got ok.test" {
 			t.Fatalf("ok.test: %q %v", body, err)
 		}

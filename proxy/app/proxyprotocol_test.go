@@ -119,8 +119,7 @@ localhost:%d {
 }
 `, backend, storage, pp, port, clientAddrOrigin(t))), 0o644)
 	start(t, file, Options{})
-	roots := x509.NewCertPool()
-	localRoot(t, storage, roots)
+	roots := localRoots(t, storage)
 	return fmt.Sprintf("127.0.0.1:%d", port), roots
 }
 

@@ -23,6 +23,15 @@ type builtHandlers struct {
 	list []builtHandler
 }
 
+// take empties the list and returns what it held.
+func (b *builtHandlers) take() []builtHandler {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	list := b.list
+	b.list = nil
+	return list
+}
+
 type builtHandler struct {
 	site *config.Site
 	loop *netpoll.Loop
@@ -44,10 +53,7 @@ func retire(old, now *plan) {
 	if old == nil {
 		return
 	}
-	old.built.mu.Lock()
-	list := old.built.list
-	old.built.list = nil
-	old.built.mu.Unlock()
+	list := old.built.take()
 	keeps := map[*config.Site]func(*upstream.Upstream) bool{}
 	var wg sync.WaitGroup
 	for _, b := range list {
@@ -107,10 +113,7 @@ func closeHandlers(p *plan) {
 	if p == nil {
 		return
 	}
-	p.built.mu.Lock()
-	list := p.built.list
-	p.built.list = nil
-	p.built.mu.Unlock()
+	list := p.built.take()
 	done := make(chan struct{}, len(list))
 	for _, b := range list {
 		b.loop.Post(func() {

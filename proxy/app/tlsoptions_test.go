@@ -3,15 +3,12 @@ package app
 import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/rsa"
 	stdtls "crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -19,51 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pollproxy/pollproxy/internal/testca"
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 	pptls "github.com/pollproxy/pollproxy/tls"
 )
-
-// testCA is a CA for client certificates.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-}
-
-func newTestCA(t *testing.T, name string) *testCA {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &testCA{cert, key}
-}
-
-// client issues a client certificate.
-func (ca *testCA) client(t *testing.T, cn string) stdtls.Certificate {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, KeyUsage: x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, _ := x509.ParseCertificate(der)
-	return stdtls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}
-}
 
 func writeCertPEM(t *testing.T, file string, der []byte) string {
 	t.Helper()
@@ -89,7 +47,7 @@ func tlsGet(addr string, cfg *stdtls.Config) (stdtls.ConnectionState, string, er
 		return c.ConnectionState(), string(b), err
 	}
 	resp := string(b)
-	if j := lastIndex(resp, "\r\n\r\n"); j >= 0 {
+	if j := strings.LastIndex(resp, "\r\n\r\n"); j >= 0 {
 		resp = resp[j+4:]
 	} else if resp != "" {
 		resp = "(no HTTP response) " + resp
@@ -97,13 +55,10 @@ func tlsGet(addr string, cfg *stdtls.Config) (stdtls.ConnectionState, string, er
 	return c.ConnectionState(), resp, nil
 }
 
-func lastIndex(s, sub string) int {
-	for i := len(s) - len(sub); i >= 0; i-- {
-		if s[i:i+len(sub)] == sub {
-			return i
-		}
-	}
-	return -1
+// h1TLS is a client configuration for name, trusting roots, that
+// offers HTTP/1.1 alone (as tlsGet speaks).
+func h1TLS(name string, roots *x509.CertPool) *stdtls.Config {
+	return &stdtls.Config{ServerName: name, RootCAs: roots, NextProtos: []string{"http/1.1"}}
 }
 
 // TestSiteTLSOptions: a site's protocols, ciphers, curves, client_auth
@@ -115,10 +70,10 @@ func TestSiteTLSOptions(t *testing.T) {
 		dir := t.TempDir()
 		port := servertest.FreePort(t)
 		storage := filepath.Join(dir, "storage")
-		clients, other := newTestCA(t, "clients"), newTestCA(t, "other")
-		caFile := writeCertPEM(t, filepath.Join(dir, "clients.pem"), clients.cert.Raw)
-		good, bad := clients.client(t, "good"), clients.client(t, "bad")
-		stranger := other.client(t, "stranger")
+		clients, other := testca.New(t, "clients"), testca.New(t, "other")
+		caFile := writeCertPEM(t, filepath.Join(dir, "clients.pem"), clients.Cert.Raw)
+		good, bad := clients.Client(t, "good"), clients.Client(t, "bad")
+		stranger := other.Client(t, "stranger")
 		leafFile := writeCertPEM(t, filepath.Join(dir, "leaf.pem"), good.Certificate[0])
 		keyLog := filepath.Join(dir, "keys.log")
 		file := filepath.Join(dir, "Caddyfile")
@@ -204,12 +159,8 @@ keys.localhost:%[3]d {
 }
 `, backend, storage, port, caFile, leafFile, keyLog)), 0o644)
 		start(t, file, Options{})
-		roots := x509.NewCertPool()
-		localRoot(t, storage, roots)
+		roots := localRoots(t, storage)
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		cfg := func(name string) *stdtls.Config {
-			return &stdtls.Config{ServerName: name, RootCAs: roots, NextProtos: []string{"http/1.1"}}
-		}
 		expect := func(what string, c *stdtls.Config, want string) stdtls.ConnectionState {
 			t.Helper()
 			st, body, err := tlsGet(addr, c)
@@ -229,49 +180,49 @@ keys.localhost:%[3]d {
 		}
 
 		// protocols tls1.3
-		st := expect("v13", cfg("v13.localhost"), "v13")
+		st := expect("v13", h1TLS("v13.localhost", roots), "v13")
 		if st.Version != stdtls.VersionTLS13 {
 			t.Errorf("v13: version %x", st.Version)
 		}
-		c := cfg("v13.localhost")
+		c := h1TLS("v13.localhost", roots)
 		c.MaxVersion = stdtls.VersionTLS12
 		refused("v13 with a TLS 1.2 client", c)
 
 		// protocols tls1.2 tls1.2, one cipher, one curve
-		st = expect("v12", cfg("v12.localhost"), "v12")
+		st = expect("v12", h1TLS("v12.localhost", roots), "v12")
 		if st.Version != stdtls.VersionTLS12 || st.CipherSuite != stdtls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256 || st.CurveID != stdtls.CurveP384 {
 			t.Errorf("v12: version %x suite %s curve %v", st.Version, stdtls.CipherSuiteName(st.CipherSuite), st.CurveID)
 		}
-		c = cfg("v12.localhost")
+		c = h1TLS("v12.localhost", roots)
 		c.MinVersion = stdtls.VersionTLS13
 		refused("v12 with a TLS 1.3 client", c)
-		c = cfg("v12.localhost")
+		c = h1TLS("v12.localhost", roots)
 		c.CipherSuites = []uint16{stdtls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256}
 		refused("v12 with another cipher", c)
-		c = cfg("v12.localhost")
+		c = h1TLS("v12.localhost", roots)
 		c.CurvePreferences = []stdtls.CurveID{stdtls.X25519}
 		refused("v12 with another curve", c)
 
 		// client_auth with a trust pool
-		refused("mtls without a certificate", cfg("mtls.localhost"))
-		c = cfg("mtls.localhost")
+		refused("mtls without a certificate", h1TLS("mtls.localhost", roots))
+		c = h1TLS("mtls.localhost", roots)
 		c.Certificates = []stdtls.Certificate{stranger}
 		refused("mtls with a stranger's certificate", c)
-		c = cfg("mtls.localhost")
+		c = h1TLS("mtls.localhost", roots)
 		c.Certificates = []stdtls.Certificate{good}
 		expect("mtls with a client certificate", c, "mtls")
 
 		// client_auth with the leaf verifier
-		c = cfg("leaf.localhost")
+		c = h1TLS("leaf.localhost", roots)
 		c.Certificates = []stdtls.Certificate{good}
 		expect("leaf with the listed certificate", c, "leaf")
-		c = cfg("leaf.localhost")
+		c = h1TLS("leaf.localhost", roots)
 		c.Certificates = []stdtls.Certificate{bad}
 		refused("leaf with another certificate", c)
-		refused("leaf without a certificate", cfg("leaf.localhost"))
+		refused("leaf without a certificate", h1TLS("leaf.localhost", roots))
 
 		// key_type
-		st = expect("rsa", cfg("rsa.localhost"), "rsa")
+		st = expect("rsa", h1TLS("rsa.localhost", roots), "rsa")
 		if _, ok := st.PeerCertificates[0].PublicKey.(*rsa.PublicKey); !ok {
 			t.Errorf("rsa: key %T", st.PeerCertificates[0].PublicKey)
 		}
@@ -283,7 +234,7 @@ keys.localhost:%[3]d {
 		}
 		corpPool := x509.NewCertPool()
 		corpPool.AppendCertsFromPEM(corpRoot)
-		c = cfg("corp.localhost")
+		c = h1TLS("corp.localhost", roots)
 		c.RootCAs = corpPool
 		st = expect("corp", c, "corp")
 		leaf := st.PeerCertificates[0]
@@ -296,8 +247,8 @@ keys.localhost:%[3]d {
 
 		// A site without options: TLS 1.3 by default, TLS 1.2 too, no
 		// client certificate asked.
-		st = expect("plain", cfg("plain.localhost"), "plain")
-		c = cfg("plain.localhost")
+		st = expect("plain", h1TLS("plain.localhost", roots), "plain")
+		c = h1TLS("plain.localhost", roots)
 		c.MaxVersion = stdtls.VersionTLS12
 		expect("plain over TLS 1.2", c, "plain")
 		if st.Version != stdtls.VersionTLS13 {
@@ -310,7 +261,7 @@ keys.localhost:%[3]d {
 			t.Fatalf("key log written by other sites' handshakes:\n%s", b)
 		}
 		var lines strings.Builder
-		c = cfg("keys.localhost")
+		c = h1TLS("keys.localhost", roots)
 		c.KeyLogWriter = &lines
 		expect("keys", c, "keys")
 		b, _ := os.ReadFile(keyLog)
@@ -365,11 +316,10 @@ example.com:%d {
 		if !strings.Contains(r.log.String(), "level=DEBUG") {
 			t.Error("debug: no DEBUG record in the instance's log")
 		}
-		roots := x509.NewCertPool()
-		localRoot(t, storage, roots)
+		roots := localRoots(t, storage)
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
 
-		st, body, err := tlsGet(addr, &stdtls.Config{ServerName: "example.com", RootCAs: roots, NextProtos: []string{"http/1.1"}})
+		st, body, err := tlsGet(addr, h1TLS("example.com", roots))
 		if err != nil || body != "ex" {
 			t.Fatalf("example.com: %q %v", body, err)
 		}
@@ -434,8 +384,7 @@ site.localhost:%d {
 		}
 		write("tls1.3", "")
 		r := start(t, file, Options{})
-		roots := x509.NewCertPool()
-		localRoot(t, storage, roots)
+		roots := localRoots(t, storage)
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
 		v12 := &stdtls.Config{ServerName: "site.localhost", RootCAs: roots, MaxVersion: stdtls.VersionTLS12, NextProtos: []string{"http/1.1"}}
 		if _, body, err := tlsGet(addr, v12); err == nil {
@@ -503,12 +452,11 @@ loaded.test:%[3]d, other.localhost:%[3]d {
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
 		loadedRoots := x509.NewCertPool()
 		loadedRoots.AddCert(cert.Leaf)
-		if _, body, err := tlsGet(addr, &stdtls.Config{ServerName: "loaded.test", RootCAs: loadedRoots, NextProtos: []string{"http/1.1"}}); err != nil || body != "loaded.test" {
+		if _, body, err := tlsGet(addr, h1TLS("loaded.test", loadedRoots)); err != nil || body != "loaded.test" {
 			t.Fatalf("loaded.test: %q %v", body, err)
 		}
-		roots := x509.NewCertPool()
-		localRoot(t, storage, roots)
-		if _, body, err := tlsGet(addr, &stdtls.Config{ServerName: "other.localhost", RootCAs: roots, NextProtos: []string{"http/1.1"}}); err != nil || body != "other.localhost" {
+		roots := localRoots(t, storage)
+		if _, body, err := tlsGet(addr, h1TLS("other.localhost", roots)); err != nil || body != "other.localhost" {
 			t.Fatalf("other.localhost: %q %v", body, err)
 		}
 		if strings.Contains(r.log.String(), "identifier=loaded.test") {
@@ -547,11 +495,10 @@ default.localhost:%[3]d {
 }
 `, backend, storage, port)), 0o644)
 		start(t, file, Options{})
-		roots := x509.NewCertPool()
-		localRoot(t, storage, roots)
+		roots := localRoots(t, storage)
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
 		for name, want := range map[string]time.Duration{"short.localhost": 24 * time.Hour, "default.localhost": 7 * 24 * time.Hour} {
-			st, body, err := tlsGet(addr, &stdtls.Config{ServerName: name, RootCAs: roots, NextProtos: []string{"http/1.1"}})
+			st, body, err := tlsGet(addr, h1TLS(name, roots))
 			if err != nil || body+".localhost" != name {
 				t.Fatalf("%s: %q %v", name, body, err)
 			}

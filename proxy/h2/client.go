@@ -283,27 +283,7 @@ func (c *ClientConn) sendWaitingHeads() {
 
 // writeBlock frames a header block as HEADERS and CONTINUATION.
 func (c *ClientConn) writeBlock(id uint32, block []byte, end bool) {
-	mx := int(c.peerMaxFrame)
-	first := min(len(block), mx)
-	var flags http2.Flags
-	if end {
-		flags |= http2.FlagHeadersEndStream
-	}
-	if first == len(block) {
-		flags |= http2.FlagHeadersEndHeaders
-	}
-	c.out.b = appendFrameHeader(c.out.b, first, http2.FrameHeaders, flags, id)
-	c.out.b = append(c.out.b, block[:first]...)
-	for rest := block[first:]; len(rest) > 0; {
-		k := min(len(rest), mx)
-		flags = 0
-		if k == len(rest) {
-			flags = http2.FlagContinuationEndHeaders
-		}
-		c.out.b = appendFrameHeader(c.out.b, k, http2.FrameContinuation, flags, id)
-		c.out.b = append(c.out.b, rest[:k]...)
-		rest = rest[k:]
-	}
+	c.out.b = appendHeaderBlock(c.out.b, id, block, int(c.peerMaxFrame), end)
 }
 
 // Close ends the connection from our side: a GOAWAY(NO_ERROR) goes to

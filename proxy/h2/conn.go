@@ -15,7 +15,7 @@
 // Files: conn.go is the connection (Feed, Flush, shutdown, idle release)
 // and frames.go its handling of each frame type; headerdecode.go decodes
 // and validates request header blocks, headerencode.go encodes and frames
-// response heads; dataread.go reads DATA by hand; stream.go is a stream,
+// response heads (appendHeaderBlock frames a block for either end); dataread.go reads DATA by hand; stream.go is a stream,
 // the handler's ResponseWriter; flow.go and window.go are flow control and
 // receive-window autotuning; config.go the limits, errors.go the errors.
 // client.go is the client side, for origins that speak HTTP/2: the same

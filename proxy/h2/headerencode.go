@@ -114,12 +114,18 @@ func (c *ServerConn) forgetHead() {
 }
 
 // writeBlock writes a header block as HEADERS and as many CONTINUATION
-// frames as the client's SETTINGS_MAX_FRAME_SIZE needs. Like DATA, it is
-// framed by hand: through the Framer every block was copied twice (into
-// the Framer's buffer, then into the output).
+// frames as the client's SETTINGS_MAX_FRAME_SIZE needs (appendHeaderBlock).
 func (c *ServerConn) writeBlock(id uint32, block []byte, endStream bool) {
-	max := int(c.peerMaxFrame)
-	first := min(len(block), max)
+	c.out.b = appendHeaderBlock(c.out.b, id, block, int(c.peerMaxFrame), endStream)
+}
+
+// appendHeaderBlock appends a header block as a HEADERS frame and as many
+// CONTINUATION frames as the peer's SETTINGS_MAX_FRAME_SIZE (maxFrame)
+// needs, for either end of a connection. Like DATA, it is framed by hand:
+// through the Framer every block was copied twice (into the Framer's
+// buffer, then into the output).
+func appendHeaderBlock(b []byte, id uint32, block []byte, maxFrame int, endStream bool) []byte {
+	first := min(len(block), maxFrame)
 	var flags http2.Flags
 	if endStream {
 		flags |= http2.FlagHeadersEndStream
@@ -127,18 +133,19 @@ func (c *ServerConn) writeBlock(id uint32, block []byte, endStream bool) {
 	if first == len(block) {
 		flags |= http2.FlagHeadersEndHeaders
 	}
-	c.out.b = appendFrameHeader(c.out.b, first, http2.FrameHeaders, flags, id)
-	c.out.b = append(c.out.b, block[:first]...)
+	b = appendFrameHeader(b, first, http2.FrameHeaders, flags, id)
+	b = append(b, block[:first]...)
 	for rest := block[first:]; len(rest) > 0; {
-		k := min(len(rest), max)
+		k := min(len(rest), maxFrame)
 		flags = 0
 		if k == len(rest) {
 			flags = http2.FlagContinuationEndHeaders
 		}
-		c.out.b = appendFrameHeader(c.out.b, k, http2.FrameContinuation, flags, id)
-		c.out.b = append(c.out.b, rest[:k]...)
+		b = appendFrameHeader(b, k, http2.FrameContinuation, flags, id)
+		b = append(b, rest[:k]...)
 		rest = rest[k:]
 	}
+	return b
 }
 
 // appendFrameHeader appends a frame's 9-byte header (RFC 9113 §4.1). The

@@ -3,11 +3,7 @@ package oracle
 import (
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -15,7 +11,6 @@ import (
 	"github.com/pollproxy/pollproxy/internal/phpfpmtest"
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
-	"github.com/pollproxy/pollproxy/proxy/app"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 )
 
@@ -105,42 +100,16 @@ func TestOracleFastCGI(t *testing.T) {
 		pollproxy: "{\n" + global + "}\n" + block}
 
 	caddyAnswers := func() map[string]map[string]string {
-		dir := t.TempDir()
-		file := filepath.Join(dir, "Caddyfile")
-		os.WriteFile(file, []byte(certs.Replace(strings.ReplaceAll(p.caddy, "STORAGE", filepath.Join(dir, "storage")))), 0o644)
-		cmd := exec.Command(bin, "run", "--config", file, "--adapter", "caddyfile")
-		cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_CONFIG_HOME="+filepath.Join(dir, "config"), "XDG_DATA_HOME="+filepath.Join(dir, "data"))
-		out := &servertest.SyncBuffer{}
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		defer func() {
-			cmd.Process.Kill()
-			<-done
-		}()
-		if err := ready(p, done); err != nil {
+		out, exited, stop := startCaddy(t, bin, certs.Replace(p.caddy))
+		defer stop()
+		if err := ready(p, exited); err != nil {
 			t.Fatalf("Caddy: %v\n%s", err, out)
 		}
 		return askPHP(p)
 	}()
 
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
-		dir := t.TempDir()
-		file := filepath.Join(dir, "Caddyfile")
-		os.WriteFile(file, []byte(certs.Replace(strings.ReplaceAll(p.pollproxy, "STORAGE", filepath.Join(dir, "storage")))), 0o644)
-		cfg, err := app.Load(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		log := &servertest.SyncBuffer{}
-		in, err := app.Start(cfg, app.Options{Pollers: []string{backend}, Loops: 1, LoopsSet: true,
-			Logger: slog.New(slog.NewTextHandler(log, nil)), Version: "oracle"})
-		if err != nil {
-			t.Fatalf("pollproxy: %v\n%s", err, log)
-		}
+		in, log := startPollproxy(t, backend, certs.Replace(p.pollproxy))
 		defer in.Close()
 		if err := ready(p, nil); err != nil {
 			t.Fatalf("pollproxy: %v\n%s", err, log)
@@ -186,28 +155,9 @@ func askPHP(p *plan) map[string]map[string]string {
 // sendPlain is send without an origin: the answer's status, fields and
 // body.
 func sendPlain(c *http.Client, base string, r request) map[string]string {
-	var body io.Reader
-	if r.body != "" {
-		body = strings.NewReader(r.body)
-		if r.chunked {
-			body = io.MultiReader(strings.NewReader(r.body))
-		}
-	}
-	req, err := http.NewRequest(r.method, base+r.path, body)
+	req, err := r.toHTTP(base)
 	if err != nil {
 		return map[string]string{"error": err.Error()}
-	}
-	req.Header.Set("User-Agent", "oracle")
-	for _, h := range r.header {
-		if strings.EqualFold(h[0], "User-Agent") && h[1] == "" {
-			req.Header.Set("User-Agent", "") // Go's client then sends none
-			continue
-		}
-		if strings.EqualFold(h[0], "Host") {
-			req.Host = h[1]
-			continue
-		}
-		req.Header.Add(h[0], h[1])
 	}
 	resp, err := c.Do(req)
 	if err != nil {

@@ -124,18 +124,24 @@ func (o *origin) serve(c net.Conn, port int) {
 			return
 		}
 		r.port = port
-		o.mu.Lock()
-		name := o.names[port]
-		r.upstream = name
-		if !o.skip[r.target] {
-			o.log = append(o.log, r)
-		}
-		o.mu.Unlock()
+		name := o.record(&r)
 		c.Write(answer(r, name))
 		if strings.EqualFold(r.field("Connection"), "close") {
 			return
 		}
 	}
+}
+
+// record names r's upstream (the name of the port it came to) and logs
+// it unless its target is skipped; it returns the name, for the answer.
+func (o *origin) record(r *received) string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	r.upstream = o.names[r.port]
+	if !o.skip[r.target] {
+		o.log = append(o.log, *r)
+	}
+	return r.upstream
 }
 
 // serveH2 serves an HTTP/2 connection with prior knowledge (an h2c://
@@ -158,13 +164,7 @@ func (o *origin) serveH2(c net.Conn, port int) {
 				r.fields = append(r.fields, [2]string{k, v})
 			}
 		}
-		o.mu.Lock()
-		name := o.names[port]
-		r.upstream = name
-		if !o.skip[r.target] {
-			o.log = append(o.log, r)
-		}
-		o.mu.Unlock()
+		name := o.record(&r)
 		res, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(answer(r, name))), req)
 		if err != nil {
 			panic(http.ErrAbortHandler)

@@ -128,10 +128,10 @@ func ask(t *testing.T, p *plan, o *origin) answers {
 	return out
 }
 
-// send makes one request and returns its answer's fields: the status,
-// every response field (lower-case name: values in order), the body
-// (decoded when encoded) and what the origin received.
-func send(c *http.Client, base string, r request, o *origin) map[string]string {
+// toHTTP is r as a request to base: its body (chunked when r says so),
+// User-Agent "oracle" unless r sets it (empty: none is sent), and a Host
+// field as the request's host.
+func (r request) toHTTP(base string) (*http.Request, error) {
 	var body io.Reader
 	if r.body != "" {
 		body = strings.NewReader(r.body)
@@ -141,15 +141,30 @@ func send(c *http.Client, base string, r request, o *origin) map[string]string {
 	}
 	req, err := http.NewRequest(r.method, base+r.path, body)
 	if err != nil {
-		return map[string]string{"error": err.Error()}
+		return nil, err
 	}
 	req.Header.Set("User-Agent", "oracle")
 	for _, h := range r.header {
+		if strings.EqualFold(h[0], "User-Agent") && h[1] == "" {
+			req.Header.Set("User-Agent", "") // Go's client then sends none
+			continue
+		}
 		if strings.EqualFold(h[0], "Host") {
 			req.Host = h[1]
 			continue
 		}
 		req.Header.Add(h[0], h[1])
+	}
+	return req, nil
+}
+
+// send makes one request and returns its answer's fields: the status,
+// every response field (lower-case name: values in order), the body
+// (decoded when encoded) and what the origin received.
+func send(c *http.Client, base string, r request, o *origin) map[string]string {
+	req, err := r.toHTTP(base)
+	if err != nil {
+		return map[string]string{"error": err.Error()}
 	}
 	mark := o.mark()
 	got := map[string]string{}
@@ -215,26 +230,9 @@ func decode(enc string, b []byte) string {
 
 // runCaddy serves the plan with Caddy and returns its answers.
 func runCaddy(t *testing.T, bin string, p *plan, o *origin, certs *strings.Replacer) answers {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "Caddyfile")
-	os.WriteFile(file, []byte(certs.Replace(strings.ReplaceAll(p.caddy, "STORAGE", filepath.Join(dir, "storage")))), 0o644)
-	cmd := exec.Command(bin, "run", "--config", file, "--adapter", "caddyfile")
-	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_CONFIG_HOME="+filepath.Join(dir, "config"), "XDG_DATA_HOME="+filepath.Join(dir, "data"))
-	out := &servertest.SyncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		done <- cmd.Wait()
-		close(done) // ready may have taken the value: the deferred wait must not block
-	}()
-	defer func() {
-		cmd.Process.Kill()
-		<-done
-	}()
-	if err := ready(p, done); err != nil {
+	out, exited, stop := startCaddy(t, bin, certs.Replace(p.caddy))
+	defer stop()
+	if err := ready(p, exited); err != nil {
 		t.Fatalf("Caddy: %v\nits Caddyfile:\n%s\nits output:\n%s", err, p.caddy, out)
 	}
 	return ask(t, p, o)
@@ -243,24 +241,62 @@ func runCaddy(t *testing.T, bin string, p *plan, o *origin, certs *strings.Repla
 // runPollproxy serves the plan with pollproxy (one loop of backend) and
 // returns its answers.
 func runPollproxy(t *testing.T, backend string, p *plan, o *origin, certs *strings.Replacer) answers {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "Caddyfile")
-	os.WriteFile(file, []byte(certs.Replace(strings.ReplaceAll(p.pollproxy, "STORAGE", filepath.Join(dir, "storage")))), 0o644)
-	cfg, err := app.Load(file)
-	if err != nil {
-		t.Fatalf("pollproxy: %v\nits Caddyfile:\n%s", err, p.pollproxy)
-	}
-	log := &servertest.SyncBuffer{}
-	in, err := app.Start(cfg, app.Options{Pollers: []string{backend}, Loops: 1, LoopsSet: true,
-		Logger: slog.New(slog.NewTextHandler(log, nil)), Version: "oracle"})
-	if err != nil {
-		t.Fatalf("pollproxy: %v\n%s", err, log)
-	}
+	in, log := startPollproxy(t, backend, certs.Replace(p.pollproxy))
 	defer in.Close()
 	if err := ready(p, nil); err != nil {
 		t.Fatalf("pollproxy: %v\n%s", err, log)
 	}
 	return ask(t, p, o)
+}
+
+// caddyfileIn writes caddyfile, with STORAGE standing for a storage
+// folder, into a new temporary folder, and returns the folder and the
+// file.
+func caddyfileIn(t *testing.T, caddyfile string) (dir, file string) {
+	dir = t.TempDir()
+	file = filepath.Join(dir, "Caddyfile")
+	os.WriteFile(file, []byte(strings.ReplaceAll(caddyfile, "STORAGE", filepath.Join(dir, "storage"))), 0o644)
+	return dir, file
+}
+
+// startCaddy runs Caddy (bin) on caddyfile (caddyfileIn), with its HOME
+// and XDG folders beside it. out is what it prints; exited gets its exit
+// and is then closed; stop kills it (by its PID) and waits for it.
+func startCaddy(t *testing.T, bin, caddyfile string) (out *servertest.SyncBuffer, exited <-chan error, stop func()) {
+	dir, file := caddyfileIn(t, caddyfile)
+	cmd := exec.Command(bin, "run", "--config", file, "--adapter", "caddyfile")
+	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_CONFIG_HOME="+filepath.Join(dir, "config"), "XDG_DATA_HOME="+filepath.Join(dir, "data"))
+	out = &servertest.SyncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- cmd.Wait()
+		close(done) // a ready may have taken the value: stop's wait must not block
+	}()
+	return out, done, func() {
+		cmd.Process.Kill()
+		<-done
+	}
+}
+
+// startPollproxy starts pollproxy on caddyfile (caddyfileIn) with one
+// loop of backend, as the oracle compares it; log is its log.
+func startPollproxy(t *testing.T, backend, caddyfile string) (in *app.Instance, log *servertest.SyncBuffer) {
+	_, file := caddyfileIn(t, caddyfile)
+	cfg, err := app.Load(file)
+	if err != nil {
+		t.Fatalf("pollproxy: %v\nits Caddyfile:\n%s", err, caddyfile)
+	}
+	log = &servertest.SyncBuffer{}
+	in, err = app.Start(cfg, app.Options{Pollers: []string{backend}, Loops: 1, LoopsSet: true,
+		Logger: slog.New(slog.NewTextHandler(log, nil)), Version: "oracle"})
+	if err != nil {
+		t.Fatalf("pollproxy: %v\n%s", err, log)
+	}
+	return in, log
 }
 
 // certificate writes a self-signed certificate for names and returns the

@@ -1,28 +1,20 @@
 package oracle
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	stdtls "crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
 	"io"
-	"log/slog"
-	"math/big"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pollproxy/pollproxy/internal/testca"
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
-	"github.com/pollproxy/pollproxy/proxy/app"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 )
 
@@ -145,32 +137,6 @@ func versionName(v uint16) string {
 	return fmt.Sprintf("0x%x", v)
 }
 
-func clientCertificate(t *testing.T, caCert *x509.Certificate, caKey *ecdsa.PrivateKey, cn string) stdtls.Certificate {
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return stdtls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-}
-
-func testCA(t *testing.T, cn string) (*x509.Certificate, *ecdsa.PrivateKey) {
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return cert, key
-}
-
 // TestOracleTLS: the handshakes of sites with protocols, ciphers,
 // curves, alpn and client_auth (a trust pool in two modes, the leaf
 // verifier) end as Caddy's do, for clients offering other versions,
@@ -178,13 +144,12 @@ func testCA(t *testing.T, cn string) (*x509.Certificate, *ecdsa.PrivateKey) {
 func TestOracleTLS(t *testing.T) {
 	bin := buildCaddy(t)
 	dir := t.TempDir()
-	caCert, caKey := testCA(t, "oracle clients")
-	otherCert, otherKey := testCA(t, "strangers")
+	clients, strangers := testca.New(t, "oracle clients"), testca.New(t, "strangers")
 	caFile := filepath.Join(dir, "clients.pem")
-	os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caCert.Raw}), 0o644)
-	good := clientCertificate(t, caCert, caKey, "good")
-	bad := clientCertificate(t, caCert, caKey, "bad")
-	stranger := clientCertificate(t, otherCert, otherKey, "stranger")
+	os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: clients.Cert.Raw}), 0o644)
+	good := clients.Client(t, "good")
+	bad := clients.Client(t, "bad")
+	stranger := strangers.Client(t, "stranger")
 	leafFile := filepath.Join(dir, "leaf.pem")
 	os.WriteFile(leafFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: good.Certificate[0]}), 0o644)
 
@@ -258,42 +223,18 @@ func TestOracleTLS(t *testing.T) {
 
 	// Caddy.
 	port, httpPort := servertest.FreePort(t), servertest.FreePort(t)
-	cdir := t.TempDir()
-	file := filepath.Join(cdir, "Caddyfile")
-	os.WriteFile(file, []byte(caddyfile(port, httpPort, filepath.Join(cdir, "storage"))), 0o644)
-	cmd := exec.Command(bin, "run", "--config", file, "--adapter", "caddyfile")
-	cmd.Env = append(os.Environ(), "HOME="+cdir, "XDG_CONFIG_HOME="+filepath.Join(cdir, "config"), "XDG_DATA_HOME="+filepath.Join(cdir, "data"))
-	out := &servertest.SyncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	_, exited, stop := startCaddy(t, bin, caddyfile(port, httpPort, "STORAGE"))
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	ready(addr, done)
+	ready(addr, exited)
 	want := map[string]string{}
 	for _, p := range probes {
 		want[p.name] = tlsOutcome(addr, p)
 	}
-	cmd.Process.Kill() // by its PID
-	<-done
+	stop()
 
 	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
-		dir := t.TempDir()
 		port, httpPort := servertest.FreePort(t), servertest.FreePort(t)
-		file := filepath.Join(dir, "Caddyfile")
-		os.WriteFile(file, []byte(caddyfile(port, httpPort, filepath.Join(dir, "storage"))), 0o644)
-		cfg, err := app.Load(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		log := &servertest.SyncBuffer{}
-		in, err := app.Start(cfg, app.Options{Pollers: []string{backend}, Loops: 1, LoopsSet: true,
-			Logger: slog.New(slog.NewTextHandler(log, nil)), Version: "oracle"})
-		if err != nil {
-			t.Fatalf("pollproxy: %v\n%s", err, log)
-		}
+		in, _ := startPollproxy(t, backend, caddyfile(port, httpPort, "STORAGE"))
 		defer in.Close()
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
 		ready(addr, nil)
