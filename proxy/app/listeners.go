@@ -35,7 +35,7 @@ func (in *Instance) newHandler(p *plan, l *config.Listener) func(*netpoll.Loop) 
 	}
 	so := p.cfg.ServerOptionsFor(l.Addr)
 	clientIP := clientIPFunc(so)
-	if so.StrictSNIHost && !l.Cleartext {
+	if p.cfg.StrictSNIFor(l) {
 		next := in.hostHandler(p, l, so, clientIP)
 		return func(loop *netpoll.Loop) stream.Handler { return strictSNIHost{next(loop)} }
 	}

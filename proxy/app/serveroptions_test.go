@@ -1,14 +1,18 @@
 package app
 
 import (
+	stdtls "crypto/tls"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/pollproxy/pollproxy/internal/testca"
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
@@ -132,6 +136,86 @@ func TestMetricsPerHost(t *testing.T) {
 			if !strings.Contains(m, want) {
 				t.Errorf("no %s in:\n%s", want, grepLines(m, "pollproxy_host_requests_total"))
 			}
+		}
+	})
+}
+
+// TestClientAuthStrictSNI: where strict_sni_host is not written, a
+// listener with a client_auth site answers 421 to a request whose
+// handshake named an open site of that listener but whose Host is the
+// protected one, as Caddy turns strict SNI on for it; a listener whose
+// servers block says strict_sni_host insecure_off lets the request
+// through, as it asks. The protected site still serves a client that
+// names it and shows its certificate.
+func TestClientAuthStrictSNI(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		dir := t.TempDir()
+		storage := filepath.Join(dir, "storage")
+		ca := testca.New(t, "clients")
+		caFile := writeCertPEM(t, filepath.Join(dir, "clients.pem"), ca.Cert.Raw)
+		auto, off := servertest.FreePort(t), servertest.FreePort(t)
+		file := filepath.Join(dir, "Caddyfile")
+		os.WriteFile(file, []byte(fmt.Sprintf(`{
+	poller %s
+	loops 1
+	admin off
+	http_port off
+	default_bind 127.0.0.1
+	storage %s
+	servers 127.0.0.1:%[5]d {
+		strict_sni_host insecure_off
+	}
+}
+
+mtls.localhost:%[3]d, mtls.localhost:%[5]d {
+	tls internal {
+		client_auth {
+			mode require_and_verify
+			trust_pool file %[4]s
+		}
+	}
+	respond "protected"
+}
+
+open.localhost:%[3]d, open.localhost:%[5]d {
+	tls internal
+	respond "open"
+}
+`, backend, storage, auto, caFile, off)), 0o644)
+		start(t, file, Options{})
+		roots := localRoots(t, storage)
+		// ask names open.localhost in the handshake and host in the request.
+		ask := func(port int, host string) string {
+			c, err := stdtls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp",
+				fmt.Sprintf("127.0.0.1:%d", port), h1TLS("open.localhost", roots))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", host)
+			b, _ := io.ReadAll(c)
+			status, _, _ := strings.Cut(string(b), "\r\n")
+			_, body, _ := strings.Cut(string(b), "\r\n\r\n")
+			return status + " " + body
+		}
+		for _, c := range []struct {
+			port       int
+			host, want string
+		}{
+			{auto, "open.localhost", "HTTP/1.1 200 OK open"},
+			{auto, "mtls.localhost", "HTTP/1.1 421 Misdirected Request "},
+			{off, "open.localhost", "HTTP/1.1 200 OK open"},
+			{off, "mtls.localhost", "HTTP/1.1 200 OK protected"},
+		} {
+			if got := ask(c.port, c.host); got != c.want {
+				t.Errorf("port %d, Host %s after a handshake for open.localhost: %q, want %q", c.port, c.host, got, c.want)
+			}
+		}
+		cfg := h1TLS("mtls.localhost", roots)
+		cfg.Certificates = []stdtls.Certificate{ca.Client(t, "good")}
+		if _, body, err := tlsGet(fmt.Sprintf("127.0.0.1:%d", auto), cfg); err != nil || body != "protected" {
+			t.Errorf("the protected site with its certificate: %q %v", body, err)
 		}
 	})
 }

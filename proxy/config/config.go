@@ -129,7 +129,9 @@ type ServerOptions struct {
 	Name string
 	// StrictSNIHost answers 421 to a TLS request whose Host is not the
 	// name the client sent in its ClientHello (strict_sni_host).
-	StrictSNIHost bool
+	// StrictSNIHostSet says the Caddyfile chose (on or insecure_off);
+	// unchosen, a listener with client_auth turns it on (StrictSNIFor).
+	StrictSNIHost, StrictSNIHostSet bool
 	// KeepAlive is the TCP keep-alive of client connections
 	// (keepalive_interval, keepalive_idle, keepalive_count), with
 	// Caddy's defaults for what is zero.
@@ -167,6 +169,28 @@ func (c *Config) ServerOptionsFor(addr string) *ServerOptions {
 		}
 	}
 	return &c.ServerOptions
+}
+
+// StrictSNIFor says whether listener l answers 421 to a request whose
+// Host is not its ClientHello's name: as its strict_sni_host says, or,
+// where that is not written, whenever one of its sites asks for client
+// certificates. Caddy turns it on there for the same reason: without
+// it, a client could pass the check of an open site's name and then ask
+// for the protected site by its Host.
+func (c *Config) StrictSNIFor(l *Listener) bool {
+	if l.Cleartext {
+		return false
+	}
+	so := c.ServerOptionsFor(l.Addr)
+	if so.StrictSNIHostSet {
+		return so.StrictSNIHost
+	}
+	for _, hs := range l.Hosts {
+		if hs.Site.TLS.ClientAuth != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Timeouts bound the client side of connections.

@@ -292,7 +292,7 @@ func (p *parser) servers(d *caddyfile.Dispenser) {
 			} else if len(args) == 1 {
 				on = args[0] == "on"
 			}
-			c.StrictSNIHost = on
+			c.StrictSNIHost, c.StrictSNIHostSet = on, true
 		case "keepalive_interval", "keepalive_idle":
 			if v, ok := p.oneArg(d, label, "a duration such as 15s, or a negative one"); ok {
 				dur, err := time.ParseDuration(v)
