@@ -48,5 +48,7 @@
 //     TCP keep-alive on a listening socket, which accepted ones inherit;
 //   - cpu.go, cpu_thread.go, cpu_none.go: a loop thread's CPU time;
 //     manualclock.go: how a test's clock (looptest) reaches a loop;
+//     contain.go: a panic in a loop's work contained and its Owner
+//     abandoned, the loop serving on;
 //     abcost_on.go, abcost_off.go: the cost the A/B end-to-end test injects.
 package netpoll

@@ -51,6 +51,8 @@
 //     origin's SETTINGS_MAX_CONCURRENT_STREAMS is reached.
 //   - h2origintls.go: such a connection over TLS, offering h2 by ALPN; an
 //     origin that picks http/1.1 turns its pool to HTTP/1.1.
+//   - upstreamtls.go: the TLS handshake of an HTTP/1.1 connection to an
+//     https:// origin, and its records written and read after it.
 //   - tlssocket.go: the socket side of a TLS session to an origin, shared
 //     by both kinds of connection: the handshake handed to the workers,
 //     its ciphertext moved, records read once it is over.
@@ -58,6 +60,9 @@
 //     HTTP/2 fields, the stream's events (head, body, trailers, resets)
 //     mapped onto the exchange's, and the body a slow client has not
 //     taken held within the stream's window.
+//   - sniff.go: a response without a Content-Type holding its head until
+//     its first body bytes, to sniff one (proxy/sniff) as Caddy's answer
+//     gets one from Go's HTTP server.
 //   - tunnel.go: an exchange the origin switched to another protocol (a
 //     WebSocket): a byte tunnel both ways on the loop.
 //   - h2tunnel.go: such a tunnel to an h2c origin: an RFC 8441 extended
@@ -65,6 +70,9 @@
 //   - retire.go: a handler a reload replaced, finishing what it started
 //     and closing what went to a removed upstream, and a handler closed
 //     with its server; both close their pools' idle connections.
+//   - abandon.go: a panic on the origin side contained: the exchange, the
+//     backend connection or the pool it is blamed on abandoned
+//     (netpoll.Owner).
 //
 // Calls go one way: an exchange asks a pool for a connection and drives
 // it; a connection tells its exchange what happened on the socket; a pool

@@ -1,18 +1,3 @@
-// Package ab is pollproxy's built-in A/B comparison of poller backends.
-//
-// The loops of one process are split between pollers (poller epoll poll);
-// every interval (ab_interval, 10 s by default) a Sampler turns each
-// loop's counters — its thread's CPU time (netpoll.Loop.CPU), its poller
-// counters and its latency histogram (a Histogram only that loop writes) —
-// into one Sample per poller group: requests, loop CPU per request, p50
-// and p99 latency, poller waits and events per request, descriptors.
-// Judge compares the groups' samples with the statistics of package
-// ab/stats and Handler serves the result as /ab (HTML with SVG charts) and
-// /ab.json on the admin listener.
-//
-// Nothing here runs on a loop except what the loop already does: the
-// histogram's Record (from the metrics observer) and the CPU refresh the
-// sampler posts once per interval.
 package ab
 
 import (

@@ -1,35 +1,3 @@
-// Package app is a pollproxy instance: a configuration made to serve.
-//
-// An Instance owns the event loops (a netpoll.Group), one server.Server
-// per listen address with a per-loop handler for it (a host router over
-// the sites on that port, each a reverse proxy with the loop's own pools,
-// metrics and access log observers), the certificates of the sites, the
-// admin listener (metrics), the plain HTTP listener for ACME challenges
-// and redirects, and the access log.
-//
-// Its lifecycle:
-//
-//   - Start prepares a configuration (upstreams resolved off the loops,
-//     certificates managed, access log opened), starts the loops and
-//     opens every listener. It fails without leaving anything running.
-//   - Reload re-reads the Caddyfile. Any error keeps the running
-//     configuration. Otherwise every kept listener gets new per-loop
-//     handlers (new requests, also on open connections, use them; requests
-//     in flight finish on the handler they started with), new listen
-//     addresses get listeners, removed ones stop accepting and drain within
-//     grace_period, and the access log is reopened. Long streams
-//     (tunnels, SSE, downloads) keep running when their site and upstream
-//     survive, and close after stream_close_delay otherwise (proxy's
-//     retire.go). A changed poller line
-//     moves the loops to their new backends live (poller.go), as POST
-//     /poller on the admin listener does.
-//   - Shutdown sends GOAWAY, drains every listener within grace_period,
-//     closes what is still open at the deadline and releases everything.
-//     Close releases everything at once.
-//
-// The configuration comes from a Caddyfile (Load) or is built by a caller,
-// as the reverse-proxy and demo commands do. The instance logs at start,
-// reload and shutdown, never on a loop.
 package app
 
 import (

@@ -22,8 +22,15 @@
 // global options: local_certs, pki, on_demand_tls ...) and https.go
 // (which sites are HTTPS, redirects), vars.go (the vars and map
 // directives and the vars and vars_regexp matchers), namedroute.go
-// (named routes and invoke), templates.go (templates), and
-// unsupported.go (Caddy's names pollproxy lacks). Every error names the
+// (named routes and invoke), templates.go (templates), basicauth.go
+// (basic_auth), encode.go (encode), fileserver.go (root, file_server),
+// forwardauth.go (forward_auth), handleerrors.go (handle_errors and
+// error), handleresponse.go (handle_response and the response matchers
+// of reverse_proxy), upstreamtls.go (TLS to the upstreams:
+// UpstreamTLS), log.go (the log directive and the global log option),
+// listenerwrappers.go (servers' listener_wrappers), adminaddr.go (the
+// admin listener's address), order.go (Caddy's directive order and the
+// order option), and unsupported.go (Caddy's names pollproxy lacks). Every error names the
 // file and line it comes from and what was expected, as in
 //
 //	Caddyfile:12: reverse_proxy: lb_policy: unknown policy "fastest" (want round_robin, ...)

@@ -1,7 +1,3 @@
-// Package observe holds what the reverse proxy reports about its work — a
-// finished request (RequestLog, handed to an Observer) and an upstream's
-// counters (UpstreamStats) — as plain data, so that the access log and the
-// metrics can read it without importing the proxy itself.
 package observe
 
 import (

@@ -1,8 +1,3 @@
-// Package server accepts TLS connections on every loop of a netpoll.Group
-// and serves them with pollproxy's HTTP/2 or HTTP/1.1 front end, chosen by
-// ALPN. It joins the pieces: sockets registered once, handshakes on the
-// worker pool, the TLS record layer on the loop, and a stream.Handler per
-// loop.
 package server
 
 import (

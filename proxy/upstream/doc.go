@@ -20,4 +20,6 @@
 //     upstream names up again on an interval.
 //   - dynamic.go: Caddy's dynamic A/AAAA upstreams, with their own refresh
 //     and DNS servers.
+//   - tls.go: a transport's TLS to its upstreams (https://), and the
+//     FailureLog that writes a failed handshake's line off the loop.
 package upstream

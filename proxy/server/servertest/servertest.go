@@ -1,14 +1,3 @@
-// Package servertest starts a pollproxy server on loopback for tests, the
-// way net/http/httptest does for net/http: a loop group over one poller
-// backend, a fresh self-signed certificate, and the caller's handler, all
-// torn down when the test ends; and WatchHeap, which bounds what a test's
-// traffic makes the process hold.
-//
-// It is also the one place for what every suite needs around the proxy:
-// the origin behind it (Origin, Says, ServeConns), a request read whole
-// (Get, Do, Fetch, GetH2), a wait for a state another goroutine or process
-// reaches (Within, Eventually) instead of a sleep, and ShortBackends for
-// the suites -short runs on one backend.
 package servertest
 
 import (

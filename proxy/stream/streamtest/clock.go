@@ -1,5 +1,3 @@
-// Package streamtest holds what the front ends' tests share to stand in
-// for the event loop: a manual clock and an in-memory transport.
 package streamtest
 
 import (
