@@ -1,5 +1,3 @@
-// Command pollproxy is a TLS-terminating HTTP/2 and HTTP/1.1 reverse proxy
-// on its own event loops, over the poller backend the operator picks.
 package main
 
 import (
