@@ -1,7 +1,3 @@
-// Package looptest gives tests a clock for netpoll loops that moves only
-// when the test says so: every timer on the loops (a request's timeouts, a
-// pool's idle closes, a tunnel's idle limit) then fires at a step of the
-// test instead of after a sleep, however loaded the machine is.
 package looptest
 
 import (

@@ -1,5 +1,3 @@
-// Package acmetest runs Pebble, the ACME test CA (a tool dependency in
-// go.mod), for tests that obtain certificates over real validations.
 package acmetest
 
 import (

@@ -1,5 +1,3 @@
-// Package encodetest holds what the tests and benchmarks of encode share:
-// the page its cost is measured at.
 package encodetest
 
 import (

@@ -1,6 +1,3 @@
-// Package atrest reads pollproxy's gauges from a /metrics scrape and says
-// which are not at rest: what a test or a soak checks once its traffic
-// has stopped.
 package atrest
 
 import (
