@@ -51,8 +51,9 @@
 //     origin's SETTINGS_MAX_CONCURRENT_STREAMS is reached.
 //   - h2origintls.go: such a connection over TLS, offering h2 by ALPN; an
 //     origin that picks http/1.1 turns its pool to HTTP/1.1.
-//   - upstreamtls.go: the TLS handshake of an HTTP/1.1 connection to an
-//     https:// origin, and its records written and read after it.
+//   - upstreamtls.go: TLS on an HTTP/1.1 connection to an https:// origin:
+//     the handshake run on the transport's pool while the loop moves its
+//     ciphertext, then the records written and read on the loop.
 //   - tlssocket.go: the socket side of a TLS session to an origin, shared
 //     by both kinds of connection: the handshake handed to the workers,
 //     its ciphertext moved, records read once it is over.
