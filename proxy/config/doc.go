@@ -37,5 +37,5 @@
 //
 // and a Caddy directive or option pollproxy does not implement says so:
 //
-//	Caddyfile:7: templates is not supported by pollproxy
+//	Caddyfile:7: acme_server is not supported by pollproxy
 package config
