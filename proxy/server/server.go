@@ -497,8 +497,15 @@ func (s *Server) Close() {
 // still runs: a stopped loop closes no descriptor.
 type closer interface{ Close() }
 
+// closeFDs closes the listening sockets. Each is shut down first: an
+// io_uring ring keeps a reference to a socket it polled until the kernel
+// tears the ring down, after Close returns and in its own time, and the
+// socket would go on listening, holding its port, until then (a new
+// server on the port got "address already in use"). Shut down, it stops
+// listening at once, whoever still holds it.
 func (s *Server) closeFDs() {
 	for _, fd := range s.fds {
+		unix.Shutdown(fd, unix.SHUT_RDWR)
 		unix.Close(fd)
 	}
 	s.fds = nil
