@@ -38,12 +38,23 @@ type h2cOrigin struct {
 
 func newH2COrigin(t *testing.T, maxStreams uint32, h http.HandlerFunc) *h2cOrigin {
 	t.Helper()
+	srv := &http2.Server{MaxConcurrentStreams: maxStreams}
+	o := &h2cOrigin{}
+	o.addr = serveLoopback(t, &o.conns, func(c net.Conn) {
+		srv.ServeConn(c, &http2.ServeConnOpts{Handler: h})
+	})
+	return o
+}
+
+// serveLoopback accepts on a loopback port, counting connections in
+// conns, and runs serve for each on a goroutine of its own; cleanup
+// closes the listener and every connection and waits for the serves.
+func serveLoopback(t *testing.T, conns *atomic.Int64, serve func(net.Conn)) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := &h2cOrigin{addr: ln.Addr().String()}
-	srv := &http2.Server{MaxConcurrentStreams: maxStreams}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var open []net.Conn
@@ -53,14 +64,15 @@ func newH2COrigin(t *testing.T, maxStreams uint32, h http.HandlerFunc) *h2cOrigi
 			if err != nil {
 				return
 			}
-			o.conns.Add(1)
+			conns.Add(1)
 			mu.Lock()
 			open = append(open, c)
 			mu.Unlock()
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				srv.ServeConn(c, &http2.ServeConnOpts{Handler: h})
+				defer c.Close()
+				serve(c)
 			}()
 		}
 	}()
@@ -73,7 +85,7 @@ func newH2COrigin(t *testing.T, maxStreams uint32, h http.HandlerFunc) *h2cOrigi
 		mu.Unlock()
 		wg.Wait()
 	})
-	return o
+	return ln.Addr().String()
 }
 
 // startH2C runs pollproxy (one loop, so one pool) in front of an h2c

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -36,45 +35,12 @@ type wsOrigin struct {
 }
 
 func newWSOrigin(t *testing.T, connect bool) *wsOrigin {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := &wsOrigin{addr: ln.Addr().String(), heads: make(chan []hpack.HeaderField, 16), ends: make(chan uint32, 16)}
+	o := &wsOrigin{heads: make(chan []hpack.HeaderField, 16), ends: make(chan uint32, 16)}
 	var settings []http2.Setting
 	if connect {
 		settings = append(settings, http2.Setting{ID: http2.SettingEnableConnectProtocol, Val: 1})
 	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var open []net.Conn
-	go func() {
-		for {
-			nc, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			o.conns.Add(1)
-			mu.Lock()
-			open = append(open, nc)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer nc.Close()
-				o.serve(nc, settings)
-			}()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range open {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
+	o.addr = serveLoopback(t, &o.conns, func(nc net.Conn) { o.serve(nc, settings) })
 	return o
 }
 
