@@ -14,8 +14,6 @@
 //
 //   - handler.go: the Handler (one per loop) and its Config; it serves a
 //     request the site's route table sent to the proxy.
-//   - clientstrict.go: the client address by trusted_proxies_strict (the
-//     fields read right to left), beside proxy/route's default choice.
 //   - translate.go: the request head for the origin and the response
 //     fields for the client, built in one place on proxy/field's rules.
 //   - balance.go: the group of a loop's pools for one upstream set, and the

@@ -93,7 +93,7 @@ type Config struct {
 	// in order of preference (default X-Forwarded-For).
 	ClientIPHeaders []string
 	// StrictClientIP reads ClientIPHeaders right to left for the first
-	// address that is not a trusted proxy (StrictClientAddr, Caddy's
+	// address that is not a trusted proxy (route.StrictClientAddr, Caddy's
 	// trusted_proxies_strict) rather than taking the leftmost.
 	StrictClientIP bool
 	// H2C speaks HTTP/2 with prior knowledge to the upstreams, over
@@ -246,7 +246,7 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 	if trusted && (h.cfg.Observer != nil || !req.ClientIP.IsValid()) {
 		derive := route.ClientAddr
 		if h.cfg.StrictClientIP {
-			derive = StrictClientAddr
+			derive = route.StrictClientAddr
 		}
 		derived = derive(req.RemoteAddr.Addr(), req.Header, h.cfg.TrustedProxies, h.cfg.ClientIPHeaders)
 	}

@@ -109,7 +109,7 @@ func clientIPFunc(so *config.ServerOptions) route.ClientIPFunc {
 	trusted, headers := so.TrustedProxies, so.ClientIPHeaders
 	derive := route.ClientAddr
 	if so.TrustedProxiesStrict {
-		derive = proxy.StrictClientAddr
+		derive = route.StrictClientAddr
 	}
 	return func(r *stream.Request) netip.Addr {
 		return derive(r.RemoteAddr.Addr(), r.Header, trusted, headers)

@@ -59,6 +59,43 @@ func ClientAddr(peer netip.Addr, header []stream.Field, trusted []netip.Prefix, 
 	return peer
 }
 
+// StrictClientAddr is the client address by Caddy's
+// trusted_proxies_strict: when the peer is a trusted proxy, each of
+// ipHeaders (default X-Forwarded-For) in turn is read from right to left
+// (its fields joined, as one list) and the first valid address that is
+// not a trusted proxy is the client; when every address is trusted, the
+// peer. Unlike the default, leftmost choice (ClientAddr), a client
+// cannot name itself by sending the field: the proxies append on the
+// right. It allocates nothing.
+func StrictClientAddr(peer netip.Addr, header []stream.Field, trusted []netip.Prefix, ipHeaders []string) netip.Addr {
+	peer = peer.Unmap()
+	if !Trusted(peer, trusted) {
+		return peer
+	}
+	if len(ipHeaders) == 0 {
+		ipHeaders = defaultClientIPHeaders
+	}
+	for _, name := range ipHeaders {
+		for i := len(header) - 1; i >= 0; i-- {
+			if !strings.EqualFold(header[i].Name, name) {
+				continue
+			}
+			for v := header[i].Value; v != ""; {
+				var part string
+				if j := strings.LastIndexByte(v, ','); j >= 0 {
+					v, part = v[:j], v[j+1:]
+				} else {
+					v, part = "", v
+				}
+				if a, ok := parseForwardedAddr(part); ok && !Trusted(a, trusted) {
+					return a
+				}
+			}
+		}
+	}
+	return peer
+}
+
 var defaultClientIPHeaders = []string{"x-forwarded-for"}
 
 // parseForwardedAddr reads one list element of a client-address field:

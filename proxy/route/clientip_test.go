@@ -48,3 +48,35 @@ func TestClientAddr(t *testing.T) {
 		}
 	}
 }
+
+// TestStrictClientAddr: trusted_proxies_strict reads the fields right to
+// left and takes the first address that is not a trusted proxy, so a
+// client cannot name itself by sending the field.
+func TestStrictClientAddr(t *testing.T) {
+	peer := netip.MustParseAddr("127.0.0.1")
+	trusted := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("10.0.0.0/8")}
+	xff := func(vs ...string) []stream.Field {
+		var fs []stream.Field
+		for _, v := range vs {
+			fs = append(fs, stream.Field{Name: "x-forwarded-for", Value: v})
+		}
+		return fs
+	}
+	for _, c := range []struct {
+		name   string
+		peer   netip.Addr
+		header []stream.Field
+		want   string
+	}{
+		{"untrusted peer", netip.MustParseAddr("203.0.113.9"), xff("6.6.6.6"), "203.0.113.9"},
+		{"rightmost untrusted", peer, xff("198.51.100.7, 203.0.113.9, 10.1.1.1"), "203.0.113.9"},
+		{"across lines, last line first", peer, xff("198.51.100.7", "10.0.0.3, [2001:db8::1]:443, 10.0.0.2"), "2001:db8::1"},
+		{"skips garbage", peer, xff("192.0.2.1, junk"), "192.0.2.1"},
+		{"all trusted", peer, xff("10.0.0.1, 10.0.0.2"), "127.0.0.1"},
+		{"no field", peer, nil, "127.0.0.1"},
+	} {
+		if got := StrictClientAddr(c.peer, c.header, trusted, nil); got.String() != c.want {
+			t.Errorf("%s: StrictClientAddr = %s, want %s", c.name, got, c.want)
+		}
+	}
+}

@@ -17,7 +17,7 @@
 // matchers), mapper.go (the map directive's placeholders),
 // rewritetarget.go (the target a rewrite builds), uriquery.go (uri
 // query edits), query.go (reading a query as Caddy does), cookie.go
-// (reading a cookie as Caddy does), clientip.go (the client's address)
+// (reading a cookie as Caddy does), clientip.go (the client's address, leftmost or by trusted_proxies_strict)
 // and ranges.go (IP ranges and private_ranges).
 //
 // Everything here is built once per (re)load and only read afterwards,
