@@ -79,19 +79,8 @@ func (ex *exchange) h2Switched(fields []stream.Field) {
 			fields = append(fields, stream.Field{Name: "sec-websocket-accept", Value: t.accept})
 		}
 	}
-	ex.status = 101
-	ex.phase = phaseTunnel
-	ex.h.tunnels.add(ex)
-	if to, ok := ex.h.cfg.Observer.(observe.TunnelObserver); ok {
-		ex.log.Upstream = ex.pool.up.Name
-		to.TunnelOpened(&ex.log)
-	}
-	if err := ex.w.WriteHeader(status, fields, false); err != nil {
-		ex.end(resetting(stream.CodeCancel, observe.ReasonClientGone, err.Error()))
+	if !ex.openTunnel(status, fields) {
 		return
-	}
-	if ex.h.cfg.StreamTimeout > 0 {
-		ex.arm(ex.h.cfg.StreamTimeout)
 	}
 	if len(ex.early) > 0 {
 		early := ex.early

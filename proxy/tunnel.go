@@ -135,19 +135,8 @@ func (ex *exchange) switched(p *h1.ResponseParser) {
 		}
 	}
 	bc.becomeTunnel()
-	ex.status = 101
-	ex.phase = phaseTunnel
-	ex.h.tunnels.add(ex)
-	if to, ok := ex.h.cfg.Observer.(observe.TunnelObserver); ok {
-		ex.log.Upstream = ex.pool.up.Name
-		to.TunnelOpened(&ex.log)
-	}
-	if err := ex.w.WriteHeader(status, fields, false); err != nil {
-		ex.end(resetting(stream.CodeCancel, observe.ReasonClientGone, err.Error()))
+	if !ex.openTunnel(status, fields) {
 		return
-	}
-	if ex.h.cfg.StreamTimeout > 0 {
-		ex.arm(ex.h.cfg.StreamTimeout)
 	}
 	if len(ex.early) > 0 {
 		early, n := ex.early, ex.earlyBody
@@ -366,3 +355,26 @@ func (s *tunnelSet) remove(ex *exchange) {
 
 // Tunnels reports how many tunnels are open on this handler's loop.
 func (h *Handler) Tunnels() int { return len(h.tunnels.list) }
+
+// openTunnel makes ex a tunnel, over an HTTP/1.1 origin connection or an
+// h2 origin stream alike: counted among the handler's tunnels and
+// reported to the observer, the client's answer (status, fields) sent,
+// stream_timeout armed as the idle timer. It reports false when the
+// client was gone and ex has ended.
+func (ex *exchange) openTunnel(status int, fields []stream.Field) bool {
+	ex.status = 101
+	ex.phase = phaseTunnel
+	ex.h.tunnels.add(ex)
+	if to, ok := ex.h.cfg.Observer.(observe.TunnelObserver); ok {
+		ex.log.Upstream = ex.pool.up.Name
+		to.TunnelOpened(&ex.log)
+	}
+	if err := ex.w.WriteHeader(status, fields, false); err != nil {
+		ex.end(resetting(stream.CodeCancel, observe.ReasonClientGone, err.Error()))
+		return false
+	}
+	if ex.h.cfg.StreamTimeout > 0 {
+		ex.arm(ex.h.cfg.StreamTimeout)
+	}
+	return true
+}
