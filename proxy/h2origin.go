@@ -156,14 +156,7 @@ func (p *pool) freeConn() (hc *h2Conn, mayDial bool) {
 
 // dialH2 opens a new connection; its connect completes on the loop.
 func (p *pool) dialH2() (*h2Conn, error) {
-	var fd int
-	var err error
-	if p.up.Path != "" {
-		fd, err = netpoll.ConnectUnix(p.up.Path)
-	} else {
-		fd, err = netpoll.Connect(p.up.DialAddr(p.dials))
-		p.dials++
-	}
+	fd, err := p.connect()
 	if err != nil {
 		return nil, err
 	}

@@ -325,18 +325,23 @@ func (p *pool) Flush() {
 	}
 }
 
+// connect starts a non-blocking connect to the upstream (its unix
+// socket, or the next of its addresses in turn) for an HTTP/1.1, TLS,
+// FastCGI or h2 connection alike.
+func (p *pool) connect() (int, error) {
+	if p.up.Path != "" {
+		return netpoll.ConnectUnix(p.up.Path)
+	}
+	fd, err := netpoll.Connect(p.up.DialAddr(p.dials))
+	p.dials++
+	return fd, err
+}
+
 // dial opens a new connection for a request from client (whom its PROXY
 // header announces, with PoolConfig.ProxyProtocol); the connect completes
 // on the loop.
 func (p *pool) dial(client netip.AddrPort) (*backendConn, error) {
-	var fd int
-	var err error
-	if p.up.Path != "" {
-		fd, err = netpoll.ConnectUnix(p.up.Path)
-	} else {
-		fd, err = netpoll.Connect(p.up.DialAddr(p.dials))
-		p.dials++
-	}
+	fd, err := p.connect()
 	if err != nil {
 		return nil, err
 	}
