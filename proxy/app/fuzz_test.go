@@ -64,8 +64,8 @@ func FuzzSites(f *testing.F) {
 	f.Fuzz(func(t *testing.T, site, reqs []byte, backend uint8) {
 		name := env.backends[int(backend)%len(env.backends)]
 		s := env.servers[name]
-		g := &siteGen{in: site, origin: env.origin, dead: env.dead}
-		if !env.load(t, s, name, g.site()) {
+		g := &siteGen{in: site, origin: env.origin, dead: env.dead, root: env.root}
+		if !env.load(t, s, name, g.site(), g.namedRouteBlocks()) {
 			return
 		}
 		deadline := time.Now().Add(inputBudget)
@@ -294,6 +294,97 @@ func fuzzSeeds() []fuzzSeed {
 			},
 			reqs: join(get(true, "GET", "/a?n=3"), get(false, "GET", "/a?n=3"), get(false, "GET", "/")),
 		},
+		{
+			// map with a regexp key and a default, vars set inline and in
+			// a block, and the vars and vars_regexp matchers reading them.
+			name: "vars_map",
+			site: []byte{
+				opMap, mNone, at(mapSources, "{path}"), at(mapDests, "{kind} {num}"), 2,
+				at(mapKeys, "/a"), 1, at(mapOutputs, "apple"), at(mapOutputs, "007"),
+				at(mapKeys, "~^/b/(.*)$"), 1, at(mapOutputs, `"b-$1"`), at(mapOutputs, "-"),
+				at(mapKeys, "default"), 1, at(mapOutputs, "{path}"), at(mapOutputs, "1.50"),
+				opVars, mNone, 1, 1, at(varNames, "tier"), at(varValues, "gold"), at(varNames, "who"), at(varValues, "{header.X-Who}"),
+				opVars, mNamed, 0, 11, at(varMatches, "tier gold"), 2, at(varUses, `respond@m "{vars.tier} {http.vars.level} {kind} {num}"`),
+				opRespond, mNamed, 0, 12, at(varRegexps, "g tier ^(go)ld$"), at(responds, `"hi" 200`),
+			},
+			reqs: join(get(false, "GET", "/a/b/c"), get(true, "GET", "/api/users")),
+		},
+		{
+			// A named route invoked twice, invoking another with a
+			// matcher, in front of a proxy.
+			name: "invoke",
+			site: []byte{
+				opInvoke, mNone, 0,
+				opHeader, mNone, at(responseOps, "X-A a"),
+				opInvoke, mPath, at(inlinePaths, "/api/*"), 1,
+				opRespond, mNone, at(responds, `"hi" 200`),
+				opEnd,
+				opEnd,
+				opInvoke, mNone, 0,
+				opReverseProxy, mNone, 1, 0,
+			},
+			reqs: join(get(false, "GET", "/api/users"), get(true, "GET", "/")),
+		},
+		{
+			// templates over a respond, a broken template, and the files
+			// under root (app.css only with mime text/css).
+			name: "templates",
+			site: []byte{
+				opHandle, mPath, at(inlinePaths, "/api/*"),
+				opTemplates, mNone, at(templateOptions, ""), 0, mNone, at(templateBodies, `{{.Req.URL.Path}} {{.Host}} {{.RemoteIP}}`), at(templateStatuses, ""),
+				opEnd,
+				opHandle, mPath, at(inlinePaths, "/x/"),
+				opTemplates, mNone, at(templateOptions, ""), 0, mNone, at(templateBodies, `{{ nope`), at(templateStatuses, " 200"),
+				opEnd,
+				opTemplates, mNone, at(templateOptions, " {\n\tmime text/css text/html text/plain\n}"), 1, mNone,
+			},
+			reqs: join(get(false, "GET", "/api/users"), get(true, "GET", "/x/"), get(false, "GET", "/static/app.css")),
+		},
+		{
+			// php_fastcgi to an upstream that refuses, and transport
+			// fastcgi to the HTTP origin, which does not speak FastCGI.
+			name: "fastcgi",
+			site: []byte{
+				opPHPFastCGI, mPath, at(inlinePaths, "/api/*"), 0, 1, 1, at(fastCGIOptions, "root ROOT"),
+				opPHPFastCGI, mNone, 1, 2, 0, at(phpOptions, "root ROOT"), at(phpOptions, "split .php"),
+			},
+			reqs: join(get(false, "GET", "/x.php"), get(true, "GET", "/api/users"), get(false, "POST", "/x.php")),
+		},
+		{
+			// HTTP/2 to the origin: transport http's versions h2c 2, an
+			// h2c:// upstream with method, and one that refuses.
+			name: "h2c",
+			site: []byte{
+				opProxyMore, mPath, at(inlinePaths, "/s/*"), 1, 1, 0, at(proxyMoreOptions, "transport http {\n\tversions h2c 2\n}"),
+				opProxyMore, mPath, at(inlinePaths, "/big"), 0, 0, 0, at(proxyMoreOptions, "flush_interval -1"),
+				opProxyMore, mNone, 1, 0, 1, at(proxyMoreOptions, "method POST"), at(proxyMoreOptions, "header_up X-A a"),
+			},
+			reqs: join(get(false, "GET", "/s/404"), get(true, "GET", "/chunk"), get(false, "GET", "/big")),
+		},
+		{
+			// respond's close, after a plain answer and a body.
+			name: "respond_close",
+			site: []byte{
+				opRespondClose, mPath, at(inlinePaths, "/x/"), at(responds, `"teapot" 418`), at(respondCloses, "close"),
+				opRespondClose, mNone, at(responds, "200"), at(respondCloses, "body \"bye\"\nclose"),
+			},
+			reqs: join(get(false, "GET", "/x/"), get(true, "GET", "/x/"), get(false, "GET", "/")),
+		},
+		{
+			// An error page that sets a variable and maps the path.
+			name: "handle_errors_vars",
+			site: []byte{
+				opHandle, mPath, at(inlinePaths, "/api/*"),
+				opError, mNone, at(errorsTable, `"nope" 503`),
+				opEnd,
+				opRespond, mNone, at(responds, `"hi" 200`),
+				opHandleErrors, at(errorCodes, ""),
+				opVars, mNone, 0, at(varNames, "level"), at(varValues, "{http.request.uri}"),
+				opMap, mNone, at(mapSources, "{path}"), at(mapDests, "{kind}"), 0, at(mapKeys, "/api/users"), 0, at(mapOutputs, "apple"),
+				opVars, mNone, 2, at(varUses, `respond@m "{vars.tier} {http.vars.level} {kind} {num}"`),
+			},
+			reqs: join(get(false, "GET", "/api/users"), get(true, "GET", "/api/")),
+		},
 	}
 }
 
@@ -313,8 +404,9 @@ func TestFuzzSeedSites(t *testing.T) {
 `,
 		"abort": "\t@m0 expression `int({query.n}) > 2`\n\troute @m0 {\n\t\theader X-A a\n\t\tabort\n\t}\n\trespond 200\n",
 	}
+	root := t.TempDir()
 	for _, s := range fuzzSeeds() {
-		g := &siteGen{in: s.site, origin: "127.0.0.1:9", dead: "127.0.0.1:10"}
+		g := &siteGen{in: s.site, origin: "127.0.0.1:9", dead: "127.0.0.1:10", root: root}
 		got := g.site()
 		if g.pos != len(s.site) {
 			t.Errorf("%s: the site decodes %d of its %d bytes:\n%s", s.name, g.pos, len(s.site), got)
@@ -325,8 +417,9 @@ func TestFuzzSeedSites(t *testing.T) {
 		if s.name == "abort" && !g.abort {
 			t.Errorf("abort: the site is not marked as aborting")
 		}
-		if _, err := config.Parse("Caddyfile", []byte("http://127.0.0.1:8080 {\n"+got+"}\n")); err != nil {
-			t.Errorf("%s: %v\n%s", s.name, err, numbered(got))
+		text := "http://127.0.0.1:8080 {\n" + got + "}\n" + g.namedRouteBlocks()
+		if _, err := config.Parse("Caddyfile", []byte(text)); err != nil {
+			t.Errorf("%s: %v\n%s", s.name, err, numbered(text))
 		}
 	}
 }

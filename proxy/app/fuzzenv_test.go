@@ -22,7 +22,8 @@ import (
 
 // fuzzEnv is what one fuzzing process serves its inputs with: a running
 // instance per poller backend (started on first use, one loop each), a
-// loopback origin, and a port nothing listens on. An input reloads one
+// loopback origin (HTTP/1.1 and h2c with prior knowledge), a port
+// nothing listens on, and a directory of files (templates among them). An input reloads one
 // instance with its site (Instance.Reload: the handler swap a SIGHUP
 // makes), so an input costs a reload and a few requests, not a start.
 type fuzzEnv struct {
@@ -30,6 +31,7 @@ type fuzzEnv struct {
 	dir      string
 	origin   string
 	dead     string
+	root     string
 	backends []string
 	servers  map[string]*fuzzServer
 }
@@ -54,9 +56,33 @@ func newFuzzEnv(tb testing.TB) *fuzzEnv {
 	if len(e.backends) == 0 {
 		tb.Fatal("no poller backend available")
 	}
-	e.origin = servertest.Origin(tb, http.HandlerFunc(fuzzOrigin))
+	e.origin = servertest.Origin(tb, http.HandlerFunc(fuzzOrigin), func(s *http.Server) {
+		s.Protocols = new(http.Protocols)
+		s.Protocols.SetHTTP1(true)
+		s.Protocols.SetUnencryptedHTTP2(true)
+	})
 	e.dead = fmt.Sprintf("127.0.0.1:%d", servertest.FreePort(tb))
+	e.root = filepath.Join(e.dir, "www")
+	for name, body := range fuzzFiles {
+		name = filepath.Join(e.root, name)
+		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(name, []byte(body), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
 	return e
+}
+
+// fuzzFiles are the files under the fuzzed sites' root: the request
+// targets' files, index.html and app.css templates (app.css rendered
+// only when templates' mime names text/css), x.php for php_fastcgi.
+var fuzzFiles = map[string]string{
+	"index.html":     `<h1>{{.Req.URL.Path}}</h1>{{include "part.html" "arg"}}{{.RespHeader.Set "X-Tpl" "yes"}}`,
+	"part.html":      `part {{index .Args 0}}`,
+	"static/app.css": `body { color: {{ph "query.k"}} }`,
+	"x.php":          `<?php echo "php";`,
 }
 
 // fuzzOrigin is the application behind the fuzzed sites. Its answer
@@ -109,7 +135,7 @@ func (e *fuzzEnv) server(backend string) *fuzzServer {
 		admin:  fmt.Sprintf("127.0.0.1:%d", servertest.FreePort(e.tb)),
 		panics: &panicWatch{},
 	}
-	if err := os.WriteFile(s.file, []byte(e.caddyfile(s, backend, "\trespond \"ready\"\n")), 0o644); err != nil {
+	if err := os.WriteFile(s.file, []byte(e.caddyfile(s, backend, "\trespond \"ready\"\n", "")), 0o644); err != nil {
 		e.tb.Fatal(err)
 	}
 	cfg, err := Load(s.file)
@@ -127,9 +153,10 @@ func (e *fuzzEnv) server(backend string) *fuzzServer {
 }
 
 // caddyfile is a whole configuration around one site's directives: the
-// fuzzed site on a plain-HTTP port that also takes h2c, and the site
-// beside it that tells the loop is still serving.
-func (e *fuzzEnv) caddyfile(s *fuzzServer, backend, site string) string {
+// fuzzed site on a plain-HTTP port that also takes h2c, the named routes
+// it invokes, and the site beside it that tells the loop is still
+// serving.
+func (e *fuzzEnv) caddyfile(s *fuzzServer, backend, site, namedRoutes string) string {
 	return fmt.Sprintf(`{
 	poller %s
 	loops 1
@@ -153,14 +180,14 @@ http://%s {
 http://%s {
 	respond "alive"
 }
-`, backend, s.admin, filepath.Join(e.dir, "storage"), s.site, site, s.alive)
+%s`, backend, s.admin, filepath.Join(e.dir, "storage"), s.site, site, s.alive, namedRoutes)
 }
 
-// load makes s serve the site's directives. It reports false when the
+// load makes s serve the site's directives (and named routes). It reports false when the
 // configuration is refused, after checking that every error names a
 // line of the file.
-func (e *fuzzEnv) load(t *testing.T, s *fuzzServer, backend, site string) bool {
-	text := e.caddyfile(s, backend, site)
+func (e *fuzzEnv) load(t *testing.T, s *fuzzServer, backend, site, namedRoutes string) bool {
+	text := e.caddyfile(s, backend, site, namedRoutes)
 	if text == s.last {
 		return true
 	}

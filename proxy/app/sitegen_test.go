@@ -21,13 +21,19 @@ type siteGen struct {
 	in  []byte
 	pos int
 
-	origin string // the upstream that answers
+	origin string // the upstream that answers (HTTP/1.1 and h2c)
 	dead   string // an upstream that refuses connections
+	root   string // a directory of files, templates among them
 
 	named      []string // the named matchers' definitions, @m0 ...
 	directives int
 	respNamed  int  // response matchers defined so far, @r0 ...
 	abort      bool // the site may abort (or reset) a request
+
+	// The named routes (&(r0) ...) invoked so far, written outside the
+	// site, and the names defined (or being written).
+	namedRoutes []string
+	defined     map[string]bool
 }
 
 // Limits that keep a site small enough to compile and serve in
@@ -77,6 +83,19 @@ const (
 	opCount
 )
 
+// The opcodes added after the table's first 32 places, so that the
+// bytes of earlier inputs keep their meaning.
+const (
+	opVars = 32 + iota
+	opMap
+	opInvoke
+	opTemplates
+	opPHPFastCGI
+	opProxyMore
+	opRespondClose
+	opLast
+)
+
 // opTable weighs the opcodes as real Caddyfiles do: header, respond and
 // reverse_proxy are the directives most sites have, and the directives
 // past the first 20 places repeat them.
@@ -85,8 +104,12 @@ var opTable = func() []int {
 	for op := range t {
 		t[op] = op
 	}
-	return append(t, opHeader, opHeader, opHeader, opRespond, opRespond,
+	t = append(t, opHeader, opHeader, opHeader, opRespond, opRespond,
 		opReverseProxy, opReverseProxy, opRequestHeader, opEncode, opHandle, opEnd)
+	for op := opVars; op < opLast; op++ {
+		t = append(t, op)
+	}
+	return t
 }()
 
 // Where a list of routes is: the site's top (log and handle_errors
@@ -100,7 +123,8 @@ const (
 	placeResponse
 )
 
-// site decodes the whole input into the site's directives.
+// site decodes the whole input into the site's directives. The named
+// routes they invoke are outside the site: namedRouteBlocks.
 func (g *siteGen) site() string {
 	var body strings.Builder
 	g.routes(&body, 1, placeTop)
@@ -111,6 +135,10 @@ func (g *siteGen) site() string {
 	out.WriteString(body.String())
 	return out.String()
 }
+
+// namedRouteBlocks are the named routes (&(name) { ... }) the site
+// invokes, for the Caddyfile's top level.
+func (g *siteGen) namedRouteBlocks() string { return strings.Join(g.namedRoutes, "") }
 
 // routes writes directives at depth until an end opcode.
 func (g *siteGen) routes(w *strings.Builder, depth int, place genPlace) {
@@ -210,6 +238,50 @@ func (g *siteGen) directive(w *strings.Builder, op, depth int, place genPlace) {
 		for range 2 + g.pick(7) {
 			fmt.Fprintf(w, "%sheader%s %s\n", in, g.matcher(), pickFrom(g, responseOps))
 		}
+	case opVars:
+		m := g.matcher()
+		switch g.pick(3) {
+		case 0:
+			fmt.Fprintf(w, "%svars%s %s %s\n", in, m, pickFrom(g, varNames), pickFrom(g, varValues))
+		case 1:
+			fmt.Fprintf(w, "%svars%s {\n", in, m)
+			for range 1 + g.pick(3) {
+				fmt.Fprintf(w, "%s\t%s %s\n", in, pickFrom(g, varNames), pickFrom(g, varValues))
+			}
+			w.WriteString(in + "}\n")
+		default:
+			// What reads the variables and the map's outputs.
+			fmt.Fprintf(w, "%s%s\n", in, strings.ReplaceAll(pickFrom(g, varUses), "@m", m))
+		}
+	case opMap:
+		fmt.Fprintf(w, "%smap%s %s %s {\n", in, g.matcher(), pickFrom(g, mapSources), pickFrom(g, mapDests))
+		for range 1 + g.pick(4) {
+			fmt.Fprintf(w, "%s\t%s", in, pickFrom(g, mapKeys))
+			for range 1 + g.pick(2) {
+				w.WriteString(" " + pickFrom(g, mapOutputs))
+			}
+			w.WriteString("\n")
+		}
+		w.WriteString(in + "}\n")
+	case opInvoke:
+		m := g.matcher()
+		fmt.Fprintf(w, "%sinvoke%s %s\n", in, m, g.namedRoute())
+	case opTemplates:
+		fmt.Fprintf(w, "%stemplates%s%s\n", in, g.matcher(), strings.ReplaceAll(pickFrom(g, templateOptions), "\n", "\n"+in))
+		switch g.pick(3) {
+		case 0:
+			fmt.Fprintf(w, "%srespond%s `%s`%s\n", in, g.matcher(), pickFrom(g, templateBodies), pickFrom(g, templateStatuses))
+		case 1:
+			// The files under root, index.html a template.
+			fmt.Fprintf(w, "%sroot * %s\n%sfile_server%s\n", in, g.root, in, g.matcher())
+		}
+	case opPHPFastCGI:
+		g.fastCGI(w, depth, g.matcher())
+	case opProxyMore:
+		g.proxyMore(w, depth, g.matcher())
+	case opRespondClose:
+		fmt.Fprintf(w, "%srespond%s %s {\n%s\t%s\n%s}\n", in, g.matcher(), pickFrom(g, responds), in,
+			strings.ReplaceAll(pickFrom(g, respondCloses), "\n", "\n\t"+in), in)
 	case opIntercept:
 		switch {
 		case place == placeResponse:
@@ -263,6 +335,93 @@ func (g *siteGen) reverseProxy(w *strings.Builder, depth int, m string) {
 				g.responseHandlers(w, depth+1)
 			}
 		}
+	}
+	w.WriteString(in + "}\n")
+}
+
+// namedRoute reads which named route an invoke calls: one of three,
+// whose body is written (outside the site) the first time one is
+// invoked, or one never defined. A body may invoke the route it is in,
+// or one that invokes it: pollproxy must refuse that, naming a line.
+func (g *siteGen) namedRoute() string {
+	i := g.pick(4)
+	if i == 3 {
+		return "undefined"
+	}
+	name := fmt.Sprintf("r%d", i)
+	if g.defined[name] {
+		return name
+	}
+	if g.defined == nil {
+		g.defined = map[string]bool{}
+	}
+	g.defined[name] = true
+	// A named route's matchers are its own: they are hoisted to the top
+	// of its block, not of the site.
+	named := g.named
+	g.named = nil
+	var body strings.Builder
+	g.routes(&body, 1, placeNested)
+	var b strings.Builder
+	b.WriteString("\n&(" + name + ") {\n")
+	for _, n := range g.named {
+		b.WriteString("\t" + n + "\n")
+	}
+	b.WriteString(body.String() + "}\n")
+	g.named = named
+	g.namedRoutes = append(g.namedRoutes, b.String())
+	return name
+}
+
+// fastCGI writes a php_fastcgi, or a reverse_proxy with transport
+// fastcgi, to an upstream that refuses connections or to the HTTP
+// origin (which does not speak FastCGI: its answer to the records is an
+// HTTP/1.1 400), with options from the tables.
+func (g *siteGen) fastCGI(w *strings.Builder, depth int, m string) {
+	in := indent(depth)
+	up := g.dead
+	if g.pick(2) == 0 {
+		up = g.origin
+	}
+	n := g.pick(4)
+	if g.pick(2) == 0 {
+		fmt.Fprintf(w, "%sphp_fastcgi%s %s", in, m, up)
+		if n == 0 {
+			w.WriteString("\n")
+			return
+		}
+		w.WriteString(" {\n")
+		for range n {
+			fmt.Fprintf(w, "%s\t%s\n", in, g.rooted(pickFrom(g, phpOptions)))
+		}
+		w.WriteString(in + "}\n")
+		return
+	}
+	fmt.Fprintf(w, "%sreverse_proxy%s %s {\n%s\ttransport fastcgi {\n", in, m, up, in)
+	for range n {
+		fmt.Fprintf(w, "%s\t\t%s\n", in, g.rooted(pickFrom(g, fastCGIOptions)))
+	}
+	fmt.Fprintf(w, "%s\t}\n%s}\n", in, in)
+}
+
+// rooted puts the site's file root in an option that names ROOT.
+func (g *siteGen) rooted(opt string) string { return strings.ReplaceAll(opt, "ROOT", g.root) }
+
+// proxyMore writes a reverse_proxy with what the first table of options
+// lacks: HTTP/2 to the origin (h2c:// or transport http's versions),
+// method and rewrite, to the origin or the dead upstream.
+func (g *siteGen) proxyMore(w *strings.Builder, depth int, m string) {
+	in := indent(depth)
+	up := g.origin
+	if g.pick(4) == 0 {
+		up = g.dead
+	}
+	if g.pick(2) == 0 {
+		up = "h2c://" + up
+	}
+	fmt.Fprintf(w, "%sreverse_proxy%s %s {\n", in, m, up)
+	for range 1 + g.pick(3) {
+		fmt.Fprintf(w, "%s\t%s\n", in, strings.ReplaceAll(pickFrom(g, proxyMoreOptions), "\n", "\n\t"+in))
 	}
 	w.WriteString(in + "}\n")
 }
@@ -325,7 +484,7 @@ func (g *siteGen) matcherDef() string {
 
 // matcherLine is one line of a matcher set: its type and arguments.
 func (g *siteGen) matcherLine(depth int) string {
-	kind := g.pick(11)
+	kind := g.pick(13)
 	switch kind {
 	case 0:
 		return "path " + pickFrom(g, matchPaths)
@@ -350,6 +509,10 @@ func (g *siteGen) matcherLine(depth int) string {
 		return "protocol " + pickFrom(g, protocols)
 	case 9:
 		return "remote_ip " + pickFrom(g, remoteIPs)
+	case 11:
+		return "vars " + pickFrom(g, varMatches)
+	case 12:
+		return "vars_regexp " + pickFrom(g, varRegexps)
 	default:
 		return "host " + pickFrom(g, hosts)
 	}
@@ -435,4 +598,50 @@ var (
 	protocols     = []string{"http", "https", "http/1.1", "http/2", "http/2+", "http/1.1+"}
 	remoteIPs     = []string{"127.0.0.1/8", "::1", "10.0.0.0/8", "private_ranges"}
 	hosts         = []string{"127.0.0.1", "localhost", "*.example.com"}
+)
+
+// The tables of the directives added later (vars, map, invoke,
+// templates, FastCGI, HTTP/2 to origins, respond's close).
+var (
+	varNames  = []string{"tier", "level", "who", "{path}", "a.b", "http.vars.x", "root", `""`, "{kind}"}
+	varValues = []string{"gold", "{header.X-Who}", "{vars.tier}", "{http.vars.level}", `""`, "{kind}", "{re.g.1}", "007",
+		"1.50", "true", "{query.k}", "/s/404", "{vars.who}{vars.who}", "{http.request.uri}"}
+	varUses = []string{
+		`respond@m "{vars.tier} {http.vars.level} {kind} {num}"`, "header@m X-V {vars.tier}", "request_header@m X-Kind {kind}",
+		`respond@m "{kind}" {num}`, "rewrite@m {kind}", "redir@m {vars.to}", `error@m "{kind}" {vars.level}`,
+	}
+	varMatches = []string{"tier gold", "level silver bronze", "{kind} apple", "{path} /a", `who ""`, "nope", "{vars.tier} gold"}
+	varRegexps = []string{"g tier ^(go)ld$", "who ^(z+)$", "{kind} ^(a)", "tier (", "{path} ^/s/(?P<n>\\d+)"}
+
+	mapSources = []string{"{path}", "{host}", "{header.X-A}", "{query.k}", "{vars.tier}", "{method}", "literal", "{kind}"}
+	mapDests   = []string{"{kind}", "{kind} {num}", "{vars.to}", "{path}", "kind", "{}", "{kind} {kind}", "{http.vars.level}"}
+	mapKeys    = []string{"/a", "~^/b/(.*)$", "~(", "default", `~^/s/(?P<n>\d+)`, `""`, "GET", "127.0.0.1", "/api/users", "~.*"}
+	mapOutputs = []string{"apple", "-", `"b-$1"`, "{path}", "{header.X-A}", "${n}", "007", "1.50", "true", "{kind}", "{num}",
+		"/s/503", "https://{host}/x", `""`, "$9"}
+
+	templateOptions = []string{"", " {\n\tmime text/css text/html text/plain\n}", " {\n\tbetween [[ ]]\n}", " {\n\troot /\n}",
+		" {\n\tmime\n}", " {\n\tbetween <<\n}", " {\n\textensions\n}", " nope"}
+	templateBodies = []string{
+		`{{.Req.URL.Path}} {{.Host}} {{.RemoteIP}}`, `{{ nope`, `x{{httpError 410}}`, `{{httpError 99}}`,
+		`{{.RespHeader.Set "Content-Length" "3"}}abcdef`, `{{.RespHeader.Set "X-T" "t"}}x`, `{{.RespHeader.Del "Content-Type"}}y`,
+		`{{include "index.html"}}`, `{{include "/etc/hostname"}}`, `{{readFile "../../x"}}`, `{{placeholder "http.request.uri"}}`,
+		`{{range until 3000}}abcdefghij{{end}}`, `{{markdown "# hi *there*"}}`, ``, `{{template "x"}}`,
+		`{{.Req.Header.Get "X-A"}}`, `{{(splitFrontMatter "---\nx: [\n---\nb").Body}}`, `[[.Host]] {{.Host}}`,
+		`{{listFiles "/"}}`, `{{httpInclude "/"}}`, `{{env "HOME"}}{{ph "vars.tier"}}`, `{{.Cookie "c"}}`, `{{index .Args 5}}`,
+	}
+	templateStatuses = []string{"", " 200", " 404", " 500", " 204", " 103"}
+
+	phpOptions = []string{"root ROOT", "split .php", "index off", "index index.html", "env A b", "try_files {path} index.php",
+		"capture_stderr", "read_timeout 1s", "dial_timeout 100ms", "resolve_root_symlink", "split", "header_up X-A a",
+		"lb_retries 1", "method POST", "transport http", "root", "write_timeout 1s", "try_files", "env"}
+	fastCGIOptions = []string{"root ROOT", "split .php", "env A b", "env SCRIPT_FILENAME /x", "capture_stderr", "read_timeout 1s",
+		"dial_timeout 100ms", "resolve_root_symlink", "split", "root", "write_timeout 0", "nope"}
+	proxyMoreOptions = []string{
+		"transport http {\n\tversions h2c 2\n}", "transport http {\n\tversions h2c\n}", "transport http {\n\tversions 2\n}",
+		"transport http {\n\tversions 1.1 2\n}", "transport http {\n\tversions 3\n}", "transport http {\n\tversions\n}",
+		"transport http {\n\tversions 1.1\n}", "method POST", "method {query.m}", "method get", "method", "method HEAD",
+		"rewrite /s/404", "method GET\nrewrite /nobody", "header_up X-A a", "flush_interval -1", "lb_retries 1",
+		"method {vars.tier}", "header_down -Content-Length",
+	}
+	respondCloses = []string{"close", "body \"bye\"\nclose", "close extra", "close\nclose", "body"}
 )
