@@ -433,6 +433,7 @@ func TestFuzzFoundSites(t *testing.T) {
 		"intercept_abort":              "\tintercept @m0 {\n",
 		"copy_response_headers_length": "\t\t\tcopy_response_headers {\n",
 		"header_content_length":        "\theader Content-Length 3\n",
+		"heredoc_line":                 "\ttemplates {\n\t\tbetween <<\n",
 	} {
 		b, err := os.ReadFile(filepath.Join("testdata", "fuzz", "FuzzSites", name))
 		if err != nil {

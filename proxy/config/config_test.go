@@ -443,6 +443,12 @@ func TestErrors(t *testing.T) {
 		{"unclosed block", "localhost {\n\treverse_proxy 127.0.0.1:8080 {\n",
 			`Caddyfile:2: unexpected EOF`},
 		{"no sites", "{\n\tloops 2\n}\n", `Caddyfile:1: no site block`},
+		// The lexer's errors name their line in the message only
+		// (FuzzSites found templates' "between <<" taken for a heredoc).
+		{"heredoc without marker", site("\ttemplates {\n\t\tbetween <<\n\t}"),
+			`Caddyfile:3: missing opening heredoc marker on line #3`},
+		{"heredoc marker", site("\trespond <<E-!\n\tx\n\tE-!"), `Caddyfile:2: heredoc marker on line #2`},
+		{"unterminated heredoc", site("\trespond <<EOF\n\tx"), `Caddyfile:5: incomplete heredoc <<EOF on line #5`},
 		{"missing import", site("\timport missing.caddy"), `Caddyfile:2: File to import not found: missing.caddy`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
