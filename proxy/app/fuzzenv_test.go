@@ -57,6 +57,12 @@ func newFuzzEnv(tb testing.TB) *fuzzEnv {
 		tb.Fatal("no poller backend available")
 	}
 	e.origin = servertest.Origin(tb, http.HandlerFunc(fuzzOrigin), func(s *http.Server) {
+		// The sites also send it FastCGI records, which it reads as a
+		// request head that may never end (no newline): it gives up
+		// after a second and closes, where it would wait forever, and
+		// the proxy with it (as Caddy's, whose FastCGI transport has
+		// no read timeout by default).
+		s.ReadHeaderTimeout = time.Second
 		s.Protocols = new(http.Protocols)
 		s.Protocols.SetHTTP1(true)
 		s.Protocols.SetUnencryptedHTTP2(true)
