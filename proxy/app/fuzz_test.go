@@ -434,6 +434,8 @@ func TestFuzzFoundSites(t *testing.T) {
 		"copy_response_headers_length": "\t\t\tcopy_response_headers {\n",
 		"header_content_length":        "\theader Content-Length 3\n",
 		"heredoc_line":                 "\ttemplates {\n\t\tbetween <<\n",
+		"proxy_method_head":            "\t\tmethod HEAD\n",
+		"fastcgi_http_origin":          "\t\ttransport fastcgi {\n",
 	} {
 		b, err := os.ReadFile(filepath.Join("testdata", "fuzz", "FuzzSites", name))
 		if err != nil {

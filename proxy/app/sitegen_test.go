@@ -27,8 +27,14 @@ type siteGen struct {
 
 	named      []string // the named matchers' definitions, @m0 ...
 	directives int
-	respNamed  int  // response matchers defined so far, @r0 ...
-	abort      bool // the site may abort (or reset) a request
+	respNamed  int // response matchers defined so far, @r0 ...
+	// abort: the site may abort (or reset) a request. Besides abort,
+	// a request made a HEAD (the method directive, or reverse_proxy's
+	// method) gets the origin's length with no body, a head pollproxy
+	// does not send to a GET: it resets the stream (HTTP/1.1: closes),
+	// where Caddy sends the head and then closes (nocontent_test.go's
+	// TestMethodHeadProxied).
+	abort bool
 
 	// The named routes (&(r0) ...) invoked so far, written outside the
 	// site, and the names defined (or being written).
@@ -218,7 +224,10 @@ func (g *siteGen) directive(w *strings.Builder, op, depth int, place genPlace) {
 		w.WriteString(in + "handle_errors" + codes)
 		g.block(w, depth, placeNested)
 	case opMethod:
-		fmt.Fprintf(w, "%smethod%s %s\n", in, g.matcher(), pickFrom(g, methodsTo))
+		m := g.matcher()
+		to := pickFrom(g, methodsTo)
+		g.abort = g.abort || to == "HEAD" // a GET made a HEAD may be reset: see abort
+		fmt.Fprintf(w, "%smethod%s %s\n", in, m, to)
 	case opRequestBody:
 		fmt.Fprintf(w, "%srequest_body%s {\n%s\tmax_size %s\n%s}\n", in, g.matcher(), in, pickFrom(g, bodyLimits), in)
 	case opHeaderBlock:
@@ -421,7 +430,9 @@ func (g *siteGen) proxyMore(w *strings.Builder, depth int, m string) {
 	}
 	fmt.Fprintf(w, "%sreverse_proxy%s %s {\n", in, m, up)
 	for range 1 + g.pick(3) {
-		fmt.Fprintf(w, "%s\t%s\n", in, strings.ReplaceAll(pickFrom(g, proxyMoreOptions), "\n", "\n\t"+in))
+		opt := pickFrom(g, proxyMoreOptions)
+		g.abort = g.abort || opt == "method HEAD" // see abort
+		fmt.Fprintf(w, "%s\t%s\n", in, strings.ReplaceAll(opt, "\n", "\n\t"+in))
 	}
 	w.WriteString(in + "}\n")
 }
