@@ -436,6 +436,7 @@ func TestFuzzFoundSites(t *testing.T) {
 		"heredoc_line":                 "\ttemplates {\n\t\tbetween <<\n",
 		"proxy_method_head":            "\t\tmethod HEAD\n",
 		"fastcgi_http_origin":          "\t\ttransport fastcgi {\n",
+		"h2c_origin_reset":             "\treverse_proxy h2c://",
 	} {
 		b, err := os.ReadFile(filepath.Join("testdata", "fuzz", "FuzzSites", name))
 		if err != nil {

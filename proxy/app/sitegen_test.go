@@ -429,9 +429,15 @@ func (g *siteGen) proxyMore(w *strings.Builder, depth int, m string) {
 		up = "h2c://" + up
 	}
 	fmt.Fprintf(w, "%sreverse_proxy%s %s {\n", in, m, up)
+	live := !strings.HasSuffix(up, g.dead)
+	// An h2c origin resets a stream it finds malformed (Go's does for a
+	// path with a bad escape, which pollproxy forwards as it came), and
+	// pollproxy passes the origin's reset on (a 502 would hide the code
+	// a gRPC client acts on), where Caddy answers 502.
+	g.abort = g.abort || live && strings.HasPrefix(up, "h2c://")
 	for range 1 + g.pick(3) {
 		opt := pickFrom(g, proxyMoreOptions)
-		g.abort = g.abort || opt == "method HEAD" // see abort
+		g.abort = g.abort || opt == "method HEAD" || live && strings.Contains(opt, "versions h2c") // see abort
 		fmt.Fprintf(w, "%s\t%s\n", in, strings.ReplaceAll(opt, "\n", "\n\t"+in))
 	}
 	w.WriteString(in + "}\n")
