@@ -437,6 +437,7 @@ func TestFuzzFoundSites(t *testing.T) {
 		"proxy_method_head":            "\t\tmethod HEAD\n",
 		"fastcgi_http_origin":          "\t\ttransport fastcgi {\n",
 		"h2c_origin_reset":             "\treverse_proxy h2c://",
+		"templates_head":               "\ttemplates\n",
 	} {
 		b, err := os.ReadFile(filepath.Join("testdata", "fuzz", "FuzzSites", name))
 		if err != nil {

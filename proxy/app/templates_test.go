@@ -2,12 +2,15 @@ package app
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 )
 
 // TestTemplates: the templates directive renders what file_server,
@@ -57,6 +60,49 @@ func TestTemplates(t *testing.T) {
 				{method: "GET", path: "/proxied", status: 200, body: "o /proxied"},
 			} {
 				t.Run(proto, func(t *testing.T) { x.run(t, c, base) })
+			}
+		}
+	})
+}
+
+// TestTemplatesProxiedNoBody: templates over a reverse proxy whose
+// answer has no body (the answer to a HEAD, a 204) answers on HTTP/1.1
+// as on h2. FuzzSites found HTTP/1.1 closing the connection without an
+// answer: the proxy ended the response while the (empty) body rendered.
+func TestTemplatesProxiedNoBody(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		origin := servertest.Origin(t, http.HandlerFunc(fuzzOrigin))
+		addr := startPlain(t, backend, fmt.Sprintf("\ttemplates\n\treverse_proxy %s", origin))
+		for _, x := range []struct {
+			method, target string
+			status         int
+		}{{"HEAD", "/", 200}, {"HEAD", "/s/404", 404}, {"GET", "/nobody", 204}, {"HEAD", "/nobody", 204}, {"GET", "/", 200}} {
+			for _, h2 := range []bool{false, true} {
+				r := fuzzRequest{h2: h2, method: x.method, target: x.target}
+				var status int
+				var err error
+				if h2 {
+					c, derr := dialH2(addr, time.Now().Add(10*time.Second))
+					if derr != nil {
+						t.Fatal(derr)
+					}
+					var a h2Answer
+					a, err = c.roundTrip(r, addr)
+					status = a.status
+					c.Close()
+				} else {
+					c, derr := dialH1(addr, time.Now().Add(10*time.Second))
+					if derr != nil {
+						t.Fatal(derr)
+					}
+					var a h1Answer
+					a, err = c.roundTrip(r, addr)
+					status = a.status
+					c.Close()
+				}
+				if err != nil || status != x.status {
+					t.Errorf("%s %s (h2 %v): %d %v, want %d", x.method, x.target, h2, status, err, x.status)
+				}
 			}
 		}
 	})

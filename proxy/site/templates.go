@@ -95,13 +95,20 @@ func (t *tplWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Close renders a held response.
+// Close renders a held response. A Close after a head that ended the
+// response (a HEAD's, a 204's), which is rendering already, is the
+// handler's end of what it wrote: the rendered answer ends the response
+// itself, and the front end, told of the end before any head, would
+// close the connection without an answer.
 func (t *tplWriter) Close(trailers []stream.Field) error {
-	if !t.holding {
-		return t.ResponseWriter.Close(trailers)
+	switch {
+	case t.holding:
+		t.render()
+		return nil
+	case t.writing:
+		return nil
 	}
-	t.render()
-	return nil
+	return t.ResponseWriter.Close(trailers)
 }
 
 // render hands the held body to the pool, with a copy of what the
