@@ -627,8 +627,10 @@ var (
 		`respond@m "{vars.tier} {http.vars.level} {kind} {num}"`, "header@m X-V {vars.tier}", "request_header@m X-Kind {kind}",
 		`respond@m "{kind}" {num}`, "rewrite@m {kind}", "redir@m {vars.to}", `error@m "{kind}" {vars.level}`,
 	}
-	varMatches = []string{"tier gold", "level silver bronze", "{kind} apple", "{path} /a", `who ""`, "nope", "{vars.tier} gold"}
-	varRegexps = []string{"g tier ^(go)ld$", "who ^(z+)$", "{kind} ^(a)", "tier (", "{path} ^/s/(?P<n>\\d+)"}
+	varMatches = []string{"tier gold", "level silver bronze", "{kind} apple", "{path} /a", `who ""`, "nope", "{vars.tier} gold",
+		"tier gold silver", "level /s/404", "{num} 007"}
+	varRegexps = []string{"g tier ^(go)ld$", "who ^(z+)$", "{kind} ^(a)", "tier (", "{path} ^/s/(?P<n>\\d+)", "tier .*",
+		"lv level ^/s/", "{kind} ^apple$"}
 
 	mapSources = []string{"{path}", "{host}", "{header.X-A}", "{query.k}", "{vars.tier}", "{method}", "literal", "{kind}"}
 	mapDests   = []string{"{kind}", "{kind} {num}", "{vars.to}", "{path}", "kind", "{}", "{kind} {kind}", "{http.vars.level}"}
@@ -660,5 +662,5 @@ var (
 		"rewrite /s/404", "method GET\nrewrite /nobody", "header_up X-A a", "flush_interval -1", "lb_retries 1",
 		"method {vars.tier}", "header_down -Content-Length",
 	}
-	respondCloses = []string{"close", "body \"bye\"\nclose", "close extra", "close\nclose", "body"}
+	respondCloses = []string{"close", "close", "body \"bye\"\nclose", "close", "close extra", "close\nclose", "body"}
 )
