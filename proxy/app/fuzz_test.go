@@ -438,6 +438,7 @@ func TestFuzzFoundSites(t *testing.T) {
 		"fastcgi_http_origin":          "\t\ttransport fastcgi {\n",
 		"h2c_origin_reset":             "\treverse_proxy h2c://",
 		"templates_head":               "\ttemplates\n",
+		"origin_400_unread_body":       "\treverse_proxy 127.0.0.1:9\n",
 	} {
 		b, err := os.ReadFile(filepath.Join("testdata", "fuzz", "FuzzSites", name))
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -56,17 +57,7 @@ func newFuzzEnv(tb testing.TB) *fuzzEnv {
 	if len(e.backends) == 0 {
 		tb.Fatal("no poller backend available")
 	}
-	e.origin = servertest.Origin(tb, http.HandlerFunc(fuzzOrigin), func(s *http.Server) {
-		// The sites also send it FastCGI records, which it reads as a
-		// request head that may never end (no newline): it gives up
-		// after a second and closes, where it would wait forever, and
-		// the proxy with it (as Caddy's, whose FastCGI transport has
-		// no read timeout by default).
-		s.ReadHeaderTimeout = time.Second
-		s.Protocols = new(http.Protocols)
-		s.Protocols.SetHTTP1(true)
-		s.Protocols.SetUnencryptedHTTP2(true)
-	})
+	e.origin = fuzzOriginServer(tb)
 	e.dead = fmt.Sprintf("127.0.0.1:%d", servertest.FreePort(tb))
 	e.root = filepath.Join(e.dir, "www")
 	for name, body := range fuzzFiles {
@@ -79,6 +70,58 @@ func newFuzzEnv(tb testing.TB) *fuzzEnv {
 		}
 	}
 	return e
+}
+
+// fuzzOriginServer starts fuzzOrigin on loopback: HTTP/1.1 and h2c
+// with prior knowledge, closing connections gracefully (lingerConn).
+func fuzzOriginServer(tb testing.TB) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := &http.Server{
+		Handler: http.HandlerFunc(fuzzOrigin),
+		// The sites also send it FastCGI records, which it reads as a
+		// request head that may never end (no newline): it gives up
+		// after a second and closes, where it would wait forever, and
+		// the proxy with it (as Caddy's, whose FastCGI transport has
+		// no read timeout by default).
+		ReadHeaderTimeout: time.Second,
+		Protocols:         new(http.Protocols),
+	}
+	srv.Protocols.SetHTTP1(true)
+	srv.Protocols.SetUnencryptedHTTP2(true)
+	go srv.Serve(lingerListener{ln})
+	tb.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
+
+// lingerListener accepts lingerConns.
+type lingerListener struct{ net.Listener }
+
+func (l lingerListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return lingerConn{c.(*net.TCPConn)}, nil
+}
+
+// lingerConn closes as servers that linger do (nginx's lingering_close):
+// its side first, then what the peer still sends is read and dropped
+// for a moment. Go's server closes at once after refusing a request
+// (400 for a bad escape in the path), and with the request's body
+// unread the kernel resets the connection: the proxy then cannot tell
+// the answer's close-delimited body from a truncated one and resets the
+// client's stream, as Caddy does, which the fuzzer would take for a
+// failure.
+type lingerConn struct{ *net.TCPConn }
+
+func (c lingerConn) Close() error {
+	c.CloseWrite()
+	c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	io.Copy(io.Discard, c.TCPConn)
+	return c.TCPConn.Close()
 }
 
 // fuzzFiles are the files under the fuzzed sites' root: the request
