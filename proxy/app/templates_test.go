@@ -78,32 +78,51 @@ func TestTemplatesProxiedNoBody(t *testing.T) {
 			status         int
 		}{{"HEAD", "/", 200}, {"HEAD", "/s/404", 404}, {"GET", "/nobody", 204}, {"HEAD", "/nobody", 204}, {"GET", "/", 200}} {
 			for _, h2 := range []bool{false, true} {
-				r := fuzzRequest{h2: h2, method: x.method, target: x.target}
-				var status int
-				var err error
-				if h2 {
-					c, derr := dialH2(addr, time.Now().Add(10*time.Second))
-					if derr != nil {
-						t.Fatal(derr)
-					}
-					var a h2Answer
-					a, err = c.roundTrip(r, addr)
-					status = a.status
-					c.Close()
-				} else {
-					c, derr := dialH1(addr, time.Now().Add(10*time.Second))
-					if derr != nil {
-						t.Fatal(derr)
-					}
-					var a h1Answer
-					a, err = c.roundTrip(r, addr)
-					status = a.status
-					c.Close()
-				}
+				status, err := statusOnce(t, addr, fuzzRequest{h2: h2, method: x.method, target: x.target})
 				if err != nil || status != x.status {
 					t.Errorf("%s %s (h2 %v): %d %v, want %d", x.method, x.target, h2, status, err, x.status)
 				}
 			}
 		}
 	})
+}
+
+// TestTemplatesHTTPErrorNotFinal: httpError with a status that is no
+// final answer (99, a 1xx, 600) answers 500, on HTTP/1.1 and h2.
+// FuzzSites found httpError 99 leaving the client waiting: the 99 went
+// to the front end as an informational head.
+func TestTemplatesHTTPErrorNotFinal(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		addr := startPlain(t, backend, "\ttemplates\n\trespond /99 `{{httpError 99}}`\n\trespond /103 `{{httpError 103}}`\n\trespond `{{httpError 600}}`")
+		for _, target := range []string{"/99", "/103", "/600"} {
+			for _, h2 := range []bool{false, true} {
+				status, err := statusOnce(t, addr, fuzzRequest{h2: h2, method: "GET", target: target})
+				if err != nil || status != 500 {
+					t.Errorf("%s (h2 %v): %d %v, want 500", target, h2, status, err)
+				}
+			}
+		}
+	})
+}
+
+// statusOnce sends r on a new connection to addr and returns the final
+// answer's status.
+func statusOnce(t *testing.T, addr string, r fuzzRequest) (int, error) {
+	t.Helper()
+	if r.h2 {
+		c, err := dialH2(addr, time.Now().Add(10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		a, err := c.roundTrip(r, addr)
+		return a.status, err
+	}
+	c, err := dialH1(addr, time.Now().Add(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	a, err := c.roundTrip(r, addr)
+	return a.status, err
 }

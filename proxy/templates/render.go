@@ -55,7 +55,8 @@ type Input struct {
 }
 
 // Result is a rendering's outcome: the body, or the status of the error
-// the client gets (500 for a broken template, httpError's own).
+// the client gets (500 for a broken template, httpError's own when it is
+// a final status).
 type Result struct {
 	Body   []byte
 	Status int
@@ -74,8 +75,12 @@ func Render(cfg *Config, in *Input, name string, body []byte) Result {
 	var buf bytes.Buffer
 	buf.Write(body)
 	if err := c.executeInBuffer(name, &buf); err != nil {
+		// httpError's status, unless it cannot be a final answer (99,
+		// 103, 600): that is a 500. Caddy writes it as it is, and Go's
+		// server then panics (under 100), sends a 200 after it (1xx) or
+		// a status line HTTP does not define (over 599).
 		var se StatusError
-		if errors.As(err, &se) {
+		if errors.As(err, &se) && se.Status >= 200 && se.Status <= 599 {
 			return Result{Status: se.Status, Err: err}
 		}
 		return Result{Status: http.StatusInternalServerError, Err: err}

@@ -75,6 +75,14 @@ func TestRender(t *testing.T) {
 	if r.Status != 404 || in.Header.Get("Content-Type") != "" {
 		t.Errorf("httpError 404: status %d, content-type %q; want 404 and no content-type", r.Status, in.Header.Get("Content-Type"))
 	}
+	// A status that is no final answer is a 500 (FuzzSites found
+	// httpError 99 leaving the client waiting).
+	for _, code := range []string{"99", "103", "600", "-1"} {
+		r = Render(&Config{}, input(t, dir), "/page", []byte(`{{httpError `+code+`}}`))
+		if r.Status != 500 || r.Err == nil {
+			t.Errorf("httpError %s: %d %v, want 500 and its error", code, r.Status, r.Err)
+		}
+	}
 	r = Render(&Config{}, input(t, dir), "/page", []byte(`{{broken`))
 	if r.Status != 500 || r.Err == nil {
 		t.Errorf("a broken template: %d %v, want 500 and its error", r.Status, r.Err)
