@@ -16,10 +16,14 @@ import (
 )
 
 // FuzzSites builds a site from the fuzz input (siteGen: random nesting of
-// handle, route, handle_path, header, request_header, respond, redir,
-// uri, rewrite, encode, log, handle_errors, error, abort, reverse_proxy
-// with header_up, header_down and handle_response, intercept, with path,
-// method, header, query, not, expression ... matchers), makes a running
+// handle, route, handle_path, header, request_header, respond (with
+// close), redir, uri, rewrite, encode, log, handle_errors, error, abort,
+// reverse_proxy with header_up, header_down, handle_response, method and
+// HTTP/2 (h2c://, transport http's versions), intercept, vars, map,
+// invoke of named routes, templates (over respond, files and the
+// origin), php_fastcgi and transport fastcgi (to a dead upstream and to
+// the HTTP origin), with path, method, header, query, not, expression,
+// vars, vars_regexp ... matchers), makes a running
 // instance serve it (a reload: parsed and compiled by the real
 // configuration code, served on a real loop and listener with a real
 // loopback origin), and sends the input's requests (random methods,
@@ -50,8 +54,9 @@ import (
 // coverage multiply fast and dilute the seeds; longer runs find it
 // surely. It also found the bugs its regression tests name
 // (respond1xx_test.go, interceptabort_test.go, nocontent_test.go,
-// copyheaders_test.go, proxy/config's framingedit_test.go), with their
-// inputs in testdata/fuzz/FuzzSites.
+// copyheaders_test.go, templates_test.go's TestTemplatesProxiedNoBody,
+// proxy/config's framingedit_test.go and TestErrors' heredocs), with
+// their inputs in testdata/fuzz/FuzzSites.
 func FuzzSites(f *testing.F) {
 	for _, s := range fuzzSeeds() {
 		f.Add(s.site, s.reqs, uint8(0))
@@ -439,6 +444,7 @@ func TestFuzzFoundSites(t *testing.T) {
 		"h2c_origin_reset":             "\treverse_proxy h2c://",
 		"templates_head":               "\ttemplates\n",
 		"origin_400_unread_body":       "\treverse_proxy 127.0.0.1:9\n",
+		"templates_httperror_99":       "{{httpError 99}}",
 	} {
 		b, err := os.ReadFile(filepath.Join("testdata", "fuzz", "FuzzSites", name))
 		if err != nil {
