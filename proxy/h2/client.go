@@ -11,6 +11,7 @@ package h2
 
 import (
 	"bytes"
+	"encoding/binary"
 	"slices"
 
 	"golang.org/x/net/http2"
@@ -402,16 +403,20 @@ func (c *ClientConn) processFrame(b []byte) {
 		c.fail(http2.ErrCodeProtocol, "first frame is not SETTINGS")
 		return
 	}
-	// Header blocks are read by hand: the Framer would make a
-	// HeadersFrame for every response (and, having seen no HEADERS,
-	// refuses every CONTINUATION), and the order of the frames of a
-	// block is checked above.
+	// Header blocks and WINDOW_UPDATE are read by hand: the Framer would
+	// make a frame struct for every response and for every window an
+	// upload opens (it reuses only DATA's), and having seen no HEADERS it
+	// would refuse every CONTINUATION; the order of a block's frames is
+	// checked above.
 	switch typ {
 	case http2.FrameHeaders:
 		c.processHeaders(b)
 		return
 	case http2.FrameContinuation:
 		c.headerFragment(b[frameHeaderLen:], http2.Flags(b[4]).Has(http2.FlagContinuationEndHeaders))
+		return
+	case http2.FrameWindowUpdate:
+		c.processWindowUpdate(b)
 		return
 	}
 	c.rd.b = b
@@ -435,8 +440,6 @@ func (c *ClientConn) processFrame(b []byte) {
 		if !f.IsAck() {
 			c.fr.WritePing(true, f.Data)
 		}
-	case *http2.WindowUpdateFrame:
-		c.processWindowUpdate(f)
 	case *http2.RSTStreamFrame:
 		if s := c.streams[f.StreamID]; s != nil {
 			c.closeStream(s)
@@ -753,9 +756,24 @@ func seesMaxStreams(f *http2.SettingsFrame) bool {
 	return ok
 }
 
-func (c *ClientConn) processWindowUpdate(f *http2.WindowUpdateFrame) {
-	inc := int64(f.Increment)
-	if f.StreamID == 0 {
+// processWindowUpdate reads a complete WINDOW_UPDATE frame b, with the
+// Framer's verdicts on a malformed one (RFC 9113 §6.9).
+func (c *ClientConn) processWindowUpdate(b []byte) {
+	id := streamID(b)
+	if frameLen(b) != 4 {
+		c.fail(http2.ErrCodeFrameSize, "WINDOW_UPDATE length is not 4")
+		return
+	}
+	inc := int64(binary.BigEndian.Uint32(b[frameHeaderLen:]) & (1<<31 - 1))
+	if inc == 0 {
+		if id == 0 {
+			c.fail(http2.ErrCodeProtocol, "WINDOW_UPDATE with increment 0")
+		} else {
+			c.resetFrom(id, http2.ErrCodeProtocol)
+		}
+		return
+	}
+	if id == 0 {
 		if c.outWin+inc > maxWindow {
 			c.fail(http2.ErrCodeFlowControl, "connection window overflow")
 			return
@@ -768,7 +786,7 @@ func (c *ClientConn) processWindowUpdate(f *http2.WindowUpdateFrame) {
 		}
 		return
 	}
-	s := c.streams[f.StreamID]
+	s := c.streams[id]
 	if s == nil {
 		return
 	}
