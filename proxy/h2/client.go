@@ -824,7 +824,10 @@ func (c *ClientConn) closeStream(s *ClientStream) {
 	}
 	s.closed = true
 	delete(c.streams, s.id)
-	s.buf = nil
+	s.buf, s.off = s.buf[:0], 0
+	if cap(s.buf) > maxKeptBody {
+		s.buf = nil
+	}
 	if c.hdr.s == s {
 		// The rest of its header block is decoded only for the HPACK
 		// state: nothing may reach the struct once it serves another

@@ -112,3 +112,65 @@ func TestClientStreamRecycleInFeed(t *testing.T) {
 		t.Fatal("the reset stream was not reused after the Feed")
 	}
 }
+
+// queuer, when its stream's body went out, writes on another stream and
+// resets it inside the event: that stream is closed, let go of and still
+// on the write queue when the Flush ends.
+type queuer struct {
+	clientEvents
+	other *ClientStream
+}
+
+func (q *queuer) OnSent(n int) {
+	q.clientEvents.OnSent(n)
+	if o := q.other; o != nil {
+		q.other = nil
+		o.Write([]byte("old body, never sent"))
+		o.Reset(http2.ErrCodeCancel)
+	}
+}
+
+// TestClientStreamRecycleBody: a stream let go of while still on the
+// write queue is reused only once the queue let go of it, and its next
+// stream sends its own body alone, from the buffer it kept.
+func TestClientStreamRecycleBody(t *testing.T) {
+	c, _, s, _ := settled(t)
+	s.Finish()
+	c.Flush()
+	post := func(ev StreamEvents) *ClientStream {
+		return c.Open(&Request{Method: "POST", Scheme: "http", Authority: "a.test", Path: "/"}, false, ev)
+	}
+	q := &queuer{}
+	s1 := post(q)
+	q.other = post(&clientEvents{})
+	queued := q.other
+	s1.Write([]byte("x"))
+	c.Flush()
+	if q.other != nil || !queued.queued || !queued.closed {
+		t.Fatal("the second stream was not reset while queued")
+	}
+	if s2 := post(&clientEvents{}); s2 == queued {
+		t.Fatal("a stream still on the write queue was reused")
+	}
+	c.Flush() // pops it
+	sentFrames(t, c)
+	s3 := post(&clientEvents{})
+	if s3 != queued {
+		t.Fatal("the reset stream was not reused once the queue let go of it")
+	}
+	s3.Write([]byte("new"))
+	s3.End(nil)
+	c.Flush()
+	var body []byte
+	for _, f := range sentFrames(t, c) {
+		if d, ok := f.(*http2.DataFrame); ok {
+			if d.StreamID != s3.ID() {
+				t.Fatalf("DATA on stream %d, want only %d's", d.StreamID, s3.ID())
+			}
+			body = append(body, d.Data()...)
+		}
+	}
+	if string(body) != "new" {
+		t.Fatalf("the reused stream sent %q, want %q", body, "new")
+	}
+}

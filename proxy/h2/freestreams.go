@@ -4,12 +4,19 @@ package h2
 // what the streams of one busy origin connection take.
 const maxFreeStreams = 128
 
+// maxKeptBody is the largest request body buffer a stream's struct keeps
+// for its next stream: a small body (a gRPC message, a form) then costs
+// no allocation, and the list holds at most 128 KiB of them.
+const maxKeptBody = 1 << 10
+
 // FreeStreams keeps the structs of finished client streams for later
 // streams, so that a request to an HTTP/2 origin allocates none. The
 // client connections of one loop share one (ClientConfig.Free): a
 // connection with no stream open then holds none, and the loop at most
 // maxFreeStreams, fewer than its peak of open streams. No lock: every
 // connection sharing it runs on the same loop. The zero value is ready.
+//
+// A struct keeps its request body buffer when it is small (maxKeptBody).
 //
 // A struct gets here only once nothing can reach it any more: its stream
 // closed (no longer in its connection's table, so a late frame of its
@@ -29,7 +36,7 @@ func (f *FreeStreams) get() *ClientStream {
 	s := f.list[n-1]
 	f.list[n-1] = nil
 	f.list = f.list[:n-1]
-	*s = ClientStream{}
+	*s = ClientStream{buf: s.buf[:0]}
 	return s
 }
 
