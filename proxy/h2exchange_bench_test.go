@@ -25,17 +25,20 @@ var (
 )
 
 // benchH2COrigin is an h2c origin on loopback, written on fixed buffers:
-// it answers every request's HEADERS with benchH2Head and 1 KiB of DATA
-// that ends the stream, acknowledges SETTINGS and ignores everything
-// else. It allocates nothing per request, so a benchmark's allocations
-// are the proxy's. With indexed, its heads are benchH2Indexing and then
-// benchH2Indexed.
+// it answers every request, once the request ends (END_STREAM on its
+// HEADERS or DATA), with benchH2Head and 1 KiB of DATA that ends the
+// stream, gives the windows of request DATA back at once (WINDOW_UPDATE
+// for the connection and the stream, as origins do), acknowledges
+// SETTINGS and ignores everything else. It allocates nothing per
+// request, so a benchmark's allocations are the proxy's. With indexed,
+// its heads are benchH2Indexing and then benchH2Indexed.
 func benchH2COrigin(b testing.TB, indexed bool) netip.AddrPort {
 	b.Helper()
 	addr := servertest.ServeConns(b, func(c net.Conn) {
 		in := make([]byte, 64<<10)
 		out := make([]byte, 0, 64<<10)
 		body := make([]byte, 1024)
+		var inc [4]byte
 		head := benchH2Head
 		if indexed {
 			head = benchH2Indexing
@@ -70,7 +73,12 @@ func benchH2COrigin(b testing.TB, indexed bool) netip.AddrPort {
 				switch {
 				case typ == 0x4 && flags&0x1 == 0: // SETTINGS: acknowledged
 					out = frame(out, 0x4, 0x1, 0, nil)
-				case typ == 0x1: // HEADERS: the answer
+				case typ == 0x0 && size > 0: // DATA: its windows back
+					binary.BigEndian.PutUint32(inc[:], uint32(size))
+					out = frame(out, 0x8, 0, 0, inc[:])
+					out = frame(out, 0x8, 0, id, inc[:])
+				}
+				if (typ == 0x1 || typ == 0x0) && flags&0x1 != 0 { // the request's end: the answer
 					out = frame(out, 0x1, 0x4, id, head)
 					out = frame(out, 0x0, 0x1, id, body)
 					if indexed {
@@ -94,16 +102,21 @@ func benchH2COrigin(b testing.TB, indexed bool) netip.AddrPort {
 // iteration on a stream of a kept-alive origin connection (the request
 // head as HTTP/2 fields, HPACK both ways, the stream's events), released
 // by the front end as both front ends do.
-func BenchmarkH2Exchange(b *testing.B) { benchH2Exchange(b, false) }
+func BenchmarkH2Exchange(b *testing.B) { benchH2Exchange(b, false, nil) }
 
 // BenchmarkH2ExchangeIndexed is BenchmarkH2Exchange to an origin whose
 // heads are table indices once it sent them, as a Go or gRPC origin's
 // repeated fields are: x/net's HPACK decoder makes no string of them.
-func BenchmarkH2ExchangeIndexed(b *testing.B) { benchH2Exchange(b, true) }
+func BenchmarkH2ExchangeIndexed(b *testing.B) { benchH2Exchange(b, true, nil) }
 
-func benchH2Exchange(b *testing.B, indexed bool) {
+// BenchmarkH2ExchangePost is BenchmarkH2Exchange with a 100-byte request
+// body (a gRPC unary call's size): a DATA frame to the origin, and its
+// WINDOW_UPDATEs back.
+func BenchmarkH2ExchangePost(b *testing.B) { benchH2Exchange(b, false, make([]byte, 100)) }
+
+func benchH2Exchange(b *testing.B, indexed bool, body []byte) {
 	addr := benchH2COrigin(b, indexed)
 	l := startedLoop(b)
 	h := NewHandler(l, Config{Upstreams: []*upstream.Upstream{{Name: addr.String(), Addr: addr}}, H2C: true}.WithDefaults())
-	benchRequests(b, l, h, true)
+	benchBodies(b, l, h, true, body)
 }
