@@ -114,16 +114,15 @@ type ClientConn struct {
 
 	// Stream structs for reuse: spent holds closed streams their owners
 	// let go of until recycle finds them referenced by nothing, then free
-	// (cfg.Free, or own) keeps them for Open. depth counts the Feed and
-	// Flush calls under way: recycle waits for the outermost to end, as
-	// they hold streams while the owners' events run.
+	// (cfg.Free, or the connection's own) keeps them for Open. depth
+	// counts the Feed and Flush calls under way: recycle waits for the
+	// outermost to end, as they hold streams while the owners' events run.
 	spent []*ClientStream
 	free  *FreeStreams
-	own   FreeStreams
-	depth int
 
-	goAway   bool // the origin sent GOAWAY: no new streams
-	dead     bool // a connection error, or the owner closed it
+	goAway   bool  // the origin sent GOAWAY: no new streams
+	dead     bool  // a connection error, or the owner closed it
+	depth    uint8 // shallow: a Flush from an owner's event inside a Feed at most
 	deadCode http2.ErrCode
 }
 
@@ -154,7 +153,7 @@ func NewClientConn(cfg ClientConfig) *ClientConn {
 	}
 	c.free = c.cfg.Free
 	if c.free == nil {
-		c.free = &c.own
+		c.free = new(FreeStreams)
 	}
 	c.dec = hpack.NewDecoder(headerTableSize, c.onField)
 	c.dec.SetMaxStringLength(int(c.cfg.MaxHeaderListSize))
