@@ -85,7 +85,7 @@ type ClientConn struct {
 	out outBuf
 	in  []byte // an incomplete frame
 
-	dec  *hpack.Decoder
+	dec  *fieldDecoder
 	enc  *hpack.Encoder
 	hbuf bytes.Buffer
 	hdr  clientBlock
@@ -136,7 +136,7 @@ func NewClientConn(cfg ClientConfig) *ClientConn {
 		peerMaxFrame:      ourMaxFrameSize,
 		outWin:            initialWindow,
 	}
-	c.dec = hpack.NewDecoder(headerTableSize, c.onField)
+	c.dec = newFieldDecoder(headerTableSize, c.onField)
 	c.dec.SetMaxStringLength(int(c.cfg.MaxHeaderListSize))
 	c.enc = hpack.NewEncoder(&c.hbuf)
 	c.fr = http2.NewFramer(&c.out, &c.rd)
