@@ -10,7 +10,6 @@ package h2
 // codec, the receive windows (inflow) and hand-framed header blocks.
 
 import (
-	"bytes"
 	"encoding/binary"
 	"slices"
 
@@ -90,9 +89,8 @@ type ClientConn struct {
 	out outBuf
 	in  []byte // an incomplete frame
 
-	dec  *hpack.Decoder
-	enc  *hpack.Encoder
-	hbuf bytes.Buffer
+	dec  *fieldDecoder
+	enc  *fieldEncoder
 	hdr  clientBlock
 	fbuf []stream.Field // fields of the head being decoded
 	tbuf []stream.Field
@@ -155,9 +153,9 @@ func NewClientConn(cfg ClientConfig) *ClientConn {
 	if c.free == nil {
 		c.free = new(FreeStreams)
 	}
-	c.dec = hpack.NewDecoder(headerTableSize, c.onField)
+	c.dec = newFieldDecoder(headerTableSize, c.onField)
 	c.dec.SetMaxStringLength(int(c.cfg.MaxHeaderListSize))
-	c.enc = hpack.NewEncoder(&c.hbuf)
+	c.enc = newFieldEncoder(headerTableSize)
 	c.fr = http2.NewFramer(&c.out, &c.rd)
 	c.fr.SetMaxReadFrameSize(ourMaxFrameSize)
 	c.fr.SetReuseFrames()
@@ -263,21 +261,22 @@ func (c *ClientConn) Open(req *Request, end bool, ev StreamEvents) *ClientStream
 
 // writeHead encodes and frames a request head.
 func (c *ClientConn) writeHead(id uint32, req *Request, end bool) {
-	c.hbuf.Reset()
-	c.enc.WriteField(hpack.HeaderField{Name: ":method", Value: req.Method})
+	e := c.enc
+	e.begin()
+	e.field(":method", req.Method, false)
 	if req.Method != "CONNECT" || req.Protocol != "" {
-		c.enc.WriteField(hpack.HeaderField{Name: ":scheme", Value: req.Scheme})
-		c.enc.WriteField(hpack.HeaderField{Name: ":path", Value: req.Path})
+		e.field(":scheme", req.Scheme, false)
+		e.field(":path", req.Path, false)
 	}
-	c.enc.WriteField(hpack.HeaderField{Name: ":authority", Value: req.Authority})
+	e.field(":authority", req.Authority, false)
 	if req.Protocol != "" {
-		c.enc.WriteField(hpack.HeaderField{Name: ":protocol", Value: req.Protocol})
+		e.field(":protocol", req.Protocol, false)
 	}
 	for _, f := range req.Header {
 		sensitive := f.Name == "authorization" || f.Name == "cookie" && len(f.Value) < 20
-		c.enc.WriteField(hpack.HeaderField{Name: f.Name, Value: f.Value, Sensitive: sensitive})
+		e.field(f.Name, f.Value, sensitive)
 	}
-	c.writeBlock(id, c.hbuf.Bytes(), end)
+	c.writeBlock(id, e.out, end)
 }
 
 // sendWaitingHeads settles the extended CONNECT heads that waited for the
@@ -726,7 +725,7 @@ func (c *ClientConn) processSettings(f *http2.SettingsFrame) {
 		case http2.SettingMaxFrameSize:
 			c.peerMaxFrame = st.Val
 		case http2.SettingHeaderTableSize:
-			c.enc.SetMaxDynamicTableSizeLimit(min(st.Val, headerTableSize))
+			c.enc.setLimit(st.Val)
 		case http2.SettingEnableConnectProtocol:
 			if c.peerConnect && st.Val == 0 {
 				// RFC 8441 §3: once allowed, it stays allowed.
@@ -952,12 +951,12 @@ func (c *ClientConn) writeData(id uint32, end bool, p []byte) {
 // sendEnd ends the request: trailers, or an empty DATA with END_STREAM.
 func (c *ClientConn) sendEnd(s *ClientStream) {
 	if s.trailers != nil {
-		c.hbuf.Reset()
+		c.enc.begin()
 		for _, f := range s.trailers {
-			c.enc.WriteField(hpack.HeaderField{Name: f.Name, Value: f.Value})
+			c.enc.field(f.Name, f.Value, false)
 		}
 		s.trailers = nil
-		c.writeBlock(s.id, c.hbuf.Bytes(), true)
+		c.writeBlock(s.id, c.enc.out, true)
 	} else {
 		c.writeData(s.id, true, nil)
 	}

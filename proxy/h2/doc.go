@@ -20,6 +20,8 @@
 // receive-window autotuning; config.go the limits, errors.go the errors.
 // client.go is the client side, for origins that speak HTTP/2: the same
 // frame, HPACK and window code, many streams on one connection;
+// fielddecoder.go the HPACK decoder of the origins' response heads (a
+// ring for the dynamic table, a per-connection cache of decoded strings);
 // freestreams.go the free list its streams' structs are reused from.
 //
 // Output follows the re-entrancy rule of package stream. Frames accumulate
