@@ -106,7 +106,7 @@ func BenchmarkH2Exchange(b *testing.B) { benchH2Exchange(b, false, nil) }
 
 // BenchmarkH2ExchangeIndexed is BenchmarkH2Exchange to an origin whose
 // heads are table indices once it sent them, as a Go or gRPC origin's
-// repeated fields are: x/net's HPACK decoder makes no string of them.
+// repeated fields are: the decoder makes no string of them.
 func BenchmarkH2ExchangeIndexed(b *testing.B) { benchH2Exchange(b, true, nil) }
 
 // BenchmarkH2ExchangePost is BenchmarkH2Exchange with a 100-byte request
