@@ -21,7 +21,8 @@ import (
 // this connection decoded before (internCache) by their encoded bytes, so
 // a repeated value costs a map lookup and no allocation. Measured at h2
 // -c 6 -m 100 against an nginx h2c origin: x/net's decoder was a fifth of
-// pollproxy's CPU (docs/performance.md, "HTTP/2 to origins").
+// pollproxy's CPU (docs/performance.md, "HTTP/2 to origins: the HPACK
+// codec").
 //
 // A header block may come in several frames (CONTINUATION): the fragments
 // are decoded as they come, the bytes of a field split across two

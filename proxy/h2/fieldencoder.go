@@ -11,7 +11,7 @@ import (
 // every literal to its dynamic table: a proxy's requests differ in their
 // :path, so each request added one, and once the table was full evicted
 // one (two map deletes and a copy of the whole table); with the lookups
-// that was a tenth of pollproxy's CPU at h2 -c 6 -m 100 to an nginx h2c
+// that was a twelfth of pollproxy's CPU at h2 -c 6 -m 100 to an nginx h2c
 // origin. Here a field repeated from the same place in the last request
 // is found without hashing (most of a proxy's request head is the same
 // request after request), and a literal is added to the table only the
