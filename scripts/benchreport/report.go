@@ -396,20 +396,7 @@ func (t table) write(w io.Writer) error {
 	t.writeCounts(&b)
 	t.writeOriginConns(&b)
 	b.WriteString("\nproxy core busy (% of one core, median):\n\n")
-	hdr, sep = "| cell |", "|---|"
-	for _, p := range t.proxies {
-		hdr += " " + p + " |"
-		sep += "---:|"
-	}
-	b.WriteString(hdr + "\n" + sep + "\n")
-	for _, c := range t.cells {
-		line := "| " + label(c) + " |"
-		for _, p := range t.proxies {
-			v, _ := t.m.get(p, c)
-			line += " " + v.cpuPct + "% |"
-		}
-		b.WriteString(line + "\n")
-	}
+	t.writeProxyTable(&b, func(v median) string { return v.cpuPct + "%" })
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -426,24 +413,7 @@ func (t table) writeCounts(b *strings.Builder) {
 	}
 	b.WriteString("\nper request (median): system calls / context switches, voluntary / involuntary / wake-ups off the loop " +
 		"(voluntary switches of the threads other than the busiest one; for pollproxy the Go runtime's); \"-\": not counted\n\n")
-	hdr, sep := "| cell |", "|---|"
-	for _, p := range t.proxies {
-		hdr += " " + p + " |"
-		sep += "---:|"
-	}
-	b.WriteString(hdr + "\n" + sep + "\n")
-	for _, c := range t.cells {
-		line := "| " + label(c) + " |"
-		for _, p := range t.proxies {
-			v, ok := t.m.get(p, c)
-			if !ok {
-				line += " |"
-				continue
-			}
-			line += fmt.Sprintf(" %s / %s / %s / %s |", v.sys, v.vol, v.invol, v.wake)
-		}
-		b.WriteString(line + "\n")
-	}
+	t.writeProxyTable(b, func(v median) string { return fmt.Sprintf("%s / %s / %s / %s", v.sys, v.vol, v.invol, v.wake) })
 }
 
 // writeOriginConns adds the table of the connections each proxy held to
@@ -458,6 +428,13 @@ func (t table) writeOriginConns(b *strings.Builder) {
 		return
 	}
 	b.WriteString("\nconnections to the origin at the end of the cell (median; established TCP connections of the proxy to the origin's port)\n\n")
+	t.writeProxyTable(b, func(v median) string { return v.originConns })
+}
+
+// writeProxyTable adds a table with a row per cell and a column per
+// proxy, each entry what pick makes of the proxy's medians in the cell
+// (empty where the proxy did not run it).
+func (t table) writeProxyTable(b *strings.Builder, pick func(median) string) {
 	hdr, sep := "| cell |", "|---|"
 	for _, p := range t.proxies {
 		hdr += " " + p + " |"
@@ -472,7 +449,7 @@ func (t table) writeOriginConns(b *strings.Builder) {
 				line += " |"
 				continue
 			}
-			line += " " + v.originConns + " |"
+			line += " " + pick(v) + " |"
 		}
 		b.WriteString(line + "\n")
 	}

@@ -227,14 +227,7 @@ func TestCountsPerRequest(t *testing.T) {
 		{"1", "nginx"}:           "-\t4100\t100\t0",
 		{"2", "nginx"}:           "-\t4300\t300\t0",
 	}
-	lines := strings.Split(strings.TrimRight(tsv, "\n"), "\n")
-	for i, l := range lines {
-		f := strings.Split(l, "\t")
-		if c, ok := counts[[2]string{f[0], f[1]}]; ok {
-			lines[i] = l + "\t" + c
-		}
-	}
-	tb := newTable(mustParse(t, strings.Join(lines, "\n")+"\n"))
+	tb := newTable(mustParse(t, withColumns(tsv, counts)))
 
 	var c strings.Builder
 	if err := writeCounts(&c, tb.m, tb.proxies, tb.cells); err != nil {
@@ -279,15 +272,8 @@ func TestOriginConns(t *testing.T) {
 		{"1", "nginx"}:           "-\t-\t-\t-\t20",
 		{"2", "nginx"}:           "-\t-\t-\t-\t24",
 	}
-	lines := strings.Split(strings.TrimRight(tsv, "\n"), "\n")
-	for i, l := range lines {
-		f := strings.Split(l, "\t")
-		if c, ok := counts[[2]string{f[0], f[1]}]; ok {
-			lines[i] = l + "\t" + c
-		}
-	}
 	var b strings.Builder
-	if err := newTable(mustParse(t, strings.Join(lines, "\n")+"\n")).write(&b); err != nil {
+	if err := newTable(mustParse(t, withColumns(tsv, counts))).write(&b); err != nil {
 		t.Fatal(err)
 	}
 	row := "| h2 -c 1 -m 1 | 2 | - | 22 | - |"
@@ -301,4 +287,17 @@ func TestOriginConns(t *testing.T) {
 	if strings.Contains(old.String(), "connections to the origin") {
 		t.Errorf("a table of origin connections from a results.tsv without them:\n%s", old.String())
 	}
+}
+
+// withColumns appends to each row of a results.tsv the columns cols has
+// for its {round, proxy}.
+func withColumns(tsv string, cols map[[2]string]string) string {
+	lines := strings.Split(strings.TrimRight(tsv, "\n"), "\n")
+	for i, l := range lines {
+		f := strings.Split(l, "\t")
+		if c, ok := cols[[2]string{f[0], f[1]}]; ok {
+			lines[i] = l + "\t" + c
+		}
+	}
+	return strings.Join(lines, "\n") + "\n"
 }
