@@ -92,13 +92,26 @@ func benchExchange(b *testing.B, release bool) {
 // benchRequests runs b.N GETs of a 1 KiB response through h on l, after
 // two that set up the connection and the pool's buffers.
 func benchRequests(b *testing.B, l *netpoll.Loop, h *Handler, release bool) {
+	benchBodies(b, l, h, release, nil)
+}
+
+// benchBodies is benchRequests with body: POSTs of it, delivered as a
+// front end does in one piece with the head.
+func benchBodies(b *testing.B, l *netpoll.Loop, h *Handler, release bool, body []byte) {
 	req := &stream.Request{Method: "GET", Scheme: "https", Authority: "bench.test", Path: "/1k.txt",
 		Header: []stream.Field{{Name: "user-agent", Value: "bench/1.0"}, {Name: "accept", Value: "*/*"}},
 		Proto:  "HTTP/2.0", ContentLength: -1, RemoteAddr: netip.MustParseAddrPort("127.0.0.1:40000")}
+	if body != nil {
+		req.Method, req.HasBody = "POST", true
+	}
 	w := &benchWriter{}
 	one := func() {
 		w.done, w.n = false, 0
 		ev := h.Serve(req, w)
+		if body != nil {
+			ev.OnBody(body)
+			ev.OnBodyEnd(nil)
+		}
 		deadline := time.Now().Add(5 * time.Second)
 		// A front end serves inside an iteration, whose end runs the
 		// flushes Serve asked for: here the first RunOnce does, at once.

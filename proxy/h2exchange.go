@@ -188,13 +188,17 @@ func (ex *exchange) endH2Body(trailers []stream.Field) {
 }
 
 // finish lets go of the stream as the exchange ends: a complete response
-// leaves it as the origin ended it, anything else resets it (CANCEL).
+// leaves it as the origin ended it, anything else resets it (CANCEL); a
+// stream the protocol already ended (OnReset) is only let go of. After
+// it cs is nil: the struct may serve another stream at once
+// (ClientStream.Finish).
 func (os *originStream) finish(complete bool) {
 	if complete {
 		os.cs.Finish()
 	} else {
 		os.cs.Reset(resetCode)
 	}
+	os.cs = nil
 	os.release()
 }
 
@@ -302,7 +306,9 @@ func (os *originStream) OnData(p []byte) {
 func (os *originStream) give(p []byte) {
 	ex := os.ex
 	if ex.responseBody(p) {
-		os.cs.Consumed(len(p))
+		if ex.os == os {
+			os.cs.Consumed(len(p))
+		}
 		return
 	}
 	if ex.os != os {
@@ -413,7 +419,7 @@ func (os *originStream) OnReset(code http2.ErrCode, unprocessed bool) {
 	}
 	hc := os.hc
 	ex.os = nil
-	os.release()
+	os.finish(false) // over already: only let go of, before a retry opens a stream
 	switch {
 	case ex.phase == phaseDone:
 	case ex.tun != nil && ex.phase == phaseSent && hc.cc.Settled() && !hc.cc.ExtendedConnect() && hc.err == nil:

@@ -160,7 +160,9 @@ func (p *pool) dialH2() (*h2Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	hc := &h2Conn{pool: p, cc: h2.NewClientConn(h2.ClientConfig{})}
+	// The loop's free list, not one per connection: one with no stream
+	// open holds no stream struct.
+	hc := &h2Conn{pool: p, cc: h2.NewClientConn(h2.ClientConfig{Free: &p.h.freeStreams})}
 	if p.h2tls != nil {
 		hc.sess = pptls.NewClientSession(p.h2tls, nil, nil)
 	}

@@ -177,6 +177,9 @@ type Handler struct {
 	tunnels tunnelSet   // the loop's open tunnels, for the metrics
 	live    inflight    // exchanges in flight, closed by Retire when removed
 	freeEx  []*exchange // finished exchanges for reuse (exchange.recycle)
+	// freeStreams: the structs of finished streams to HTTP/2 origins,
+	// shared by this loop's origin connections (h2origin.go).
+	freeStreams h2.FreeStreams
 
 	// FastCGI: the params writer, a scratch buffer for env values, and
 	// the absolute document roots worked out so far (fcgirequest.go).

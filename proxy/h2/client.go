@@ -10,7 +10,7 @@ package h2
 // codec, the receive windows (inflow) and hand-framed header blocks.
 
 import (
-	"bytes"
+	"encoding/binary"
 	"slices"
 
 	"golang.org/x/net/http2"
@@ -34,6 +34,10 @@ type ClientConfig struct {
 	// MaxHeaderListSize bounds a decoded response head or trailers.
 	// Default 1 MiB.
 	MaxHeaderListSize uint32
+	// Free is where finished streams' structs wait for later streams,
+	// shared by the connections of one loop. nil: the connection keeps
+	// its own.
+	Free *FreeStreams
 }
 
 func (c ClientConfig) withDefaults() ClientConfig {
@@ -85,9 +89,8 @@ type ClientConn struct {
 	out outBuf
 	in  []byte // an incomplete frame
 
-	dec  *hpack.Decoder
-	enc  *hpack.Encoder
-	hbuf bytes.Buffer
+	dec  *fieldDecoder
+	enc  *fieldEncoder
 	hdr  clientBlock
 	fbuf []stream.Field // fields of the head being decoded
 	tbuf []stream.Field
@@ -102,12 +105,22 @@ type ClientConn struct {
 	peerMaxFrame      uint32
 	peerConnect       bool // SETTINGS_ENABLE_CONNECT_PROTOCOL: extended CONNECT allowed (RFC 8441)
 
-	outWin int64 // connection send window
-	inflow inflow
-	wq     []*ClientStream // streams with body bytes or an END_STREAM to send
+	outWin  int64 // connection send window
+	inflow  inflow
+	wq      []*ClientStream // streams with body bytes or an END_STREAM to send
+	wqSpare []*ClientStream // the last wq's array, for the next
 
-	goAway   bool // the origin sent GOAWAY: no new streams
-	dead     bool // a connection error, or the owner closed it
+	// Stream structs for reuse: spent holds closed streams their owners
+	// let go of until recycle finds them referenced by nothing, then free
+	// (cfg.Free, or the connection's own) keeps them for Open. depth
+	// counts the Feed and Flush calls under way: recycle waits for the
+	// outermost to end, as they hold streams while the owners' events run.
+	spent []*ClientStream
+	free  *FreeStreams
+
+	goAway   bool  // the origin sent GOAWAY: no new streams
+	dead     bool  // a connection error, or the owner closed it
+	depth    uint8 // shallow: a Flush from an owner's event inside a Feed at most
 	deadCode http2.ErrCode
 }
 
@@ -136,9 +149,13 @@ func NewClientConn(cfg ClientConfig) *ClientConn {
 		peerMaxFrame:      ourMaxFrameSize,
 		outWin:            initialWindow,
 	}
-	c.dec = hpack.NewDecoder(headerTableSize, c.onField)
+	c.free = c.cfg.Free
+	if c.free == nil {
+		c.free = new(FreeStreams)
+	}
+	c.dec = newFieldDecoder(headerTableSize, c.onField)
 	c.dec.SetMaxStringLength(int(c.cfg.MaxHeaderListSize))
-	c.enc = hpack.NewEncoder(&c.hbuf)
+	c.enc = newFieldEncoder(headerTableSize)
 	c.fr = http2.NewFramer(&c.out, &c.rd)
 	c.fr.SetMaxReadFrameSize(ourMaxFrameSize)
 	c.fr.SetReuseFrames()
@@ -217,7 +234,8 @@ type Request struct {
 // OnReset(REFUSED_STREAM, unprocessed), from Feed or Flush; the owner
 // tells that case by ExtendedConnect.
 func (c *ClientConn) Open(req *Request, end bool, ev StreamEvents) *ClientStream {
-	s := &ClientStream{c: c, id: c.nextID, ev: ev, outWin: c.peerInitialWindow}
+	s := c.free.get()
+	s.c, s.id, s.ev, s.outWin = c, c.nextID, ev, c.peerInitialWindow
 	c.nextID += 2
 	s.inflow.init(int32(c.cfg.StreamWindow))
 	c.streams[s.id] = s
@@ -243,21 +261,22 @@ func (c *ClientConn) Open(req *Request, end bool, ev StreamEvents) *ClientStream
 
 // writeHead encodes and frames a request head.
 func (c *ClientConn) writeHead(id uint32, req *Request, end bool) {
-	c.hbuf.Reset()
-	c.enc.WriteField(hpack.HeaderField{Name: ":method", Value: req.Method})
+	e := c.enc
+	e.begin()
+	e.field(":method", req.Method, false)
 	if req.Method != "CONNECT" || req.Protocol != "" {
-		c.enc.WriteField(hpack.HeaderField{Name: ":scheme", Value: req.Scheme})
-		c.enc.WriteField(hpack.HeaderField{Name: ":path", Value: req.Path})
+		e.field(":scheme", req.Scheme, false)
+		e.field(":path", req.Path, false)
 	}
-	c.enc.WriteField(hpack.HeaderField{Name: ":authority", Value: req.Authority})
+	e.field(":authority", req.Authority, false)
 	if req.Protocol != "" {
-		c.enc.WriteField(hpack.HeaderField{Name: ":protocol", Value: req.Protocol})
+		e.field(":protocol", req.Protocol, false)
 	}
 	for _, f := range req.Header {
 		sensitive := f.Name == "authorization" || f.Name == "cookie" && len(f.Value) < 20
-		c.enc.WriteField(hpack.HeaderField{Name: f.Name, Value: f.Value, Sensitive: sensitive})
+		e.field(f.Name, f.Value, sensitive)
 	}
-	c.writeBlock(id, c.hbuf.Bytes(), end)
+	c.writeBlock(id, e.out, end)
 }
 
 // sendWaitingHeads settles the extended CONNECT heads that waited for the
@@ -301,6 +320,14 @@ func (c *ClientConn) Close() {
 // acknowledgements, WINDOW_UPDATE, a GOAWAY after a connection error)
 // go to Output.
 func (c *ClientConn) Feed(p []byte) {
+	c.depth++
+	c.feed(p)
+	c.writeQueued()
+	c.depth--
+	c.recycle()
+}
+
+func (c *ClientConn) feed(p []byte) {
 	for len(p) > 0 && !c.dead {
 		if len(c.in) == 0 && len(p) >= frameHeaderLen {
 			if !c.checkLen(p) {
@@ -330,7 +357,6 @@ func (c *ClientConn) Feed(p []byte) {
 		c.processFrame(c.in)
 		c.in = c.in[:0]
 	}
-	c.writeQueued()
 }
 
 func (c *ClientConn) checkLen(h []byte) bool {
@@ -375,6 +401,22 @@ func (c *ClientConn) processFrame(b []byte) {
 		c.fail(http2.ErrCodeProtocol, "first frame is not SETTINGS")
 		return
 	}
+	// Header blocks and WINDOW_UPDATE are read by hand: the Framer would
+	// make a frame struct for every response and for every window an
+	// upload opens (it reuses only DATA's), and having seen no HEADERS it
+	// would refuse every CONTINUATION; the order of a block's frames is
+	// checked above.
+	switch typ {
+	case http2.FrameHeaders:
+		c.processHeaders(b)
+		return
+	case http2.FrameContinuation:
+		c.headerFragment(b[frameHeaderLen:], http2.Flags(b[4]).Has(http2.FlagContinuationEndHeaders))
+		return
+	case http2.FrameWindowUpdate:
+		c.processWindowUpdate(b)
+		return
+	}
 	c.rd.b = b
 	f, err := c.fr.ReadFrame()
 	if err != nil {
@@ -390,18 +432,12 @@ func (c *ClientConn) processFrame(b []byte) {
 	switch f := f.(type) {
 	case *http2.DataFrame:
 		c.processData(f, frameLen(b))
-	case *http2.HeadersFrame:
-		c.processHeaders(f)
-	case *http2.ContinuationFrame:
-		c.headerFragment(f.HeaderBlockFragment(), f.HeadersEnded())
 	case *http2.SettingsFrame:
 		c.processSettings(f)
 	case *http2.PingFrame:
 		if !f.IsAck() {
 			c.fr.WritePing(true, f.Data)
 		}
-	case *http2.WindowUpdateFrame:
-		c.processWindowUpdate(f)
 	case *http2.RSTStreamFrame:
 		if s := c.streams[f.StreamID]; s != nil {
 			c.closeStream(s)
@@ -477,10 +513,18 @@ func (c *ClientConn) remoteEnd(s *ClientStream, trailers []stream.Field) {
 	s.ev.OnEnd(trailers)
 }
 
-func (c *ClientConn) processHeaders(f *http2.HeadersFrame) {
-	id := f.StreamID
+// processHeaders starts a header block with a complete HEADERS frame b.
+func (c *ClientConn) processHeaders(b []byte) {
+	frag, err := headersFragment(b)
+	if err != nil {
+		c.fail(err.code, err.reason)
+		return
+	}
+	id := streamID(b)
+	flags := http2.Flags(b[4])
+	ended := flags.Has(http2.FlagHeadersEndStream)
 	hb := &c.hdr
-	*hb = clientBlock{active: true, id: id, endStream: f.StreamEnded(), status: 0}
+	*hb = clientBlock{active: true, id: id, endStream: ended, status: 0}
 	c.fbuf, c.tbuf = c.fbuf[:0], c.tbuf[:0]
 	s := c.streams[id]
 	switch {
@@ -488,7 +532,7 @@ func (c *ClientConn) processHeaders(f *http2.HeadersFrame) {
 		hb.bad = "HEADERS after END_STREAM"
 	case s != nil && s.gotHead:
 		hb.trailers = true
-		if !f.StreamEnded() {
+		if !ended {
 			hb.bad = "trailers without END_STREAM"
 		}
 	case s == nil && id >= c.nextID:
@@ -497,7 +541,37 @@ func (c *ClientConn) processHeaders(f *http2.HeadersFrame) {
 	}
 	hb.s = s
 	c.dec.SetEmitEnabled(true)
-	c.headerFragment(f.HeaderBlockFragment(), f.HeadersEnded())
+	c.headerFragment(frag, flags.Has(http2.FlagHeadersEndHeaders))
+}
+
+// headersFragment is the header block fragment of a complete HEADERS
+// frame b: its payload without padding and priority, as the Framer
+// would read it. A frame it cannot read is a connection error, as the
+// Framer's would be (errors.go): its block goes undecoded, so the HPACK
+// state would be lost.
+func headersFragment(b []byte) ([]byte, *connErr) {
+	if streamID(b) == 0 {
+		return nil, &connErr{http2.ErrCodeProtocol, "HEADERS frame with stream ID 0"}
+	}
+	flags := http2.Flags(b[4])
+	p := b[frameHeaderLen:]
+	pad := 0
+	if flags.Has(http2.FlagHeadersPadded) {
+		if len(p) < 1 {
+			return nil, &connErr{http2.ErrCodeFrameSize, "HEADERS too short for its pad length"}
+		}
+		pad, p = int(p[0]), p[1:]
+	}
+	if flags.Has(http2.FlagHeadersPriority) {
+		if len(p) < 5 {
+			return nil, &connErr{http2.ErrCodeFrameSize, "HEADERS too short for its priority"}
+		}
+		p = p[5:]
+	}
+	if pad > len(p) {
+		return nil, &connErr{http2.ErrCodeProtocol, "HEADERS padding longer than its payload"}
+	}
+	return p[:len(p)-pad], nil
 }
 
 func (c *ClientConn) headerFragment(frag []byte, end bool) {
@@ -651,7 +725,7 @@ func (c *ClientConn) processSettings(f *http2.SettingsFrame) {
 		case http2.SettingMaxFrameSize:
 			c.peerMaxFrame = st.Val
 		case http2.SettingHeaderTableSize:
-			c.enc.SetMaxDynamicTableSizeLimit(min(st.Val, headerTableSize))
+			c.enc.setLimit(st.Val)
 		case http2.SettingEnableConnectProtocol:
 			if c.peerConnect && st.Val == 0 {
 				// RFC 8441 §3: once allowed, it stays allowed.
@@ -680,9 +754,24 @@ func seesMaxStreams(f *http2.SettingsFrame) bool {
 	return ok
 }
 
-func (c *ClientConn) processWindowUpdate(f *http2.WindowUpdateFrame) {
-	inc := int64(f.Increment)
-	if f.StreamID == 0 {
+// processWindowUpdate reads a complete WINDOW_UPDATE frame b, with the
+// Framer's verdicts on a malformed one (RFC 9113 §6.9).
+func (c *ClientConn) processWindowUpdate(b []byte) {
+	id := streamID(b)
+	if frameLen(b) != 4 {
+		c.fail(http2.ErrCodeFrameSize, "WINDOW_UPDATE length is not 4")
+		return
+	}
+	inc := int64(binary.BigEndian.Uint32(b[frameHeaderLen:]) & (1<<31 - 1))
+	if inc == 0 {
+		if id == 0 {
+			c.fail(http2.ErrCodeProtocol, "WINDOW_UPDATE with increment 0")
+		} else {
+			c.resetFrom(id, http2.ErrCodeProtocol)
+		}
+		return
+	}
+	if id == 0 {
 		if c.outWin+inc > maxWindow {
 			c.fail(http2.ErrCodeFlowControl, "connection window overflow")
 			return
@@ -695,7 +784,7 @@ func (c *ClientConn) processWindowUpdate(f *http2.WindowUpdateFrame) {
 		}
 		return
 	}
-	s := c.streams[f.StreamID]
+	s := c.streams[id]
 	if s == nil {
 		return
 	}
@@ -733,7 +822,51 @@ func (c *ClientConn) closeStream(s *ClientStream) {
 	}
 	s.closed = true
 	delete(c.streams, s.id)
-	s.buf = nil
+	s.buf, s.off = s.buf[:0], 0
+	if cap(s.buf) > maxKeptBody {
+		s.buf = nil
+	}
+	if c.hdr.s == s {
+		// The rest of its header block is decoded only for the HPACK
+		// state: nothing may reach the struct once it serves another
+		// stream.
+		c.hdr.s = nil
+	}
+	if s.released {
+		c.spend(s)
+	}
+}
+
+// spend queues a stream that is closed and let go of for recycle.
+// Those of a dead connection are left to the collector.
+func (c *ClientConn) spend(s *ClientStream) {
+	if !c.dead {
+		c.spent = append(c.spent, s)
+	}
+}
+
+// recycle moves the spent streams nothing refers to any more to the free
+// list, once no Feed or Flush is under way (their frames and events hold
+// streams): a stream still on the write queue (closed with its entry not
+// yet popped) waits for a later call. A struct on the free list is in no
+// stream table, so a late frame for its old stream ID finds nothing, and
+// its owner let go of it, so no call of the old owner's reaches it.
+func (c *ClientConn) recycle() {
+	if c.depth > 0 || len(c.spent) == 0 {
+		return
+	}
+	keep := c.spent[:0]
+	for _, s := range c.spent {
+		switch {
+		case c.dead:
+		case s.queued:
+			keep = append(keep, s)
+		default:
+			c.free.put(s)
+		}
+	}
+	clear(c.spent[len(keep):])
+	c.spent = keep
 }
 
 func (c *ClientConn) enqueue(s *ClientStream) {
@@ -748,16 +881,22 @@ func (c *ClientConn) enqueue(s *ClientStream) {
 // trailers behind them; OnSent reports what went. The owner calls it
 // before it writes Output, and only while Output is small: a slow
 // origin's socket holds the bodies back in their streams.
-func (c *ClientConn) Flush() { c.writeQueued() }
+func (c *ClientConn) Flush() {
+	c.depth++
+	c.writeQueued()
+	c.depth--
+	c.recycle()
+}
 
 func (c *ClientConn) writeQueued() {
 	if c.dead {
 		return
 	}
+	// Streams queued while q is walked go to a new wq: the spare array,
+	// which a nested walk (an owner's event flushing) cannot take twice.
 	q := c.wq
-	c.wq = c.wq[:0:0]
-	for i, s := range q {
-		q[i] = nil
+	c.wq, c.wqSpare = c.wqSpare[:0], nil
+	for _, s := range q {
 		s.queued = false
 		if s.closed || s.waitHead != nil {
 			continue
@@ -794,6 +933,10 @@ func (c *ClientConn) writeQueued() {
 			s.ev.OnSent(sent)
 		}
 	}
+	clear(q)
+	if c.wqSpare == nil {
+		c.wqSpare = q[:0]
+	}
 }
 
 func (c *ClientConn) writeData(id uint32, end bool, p []byte) {
@@ -808,12 +951,12 @@ func (c *ClientConn) writeData(id uint32, end bool, p []byte) {
 // sendEnd ends the request: trailers, or an empty DATA with END_STREAM.
 func (c *ClientConn) sendEnd(s *ClientStream) {
 	if s.trailers != nil {
-		c.hbuf.Reset()
+		c.enc.begin()
 		for _, f := range s.trailers {
-			c.enc.WriteField(hpack.HeaderField{Name: f.Name, Value: f.Value})
+			c.enc.field(f.Name, f.Value, false)
 		}
 		s.trailers = nil
-		c.writeBlock(s.id, c.hbuf.Bytes(), true)
+		c.writeBlock(s.id, c.enc.out, true)
 	} else {
 		c.writeData(s.id, true, nil)
 	}
@@ -852,6 +995,7 @@ type ClientStream struct {
 	localEnded  bool
 	remoteEnded bool
 	closed      bool
+	released    bool // the owner let go of it (Finish, Reset)
 }
 
 // ID is the stream's identifier.
@@ -905,16 +1049,17 @@ func (s *ClientStream) credit(n int) {
 }
 
 // Reset ends the stream with RST_STREAM(code), unless it is already
-// over on both sides. No event follows.
+// over on both sides. No event follows, and the owner lets go of the
+// stream (release).
 func (s *ClientStream) Reset(code http2.ErrCode) {
-	if s.closed {
-		return
+	if !s.closed {
+		unsent := s.waitHead != nil || s.refused
+		s.c.closeStream(s)
+		if !s.c.dead && !unsent { // an unsent stream is idle to the origin
+			s.c.fr.WriteRSTStream(s.id, code)
+		}
 	}
-	unsent := s.waitHead != nil || s.refused
-	s.c.closeStream(s)
-	if !s.c.dead && !unsent { // an unsent stream is idle to the origin
-		s.c.fr.WriteRSTStream(s.id, code)
-	}
+	s.release()
 }
 
 // Finish lets go of a stream whose response is complete: a request
@@ -924,15 +1069,32 @@ func (s *ClientStream) Reset(code http2.ErrCode) {
 // A stream whose request end waits with no body bytes before it (a
 // tunnel both of whose directions ended) keeps it: the END_STREAM goes
 // at the next Flush, which closes the stream.
+//
+// The owner of every stream ends it with Finish or Reset, exactly once,
+// also after OnEnd or OnReset told it the stream is over (then neither
+// sends anything): from that call on, the struct may serve a later
+// stream of any connection sharing the free list (ClientConfig.Free),
+// so the owner must keep no reference to it. A stream never let go of
+// is left to the garbage collector.
 func (s *ClientStream) Finish() {
-	if s.closed {
-		return
-	}
-	if s.endQueued && s.pending() == 0 && s.remoteEnded && s.waitHead == nil && !s.refused {
+	if !s.closed && s.endQueued && s.pending() == 0 && s.remoteEnded && s.waitHead == nil && !s.refused {
 		s.ev = finished{}
+		s.release()
 		return
 	}
 	s.Reset(http2.ErrCodeNo)
+}
+
+// release records that the owner let go of the stream; once it is also
+// closed, it waits for recycle.
+func (s *ClientStream) release() {
+	if s.released {
+		return
+	}
+	s.released = true
+	if s.closed {
+		s.c.spend(s)
+	}
 }
 
 // Buffered is how many request body bytes wait to be framed.

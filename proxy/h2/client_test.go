@@ -359,3 +359,70 @@ func TestClientExtendedConnect(t *testing.T) {
 		t.Fatal("withdrawn ENABLE_CONNECT_PROTOCOL: connection goes on")
 	}
 }
+
+// TestClientFramesByHand: HEADERS and WINDOW_UPDATE are read by hand:
+// padding and priority are skipped, the reserved bit is masked, and a
+// frame that cannot be read gets the error the Framer gave it.
+func TestClientFramesByHand(t *testing.T) {
+	c, o, s, ev := settled(t)
+	o.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: s.ID(), BlockFragment: o.block(":status", "200", "x-a", "1"), EndHeaders: true, EndStream: true,
+		PadLength: 7, Priority: http2.PriorityParam{StreamDep: 0, Weight: 3}})
+	c.Feed(o.take())
+	if len(ev.heads) != 1 || ev.heads[0] != 200 || !ev.ended || len(ev.fields) != 1 || ev.fields[0].Value != "1" {
+		t.Fatalf("padded HEADERS with priority: %+v", ev)
+	}
+	// The reserved bit of an increment is not part of it.
+	before := c.outWin
+	o.fr.WriteRawFrame(http2.FrameWindowUpdate, 0, 0, []byte{0x80, 0, 0, 10})
+	c.Feed(o.take())
+	if c.outWin != before+10 || c.Dead() {
+		t.Fatalf("connection window %d after %d + 10", c.outWin, before)
+	}
+
+	const onStream = 1 // the test's stream, whatever its ID
+	for _, tc := range []struct {
+		name    string
+		typ     http2.FrameType
+		id      uint32
+		flags   http2.Flags
+		payload []byte
+		goAway  bool // a connection error; else the stream's reset
+		code    http2.ErrCode
+	}{
+		{"HEADERS on stream 0", http2.FrameHeaders, 0, http2.FlagHeadersEndHeaders, []byte{0x88}, true, http2.ErrCodeProtocol},
+		{"HEADERS without its pad length", http2.FrameHeaders, onStream, http2.FlagHeadersEndHeaders | http2.FlagHeadersPadded, nil, true, http2.ErrCodeFrameSize},
+		{"HEADERS with a short priority", http2.FrameHeaders, onStream, http2.FlagHeadersEndHeaders | http2.FlagHeadersPriority, []byte{0, 0, 0}, true, http2.ErrCodeFrameSize},
+		{"HEADERS padded past its payload", http2.FrameHeaders, onStream, http2.FlagHeadersEndHeaders | http2.FlagHeadersPadded, []byte{5, 0x88}, true, http2.ErrCodeProtocol},
+		{"WINDOW_UPDATE of 3 bytes", http2.FrameWindowUpdate, 0, 0, []byte{0, 0, 1}, true, http2.ErrCodeFrameSize},
+		{"WINDOW_UPDATE of 0 on the connection", http2.FrameWindowUpdate, 0, 0, []byte{0, 0, 0, 0}, true, http2.ErrCodeProtocol},
+		{"WINDOW_UPDATE of 0 on a stream", http2.FrameWindowUpdate, onStream, 0, []byte{0x80, 0, 0, 0}, false, http2.ErrCodeProtocol},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, o, s, ev := settled(t)
+			id := tc.id
+			if id == onStream {
+				id = s.ID()
+			}
+			o.fr.WriteRawFrame(tc.typ, tc.flags, id, tc.payload)
+			c.Feed(o.take())
+			fs := sentFrames(t, c)
+			if !tc.goAway {
+				code, ok := rstCode(fs, id)
+				if !ok || code != tc.code || !ev.wasReset || c.Dead() {
+					t.Fatalf("RST %v %v, events %+v, dead %v: want the stream reset with %v", ok, code, ev, c.Dead(), tc.code)
+				}
+				return
+			}
+			var code http2.ErrCode
+			found := false
+			for _, f := range fs {
+				if g, ok := f.(*http2.GoAwayFrame); ok {
+					code, found = g.ErrCode, true
+				}
+			}
+			if !found || code != tc.code || !c.Dead() {
+				t.Fatalf("GOAWAY %v %v, dead %v: want %v", found, code, c.Dead(), tc.code)
+			}
+		})
+	}
+}

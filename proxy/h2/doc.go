@@ -19,7 +19,12 @@
 // the handler's ResponseWriter; flow.go and window.go are flow control and
 // receive-window autotuning; config.go the limits, errors.go the errors.
 // client.go is the client side, for origins that speak HTTP/2: the same
-// frame, HPACK and window code, many streams on one connection.
+// frame, HPACK and window code, many streams on one connection;
+// fielddecoder.go the HPACK decoder of the origins' response heads (a
+// ring for the dynamic table, a per-connection cache of decoded strings),
+// fieldencoder.go the HPACK encoder of its request heads (a literal
+// indexed the second time it is seen);
+// freestreams.go the free list its streams' structs are reused from.
 //
 // Output follows the re-entrancy rule of package stream. Frames accumulate
 // in one reusable buffer and reach the transport with one Write per batch.

@@ -5,14 +5,15 @@
 // (proxy/ab/stats). It is not part of pollproxy.
 //
 //	benchreport row -round R -proxy P -cell C -requests N -exit RC -cpu-ns NS -wall-us US -load L
-//	                [-syscalls N] [-threads-before FILE -threads-after FILE] H2LOAD.LOG
+//	                [-syscalls N] [-origin-conns N] [-threads-before FILE -threads-after FILE] H2LOAD.LOG
 //	benchreport counters -proxy P -requests N PROXY.LOG
 //	benchreport report [-rounds N] [-requests N] [-chart FILE] DIR
 //
 // row prints the run's line of results.tsv on stdout, and on stderr the
 // progress line scripts/bench shows with a warning for a suspect run.
 // -syscalls is the proxy's system calls across the run, when they were
-// counted; -threads-before and -threads-after are its threads as
+// counted; -origin-conns the proxy's connections to the origin at the end
+// of the run, when they were counted; -threads-before and -threads-after are its threads as
 // scripts/bench read them from /proc before and after the run (one a line:
 // TID, run time in ns, voluntary and involuntary context switches), from
 // which the row takes its context switches and wake-ups (threads.go).

@@ -20,6 +20,7 @@ type cellRun struct {
 	load               string    // the 1-minute load average at its end
 	syscalls           *int64    // the proxy's system calls across the run, nil: not counted
 	sw                 *switches // its context switches, nil: not read
+	originConns        *int      // its connections to the origin at the end, nil: not counted
 }
 
 // h2loadOutput holds the lines of h2load's summary the row quotes; each is
@@ -102,10 +103,14 @@ func row(c cellRun, o h2loadOutput) string {
 	if c.sw != nil {
 		vol, invol, wake = strconv.FormatInt(c.sw.vol, 10), strconv.FormatInt(c.sw.invol, 10), strconv.FormatInt(c.sw.wakeups, 10)
 	}
-	return fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%.0f\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s",
+	conns := "-"
+	if c.originConns != nil {
+		conns = strconv.Itoa(*c.originConns)
+	}
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%.0f\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s",
 		c.round, c.proxy, c.cell, c.requests, ok, count(o.failed), count(o.errored), count(o.status2xx),
 		num(o.reqS), cpuS, wallS, us, pct, orDash(o.meanLatency), proto, orDash(o.cipher), c.load,
-		sys, vol, invol, wake)
+		sys, vol, invol, wake, conns)
 }
 
 // perRequest is a count of a run divided by its requests that succeeded,

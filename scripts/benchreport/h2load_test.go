@@ -24,7 +24,7 @@ func TestRowFromH2loadLog(t *testing.T) {
 	// 0.25 s and 39% of a core, as it was.
 	c := cellRun{round: "1", proxy: "pollproxy-epoll", cell: "h2:1:1", requests: "2000",
 		cpuNs: 95484857, wallUs: 247000, load: "3.28"}
-	want := "1\tpollproxy-epoll\th2:1:1\t2000\t2000\t0\t0\t2000\t9625\t0.10\t0.25\t47.7\t39\t94us\th2\tTLS_AES_128_GCM_SHA256\t3.28\t-\t-\t-\t-"
+	want := "1\tpollproxy-epoll\th2:1:1\t2000\t2000\t0\t0\t2000\t9625\t0.10\t0.25\t47.7\t39\t94us\th2\tTLS_AES_128_GCM_SHA256\t3.28\t-\t-\t-\t-\t-"
 	if got := row(c, o); got != want {
 		t.Errorf("row:\n%q\nwant\n%q", got, want)
 	}
@@ -45,7 +45,7 @@ func TestRowOfAKilledRun(t *testing.T) {
 	}
 	c := cellRun{round: "2", proxy: "nginx", cell: "h1:6", requests: "20000", exit: 124,
 		cpuNs: 2e9, wallUs: 60e6, load: "7.01"}
-	want := "2\tnginx\th1:6\t20000\t0\t0\t0\t0\t0\t2.00\t60.00\t-\t3\t-\tnone\t-\t7.01\t-\t-\t-\t-"
+	want := "2\tnginx\th1:6\t20000\t0\t0\t0\t0\t0\t2.00\t60.00\t-\t3\t-\tnone\t-\t7.01\t-\t-\t-\t-\t-"
 	got := row(c, o)
 	if got != want {
 		t.Errorf("row:\n%q\nwant\n%q", got, want)
@@ -72,7 +72,7 @@ func TestRowWarnsOfFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := cellRun{round: "1", proxy: "h2o", cell: "h2:6:20", requests: "1000", cpuNs: 1e8, wallUs: 1e6, load: "1"}
-	if got, want := row(c, o), "1\th2o\th2:6:20\t1000\t990\t10\t0\t990\t1000\t0.10\t1.00\t101.0\t10\t-\th2\t-\t1\t-\t-\t-\t-"; got != want {
+	if got, want := row(c, o), "1\th2o\th2:6:20\t1000\t990\t10\t0\t990\t1000\t0.10\t1.00\t101.0\t10\t-\th2\t-\t1\t-\t-\t-\t-\t-"; got != want {
 		t.Errorf("row:\n%q\nwant\n%q", got, want)
 	}
 	var b strings.Builder

@@ -67,6 +67,7 @@ func rowCmd(args []string) error {
 	fs.Int64Var(&c.wallUs, "wall-us", 0, "the run's wall-clock time, in microseconds")
 	fs.StringVar(&c.load, "load", "", "the load average at the end of the run")
 	syscalls := fs.Int64("syscalls", -1, "the proxy's system calls across the run (-1: not counted)")
+	originConns := fs.Int("origin-conns", -1, "the proxy's connections to the origin at the end of the run (-1: not counted)")
 	before := fs.String("threads-before", "", "the proxy's threads before the run (scripts/bench's snapshot)")
 	after := fs.String("threads-after", "", "the proxy's threads after the run")
 	f, err := fileArg(fs, args, "h2load log")
@@ -76,6 +77,9 @@ func rowCmd(args []string) error {
 	defer f.Close()
 	if *syscalls >= 0 {
 		c.syscalls = syscalls
+	}
+	if *originConns >= 0 {
+		c.originConns = originConns
 	}
 	if (*before == "") != (*after == "") {
 		return fmt.Errorf("row: -threads-before and -threads-after go together")

@@ -22,6 +22,9 @@ type median struct {
 	// Per request, "-" where no complete run counted them: system calls,
 	// voluntary and involuntary context switches, wake-ups off the loop.
 	sys, vol, invol, wake string
+	// originConns is the proxy's connections to the origin at the end of
+	// the cell (median), "-" where not counted.
+	originConns string
 }
 
 // hasCounts reports whether any of m's counts was measured.
@@ -42,6 +45,7 @@ func computeMedians(runs []run) medians {
 	type samples struct {
 		reqS, us, pct         []float64
 		sys, vol, invol, wake []float64
+		originConns           []float64
 		failed                int
 	}
 	// perReq appends a run's count per request that succeeded, when the
@@ -73,6 +77,9 @@ func computeMedians(runs []run) medians {
 		perReq(&s.vol, r.vol, r)
 		perReq(&s.invol, r.invol, r)
 		perReq(&s.wake, r.wakeups, r)
+		if c, err := strconv.ParseFloat(r.originConns, 64); err == nil {
+			s.originConns = append(s.originConns, c)
+		}
 	}
 	med := func(x []float64) string {
 		if len(x) == 0 {
@@ -83,7 +90,10 @@ func computeMedians(runs []run) medians {
 	m := medians{}
 	for k, s := range all {
 		v := median{reqS: "-", us: "-", cpuPct: "-", failed: s.failed,
-			sys: med(s.sys), vol: med(s.vol), invol: med(s.invol), wake: med(s.wake)}
+			sys: med(s.sys), vol: med(s.vol), invol: med(s.invol), wake: med(s.wake), originConns: "-"}
+		if len(s.originConns) > 0 {
+			v.originConns = fmt.Sprintf("%.0f", stats.Median(s.originConns))
+		}
 		if len(s.reqS) > 0 {
 			v.reqS = fmt.Sprintf("%.0f", stats.Median(s.reqS))
 			v.us = fmt.Sprintf("%.1f", stats.Median(s.us))
@@ -247,11 +257,25 @@ func writePaired(w io.Writer, p pairings, cells []string) error {
 
 // label is how the table names a cell: h2:6:20 is "h2 -c 6 -m 20", h1u:6
 // "h1 -c 6 unix" (the origin over a unix socket), h2s:6:20 "h2 -c 6 -m 20
-// tls" (the origin over TLS).
+// tls" (the origin over TLS), h2c:6:20 "h2 -c 6 -m 20 h2c" (the origin
+// over cleartext HTTP/2), grpc:6:20 "grpc unary -c 6 -m 20" and grpcs:6:20
+// "grpc stream -c 6 -m 20" (gRPC calls to a gRPC origin over h2c).
 func label(cell string) string {
 	f := strings.Split(cell, ":")
 	s := ""
 	switch f[0] {
+	case "h2c":
+		if len(f) == 3 {
+			return "h2 -c " + f[1] + " -m " + f[2] + " h2c"
+		}
+	case "grpc", "grpcs":
+		if len(f) == 3 {
+			kind := "unary"
+			if f[0] == "grpcs" {
+				kind = "stream"
+			}
+			return "grpc " + kind + " -c " + f[1] + " -m " + f[2]
+		}
 	case "h2", "h2u", "h2s":
 		if len(f) == 3 {
 			s = "h2 -c " + f[1] + " -m " + f[2]
@@ -370,21 +394,9 @@ func (t table) write(w io.Writer) error {
 		b.WriteString(line + "\n")
 	}
 	t.writeCounts(&b)
+	t.writeOriginConns(&b)
 	b.WriteString("\nproxy core busy (% of one core, median):\n\n")
-	hdr, sep = "| cell |", "|---|"
-	for _, p := range t.proxies {
-		hdr += " " + p + " |"
-		sep += "---:|"
-	}
-	b.WriteString(hdr + "\n" + sep + "\n")
-	for _, c := range t.cells {
-		line := "| " + label(c) + " |"
-		for _, p := range t.proxies {
-			v, _ := t.m.get(p, c)
-			line += " " + v.cpuPct + "% |"
-		}
-		b.WriteString(line + "\n")
-	}
+	t.writeProxyTable(&b, func(v median) string { return v.cpuPct + "%" })
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -401,6 +413,28 @@ func (t table) writeCounts(b *strings.Builder) {
 	}
 	b.WriteString("\nper request (median): system calls / context switches, voluntary / involuntary / wake-ups off the loop " +
 		"(voluntary switches of the threads other than the busiest one; for pollproxy the Go runtime's); \"-\": not counted\n\n")
+	t.writeProxyTable(b, func(v median) string { return fmt.Sprintf("%s / %s / %s / %s", v.sys, v.vol, v.invol, v.wake) })
+}
+
+// writeOriginConns adds the table of the connections each proxy held to
+// the origin at the end of each cell, when the runs counted them: how many
+// client streams share an origin connection.
+func (t table) writeOriginConns(b *strings.Builder) {
+	counted := false
+	for _, v := range t.m {
+		counted = counted || v.originConns != "-" && v.originConns != ""
+	}
+	if !counted {
+		return
+	}
+	b.WriteString("\nconnections to the origin at the end of the cell (median; established TCP connections of the proxy to the origin's port)\n\n")
+	t.writeProxyTable(b, func(v median) string { return v.originConns })
+}
+
+// writeProxyTable adds a table with a row per cell and a column per
+// proxy, each entry what pick makes of the proxy's medians in the cell
+// (empty where the proxy did not run it).
+func (t table) writeProxyTable(b *strings.Builder, pick func(median) string) {
 	hdr, sep := "| cell |", "|---|"
 	for _, p := range t.proxies {
 		hdr += " " + p + " |"
@@ -415,7 +449,7 @@ func (t table) writeCounts(b *strings.Builder) {
 				line += " |"
 				continue
 			}
-			line += fmt.Sprintf(" %s / %s / %s / %s |", v.sys, v.vol, v.invol, v.wake)
+			line += " " + pick(v) + " |"
 		}
 		b.WriteString(line + "\n")
 	}

@@ -193,12 +193,15 @@ func TestColumnsFollowTheProxies(t *testing.T) {
 
 func TestLabel(t *testing.T) {
 	for cell, want := range map[string]string{
-		"h2:6:20":  "h2 -c 6 -m 20",
-		"h1:12":    "h1 -c 12",
-		"h2u:6:20": "h2 -c 6 -m 20 unix",
-		"h1u:6":    "h1 -c 6 unix",
-		"h2s:6:20": "h2 -c 6 -m 20 tls",
-		"h1s:6":    "h1 -c 6 tls",
+		"h2:6:20":    "h2 -c 6 -m 20",
+		"h1:12":      "h1 -c 12",
+		"h2u:6:20":   "h2 -c 6 -m 20 unix",
+		"h1u:6":      "h1 -c 6 unix",
+		"h2s:6:20":   "h2 -c 6 -m 20 tls",
+		"h1s:6":      "h1 -c 6 tls",
+		"h2c:6:20":   "h2 -c 6 -m 20 h2c",
+		"grpc:1:1":   "grpc unary -c 1 -m 1",
+		"grpcs:6:20": "grpc stream -c 6 -m 20",
 	} {
 		if got := label(cell); got != want {
 			t.Errorf("label(%s) = %q, want %q", cell, got, want)
@@ -224,14 +227,7 @@ func TestCountsPerRequest(t *testing.T) {
 		{"1", "nginx"}:           "-\t4100\t100\t0",
 		{"2", "nginx"}:           "-\t4300\t300\t0",
 	}
-	lines := strings.Split(strings.TrimRight(tsv, "\n"), "\n")
-	for i, l := range lines {
-		f := strings.Split(l, "\t")
-		if c, ok := counts[[2]string{f[0], f[1]}]; ok {
-			lines[i] = l + "\t" + c
-		}
-	}
-	tb := newTable(mustParse(t, strings.Join(lines, "\n")+"\n"))
+	tb := newTable(mustParse(t, withColumns(tsv, counts)))
 
 	var c strings.Builder
 	if err := writeCounts(&c, tb.m, tb.proxies, tb.cells); err != nil {
@@ -261,4 +257,47 @@ func TestCountsPerRequest(t *testing.T) {
 	if strings.Contains(old.String(), "per request (median)") {
 		t.Errorf("a table of counts from a results.tsv without them:\n%s", old.String())
 	}
+}
+
+// TestOriginConns: a results.tsv with the origin_conns column gives the
+// table of origin connections, each the median over the complete rounds
+// ("-" for a proxy whose runs did not count them); a results.tsv without
+// the column has no such table.
+func TestOriginConns(t *testing.T) {
+	tsv := readTestdata(t, "results.tsv")
+	// syscalls, vol_cs, invol_cs, wakeups, origin_conns of each run
+	counts := map[[2]string]string{
+		{"1", "pollproxy-epoll"}: "-\t-\t-\t-\t1",
+		{"2", "pollproxy-epoll"}: "-\t-\t-\t-\t3",
+		{"1", "nginx"}:           "-\t-\t-\t-\t20",
+		{"2", "nginx"}:           "-\t-\t-\t-\t24",
+	}
+	var b strings.Builder
+	if err := newTable(mustParse(t, withColumns(tsv, counts))).write(&b); err != nil {
+		t.Fatal(err)
+	}
+	row := "| h2 -c 1 -m 1 | 2 | - | 22 | - |"
+	if !strings.Contains(b.String(), "connections to the origin") || !strings.Contains(b.String(), "\n"+row+"\n") {
+		t.Errorf("table has no origin connections row\n%s\n%s", row, b.String())
+	}
+	var old strings.Builder
+	if err := newTable(mustParse(t, tsv)).write(&old); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(old.String(), "connections to the origin") {
+		t.Errorf("a table of origin connections from a results.tsv without them:\n%s", old.String())
+	}
+}
+
+// withColumns appends to each row of a results.tsv the columns cols has
+// for its {round, proxy}.
+func withColumns(tsv string, cols map[[2]string]string) string {
+	lines := strings.Split(strings.TrimRight(tsv, "\n"), "\n")
+	for i, l := range lines {
+		f := strings.Split(l, "\t")
+		if c, ok := cols[[2]string{f[0], f[1]}]; ok {
+			lines[i] = l + "\t" + c
+		}
+	}
+	return strings.Join(lines, "\n") + "\n"
 }

@@ -14,9 +14,10 @@ import (
 //
 // The last four, the proxy's system calls, voluntary and involuntary
 // context switches and wake-ups of threads off its loop across the run
-// (switches in threads.go), came later: a results.tsv without them reads
-// as "-", and so does a run that did not count them.
-const resultsHeader = "round\tproxy\tcell\trequests\tsucceeded\tfailed\terrored\tstatus2xx\treq_s\tcpu_s\twall_s\tus_per_req\tcpu_pct\tmean_latency\tprotocol\tcipher\tloadavg\tsyscalls\tvol_cs\tinvol_cs\twakeups"
+// (switches in threads.go), came later, and after them the proxy's
+// connections to the origin at the end of the run: a results.tsv without
+// them reads as "-", and so does a run that did not count them.
+const resultsHeader = "round\tproxy\tcell\trequests\tsucceeded\tfailed\terrored\tstatus2xx\treq_s\tcpu_s\twall_s\tus_per_req\tcpu_pct\tmean_latency\tprotocol\tcipher\tloadavg\tsyscalls\tvol_cs\tinvol_cs\twakeups\torigin_conns"
 
 // warmup is the round name of the runs before the matrix, which no figure
 // counts.
@@ -34,6 +35,7 @@ type run struct {
 	// The run's counts, "-" when not counted: system calls, voluntary and
 	// involuntary context switches, wake-ups off the loop.
 	syscalls, vol, invol, wakeups string
+	originConns                   string // connections to the origin at the end, "-": not counted
 }
 
 // complete reports whether the run served every request with a 2xx and
@@ -87,6 +89,7 @@ func parseResults(r io.Reader, name string) ([]run, error) {
 			status2xx: int(num(f[7])),
 			reqS:      f[8], us: f[11], cpuPct: f[12],
 			syscalls: col(17), vol: col(18), invol: col(19), wakeups: col(20),
+			originConns: col(21),
 		})
 	}
 	return runs, sc.Err()
