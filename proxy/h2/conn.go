@@ -305,23 +305,43 @@ func (c *ServerConn) processFrame(b []byte) {
 		}
 		return
 	}
+	// HEADERS, CONTINUATION and WINDOW_UPDATE by hand (handframes.go).
+	var err error
+	switch typ {
+	case http2.FrameHeaders:
+		frag, dep, ferr := headersFragment(b)
+		if ferr != nil {
+			err = *ferr
+		} else {
+			err = c.processHeaders(id, flags, dep == id && flags.Has(http2.FlagHeadersPriority), frag)
+		}
+	case http2.FrameContinuation:
+		err = c.processContinuation(b[frameHeaderLen:], flags.Has(http2.FlagContinuationEndHeaders))
+	case http2.FrameWindowUpdate:
+		var inc int64
+		if inc, err = windowIncrement(b); err == nil {
+			err = c.processWindowUpdate(id, inc)
+		}
+	default:
+		err = c.readFrame(b, typ)
+	}
+	if err != nil {
+		c.handleError(err)
+	}
+}
+
+// readFrame reads and handles a frame of the types the Framer reads.
+func (c *ServerConn) readFrame(b []byte, typ http2.FrameType) error {
 	c.rd.b = b
 	f, err := c.framer().ReadFrame()
 	if err != nil {
-		c.handleError(mapFramerError(err, c.framer().ErrorDetail(), typ))
-		return
+		return mapFramerError(err, c.framer().ErrorDetail(), typ)
 	}
 	switch f := f.(type) {
-	case *http2.HeadersFrame:
-		err = c.processHeaders(f)
-	case *http2.ContinuationFrame:
-		err = c.processContinuation(f)
 	case *http2.SettingsFrame:
 		err = c.processSettings(f)
 	case *http2.PingFrame:
 		err = c.processPing(f)
-	case *http2.WindowUpdateFrame:
-		err = c.processWindowUpdate(f)
 	case *http2.RSTStreamFrame:
 		err = c.processRSTStream(f)
 	case *http2.PriorityFrame:
@@ -335,9 +355,7 @@ func (c *ServerConn) processFrame(b []byte) {
 		// §4.1, §5.5), but they cost something.
 		err = c.glitch()
 	}
-	if err != nil {
-		c.handleError(err)
-	}
+	return err
 }
 
 // streamID returns the stream identifier of frame header b.
