@@ -62,7 +62,7 @@ type ServerConn struct {
 	settingsSeen bool // a SETTINGS was processed (later ones are glitches)
 	remoteAddr   netip.AddrPort
 
-	dec  *hpack.Decoder
+	dec  *fieldDecoder
 	henc *hpack.Encoder // nil once ReleaseIdle let go of it: see encoder
 	hbuf bytes.Buffer
 	// lastHead is the last response head encoded as indices alone, for
@@ -141,7 +141,7 @@ func NewServerConn(t stream.Transport, h stream.Handler, cfg Config) *ServerConn
 		remoteAddr:        t.RemoteAddr(),
 		clock:             t.Clock(),
 	}
-	c.dec = hpack.NewDecoder(headerTableSize, c.onField)
+	c.dec = newFieldDecoder(headerTableSize, c.onField)
 	// One field larger than twice the list limit is a connection error
 	// (the decoder cannot skip it); smaller excess is answered with 431.
 	c.dec.SetMaxStringLength(2 * int(c.cfg.MaxHeaderListSize))
@@ -717,8 +717,8 @@ func (c *ServerConn) creditConn(n int) {
 // scratch, the spare stream send buffers, an emptied stream table), the
 // record of recently closed streams and the HPACK encoder with its dynamic
 // table, while no stream is open, no header block is in progress and
-// nothing is buffered. The HPACK decoder stays: its table is the client's
-// to manage. The transport calls it from the loop on a connection that has
+// nothing is buffered. The HPACK decoder keeps its table, which is the
+// client's to manage, and lets go of its cache of decoded strings. The transport calls it from the loop on a connection that has
 // been quiet for a while (a second or more), once per quiet spell: each call
 // that passes the checks makes a new Framer. It returns (roughly) the bytes
 // it let go of.
@@ -749,7 +749,7 @@ func (c *ServerConn) ReleaseIdle() int {
 	}
 	c.henc = nil // its table's size is not exposed: not counted
 	c.lastHead = nil
-	c.forgetLastBlock()
+	n += c.dec.releaseIdle()
 	// x/net's Framer keeps its read buffer at the largest frame it read
 	// and its write buffer at the largest it wrote (16 KiB after an
 	// upload or a large header block), and the last frame read. Between
@@ -759,25 +759,6 @@ func (c *ServerConn) ReleaseIdle() int {
 	c.fr = nil
 	return n
 }
-
-// forgetLastBlock makes the HPACK decoder let go of the last header block
-// it read. The decoder keeps the slice it was last given, emptied but
-// still pointing into the frame buffer it came from, which keeps that
-// buffer alive (the Framer's read buffer, as large as the largest frame
-// read) after ReleaseIdle dropped the Framer. Decoding forgetBlock, with
-// no field emitted, leaves the slice pointing at forgetBlock instead; the
-// decoder's table is untouched (the field is not indexed). Only between
-// header blocks.
-func (c *ServerConn) forgetLastBlock() {
-	c.dec.SetEmitEnabled(false)
-	c.dec.Write(forgetBlock[:])
-	c.dec.Close()
-	c.dec.SetEmitEnabled(true)
-}
-
-// forgetBlock is a header block of one literal field without indexing
-// (RFC 7541 §6.2.2), name "x", empty value: see forgetLastBlock.
-var forgetBlock = [...]byte{0x00, 0x01, 'x', 0x00}
 
 // framer returns the connection's frame codec over its input and output
 // buffers, making a new one if ReleaseIdle let go of the last.

@@ -8,9 +8,10 @@ import (
 
 // fieldDecoder is an HPACK decoder (RFC 7541) with the interface of
 // x/net's hpack.Decoder that the connections use (Write, Close,
-// SetEmitEnabled, SetMaxStringLength, SetAllowedMaxDynamicTableSize),
-// written for the origin's side of the proxy, where the same few response
-// fields come back on every stream. x/net's decoder shares its dynamic
+// SetEmitEnabled, SetMaxStringLength, SetAllowedMaxDynamicTableSize), for
+// both ends: written first for the origin's side of the proxy, where the
+// same few response fields come back on every stream, and then taken by
+// the server side, where a client's paths come back. x/net's decoder shares its dynamic
 // table type with the encoder, so every field an origin adds to the table
 // (nginx adds its date, content-type, content-length, last-modified and
 // server to it on every response, and uses none of them again) costs two
@@ -47,7 +48,17 @@ type fieldDecoder struct {
 	intern internCache
 }
 
-// newFieldDecoder returns a decoder whose dynamic table starts at
+// releaseIdle lets go of what the decoder holds besides its table (the
+// cache of decoded strings, the bytes of a split field) while a
+// connection is idle between header blocks, and returns roughly how many
+// bytes that was.
+func (d *fieldDecoder) releaseIdle() int {
+	n := cap(d.pend) + d.intern.bytes
+	d.pend, d.intern = nil, internCache{}
+	return n
+}
+
+// newFieldDecoder returns// newFieldDecoder returns a decoder whose dynamic table starts at
 // maxTable bytes and which hands each field to emit.
 func newFieldDecoder(maxTable uint32, emit func(hpack.HeaderField)) *fieldDecoder {
 	d := &fieldDecoder{emit: emit, allowedMax: maxTable, firstField: true}
