@@ -73,6 +73,9 @@ type Config struct {
 	// ClientIP derives the client address for client_ip_hash (nil: the
 	// peer's address).
 	ClientIP func(*stream.Request) netip.Addr
+	// Shutdown is the process's scheduled stop, for {http.shutting_down}
+	// in header_up when no route in front set the request's.
+	Shutdown *stream.Shutdown
 	// Observer, when set, gets every finished request (metrics, access log).
 	Observer observe.Observer
 	// StreamTimeout, when set, closes a tunnel (WebSocket) that moved no
@@ -239,6 +242,9 @@ func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Eve
 	ex := h.newExchange()
 	*ex = exchange{h: h, g: &h.group, w: w, req: req, conn: req.Conn, method: h.upstreamMethod(req), hasBody: req.HasBody, key: h.key(req), https: req.Scheme == "https", client: req.RemoteAddr,
 		timer: ex.timer, bodyTimer: ex.bodyTimer, head: ex.head[:0], h2buf: h2Request{Request: h2.Request{Header: ex.h2buf.Header[:0]}}}
+	if req.Shutdown == nil { // no route in front set it
+		req.Shutdown = h.cfg.Shutdown
+	}
 	trusted := route.Trusted(req.RemoteAddr.Addr(), h.cfg.TrustedProxies)
 	if trusted && !ex.https && h.group.policy == Cookie {
 		// As Caddy's cookie policy: a trusted proxy's last

@@ -92,9 +92,10 @@ type Instance struct {
 	redirects atomic.Pointer[map[string]int] // the names http redirects, with their HTTPS ports
 	servers   map[string]*server.Server      // by configured listen address
 	upstreams map[string]*upstream.Upstream
-	watch     upstreamWatch // re-resolution off the loops (upstreams.go)
-	running   *plan         // the plan serving now, whose handlers the next reload retires
-	upTLS     upstreamTLS   // handshakes and failure log of HTTPS upstreams (upstreamtls.go)
+	watch     upstreamWatch   // re-resolution off the loops (upstreams.go)
+	running   *plan           // the plan serving now, whose handlers the next reload retires
+	upTLS     upstreamTLS     // handshakes and failure log of HTTPS upstreams (upstreamtls.go)
+	shutdown  stream.Shutdown // when a stop with shutdown_delay closes the servers, which the routes' placeholders read
 	closed    bool
 }
 
@@ -389,6 +390,7 @@ func (in *Instance) Shutdown() error {
 	if d := in.cfg.TLSOptions.ShutdownDelay; d > 0 {
 		// shutdown_delay: serve as before for a while, so that a load
 		// balancer's health checks notice before connections drain.
+		in.shutdown.Schedule(time.Now().Add(d))
 		in.log.Info("shutdown delayed", "delay", d)
 		time.Sleep(d)
 	}

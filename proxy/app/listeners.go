@@ -61,15 +61,19 @@ func (in *Instance) hostHandler(p *plan, l *config.Listener, so *config.ServerOp
 				pc.ClientIPHeaders, pc.StrictClientIP = so.ClientIPHeaders, so.TrustedProxiesStrict
 				pc.ReadBodyTimeout, pc.ClientIP = so.ReadBodyTimeout, clientIP
 				pc.LogHeaders = len(p.logs.sites[s]) > 0
+				pc.Shutdown = &in.shutdown
 				ph := proxy.NewHandler(loop, pc)
 				p.track(loop, s, ph)
 				proxies = append(proxies, ph)
 			}
 			h := siteHandler(s.Table(), proxies, clientIP, loop)
-			if rh, ok := h.(*site.Handler); ok && len(p.logs.sites[s]) > 0 {
-				// What the routes answer themselves goes to the access
-				// logs too (the metrics count proxied requests).
-				rh.Observe(siteObserver{logs: p.logs.sites[s]}, true)
+			if rh, ok := h.(*site.Handler); ok {
+				rh.WatchShutdown(&in.shutdown)
+				if len(p.logs.sites[s]) > 0 {
+					// What the routes answer themselves goes to the access
+					// logs too (the metrics count proxied requests).
+					rh.Observe(siteObserver{logs: p.logs.sites[s]}, true)
+				}
 			}
 			bySite[s] = h
 			return h

@@ -275,7 +275,7 @@ var caddyDocExamples = []docExample{
 
 	// TLS global options (the global options page)
 	{"options", "{\n\tshutdown_delay 30s\n}\n\nexample.com {\n\thandle /health-check {\n\t\t@goingDown vars {http.shutting_down} true\n\t\trespond @goingDown \"Bye-bye in {http.time_until_shutdown}\" 503\n\t\trespond 200\n\t}\n\thandle {\n\t\trespond \"Hello, world!\"\n\t}\n}\n",
-		"Caddyfile:7: vars: placeholder {http.shutting_down} is not supported by pollproxy"},
+		""},
 	{"options", docTLSOption("\tdebug"), ""},
 	{"options", docTLSOption("\tstorage_clean_interval 7d"), ""},
 	{"options", docTLSOption("\tpersist_config off"), ""},

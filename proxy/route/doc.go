@@ -11,8 +11,8 @@
 // matchers and the Ctx they read), expression.go (CEL), respmatch.go
 // (response matchers), header.go (header operations), placeholder.go
 // (placeholders), placeholdertable.go (the rest of Caddy's placeholder
-// table: URI forms, the original request, TLS, time, system, vars and
-// map), clientcert.go (the client certificate's placeholders), vars.go
+// table: URI forms, the original request, TLS, time, system, vars,
+// map and a scheduled stop), clientcert.go (the client certificate's placeholders), vars.go
 // (the vars directive's operations and the vars and vars_regexp
 // matchers), mapper.go (the map directive's placeholders),
 // rewritetarget.go (the target a rewrite builds), uriquery.go (uri

@@ -84,6 +84,8 @@ const (
 	phLocal       // the address the client connected to
 	phLocalHost
 	phLocalPort
+	phShuttingDown      // whether a stop is scheduled (stream.Shutdown)
+	phTimeUntilShutdown // how long until the scheduled stop closes the servers
 )
 
 // upstream reports whether k is an upstream placeholder.
@@ -142,6 +144,7 @@ var placeholders = map[string]phKind{
 	"orig_dir": phOrigDir, "http.request.orig_uri.path.dir": phOrigDir,
 	"orig_query": phOrigQuery, "http.request.orig_uri.query": phOrigQuery,
 	"orig_?query": phOrigPrefixedQuery, "http.request.orig_uri.prefixed_query": phOrigPrefixedQuery,
+	"http.shutting_down": phShuttingDown, "http.time_until_shutdown": phTimeUntilShutdown,
 	"http.request.local": phLocal, "http.request.local.host": phLocalHost, "http.request.local.port": phLocalPort,
 }
 

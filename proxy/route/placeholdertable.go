@@ -2,8 +2,8 @@ package route
 
 // The rest of Caddy's placeholder table: the request's URI in its other
 // forms, the request as the client sent it, its duration and identifier,
-// its TLS, the system and the clock, and the variables the vars and map
-// directives set. Each is filled as Caddy's replacer fills it
+// its TLS, the system and the clock, the variables the vars and map
+// directives set, and the stop a shutdown_delay holds back. Each is filled as Caddy's replacer fills it
 // (modules/caddyhttp/replacer.go and the global ones of caddy's
 // replacer.go).
 
@@ -184,6 +184,15 @@ func (p part) appendTable(dst []byte, r *stream.Request) []byte {
 		dst = appendTLS(dst, r.TLS, p.text)
 	case phTimeNow:
 		dst = appendNow(dst, time.Now(), p.text)
+	case phShuttingDown:
+		_, stopping := r.Shutdown.At()
+		dst = strconv.AppendBool(dst, stopping)
+	case phTimeUntilShutdown:
+		// time.Until's Duration as Go writes it, unrounded, negative once
+		// the delay is over; nothing while no stop is scheduled.
+		if at, ok := r.Shutdown.At(); ok {
+			dst = append(dst, time.Until(at).String()...)
+		}
 	case phVar:
 		dst = appendVar(dst, r, p.text)
 	case phFileMatch:

@@ -31,6 +31,8 @@ type Handler struct {
 	icpt     *Intercept // the intercept the request matched, if any
 	encoders encode.Pool
 
+	shutdown *stream.Shutdown // the process's scheduled stop, for {http.shutting_down}; nil: never read
+
 	obs        observe.Observer // the site's access logs, for the answers the routes make (answerlog.go)
 	clock      LoopClock
 	logHeaders bool
@@ -43,10 +45,16 @@ func NewHandler(t *Table, proxies []stream.Handler, clientIP route.ClientIPFunc,
 	return &Handler{t: t, proxies: proxies, clientFn: clientIP, loop: loop}
 }
 
+// WatchShutdown makes the requests the handler serves read s: the stop
+// their process schedules, which {http.shutting_down} and
+// {http.time_until_shutdown} report.
+func (h *Handler) WatchShutdown(s *stream.Shutdown) { h.shutdown = s }
+
 // Serve runs the routes over one request. Without a terminal route that
 // matches, the answer is an empty 200, as in Caddy.
 func (h *Handler) Serve(req *stream.Request, w stream.ResponseWriter) stream.Events {
 	req.OriginalPath, req.OriginalMethod = req.Path, req.Method
+	req.Shutdown = h.shutdown
 	if lc, ok := h.loop.(LoopClock); ok {
 		req.Start = lc.Now()
 	} else {

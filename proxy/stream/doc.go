@@ -74,6 +74,8 @@
 //
 //   - stream.go: the contract itself: Request, Field, ResponseWriter,
 //     Events, Handler, Transport, Clock and the optional interfaces.
+//   - shutdown.go: Shutdown, the stop a process has scheduled, read by
+//     the loops without a lock.
 //   - unwrap.go: Unwrapper, and the helpers that walk a writer's chain
 //     (Find, RouteError, RefuseBody, Flush).
 package stream

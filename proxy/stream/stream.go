@@ -117,6 +117,9 @@ type Request struct {
 	// fills the placeholders it names when one is read, as Caddy's map
 	// does. Routing appends.
 	Mapped []Mapper
+	// Shutdown is the stop the process has scheduled, if any ({http.shutting_down},
+	// {http.time_until_shutdown}); nil reads as none. Routing sets it.
+	Shutdown *Shutdown
 	// Conn is the client connection the request arrived on, for the
 	// loop's panic containment: a handler whose own work for the request
 	// panics (relaying an origin's answer, from the origin connection's
