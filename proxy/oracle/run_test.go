@@ -263,6 +263,16 @@ func caddyfileIn(t *testing.T, caddyfile string) (dir, file string) {
 // and XDG folders beside it. out is what it prints; exited gets its exit
 // and is then closed; stop kills it (by its PID) and waits for it.
 func startCaddy(t *testing.T, bin, caddyfile string) (out *servertest.SyncBuffer, exited <-chan error, stop func()) {
+	p, out, exited := startCaddyProcess(t, bin, caddyfile)
+	return out, exited, func() {
+		p.Kill()
+		<-exited
+	}
+}
+
+// startCaddyProcess is startCaddy with Caddy's process in hand, for a
+// test that signals it; the caller kills it and drains exited.
+func startCaddyProcess(t *testing.T, bin, caddyfile string) (p *os.Process, out *servertest.SyncBuffer, exited <-chan error) {
 	dir, file := caddyfileIn(t, caddyfile)
 	cmd := exec.Command(bin, "run", "--config", file, "--adapter", "caddyfile")
 	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_CONFIG_HOME="+filepath.Join(dir, "config"), "XDG_DATA_HOME="+filepath.Join(dir, "data"))
@@ -274,12 +284,9 @@ func startCaddy(t *testing.T, bin, caddyfile string) (out *servertest.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- cmd.Wait()
-		close(done) // a ready may have taken the value: stop's wait must not block
+		close(done) // a ready may have taken the value: a wait for the exit must not block
 	}()
-	return out, done, func() {
-		cmd.Process.Kill()
-		<-done
-	}
+	return cmd.Process, out, done
 }
 
 // startPollproxy starts pollproxy on caddyfile (caddyfileIn) with one
