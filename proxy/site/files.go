@@ -60,6 +60,7 @@ type fileKey struct {
 type fileMemo struct {
 	found   map[fileKey]fileserver.Found
 	pending []fileKey
+	scratch []byte // where candidates are expanded
 }
 
 // candidate is one try_files entry, expanded.
@@ -92,11 +93,14 @@ func (m *File) Match(c *route.Ctx) bool {
 	if len(try) == 0 {
 		try = defaultTry
 	}
-	cands := make([]candidate, len(try))
-	for i, t := range try {
-		cands[i] = expandCandidate(t, root, c.Req, m.Split)
-	}
+	// A matcher names a few candidates (php_fastcgi's: three); they stay
+	// on the stack.
+	var stack [4]candidate
+	cands := stack[:0]
 	memo := memoOf(c)
+	for _, t := range try {
+		cands = append(cands, expandCandidate(t, root, c.Req, m.Split, &memo.scratch))
+	}
 	// Every candidate the policy may need and the pool has not looked
 	// up yet goes to the pool at once, so one more pass decides.
 	firstExist := m.Policy == "" || m.Policy == "first_exist" || m.Policy == "first_exist_fallback"
@@ -157,8 +161,13 @@ func (m *File) Match(c *route.Ctx) bool {
 
 // expandCandidate fills a try_files entry from the request and cleans it
 // as file_server would.
-func expandCandidate(t route.Template, root string, r *stream.Request, split []string) candidate {
-	raw := t.Expand(r)
+// scratch is where it is filled before it is copied into a string.
+func expandCandidate(t route.Template, root string, r *stream.Request, split []string, scratch *[]byte) candidate {
+	raw, literal := t.Literal()
+	if !literal {
+		*scratch = t.Append((*scratch)[:0], r)
+		raw = string(*scratch)
+	}
 	if len(raw) > 1 && raw[0] == '=' {
 		if code := atoi3(raw[1:]); code >= 100 {
 			return candidate{status: code}
