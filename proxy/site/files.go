@@ -296,12 +296,23 @@ func (fw *fileWait) look(keys []fileKey) bool {
 	fw.passes++
 	lookup := func() []fileserver.Found {
 		found := make([]fileserver.Found, len(keys))
-		for i, k := range keys {
+		var rels []string
+		for i := 0; i < len(keys); {
+			k := keys[i]
 			if k.server != nil {
 				found[i].Exists = k.server.Finds(k.root, k.rel)
-			} else {
-				found[i] = fileserver.Lookup(k.root, []string{k.rel})[0]
+				i++
+				continue
 			}
+			// The file matchers' candidates under one root, looked up
+			// together.
+			rels = rels[:0]
+			j := i
+			for ; j < len(keys) && keys[j].server == nil && keys[j].root == k.root; j++ {
+				rels = append(rels, keys[j].rel)
+			}
+			copy(found[i:j], fileserver.Lookup(k.root, rels))
+			i = j
 		}
 		return found
 	}
