@@ -63,6 +63,17 @@ type fileMemo struct {
 	scratch []byte // where candidates are expanded
 }
 
+// ask adds k to what the pool must look up, once: php_fastcgi's two
+// file matchers both ask about {path}/index.php.
+func (m *fileMemo) ask(k fileKey) {
+	for _, p := range m.pending {
+		if p == k {
+			return
+		}
+	}
+	m.pending = append(m.pending, k)
+}
+
 // candidate is one try_files entry, expanded.
 type candidate struct {
 	key    fileKey
@@ -110,7 +121,7 @@ func (m *File) Match(c *route.Ctx) bool {
 			break // what follows is never looked at
 		}
 		if _, ok := memo.found[cd.key]; cd.ok && !ok {
-			memo.pending = append(memo.pending, cd.key)
+			memo.ask(cd.key)
 			unknown = true
 		}
 	}
@@ -379,6 +390,6 @@ func (h *Handler) fileServerFinds(n *FileServer) bool {
 	if f, ok := memo.found[k]; ok {
 		return f.Exists
 	}
-	memo.pending = append(memo.pending, k)
+	memo.ask(k)
 	return false
 }
