@@ -60,7 +60,7 @@ type fileKey struct {
 type fileMemo struct {
 	found   map[fileKey]fileserver.Found
 	pending []fileKey
-	scratch []byte // where candidates are expanded
+	scratch *[]byte // where candidates are expanded: the loop's
 }
 
 // ask adds k to what the pool must look up, once: php_fastcgi's two
@@ -110,7 +110,7 @@ func (m *File) Match(c *route.Ctx) bool {
 	cands := stack[:0]
 	memo := memoOf(c)
 	for _, t := range try {
-		cands = append(cands, expandCandidate(t, root, c.Req, m.Split, &memo.scratch))
+		cands = append(cands, expandCandidate(t, root, c.Req, m.Split, memo.scratch))
 	}
 	// Every candidate the policy may need and the pool has not looked
 	// up yet goes to the pool at once, so one more pass decides.
@@ -261,7 +261,7 @@ func rootOr(c *route.Ctx, def string) string {
 func memoOf(c *route.Ctx) *fileMemo {
 	m, _ := c.Files.(*fileMemo)
 	if m == nil {
-		m = &fileMemo{}
+		m = &fileMemo{scratch: new([]byte)}
 		c.Files = m
 	}
 	return m
