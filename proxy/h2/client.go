@@ -10,7 +10,6 @@ package h2
 // codec, the receive windows (inflow) and hand-framed header blocks.
 
 import (
-	"encoding/binary"
 	"slices"
 
 	"golang.org/x/net/http2"
@@ -515,7 +514,7 @@ func (c *ClientConn) remoteEnd(s *ClientStream, trailers []stream.Field) {
 
 // processHeaders starts a header block with a complete HEADERS frame b.
 func (c *ClientConn) processHeaders(b []byte) {
-	frag, err := headersFragment(b)
+	frag, _, err := headersFragment(b)
 	if err != nil {
 		c.fail(err.code, err.reason)
 		return
@@ -542,36 +541,6 @@ func (c *ClientConn) processHeaders(b []byte) {
 	hb.s = s
 	c.dec.SetEmitEnabled(true)
 	c.headerFragment(frag, flags.Has(http2.FlagHeadersEndHeaders))
-}
-
-// headersFragment is the header block fragment of a complete HEADERS
-// frame b: its payload without padding and priority, as the Framer
-// would read it. A frame it cannot read is a connection error, as the
-// Framer's would be (errors.go): its block goes undecoded, so the HPACK
-// state would be lost.
-func headersFragment(b []byte) ([]byte, *connErr) {
-	if streamID(b) == 0 {
-		return nil, &connErr{http2.ErrCodeProtocol, "HEADERS frame with stream ID 0"}
-	}
-	flags := http2.Flags(b[4])
-	p := b[frameHeaderLen:]
-	pad := 0
-	if flags.Has(http2.FlagHeadersPadded) {
-		if len(p) < 1 {
-			return nil, &connErr{http2.ErrCodeFrameSize, "HEADERS too short for its pad length"}
-		}
-		pad, p = int(p[0]), p[1:]
-	}
-	if flags.Has(http2.FlagHeadersPriority) {
-		if len(p) < 5 {
-			return nil, &connErr{http2.ErrCodeFrameSize, "HEADERS too short for its priority"}
-		}
-		p = p[5:]
-	}
-	if pad > len(p) {
-		return nil, &connErr{http2.ErrCodeProtocol, "HEADERS padding longer than its payload"}
-	}
-	return p[:len(p)-pad], nil
 }
 
 func (c *ClientConn) headerFragment(frag []byte, end bool) {
@@ -758,17 +727,13 @@ func seesMaxStreams(f *http2.SettingsFrame) bool {
 // Framer's verdicts on a malformed one (RFC 9113 §6.9).
 func (c *ClientConn) processWindowUpdate(b []byte) {
 	id := streamID(b)
-	if frameLen(b) != 4 {
-		c.fail(http2.ErrCodeFrameSize, "WINDOW_UPDATE length is not 4")
+	inc, err := windowIncrement(b)
+	switch err := err.(type) {
+	case connErr:
+		c.fail(err.code, err.reason)
 		return
-	}
-	inc := int64(binary.BigEndian.Uint32(b[frameHeaderLen:]) & (1<<31 - 1))
-	if inc == 0 {
-		if id == 0 {
-			c.fail(http2.ErrCodeProtocol, "WINDOW_UPDATE with increment 0")
-		} else {
-			c.resetFrom(id, http2.ErrCodeProtocol)
-		}
+	case streamErr:
+		c.resetFrom(err.id, err.code)
 		return
 	}
 	if id == 0 {

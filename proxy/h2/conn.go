@@ -62,7 +62,7 @@ type ServerConn struct {
 	settingsSeen bool // a SETTINGS was processed (later ones are glitches)
 	remoteAddr   netip.AddrPort
 
-	dec  *hpack.Decoder
+	dec  *fieldDecoder
 	henc *hpack.Encoder // nil once ReleaseIdle let go of it: see encoder
 	hbuf bytes.Buffer
 	// lastHead is the last response head encoded as indices alone, for
@@ -141,7 +141,8 @@ func NewServerConn(t stream.Transport, h stream.Handler, cfg Config) *ServerConn
 		remoteAddr:        t.RemoteAddr(),
 		clock:             t.Clock(),
 	}
-	c.dec = hpack.NewDecoder(headerTableSize, c.onField)
+	c.dec = newFieldDecoder(headerTableSize, c.onField)
+	c.dec.intern.maxBytes = internMaxBytes / 4
 	// One field larger than twice the list limit is a connection error
 	// (the decoder cannot skip it); smaller excess is answered with 431.
 	c.dec.SetMaxStringLength(2 * int(c.cfg.MaxHeaderListSize))
@@ -305,23 +306,43 @@ func (c *ServerConn) processFrame(b []byte) {
 		}
 		return
 	}
+	// HEADERS, CONTINUATION and WINDOW_UPDATE by hand (handframes.go).
+	var err error
+	switch typ {
+	case http2.FrameHeaders:
+		frag, dep, ferr := headersFragment(b)
+		if ferr != nil {
+			err = *ferr
+		} else {
+			err = c.processHeaders(id, flags, dep == id && flags.Has(http2.FlagHeadersPriority), frag)
+		}
+	case http2.FrameContinuation:
+		err = c.processContinuation(b[frameHeaderLen:], flags.Has(http2.FlagContinuationEndHeaders))
+	case http2.FrameWindowUpdate:
+		var inc int64
+		if inc, err = windowIncrement(b); err == nil {
+			err = c.processWindowUpdate(id, inc)
+		}
+	default:
+		err = c.readFrame(b, typ)
+	}
+	if err != nil {
+		c.handleError(err)
+	}
+}
+
+// readFrame reads and handles a frame of the types the Framer reads.
+func (c *ServerConn) readFrame(b []byte, typ http2.FrameType) error {
 	c.rd.b = b
 	f, err := c.framer().ReadFrame()
 	if err != nil {
-		c.handleError(mapFramerError(err, c.framer().ErrorDetail(), typ))
-		return
+		return mapFramerError(err, c.framer().ErrorDetail(), typ)
 	}
 	switch f := f.(type) {
-	case *http2.HeadersFrame:
-		err = c.processHeaders(f)
-	case *http2.ContinuationFrame:
-		err = c.processContinuation(f)
 	case *http2.SettingsFrame:
 		err = c.processSettings(f)
 	case *http2.PingFrame:
 		err = c.processPing(f)
-	case *http2.WindowUpdateFrame:
-		err = c.processWindowUpdate(f)
 	case *http2.RSTStreamFrame:
 		err = c.processRSTStream(f)
 	case *http2.PriorityFrame:
@@ -335,9 +356,7 @@ func (c *ServerConn) processFrame(b []byte) {
 		// §4.1, §5.5), but they cost something.
 		err = c.glitch()
 	}
-	if err != nil {
-		c.handleError(err)
-	}
+	return err
 }
 
 // streamID returns the stream identifier of frame header b.
@@ -699,8 +718,8 @@ func (c *ServerConn) creditConn(n int) {
 // scratch, the spare stream send buffers, an emptied stream table), the
 // record of recently closed streams and the HPACK encoder with its dynamic
 // table, while no stream is open, no header block is in progress and
-// nothing is buffered. The HPACK decoder stays: its table is the client's
-// to manage. The transport calls it from the loop on a connection that has
+// nothing is buffered. The HPACK decoder keeps its table, which is the
+// client's to manage, and lets go of its cache of decoded strings. The transport calls it from the loop on a connection that has
 // been quiet for a while (a second or more), once per quiet spell: each call
 // that passes the checks makes a new Framer. It returns (roughly) the bytes
 // it let go of.
@@ -731,7 +750,7 @@ func (c *ServerConn) ReleaseIdle() int {
 	}
 	c.henc = nil // its table's size is not exposed: not counted
 	c.lastHead = nil
-	c.forgetLastBlock()
+	n += c.dec.releaseIdle()
 	// x/net's Framer keeps its read buffer at the largest frame it read
 	// and its write buffer at the largest it wrote (16 KiB after an
 	// upload or a large header block), and the last frame read. Between
@@ -741,25 +760,6 @@ func (c *ServerConn) ReleaseIdle() int {
 	c.fr = nil
 	return n
 }
-
-// forgetLastBlock makes the HPACK decoder let go of the last header block
-// it read. The decoder keeps the slice it was last given, emptied but
-// still pointing into the frame buffer it came from, which keeps that
-// buffer alive (the Framer's read buffer, as large as the largest frame
-// read) after ReleaseIdle dropped the Framer. Decoding forgetBlock, with
-// no field emitted, leaves the slice pointing at forgetBlock instead; the
-// decoder's table is untouched (the field is not indexed). Only between
-// header blocks.
-func (c *ServerConn) forgetLastBlock() {
-	c.dec.SetEmitEnabled(false)
-	c.dec.Write(forgetBlock[:])
-	c.dec.Close()
-	c.dec.SetEmitEnabled(true)
-}
-
-// forgetBlock is a header block of one literal field without indexing
-// (RFC 7541 §6.2.2), name "x", empty value: see forgetLastBlock.
-var forgetBlock = [...]byte{0x00, 0x01, 'x', 0x00}
 
 // framer returns the connection's frame codec over its input and output
 // buffers, making a new one if ReleaseIdle let go of the last.

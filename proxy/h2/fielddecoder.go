@@ -8,9 +8,10 @@ import (
 
 // fieldDecoder is an HPACK decoder (RFC 7541) with the interface of
 // x/net's hpack.Decoder that the connections use (Write, Close,
-// SetEmitEnabled, SetMaxStringLength, SetAllowedMaxDynamicTableSize),
-// written for the origin's side of the proxy, where the same few response
-// fields come back on every stream. x/net's decoder shares its dynamic
+// SetEmitEnabled, SetMaxStringLength, SetAllowedMaxDynamicTableSize), for
+// both ends: written first for the origin's side of the proxy, where the
+// same few response fields come back on every stream, and then taken by
+// the server side, where a client's paths come back. x/net's decoder shares its dynamic
 // table type with the encoder, so every field an origin adds to the table
 // (nginx adds its date, content-type, content-length, last-modified and
 // server to it on every response, and uses none of them again) costs two
@@ -47,7 +48,17 @@ type fieldDecoder struct {
 	intern internCache
 }
 
-// newFieldDecoder returns a decoder whose dynamic table starts at
+// releaseIdle lets go of what the decoder holds besides its table (the
+// cache of decoded strings, the bytes of a split field) while a
+// connection is idle between header blocks, and returns roughly how many
+// bytes that was.
+func (d *fieldDecoder) releaseIdle() int {
+	n := cap(d.pend) + d.intern.bytes
+	d.pend, d.intern = nil, internCache{maxBytes: d.intern.maxBytes}
+	return n
+}
+
+// newFieldDecoder returns// newFieldDecoder returns a decoder whose dynamic table starts at
 // maxTable bytes and which hands each field to emit.
 func newFieldDecoder(maxTable uint32, emit func(hpack.HeaderField)) *fieldDecoder {
 	d := &fieldDecoder{emit: emit, allowedMax: maxTable, firstField: true}
@@ -331,20 +342,32 @@ func (t *dynTable) grow() {
 }
 
 // internCache maps the encoded bytes of string literals to the strings
-// they decoded to, per connection. Bounded: at internMax entries or
-// internMaxBytes of strings it starts again, empty.
+// they decoded to, per connection. Bounded: at maxBytes of strings, or one
+// entry per internBytesPerEntry of it, it starts again, empty.
 type internCache struct {
 	plain, huff map[string]string
 	bytes       int
+	maxBytes    int // 0: internMaxBytes
 }
 
 const (
-	internMax      = 256
-	internMaxBytes = 16 << 10
+	// internMaxBytes is an origin connection's bound: few connections
+	// carry many streams. A client connection's is a quarter of it
+	// (ServerConn): there may be tens of thousands.
+	internMaxBytes      = 16 << 10
+	internBytesPerEntry = 64
 	// internLongest is the longest literal kept: longer ones (a cookie, a
 	// token) are rarely the same twice.
 	internLongest = 256
 )
+
+// limit is the cache's bound in bytes.
+func (c *internCache) limit() int {
+	if c.maxBytes > 0 {
+		return c.maxBytes
+	}
+	return internMaxBytes
+}
 
 func (c *internCache) get(raw []byte, huffman bool) (string, bool) {
 	m := c.plain
@@ -359,7 +382,8 @@ func (c *internCache) put(raw []byte, huffman bool, s string) {
 	if len(raw) > internLongest {
 		return
 	}
-	if c.plain == nil || len(c.plain)+len(c.huff) >= internMax || c.bytes+len(raw)+len(s) > internMaxBytes {
+	limit := c.limit()
+	if c.plain == nil || len(c.plain)+len(c.huff) >= limit/internBytesPerEntry || c.bytes+len(raw)+len(s) > limit {
 		c.plain, c.huff, c.bytes = make(map[string]string), make(map[string]string), 0
 	}
 	if huffman {

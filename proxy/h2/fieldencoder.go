@@ -105,8 +105,10 @@ func (e *fieldEncoder) field(name, value string, sensitive bool) {
 		e.prev = append(e.prev, prevField{seq: noEntry})
 	}
 	p := &e.prev[pos]
-	// the same field as the last block's at this place, still in the table
-	if p.seq != noEntry && p.seq >= e.evicted && p.name == name && p.value == value {
+	// the same field as the last block's at this place: indexed if still
+	// in the table, and indexed from now on if not
+	samePlace := p.name == name && p.value == value
+	if samePlace && p.seq != noEntry && p.seq >= e.evicted {
 		e.out = appendVarInt(e.out, 0x80, 7, e.index(p.seq))
 		return
 	}
@@ -126,7 +128,7 @@ func (e *fieldEncoder) field(name, value string, sensitive bool) {
 	switch {
 	case sensitive:
 		e.out = appendVarInt(e.out, 0x10, 4, nameIdx)
-	case e.indexNow(k):
+	case e.indexNow(k, samePlace):
 		e.out = appendVarInt(e.out, 0x40, 6, nameIdx)
 		p.seq = e.add(k)
 	default:
@@ -139,11 +141,17 @@ func (e *fieldEncoder) field(name, value string, sensitive bool) {
 }
 
 // indexNow reports whether a literal goes into the table: the second time
-// it is seen (a slot of seen holds its hash from the first), if it fits.
-func (e *fieldEncoder) indexNow(k encKey) bool {
+// it is seen, if it fits. A field at the same place as in the last head
+// was seen there; one elsewhere is looked for in seen, a slot of which
+// holds its hash from the first time (two fields that share a slot may
+// keep each other out of the table: they then go out as literals).
+func (e *fieldEncoder) indexNow(k encKey, samePlace bool) bool {
 	sz := entrySize(k.name, k.value)
 	if sz > e.max || len(k.value) > maxIndexed {
 		return false
+	}
+	if samePlace {
+		return true
 	}
 	var h maphash.Hash
 	h.SetSeed(e.seed)

@@ -84,20 +84,22 @@ func (c *ServerConn) remoteEnd(s *h2Stream, trailers []streamField) {
 	}
 }
 
-func (c *ServerConn) processHeaders(f *http2.HeadersFrame) error {
-	id := f.StreamID
+// processHeaders starts a header block with a HEADERS frame on stream id
+// (its flags, whether its priority names the stream itself, its block
+// fragment).
+func (c *ServerConn) processHeaders(id uint32, flags http2.Flags, selfDep bool, frag []byte) error {
+	ended := flags.Has(http2.FlagHeadersEndStream)
 	if id%2 == 0 {
 		return connErr{http2.ErrCodeProtocol, "HEADERS on an even stream ID"}
 	}
 	hb := &c.hdr
-	hb.reset(id, f.StreamEnded())
+	hb.reset(id, ended)
 	c.dec.SetEmitEnabled(true)
-	selfDep := f.HasPriority() && f.Priority.StreamDep == id
 	if s := c.streams[id]; s != nil {
 		switch {
 		case s.remoteEnded:
 			hb.fail(http2.ErrCodeStreamClosed, "HEADERS after END_STREAM")
-		case !f.StreamEnded():
+		case !ended:
 			hb.fail(http2.ErrCodeProtocol, "trailers without END_STREAM")
 		default:
 			hb.kind = blockTrailers
@@ -127,14 +129,16 @@ func (c *ServerConn) processHeaders(f *http2.HeadersFrame) error {
 	if selfDep {
 		hb.fail(http2.ErrCodeProtocol, "stream depends on itself")
 	}
-	return c.headerFragment(f.HeaderBlockFragment(), f.HeadersEnded())
+	return c.headerFragment(frag, flags.Has(http2.FlagHeadersEndHeaders))
 }
 
-func (c *ServerConn) processContinuation(f *http2.ContinuationFrame) error {
+// processContinuation goes on with the header block: frag is a
+// CONTINUATION's payload, end its END_HEADERS.
+func (c *ServerConn) processContinuation(frag []byte, end bool) error {
 	if !c.hdr.active {
 		return connErr{http2.ErrCodeProtocol, "CONTINUATION without HEADERS"}
 	}
-	return c.headerFragment(f.HeaderBlockFragment(), f.HeadersEnded())
+	return c.headerFragment(frag, end)
 }
 
 // headerFragment decodes one fragment of the current header block.
@@ -234,8 +238,9 @@ func (c *ServerConn) processPing(f *http2.PingFrame) error {
 	return nil
 }
 
-func (c *ServerConn) processWindowUpdate(f *http2.WindowUpdateFrame) error {
-	id, inc := f.StreamID, int64(f.Increment)
+// processWindowUpdate adds a WINDOW_UPDATE's increment (not 0) to the
+// window of stream id (0: the connection).
+func (c *ServerConn) processWindowUpdate(id uint32, inc int64) error {
 	if inc < 1024 {
 		// Legal but useless: each costs us a frame to parse.
 		if err := c.glitch(); err != nil {
