@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"path"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/pollproxy/pollproxy/proxy/fastcgi"
@@ -186,11 +185,27 @@ func sanitizedJoin(root, reqPath string) string {
 	if root == "" {
 		root = "."
 	}
-	rel := path.Clean("/" + reqPath)[1:]
+	var rel string
+	if strings.HasPrefix(reqPath, "/") {
+		rel = path.Clean(reqPath)[1:] // no copy when it is clean already
+	} else {
+		rel = path.Clean("/" + reqPath)[1:]
+	}
 	if rel != "" && !filepath.IsLocal(rel) {
 		return root
 	}
-	p := filepath.Join(root, filepath.FromSlash(rel))
+	var p string
+	switch rel = filepath.FromSlash(rel); {
+	case rel == "":
+		p = filepath.Clean(root)
+	case filepath.IsAbs(root) && filepath.Clean(root) == root:
+		// filepath.Join's answer, without its second copy: a clean
+		// root joined to a clean local path is clean ("/" is the one
+		// root that ends in a separator).
+		p = strings.TrimSuffix(root, string(filepath.Separator)) + string(filepath.Separator) + rel
+	default:
+		p = filepath.Join(root, rel)
+	}
 	if strings.HasSuffix(reqPath, "/") && len(reqPath) > 1 {
 		p += string(filepath.Separator)
 	}
@@ -272,10 +287,10 @@ func (h *Handler) fcgiRecords(dst []byte, req *stream.Request, trusted bool, len
 	fields := h.requestFields(req, trusted)
 	contentType := lastValue(fields, "content-type")
 	method := req.Method
-	cl := strconv.FormatInt(length, 10)
+	cl := length
 	switch method {
 	case "HEAD", "OPTIONS":
-		cl = "0"
+		cl = 0
 	case "GET":
 	default:
 		if contentType == "" {
@@ -287,14 +302,14 @@ func (h *Handler) fcgiRecords(dst []byte, req *stream.Request, trusted bool, len
 	p := &h.params
 	p.Begin(dst, fcgiRequestID)
 	p.Add("AUTH_TYPE", "")
-	p.Add("CONTENT_LENGTH", cl)
+	p.AddInt("CONTENT_LENGTH", cl)
 	p.Add("CONTENT_TYPE", contentType)
 	p.Add("GATEWAY_INTERFACE", "CGI/1.1")
 	p.Add("PATH_INFO", sp.pathInfo)
 	p.Add("QUERY_STRING", route.QueryOnly(req.Path))
 	p.Add("REMOTE_ADDR", ip)
 	p.Add("REMOTE_HOST", ip)
-	p.Add("REMOTE_PORT", strconv.Itoa(int(req.RemoteAddr.Port())))
+	p.AddInt("REMOTE_PORT", int64(req.RemoteAddr.Port()))
 	p.Add("REMOTE_IDENT", "")
 	p.Add("REMOTE_USER", req.AuthUser)
 	p.Add("REQUEST_METHOD", method)
@@ -367,7 +382,7 @@ func (h *Handler) fcgiFields(fields []stream.Field, length int64) {
 	}
 	// Caddy's proxy buffers the start of every body, an empty one too,
 	// and writes the length it learned into the request's fields.
-	p.Add("HTTP_CONTENT_LENGTH", strconv.FormatInt(length, 10))
+	p.AddInt("HTTP_CONTENT_LENGTH", length)
 }
 
 // maxCGINames bounds a loop's memo of HTTP_* names.

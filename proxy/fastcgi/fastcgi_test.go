@@ -50,7 +50,8 @@ func pairs(t *testing.T, b []byte) [][2]string {
 
 // TestParams: pairs are packed into records of at most maxContent bytes,
 // none cut in two, long lengths in four bytes, an over-long value cut to
-// fit (as Caddy does), and the stream ends with an empty record.
+// fit (as Caddy does), AddInt's value in decimal, and the stream ends
+// with an empty record.
 func TestParams(t *testing.T) {
 	var p Params
 	p.Begin(AppendBegin(nil, 7, true), 7)
@@ -62,6 +63,9 @@ func TestParams(t *testing.T) {
 		p.Add("FILL", strings.Repeat("f", 200))
 	}
 	p.Add("HUGE", huge)
+	p.AddInt("PORT", 54321)
+	p.AddInt("ZERO", 0)
+	p.AddInt("NEG", -7)
 	b := p.Finish()
 	types, contents := records(t, b, 7)
 	if types[0] != TypeBeginRequest || !bytes.Equal(contents[0], []byte{0, 1, 1, 0, 0, 0, 0, 0}) {
@@ -77,11 +81,14 @@ func TestParams(t *testing.T) {
 		}
 		all = append(all, pairs(t, contents[i])...)
 	}
-	if len(all) != 403 || all[0] != [2]string{"A", "1"} || all[1] != [2]string{"LONG", long} {
+	if len(all) != 406 || all[0] != [2]string{"A", "1"} || all[1] != [2]string{"LONG", long} {
 		t.Fatalf("pairs: %d, first %q", len(all), all[:2])
 	}
 	if h := all[402]; h[0] != "HUGE" || len(h[1]) != maxContent-8-4 || !strings.HasPrefix(huge, h[1]) {
 		t.Fatalf("huge value: %q of %d bytes", h[0], len(h[1]))
+	}
+	if ints := all[403:]; ints[0] != [2]string{"PORT", "54321"} || ints[1] != [2]string{"ZERO", "0"} || ints[2] != [2]string{"NEG", "-7"} {
+		t.Fatalf("AddInt pairs: %q", ints)
 	}
 }
 

@@ -1,5 +1,7 @@
 package fastcgi
 
+import "strconv"
+
 // Params writes a request's FCGI_PARAMS stream straight into the
 // request's output buffer. A pair never spans two records: php-fpm
 // decodes each record's pairs on their own, so a pair cut in two would be
@@ -34,12 +36,28 @@ func (p *Params) Add(name, value string) {
 	if 8+len(name)+len(value) > maxContent {
 		value = value[:max(0, maxContent-8-len(name))]
 	}
-	size := pairLen(name, value)
+	p.fit(pairLen(len(name), len(value)))
+	p.buf = AppendPair(p.buf, name, value)
+}
+
+// AddInt appends one pair whose value is n in decimal, written straight
+// into the stream rather than made a string first.
+func (p *Params) AddInt(name string, n int64) {
+	var digits [20]byte
+	v := strconv.AppendInt(digits[:0], n, 10)
+	p.fit(pairLen(len(name), len(v)))
+	p.buf = appendLength(p.buf, len(name))
+	p.buf = appendLength(p.buf, len(v))
+	p.buf = append(append(p.buf, name...), v...)
+}
+
+// fit starts a new record when a pair of size bytes does not fit the
+// open one.
+func (p *Params) fit(size int) {
 	if len(p.buf)-p.rec-headerLen+size > maxContent {
 		p.close()
 		p.open()
 	}
-	p.buf = AppendPair(p.buf, name, value)
 }
 
 // Finish closes the stream (the open record, then the empty one) and
@@ -56,12 +74,12 @@ func (p *Params) Finish() []byte {
 	return b
 }
 
-func pairLen(name, value string) int {
-	n := len(name) + len(value) + 2
-	if len(name) >= 128 {
+func pairLen(name, value int) int {
+	n := name + value + 2
+	if name >= 128 {
 		n += 3
 	}
-	if len(value) >= 128 {
+	if value >= 128 {
 		n += 3
 	}
 	return n

@@ -19,7 +19,8 @@
 //
 // One job per file: pool.go (the shared pool and its size), resolve.go (request path to
 // file path, hidden files), open_linux.go (opening beneath the root with
-// openat2), open.go and open_other.go (the checked way, elsewhere),
+// openat2, the root opened once for a batch of files), open.go and
+// open_other.go (the checked way, elsewhere),
 // server.go (one file_server directive: what to answer), conditional.go
 // (validators, conditional requests, ranges), response.go (a response
 // streamed on the loop), match.go (what the file matcher asks of the

@@ -1,6 +1,9 @@
 package fileserver
 
-import "time"
+import (
+	"os"
+	"time"
+)
 
 // Found is what the file matcher learns of one candidate.
 type Found struct {
@@ -15,15 +18,15 @@ type Found struct {
 // exist, as for file_server.
 func Lookup(root string, rels []string) []Found {
 	out := make([]Found, len(rels))
-	for i, rel := range rels {
-		f, info, err := openFile(root, rel)
+	openAllBeneath(root, rels, func(i int, f *os.File, err error) {
 		if err != nil {
-			continue
+			return
 		}
+		info, err := f.Stat()
 		f.Close()
-		if info.IsDir() || info.Mode().IsRegular() {
+		if err == nil && (info.IsDir() || info.Mode().IsRegular()) {
 			out[i] = Found{Exists: true, Dir: info.IsDir(), Size: info.Size(), Mod: info.ModTime()}
 		}
-	}
+	})
 	return out
 }

@@ -22,11 +22,51 @@ func openBeneath(root, rel string) (*os.File, error) {
 	if noOpenat2.Load() {
 		return openChecked(root, rel)
 	}
-	dirfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	dirfd, err := openRoot(root)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: root, Err: err}
+		return nil, err
 	}
 	defer unix.Close(dirfd)
+	return openUnder(dirfd, root, rel)
+}
+
+// openRoot opens root as the directory openUnder resolves beneath.
+func openRoot(root string) (int, error) {
+	dirfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, &os.PathError{Op: "open", Path: root, Err: err}
+	}
+	return dirfd, nil
+}
+
+// openAllBeneath calls each for every rel under root in turn, with the
+// file or the error openBeneath would give: the root is opened once for
+// them all (the file matcher asks about a few candidates at a time).
+func openAllBeneath(root string, rels []string, each func(i int, f *os.File, err error)) {
+	dirfd := -1
+	if !noOpenat2.Load() {
+		var err error
+		if dirfd, err = openRoot(root); err != nil {
+			for i := range rels {
+				each(i, nil, err)
+			}
+			return
+		}
+		defer unix.Close(dirfd)
+	}
+	for i, rel := range rels {
+		if dirfd < 0 || noOpenat2.Load() {
+			f, err := openChecked(root, rel)
+			each(i, f, err)
+			continue
+		}
+		f, err := openUnder(dirfd, root, rel)
+		each(i, f, err)
+	}
+}
+
+// openUnder is openBeneath's open of rel under root, opened as dirfd.
+func openUnder(dirfd int, root, rel string) (*os.File, error) {
 	if rel == "" {
 		rel = "."
 	}

@@ -35,7 +35,13 @@ func Clean(rawPath string) (rel string, dir bool, err error) {
 	if strings.IndexByte(p, 0) >= 0 || strings.IndexByte(p, '\\') >= 0 {
 		return "", false, errBadPath
 	}
-	rel = path.Clean("/" + p)[1:]
+	if strings.HasPrefix(p, "/") {
+		// Cleaned as it is: a path already clean comes back unchanged,
+		// with no copy (path.Clean of "/"+p would copy it twice).
+		rel = path.Clean(p)[1:]
+	} else {
+		rel = path.Clean("/" + p)[1:]
+	}
 	if rel != "" && !filepath.IsLocal(filepath.FromSlash(rel)) {
 		return "", false, errBadPath
 	}

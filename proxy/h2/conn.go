@@ -142,6 +142,7 @@ func NewServerConn(t stream.Transport, h stream.Handler, cfg Config) *ServerConn
 		clock:             t.Clock(),
 	}
 	c.dec = newFieldDecoder(headerTableSize, c.onField)
+	c.dec.intern.maxBytes = internMaxBytes / 4
 	// One field larger than twice the list limit is a connection error
 	// (the decoder cannot skip it); smaller excess is answered with 431.
 	c.dec.SetMaxStringLength(2 * int(c.cfg.MaxHeaderListSize))

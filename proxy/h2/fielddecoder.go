@@ -54,7 +54,7 @@ type fieldDecoder struct {
 // bytes that was.
 func (d *fieldDecoder) releaseIdle() int {
 	n := cap(d.pend) + d.intern.bytes
-	d.pend, d.intern = nil, internCache{}
+	d.pend, d.intern = nil, internCache{maxBytes: d.intern.maxBytes}
 	return n
 }
 
@@ -342,20 +342,32 @@ func (t *dynTable) grow() {
 }
 
 // internCache maps the encoded bytes of string literals to the strings
-// they decoded to, per connection. Bounded: at internMax entries or
-// internMaxBytes of strings it starts again, empty.
+// they decoded to, per connection. Bounded: at maxBytes of strings, or one
+// entry per internBytesPerEntry of it, it starts again, empty.
 type internCache struct {
 	plain, huff map[string]string
 	bytes       int
+	maxBytes    int // 0: internMaxBytes
 }
 
 const (
-	internMax      = 256
-	internMaxBytes = 16 << 10
+	// internMaxBytes is an origin connection's bound: few connections
+	// carry many streams. A client connection's is a quarter of it
+	// (ServerConn): there may be tens of thousands.
+	internMaxBytes      = 16 << 10
+	internBytesPerEntry = 64
 	// internLongest is the longest literal kept: longer ones (a cookie, a
 	// token) are rarely the same twice.
 	internLongest = 256
 )
+
+// limit is the cache's bound in bytes.
+func (c *internCache) limit() int {
+	if c.maxBytes > 0 {
+		return c.maxBytes
+	}
+	return internMaxBytes
+}
 
 func (c *internCache) get(raw []byte, huffman bool) (string, bool) {
 	m := c.plain
@@ -370,7 +382,8 @@ func (c *internCache) put(raw []byte, huffman bool, s string) {
 	if len(raw) > internLongest {
 		return
 	}
-	if c.plain == nil || len(c.plain)+len(c.huff) >= internMax || c.bytes+len(raw)+len(s) > internMaxBytes {
+	limit := c.limit()
+	if c.plain == nil || len(c.plain)+len(c.huff) >= limit/internBytesPerEntry || c.bytes+len(raw)+len(s) > limit {
 		c.plain, c.huff, c.bytes = make(map[string]string), make(map[string]string), 0
 	}
 	if huffman {

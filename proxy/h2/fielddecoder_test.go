@@ -218,7 +218,7 @@ func TestFieldDecoderInternBounded(t *testing.T) {
 		if err := d.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if n := len(d.intern.plain) + len(d.intern.huff); n > internMax || d.intern.bytes > internMaxBytes {
+		if n := len(d.intern.plain) + len(d.intern.huff); n > d.intern.limit()/internBytesPerEntry || d.intern.bytes > d.intern.limit() {
 			t.Fatalf("after %d fields the cache holds %d strings, %d bytes", i+1, n, d.intern.bytes)
 		}
 	}

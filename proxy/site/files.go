@@ -60,6 +60,18 @@ type fileKey struct {
 type fileMemo struct {
 	found   map[fileKey]fileserver.Found
 	pending []fileKey
+	scratch *[]byte // where candidates are expanded: the loop's
+}
+
+// ask adds k to what the pool must look up, once: php_fastcgi's two
+// file matchers both ask about {path}/index.php.
+func (m *fileMemo) ask(k fileKey) {
+	for _, p := range m.pending {
+		if p == k {
+			return
+		}
+	}
+	m.pending = append(m.pending, k)
 }
 
 // candidate is one try_files entry, expanded.
@@ -92,11 +104,14 @@ func (m *File) Match(c *route.Ctx) bool {
 	if len(try) == 0 {
 		try = defaultTry
 	}
-	cands := make([]candidate, len(try))
-	for i, t := range try {
-		cands[i] = expandCandidate(t, root, c.Req, m.Split)
-	}
+	// A matcher names a few candidates (php_fastcgi's: three); they stay
+	// on the stack.
+	var stack [4]candidate
+	cands := stack[:0]
 	memo := memoOf(c)
+	for _, t := range try {
+		cands = append(cands, expandCandidate(t, root, c.Req, m.Split, memo.scratch))
+	}
 	// Every candidate the policy may need and the pool has not looked
 	// up yet goes to the pool at once, so one more pass decides.
 	firstExist := m.Policy == "" || m.Policy == "first_exist" || m.Policy == "first_exist_fallback"
@@ -106,7 +121,7 @@ func (m *File) Match(c *route.Ctx) bool {
 			break // what follows is never looked at
 		}
 		if _, ok := memo.found[cd.key]; cd.ok && !ok {
-			memo.pending = append(memo.pending, cd.key)
+			memo.ask(cd.key)
 			unknown = true
 		}
 	}
@@ -157,8 +172,13 @@ func (m *File) Match(c *route.Ctx) bool {
 
 // expandCandidate fills a try_files entry from the request and cleans it
 // as file_server would.
-func expandCandidate(t route.Template, root string, r *stream.Request, split []string) candidate {
-	raw := t.Expand(r)
+// scratch is where it is filled before it is copied into a string.
+func expandCandidate(t route.Template, root string, r *stream.Request, split []string, scratch *[]byte) candidate {
+	raw, literal := t.Literal()
+	if !literal {
+		*scratch = t.Append((*scratch)[:0], r)
+		raw = string(*scratch)
+	}
 	if len(raw) > 1 && raw[0] == '=' {
 		if code := atoi3(raw[1:]); code >= 100 {
 			return candidate{status: code}
@@ -241,7 +261,7 @@ func rootOr(c *route.Ctx, def string) string {
 func memoOf(c *route.Ctx) *fileMemo {
 	m, _ := c.Files.(*fileMemo)
 	if m == nil {
-		m = &fileMemo{}
+		m = &fileMemo{scratch: new([]byte)}
 		c.Files = m
 	}
 	return m
@@ -287,12 +307,23 @@ func (fw *fileWait) look(keys []fileKey) bool {
 	fw.passes++
 	lookup := func() []fileserver.Found {
 		found := make([]fileserver.Found, len(keys))
-		for i, k := range keys {
+		var rels []string
+		for i := 0; i < len(keys); {
+			k := keys[i]
 			if k.server != nil {
 				found[i].Exists = k.server.Finds(k.root, k.rel)
-			} else {
-				found[i] = fileserver.Lookup(k.root, []string{k.rel})[0]
+				i++
+				continue
 			}
+			// The file matchers' candidates under one root, looked up
+			// together.
+			rels = rels[:0]
+			j := i
+			for ; j < len(keys) && keys[j].server == nil && keys[j].root == k.root; j++ {
+				rels = append(rels, keys[j].rel)
+			}
+			copy(found[i:j], fileserver.Lookup(k.root, rels))
+			i = j
 		}
 		return found
 	}
@@ -359,6 +390,6 @@ func (h *Handler) fileServerFinds(n *FileServer) bool {
 	if f, ok := memo.found[k]; ok {
 		return f.Exists
 	}
-	memo.pending = append(memo.pending, k)
+	memo.ask(k)
 	return false
 }

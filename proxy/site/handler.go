@@ -30,6 +30,8 @@ type Handler struct {
 	stack    []frame    // where evaluation stands (walk)
 	icpt     *Intercept // the intercept the request matched, if any
 	encoders encode.Pool
+	memo     fileMemo // what file matchers ask in a request's first pass, reused
+	scratch  []byte   // where file matchers expand their candidates
 
 	shutdown *stream.Shutdown // the process's scheduled stop, for {http.shutting_down}; nil: never read
 
@@ -95,9 +97,14 @@ func (h *Handler) evaluate(nodes []Node, req *stream.Request, memo *fileMemo) (*
 	req.Root = h.ctx.Root
 	req.ClientIP = h.ctx.ClientIP() // for {client_ip}
 	req.Captures = req.Captures[:0] // a second pass (file matchers) saves them again
-	if memo != nil {
-		h.ctx.Files = memo
+	if memo == nil {
+		// The first pass: no answers yet, and what the matchers ask
+		// is copied by lookFiles, so the loop's own memo serves.
+		h.memo.found, h.memo.pending = nil, h.memo.pending[:0]
+		memo = &h.memo
 	}
+	memo.scratch = &h.scratch
+	h.ctx.Files = memo
 	h.resp = h.resp[:0]
 	h.preset = append(h.preset[:0], presetBase(req)...)
 	h.auths = h.auths[:0]
