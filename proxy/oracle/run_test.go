@@ -331,6 +331,24 @@ func certificate(t *testing.T, names []string) *strings.Replacer {
 	return strings.NewReplacer("CERTFILE", cert, "KEYFILE", keyFile)
 }
 
+// untilAnswers waits, against another process's clock (30 s for its
+// start-up), until answers reports that the server started answers,
+// failing the test if it exits first or never answers; what is the
+// failure's wording ("answer", "handshake").
+func untilAnswers(t *testing.T, exited <-chan error, what string, answers func() bool) {
+	t.Helper()
+	if !servertest.Within(30*time.Second, func() bool {
+		select {
+		case err := <-exited:
+			t.Fatalf("exited: %v", err)
+		default:
+		}
+		return answers()
+	}) {
+		t.Fatalf("no %s from the server", what)
+	}
+}
+
 // ready waits until every site completes a TLS handshake (its
 // certificate is there) and the http port accepts connections.
 func ready(p *plan, exited <-chan error) error {

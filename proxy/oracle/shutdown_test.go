@@ -78,21 +78,13 @@ func TestOracleShutdownDelay(t *testing.T) {
 	}
 	ready := func(base string, exited <-chan error) {
 		t.Helper()
-		// Startup, against another process's clock.
-		if !servertest.Within(30*time.Second, func() bool {
-			select {
-			case err := <-exited:
-				t.Fatalf("exited: %v", err)
-			default:
-			}
+		untilAnswers(t, exited, "answer", func() bool {
 			res, err := http.Get(base + "/")
 			if err == nil {
 				res.Body.Close()
 			}
 			return err == nil
-		}) {
-			t.Fatal("no answer from the server")
-		}
+		})
 	}
 
 	// Caddy.

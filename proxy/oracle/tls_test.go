@@ -208,17 +208,9 @@ func TestOracleTLS(t *testing.T) {
 	}
 	ready := func(addr string, exited <-chan error) {
 		t.Helper()
-		// Startup, against another process's clock.
-		if !servertest.Within(30*time.Second, func() bool {
-			select {
-			case err := <-exited:
-				t.Fatalf("exited: %v", err)
-			default:
-			}
+		untilAnswers(t, exited, "handshake", func() bool {
 			return !strings.HasPrefix(tlsOutcome(addr, tlsProbe{"ready", "plain.localhost", nil}), "refused")
-		}) {
-			t.Fatal("no handshake with the server")
-		}
+		})
 	}
 
 	// Caddy.
