@@ -113,7 +113,8 @@ func (e *fieldEncoder) field(name, value string, sensitive bool) {
 		return
 	}
 	p.encKey, p.seq = k, noEntry
-	if i := staticExact(name, value); i > 0 {
+	nameIdx := staticNames[name]
+	if i := staticExact(nameIdx, value); i > 0 {
 		e.out = appendVarInt(e.out, 0x80, 7, uint64(i))
 		return
 	}
@@ -124,15 +125,14 @@ func (e *fieldEncoder) field(name, value string, sensitive bool) {
 			return
 		}
 	}
-	nameIdx := uint64(staticName(name))
 	switch {
 	case sensitive:
-		e.out = appendVarInt(e.out, 0x10, 4, nameIdx)
+		e.out = appendVarInt(e.out, 0x10, 4, uint64(nameIdx))
 	case e.indexNow(k, samePlace):
-		e.out = appendVarInt(e.out, 0x40, 6, nameIdx)
+		e.out = appendVarInt(e.out, 0x40, 6, uint64(nameIdx))
 		p.seq = e.add(k)
 	default:
-		e.out = appendVarInt(e.out, 0x00, 4, nameIdx)
+		e.out = appendVarInt(e.out, 0x00, 4, uint64(nameIdx))
 	}
 	if nameIdx == 0 {
 		e.out = appendString(e.out, name)
@@ -234,13 +234,13 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-// staticExact is the static table's index of name and value, 0 if none.
-func staticExact(name, value string) int {
-	i := staticName(name)
+// staticExact is the static table's index of a field with value whose
+// name is first at static index i (staticNames), 0 if none.
+func staticExact(i int, value string) int {
 	if i == 0 {
 		return 0
 	}
-	for ; i <= len(staticTable) && staticTable[i-1][0] == name; i++ {
+	for name := staticTable[i-1][0]; i <= len(staticTable) && staticTable[i-1][0] == name; i++ {
 		if staticTable[i-1][1] == value {
 			return i
 		}
@@ -248,11 +248,7 @@ func staticExact(name, value string) int {
 	return 0
 }
 
-// staticName is the static table's first index for name, 0 if none.
-func staticName(name string) int {
-	return staticNames[name]
-}
-
+// staticNames is the static table's first index for each name.
 var staticNames = func() map[string]int {
 	m := make(map[string]int, len(staticTable))
 	for i := len(staticTable) - 1; i >= 0; i-- {
