@@ -164,6 +164,10 @@ type backend struct {
 	// describe says how the backend will run here (io_uring: which
 	// mode); nil for backends that run one way.
 	describe func() string
+	// behind says why "auto" ranks this backend below one that is
+	// available too, for AutoChoice to log; "" when its rank needs no
+	// word (poll is behind epoll by its nature).
+	behind string
 }
 
 var backends []backend
@@ -217,6 +221,27 @@ func (b backend) unavailable() error {
 		return b.refused()
 	}
 	return nil
+}
+
+// AutoChoice names the backend "auto" opens here and says why: the
+// backends ranked above it that cannot run, and those available below it
+// that have a reason to be there (io_uring, which measured no cheaper than
+// epoll). A proxy logs it at start, so that an operator sees why a
+// backend the kernel offers is not the one serving.
+func AutoChoice() (name, why string) {
+	var reasons []string
+	for _, b := range backends {
+		err := b.unavailable()
+		switch {
+		case err != nil:
+			reasons = append(reasons, fmt.Sprintf("%s unavailable: %v", b.name, err))
+		case name == "":
+			name = b.name
+		case b.behind != "":
+			reasons = append(reasons, fmt.Sprintf("%s available, ranked below %s: %s", b.name, name, b.behind))
+		}
+	}
+	return name, strings.Join(reasons, "; ")
 }
 
 // ErrUnknownBackend is returned by Open for a name that is not built into

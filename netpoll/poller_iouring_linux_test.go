@@ -350,3 +350,30 @@ func TestURingSwitchAwayDoesNotBlock(t *testing.T) {
 	unix.Write(b, []byte("after"))
 	rd.expect(t, "after")
 }
+
+// TestAutoChoiceSaysWhy: "auto" opens the backend AutoChoice names, and
+// the reason names io_uring's rank below epoll, or epoll's absence when
+// it is switched off and io_uring takes its place.
+func TestAutoChoiceSaysWhy(t *testing.T) {
+	if err := ValidName("io_uring"); err != nil {
+		t.Skip(err)
+	}
+	check := func(want, reason string) {
+		t.Helper()
+		name, why := AutoChoice()
+		if name != want || !strings.Contains(why, reason) {
+			t.Fatalf("AutoChoice = %q, %q; want %q with %q", name, why, want, reason)
+		}
+		p, err := Open(Auto)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		if p.Name() != name {
+			t.Fatalf("auto opened %s, AutoChoice said %s", p.Name(), name)
+		}
+	}
+	check("epoll", "io_uring available, ranked below epoll: per request it measured no cheaper")
+	t.Setenv("POLLPROXY_NO_EPOLL", "1")
+	check("io_uring", "epoll unavailable: disabled by POLLPROXY_NO_EPOLL")
+}

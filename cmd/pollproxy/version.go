@@ -13,6 +13,9 @@ func init() {
 	addCommand("version", "print the version and the poller backends of this build", func([]string) error {
 		fmt.Printf("pollproxy %s %s/%s %s\n", version, runtime.GOOS, runtime.GOARCH, runtime.Version())
 		fmt.Printf("pollers: %s (auto picks %s)\n", strings.Join(netpoll.Available(), ", "), netpoll.Available()[0])
+		if _, why := netpoll.AutoChoice(); why != "" {
+			fmt.Printf("auto: %s\n", why)
+		}
 		return nil
 	})
 	addCommand("pollers", "list the poller backends available here, best first (and on stderr those that are not, with why)", func([]string) error {

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -129,6 +130,10 @@ func (in *Instance) start(cfg *config.Config) error {
 		return err
 	}
 	in.group = g
+	if lg := in.opts.Logger; lg != nil && autoPoller(backends) {
+		name, why := netpoll.AutoChoice()
+		lg.Info("poller auto", "picks", name, "why", why)
+	}
 	if lg := in.opts.Logger; lg != nil {
 		// A panic a loop contained is logged with the instance's logs,
 		// off the loop (netpoll.LogPanic blocks on the log's writer).
@@ -209,6 +214,11 @@ func hostList(l *config.Listener) string {
 		}
 	}
 	return strings.Join(hs, ",")
+}
+
+// autoPoller reports whether some loop's backend is left to "auto".
+func autoPoller(backends []string) bool {
+	return len(backends) == 0 || slices.Contains(backends, netpoll.Auto) || slices.Contains(backends, "")
 }
 
 // Backends returns each loop's poller backend, in loop order.
