@@ -228,7 +228,13 @@ func (c *conn) readSocket() {
 						c.hsFed += n
 					}
 					if ferr := c.sess.Feed(data); ferr != nil {
-						c.destroy(ferr)
+						if c.state == stateHandshake {
+							// The handshake failed and its task has
+							// not run yet: the alert still goes.
+							c.handshakeFailed(ferr)
+						} else {
+							c.destroy(ferr)
+						}
 						return
 					}
 					if len(data) > 0 && !c.hsStarted && c.state == stateHandshake && !c.noteHello(data) {
@@ -397,9 +403,7 @@ func (c *conn) handshakeProgress() {
 		return
 	}
 	if err != nil {
-		c.ls.srv.handshakeErrors.Add(1)
-		c.writeSocket() // a final alert
-		c.destroy(err)
+		c.handshakeFailed(err)
 		return
 	}
 	if c.sess.ALPN() == acmeALPN {
@@ -713,6 +717,29 @@ func (c *conn) writeTimedOut() {
 
 // errWriteTimeout is why a connection closed by the write timeout went.
 var errWriteTimeout = errors.New("write to client timed out")
+
+// handshakeFailed ends a connection whose handshake failed. The alert
+// crypto/tls queued goes out first, and the connection then lingers as
+// after a last response: under TLS 1.3 the client thinks the handshake
+// done once it sent its Finished, and its request follows at once, both
+// before the server has looked at the client's certificate. Closed with
+// that request unread, the socket would send a reset, which the client's
+// kernel may act on before the client reads the alert ("certificate
+// required" becomes "connection reset").
+func (c *conn) handshakeFailed(err error) {
+	c.ls.srv.handshakeErrors.Add(1)
+	if len(c.output()) == 0 {
+		c.destroy(err)
+		return
+	}
+	c.state = stateClosing
+	c.timer.Stop() // the handshake's timeout; linger sets its own
+	c.writeSocket()
+	if c.state == stateClosing {
+		// The socket took not even the alert's few bytes.
+		c.destroy(err)
+	}
+}
 
 // linger shuts the write side and discards input for a while, so the
 // client reads our last response before the socket is closed.
