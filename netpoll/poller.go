@@ -225,8 +225,8 @@ func (b backend) unavailable() error {
 
 // AutoChoice names the backend "auto" opens here and says why: the
 // backends ranked above it that cannot run, and those available below it
-// that have a reason to be there (io_uring, which measured no cheaper than
-// epoll). A proxy logs it at start, so that an operator sees why a
+// that have a reason to be there (io_uring, dearer than epoll per request
+// where connections wait between requests). A proxy logs it at start, so that an operator sees why a
 // backend the kernel offers is not the one serving.
 func AutoChoice() (name, why string) {
 	var reasons []string

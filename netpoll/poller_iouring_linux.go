@@ -24,17 +24,19 @@ import (
 
 // io_uring ranks between epoll and poll: "auto" keeps epoll until
 // measurements say otherwise, and takes io_uring only where epoll is
-// switched off. The measurements are in docs/performance.md: per request
-// io_uring costs epoll's CPU within a few percent either way, cell by
-// cell, and the system calls it saves are at most 7% of epoll's CPU, so
-// it cannot reach the 0.85 of epoll that would earn it the rank.
+// switched off. The measurements are in docs/performance.md ("Cell by
+// cell"): per request io_uring is 4 to 17% cheaper than epoll where many
+// streams share a connection and 3 to 5% dearer where a connection waits
+// between requests, and the system calls it can save are about 7% of
+// epoll's CPU, short of the 0.85 of epoll in every busy cell that would
+// earn it the rank.
 func init() {
 	registerProbed(backend{name: "io_uring", pref: 200, open: openURing, forLoop: openURingForLoop, describe: describeURing,
 		behind: uringBehind}, probeURing)
 }
 
 // uringBehind is why auto prefers epoll, as AutoChoice logs it.
-const uringBehind = "per request it measured no cheaper than epoll (docs/performance.md, \"io_uring and auto\"); name it in the poller option to use it"
+const uringBehind = "per request it measured dearer than epoll where a connection waits between requests (docs/performance.md, \"Cell by cell\"); name it in the poller option to use it"
 
 // Ring sizes: the SQ holds the registrations of one loop iteration (a
 // full one is submitted on the spot), the CQ the readiness of one wait; a

@@ -373,7 +373,7 @@ func TestAutoChoiceSaysWhy(t *testing.T) {
 			t.Fatalf("auto opened %s, AutoChoice said %s", p.Name(), name)
 		}
 	}
-	check("epoll", "io_uring available, ranked below epoll: per request it measured no cheaper")
+	check("epoll", "io_uring available, ranked below epoll: per request it measured dearer")
 	t.Setenv("POLLPROXY_NO_EPOLL", "1")
 	check("io_uring", "epoll unavailable: disabled by POLLPROXY_NO_EPOLL")
 }
