@@ -40,6 +40,8 @@ type Options struct {
 	// PassThru: a file not found goes to the next handler, not 404
 	// (the routes ask Finds first).
 	PassThru bool
+	// Browse lists a directory that has no index file (nil: 404).
+	Browse *Browse
 }
 
 // Server is one file_server directive, built once per (re)load and only
@@ -74,8 +76,20 @@ func (s *Server) Serve(loop offload.Poster, root, orig string, req *stream.Reque
 	if req.Handoff != nil {
 		c.errStatus = req.Handoff.ErrStatus
 	}
+	var ask *listAsk
+	if s.opt.Browse != nil {
+		ask = &listAsk{query: queryOnly(req.Path), secure: req.Scheme == "https", head: req.Method == "HEAD"}
+	}
 	for _, f := range req.Header {
 		switch f.Name {
+		case "accept":
+			if ask != nil {
+				ask.accept = joinField(ask.accept, f.Value)
+			}
+		case "cookie":
+			if ask != nil {
+				ask.cookies = append(ask.cookies, f.Value)
+			}
 		case "accept-encoding":
 			c.acceptEncoding = joinField(c.acceptEncoding, f.Value)
 		case "range":
@@ -93,7 +107,7 @@ func (s *Server) Serve(loop offload.Poster, root, orig string, req *stream.Reque
 		}
 	}
 	r := &response{w: w, loop: loop, pool: Shared(), head: req.Method == "HEAD"}
-	t := target{root: root, rel: rel, orig: orig, cur: cur}
+	t := target{root: root, rel: rel, orig: orig, cur: cur, list: ask}
 	if offload.Do(r.pool, loop, func() *plan { return s.prepare(t, c) }, r.planned) != nil {
 		return busy.serveWith(req, w)
 	}
@@ -114,11 +128,20 @@ func pathOnly(target string) string {
 	return target
 }
 
+func queryOnly(target string) string {
+	if i := strings.IndexByte(target, '?'); i >= 0 {
+		return target[i+1:]
+	}
+	return ""
+}
+
 // target is where a request points: the root, the cleaned path under
-// it, and the request's path before and after rewrites.
+// it, and the request's path before and after rewrites; what it asks of
+// a listing, when the directive browses.
 type target struct {
 	root, rel string
 	orig, cur string
+	list      *listAsk
 }
 
 // plan is a response decided in the pool: its head, and a body read
@@ -185,6 +208,9 @@ func (s *Server) prepare(t target, c *conditions) *plan {
 	f, info, name, implicitIndex, p := s.locate(t.root, t.rel)
 	if p != nil {
 		return p
+	}
+	if info.IsDir() { // no index file, and the directive browses
+		return s.list(t, c, f, info)
 	}
 	if p := s.canonical(t, implicitIndex, c.method); p != nil {
 		f.Close()
@@ -274,7 +300,8 @@ func (s *Server) prepare(t target, c *conditions) *plan {
 }
 
 // locate opens the file rel names under root: the file itself, or a
-// directory's first index file that is there and not hidden. A plan
+// directory's first index file that is there and not hidden, or else,
+// when the directive browses, the directory (not hidden) to list. A plan
 // instead when there is none to serve (404), or it cannot be opened.
 func (s *Server) locate(root, rel string) (f *os.File, info os.FileInfo, name string, implicitIndex bool, p *plan) {
 	absRoot, err := filepath.Abs(root)
@@ -287,7 +314,7 @@ func (s *Server) locate(root, rel string) (f *os.File, info os.FileInfo, name st
 	}
 	name = rel
 	if info.IsDir() {
-		f.Close()
+		dir, dirInfo := f, info
 		f = nil
 		for _, idx := range s.opt.Index {
 			cand := path.Join(rel, idx)
@@ -302,7 +329,11 @@ func (s *Server) locate(root, rel string) (f *os.File, info os.FileInfo, name st
 				g.Close()
 			}
 		}
-		if f == nil { // browse is not supported by pollproxy: as if absent
+		if f == nil && s.opt.Browse != nil && !s.opt.Hide.hidden(path.Join(absRoot, rel)) {
+			return dir, dirInfo, rel, false, nil
+		}
+		dir.Close()
+		if f == nil {
 			return nil, nil, "", false, failure(404, nil)
 		}
 	}
@@ -358,6 +389,12 @@ func (s *Server) canonical(t target, implicitIndex bool, method string) *plan {
 	default:
 		return nil
 	}
+	return redirect(t, to, method)
+}
+
+// redirect is Caddy's redirect (308) to the path to, with the request's
+// query.
+func redirect(t target, to, method string) *plan {
 	for strings.HasPrefix(to, "//") { // never a redirect to another host
 		to = to[1:]
 	}
