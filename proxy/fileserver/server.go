@@ -58,6 +58,10 @@ func New(opt Options) *Server {
 	return &Server{opt: opt}
 }
 
+// Browse is the directive's browse options, nil when it does not list
+// directories.
+func (s *Server) Browse() *Browse { return s.opt.Browse }
+
 // PassThru reports whether the directive hands a request for a file
 // that is not there to the next handler.
 func (s *Server) PassThru() bool { return s.opt.PassThru }
