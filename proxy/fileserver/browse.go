@@ -99,7 +99,9 @@ func (s *Server) list(t target, c *conditions, dir *os.File, info os.FileInfo) *
 	cd, err2 := url2path(t.cur)
 	if err1 == nil && err2 == nil && (t.cur == "" || path.Base(od) == path.Base(cd)) &&
 		!strings.HasSuffix(od, "/") {
-		return redirect(t, pathOnly(t.orig)+"/", c.method)
+		if dec, err := url.PathUnescape(pathOnly(t.orig)); err == nil {
+			return redirect(t, dec+"/", c.method)
+		}
 	}
 	b := s.opt.Browse
 	limit := b.FileLimit
@@ -152,6 +154,7 @@ func (s *Server) list(t target, c *conditions, dir *os.File, info os.FileInfo) *
 		ctype = "text/plain; charset=utf-8"
 	default:
 		writeHTML(&body, &l)
+		fields = append(fields, stream.Field{Name: "content-security-policy", Value: pageCSP})
 	}
 	fields = append(fields, stream.Field{Name: "content-type", Value: ctype},
 		stream.Field{Name: "content-length", Value: strconv.Itoa(body.Len())})

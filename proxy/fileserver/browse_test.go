@@ -247,6 +247,18 @@ func TestBrowseAnswers(t *testing.T) {
 	if p.status != 308 || field(p, "location") != "/a-dir/?x=1" {
 		t.Errorf("redirect: %d %q", p.status, field(p, "location"))
 	}
+	// Caddy's redirect is to the decoded path, cleaned, with the bytes
+	// outside ASCII escaped (Go's http.Redirect).
+	os.Mkdir(filepath.Join(root, "dir space"), 0o755)
+	os.Mkdir(filepath.Join(root, "ü"), 0o755)
+	for target, want := range map[string]string{"/dir%20space": "/dir space/", "/%C3%BC?a=%20": "/%c3%bc/?a=%20", "/a-dir?": "/a-dir/"} {
+		if p := browseAsk(t, s, root, target, nil); p.status != 308 || field(p, "location") != want {
+			t.Errorf("%s: %d %q, want %q", target, p.status, field(p, "location"), want)
+		}
+	}
+	if csp := field(browseAsk(t, s, root, "/", nil), "content-security-policy"); !strings.HasPrefix(csp, "default-src 'none'; style-src 'sha256-") {
+		t.Errorf("page CSP %q", csp)
+	}
 	for _, target := range []string{"/B-dir/", "/missing/", "/.secret"} {
 		if p := browseAsk(t, s, root, target, nil); p.status != 404 {
 			t.Errorf("%s: %d", target, p.status)

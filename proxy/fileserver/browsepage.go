@@ -2,6 +2,8 @@ package fileserver
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
 	"html"
 	"net/url"
@@ -10,6 +12,30 @@ import (
 
 	"github.com/dustin/go-humanize"
 )
+
+// pageStyle is the listing page's style sheet, its one inline part.
+const pageStyle = `body { font: 15px/1.5 system-ui, sans-serif; margin: 2em auto; max-width: 60em; padding: 0 1em; }
+h1 { font-size: 1.3em; font-weight: 600; word-break: break-all; }
+table { border-collapse: collapse; width: 100%; }
+th, td { padding: .3em .6em; text-align: left; }
+th { border-bottom: 1px solid #8886; font-weight: 600; }
+tr:hover td { background: #8881; }
+td.size, th.size { text-align: right; white-space: nowrap; }
+td.time { white-space: nowrap; font-variant-numeric: tabular-nums; }
+a { text-decoration: none; }
+a:hover { text-decoration: underline; }
+.link { opacity: .7; }
+footer { margin-top: 1em; opacity: .7; font-size: .9em; }
+`
+
+// pageCSP is the page's Content-Security-Policy: nothing is loaded, and
+// the one style sheet runs, by its hash (a page naming a file cannot
+// smuggle in a script or a style of its own).
+var pageCSP = func() string {
+	sum := sha256.Sum256([]byte(pageStyle))
+	return "default-src 'none'; style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) +
+		"'; base-uri 'none'; form-action 'none'; frame-ancestors 'self'"
+}()
 
 // writePlain writes the text/plain listing as Caddy does: name, size in
 // IEC units and modification time in layout, in right-aligned columns.
@@ -47,19 +73,9 @@ func writeHTML(b *bytes.Buffer, l *listing) {
 	b.WriteString(title)
 	b.WriteString(`</title>
 <style>
-body { font: 15px/1.5 system-ui, sans-serif; margin: 2em auto; max-width: 60em; padding: 0 1em; }
-h1 { font-size: 1.3em; font-weight: 600; word-break: break-all; }
-table { border-collapse: collapse; width: 100%; }
-th, td { padding: .3em .6em; text-align: left; }
-th { border-bottom: 1px solid #8886; font-weight: 600; }
-tr:hover td { background: #8881; }
-td.size, th.size { text-align: right; white-space: nowrap; }
-td.time { white-space: nowrap; font-variant-numeric: tabular-nums; }
-a { text-decoration: none; }
-a:hover { text-decoration: underline; }
-.link { opacity: .7; }
-footer { margin-top: 1em; opacity: .7; font-size: .9em; }
-</style>
+`)
+	b.WriteString(pageStyle)
+	b.WriteString(`</style>
 </head>
 <body>
 <h1>Index of `)

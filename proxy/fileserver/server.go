@@ -6,12 +6,14 @@ import (
 	"io/fs"
 	"mime"
 	"net/http"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/pollproxy/pollproxy/offload"
 	"github.com/pollproxy/pollproxy/proxy/stream"
@@ -378,10 +380,10 @@ func (s *Server) canonical(t target, implicitIndex bool, method string) *plan {
 	if s.opt.NoCanonical {
 		return nil
 	}
-	origPath := pathOnly(t.orig)
-	od, err1 := url2path(origPath)
+	origPath, err := url.PathUnescape(pathOnly(t.orig))
+	od, err1 := url2path(pathOnly(t.orig))
 	cd, err2 := url2path(t.cur)
-	if err1 != nil || err2 != nil || path.Base(od) != path.Base(cd) {
+	if err != nil || err1 != nil || err2 != nil || path.Base(od) != path.Base(cd) {
 		return nil
 	}
 	var to string
@@ -396,21 +398,57 @@ func (s *Server) canonical(t target, implicitIndex bool, method string) *plan {
 	return redirect(t, to, method)
 }
 
-// redirect is Caddy's redirect (308) to the path to, with the request's
-// query.
+// redirect is Caddy's redirect (308) to the path to (decoded, as
+// Caddy's request path), with the request's query, through Go's
+// http.Redirect as Caddy's: the path is cleaned (a trailing slash kept)
+// when the target parses as a URL, and non-ASCII bytes are escaped in
+// Location, not in the link of the body.
 func redirect(t target, to, method string) *plan {
 	for strings.HasPrefix(to, "//") { // never a redirect to another host
 		to = to[1:]
 	}
-	if q := strings.IndexByte(t.orig, '?'); q >= 0 {
-		to += t.orig[q:]
+	if q := queryOnly(t.orig); q != "" {
+		to += "?" + q
 	}
-	loc := stream.Field{Name: "location", Value: to}
+	if u, err := url.Parse(to); err == nil && u.Scheme == "" && u.Host == "" {
+		p, query := to, ""
+		if i := strings.IndexByte(to, '?'); i >= 0 {
+			p, query = to[:i], to[i:]
+		}
+		trailing := strings.HasSuffix(p, "/")
+		if p = path.Clean(p); trailing && !strings.HasSuffix(p, "/") {
+			p += "/"
+		}
+		to = p + query
+	}
+	loc := stream.Field{Name: "location", Value: escapeNonASCII(to)}
 	if method != "GET" && method != "HEAD" {
 		return answer(308, []stream.Field{loc})
 	}
 	// Go's http.Redirect, which Caddy answers with, adds a link.
 	return textAnswer(308, []stream.Field{loc}, "<a href=\""+html.EscapeString(to)+"\">Permanent Redirect</a>.\n\n")
+}
+
+// escapeNonASCII writes each byte of s outside ASCII as "%" and its hex
+// digits, lower case and without a leading zero (none is needed: each
+// is 0x80 or more), as Go's http.Redirect does for Location.
+func escapeNonASCII(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= utf8.RuneSelf {
+			if b.Len() == 0 && i > 0 {
+				b.WriteString(s[:i])
+			}
+			b.WriteByte('%')
+			b.WriteString(strconv.FormatInt(int64(c), 16))
+		} else if b.Len() > 0 {
+			b.WriteByte(c)
+		}
+	}
+	if b.Len() == 0 {
+		return s
+	}
+	return b.String()
 }
 
 func url2path(p string) (string, error) {
