@@ -43,7 +43,7 @@ func TestFileServerBrowse(t *testing.T) {
 					t.Helper()
 					x := exchange{method: "GET", path: path, header: header, status: 200, body: "*",
 						want: map[string]string{"Content-Type": "application/json; charset=utf-8", "Vary": "Accept, Accept-Encoding"}}
-					resp := x.run(t, c, base)
+					x.run(t, c, base) // the status and fields; then the body, parsed
 					req, _ := http.NewRequest("GET", base+path, nil)
 					for k, v := range header {
 						req.Header.Set(k, v)
