@@ -282,7 +282,6 @@ func TestErrors(t *testing.T) {
 		{"fastcgi health", rp("\t\thealth_uri /ping\n\t\ttransport fastcgi"), `Caddyfile:2: reverse_proxy: active health checks with transport fastcgi are not supported by pollproxy`},
 		{"fastcgi h2c", site("\treverse_proxy h2c://127.0.0.1:9000 {\n\t\ttransport fastcgi\n\t}"), `Caddyfile:2: reverse_proxy: transport fastcgi speaks FastCGI, not HTTP/2 (want upstreams without h2c://)`},
 		{"php_fastcgi index", site("\tphp_fastcgi 127.0.0.1:9000 {\n\t\tindex a.php b.php\n\t}"), `Caddyfile:3: php_fastcgi: index: want one file name, or off`},
-		{"file_server browse", site("\tfile_server browse"), `Caddyfile:2: file_server: browse is not supported by pollproxy`},
 		{"file_server fs", site("\tfile_server {\n\t\tfs embedded\n\t}"), `Caddyfile:3: file_server: fs is not supported by pollproxy`},
 		{"file_server precompressed", site("\tfile_server {\n\t\tprecompressed gzip lzma\n\t}"), `Caddyfile:3: file_server: precompressed "lzma": want br, zstd or gzip`},
 		{"root placeholder", site("\troot * /srv/{host}\n\tfile_server"), `Caddyfile:2: root: placeholders in "/srv/{host}" are not supported by pollproxy`},

@@ -39,7 +39,7 @@ func (p *parser) fileServer(d *caddyfile.Dispenser, n *site.Node) {
 	var opt fileserver.Options
 	if args := d.RemainingArgs(); len(args) > 0 {
 		if args[0] == "browse" && len(args) == 1 {
-			p.errf(d, "file_server: browse is not supported by pollproxy")
+			opt.Browse = &fileserver.Browse{}
 		} else {
 			p.errf(d, "file_server: want [matcher] [browse], not %q", args[0])
 		}
@@ -93,12 +93,20 @@ func (p *parser) fileServer(d *caddyfile.Dispenser, n *site.Node) {
 				p.errf(d, "file_server: pass_thru takes no argument")
 			}
 			opt.PassThru = true
-		case "browse", "fs", "etag_file_extensions":
+		case "browse":
+			if opt.Browse != nil {
+				p.errf(d, "file_server: browsing is already configured")
+				d.RemainingArgs()
+				skipBlock(d)
+				continue
+			}
+			opt.Browse = p.browse(d)
+		case "fs", "etag_file_extensions":
 			p.errf(d, "file_server: %s is not supported by pollproxy", sub)
 			d.RemainingArgs()
 			skipBlock(d)
 		default:
-			p.errf(d, "file_server: unknown subdirective %q (want root, hide, index, precompressed, status, disable_canonical_uris, pass_thru)", sub)
+			p.errf(d, "file_server: unknown subdirective %q (want root, hide, index, browse, precompressed, status, disable_canonical_uris, pass_thru)", sub)
 			d.RemainingArgs()
 			skipBlock(d)
 		}
@@ -118,6 +126,92 @@ func (p *parser) fileServer(d *caddyfile.Dispenser, n *site.Node) {
 	opt.Hide = fileserver.NewHide(hide)
 	fs.Files = fileserver.New(opt)
 	n.Do = fs
+}
+
+// browse reads file_server's browse [<template_file>] { reveal_symlinks;
+// sort <by> [<order>]; file_limit <n>; plain_time_format <layout> }, with
+// the checks Caddy makes (at parse and at provision). A template file is
+// not supported by pollproxy: the listing page is its own.
+func (p *parser) browse(d *caddyfile.Dispenser) *fileserver.Browse {
+	b := &fileserver.Browse{}
+	if args := d.RemainingArgs(); len(args) > 0 {
+		p.errf(d, "file_server: browse %s: a template file is not supported by pollproxy (its listing page is its own)", args[0])
+	}
+	var sorts []string
+	for nest := d.Nesting(); d.NextBlock(nest); {
+		switch sub := d.Val(); sub {
+		case "reveal_symlinks":
+			if d.NextArg() {
+				p.errf(d, "file_server: browse: reveal_symlinks takes no argument")
+				d.RemainingArgs()
+			}
+			if b.RevealSymlinks {
+				p.errf(d, "file_server: browse: Symlinks path reveal is already enabled")
+			}
+			b.RevealSymlinks = true
+		case "sort":
+			for _, v := range d.RemainingArgs() {
+				switch v {
+				case fileserver.SortName, fileserver.SortNameDirFirst, fileserver.SortSize, fileserver.SortTime,
+					fileserver.OrderAsc, fileserver.OrderDesc:
+					sorts = append(sorts, v)
+				default:
+					p.errf(d, "file_server: browse: unknown sort option '%s'", v)
+				}
+			}
+			for i, v := range sorts {
+				switch i {
+				case 0:
+					if v != fileserver.SortName && v != fileserver.SortNameDirFirst && v != fileserver.SortSize && v != fileserver.SortTime {
+						p.errf(d, "file_server: browse: sort: the first option must be one of name, namedirfirst, size, time, but got %s", v)
+					}
+					b.Sort = v
+				case 1:
+					if v != fileserver.OrderAsc && v != fileserver.OrderDesc {
+						p.errf(d, "file_server: browse: sort: the second option must be one of asc, desc, but got %s", v)
+					}
+					b.Order = v
+				default:
+					p.errf(d, "file_server: browse: sort: only max 2 sort options are allowed, but got %d", i+1)
+				}
+			}
+		case "file_limit":
+			args := d.RemainingArgs()
+			n, err := 0, error(nil)
+			if len(args) == 1 {
+				n, err = strconv.Atoi(args[0])
+			}
+			switch {
+			case len(args) != 1 || err != nil:
+				p.errf(d, "file_server: browse: file_limit should have an integer value")
+			case b.FileLimit != 0:
+				p.errf(d, "file_server: browse: file_limit is already enabled")
+			case n < 0 || n > fileserver.MaxFileLimit:
+				p.errf(d, "file_server: browse: file_limit %d is not supported by pollproxy (want 0 to %d: a listing is built in memory)", n, fileserver.MaxFileLimit)
+			default:
+				b.FileLimit = n
+			}
+		case "plain_time_format":
+			args := d.RemainingArgs()
+			switch {
+			case len(args) == 0:
+				p.errf(d, "file_server: browse: plain_time_format is missing a time layout argument")
+			case len(args) > 1:
+				p.errf(d, "file_server: browse: plain_time_format accepts exactly one time layout argument; enclose layouts containing spaces in quotes")
+			case args[0] == "":
+				p.errf(d, "file_server: browse: plain_time_format requires a non-empty time layout argument")
+			case b.PlainTimeFormat != "":
+				p.errf(d, "file_server: browse: plain_time_format is already set")
+			default:
+				b.PlainTimeFormat = args[0]
+			}
+		default:
+			p.errf(d, "file_server: browse: unknown subdirective '%s' (want reveal_symlinks, sort, file_limit, plain_time_format)", sub)
+			d.RemainingArgs()
+			skipBlock(d)
+		}
+	}
+	return b
 }
 
 // tryFiles reads try_files <files...> { policy ... } as Caddy expands it:

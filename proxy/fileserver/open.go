@@ -37,3 +37,21 @@ func openChecked(root, rel string) (*os.File, error) {
 	}
 	return f, nil
 }
+
+// statChecked is openChecked's resolution for a stat: the path is
+// resolved (symbolic links followed) and must stay under the resolved
+// root.
+func statChecked(root, rel string) (os.FileInfo, error) {
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return nil, err
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(realRoot, filepath.FromSlash(rel)))
+	if err != nil {
+		return nil, err
+	}
+	if real != realRoot && !strings.HasPrefix(real, strings.TrimSuffix(realRoot, "/")+"/") {
+		return nil, errEscape
+	}
+	return os.Stat(real)
+}

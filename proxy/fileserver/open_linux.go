@@ -97,3 +97,38 @@ func permissionOf(root, rel string) bool {
 	_, err := os.Lstat(root + "/" + rel)
 	return err == nil
 }
+
+// statBeneath reads the metadata of what rel names under root, following
+// symbolic links only while they stay under it: a listing's look at a
+// link's target. O_PATH needs no permission to read the file, as stat.
+func statBeneath(root, rel string) (os.FileInfo, error) {
+	if noOpenat2.Load() {
+		return statChecked(root, rel)
+	}
+	dirfd, err := openRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(dirfd)
+	how := unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS,
+	}
+	for {
+		fd, err := unix.Openat2(dirfd, rel, &how)
+		switch {
+		case err == nil:
+			f := os.NewFile(uintptr(fd), root+"/"+rel)
+			defer f.Close()
+			return f.Stat()
+		case errors.Is(err, unix.EINTR), errors.Is(err, unix.EAGAIN):
+			continue
+		case errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EPERM) && !permissionOf(root, rel):
+			noOpenat2.Store(true)
+			return statChecked(root, rel)
+		case errors.Is(err, unix.EXDEV), errors.Is(err, unix.ELOOP):
+			return nil, errEscape
+		}
+		return nil, &os.PathError{Op: "stat", Path: rel, Err: err}
+	}
+}

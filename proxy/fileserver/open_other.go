@@ -16,3 +16,7 @@ func openAllBeneath(root string, rels []string, each func(i int, f *os.File, err
 		each(i, f, err)
 	}
 }
+
+// statBeneath reads the metadata of what rel names under root; see
+// statChecked.
+func statBeneath(root, rel string) (os.FileInfo, error) { return statChecked(root, rel) }

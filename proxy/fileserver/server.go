@@ -6,12 +6,14 @@ import (
 	"io/fs"
 	"mime"
 	"net/http"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/pollproxy/pollproxy/offload"
 	"github.com/pollproxy/pollproxy/proxy/stream"
@@ -40,6 +42,8 @@ type Options struct {
 	// PassThru: a file not found goes to the next handler, not 404
 	// (the routes ask Finds first).
 	PassThru bool
+	// Browse lists a directory that has no index file (nil: 404).
+	Browse *Browse
 }
 
 // Server is one file_server directive, built once per (re)load and only
@@ -55,6 +59,10 @@ func New(opt Options) *Server {
 	}
 	return &Server{opt: opt}
 }
+
+// Browse is the directive's browse options, nil when it does not list
+// directories.
+func (s *Server) Browse() *Browse { return s.opt.Browse }
 
 // PassThru reports whether the directive hands a request for a file
 // that is not there to the next handler.
@@ -74,8 +82,20 @@ func (s *Server) Serve(loop offload.Poster, root, orig string, req *stream.Reque
 	if req.Handoff != nil {
 		c.errStatus = req.Handoff.ErrStatus
 	}
+	var ask *listAsk
+	if s.opt.Browse != nil {
+		ask = &listAsk{query: queryOnly(req.Path), secure: req.Scheme == "https", head: req.Method == "HEAD"}
+	}
 	for _, f := range req.Header {
 		switch f.Name {
+		case "accept":
+			if ask != nil {
+				ask.accept = joinField(ask.accept, f.Value)
+			}
+		case "cookie":
+			if ask != nil {
+				ask.cookies = append(ask.cookies, f.Value)
+			}
 		case "accept-encoding":
 			c.acceptEncoding = joinField(c.acceptEncoding, f.Value)
 		case "range":
@@ -93,7 +113,7 @@ func (s *Server) Serve(loop offload.Poster, root, orig string, req *stream.Reque
 		}
 	}
 	r := &response{w: w, loop: loop, pool: Shared(), head: req.Method == "HEAD"}
-	t := target{root: root, rel: rel, orig: orig, cur: cur}
+	t := target{root: root, rel: rel, orig: orig, cur: cur, list: ask}
 	if offload.Do(r.pool, loop, func() *plan { return s.prepare(t, c) }, r.planned) != nil {
 		return busy.serveWith(req, w)
 	}
@@ -114,11 +134,20 @@ func pathOnly(target string) string {
 	return target
 }
 
+func queryOnly(target string) string {
+	if i := strings.IndexByte(target, '?'); i >= 0 {
+		return target[i+1:]
+	}
+	return ""
+}
+
 // target is where a request points: the root, the cleaned path under
-// it, and the request's path before and after rewrites.
+// it, and the request's path before and after rewrites; what it asks of
+// a listing, when the directive browses.
 type target struct {
 	root, rel string
 	orig, cur string
+	list      *listAsk
 }
 
 // plan is a response decided in the pool: its head, and a body read
@@ -185,6 +214,9 @@ func (s *Server) prepare(t target, c *conditions) *plan {
 	f, info, name, implicitIndex, p := s.locate(t.root, t.rel)
 	if p != nil {
 		return p
+	}
+	if info.IsDir() { // no index file, and the directive browses
+		return s.list(t, c, f, info)
 	}
 	if p := s.canonical(t, implicitIndex, c.method); p != nil {
 		f.Close()
@@ -274,7 +306,8 @@ func (s *Server) prepare(t target, c *conditions) *plan {
 }
 
 // locate opens the file rel names under root: the file itself, or a
-// directory's first index file that is there and not hidden. A plan
+// directory's first index file that is there and not hidden, or else,
+// when the directive browses, the directory (not hidden) to list. A plan
 // instead when there is none to serve (404), or it cannot be opened.
 func (s *Server) locate(root, rel string) (f *os.File, info os.FileInfo, name string, implicitIndex bool, p *plan) {
 	absRoot, err := filepath.Abs(root)
@@ -287,7 +320,7 @@ func (s *Server) locate(root, rel string) (f *os.File, info os.FileInfo, name st
 	}
 	name = rel
 	if info.IsDir() {
-		f.Close()
+		dir, dirInfo := f, info
 		f = nil
 		for _, idx := range s.opt.Index {
 			cand := path.Join(rel, idx)
@@ -302,7 +335,11 @@ func (s *Server) locate(root, rel string) (f *os.File, info os.FileInfo, name st
 				g.Close()
 			}
 		}
-		if f == nil { // browse is not supported by pollproxy: as if absent
+		if f == nil && s.opt.Browse != nil && !s.opt.Hide.hidden(path.Join(absRoot, rel)) {
+			return dir, dirInfo, rel, false, nil
+		}
+		dir.Close()
+		if f == nil {
 			return nil, nil, "", false, failure(404, nil)
 		}
 	}
@@ -343,10 +380,10 @@ func (s *Server) canonical(t target, implicitIndex bool, method string) *plan {
 	if s.opt.NoCanonical {
 		return nil
 	}
-	origPath := pathOnly(t.orig)
-	od, err1 := url2path(origPath)
+	origPath, err := url.PathUnescape(pathOnly(t.orig))
+	od, err1 := url2path(pathOnly(t.orig))
 	cd, err2 := url2path(t.cur)
-	if err1 != nil || err2 != nil || path.Base(od) != path.Base(cd) {
+	if err != nil || err1 != nil || err2 != nil || path.Base(od) != path.Base(cd) {
 		return nil
 	}
 	var to string
@@ -358,18 +395,60 @@ func (s *Server) canonical(t target, implicitIndex bool, method string) *plan {
 	default:
 		return nil
 	}
+	return redirect(t, to, method)
+}
+
+// redirect is Caddy's redirect (308) to the path to (decoded, as
+// Caddy's request path), with the request's query, through Go's
+// http.Redirect as Caddy's: the path is cleaned (a trailing slash kept)
+// when the target parses as a URL, and non-ASCII bytes are escaped in
+// Location, not in the link of the body.
+func redirect(t target, to, method string) *plan {
 	for strings.HasPrefix(to, "//") { // never a redirect to another host
 		to = to[1:]
 	}
-	if q := strings.IndexByte(t.orig, '?'); q >= 0 {
-		to += t.orig[q:]
+	if q := queryOnly(t.orig); q != "" {
+		to += "?" + q
 	}
-	loc := stream.Field{Name: "location", Value: to}
+	if u, err := url.Parse(to); err == nil && u.Scheme == "" && u.Host == "" {
+		p, query := to, ""
+		if i := strings.IndexByte(to, '?'); i >= 0 {
+			p, query = to[:i], to[i:]
+		}
+		trailing := strings.HasSuffix(p, "/")
+		if p = path.Clean(p); trailing && !strings.HasSuffix(p, "/") {
+			p += "/"
+		}
+		to = p + query
+	}
+	loc := stream.Field{Name: "location", Value: escapeNonASCII(to)}
 	if method != "GET" && method != "HEAD" {
 		return answer(308, []stream.Field{loc})
 	}
 	// Go's http.Redirect, which Caddy answers with, adds a link.
 	return textAnswer(308, []stream.Field{loc}, "<a href=\""+html.EscapeString(to)+"\">Permanent Redirect</a>.\n\n")
+}
+
+// escapeNonASCII writes each byte of s outside ASCII as "%" and its hex
+// digits, lower case and without a leading zero (none is needed: each
+// is 0x80 or more), as Go's http.Redirect does for Location.
+func escapeNonASCII(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= utf8.RuneSelf {
+			if b.Len() == 0 && i > 0 {
+				b.WriteString(s[:i])
+			}
+			b.WriteByte('%')
+			b.WriteString(strconv.FormatInt(int64(c), 16))
+		} else if b.Len() > 0 {
+			b.WriteByte(c)
+		}
+	}
+	if b.Len() == 0 {
+		return s
+	}
+	return b.String()
 }
 
 func url2path(p string) (string, error) {
