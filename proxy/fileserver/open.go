@@ -14,16 +14,9 @@ import (
 // between the check and the open could still be followed there, which
 // only openat2 rules out.
 func openChecked(root, rel string) (*os.File, error) {
-	realRoot, err := filepath.EvalSymlinks(root)
+	real, err := resolveChecked(root, rel)
 	if err != nil {
 		return nil, err
-	}
-	real, err := filepath.EvalSymlinks(filepath.Join(realRoot, filepath.FromSlash(rel)))
-	if err != nil {
-		return nil, err
-	}
-	if real != realRoot && !strings.HasPrefix(real, strings.TrimSuffix(realRoot, "/")+"/") {
-		return nil, errEscape
 	}
 	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
 	if err != nil {
@@ -42,16 +35,26 @@ func openChecked(root, rel string) (*os.File, error) {
 // resolved (symbolic links followed) and must stay under the resolved
 // root.
 func statChecked(root, rel string) (os.FileInfo, error) {
-	realRoot, err := filepath.EvalSymlinks(root)
+	real, err := resolveChecked(root, rel)
 	if err != nil {
 		return nil, err
+	}
+	return os.Stat(real)
+}
+
+// resolveChecked resolves rel under root, symbolic links followed, and
+// refuses a result that is not under the resolved root.
+func resolveChecked(root, rel string) (string, error) {
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return "", err
 	}
 	real, err := filepath.EvalSymlinks(filepath.Join(realRoot, filepath.FromSlash(rel)))
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	if real != realRoot && !strings.HasPrefix(real, strings.TrimSuffix(realRoot, "/")+"/") {
-		return nil, errEscape
+		return "", errEscape
 	}
-	return os.Stat(real)
+	return real, nil
 }
