@@ -58,7 +58,7 @@ func (in *Instance) prepare(cfg *config.Config) (*plan, error) {
 				pc.FastCGI.Stderr = fastcgiStderr(in.log)
 			}
 			if rp.TLS != nil {
-				t, err := in.upTLS.transport(rp.TLS, in.log)
+				t, err := in.upTLS.transport(in.certs, rp.TLS, in.log)
 				if err != nil {
 					errs = append(errs, &config.Error{Pos: rp.TLS.Pos, Msg: fmt.Sprintf("reverse_proxy: %v", err)})
 					continue
@@ -195,7 +195,7 @@ func addCerts(certs *tlscerts.Manager, cfg *config.Config) ([]tlscerts.ConnPolic
 			errs = append(errs, errorAt(s, err))
 		}
 	}
-	cps, cerrs := connPolicies(cfg)
+	cps, cerrs := connPolicies(certs, cfg)
 	errs = append(errs, cerrs...)
 	if len(errs) > 0 {
 		return nil, errs

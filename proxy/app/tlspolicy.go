@@ -200,8 +200,9 @@ func uncovered(names, loaded []string) []string {
 
 // connPolicies are the sites' connection policies: one per site whose
 // tls directive changes how its handshakes are answered, for its names
-// (none: any name, for a site without a host).
-func connPolicies(cfg *config.Config) ([]tlscerts.ConnPolicy, config.Errors) {
+// (none: any name, for a site without a host). A client_auth pki trust
+// pool reads the local CAs of certs.
+func connPolicies(certs *tlscerts.Manager, cfg *config.Config) ([]tlscerts.ConnPolicy, config.Errors) {
 	var out []tlscerts.ConnPolicy
 	var errs config.Errors
 	for _, s := range cfg.Sites {
@@ -229,7 +230,12 @@ func connPolicies(cfg *config.Config) ([]tlscerts.ConnPolicy, config.Errors) {
 			cp.Names = nil
 		}
 		if a := t.ClientAuth; a != nil {
-			pool, leaves, err := a.Load()
+			pki, err := pkiCerts(certs, a.PKI)
+			if err != nil {
+				errs = append(errs, &config.Error{Pos: a.PKI.Pos, Msg: "tls: client_auth: trust_pool " + err.Error()})
+				continue
+			}
+			pool, leaves, err := a.Load(pki...)
 			if err != nil {
 				errs = append(errs, &config.Error{Pos: a.Pos, Msg: "tls: client_auth: " + err.Error()})
 				continue

@@ -1,12 +1,14 @@
 package app
 
 import (
+	"fmt"
 	"log/slog"
 	"runtime"
 
 	"github.com/pollproxy/pollproxy/proxy/config"
 	"github.com/pollproxy/pollproxy/proxy/upstream"
 	pptls "github.com/pollproxy/pollproxy/tls"
+	tlscerts "github.com/pollproxy/pollproxy/tls/certs"
 )
 
 // upstreamTLS is what the instance's HTTPS upstreams share: one pool of
@@ -23,9 +25,14 @@ type upstreamTLS struct {
 const upstreamHandshakeQueue = 1024
 
 // transport builds one reverse_proxy's TLS: its configuration read from
-// files now, a session cache of its own.
-func (u *upstreamTLS) transport(t *config.UpstreamTLS, l *slog.Logger) (*upstream.TLS, error) {
-	cfg, err := t.ClientConfig()
+// files (and the local CAs of certs, for a pki trust pool) now, a session
+// cache of its own.
+func (u *upstreamTLS) transport(certs *tlscerts.Manager, t *config.UpstreamTLS, l *slog.Logger) (*upstream.TLS, error) {
+	pki, err := pkiCerts(certs, t.PKI)
+	if err != nil {
+		return nil, fmt.Errorf("tls_trust_pool %w", err)
+	}
+	cfg, err := t.ClientConfig(pki...)
 	if err != nil {
 		return nil, err
 	}

@@ -263,7 +263,7 @@ var caddyDocExamples = []docExample{
 	{"tls", docSite("tls {\n\tclient_auth {\n\t\tmode request\n\t}\n}"), ""},
 	{"tls", docSite("tls {\n\tclient_auth {\n\t\ttrust_pool file /path/to/ca.pem {\n\t\t\tpem_file /path/to/other.pem\n\t\t}\n\t}\n}"), ""},
 	{"tls", docSite("tls {\n\tclient_auth {\n\t\tverifier leaf file /path/to/client.pem\n\t}\n}"), ""},
-	{"tls", docSite("tls {\n\tclient_auth {\n\t\ttrust_pool pki_root local\n\t}\n}"), "Caddyfile:4: tls: client_auth: trust_pool pki_root is not supported by pollproxy"},
+	{"tls", docSite("tls {\n\tclient_auth {\n\t\ttrust_pool pki_root local\n\t}\n}"), "Caddyfile:4: tls: client_auth: trust_pool pki_root: pki_root CA pool requires that a PKI app is configured: the pki global option, or a site whose certificate comes from the local CA"},
 	{"tls", docSite("tls {\n\tissuer acme {\n\t\tdir https://acme.example.com/directory\n\t\ttest_dir https://acme-staging.example.com/directory\n\t\temail you@example.com\n\t\ttimeout 2m\n\t\tdisable_http_challenge\n\t\tdisable_tlsalpn_challenge\n\t\talt_http_port 8080\n\t\talt_tlsalpn_port 8443\n\t\teab KEY_ID MAC_KEY\n\t\ttrusted_roots /path/to/root.pem\n\t\tpreferred_chains {\n\t\t\troot_common_name \"ISRG Root X2\"\n\t\t}\n\t}\n}"), ""},
 	{"tls", docSite("tls {\n\tissuer acme {\n\t\tdns cloudflare TOKEN\n\t}\n}"), "Caddyfile:4: tls: issuer acme: dns is not supported by pollproxy"},
 	{"tls", docSite("tls {\n\tissuer zerossl API_KEY\n}"), ""},

@@ -59,6 +59,7 @@ func Parse(filename string, body []byte) (*Config, error) {
 	}
 	p.resolveLogs()
 	p.schemes()
+	p.checkPKIPools()
 	p.checkDuplicates()
 	p.checkProtocols()
 	p.checkMaps()

@@ -93,6 +93,9 @@ type ClientAuth struct {
 	// are DER roots (trust_pool inline, trusted_ca_cert).
 	CAFiles []string
 	CADER   [][]byte
+	// PKI is trust_pool pki_root or pki_intermediate: the roots or
+	// intermediates of the local CAs it names (nil: neither).
+	PKI *PKIPool
 	// LeafFiles and LeafDER are the only client certificates accepted
 	// (trusted_leaf_cert_file, trusted_leaf_cert); VerifierFiles too
 	// (verifier leaf file), which, as in Caddy, do not make the default
@@ -114,24 +117,25 @@ func (a *ClientAuth) AuthType() stdtls.ClientAuthType {
 	case "require_and_verify":
 		return stdtls.RequireAndVerifyClientCert
 	}
-	if len(a.CAFiles)+len(a.CADER)+len(a.LeafFiles)+len(a.LeafDER) > 0 {
+	if len(a.CAFiles)+len(a.CADER)+len(a.LeafFiles)+len(a.LeafDER) > 0 || a.PKI != nil {
 		return stdtls.RequireAndVerifyClientCert
 	}
 	return stdtls.RequireAnyClientCert
 }
 
 // Load reads the trusted roots (nil without any) and the accepted
-// leaves. Its errors name the file at fault.
-func (a *ClientAuth) Load() (*x509.CertPool, []*x509.Certificate, error) {
+// leaves; pki are the certificates of a.PKI, which only the running
+// instance's local CAs have. Its errors name the file at fault.
+func (a *ClientAuth) Load(pki ...*x509.Certificate) (*x509.CertPool, []*x509.Certificate, error) {
 	var pool *x509.CertPool
-	if len(a.CAFiles)+len(a.CADER) > 0 {
+	if len(a.CAFiles)+len(a.CADER) > 0 || a.PKI != nil {
 		pool = x509.NewCertPool()
 	}
 	cas, err := readCerts(a.CAFiles, a.CADER)
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, c := range cas {
+	for _, c := range append(cas, pki...) {
 		pool.AddCert(c)
 	}
 	leaves, err := readCerts(append(append([]string(nil), a.LeafFiles...), a.VerifierFiles...), a.LeafDER)
@@ -466,10 +470,12 @@ func (p *parser) clientAuth(d *caddyfile.Dispenser) *ClientAuth {
 				}
 			}
 		case "trust_pool":
-			if len(a.CAFiles)+len(a.CADER) > 0 {
+			if !pool && len(a.CAFiles)+len(a.CADER) > 0 {
 				p.errf(d, "tls: cannot specify both 'trust_pool' and 'trusted_ca_cert' or 'trusted_ca_cert_file'")
 			}
 			pool = true
+			// A second trust_pool replaces the first, as in Caddy.
+			a.CAFiles, a.CADER, a.PKI = nil, nil, nil
 			p.clientTrustPool(d, a)
 		case "verifier":
 			p.leafVerifier(d, a)
@@ -482,11 +488,11 @@ func (p *parser) clientAuth(d *caddyfile.Dispenser) *ClientAuth {
 	return a
 }
 
-// clientTrustPool reads trust_pool file|inline: the sources pollproxy has of
-// Caddy's (pki_root, pki_intermediate, storage, http and lazy are not).
+// clientTrustPool reads trust_pool file|inline|pki_root|pki_intermediate:
+// the sources pollproxy has of Caddy's (storage, http and lazy are not).
 func (p *parser) clientTrustPool(d *caddyfile.Dispenser, a *ClientAuth) {
 	if !d.NextArg() {
-		p.errf(d, "tls: client_auth: trust_pool: want file or inline")
+		p.errf(d, "tls: client_auth: trust_pool: want file, inline, pki_root or pki_intermediate")
 		return
 	}
 	switch src := d.Val(); src {
@@ -528,12 +534,14 @@ func (p *parser) clientTrustPool(d *caddyfile.Dispenser, a *ClientAuth) {
 		if len(a.CADER) == n0 {
 			p.errf(d, "tls: client_auth: trust_pool inline: no certificates specified")
 		}
-	case "pki_root", "pki_intermediate", "storage", "http", "lazy":
+	case "pki_root", "pki_intermediate":
+		a.PKI = p.pkiPool(d, "tls: client_auth: trust_pool "+src)
+	case "storage", "http", "lazy":
 		p.errf(d, "tls: client_auth: trust_pool %s is not supported by pollproxy", src)
 		d.RemainingArgs()
 		skipBlock(d)
 	default:
-		p.errf(d, "tls: client_auth: trust_pool: unknown source %q (want file or inline)", src)
+		p.errf(d, "tls: client_auth: trust_pool: unknown source %q (want file, inline, pki_root or pki_intermediate)", src)
 		d.RemainingArgs()
 		skipBlock(d)
 	}

@@ -27,6 +27,10 @@ type UpstreamTLS struct {
 	// tls_trusted_ca_certs): the certificate authorities trusted instead
 	// of the system's. None: the system's roots.
 	TrustPool []string
+	// PKI is tls_trust_pool pki_root or pki_intermediate: the roots or
+	// intermediates of the local CAs it names, trusted instead of the
+	// system's (nil: neither).
+	PKI *PKIPool
 	// ClientCert and ClientKey are tls_client_auth's files: the
 	// certificate presented when the origin asks for one.
 	ClientCert, ClientKey string
@@ -40,8 +44,9 @@ type UpstreamTLS struct {
 }
 
 // ClientConfig builds the crypto/tls client configuration, reading the
-// trust pool and client certificate files.
-func (t *UpstreamTLS) ClientConfig() (*stdtls.Config, error) {
+// trust pool and client certificate files; pki are the certificates of
+// t.PKI, which only the running instance's local CAs have.
+func (t *UpstreamTLS) ClientConfig(pki ...*x509.Certificate) (*stdtls.Config, error) {
 	cfg := &stdtls.Config{
 		ServerName:         t.ServerName,
 		InsecureSkipVerify: t.InsecureSkipVerify,
@@ -55,6 +60,13 @@ func (t *UpstreamTLS) ClientConfig() (*stdtls.Config, error) {
 			if err := addPEMCerts(pool, f); err != nil {
 				return nil, err
 			}
+		}
+		cfg.RootCAs = pool
+	}
+	if t.PKI != nil {
+		pool := x509.NewCertPool()
+		for _, c := range pki {
+			pool.AddCert(c)
 		}
 		cfg.RootCAs = pool
 	}
@@ -199,11 +211,12 @@ func (p *parser) transportTLS(d *caddyfile.Dispenser, rp *Proxy, sub string) boo
 }
 
 // trustPool reads tls_trust_pool: its file source (PEM files on the
-// line or in pem_file lines) and system (the default roots); Caddy's
-// other sources are not supported.
+// line or in pem_file lines), system (the default roots), and pki_root
+// and pki_intermediate (the local CAs'); Caddy's other sources are not
+// supported.
 func (p *parser) trustPool(d *caddyfile.Dispenser, rp *Proxy, label string) {
 	if !d.NextArg() {
-		p.errf(d, "%s: want a source (file or system)", label)
+		p.errf(d, "%s: want a source (file, system, pki_root or pki_intermediate)", label)
 		return
 	}
 	t := upstreamTLS(d, rp)
@@ -235,12 +248,14 @@ func (p *parser) trustPool(d *caddyfile.Dispenser, rp *Proxy, label string) {
 			d.RemainingArgs()
 		}
 		skipBlock(d)
-	case "inline", "pki_root", "pki_intermediate", "storage", "http", "lazy", "combined":
-		p.errf(d, "%s: source %s is not supported by pollproxy (want file or system)", label, src)
+	case "pki_root", "pki_intermediate":
+		t.PKI = p.pkiPool(d, label+" "+src)
+	case "inline", "storage", "http", "lazy", "combined":
+		p.errf(d, "%s: source %s is not supported by pollproxy (want file, system, pki_root or pki_intermediate)", label, src)
 		d.RemainingArgs()
 		skipBlock(d)
 	default:
-		p.errf(d, "%s: unknown source %q (want file or system)", label, src)
+		p.errf(d, "%s: unknown source %q (want file, system, pki_root or pki_intermediate)", label, src)
 		d.RemainingArgs()
 		skipBlock(d)
 	}

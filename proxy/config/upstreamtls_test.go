@@ -79,7 +79,7 @@ func TestTransportTLSErrors(t *testing.T) {
 		{"automated client cert", tr("\t\t\ttls_client_auth client.example.com"), "Caddyfile:4: transport http: tls_client_auth: an automated client certificate (one name) is not supported by pollproxy"},
 		{"renegotiation", tr("\t\t\ttls_renegotiation once"), "Caddyfile:4: transport http: tls_renegotiation: once is not supported by pollproxy"},
 		{"except ports", tr("\t\t\ttls_except_ports 80"), "Caddyfile:4: transport http: tls_except_ports is not supported by pollproxy"},
-		{"trust pool source", tr("\t\t\ttls_trust_pool pki_root"), "Caddyfile:4: transport http: tls_trust_pool: source pki_root is not supported by pollproxy"},
+		{"trust pool source", tr("\t\t\ttls_trust_pool storage key"), "Caddyfile:4: transport http: tls_trust_pool: source storage is not supported by pollproxy"},
 		{"trust pool empty", tr("\t\t\ttls_trust_pool file"), "Caddyfile:4: transport http: tls_trust_pool file: no certificates specified"},
 		{"both pools", tr("\t\t\ttls_trust_pool file a.pem\n\t\t\ttls_trusted_ca_certs b.pem"), "Caddyfile:5: transport http: tls_trusted_ca_certs: cannot specify both"},
 		{"curve", tr("\t\t\ttls_curves p256"), "Caddyfile:4: transport http: tls_curves: unknown curve \"p256\""},

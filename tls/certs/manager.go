@@ -855,3 +855,25 @@ func (c *Manager) Close() error {
 	})
 	return nil
 }
+
+// CACertificates returns the root certificate of the local CA id (Caddy's
+// pki_root trust pool), or with intermediate its intermediate
+// (pki_intermediate), as storage has them: a CA storage holds none of is
+// made first, root and intermediate, as Caddy's pki app makes the CAs it
+// provisions. It reads storage: never call it on an event loop.
+func (c *Manager) CACertificates(id string, intermediate bool) ([]*x509.Certificate, error) {
+	ca, err := c.localCA(&InternalIssuer{CA: id})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, addTimeout)
+	defer cancel()
+	chain, err := ca.load(ctx, true)
+	if err != nil {
+		return nil, fmt.Errorf("CA %s: %w", id, err)
+	}
+	if intermediate {
+		return []*x509.Certificate{chain.interm}, nil
+	}
+	return []*x509.Certificate{chain.root}, nil
+}
