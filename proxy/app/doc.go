@@ -49,7 +49,8 @@
 //   - dynamic.go: a reverse_proxy's dynamic a or srv upstreams;
 //     upstreams.go: re-resolution and active health checks following the
 //     running plan's upstreams; upstreamtls.go: the handshake pool and
-//     failure log the HTTPS upstreams share.
+//     failure log the HTTPS upstreams share; pkipool.go: the local CAs'
+//     certificates a pki_root or pki_intermediate trust pool holds.
 //   - fastcgi.go: FastCGI stderr carried from the loops to its one logging
 //     goroutine.
 //   - streams.go: long streams across a reload: the proxy handlers a plan

@@ -27,7 +27,8 @@
 // forwardauth.go (forward_auth), handleerrors.go (handle_errors and
 // error), handleresponse.go (handle_response and the response matchers
 // of reverse_proxy), upstreamtls.go (TLS to the upstreams:
-// UpstreamTLS), log.go (the log directive and the global log option),
+// UpstreamTLS), pkipool.go (the pki_root and pki_intermediate trust
+// pools of client_auth and tls_trust_pool, and when Caddy refuses them), log.go (the log directive and the global log option),
 // listenerwrappers.go (servers' listener_wrappers), adminaddr.go (the
 // admin listener's address), order.go (Caddy's directive order and the
 // order option), and unsupported.go (Caddy's names pollproxy lacks). Every error names the

@@ -16,7 +16,8 @@
 // certificates) chosen by SNI; ondemand.go the permission asked before
 // an on-demand certificate; certgetter.go the HTTP endpoint asked for a
 // handshake's certificate (get_certificate http); localca.go the local CAs, certmagic Issuers
-// kept in storage;
+// kept in storage (Manager.CACertificates gives their roots and
+// intermediates to trust pools);
 // waitlist.go the names put aside while a shared storage does not answer;
 // zaplog.go the bridge from certmagic's zap logs to log/slog.
 package certs

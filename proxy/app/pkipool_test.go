@@ -1,0 +1,228 @@
+package app
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	stdtls "crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"log"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/netpoll/polltest"
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
+)
+
+// TestPKITrustPools: over real handshakes on every backend, client_auth's
+// trust_pool pki_root and pki_intermediate accept the client certificates
+// the instance's local CA issues and refuse another CA's, and a
+// reverse_proxy trusts an origin whose certificate the local CA issued
+// through tls_trust_pool pki_root, where the system's roots refuse it.
+func TestPKITrustPools(t *testing.T) {
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		dir := t.TempDir()
+		storage := filepath.Join(dir, "storage")
+		rootPort, intermPort, proxyPort, plainPort := servertest.FreePort(t), servertest.FreePort(t), servertest.FreePort(t), servertest.FreePort(t)
+		origin, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer origin.Close()
+		file := filepath.Join(dir, "Caddyfile")
+		os.WriteFile(file, []byte(fmt.Sprintf(`{
+	poller %s
+	loops 1
+	admin off
+	storage file_system %s
+	default_bind 127.0.0.1
+}
+
+root.localhost:%d {
+	tls {
+		client_auth {
+			trust_pool pki_root local
+		}
+	}
+	respond "root"
+}
+
+intermediate.localhost:%d {
+	tls {
+		client_auth {
+			trust_pool pki_intermediate {
+				authority local
+			}
+		}
+	}
+	respond "intermediate"
+}
+
+proxy.localhost:%d {
+	reverse_proxy https://%s {
+		transport http {
+			tls_trust_pool pki_root local
+		}
+	}
+}
+
+plain.localhost:%d {
+	reverse_proxy https://%s
+}
+`, backend, storage, rootPort, intermPort, proxyPort, origin.Addr(), plainPort, origin.Addr())), 0o644)
+		start(t, file, Options{})
+
+		// The CA the instance made at start, read from its storage.
+		root, rootKey := readCAPair(t, storage, "root")
+		interm, intermKey := readCAPair(t, storage, "intermediate")
+		roots := x509.NewCertPool()
+		roots.AddCert(root)
+		other, otherKey := otherCA(t)
+
+		fromInterm := leafCert(t, "client", interm, intermKey, x509.ExtKeyUsageClientAuth)
+		fromRoot := leafCert(t, "client", root, rootKey, x509.ExtKeyUsageClientAuth)
+		fromOther := leafCert(t, "client", other, otherKey, x509.ExtKeyUsageClientAuth)
+		withInterm := fromInterm
+		withInterm.Certificate = append(withInterm.Certificate, interm.Raw)
+
+		hosts := map[int]string{rootPort: "root.localhost", intermPort: "intermediate.localhost", proxyPort: "proxy.localhost", plainPort: "plain.localhost"}
+		get := func(port int, cert *stdtls.Certificate) (string, error) {
+			tc := &stdtls.Config{RootCAs: roots}
+			if cert != nil {
+				tc.Certificates = []stdtls.Certificate{*cert}
+			}
+			addr := fmt.Sprintf("127.0.0.1:%d", port)
+			c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: tc,
+				DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+					var d net.Dialer
+					return d.DialContext(ctx, network, addr)
+				}}}
+			resp, err := c.Get(fmt.Sprintf("https://%s:%d/", hosts[port], port))
+			if err != nil {
+				return "", err
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return fmt.Sprintf("%d %s", resp.StatusCode, b), nil
+		}
+		for _, c := range []struct {
+			name string
+			port int
+			cert *stdtls.Certificate
+			want string // "": refused
+		}{
+			{"pki_root, the root's", rootPort, &fromRoot, "200 root"},
+			{"pki_root, the intermediate's with its chain", rootPort, &withInterm, "200 root"},
+			{"pki_root, the intermediate's alone", rootPort, &fromInterm, ""},
+			{"pki_root, another CA's", rootPort, &fromOther, ""},
+			{"pki_root, none", rootPort, nil, ""},
+			{"pki_intermediate, the intermediate's", intermPort, &fromInterm, "200 intermediate"},
+			{"pki_intermediate, the root's", intermPort, &fromRoot, ""},
+			{"pki_intermediate, another CA's", intermPort, &fromOther, ""},
+		} {
+			got, err := get(c.port, c.cert)
+			if c.want == "" && err == nil {
+				t.Errorf("%s: answered %q, want the handshake refused", c.name, got)
+			}
+			if c.want != "" && (err != nil || got != c.want) {
+				t.Errorf("%s: %q, %v; want %q", c.name, got, err, c.want)
+			}
+		}
+
+		// The origin: a certificate from the local CA's intermediate, for
+		// its address.
+		serving := leafCert(t, "127.0.0.1", interm, intermKey, x509.ExtKeyUsageServerAuth)
+		serving.Certificate = append(serving.Certificate, interm.Raw)
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			io.WriteString(w, "origin")
+		}), ErrorLog: log.New(io.Discard, "", 0)}
+		go srv.Serve(stdtls.NewListener(origin, &stdtls.Config{Certificates: []stdtls.Certificate{serving}}))
+		defer srv.Close()
+		if got, err := get(proxyPort, nil); err != nil || got != "200 origin" {
+			t.Errorf("tls_trust_pool pki_root: %q, %v; want 200 origin", got, err)
+		}
+		if got, err := get(plainPort, nil); err != nil || !strings.HasPrefix(got, "502 ") {
+			t.Errorf("the system's roots: %q, %v; want 502", got, err)
+		}
+	})
+}
+
+// readCAPair reads a certificate and key of the local CA "local" from
+// file storage (which is "root" or "intermediate").
+func readCAPair(t *testing.T, storage, which string) (*x509.Certificate, crypto.Signer) {
+	t.Helper()
+	base := filepath.Join(storage, "pollproxy", "ca", "local", which)
+	certPEM, err := os.ReadFile(base + ".crt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPEM, err := os.ReadFile(base + ".key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb, _ := pem.Decode(certPEM)
+	kb, _ := pem.Decode(keyPEM)
+	if cb == nil || kb == nil {
+		t.Fatalf("%s: no PEM", base)
+	}
+	cert, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var key any
+	if key, err = x509.ParseECPrivateKey(kb.Bytes); err != nil {
+		if key, err = x509.ParsePKCS8PrivateKey(kb.Bytes); err != nil {
+			t.Fatalf("%s.key: %v", base, err)
+		}
+	}
+	return cert, key.(crypto.Signer)
+}
+
+// otherCA is a CA of the test's own.
+func otherCA(t *testing.T) (*x509.Certificate, crypto.Signer) {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "another CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	return cert, key
+}
+
+// leafCert issues a certificate for name (a DNS name or an IP address)
+// from the CA parent.
+func leafCert(t *testing.T, name string, parent *x509.Certificate, signer crypto.Signer, use x509.ExtKeyUsage) stdtls.Certificate {
+	t.Helper()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
+	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{use}}
+	if ip := net.ParseIP(name); ip != nil {
+		tmpl.IPAddresses = []net.IP{ip}
+	} else {
+		tmpl.DNSNames = []string{name}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stdtls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
