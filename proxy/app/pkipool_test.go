@@ -43,7 +43,7 @@ func TestPKITrustPools(t *testing.T) {
 		}
 		defer origin.Close()
 		file := filepath.Join(dir, "Caddyfile")
-		os.WriteFile(file, []byte(fmt.Sprintf(`{
+		caddyfile := fmt.Sprintf(`{
 	poller %s
 	loops 1
 	admin off
@@ -82,8 +82,9 @@ proxy.localhost:%d {
 plain.localhost:%d {
 	reverse_proxy https://%s
 }
-`, backend, storage, rootPort, intermPort, proxyPort, origin.Addr(), plainPort, origin.Addr())), 0o644)
-		start(t, file, Options{})
+`, backend, storage, rootPort, intermPort, proxyPort, origin.Addr(), plainPort, origin.Addr())
+		os.WriteFile(file, []byte(caddyfile), 0o644)
+		r := start(t, file, Options{})
 
 		// The CA the instance made at start, read from its storage.
 		root, rootKey := readCAPair(t, storage, "root")
@@ -156,6 +157,24 @@ plain.localhost:%d {
 		}
 		if got, err := get(plainPort, nil); err != nil || !strings.HasPrefix(got, "502 ") {
 			t.Errorf("the system's roots: %q, %v; want 502", got, err)
+		}
+
+		// A reload reads the pools again: root.localhost now trusts the
+		// intermediate; one naming a CA pki does not configure is
+		// refused, and the running pools stay.
+		os.WriteFile(file, []byte(strings.Replace(caddyfile, "trust_pool pki_root local", "trust_pool pki_intermediate local", 1)), 0o644)
+		if err := r.in.Reload(); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := get(rootPort, &fromInterm); err != nil || got != "200 root" {
+			t.Errorf("after the reload, the intermediate's alone: %q, %v; want 200 root", got, err)
+		}
+		os.WriteFile(file, []byte(strings.Replace(caddyfile, "trust_pool pki_root local", "trust_pool pki_root corp", 1)), 0o644)
+		if err := r.in.Reload(); err == nil || !strings.Contains(err.Error(), "getting CA corp: no certificate authority configured with id: corp") {
+			t.Errorf("reload naming an unconfigured CA: %v", err)
+		}
+		if got, err := get(rootPort, &fromInterm); err != nil || got != "200 root" {
+			t.Errorf("after the refused reload: %q, %v; want 200 root", got, err)
 		}
 	})
 }
