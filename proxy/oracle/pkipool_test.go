@@ -1,13 +1,22 @@
 package oracle
 
 import (
+	"crypto/ecdsa"
+	stdtls "crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/pollproxy/pollproxy/internal/testca"
+	"github.com/pollproxy/pollproxy/netpoll"
+	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy/app"
+	"github.com/pollproxy/pollproxy/proxy/server/servertest"
 )
 
 // TestOraclePKIPools: the pki_root and pki_intermediate trust pools are
@@ -63,4 +72,148 @@ func TestOraclePKIPools(t *testing.T) {
 func lastLine(out []byte) string {
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	return lines[len(lines)-1]
+}
+
+// pkiHandshakeFile is the Caddyfile of TestOraclePKIHandshakes: sites
+// whose client_auth trusts the local CA's root or its intermediate.
+const pkiHandshakeFile = `{
+	admin off
+	http_port HTTPPORT
+	auto_https disable_redirects
+	skip_install_trust
+	storage file_system STORAGEDIR
+}
+
+root.localhost:PORT {
+	tls internal {
+		client_auth {
+			trust_pool pki_root local
+		}
+	}
+	respond "root"
+}
+
+inter.localhost:PORT {
+	tls internal {
+		client_auth {
+			trust_pool pki_intermediate {
+				authority local
+			}
+		}
+	}
+	respond "inter"
+}
+
+plain.localhost:PORT {
+	tls internal
+	respond "plain"
+}
+`
+
+// TestOraclePKIHandshakes: client certificates issued by each server's
+// own local CA (read from its storage: Caddy's pki/authorities/local,
+// pollproxy's pollproxy/ca/local), by its root or its intermediate, with
+// and without the chain, and a stranger's, are accepted or refused by
+// pollproxy as by Caddy.
+func TestOraclePKIHandshakes(t *testing.T) {
+	bin := buildCaddy(t)
+	stranger := testca.New(t, "stranger").Client(t, "stranger")
+	caddyfile := func(port, httpPort int, storage string) string {
+		return strings.NewReplacer("HTTPPORT", fmt.Sprint(httpPort), "PORT", fmt.Sprint(port), "STORAGEDIR", storage).Replace(pkiHandshakeFile)
+	}
+	ready := func(addr string, exited <-chan error) {
+		t.Helper()
+		untilAnswers(t, exited, "handshake", func() bool {
+			return !strings.HasPrefix(tlsOutcome(addr, tlsProbe{"ready", "plain.localhost", nil}), "refused")
+		})
+	}
+	// outcomes makes the client certificates from the CA in caDir and
+	// tries each.
+	outcomes := func(t *testing.T, addr, caDir string) map[string]string {
+		root := &testca.CA{}
+		root.Cert, root.Key = readECPair(t, filepath.Join(caDir, "root"))
+		inter := &testca.CA{}
+		inter.Cert, inter.Key = readECPair(t, filepath.Join(caDir, "intermediate"))
+		fromRoot, fromInter := root.Client(t, "from-root"), inter.Client(t, "from-inter")
+		chained := fromInter
+		chained.Certificate = append(chained.Certificate, inter.Cert.Raw)
+		out := map[string]string{}
+		for _, site := range []string{"root.localhost", "inter.localhost"} {
+			for name, cert := range map[string]*stdtls.Certificate{"root's": &fromRoot, "intermediate's": &fromInter,
+				"intermediate's with its chain": &chained, "stranger's": &stranger, "none": nil} {
+				edit := func(c *stdtls.Config) { c.NextProtos = []string{"http/1.1"} }
+				if cert != nil {
+					edit = func(c *stdtls.Config) {
+						c.NextProtos = []string{"http/1.1"}
+						c.Certificates = []stdtls.Certificate{*cert}
+					}
+				}
+				got := tlsOutcome(addr, tlsProbe{name, site, edit})
+				if i := strings.Index(got, "body="); i >= 0 {
+					got = got[i:] // the handshake's shape is TestOracleTLS's
+				}
+				out[site+", "+name] = got
+			}
+		}
+		return out
+	}
+
+	port, httpPort := servertest.FreePort(t), servertest.FreePort(t)
+	storage := t.TempDir()
+	_, exited, stop := startCaddy(t, bin, caddyfile(port, httpPort, storage))
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	ready(addr, exited)
+	want := outcomes(t, addr, filepath.Join(storage, "pki", "authorities", "local"))
+	stop()
+	t.Logf("Caddy: %q", want)
+
+	polltest.ForEachBackend(t, netpoll.Available(), func(t *testing.T, backend string) {
+		port, httpPort := servertest.FreePort(t), servertest.FreePort(t)
+		storage := t.TempDir()
+		in, _ := startPollproxy(t, backend, caddyfile(port, httpPort, storage))
+		defer in.Close()
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		ready(addr, nil)
+		got := outcomes(t, addr, filepath.Join(storage, "pollproxy", "ca", "local"))
+		for k, w := range want {
+			if got[k] != w {
+				t.Errorf("%s: pollproxy %q, Caddy %q", k, got[k], w)
+			}
+		}
+	})
+}
+
+// readECPair reads base.crt and base.key, a CA certificate and its ECDSA
+// key in PEM, from a server's storage.
+func readECPair(t *testing.T, base string) (*x509.Certificate, *ecdsa.PrivateKey) {
+	t.Helper()
+	certPEM, err := os.ReadFile(base + ".crt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPEM, err := os.ReadFile(base + ".key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb, _ := pem.Decode(certPEM)
+	kb, _ := pem.Decode(keyPEM)
+	if cb == nil || kb == nil {
+		t.Fatalf("%s: no PEM", base)
+	}
+	cert, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key, err := x509.ParseECPrivateKey(kb.Bytes); err == nil {
+		return cert, key
+	}
+	key, err := x509.ParsePKCS8PrivateKey(kb.Bytes)
+	if err != nil {
+		t.Fatalf("%s.key: %v", base, err)
+	}
+	ec, ok := key.(*ecdsa.PrivateKey)
+	if !ok {
+		t.Fatalf("%s.key: %T, want an ECDSA key", base, key)
+	}
+	return cert, ec
 }
