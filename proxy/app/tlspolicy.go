@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/caddyserver/certmagic"
@@ -200,7 +201,7 @@ func uncovered(names, loaded []string) []string {
 
 // connPolicies are the sites' connection policies: one per site whose
 // tls directive changes how its handshakes are answered, for its names
-// (none: any name, for a site without a host). A client_auth pki trust
+// (none: any name, for a site without a host) on its ports. A client_auth pki trust
 // pool reads the local CAs of certs.
 func connPolicies(certs *tlscerts.Manager, cfg *config.Config) ([]tlscerts.ConnPolicy, config.Errors) {
 	var out []tlscerts.ConnPolicy
@@ -222,6 +223,9 @@ func connPolicies(certs *tlscerts.Manager, cfg *config.Config) ([]tlscerts.ConnP
 				anyHost = true
 			}
 			cp.Names = append(cp.Names, a.Host)
+			if !slices.Contains(cp.Ports, a.Port) {
+				cp.Ports = append(cp.Ports, a.Port)
+			}
 		}
 		if len(cp.Names) == 0 {
 			continue

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,11 @@ type ConnPolicy struct {
 	// ("*.example.com", one label). Empty: every handshake no other
 	// policy takes, those without SNI included.
 	Names []string
+	// Ports are the listening ports whose handshakes it answers (empty:
+	// every port). A port is a server of its own, with policies of its
+	// own, as each of Caddy's servers is: a host's options on one port
+	// say nothing of the same host on another.
+	Ports []int
 	// MinVersion and MaxVersion bound the protocol (0: TLS 1.2 and 1.3).
 	MinVersion, MaxVersion uint16
 	// CipherSuites are the TLS 1.2 suites offered (nil: pollproxy's).
@@ -67,25 +73,69 @@ func (a *ClientAuth) verify(cs stdtls.ConnectionState) error {
 	return errors.New("client leaf certificate failed validation")
 }
 
-// connPolicies answers a ClientHello with its policy's configuration.
+// connPolicies answers a ClientHello with its policy's configuration:
+// the policies of the port it came in on, then those of every port.
 type connPolicies struct {
+	byPort map[int]*policySet
+	any    policySet
+}
+
+// policySet is the policies of one port (or of every port), by name.
+type policySet struct {
 	exact    map[string]*stdtls.Config
 	wildcard map[string]*stdtls.Config // by the part after "*."
-	dflt     *stdtls.Config            // nil: the base configuration
+	dflt     *stdtls.Config            // a policy without names
+}
+
+// add gives names to cfg where an earlier policy did not take them.
+func (ps *policySet) add(names []string, cfg *stdtls.Config) {
+	if len(names) == 0 {
+		if ps.dflt == nil {
+			ps.dflt = cfg
+		}
+		return
+	}
+	if ps.exact == nil {
+		ps.exact, ps.wildcard = map[string]*stdtls.Config{}, map[string]*stdtls.Config{}
+	}
+	for _, n := range names {
+		n = normalize(n)
+		if rest, ok := strings.CutPrefix(n, "*."); ok {
+			if _, dup := ps.wildcard[rest]; !dup {
+				ps.wildcard[rest] = cfg
+			}
+		} else if _, dup := ps.exact[n]; !dup {
+			ps.exact[n] = cfg
+		}
+	}
+}
+
+// match is the configuration for the (normalized) name, or nil.
+func (ps *policySet) match(name string) *stdtls.Config {
+	if cfg := ps.exact[name]; cfg != nil {
+		return cfg
+	}
+	if i := strings.IndexByte(name, '.'); i > 0 {
+		if cfg := ps.wildcard[name[i+1:]]; cfg != nil {
+			return cfg
+		}
+	}
+	return ps.dflt
 }
 
 // SetConnPolicies makes TLSConfig's configurations answer each
-// handshake by the first of policies that names its SNI (a name before a
-// wildcard, either before a policy with no names); a handshake no policy
-// takes gets TLSConfig's own settings. It replaces the policies set
-// before, for handshakes that start afterwards (a reload).
+// handshake by the first of the policies of its port that names its SNI
+// (a name before a wildcard, either before a policy with no names), and
+// failing that by the policies of every port alike; a handshake no
+// policy takes gets TLSConfig's own settings. It replaces the policies
+// set before, for handshakes that start afterwards (a reload).
 func (c *Manager) SetConnPolicies(policies []ConnPolicy) error {
 	if len(policies) == 0 {
 		c.conn.Store(nil)
 		return nil
 	}
 	base := c.baseTLSConfig()
-	cp := &connPolicies{exact: map[string]*stdtls.Config{}, wildcard: map[string]*stdtls.Config{}}
+	cp := &connPolicies{byPort: map[int]*policySet{}}
 	for i := range policies {
 		p := &policies[i]
 		cfg, err := p.apply(base)
@@ -99,21 +149,16 @@ func (c *Manager) SetConnPolicies(policies []ConnPolicy) error {
 			}
 			cfg.KeyLogWriter = w
 		}
-		if len(p.Names) == 0 {
-			if cp.dflt == nil {
-				cp.dflt = cfg
-			}
-			continue
+		if len(p.Ports) == 0 {
+			cp.any.add(p.Names, cfg)
 		}
-		for _, n := range p.Names {
-			n = normalize(n)
-			if rest, ok := strings.CutPrefix(n, "*."); ok {
-				if _, dup := cp.wildcard[rest]; !dup {
-					cp.wildcard[rest] = cfg
-				}
-			} else if _, dup := cp.exact[n]; !dup {
-				cp.exact[n] = cfg
+		for _, port := range p.Ports {
+			ps := cp.byPort[port]
+			if ps == nil {
+				ps = &policySet{}
+				cp.byPort[port] = ps
 			}
+			ps.add(p.Names, cfg)
 		}
 	}
 	c.conn.Store(cp)
@@ -137,15 +182,24 @@ func (cp *connPolicies) forClient(hello *stdtls.ClientHelloInfo) (*stdtls.Config
 		return nil, nil
 	}
 	name := normalize(hello.ServerName)
-	if cfg := cp.exact[name]; cfg != nil {
-		return cfg, nil
-	}
-	if i := strings.IndexByte(name, '.'); i > 0 {
-		if cfg := cp.wildcard[name[i+1:]]; cfg != nil {
+	if ps := cp.byPort[localPort(hello)]; ps != nil {
+		if cfg := ps.match(name); cfg != nil {
 			return cfg, nil
 		}
 	}
-	return cp.dflt, nil // nil: the base configuration
+	return cp.any.match(name), nil // nil: the base configuration
+}
+
+// localPort is the port the handshake came in on, 0 when the connection
+// does not say.
+func localPort(hello *stdtls.ClientHelloInfo) int {
+	if hello.Conn == nil {
+		return 0
+	}
+	if a, ok := hello.Conn.LocalAddr().(*net.TCPAddr); ok {
+		return a.Port
+	}
+	return 0
 }
 
 // apply returns base with p's settings.
