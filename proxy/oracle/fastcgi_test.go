@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sort"
 	"strings"
 	"testing"
 
@@ -115,23 +114,15 @@ func TestOracleFastCGI(t *testing.T) {
 			t.Fatalf("pollproxy: %v\n%s", err, log)
 		}
 		ours := askPHP(p)
-		keys := make([]string, 0, len(caddyAnswers))
-		for k := range caddyAnswers {
-			keys = append(keys, k)
+		own := func(want map[string]string) bool {
+			return want["status"] == "411" || want["status"] == "502" || want["status"] == "504"
 		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		compareAnswers(t, caddyAnswers, ours, func(f string, want, _ map[string]string) bool {
+			return phpDifferences[f] || f == "body" || own(want) && f == "resp content-type"
+		})
+		for _, k := range sortedKeys(caddyAnswers) {
 			want, got := caddyAnswers[k], ours[k]
-			own := want["status"] == "411" || want["status"] == "502" || want["status"] == "504"
-			for _, f := range fieldsOf(want, got) {
-				if phpDifferences[f] || f == "body" || own && f == "resp content-type" {
-					continue
-				}
-				if want[f] != got[f] {
-					t.Errorf("%s: %s: Caddy %q, pollproxy %q", k, f, want[f], got[f])
-				}
-			}
-			if w, g := phpBody(want["body"]), phpBody(got["body"]); w != g && !own {
+			if w, g := phpBody(want["body"]), phpBody(got["body"]); w != g && !own(want) {
 				t.Errorf("%s: body:\nCaddy:\n%s\npollproxy:\n%s", k, w, g)
 			}
 		}
@@ -170,22 +161,6 @@ func sendPlain(c *http.Client, base string, r request) map[string]string {
 		got["resp "+strings.ToLower(name)] = strings.Join(vs, "\n")
 	}
 	return got
-}
-
-// fieldsOf is every key of either answer.
-func fieldsOf(a, b map[string]string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, m := range []map[string]string{a, b} {
-		for k := range m {
-			if !seen[k] {
-				seen[k] = true
-				out = append(out, k)
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
 }
 
 // phpBody is a body with the environment lines that differ on purpose
