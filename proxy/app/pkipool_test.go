@@ -2,18 +2,11 @@ package app
 
 import (
 	"context"
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	stdtls "crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"log"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -22,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pollproxy/pollproxy/internal/testca"
 	"github.com/pollproxy/pollproxy/netpoll"
 	"github.com/pollproxy/pollproxy/netpoll/polltest"
 	"github.com/pollproxy/pollproxy/proxy/server/servertest"
@@ -87,17 +81,16 @@ plain.localhost:%d {
 		r := start(t, file, Options{})
 
 		// The CA the instance made at start, read from its storage.
-		root, rootKey := readCAPair(t, storage, "root")
-		interm, intermKey := readCAPair(t, storage, "intermediate")
+		caDir := filepath.Join(storage, "pollproxy", "ca", "local")
+		root, interm := testca.Load(t, filepath.Join(caDir, "root")), testca.Load(t, filepath.Join(caDir, "intermediate"))
 		roots := x509.NewCertPool()
-		roots.AddCert(root)
-		other, otherKey := otherCA(t)
+		roots.AddCert(root.Cert)
 
-		fromInterm := leafCert(t, "client", interm, intermKey, x509.ExtKeyUsageClientAuth)
-		fromRoot := leafCert(t, "client", root, rootKey, x509.ExtKeyUsageClientAuth)
-		fromOther := leafCert(t, "client", other, otherKey, x509.ExtKeyUsageClientAuth)
+		fromInterm := interm.Client(t, "client")
+		fromRoot := root.Client(t, "client")
+		fromOther := testca.New(t, "another CA").Client(t, "client")
 		withInterm := fromInterm
-		withInterm.Certificate = append(withInterm.Certificate, interm.Raw)
+		withInterm.Certificate = append(withInterm.Certificate, interm.Cert.Raw)
 
 		hosts := map[int]string{rootPort: "root.localhost", intermPort: "intermediate.localhost", proxyPort: "proxy.localhost", plainPort: "plain.localhost"}
 		get := func(port int, cert *stdtls.Certificate) (string, error) {
@@ -145,8 +138,8 @@ plain.localhost:%d {
 
 		// The origin: a certificate from the local CA's intermediate, for
 		// its address.
-		serving := leafCert(t, "127.0.0.1", interm, intermKey, x509.ExtKeyUsageServerAuth)
-		serving.Certificate = append(serving.Certificate, interm.Raw)
+		serving := interm.Server(t, "127.0.0.1")
+		serving.Certificate = append(serving.Certificate, interm.Cert.Raw)
 		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			io.WriteString(w, "origin")
 		}), ErrorLog: log.New(io.Discard, "", 0)}
@@ -177,71 +170,4 @@ plain.localhost:%d {
 			t.Errorf("after the refused reload: %q, %v; want 200 root", got, err)
 		}
 	})
-}
-
-// readCAPair reads a certificate and key of the local CA "local" from
-// file storage (which is "root" or "intermediate").
-func readCAPair(t *testing.T, storage, which string) (*x509.Certificate, crypto.Signer) {
-	t.Helper()
-	base := filepath.Join(storage, "pollproxy", "ca", "local", which)
-	certPEM, err := os.ReadFile(base + ".crt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyPEM, err := os.ReadFile(base + ".key")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cb, _ := pem.Decode(certPEM)
-	kb, _ := pem.Decode(keyPEM)
-	if cb == nil || kb == nil {
-		t.Fatalf("%s: no PEM", base)
-	}
-	cert, err := x509.ParseCertificate(cb.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var key any
-	if key, err = x509.ParseECPrivateKey(kb.Bytes); err != nil {
-		if key, err = x509.ParsePKCS8PrivateKey(kb.Bytes); err != nil {
-			t.Fatalf("%s.key: %v", base, err)
-		}
-	}
-	return cert, key.(crypto.Signer)
-}
-
-// otherCA is a CA of the test's own.
-func otherCA(t *testing.T) (*x509.Certificate, crypto.Signer) {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "another CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return cert, key
-}
-
-// leafCert issues a certificate for name (a DNS name or an IP address)
-// from the CA parent.
-func leafCert(t *testing.T, name string, parent *x509.Certificate, signer crypto.Signer, use x509.ExtKeyUsage) stdtls.Certificate {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{use}}
-	if ip := net.ParseIP(name); ip != nil {
-		tmpl.IPAddresses = []net.IP{ip}
-	} else {
-		tmpl.DNSNames = []string{name}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, signer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return stdtls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }

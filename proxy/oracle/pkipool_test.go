@@ -1,10 +1,7 @@
 package oracle
 
 import (
-	"crypto/ecdsa"
 	stdtls "crypto/tls"
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"os"
 	"os/exec"
@@ -130,10 +127,8 @@ func TestOraclePKIHandshakes(t *testing.T) {
 	// outcomes makes the client certificates from the CA in caDir and
 	// tries each.
 	outcomes := func(t *testing.T, addr, caDir string) map[string]string {
-		root := &testca.CA{}
-		root.Cert, root.Key = readECPair(t, filepath.Join(caDir, "root"))
-		inter := &testca.CA{}
-		inter.Cert, inter.Key = readECPair(t, filepath.Join(caDir, "intermediate"))
+		root := testca.Load(t, filepath.Join(caDir, "root"))
+		inter := testca.Load(t, filepath.Join(caDir, "intermediate"))
 		fromRoot, fromInter := root.Client(t, "from-root"), inter.Client(t, "from-inter")
 		chained := fromInter
 		chained.Certificate = append(chained.Certificate, inter.Cert.Raw)
@@ -181,39 +176,4 @@ func TestOraclePKIHandshakes(t *testing.T) {
 			}
 		}
 	})
-}
-
-// readECPair reads base.crt and base.key, a CA certificate and its ECDSA
-// key in PEM, from a server's storage.
-func readECPair(t *testing.T, base string) (*x509.Certificate, *ecdsa.PrivateKey) {
-	t.Helper()
-	certPEM, err := os.ReadFile(base + ".crt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyPEM, err := os.ReadFile(base + ".key")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cb, _ := pem.Decode(certPEM)
-	kb, _ := pem.Decode(keyPEM)
-	if cb == nil || kb == nil {
-		t.Fatalf("%s: no PEM", base)
-	}
-	cert, err := x509.ParseCertificate(cb.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if key, err := x509.ParseECPrivateKey(kb.Bytes); err == nil {
-		return cert, key
-	}
-	key, err := x509.ParsePKCS8PrivateKey(kb.Bytes)
-	if err != nil {
-		t.Fatalf("%s.key: %v", base, err)
-	}
-	ec, ok := key.(*ecdsa.PrivateKey)
-	if !ok {
-		t.Fatalf("%s.key: %T, want an ECDSA key", base, key)
-	}
-	return cert, ec
 }
