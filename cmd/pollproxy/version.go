@@ -12,8 +12,9 @@ import (
 func init() {
 	addCommand("version", "print the version and the poller backends of this build", func([]string) error {
 		fmt.Printf("pollproxy %s %s/%s %s\n", version, runtime.GOOS, runtime.GOARCH, runtime.Version())
-		fmt.Printf("pollers: %s (auto picks %s)\n", strings.Join(netpoll.Available(), ", "), netpoll.Available()[0])
-		if _, why := netpoll.AutoChoice(); why != "" {
+		auto, why := netpoll.AutoChoice()
+		fmt.Printf("pollers: %s (auto picks %s)\n", strings.Join(netpoll.Available(), ", "), auto)
+		if why != "" {
 			fmt.Printf("auto: %s\n", why)
 		}
 		return nil
