@@ -348,3 +348,46 @@ func TestGroupMixedBackends(t *testing.T) {
 		t.Fatalf("%d loops ran a task", ran.Load())
 	}
 }
+
+// TestLoopCloseEndsClosingSockets: a socket its owner closed while bytes
+// it wrote were still queued (io_uring closes once they went) is closed
+// by the loop's Close when the loop stopped before it could send them:
+// the peer gets what the socket takes of them and the end of the stream,
+// not a socket held open for the life of the process. An instance
+// closing its idle origin connections (a GOAWAY, a close_notify) just
+// before its loops stop leaves exactly that.
+func TestLoopCloseEndsClosingSockets(t *testing.T) {
+	polltest.ForEachBackend(t, Available(), func(t *testing.T, name string) {
+		l := newTestLoop(t, name) // never run: no iteration sends anything queued
+		a, b := socketPair(t)
+		d, err := l.Register(a, handlerFunc(func(Event) {}), Read)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Write([]byte("bye")); err != nil {
+			t.Fatal(err)
+		}
+		d.Close()
+		l.Close()
+		unix.SetNonblock(b, false)
+		unix.SetsockoptTimeval(b, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Sec: 5})
+		var buf [16]byte
+		var got []byte
+		for until := time.Now().Add(5 * time.Second); ; {
+			n, err := unix.Read(b, buf[:])
+			if err == unix.EINTR && time.Now().Before(until) {
+				continue
+			}
+			if err != nil {
+				t.Fatalf("peer: %v after %q, want \"bye\" and the end of the stream", err, got)
+			}
+			if n == 0 {
+				break
+			}
+			got = append(got, buf[:n]...)
+		}
+		if string(got) != "bye" {
+			t.Fatalf("peer read %q, want \"bye\"", got)
+		}
+	})
+}

@@ -146,11 +146,15 @@ func (p *uringCompleter) reap(evs []Ready) int {
 }
 
 // Close closes the ring, which ends every request still armed, and lets
-// go of the buffers unless the kernel may still use them.
+// go of the buffers unless the kernel may still use them. The sockets
+// their owners closed while their last bytes were queued are finished
+// first (finishClosing): the loop stopped before an iteration could send
+// them, and nothing else would ever close those sockets.
 func (p *uringCompleter) Close() error {
 	if p.closed {
 		return nil
 	}
+	p.finishClosing()
 	p.freeBuffers()
 	return p.uringCore.Close()
 }

@@ -99,8 +99,14 @@ func (p *uringCompleter) handOver(descs []*Desc) {
 		d.tidyMoved()
 		g.gen = 0
 	}
-	// Sockets closed by their handlers, whose last bytes were still
-	// going: what the socket takes now goes, as from a socket buffer.
+	p.finishClosing()
+}
+
+// finishClosing closes the sockets closed by their handlers whose last
+// bytes were still going, when the ring will not send them (a hand-over,
+// or the loop's end): what the socket takes now goes, as from a socket
+// buffer.
+func (p *uringCompleter) finishClosing() {
 	for fd := range p.regs {
 		if g := &p.regs[fd]; g.gen != 0 && g.sock != nil && g.sock.end >= endClose {
 			s := g.sock
